@@ -1,0 +1,130 @@
+/**
+ * The one directive checker, after `ngx_conf_handler` (`src/core/ngx_conf_file.c`):
+ * for each directive in reading order it looks the name up, tests the context,
+ * the `;` or `{`, the number of arguments, then calls the directive's setter.
+ * The first failure stops the check, worded and placed as nginx does:
+ * `unknown directive "X"`, `"X" directive is not allowed here`,
+ * `invalid number of arguments in "X" directive`, `"X" directive is duplicate` …
+ */
+import type { ConfigNode, Directive } from '../parser/ast.js';
+import { ConfigError, type ConfigWarning } from '../errors.js';
+import { acceptsArgCount, type Context } from './flags.js';
+import type { ConfigScope } from './scope.js';
+import { DirectiveFailure, LevelConf, type DirectiveSpec, type SetContext } from './spec.js';
+
+/** One configuration block as checked: its context, what was set in it, and its nested blocks. */
+export interface LevelNode {
+  readonly context: Context;
+  /** The directive that opened the block; undefined for the main context. */
+  readonly directive: Directive | undefined;
+  readonly conf: LevelConf;
+  readonly children: LevelNode[];
+  readonly parent: LevelNode | undefined;
+}
+
+/** The directive table: every spec of every module, by name. Built once and passed in. */
+export class DirectiveRegistry {
+  private readonly byName = new Map<string, DirectiveSpec[]>();
+
+  constructor(specs: readonly DirectiveSpec[]) {
+    for (const spec of specs) {
+      const list = this.byName.get(spec.name);
+      if (list) list.push(spec);
+      else this.byName.set(spec.name, [spec]);
+    }
+  }
+
+  /** The specs named `name` (several modules may share a name, e.g. `server`). */
+  lookup(name: string): readonly DirectiveSpec[] | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Every spec, in declaration order. */
+  all(): DirectiveSpec[] {
+    return [...this.byName.values()].flat();
+  }
+}
+
+/** A lint note: a directive that jinx accepts but does not act on. */
+export interface NoEffectNote {
+  readonly directive: Directive;
+  readonly spec: DirectiveSpec;
+}
+
+/** Result of checking a whole configuration. */
+export interface CheckResult {
+  readonly root: LevelNode;
+  readonly warnings: ConfigWarning[];
+  readonly noEffect: NoEffectNote[];
+}
+
+/**
+ * Checks the AST and fills the level tree. `scope` is passed to every setter
+ * (the registries a module keeps: variables, upstreams, maps, log formats).
+ *
+ * @throws ConfigError the first error, in nginx's reading order.
+ */
+export function checkConfig(
+  nodes: readonly ConfigNode[],
+  registry: DirectiveRegistry,
+  scope: ConfigScope,
+): CheckResult {
+  const warnings: ConfigWarning[] = [];
+  const noEffect: NoEffectNote[] = [];
+  const root: LevelNode = { context: 'main', directive: undefined, conf: new LevelConf(), children: [], parent: undefined };
+
+  const walk = (list: readonly ConfigNode[], level: LevelNode): void => {
+    for (const node of list) {
+      if (node.kind === 'error') throw node.error;
+      const spec = pick(node, level.context);
+      const cx: SetContext = {
+        level: level.conf,
+        context: level.context,
+        parentDirective: level.directive,
+        scope,
+        warn: (text, code) => warnings.push({ level: 'warn', code, text, loc: node.loc }),
+      };
+      let child;
+      try {
+        child = spec.set(node, cx);
+      } catch (err) {
+        if (err instanceof DirectiveFailure) {
+          const text = err.kind === 'suffix' ? `"${node.name}" directive ${err.text}` : err.text;
+          throw new ConfigError('invalid-value', text, node.loc);
+        }
+        throw err;
+      }
+      if (spec.effect === 'none') noEffect.push({ directive: node, spec });
+      if (spec.block === 'context' && child) {
+        const childNode: LevelNode = {
+          context: child.context, directive: node, conf: child.level, children: [], parent: level,
+        };
+        level.children.push(childNode);
+        walk(node.block ?? [], childNode);
+      }
+    }
+  };
+
+  const pick = (node: Directive, context: Context): DirectiveSpec => {
+    const specs = registry.lookup(node.name)?.filter((s) => !s.dynamicModule || scope.loadedModules.has(s.dynamicModule));
+    if (!specs || specs.length === 0) {
+      throw new ConfigError('unknown-directive', `unknown directive "${node.name}"`, node.loc);
+    }
+    const spec = specs.find((s) => s.contexts.includes(context));
+    if (!spec) throw new ConfigError('not-allowed', `"${node.name}" directive is not allowed here`, node.loc);
+    const isBlock = spec.block !== undefined;
+    if (!isBlock && node.block !== null) {
+      throw new ConfigError('not-terminated', `directive "${node.name}" is not terminated by ";"`, node.loc);
+    }
+    if (isBlock && node.block === null) {
+      throw new ConfigError('no-block', `directive "${node.name}" has no opening "{"`, node.loc);
+    }
+    if (!acceptsArgCount(spec.args, node.args.length)) {
+      throw new ConfigError('invalid-args', `invalid number of arguments in "${node.name}" directive`, node.loc);
+    }
+    return spec;
+  };
+
+  walk(nodes, root);
+  return { root, warnings, noEffect };
+}

@@ -1,0 +1,612 @@
+/**
+ * The compile step: configuration files → checked levels → the frozen
+ * `RouteTable` the engine serves from, plus warnings (nginx's `[warn]` lines
+ * with file:line) and the "no effect in jinx" notes.
+ *
+ * After the checker has read every directive, the order of the remaining
+ * checks follows `ngx_http_block` (`src/http/ngx_http.c`): upstream names are
+ * resolved, locations are sorted (`duplicate location`), variables are
+ * checked (`unknown "x" variable`), then listen addresses and server names
+ * are indexed (`a duplicate default server`, `conflicting server name`).
+ */
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import type { ConfigNode, SourceLoc } from '../parser/ast.js';
+import { loadConfig, type LoadedFile } from '../parser/load.js';
+import { ConfigError, type ConfigWarning } from '../errors.js';
+import { compileLogFormat } from '../log/access-log.js';
+import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
+import type { LocationDef } from './modules/http-core.js';
+import * as core from './modules/core.js';
+import * as http from './modules/http-core.js';
+import * as rewrite from './modules/rewrite.js';
+import { accessRules } from './modules/access.js';
+import { authBasicRealm, authBasicUserFile } from './modules/auth-basic.js';
+import { authRequestSets, authRequestUri } from './modules/auth-request.js';
+import { fastcgiPass } from './modules/fastcgi.js';
+import { addHeaders, expires } from './modules/headers.js';
+import { allDirectives, allVariables } from './modules/index.js';
+import { accessLogs, COMBINED_FORMAT } from './modules/log.js';
+import { bindMap } from './modules/map.js';
+import * as proxy from './modules/proxy.js';
+import type { ProxyPassDef } from './modules/proxy.js';
+import { realIpFrom, realIpHeader, realIpRecursive } from './modules/realip.js';
+import * as ssl from './modules/ssl.js';
+import { http2Enabled } from './modules/http2.js';
+import { splitHostPort } from './modules/upstream.js';
+import { ConfigScope, type HostTable } from './scope.js';
+import { ConfChain, type LevelConf } from './spec.js';
+import { VariableRegistry } from './variables.js';
+import type {
+  AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, ListenGroup,
+  LocationConf, LocationTree, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, VirtualServer,
+} from './route-table.js';
+
+/** Where the configuration comes from. */
+export interface CompileOptions {
+  /** Absolute path of the main configuration file. */
+  readonly confFile: string;
+  /** nginx's prefix (`-p`), absolute, ending with `/`. */
+  readonly prefix: string;
+  /** Directives given with `-g`. */
+  readonly globalDirectives?: string;
+}
+
+/** A compiled configuration and what the compile step found. */
+export interface CompiledConfig {
+  readonly table: RouteTable;
+  readonly warnings: readonly ConfigWarning[];
+  readonly noEffect: readonly NoEffectNote[];
+  readonly files: readonly LoadedFile[];
+}
+
+/** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
+const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
+
+/** The directive table, built once. */
+export const registry = new DirectiveRegistry(allDirectives);
+
+/**
+ * Collects the host names `proxy_pass` URLs and upstream `server` entries
+ * name, so they can be resolved before the synchronous check.
+ */
+function collectHosts(nodes: readonly ConfigNode[], inUpstream: boolean, out: Set<string>): void {
+  for (const n of nodes) {
+    if (n.kind !== 'directive') continue;
+    let hostPort: string | undefined;
+    if (n.name === 'proxy_pass' && n.args.length === 1 && !n.args[0]!.includes('$')) {
+      hostPort = /^https?:\/\/([^/]*)/i.exec(n.args[0]!)?.[1];
+    } else if (n.name === 'server' && inUpstream && n.args.length > 0) hostPort = n.args[0];
+    if (hostPort) {
+      const hp = splitHostPort(hostPort);
+      if (hp && !isIP(hp.host)) out.add(hp.host.toLowerCase());
+    }
+    if (n.block) collectHosts(n.block, n.name === 'upstream', out);
+  }
+}
+
+/** Resolves names with the system resolver (nginx uses getaddrinfo at configuration time). */
+async function resolveHosts(names: Iterable<string>): Promise<HostTable> {
+  const table = new Map<string, string[]>();
+  await Promise.all([...names].map(async (name) => {
+    try {
+      const addrs = await lookup(name, { all: true });
+      table.set(name, addrs.map((a) => a.address));
+    } catch {
+      // left out: the check reports "host not found"
+    }
+  }));
+  return { lookup: (host) => table.get(host.toLowerCase()) };
+}
+
+/**
+ * Reads, checks and compiles a configuration.
+ * @throws ConfigError the first error, worded and placed as nginx does
+ */
+export async function compileConfig(opts: CompileOptions): Promise<CompiledConfig> {
+  const loaded = loadConfig({
+    confFile: opts.confFile,
+    confPrefix: opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1),
+    globalDirectives: opts.globalDirectives,
+  });
+  const names = new Set<string>();
+  collectHosts(loaded.nodes, false, names);
+  const hosts = await resolveHosts(names);
+  const variables = new VariableRegistry(allVariables);
+  const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts);
+  const checked = checkConfig(loaded.nodes, registry, scope);
+  const table = new Compiler(scope, checked.root, [...checked.warnings]).compile();
+  return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files };
+}
+
+/** Turns the checked level tree into the route table. */
+class Compiler {
+  private readonly nodeOf = new Map<LevelConf, LevelNode>();
+  private readonly confCache = new Map<LevelConf, LocationConf>();
+  private readonly logFormats = new Map<string, CompiledLogFormat>();
+  private readonly accessLogTargets: AccessLogTarget[] = [];
+  private readonly errorLogTargets: ErrorLogTarget[] = [];
+  private readonly upstreams = new Map<string, UpstreamGroup>();
+
+  constructor(
+    private readonly scope: ConfigScope,
+    private readonly root: LevelNode,
+    private readonly warnings: ConfigWarning[],
+  ) {
+    const index = (n: LevelNode): void => {
+      this.nodeOf.set(n.conf, n);
+      n.children.forEach(index);
+    };
+    index(root);
+  }
+
+  compile(): RouteTable {
+    const events = this.root.children.find((c) => c.context === 'events');
+    if (!events) throw new ConfigError('missing-section', 'no "events" section in configuration');
+    const mainChain = this.chain(this.root);
+    const errorLogs = this.errorLogs(mainChain);
+    const main = {
+      daemon: mainChain.get(core.daemon),
+      pidFile: this.scope.fullPath(mainChain.get(core.pidFile)),
+      workerProcesses: mainChain.get(core.workerProcesses),
+      workerConnections: new ConfChain(events.conf, undefined).get(core.workerConnections),
+      errorLogs,
+    };
+    const httpNode = this.root.children.find((c) => c.context === 'http');
+    let listens: ListenGroup[] = [];
+    if (httpNode) {
+      this.resolveUpstreams(httpNode);
+      for (const map of this.scope.maps) bindMap(map, this.scope.variables);
+      const servers = httpNode.children.filter((c) => c.context === 'server');
+      for (const s of servers) this.checkDuplicateLocations(s);
+      this.scope.variables.checkReferences();
+      this.compileLogFormats();
+      const compiled = servers.map((s) => ({ node: s, server: this.server(s) }));
+      listens = this.listenGroups(compiled);
+    }
+    return Object.freeze({
+      main: Object.freeze(main),
+      listens: Object.freeze(listens),
+      variableCount: this.scope.variables.indexedCount,
+      upstreams: this.upstreams,
+      accessLogTargets: this.accessLogTargets,
+      errorLogTargets: [...errorLogs, ...this.errorLogTargets],
+      warnings: this.warnings,
+    });
+  }
+
+  private chain(node: LevelNode): ConfChain {
+    return new ConfChain(node.conf, node.parent ? this.chain(node.parent) : undefined);
+  }
+
+  private errorLogs(chain: ConfChain): ErrorLogTarget[] {
+    const list = chain.list(core.errorLogs);
+    return list.length > 0 ? list : [{ path: 'stderr', level: 'error' }];
+  }
+
+  // --- upstreams -------------------------------------------------------------
+
+  private resolveUpstreams(httpNode: LevelNode): void {
+    for (const decl of this.scope.upstreams.values()) {
+      if (decl.servers.length === 0) {
+        const d = this.findUpstreamDirective(httpNode, decl.name);
+        throw new ConfigError('invalid-value', 'no servers are inside upstream', { file: decl.loc.file, line: d ?? decl.loc.line });
+      }
+      const peers: UpstreamPeer[] = [];
+      for (const s of decl.servers) {
+        const addrs = isIP(s.host) ? [s.host] : this.scope.hosts.lookup(s.host) ?? [];
+        for (const a of addrs) peers.push(this.peer(a, s.port, s));
+      }
+      this.upstreams.set(decl.name.toLowerCase(), {
+        name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs,
+      });
+    }
+    const visit = (n: LevelNode): void => {
+      const pass = n.conf.own(proxy.proxyPass)?.value;
+      if (pass?.kind === 'static') this.implicitUpstream(pass);
+      n.children.forEach(visit);
+    };
+    visit(httpNode);
+  }
+
+  private findUpstreamDirective(httpNode: LevelNode, name: string): number | undefined {
+    const node = httpNode.children.find((c) => c.context === 'upstream' && c.directive?.args[0]?.toLowerCase() === name.toLowerCase());
+    return node?.directive?.closeLine;
+  }
+
+  private peer(addr: string, port: number, s?: { weight: number; backup: boolean; down: boolean; maxFails: number; failTimeoutMs: number }): UpstreamPeer {
+    return {
+      name: isIP(addr) === 6 ? `[${addr}]:${port}` : `${addr}:${port}`, host: addr, port,
+      weight: s?.weight ?? 1, backup: s?.backup ?? false, down: s?.down ?? false,
+      maxFails: s?.maxFails ?? 1, failTimeoutMs: s?.failTimeoutMs ?? 10_000,
+    };
+  }
+
+  /** The group a static `proxy_pass` uses: an `upstream` block, or the URL's host:port resolved now. */
+  private implicitUpstream(pass: ProxyPassDef & { kind: 'static' }): void {
+    const explicit = this.scope.upstreams.get(pass.host.toLowerCase());
+    if (explicit) {
+      if (pass.port !== undefined) {
+        throw new ConfigError('invalid-value', `upstream "${pass.host}" may not have port ${pass.port}`, pass.loc);
+      }
+      return;
+    }
+    const port = pass.port ?? (pass.scheme === 'https' ? 443 : 80);
+    const key = groupKey(pass);
+    if (this.upstreams.has(key)) return;
+    const host = pass.host.replace(/^\[|\]$/g, '');
+    const addrs = isIP(host) ? [host] : this.scope.hosts.lookup(host);
+    if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${pass.host}"`, pass.loc);
+    this.upstreams.set(key, { name: key, peers: addrs.map((a) => this.peer(a, port)), keepalive: 0, keepaliveTimeoutMs: 60_000 });
+  }
+
+  // --- locations -------------------------------------------------------------
+
+  private checkDuplicateLocations(level: LevelNode): void {
+    const seen = new Set<string>();
+    for (const c of level.children) {
+      if (c.context !== 'location') continue;
+      const def = c.conf.own(http.locationDef)!.value!;
+      if (!def.regex) {
+        const key = `${def.match === 'exact' ? '=' : def.match === 'named' ? '@' : ''}${def.name}`;
+        if (seen.has(key)) throw new ConfigError('invalid-value', `duplicate location "${def.name}"`, def.loc);
+        seen.add(key);
+      }
+      this.checkDuplicateLocations(c);
+    }
+  }
+
+  private locationTree(level: LevelNode): LocationTree | undefined {
+    const children = level.children.filter((c) => c.context === 'location');
+    if (children.length === 0) return undefined;
+    const exact = new Map<string, CompiledLocation>();
+    const regexes: CompiledLocation[] = [];
+    const named = new Map<string, CompiledLocation>();
+    const trie: MutablePrefixNode = { location: undefined, children: new Map() };
+    const prefixes: CompiledLocation[] = [];
+    for (const c of children) {
+      const loc = this.location(c);
+      if (loc.match === 'exact') exact.set(loc.name, loc);
+      else if (loc.match === 'named') named.set(loc.name, loc);
+      else if (loc.regex) regexes.push(loc);
+      else prefixes.push(loc);
+    }
+    for (const loc of prefixes) {
+      let node = trie;
+      for (const ch of loc.name) {
+        let next = node.children.get(ch);
+        if (!next) node.children.set(ch, (next = { location: undefined, children: new Map() }));
+        node = next;
+      }
+      node.location = loc;
+    }
+    return { exact, prefixes: trie, regexes, named };
+  }
+
+  private location(node: LevelNode): CompiledLocation {
+    const def: LocationDef = node.conf.own(http.locationDef)!.value!;
+    const conf = this.locationConf(node);
+    const handler = conf.proxy !== undefined || conf.fastcgiPass !== undefined;
+    return {
+      match: def.match,
+      name: def.name,
+      regex: def.regex?.regex,
+      namedCaptures: def.regex ? rewrite.namedCaptures(def.regex, this.scope.variables) : [],
+      conf,
+      nested: this.locationTree(node),
+      autoRedirect: handler && (def.match === 'prefix' || def.match === 'prefix-no-regex') && def.name.endsWith('/'),
+      loc: def.loc,
+    };
+  }
+
+  /** The merged settings of a level (location, `if` block or server), built once per level. */
+  private locationConf(node: LevelNode): LocationConf {
+    const cached = this.confCache.get(node.conf);
+    if (cached) return cached;
+    const c = this.chain(node);
+    const vars = this.scope.variables;
+    const docRoot = c.get(http.docRoot);
+    const locDef = this.enclosingLocation(node);
+    const rootPath = docRoot ? vars.bind(docRoot.path) : vars.bind(vars.value(this.scope.fullPath('html'), node.directive?.loc ?? { file: '', line: 0 }));
+    const indexes = c.list(http.indexFiles);
+    const tryFiles = c.get(http.tryFiles);
+    const errorPages = new Map<number, ErrorPage>();
+    for (const e of c.list(http.errorPages)) {
+      if (!errorPages.has(e.code)) errorPages.set(e.code, { target: vars.bind(e.target), overwrite: e.overwrite });
+    }
+    const realIpSources = c.list(realIpFrom);
+    const authUri = c.get(authRequestUri);
+    const realm = c.get(authBasicRealm);
+    const userFile = c.get(authBasicUserFile);
+    const errorLogs = this.errorLogs(c);
+    this.errorLogTargets.push(...errorLogs);
+    const conf: LocationConf = {
+      root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: (docRoot?.alias ?? false) && locDef?.regex !== undefined },
+      index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
+      tryFiles: tryFiles && {
+        files: tryFiles.files.map((f) => vars.bind(f)),
+        fallback: 'code' in tryFiles.fallback ? { code: tryFiles.fallback.code } : { uri: vars.bind(tryFiles.fallback.uri) },
+      },
+      types: c.get(http.types) ?? http.DEFAULT_TYPES,
+      defaultType: c.get(http.defaultType),
+      errorPages,
+      recursiveErrorPages: c.get(http.recursiveErrorPages),
+      internal: node.conf.own(http.internal)?.value ?? false,
+      clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
+      logNotFound: c.get(http.logNotFound),
+      serverTokens: c.get(http.serverTokens),
+      absoluteRedirect: c.get(http.absoluteRedirect),
+      serverNameInRedirect: c.get(http.serverNameInRedirect),
+      portInRedirect: c.get(http.portInRedirect),
+      msiePadding: c.get(http.msiePadding),
+      errorLogs,
+      accessLogs: this.accessLogs(c),
+      script: node.context === 'location' || node.context === 'lif' ? this.script(node.conf) : [],
+      access: c.list(accessRules).map((r): AccessRule => ({
+        allow: r.allow,
+        all: r.match === 'all',
+        family: r.match === 'all' ? 'all' : r.match === 'unix' ? 'unix' : r.match.family,
+        addr: typeof r.match === 'string' ? [] : r.match.bytes,
+        prefixLength: typeof r.match === 'string' ? 0 : r.match.prefixLength,
+        text: r.text,
+      })),
+      satisfy: c.get(http.satisfy),
+      authBasic: realm && userFile ? { realm: vars.bind(realm), userFile: vars.bind(userFile) } : undefined,
+      addHeaders: c.list(addHeaders).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
+      proxy: this.proxyConf(node, c),
+      keepaliveTimeoutMs: c.get(http.keepaliveTimeoutMs),
+      keepaliveRequests: c.get(http.keepaliveRequests),
+      sendTimeoutMs: c.get(http.sendTimeoutMs),
+      chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
+      expires: c.get(expires),
+      realIp: realIpSources.length > 0
+        ? { from: realIpSources, header: c.get(realIpHeader).toLowerCase(), recursive: c.get(realIpRecursive) }
+        : undefined,
+      authRequest: authUri === 'off' ? undefined : {
+        uri: authUri, sets: c.list(authRequestSets).map((s) => ({ index: s.index, value: vars.bind(s.value) })),
+      },
+      fastcgiPass: this.inheritedIntoIf(node, (n) => n.conf.own(fastcgiPass)?.value),
+      resolver: c.get(http.resolver),
+      resolverTimeoutMs: c.get(http.resolverTimeoutMs),
+      uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),
+    };
+    Object.freeze(conf);
+    this.confCache.set(node.conf, conf);
+    return conf;
+  }
+
+  /** The nearest `location` enclosing a level (itself included). */
+  private enclosingLocation(node: LevelNode): LocationDef | undefined {
+    for (let n: LevelNode | undefined = node; n; n = n.parent) {
+      const def = n.conf.own(http.locationDef)?.value;
+      if (def) return def;
+    }
+    return undefined;
+  }
+
+  /**
+   * A setting an `if` block takes from its location when it has none of its
+   * own (nginx's merge for "noname" locations, e.g. `proxy_pass`).
+   */
+  private inheritedIntoIf<T>(node: LevelNode, own: (n: LevelNode) => T | undefined): T | undefined {
+    for (let n: LevelNode | undefined = node; n; n = n.parent) {
+      const v = own(n);
+      if (v !== undefined) return v;
+      if (n.context !== 'lif' && n.context !== 'limit_except') return undefined;
+    }
+    return undefined;
+  }
+
+  private script(conf: LevelConf): rewrite.ScriptOp[] {
+    return rewrite.bindScript(
+      conf.ownList(rewrite.script)?.map((e) => e.value) ?? [],
+      this.scope.variables,
+      (block) => this.locationConf(this.nodeOf.get(block)!),
+      (block) => block.ownList(rewrite.script)?.map((e) => e.value) ?? [],
+    );
+  }
+
+  private proxyConf(node: LevelNode, c: ConfChain): ProxyConf | undefined {
+    const pass = this.inheritedIntoIf(node, (n) => n.conf.own(proxy.proxyPass)?.value);
+    if (!pass) return undefined;
+    const vars = this.scope.variables;
+    const set = c.list(proxy.proxySetHeader);
+    const names = new Set(set.map((h) => h.name.toLowerCase()));
+    const defaults: [string, string][] = [
+      ['Host', '$proxy_host'], ['Connection', 'close'], ['TE', ''], ['Keep-Alive', ''], ['Expect', ''], ['Upgrade', ''],
+    ];
+    const headers = [
+      ...set.map((h) => ({ name: h.name, lowerName: h.name.toLowerCase(), value: vars.bind(h.value) })),
+      ...defaults.filter(([n]) => !names.has(n.toLowerCase())).map(([name, value]) => ({
+        name, lowerName: name.toLowerCase(), value: vars.bind(vars.value(value, pass.loc)),
+      })),
+    ];
+    const hide = new Set(['date', 'server', 'x-pad', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate',
+      'x-accel-buffering', 'x-accel-charset']);
+    for (const h of c.list(proxy.proxyHideHeader)) hide.add(h.toLowerCase());
+    for (const h of c.list(proxy.proxyPassHeader)) hide.delete(h.toLowerCase());
+    const redirects = c.list(proxy.proxyRedirect);
+    return {
+      target: pass.kind === 'static'
+        ? {
+            kind: 'static', scheme: pass.scheme, group: groupKey(pass), uri: pass.uri,
+            hostHeader: pass.port === undefined || pass.port === (pass.scheme === 'https' ? 443 : 80)
+              ? pass.host
+              : `${pass.host}:${pass.port}`,
+          }
+        : { kind: 'variable', url: vars.bind(pass.url) },
+      locationPrefix: pass.locationPrefix,
+      headers,
+      httpVersion: c.get(proxy.proxyHttpVersion),
+      hideHeaders: hide,
+      passRequestBody: c.get(proxy.proxyPassRequestBody),
+      passRequestHeaders: c.get(proxy.proxyPassRequestHeaders),
+      connectTimeoutMs: c.get(proxy.proxyConnectTimeoutMs),
+      sendTimeoutMs: c.get(proxy.proxySendTimeoutMs),
+      readTimeoutMs: c.get(proxy.proxyReadTimeoutMs),
+      bufferSizeBytes: c.get(proxy.proxyBufferSize),
+      interceptErrors: c.get(proxy.proxyInterceptErrors),
+      redirect: redirects.length === 0 || redirects.includes('default')
+        ? 'default'
+        : redirects.includes('off')
+          ? 'off'
+          : redirects.filter((r): r is Exclude<typeof r, string> => typeof r !== 'string')
+            .map((r) => ({ from: vars.bind(r.from), to: vars.bind(r.to) })),
+      ignoreClientAbort: c.get(proxy.proxyIgnoreClientAbort),
+    };
+  }
+
+  // --- logs --------------------------------------------------------------------
+
+  private compileLogFormats(): void {
+    const vars = this.scope.variables;
+    this.logFormats.set('combined', compileLogFormat('combined', COMBINED_FORMAT, 'default', vars));
+    for (const f of this.scope.logFormats.values()) this.logFormats.set(f.name, compileLogFormat(f.name, f.text, f.escape, vars));
+  }
+
+  private accessLogs(c: ConfChain): AccessLogTarget[] {
+    const entries = c.list(accessLogs);
+    if (entries.some((e) => e.off)) return [];
+    const list = entries.length > 0
+      ? entries.flatMap((e) => (e.off ? [] : [{
+          path: e.path, format: this.logFormats.get(e.format)!, condition: e.condition && this.scope.variables.bind(e.condition),
+        }]))
+      : [{ path: this.scope.fullPath('logs/access.log'), format: this.logFormats.get('combined')!, condition: undefined }];
+    this.accessLogTargets.push(...list);
+    return list;
+  }
+
+  // --- servers -------------------------------------------------------------------
+
+  private server(node: LevelNode): VirtualServer {
+    const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [];
+    const first = names[0]?.name ?? '';
+    const chain = this.chain(node);
+    const certs = chain.list(ssl.sslCertificates);
+    const keys = chain.list(ssl.sslCertificateKeys);
+    return {
+      name: first.startsWith('.') ? first.slice(1) : first,
+      script: this.script(node.conf),
+      locations: this.locationTree(node) ?? emptyTree(),
+      conf: this.locationConf(node),
+      tls: certs.length > 0 || chain.get(ssl.sslRejectHandshake)
+        ? {
+            certificates: certs.map((cert, i) => ({ cert, key: keys[i] ?? keys[keys.length - 1] ?? '' })),
+            protocols: chain.get(ssl.sslProtocols),
+            ciphers: chain.get(ssl.sslCiphers),
+            preferServerCiphers: chain.get(ssl.sslPreferServerCiphers),
+            rejectHandshake: chain.get(ssl.sslRejectHandshake),
+            sessionTimeoutSec: chain.get(ssl.sslSessionTimeoutSec),
+          }
+        : undefined,
+      loc: node.directive!.loc,
+    };
+  }
+
+  private listenGroups(servers: readonly { node: LevelNode; server: VirtualServer }[]): ListenGroup[] {
+    interface Addr {
+      host: string;
+      port: number;
+      addrText: string;
+      ssl: boolean;
+      http2: boolean;
+      optionsSet: boolean;
+      defaultServer: VirtualServer | undefined;
+      servers: { server: VirtualServer; node: LevelNode }[];
+      loc: SourceLoc;
+    }
+    const addrs = new Map<string, Addr>();
+    for (const s of servers) {
+      const own = s.node.conf.ownList(http.listens)?.map((e) => e.value) ?? [{
+        host: '0.0.0.0', port: DEFAULT_PORT, addrText: `*:${DEFAULT_PORT}`, wildcard: true, defaultServer: false, ssl: false,
+        http2: false, ipv6only: true, setsOptions: false, loc: s.server.loc,
+      }];
+      const http2 = this.chain(s.node).get(http2Enabled);
+      for (const l of own) {
+        const key = `${l.host}|${l.port}`;
+        let a = addrs.get(key);
+        if (!a) {
+          a = { host: l.host, port: l.port, addrText: l.addrText, ssl: false, http2: false, optionsSet: false, defaultServer: undefined, servers: [], loc: l.loc };
+          addrs.set(key, a);
+        }
+        if (l.setsOptions) {
+          if (a.optionsSet) throw new ConfigError('invalid-value', `duplicate listen options for ${a.addrText}`, l.loc);
+          a.optionsSet = true;
+        }
+        if (l.defaultServer) {
+          if (a.defaultServer) throw new ConfigError('invalid-value', `a duplicate default server for ${a.addrText}`, l.loc);
+          a.defaultServer = s.server;
+        }
+        a.ssl ||= l.ssl;
+        a.http2 ||= l.http2 || http2;
+        if (!a.servers.some((x) => x.server === s.server)) a.servers.push(s);
+      }
+    }
+    const set = (a: Addr): ServerSet => this.serverSet(a.addrText, a.defaultServer ?? a.servers[0]!.server, a.servers);
+    const groups: ListenGroup[] = [];
+    const byPort = new Map<number, Addr[]>();
+    for (const a of addrs.values()) byPort.set(a.port, [...(byPort.get(a.port) ?? []), a]);
+    for (const [port, list] of byPort) {
+      const wildcard = list.find((a) => a.host === '0.0.0.0') ?? list.find((a) => a.host === '::');
+      const bound = wildcard ? [wildcard, ...list.filter((a) => a !== wildcard && (a.host === '::' || a.host === '0.0.0.0'))] : list;
+      for (const a of bound) {
+        const byLocalAddr = new Map<string, ServerSet>();
+        if (a === wildcard) for (const specific of list.filter((x) => !bound.includes(x))) byLocalAddr.set(specific.host, set(specific));
+        groups.push({
+          host: a.host, port, addrText: a.addrText, ssl: a.ssl || [...byLocalAddr.keys()].some((h) => list.find((x) => x.host === h)?.ssl),
+          http2: a.http2, byLocalAddr, servers: set(a), loc: a.loc,
+        });
+      }
+    }
+    return groups;
+  }
+
+  private serverSet(addrText: string, defaultServer: VirtualServer, servers: readonly { server: VirtualServer; node: LevelNode }[]): ServerSet {
+    const exact = new Map<string, VirtualServer>();
+    const heads: [string, VirtualServer][] = [];
+    const tails: [string, VirtualServer][] = [];
+    const regexes: ServerSet['regexes'][number][] = [];
+    for (const { server, node } of servers) {
+      const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [{ name: '', regex: undefined }];
+      for (const n of names) {
+        if (n.regex) {
+          regexes.push({ regex: n.regex.regex, server, namedCaptures: rewrite.namedCaptures(n.regex, this.scope.variables) });
+          continue;
+        }
+        const add = (list: [string, VirtualServer][] | Map<string, VirtualServer>, key: string): void => {
+          const taken = list instanceof Map ? list.get(key) : list.find(([k]) => k === key)?.[1];
+          if (taken && taken !== server) {
+            this.warnings.push({ level: 'warn', code: 'conflicting-server-name', text: `conflicting server name "${n.name}" on ${addrText}, ignored`, loc: undefined });
+            return;
+          }
+          if (taken) return;
+          if (list instanceof Map) list.set(key, server);
+          else list.push([key, server]);
+        };
+        if (n.name.startsWith('*.')) add(heads, n.name.slice(1));
+        else if (n.name.startsWith('.')) {
+          add(exact, n.name.slice(1));
+          add(heads, n.name);
+        } else if (n.name.endsWith('.*')) add(tails, n.name.slice(0, -1));
+        else add(exact, n.name);
+      }
+    }
+    heads.sort((a, b) => b[0].length - a[0].length);
+    tails.sort((a, b) => b[0].length - a[0].length);
+    return { defaultServer, exact, headWildcards: heads, tailWildcards: tails, regexes };
+  }
+}
+
+interface MutablePrefixNode extends PrefixNode {
+  location: CompiledLocation | undefined;
+  readonly children: Map<string, MutablePrefixNode>;
+}
+
+function emptyTree(): LocationTree {
+  return { exact: new Map(), prefixes: { location: undefined, children: new Map() }, regexes: [], named: new Map() };
+}
+
+/** The upstream group key of a static `proxy_pass`: its upstream block's name, or `host:port`. */
+function groupKey(pass: ProxyPassDef & { kind: 'static' }): string {
+  return pass.port === undefined ? pass.host.toLowerCase() : `${pass.host.toLowerCase()}:${pass.port}`;
+}

@@ -1,0 +1,38 @@
+/**
+ * The access module (`src/http/modules/ngx_http_access_module.c`):
+ * `allow` and `deny`, checked in order; the first match decides.
+ */
+import type { Directive } from '../../parser/ast.js';
+import { parseCidr, type Cidr } from '../cidr.js';
+import { fail, listSlot, type DirectiveSpec, type SetContext } from '../spec.js';
+
+const ACCESS = 'ngx_http_access_module';
+
+/** One `allow`/`deny` rule: `all`, `unix:`, or an address range. */
+export interface AccessRuleDef {
+  readonly allow: boolean;
+  readonly match: 'all' | 'unix' | Cidr;
+  readonly text: string;
+}
+
+/** Both directives append to one list, so their order is kept. */
+export const accessRules = listSlot<AccessRuleDef>('allow/deny');
+
+/** Parses an address argument as `ngx_http_access_rule` does, warning about host bits. */
+export function parseRuleAddress(d: Directive, cx: SetContext): AccessRuleDef['match'] {
+  const text = d.args[0]!;
+  if (text === 'all') return 'all';
+  if (text === 'unix:') return 'unix';
+  const parsed = parseCidr(text);
+  if (!parsed) fail(`invalid parameter "${text}"`);
+  if (parsed.lowBitsSet) cx.warn(`low address bits of ${text} are meaningless`, 'low-address-bits');
+  return parsed.cidr;
+}
+
+const setRule = (d: Directive, cx: SetContext): void =>
+  cx.level.append(accessRules, { allow: d.name === 'allow', match: parseRuleAddress(d, cx), text: d.args[0]! }, d.loc);
+
+export const accessDirectives: readonly DirectiveSpec[] = [
+  { name: 'allow', module: ACCESS, contexts: ['http', 'server', 'location', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setRule },
+  { name: 'deny', module: ACCESS, contexts: ['http', 'server', 'location', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setRule },
+];

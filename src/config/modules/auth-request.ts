@@ -1,0 +1,34 @@
+/**
+ * The auth_request module (`src/http/modules/ngx_http_auth_request_module.c`):
+ * `auth_request URI|off` runs a subrequest before the content phase;
+ * `auth_request_set $var VALUE` copies values (typically `$upstream_http_*`
+ * of the subrequest) once it has completed.
+ */
+import { HTTP_SRV_LOC } from '../flags.js';
+import { DirectiveFailure, fail, listSlot, slot, type DirectiveSpec } from '../spec.js';
+import type { ValueSource } from '../variables.js';
+
+const AUTH_REQUEST = 'ngx_http_auth_request_module';
+
+/** The subrequest URI, or `off`. */
+export const authRequestUri = slot<string | 'off'>('auth_request', 'off');
+export const authRequestSets = listSlot<{ readonly index: number; readonly value: ValueSource }>('auth_request_set');
+
+export const authRequestDirectives: readonly DirectiveSpec[] = [
+  {
+    name: 'auth_request', module: AUTH_REQUEST, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(authRequestUri)) throw new DirectiveFailure('is duplicate');
+      cx.level.set(authRequestUri, d.args[0] === 'off' ? 'off' : d.args[0]!, d.loc);
+    },
+  },
+  {
+    name: 'auth_request_set', module: AUTH_REQUEST, contexts: HTTP_SRV_LOC, args: ['TAKE2'], effect: 'runtime',
+    set: (d, cx) => {
+      const name = d.args[0]!;
+      if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
+      const index = cx.scope.variables.declare(name.slice(1), { kind: 'set' });
+      cx.level.append(authRequestSets, { index, value: cx.scope.variables.value(d.args[1]!, d.loc) }, d.loc);
+    },
+  },
+];

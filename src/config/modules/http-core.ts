@@ -1,0 +1,509 @@
+/**
+ * The http core module (`src/http/ngx_http_core_module.c`, `ngx_http.c`) and
+ * the index and try_files directives: the `http`, `server`, `location` and
+ * `limit_except` blocks, `listen`, `server_name`, `root`/`alias`, `types`,
+ * `error_page`, timeouts and limits.
+ */
+import { isIP } from 'node:net';
+import type { Directive, SourceLoc } from '../../parser/ast.js';
+import { HTTP_SRV, HTTP_SRV_LOC, HTTP_SRV_LOC_LIF, type Context } from '../flags.js';
+import { compileRegex, type NginxRegex } from '../regex.js';
+import {
+  acceptOnly, DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, numSetter, offSetter,
+  parseNumber, parseSize, parseTime, slot, sizeSetter, type DirectiveSpec, type SetContext,
+} from '../spec.js';
+import type { ValueSource } from '../variables.js';
+
+const CORE = 'ngx_http_core_module';
+
+// --- blocks ----------------------------------------------------------------
+
+/** How a `location` matches, with its regex when it has one. */
+export interface LocationDef {
+  readonly match: 'exact' | 'prefix' | 'prefix-no-regex' | 'regex' | 'regex-caseless' | 'named';
+  readonly name: string;
+  readonly regex: NginxRegex | undefined;
+  readonly loc: SourceLoc;
+}
+
+/** The `location` that opened a level (not inherited). */
+export const locationDef = slot<LocationDef | undefined>('location', undefined, false);
+
+/** One parsed `listen`. */
+export interface ListenDef {
+  /** IP literal to bind, `0.0.0.0` or `::` for wildcards. */
+  readonly host: string;
+  readonly port: number;
+  /** nginx's `addr_text`: `127.0.0.1:80`, `*:80`, `[::]:443`. */
+  readonly addrText: string;
+  readonly wildcard: boolean;
+  readonly defaultServer: boolean;
+  readonly ssl: boolean;
+  readonly http2: boolean;
+  readonly ipv6only: boolean;
+  /** Whether the directive set socket options (nginx's `lsopt.set`). */
+  readonly setsOptions: boolean;
+  readonly loc: SourceLoc;
+}
+
+export const listens = listSlot<ListenDef>('listen', false);
+/** `server_name` entries, lowercased unless they are regexes. */
+export const serverNames = listSlot<{ readonly name: string; readonly regex: NginxRegex | undefined }>('server_name', false);
+
+/** The methods a `limit_except` block lets through. */
+export const limitExceptMethods = slot<readonly string[] | undefined>('limit_except', undefined, false);
+
+/** Parses `listen ADDRESS[:PORT] [default_server] [ssl] [http2] …` (`ngx_http_core_listen`). */
+function parseListen(d: Directive): ListenDef {
+  const text = d.args[0]!;
+  const bad = (what: string): never => fail(`${what} in "${text}" of the "listen" directive`);
+  let host: string;
+  let portText: string;
+  let wildcard = false;
+  if (text.startsWith('unix:')) fail('unix domain sockets in "listen" are not supported by jinx');
+  const v6 = /^\[([^\]]*)\](?::(.*))?$/.exec(text);
+  if (v6) {
+    host = v6[1]!;
+    if (isIP(host) !== 6) bad('invalid host');
+    portText = v6[2] ?? '80';
+    wildcard = host === '::';
+  } else if (/^\d+$/.test(text)) {
+    host = '0.0.0.0';
+    portText = text;
+    wildcard = true;
+  } else {
+    const colon = text.lastIndexOf(':');
+    host = colon === -1 ? text : text.slice(0, colon);
+    portText = colon === -1 ? '80' : text.slice(colon + 1);
+    if (host === '*') {
+      host = '0.0.0.0';
+      wildcard = true;
+    } else if (host === 'localhost') host = '127.0.0.1';
+    else if (isIP(host) !== 4) fail(`host not found in "${text}" of the "listen" directive`);
+    if (host === '0.0.0.0') wildcard = true;
+  }
+  if (!/^\d+$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) bad('invalid port');
+  const port = Number(portText);
+  const addrText = isIP(host) === 6 ? `[${host}]:${port}` : `${wildcard ? '*' : host}:${port}`;
+  let defaultServer = false;
+  let ssl = false;
+  let http2 = false;
+  let ipv6only = true;
+  let setsOptions = false;
+  for (const p of d.args.slice(1)) {
+    if (p === 'default_server' || p === 'default') defaultServer = true;
+    else if (p === 'ssl') ssl = true;
+    else if (p === 'http2') http2 = true;
+    else if (p === 'bind' || p === 'reuseport' || p === 'deferred' || p === 'proxy_protocol') setsOptions = true;
+    else if (/^(setfib|fastopen|backlog)=/.test(p)) {
+      if (!/^-?\d+$/.test(p.slice(p.indexOf('=') + 1))) fail(`invalid ${p.slice(0, p.indexOf('='))} "${p}"`);
+      setsOptions = true;
+    } else if (/^(rcvbuf|sndbuf)=/.test(p)) {
+      if (parseSize(p.slice(7)) === undefined) fail(`invalid ${p.slice(0, 6)} "${p}"`);
+      setsOptions = true;
+    } else if (p.startsWith('ipv6only=o')) {
+      const rest = p.slice(10);
+      if (rest !== 'n' && rest !== 'ff') fail(`invalid ipv6only flags "${rest}"`);
+      ipv6only = rest === 'n';
+      setsOptions = true;
+    } else if (p.startsWith('so_keepalive=')) setsOptions = true;
+    else if (p === 'quic') fail('the "quic" parameter is not supported by jinx');
+    else fail(`invalid parameter "${p}"`);
+  }
+  return { host, port, addrText, wildcard, defaultServer, ssl, http2, ipv6only, setsOptions, loc: d.loc };
+}
+
+function setServerName(d: Directive, cx: SetContext): void {
+  for (const raw of d.args) {
+    const ch = raw[0];
+    if ((ch === '*' && (raw.length < 3 || raw[1] !== '.')) || (ch === '.' && raw.length < 2)) {
+      fail(`server name "${raw}" is invalid`);
+    }
+    if (raw.includes('/')) cx.warn(`server name "${raw}" has suspicious symbols`, 'server-name-symbols');
+    if (ch !== '~') {
+      cx.level.append(serverNames, { name: raw.toLowerCase(), regex: undefined }, d.loc);
+      continue;
+    }
+    if (raw.length === 1) fail(`empty regex in server name "${raw}"`);
+    const source = raw.slice(1);
+    const regex = compileRegex(source, /[A-Z]/.test(source));
+    for (const name of regex.captureNames) cx.scope.variables.declare(name, { kind: 'set' });
+    cx.level.append(serverNames, { name: raw, regex }, d.loc);
+  }
+}
+
+function setLocation(d: Directive, cx: SetContext): { context: Context; level: LevelConf } {
+  let match: LocationDef['match'];
+  let name: string;
+  let regex: NginxRegex | undefined;
+  const regexLocation = (src: string, caseless: boolean): NginxRegex => {
+    const r = compileRegex(src, caseless);
+    for (const n of r.captureNames) cx.scope.variables.declare(n, { kind: 'set' });
+    return r;
+  };
+  if (d.args.length === 2) {
+    const [mod, uri] = d.args as [string, string];
+    name = uri;
+    if (mod === '=') match = 'exact';
+    else if (mod === '^~') match = 'prefix-no-regex';
+    else if (mod === '~') [match, regex] = ['regex', regexLocation(uri, false)];
+    else if (mod === '~*') [match, regex] = ['regex-caseless', regexLocation(uri, true)];
+    else fail(`invalid location modifier "${mod}"`);
+  } else {
+    const arg = d.args[0]!;
+    if (arg.startsWith('=')) [match, name] = ['exact', arg.slice(1)];
+    else if (arg.startsWith('^~')) [match, name] = ['prefix-no-regex', arg.slice(2)];
+    else if (arg.startsWith('~*')) [match, name] = ['regex-caseless', arg.slice(2)];
+    else if (arg.startsWith('~')) [match, name] = ['regex', arg.slice(1)];
+    else [match, name] = [arg.startsWith('@') ? 'named' : 'prefix', arg];
+    if (match === 'regex' || match === 'regex-caseless') regex = regexLocation(name, match === 'regex-caseless');
+  }
+  const parent = cx.context === 'location' ? cx.level.own(locationDef)?.value : undefined;
+  if (parent) {
+    if (parent.match === 'exact') fail(`location "${name}" cannot be inside the exact location "${parent.name}"`);
+    if (parent.match === 'named') fail(`location "${name}" cannot be inside the named location "${parent.name}"`);
+    if (match === 'named') fail(`named location "${name}" can be on the server level only`);
+    if (!regex && !name.startsWith(parent.name)) fail(`location "${name}" is outside location "${parent.name}"`);
+  }
+  const level = new LevelConf();
+  level.set(locationDef, { match, name, regex, loc: d.loc }, d.loc);
+  return { context: 'location', level };
+}
+
+// --- values ----------------------------------------------------------------
+
+/** `root` or `alias`: path template, which one, and the place (for messages). */
+export interface DocRootDef {
+  readonly alias: boolean;
+  readonly path: ValueSource;
+}
+export const docRoot = slot<DocRootDef | undefined>('root', undefined);
+
+function setRoot(d: Directive, cx: SetContext): void {
+  const alias = d.name === 'alias';
+  const own = cx.level.own(docRoot);
+  if (own) {
+    if (own.value!.alias === alias) throw new DirectiveFailure('is duplicate');
+    fail(`"${d.name}" directive is duplicate, "${own.value!.alias ? 'alias' : 'root'}" directive was specified earlier`);
+  }
+  const def = cx.level.own(locationDef)?.value;
+  if (def?.match === 'named' && alias) fail('the "alias" directive cannot be used inside the named location');
+  let path = d.args[0]!;
+  for (const v of ['document_root', 'realpath_root']) {
+    if (path.includes(`$${v}`) || path.includes(`\${${v}}`)) {
+      fail(`the $${v} variable cannot be used in the "${d.name}" directive`);
+    }
+  }
+  if (!alias && path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  if (!path.startsWith('$')) path = cx.scope.fullPath(path) + (alias && path.endsWith('/') && path.length > 1 ? '/' : '');
+  cx.level.set(docRoot, { alias, path: cx.scope.variables.value(path, d.loc) }, d.loc);
+}
+
+export const indexFiles = listSlot<ValueSource>('index');
+
+function setIndex(d: Directive, cx: SetContext): void {
+  d.args.forEach((name, i) => {
+    if (name.length === 0) fail(`index "${name}" in "index" directive is invalid`);
+    if (name.startsWith('/') && i !== d.args.length - 1) {
+      cx.warn('only the last index in "index" directive should be absolute', 'index-absolute');
+    }
+    cx.level.append(indexFiles, cx.scope.variables.value(name, d.loc), d.loc);
+  });
+}
+
+/** `try_files FILE … URI|=CODE`. */
+export interface TryFilesDef {
+  readonly files: readonly ValueSource[];
+  readonly fallback: { readonly uri: ValueSource } | { readonly code: number };
+}
+export const tryFiles = slot<TryFilesDef | undefined>('try_files', undefined, false);
+
+function setTryFiles(d: Directive, cx: SetContext): void {
+  if (cx.level.own(tryFiles)) throw new DirectiveFailure('is duplicate');
+  const last = d.args[d.args.length - 1]!;
+  let fallback: TryFilesDef['fallback'];
+  if (last.startsWith('=')) {
+    const code = parseNumber(last.slice(1));
+    if (code === undefined || code > 999) fail(`invalid code "${last}"`);
+    fallback = { code };
+  } else fallback = { uri: cx.scope.variables.value(last, d.loc) };
+  const files = d.args.slice(0, -1).map((f) => cx.scope.variables.value(f, d.loc));
+  cx.level.set(tryFiles, { files, fallback }, d.loc);
+}
+
+/** The `types { … }` map of a level: extension → MIME type. */
+export const types = slot<ReadonlyMap<string, string> | undefined>('types', undefined);
+
+/** nginx's built-in types when no `types` block applies (`ngx_http_core_default_types`). */
+export const DEFAULT_TYPES: ReadonlyMap<string, string> = new Map([
+  ['html', 'text/html'], ['gif', 'image/gif'], ['jpg', 'image/jpeg'],
+]);
+
+function setTypes(d: Directive, cx: SetContext): void {
+  const own = cx.level.own(types);
+  const map = new Map(own?.value ?? []);
+  for (const entry of d.block ?? []) {
+    if (entry.kind === 'error') throw entry.error;
+    for (const ext of entry.args.map((e) => e.toLowerCase())) {
+      const old = map.get(ext);
+      if (old !== undefined) {
+        cx.warn(`duplicate extension "${ext}", content type: "${entry.name}", previous content type: "${old}"`, 'duplicate-extension');
+      }
+      map.set(ext, entry.name);
+    }
+    if (entry.args.length === 0 && entry.block !== null) fail(`unexpected "{"`);
+  }
+  cx.level.replace(types, map, d.loc);
+}
+
+/** `error_page CODE… [=[RESPONSE]] URI`: one entry per code. */
+export interface ErrorPageDef {
+  readonly code: number;
+  readonly overwrite: number | 'from-target' | undefined;
+  readonly target: ValueSource;
+}
+export const errorPages = listSlot<ErrorPageDef>('error_page');
+
+function setErrorPage(d: Directive, cx: SetContext): void {
+  const args = d.args;
+  let overwrite: ErrorPageDef['overwrite'];
+  let codesEnd = args.length - 1;
+  const maybe = args[args.length - 2]!;
+  if (maybe.startsWith('=')) {
+    if (args.length === 2) fail(`invalid value "${maybe}"`);
+    if (maybe.length > 1) {
+      const n = parseNumber(maybe.slice(1));
+      if (n === undefined) fail(`invalid value "${maybe}"`);
+      overwrite = n;
+    } else overwrite = 'from-target';
+    codesEnd--;
+  }
+  const target = cx.scope.variables.value(args[args.length - 1]!, d.loc);
+  for (const c of args.slice(0, codesEnd)) {
+    const code = parseNumber(c);
+    if (code === undefined || code === 499) fail(`invalid value "${c}"`);
+    if (code < 300 || code > 599) fail(`value "${c}" must be between 300 and 599`);
+    cx.level.append(errorPages, { code, overwrite, target }, d.loc);
+  }
+}
+
+export const internal = slot('internal', false, false);
+export const defaultType = slot('default_type', 'text/plain');
+export const clientMaxBodySize = slot('client_max_body_size', 1024 * 1024);
+export const clientBodyBufferSize = slot('client_body_buffer_size', 16 * 1024);
+export const keepaliveTimeoutMs = slot('keepalive_timeout', 75_000);
+export const keepaliveRequests = slot('keepalive_requests', 1000);
+export const keepaliveTimeMs = slot('keepalive_time', 3_600_000);
+export const sendTimeoutMs = slot('send_timeout', 60_000);
+export const clientHeaderTimeoutMs = slot('client_header_timeout', 60_000);
+export const clientBodyTimeoutMs = slot('client_body_timeout', 60_000);
+export const logNotFound = slot('log_not_found', true);
+export const serverTokens = slot<'on' | 'off' | 'build'>('server_tokens', 'on');
+export const absoluteRedirect = slot('absolute_redirect', true);
+export const serverNameInRedirect = slot('server_name_in_redirect', false);
+export const portInRedirect = slot('port_in_redirect', true);
+export const recursiveErrorPages = slot('recursive_error_pages', false);
+export const chunkedTransferEncoding = slot('chunked_transfer_encoding', true);
+export const msiePadding = slot('msie_padding', true);
+export const satisfy = slot<'all' | 'any'>('satisfy', 'all');
+export const mergeSlashes = slot('merge_slashes', true);
+export const underscoresInHeaders = slot('underscores_in_headers', false);
+export const ignoreInvalidHeaders = slot('ignore_invalid_headers', true);
+export const largeClientHeaderBuffers = slot('large_client_header_buffers', { count: 4, sizeBytes: 8192 });
+export const clientHeaderBufferSize = slot('client_header_buffer_size', 1024);
+export const resolverTimeoutMs = slot('resolver_timeout', 30_000);
+
+/** `resolver ADDRESS … [valid=TIME] [ipv4=on|off] [ipv6=on|off] [status_zone=…]`. */
+export interface ResolverDef {
+  readonly servers: readonly string[];
+  readonly validSec: number | undefined;
+  readonly ipv4: boolean;
+  readonly ipv6: boolean;
+}
+export const resolver = slot<ResolverDef | undefined>('resolver', undefined);
+
+function setResolver(d: Directive, cx: SetContext): void {
+  if (cx.level.own(resolver)) throw new DirectiveFailure('is duplicate');
+  const servers: string[] = [];
+  let validSec: number | undefined;
+  let ipv4 = true;
+  let ipv6 = true;
+  for (const a of d.args) {
+    if (a.startsWith('valid=')) {
+      const v = parseTime(a.slice(6), true);
+      if (v === undefined) fail(`invalid parameter: ${a}`);
+      validSec = v;
+    } else if (a.startsWith('ipv4=') || a.startsWith('ipv6=')) {
+      const on = a.endsWith('=on');
+      if (!on && !a.endsWith('=off')) fail(`invalid parameter: ${a}`);
+      if (a.startsWith('ipv4')) ipv4 = on;
+      else ipv6 = on;
+    } else if (a.startsWith('status_zone=')) continue;
+    else {
+      const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(a);
+      const host = v6 ? v6[1]! : a.includes(':') && isIP(a) !== 6 ? a.slice(0, a.lastIndexOf(':')) : a;
+      const port = v6 ? v6[2] : a.includes(':') && isIP(a) !== 6 ? a.slice(a.lastIndexOf(':') + 1) : undefined;
+      if (!isIP(host)) fail(`host not found in resolver "${a}"`);
+      servers.push(port ? (isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`) : host);
+    }
+  }
+  if (!ipv4 && !ipv6) fail('"ipv4" and "ipv6" cannot both be "off"');
+  cx.level.set(resolver, { servers, validSec, ipv4, ipv6 }, d.loc);
+}
+
+function setKeepaliveTimeout(d: Directive, cx: SetContext): void {
+  if (cx.level.own(keepaliveTimeoutMs)) throw new DirectiveFailure('is duplicate');
+  const v = parseTime(d.args[0]!, false);
+  if (v === undefined) throw new DirectiveFailure('invalid value');
+  if (d.args[1] !== undefined && parseTime(d.args[1], true) === undefined) throw new DirectiveFailure('invalid value');
+  cx.level.set(keepaliveTimeoutMs, v, d.loc);
+}
+
+const none = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], note: string): DirectiveSpec => ({
+  name, module: CORE, contexts, args, effect: 'none', note, set: acceptOnly,
+});
+
+const TUNING = 'a kernel or memory tuning knob with no counterpart in jinx';
+const NOT_YET_BUFFERING = 'request bodies are not yet spooled to temporary files by jinx';
+
+export const httpCoreDirectives: readonly DirectiveSpec[] = [
+  {
+    name: 'http', module: 'ngx_http_module', contexts: ['main'], args: ['NOARGS'], block: 'context', effect: 'runtime',
+    set: (_d, cx) => {
+      if (cx.scope.seenBlocks.has('http')) throw new DirectiveFailure('is duplicate');
+      cx.scope.seenBlocks.add('http');
+      return { context: 'http', level: new LevelConf() };
+    },
+  },
+  {
+    name: 'server', module: CORE, contexts: ['http'], args: ['NOARGS'], block: 'context', effect: 'runtime',
+    set: () => ({ context: 'server', level: new LevelConf() }),
+  },
+  {
+    name: 'location', module: CORE, contexts: ['server', 'location'], args: ['TAKE1', 'TAKE2'], block: 'context',
+    effect: 'runtime', set: setLocation,
+  },
+  {
+    name: 'limit_except', module: CORE, contexts: ['location'], args: ['1MORE'], block: 'context', effect: 'runtime',
+    set: (d) => {
+      const methods = d.args.map((m) => {
+        if (!/^(GET|HEAD|POST|PUT|DELETE|MKCOL|COPY|MOVE|OPTIONS|PROPFIND|PROPPATCH|LOCK|UNLOCK|PATCH)$/.test(m)) {
+          fail(`invalid method "${m}"`);
+        }
+        return m;
+      });
+      if (methods.includes('GET')) methods.push('HEAD');
+      const level = new LevelConf();
+      level.set(limitExceptMethods, methods, d.loc);
+      return { context: 'limit_except', level };
+    },
+  },
+  {
+    name: 'listen', module: CORE, contexts: ['server'], args: ['1MORE'], effect: 'runtime',
+    set: (d, cx) => cx.level.append(listens, parseListen(d), d.loc),
+  },
+  { name: 'server_name', module: CORE, contexts: ['server'], args: ['1MORE'], effect: 'runtime', set: setServerName },
+  { name: 'root', module: CORE, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE1'], effect: 'runtime', set: setRoot },
+  { name: 'alias', module: CORE, contexts: ['location'], args: ['TAKE1'], effect: 'runtime', set: setRoot },
+  { name: 'index', module: 'ngx_http_index_module', contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime', set: setIndex },
+  { name: 'try_files', module: 'ngx_http_try_files_module', contexts: ['server', 'location'], args: ['2MORE'], effect: 'runtime', set: setTryFiles },
+  { name: 'types', module: CORE, contexts: HTTP_SRV_LOC, args: ['NOARGS'], block: 'raw', effect: 'runtime', set: setTypes },
+  {
+    name: 'default_type', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(defaultType)) throw new DirectiveFailure('is duplicate');
+      cx.level.set(defaultType, d.args[0]!, d.loc);
+    },
+  },
+  { name: 'error_page', module: CORE, contexts: HTTP_SRV_LOC_LIF, args: ['2MORE'], effect: 'runtime', set: setErrorPage },
+  {
+    name: 'internal', module: CORE, contexts: ['location'], args: ['NOARGS'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(internal)) throw new DirectiveFailure('is duplicate');
+      cx.level.set(internal, true, d.loc);
+    },
+  },
+  { name: 'client_max_body_size', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: offSetter(clientMaxBodySize) },
+  { name: 'keepalive_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setKeepaliveTimeout },
+  { name: 'keepalive_requests', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: numSetter(keepaliveRequests) },
+  { name: 'keepalive_time', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(keepaliveTimeMs) },
+  { name: 'send_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(sendTimeoutMs) },
+  { name: 'client_header_timeout', module: CORE, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: msecSetter(clientHeaderTimeoutMs) },
+  { name: 'client_body_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(clientBodyTimeoutMs) },
+  { name: 'log_not_found', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(logNotFound) },
+  { name: 'server_tokens', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: enumSetter(serverTokens, ['on', 'off', 'build']) },
+  { name: 'absolute_redirect', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(absoluteRedirect) },
+  { name: 'server_name_in_redirect', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(serverNameInRedirect) },
+  { name: 'port_in_redirect', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(portInRedirect) },
+  { name: 'recursive_error_pages', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(recursiveErrorPages) },
+  { name: 'chunked_transfer_encoding', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(chunkedTransferEncoding) },
+  { name: 'msie_padding', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(msiePadding) },
+  { name: 'satisfy', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: enumSetter(satisfy, ['all', 'any']) },
+  { name: 'merge_slashes', module: CORE, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(mergeSlashes) },
+  { name: 'underscores_in_headers', module: CORE, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(underscoresInHeaders) },
+  { name: 'ignore_invalid_headers', module: CORE, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(ignoreInvalidHeaders) },
+  {
+    name: 'large_client_header_buffers', module: CORE, contexts: HTTP_SRV, args: ['TAKE2'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(largeClientHeaderBuffers)) throw new DirectiveFailure('is duplicate');
+      const count = parseNumber(d.args[0]!);
+      const sizeBytes = parseSize(d.args[1]!);
+      if (!count || !sizeBytes) throw new DirectiveFailure('invalid value');
+      cx.level.set(largeClientHeaderBuffers, { count, sizeBytes }, d.loc);
+    },
+  },
+  { name: 'client_header_buffer_size', module: CORE, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(clientHeaderBufferSize) },
+  { name: 'resolver', module: CORE, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime', set: setResolver },
+  { name: 'resolver_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(resolverTimeoutMs) },
+  {
+    name: 'client_body_buffer_size', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
+    note: NOT_YET_BUFFERING, set: sizeSetter(clientBodyBufferSize),
+  },
+  none('client_body_temp_path', HTTP_SRV_LOC, ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], NOT_YET_BUFFERING),
+  none('client_body_in_file_only', HTTP_SRV_LOC, ['TAKE1'], NOT_YET_BUFFERING),
+  none('client_body_in_single_buffer', HTTP_SRV_LOC, ['FLAG'], NOT_YET_BUFFERING),
+  none('lingering_close', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),
+  none('lingering_time', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),
+  none('lingering_timeout', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),
+  none('reset_timedout_connection', HTTP_SRV_LOC, ['FLAG'], 'timed-out connections are closed normally'),
+  none('sendfile', HTTP_SRV_LOC_LIF, ['FLAG'], 'files are streamed by the runtime'),
+  none('sendfile_max_chunk', HTTP_SRV_LOC, ['TAKE1'], 'files are streamed by the runtime'),
+  none('tcp_nopush', HTTP_SRV_LOC, ['FLAG'], TUNING),
+  none('tcp_nodelay', HTTP_SRV_LOC, ['FLAG'], 'jinx always sets TCP_NODELAY'),
+  none('aio', HTTP_SRV_LOC, ['TAKE1'], 'file I/O uses the runtime\'s thread pool'),
+  none('aio_write', HTTP_SRV_LOC, ['FLAG'], 'file I/O uses the runtime\'s thread pool'),
+  none('directio', HTTP_SRV_LOC, ['TAKE1'], TUNING),
+  none('directio_alignment', HTTP_SRV_LOC, ['TAKE1'], TUNING),
+  none('open_file_cache', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'jinx does not cache file descriptors'),
+  none('open_file_cache_valid', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not cache file descriptors'),
+  none('open_file_cache_min_uses', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not cache file descriptors'),
+  none('open_file_cache_errors', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors'),
+  none('open_file_cache_events', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors'),
+  none('server_names_hash_bucket_size', ['http'], ['TAKE1'], 'server names are kept in a Map'),
+  none('server_names_hash_max_size', ['http'], ['TAKE1'], 'server names are kept in a Map'),
+  none('types_hash_bucket_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map'),
+  none('types_hash_max_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map'),
+  none('variables_hash_bucket_size', ['http'], ['TAKE1'], 'variables are bound at configuration time'),
+  none('variables_hash_max_size', ['http'], ['TAKE1'], 'variables are bound at configuration time'),
+  none('connection_pool_size', HTTP_SRV, ['TAKE1'], TUNING),
+  none('request_pool_size', HTTP_SRV, ['TAKE1'], TUNING),
+  none('postpone_output', HTTP_SRV_LOC, ['TAKE1'], TUNING),
+  none('read_ahead', HTTP_SRV_LOC, ['TAKE1'], TUNING),
+  none('send_lowat', HTTP_SRV_LOC, ['TAKE1'], TUNING),
+  none('output_buffers', HTTP_SRV_LOC, ['TAKE2'], TUNING),
+  none('disable_symlinks', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'symbolic links are followed'),
+  none('etag', HTTP_SRV_LOC, ['FLAG'], 'static files are sent without ETag'),
+  none('if_modified_since', HTTP_SRV_LOC, ['TAKE1'], 'conditional requests are not evaluated for static files'),
+  none('max_ranges', HTTP_SRV_LOC, ['TAKE1'], 'range requests are not served for static files'),
+  none('log_subrequest', HTTP_SRV_LOC, ['FLAG'], 'subrequests are not written to the access log'),
+  none('subrequest_output_buffer_size', HTTP_SRV_LOC, ['TAKE1'], TUNING),
+  none('auth_delay', HTTP_SRV_LOC, ['TAKE1'], 'failed authentication is answered at once'),
+  none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited'),
+  none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited'),
+  none('msie_refresh', HTTP_SRV_LOC, ['FLAG'], 'redirects are answered with Location'),
+  none('keepalive_disable', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'keep-alive is not disabled per browser'),
+  none('gzip_vary', HTTP_SRV_LOC, ['FLAG'], 'jinx does not compress responses'),
+  none('gzip_http_version', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not compress responses'),
+  none('gzip_proxied', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses'),
+  none('gzip_disable', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses'),
+];

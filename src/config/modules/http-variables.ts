@@ -1,0 +1,162 @@
+/**
+ * The variables nginx's http modules define (`src/http/ngx_http_variables.c`,
+ * and the proxy, upstream, log, realip, gzip and ssl modules), as getters on a
+ * request. A getter returns undefined where nginx's variable is "not found".
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { isIP } from 'node:net';
+import type { VariableDef } from '../variables.js';
+import type { HttpRequestState } from '../../runtime/request.js';
+import { NGINX_VERSION } from '../../version.js';
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
+
+/** `$time_local`: `21/Nov/2026:20:56:19 +0100`. */
+export function timeLocal(ms: number): string {
+  const d = new Date(ms);
+  const off = -d.getTimezoneOffset();
+  const sign = off >= 0 ? '+' : '-';
+  const abs = Math.abs(off);
+  return `${pad2(d.getDate())}/${MONTHS[d.getMonth()]}/${d.getFullYear()}:${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())} ${sign}${pad2(Math.floor(abs / 60))}${pad2(abs % 60)}`;
+}
+
+/** `$time_iso8601`: `2026-11-21T20:56:19+01:00`. */
+export function timeIso8601(ms: number): string {
+  const d = new Date(ms);
+  const off = -d.getTimezoneOffset();
+  const sign = off >= 0 ? '+' : '-';
+  const abs = Math.abs(off);
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}T${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`;
+}
+
+/** A request header by its variable name (`http_user_agent` → `user-agent`); repeated headers are joined. */
+function requestHeader(r: HttpRequestState, name: string): string | undefined {
+  const key = name.replace(/_/g, '-');
+  const v = r.headers[key];
+  if (v === undefined) return undefined;
+  if (Array.isArray(v)) return v.join(key === 'cookie' ? '; ' : ', ');
+  return v;
+}
+
+/** One argument of the query string (`$arg_NAME`), matched case-insensitively as nginx does. */
+function argument(args: string, name: string): string | undefined {
+  if (!args) return undefined;
+  for (const pair of args.split('&')) {
+    const eq = pair.indexOf('=');
+    const key = eq === -1 ? pair : pair.slice(0, eq);
+    if (key.toLowerCase() === name) return eq === -1 ? '' : pair.slice(eq + 1);
+  }
+  return undefined;
+}
+
+/** One cookie (`$cookie_NAME`). */
+function cookie(r: HttpRequestState, name: string): string | undefined {
+  const raw = r.headers.cookie;
+  if (raw === undefined) return undefined;
+  for (const part of (Array.isArray(raw) ? raw.join('; ') : raw).split(';')) {
+    const t = part.trim();
+    const eq = t.indexOf('=');
+    if (eq !== -1 && t.slice(0, eq).toLowerCase() === name) return t.slice(eq + 1);
+  }
+  return undefined;
+}
+
+function sentHeader(r: HttpRequestState, name: string): string | undefined {
+  const v = r.sentHeaders[name.replace(/_/g, '-')];
+  if (v === undefined) return undefined;
+  return Array.isArray(v) ? v.join(', ') : String(v);
+}
+
+function upstreamHeader(r: HttpRequestState, name: string): string | undefined {
+  const v = r.upstream?.headers[name.replace(/_/g, '-')];
+  if (v === undefined) return undefined;
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+const requestIds = new WeakMap<HttpRequestState, string>();
+
+/** The variables jinx defines. */
+export const httpVariables: readonly VariableDef[] = [
+  { name: 'http_', prefix: true, get: requestHeader },
+  { name: 'arg_', prefix: true, get: (r, n) => argument(r.args, n) },
+  { name: 'cookie_', prefix: true, get: cookie },
+  { name: 'sent_http_', prefix: true, get: sentHeader },
+  { name: 'upstream_http_', prefix: true, get: upstreamHeader },
+  { name: 'host', get: (r) => r.host },
+  { name: 'remote_addr', get: (r) => r.clientAddr },
+  { name: 'remote_port', get: (r) => String(r.clientPort) },
+  {
+    name: 'binary_remote_addr',
+    get: (r) => (isIP(r.clientAddr) === 4 ? Buffer.from(r.clientAddr.split('.').map(Number)).toString('latin1') : r.clientAddr),
+  },
+  { name: 'realip_remote_addr', get: (r) => r.conn.peerAddr },
+  { name: 'realip_remote_port', get: (r) => String(r.conn.peerPort) },
+  { name: 'remote_user', get: (r) => r.remoteUser },
+  { name: 'scheme', get: (r) => r.scheme },
+  { name: 'https', get: (r) => (r.scheme === 'https' ? 'on' : '') },
+  { name: 'server_name', get: (r) => r.server.name },
+  { name: 'server_port', get: (r) => String(r.conn.localPort) },
+  { name: 'server_addr', get: (r) => r.conn.localAddr },
+  { name: 'server_protocol', get: (r) => r.protocol },
+  { name: 'request', get: (r) => r.requestLine },
+  { name: 'request_uri', get: (r) => r.requestUri },
+  { name: 'uri', get: (r) => r.uri },
+  { name: 'document_uri', get: (r) => r.uri },
+  { name: 'document_root', get: (r) => r.documentRoot() },
+  { name: 'realpath_root', get: (r) => r.documentRoot() },
+  { name: 'request_filename', get: (r) => r.requestFilename() },
+  { name: 'args', get: (r) => r.args, changeable: true },
+  { name: 'query_string', get: (r) => r.args },
+  { name: 'is_args', get: (r) => (r.args ? '?' : '') },
+  { name: 'request_method', get: (r) => r.method },
+  { name: 'content_type', get: (r) => requestHeader(r, 'content_type') },
+  { name: 'content_length', get: (r) => requestHeader(r, 'content_length') },
+  { name: 'status', get: (r) => (r.status ? String(r.status).padStart(3, '0') : '000') },
+  { name: 'body_bytes_sent', get: (r) => String(r.bodyBytesSent) },
+  { name: 'bytes_sent', get: (r) => String(r.bytesSent) },
+  { name: 'request_time', get: (r) => ((Date.now() - r.startMs) / 1000).toFixed(3) },
+  { name: 'request_length', get: (r) => String(r.requestLength) },
+  { name: 'time_local', get: () => timeLocal(Date.now()) },
+  { name: 'time_iso8601', get: () => timeIso8601(Date.now()) },
+  { name: 'msec', get: () => (Date.now() / 1000).toFixed(3) },
+  { name: 'pid', get: () => String(process.pid) },
+  { name: 'hostname', get: () => hostname() },
+  { name: 'nginx_version', get: () => NGINX_VERSION },
+  { name: 'connection', get: (r) => String(r.conn.id) },
+  { name: 'connection_requests', get: (r) => String(r.conn.requests) },
+  { name: 'connection_time', get: (r) => ((Date.now() - r.conn.acceptedAtMs) / 1000).toFixed(3) },
+  { name: 'pipe', get: () => '.' },
+  {
+    name: 'request_id',
+    get: (r) => {
+      let id = requestIds.get(r);
+      if (!id) requestIds.set(r, (id = randomBytes(16).toString('hex')));
+      return id;
+    },
+  },
+  { name: 'request_completion', get: (r) => (r.completed ? 'OK' : '') },
+  { name: 'limit_rate', get: () => '0', changeable: true },
+  { name: 'proxy_host', get: (r) => r.proxyHost },
+  { name: 'proxy_port', get: (r) => r.proxyPort },
+  {
+    name: 'proxy_add_x_forwarded_for',
+    get: (r) => {
+      const xff = requestHeader(r, 'x_forwarded_for');
+      return xff === undefined ? r.clientAddr : `${xff}, ${r.clientAddr}`;
+    },
+  },
+  { name: 'upstream_addr', get: (r) => r.upstream?.addr },
+  { name: 'upstream_status', get: (r) => (r.upstream?.status === undefined ? undefined : String(r.upstream.status)) },
+  { name: 'upstream_cache_status', get: () => undefined },
+  { name: 'upstream_response_time', get: (r) => r.upstream?.responseTime },
+  { name: 'upstream_connect_time', get: (r) => r.upstream?.responseTime },
+  { name: 'upstream_header_time', get: (r) => r.upstream?.responseTime },
+  { name: 'gzip_ratio', get: () => undefined },
+  { name: 'ssl_server_name', get: (r) => r.conn.tls?.serverName },
+  { name: 'ssl_protocol', get: (r) => r.conn.tls?.protocol },
+  { name: 'ssl_cipher', get: (r) => r.conn.tls?.cipher },
+  { name: 'fastcgi_script_name', get: (r) => r.uri },
+  { name: 'fastcgi_path_info', get: () => '' },
+];

@@ -1,0 +1,50 @@
+/**
+ * Every module's directives and variables: the one table the checker uses.
+ * Build a registry from it with `new DirectiveRegistry(allDirectives)`.
+ */
+import type { DirectiveSpec } from '../spec.js';
+import type { VariableDef } from '../variables.js';
+import { accessDirectives } from './access.js';
+import { authBasicDirectives } from './auth-basic.js';
+import { authRequestDirectives } from './auth-request.js';
+import { coreDirectives } from './core.js';
+import { fastcgiDirectives } from './fastcgi.js';
+import { gzipDirectives } from './gzip.js';
+import { headersDirectives } from './headers.js';
+import { http2Directives } from './http2.js';
+import { httpCoreDirectives } from './http-core.js';
+import { httpVariables } from './http-variables.js';
+import { logDirectives } from './log.js';
+import { mapDirectives } from './map.js';
+import { otherUpstreamDirectives } from './other-upstreams.js';
+import { proxyDirectives } from './proxy.js';
+import { realIpDirectives } from './realip.js';
+import { rewriteDirectives } from './rewrite.js';
+import { sslDirectives } from './ssl.js';
+import { streamDirectives } from './stream.js';
+import { upstreamDirectives } from './upstream.js';
+
+/** All directive specs, grouped by module in nginx's order of modules. */
+export const allDirectives: readonly DirectiveSpec[] = [
+  ...coreDirectives,
+  ...httpCoreDirectives,
+  ...rewriteDirectives,
+  ...accessDirectives,
+  ...authBasicDirectives,
+  ...authRequestDirectives,
+  ...realIpDirectives,
+  ...headersDirectives,
+  ...logDirectives,
+  ...mapDirectives,
+  ...proxyDirectives,
+  ...fastcgiDirectives,
+  ...otherUpstreamDirectives,
+  ...upstreamDirectives,
+  ...sslDirectives,
+  ...http2Directives,
+  ...gzipDirectives,
+  ...streamDirectives,
+];
+
+/** All variables the modules define. */
+export const allVariables: readonly VariableDef[] = httpVariables;

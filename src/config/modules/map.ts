@@ -1,0 +1,121 @@
+/**
+ * The map module (`src/http/modules/ngx_http_map_module.c`):
+ * `map SOURCE $variable { KEY VALUE; … }`, evaluated when the variable is
+ * first read in a request and cached for the rest of it.
+ */
+import type { Directive } from '../../parser/ast.js';
+import type { HttpRequestState } from '../../runtime/request.js';
+import { compileRegex, type NginxRegex } from '../regex.js';
+import { acceptOnly, fail, type DirectiveSpec, type SetContext } from '../spec.js';
+import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+
+const MAP = 'ngx_http_map_module';
+
+/** A `map` block as read. */
+export interface MapDef {
+  readonly source: ValueSource;
+  readonly hostnames: boolean;
+  readonly exact: Map<string, ValueSource>;
+  /** `*.example.com` / `.example.com` (suffix with the dot) and `www.example.*` (prefix with the dot). */
+  readonly headWildcards: [string, ValueSource][];
+  readonly tailWildcards: [string, ValueSource][];
+  readonly regexes: { readonly regex: NginxRegex; readonly value: ValueSource }[];
+  defaultValue: ValueSource | undefined;
+  /** Set once bound at compile time; read by the variable's getter. */
+  bound: ((r: HttpRequestState) => string) | undefined;
+}
+
+function readEntries(d: Directive, cx: SetContext, map: MapDef): void {
+  let hostnames = false;
+  for (const e of d.block ?? []) {
+    if (e.kind === 'error') throw e.error;
+    const words = [e.name, ...e.args];
+    if (words.length === 1 && e.name === 'hostnames') {
+      hostnames = true;
+      continue;
+    }
+    if (words.length === 1 && e.name === 'volatile') continue;
+    if (words.length !== 2 || e.block !== null) fail('invalid number of the map parameters');
+    const [key, raw] = words as [string, string];
+    const value = cx.scope.variables.value(raw, e.loc);
+    if (key === 'default') {
+      if (map.defaultValue) fail('duplicate default map parameter');
+      map.defaultValue = value;
+      continue;
+    }
+    if (key.startsWith('~')) {
+      const caseless = key.startsWith('~*');
+      const regex = compileRegex(key.slice(caseless ? 2 : 1), caseless);
+      for (const n of regex.captureNames) cx.scope.variables.declare(n, { kind: 'set' });
+      map.regexes.push({ regex, value });
+      continue;
+    }
+    const k = (key.startsWith('\\') ? key.slice(1) : key).toLowerCase();
+    if (hostnames && (k.startsWith('*.') || k.startsWith('.'))) {
+      map.headWildcards.push([k.startsWith('*') ? k.slice(1) : k, value]);
+      continue;
+    }
+    if (hostnames && k.endsWith('.*')) {
+      map.tailWildcards.push([k.slice(0, -1), value]);
+      continue;
+    }
+    if (hostnames && k.includes('*')) fail(`invalid hostname or wildcard "${key}"`);
+    if (map.exact.has(k)) fail(`conflicting parameter "${key}"`);
+    map.exact.set(k, value);
+  }
+  Object.assign(map, { hostnames });
+}
+
+export const mapDirectives: readonly DirectiveSpec[] = [
+  {
+    name: 'map', module: MAP, contexts: ['http'], args: ['TAKE2'], block: 'raw', effect: 'runtime',
+    set: (d, cx) => {
+      const name = d.args[1]!;
+      if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
+      const map: MapDef = {
+        source: cx.scope.variables.value(d.args[0]!, d.loc), hostnames: false, exact: new Map(), headWildcards: [],
+        tailWildcards: [], regexes: [], defaultValue: undefined, bound: undefined,
+      };
+      readEntries(d, cx, map);
+      cx.scope.variables.declare(name.slice(1), { kind: 'lazy', compute: (r) => map.bound!(r) });
+      cx.scope.maps.push(map);
+    },
+  },
+  { name: 'map_hash_max_size', module: MAP, contexts: ['http'], args: ['TAKE1'], effect: 'none', note: 'maps are kept in a Map', set: acceptOnly },
+  { name: 'map_hash_bucket_size', module: MAP, contexts: ['http'], args: ['TAKE1'], effect: 'none', note: 'maps are kept in a Map', set: acceptOnly },
+];
+
+/** Binds a map: exact keys (lowercased), then wildcards (with `hostnames`), then regexes in order, then the default. */
+export function bindMap(map: MapDef, vars: VariableRegistry): void {
+  const source = vars.bind(map.source);
+  const bindV = (v: ValueSource): CompiledValue => vars.bind(v);
+  const exact = new Map([...map.exact].map(([k, v]) => [k, bindV(v)]));
+  const heads = map.headWildcards.sort((a, b) => b[0].length - a[0].length).map(([k, v]) => [k, bindV(v)] as const);
+  const tails = map.tailWildcards.sort((a, b) => b[0].length - a[0].length).map(([k, v]) => [k, bindV(v)] as const);
+  const regexes = map.regexes.map((e) => ({ regex: e.regex.regex, value: bindV(e.value) }));
+  const dflt = map.defaultValue ? bindV(map.defaultValue) : undefined;
+  map.bound = (r) => {
+    let key = source.evaluate(r);
+    if (map.hostnames && key.endsWith('.')) key = key.slice(0, -1);
+    const low = key.toLowerCase();
+    const hit = exact.get(low);
+    if (hit) return hit.evaluate(r);
+    if (map.hostnames && low.length > 0) {
+      for (const [suffix, v] of heads) if (low.endsWith(suffix) && low.length > suffix.length) return v.evaluate(r);
+      for (const [prefix, v] of tails) if (low.startsWith(prefix) && low.length > prefix.length) return v.evaluate(r);
+    }
+    if (key.length > 0) {
+      for (const e of regexes) {
+        const m = e.regex.exec(key);
+        if (m) {
+          const saved = r.captures;
+          r.captures = m;
+          const out = e.value.evaluate(r);
+          r.captures = saved;
+          return out;
+        }
+      }
+    }
+    return dflt ? dflt.evaluate(r) : '';
+  };
+}

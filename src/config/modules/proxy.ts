@@ -1,0 +1,188 @@
+/**
+ * The proxy module (`src/http/modules/ngx_http_proxy_module.c`): `proxy_pass`
+ * and the settings of a proxied request.
+ */
+import type { Directive, SourceLoc } from '../../parser/ast.js';
+import { HTTP_SRV_LOC } from '../flags.js';
+import {
+  acceptOnly, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, slot, sizeSetter,
+  type DirectiveSpec, type SetContext,
+} from '../spec.js';
+import type { ValueSource } from '../variables.js';
+import { locationDef } from './http-core.js';
+
+const PROXY = 'ngx_http_proxy_module';
+
+/** `proxy_pass URL` as read. */
+export type ProxyPassDef =
+  | {
+      readonly kind: 'static';
+      readonly scheme: 'http' | 'https';
+      /** Host as written (a name, an IP, or an upstream block's name). */
+      readonly host: string;
+      /** Port from the URL, or undefined when none was written. */
+      readonly port: number | undefined;
+      readonly uri: string | undefined;
+      /** `plcf->location`: the location prefix a URI part replaces ("" when it cannot). */
+      readonly locationPrefix: string;
+      readonly url: string;
+      readonly loc: SourceLoc;
+    }
+  | { readonly kind: 'variable'; readonly url: ValueSource; readonly locationPrefix: string; readonly loc: SourceLoc };
+
+/** Not inherited into nested locations; an `if` block takes its location's (see compile). */
+export const proxyPass = slot<ProxyPassDef | undefined>('proxy_pass', undefined, false);
+export const proxySetHeader = listSlot<{ readonly name: string; readonly value: ValueSource }>('proxy_set_header');
+export const proxyHideHeader = listSlot<string>('proxy_hide_header');
+export const proxyPassHeader = listSlot<string>('proxy_pass_header');
+export const proxyHttpVersion = slot<'1.0' | '1.1'>('proxy_http_version', '1.0');
+export const proxyPassRequestBody = slot('proxy_pass_request_body', true);
+export const proxyPassRequestHeaders = slot('proxy_pass_request_headers', true);
+export const proxyConnectTimeoutMs = slot('proxy_connect_timeout', 60_000);
+export const proxySendTimeoutMs = slot('proxy_send_timeout', 60_000);
+export const proxyReadTimeoutMs = slot('proxy_read_timeout', 60_000);
+/** One memory page, as nginx's default on x86_64 Linux. */
+export const proxyBufferSize = slot('proxy_buffer_size', 4096);
+export const proxyInterceptErrors = slot('proxy_intercept_errors', false);
+export const proxyIgnoreClientAbort = slot('proxy_ignore_client_abort', false);
+/** `proxy_redirect`: `default`, `off`, or FROM TO pairs (list semantics; `off` clears). */
+export const proxyRedirect = listSlot<{ readonly from: ValueSource; readonly to: ValueSource } | 'default' | 'off'>('proxy_redirect');
+
+/** Splits `http://host:port/uri` of a static `proxy_pass` (`ngx_parse_url` with `uri_part`). */
+function parseStaticUrl(d: Directive, url: string, locationPrefix: string): ProxyPassDef {
+  const lower = url.toLowerCase();
+  const scheme = lower.startsWith('http://') ? 'http' : lower.startsWith('https://') ? 'https' : undefined;
+  if (!scheme) fail('invalid URL prefix');
+  const rest = url.slice(scheme.length + 3);
+  if (rest.startsWith('unix:')) fail('unix domain sockets in "proxy_pass" are not supported by jinx');
+  const slash = rest.indexOf('/');
+  const authority = slash === -1 ? rest : rest.slice(0, slash);
+  const uri = slash === -1 ? undefined : rest.slice(slash);
+  let host = authority;
+  let port: number | undefined;
+  const v6 = /^\[([^\]]+)\](?::(\d*))?$/.exec(authority);
+  const m = v6 ?? /^([^:]*)(?::(\d*))?$/.exec(authority);
+  if (!m) fail(`invalid host in upstream "${rest}"`);
+  host = v6 ? `[${m[1]}]` : m[1]!;
+  if (m[2] !== undefined) {
+    port = Number(m[2]);
+    if (m[2] === '' || port < 1 || port > 65535) fail(`invalid port in upstream "${rest}"`);
+  }
+  if (host.length === 0) fail(`no host in upstream "${rest}"`);
+  return { kind: 'static', scheme, host, port, uri, locationPrefix, url, loc: d.loc };
+}
+
+function setProxyPass(d: Directive, cx: SetContext): void {
+  if (cx.level.own(proxyPass)) throw new DirectiveFailure('is duplicate');
+  const url = d.args[0]!;
+  const def = cx.level.own(locationDef)?.value;
+  const noname = cx.context === 'lif' || cx.context === 'limit_except';
+  const prefixUsable = def !== undefined && def.match !== 'named' && !def.regex && !noname;
+  const locationPrefix = prefixUsable ? def.name : '';
+  if (url.includes('$')) {
+    cx.level.set(proxyPass, { kind: 'variable', url: cx.scope.variables.value(url, d.loc), locationPrefix, loc: d.loc }, d.loc);
+    return;
+  }
+  const parsed = parseStaticUrl(d, url, locationPrefix);
+  if (parsed.kind === 'static' && parsed.uri !== undefined && !prefixUsable) {
+    fail('"proxy_pass" cannot have URI part in location given by regular expression, or inside named location, '
+      + 'or inside "if" statement, or inside "limit_except" block');
+  }
+  cx.level.set(proxyPass, parsed, d.loc);
+}
+
+function setRedirect(d: Directive, cx: SetContext): void {
+  const own = cx.level.ownList(proxyRedirect);
+  if (d.args.length === 1) {
+    const a = d.args[0]!;
+    if (a === 'off') {
+      if (own) throw new DirectiveFailure('is duplicate');
+      cx.level.append(proxyRedirect, 'off', d.loc);
+      return;
+    }
+    if (own?.some((e) => e.value === 'off')) throw new DirectiveFailure('is duplicate');
+    if (a !== 'default') fail(`invalid parameter "${a}"`);
+    const pass = cx.level.own(proxyPass)?.value;
+    if (pass?.kind === 'variable') fail('"proxy_redirect default" cannot be used with "proxy_pass" directive with variables');
+    cx.level.append(proxyRedirect, 'default', d.loc);
+    return;
+  }
+  if (own?.some((e) => e.value === 'off')) throw new DirectiveFailure('is duplicate');
+  cx.level.append(proxyRedirect, {
+    from: cx.scope.variables.value(d.args[0]!, d.loc), to: cx.scope.variables.value(d.args[1]!, d.loc),
+  }, d.loc);
+}
+
+const none = (name: string, args: DirectiveSpec['args'], note: string): DirectiveSpec => ({
+  name, module: PROXY, contexts: HTTP_SRV_LOC, args, effect: 'none', note, set: acceptOnly,
+});
+
+const NO_CACHE = 'jinx does not cache responses';
+const BUFFERING = 'responses are streamed; spooling to temporary files is not implemented yet';
+const UPSTREAM_TLS = 'TLS settings for upstreams are not implemented yet';
+const RETRIES = 'jinx does not retry another upstream server yet';
+
+export const proxyDirectives: readonly DirectiveSpec[] = [
+  { name: 'proxy_pass', module: PROXY, contexts: ['location', 'lif', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setProxyPass },
+  {
+    name: 'proxy_set_header', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE2'], effect: 'runtime',
+    set: (d, cx) => cx.level.append(proxySetHeader, { name: d.args[0]!, value: cx.scope.variables.value(d.args[1]!, d.loc) }, d.loc),
+  },
+  {
+    name: 'proxy_hide_header', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => cx.level.append(proxyHideHeader, d.args[0]!, d.loc),
+  },
+  {
+    name: 'proxy_pass_header', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => cx.level.append(proxyPassHeader, d.args[0]!, d.loc),
+  },
+  { name: 'proxy_http_version', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: enumSetter(proxyHttpVersion, ['1.0', '1.1']) },
+  { name: 'proxy_pass_request_body', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyPassRequestBody) },
+  { name: 'proxy_pass_request_headers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyPassRequestHeaders) },
+  { name: 'proxy_connect_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(proxyConnectTimeoutMs) },
+  { name: 'proxy_send_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(proxySendTimeoutMs) },
+  { name: 'proxy_read_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(proxyReadTimeoutMs) },
+  { name: 'proxy_buffer_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(proxyBufferSize) },
+  { name: 'proxy_intercept_errors', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyInterceptErrors) },
+  { name: 'proxy_ignore_client_abort', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyIgnoreClientAbort) },
+  { name: 'proxy_redirect', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setRedirect },
+  none('proxy_buffering', ['FLAG'], BUFFERING),
+  none('proxy_request_buffering', ['FLAG'], 'request bodies are streamed to the upstream'),
+  none('proxy_buffers', ['TAKE2'], BUFFERING),
+  none('proxy_busy_buffers_size', ['TAKE1'], BUFFERING),
+  none('proxy_temp_path', ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], BUFFERING),
+  none('proxy_max_temp_file_size', ['TAKE1'], BUFFERING),
+  none('proxy_temp_file_write_size', ['TAKE1'], BUFFERING),
+  none('proxy_next_upstream', ['1MORE'], RETRIES),
+  none('proxy_next_upstream_tries', ['TAKE1'], RETRIES),
+  none('proxy_next_upstream_timeout', ['TAKE1'], RETRIES),
+  none('proxy_ssl_server_name', ['FLAG'], UPSTREAM_TLS),
+  none('proxy_ssl_name', ['TAKE1'], UPSTREAM_TLS),
+  none('proxy_ssl_verify', ['FLAG'], UPSTREAM_TLS),
+  none('proxy_ssl_verify_depth', ['TAKE1'], UPSTREAM_TLS),
+  none('proxy_ssl_trusted_certificate', ['TAKE1'], UPSTREAM_TLS),
+  none('proxy_ssl_protocols', ['1MORE'], UPSTREAM_TLS),
+  none('proxy_ssl_ciphers', ['TAKE1'], UPSTREAM_TLS),
+  none('proxy_ssl_certificate', ['TAKE1'], UPSTREAM_TLS),
+  none('proxy_ssl_certificate_key', ['TAKE1'], UPSTREAM_TLS),
+  none('proxy_ssl_session_reuse', ['FLAG'], UPSTREAM_TLS),
+  none('proxy_cache', ['TAKE1'], NO_CACHE),
+  {
+    name: 'proxy_cache_path', module: PROXY, contexts: ['http'], args: ['2MORE'], effect: 'none', note: NO_CACHE, set: acceptOnly,
+  },
+  none('proxy_cache_key', ['TAKE1'], NO_CACHE),
+  none('proxy_cache_valid', ['1MORE'], NO_CACHE),
+  none('proxy_cache_bypass', ['1MORE'], NO_CACHE),
+  none('proxy_no_cache', ['1MORE'], NO_CACHE),
+  none('proxy_cache_use_stale', ['1MORE'], NO_CACHE),
+  none('proxy_cache_lock', ['FLAG'], NO_CACHE),
+  none('proxy_cache_methods', ['1MORE'], NO_CACHE),
+  none('proxy_cache_min_uses', ['TAKE1'], NO_CACHE),
+  none('proxy_cache_revalidate', ['FLAG'], NO_CACHE),
+  none('proxy_cache_background_update', ['FLAG'], NO_CACHE),
+  none('proxy_ignore_headers', ['1MORE'], 'X-Accel-* and cache headers from upstreams are passed through unread'),
+  none('proxy_headers_hash_max_size', ['TAKE1'], 'headers are kept in a Map'),
+  none('proxy_headers_hash_bucket_size', ['TAKE1'], 'headers are kept in a Map'),
+  none('proxy_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s'),
+  none('proxy_send_lowat', ['TAKE1'], 'a kernel tuning knob with no counterpart in jinx'),
+];

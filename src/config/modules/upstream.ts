@@ -1,0 +1,122 @@
+/**
+ * The upstream module (`src/http/ngx_http_upstream.c`,
+ * `ngx_http_upstream_keepalive_module.c`): `upstream NAME { server …; keepalive N; }`.
+ * Names in `server` are resolved when the configuration is read, as nginx
+ * does with `ngx_parse_url`; a name that does not resolve is
+ * `host not found in upstream "NAME:PORT"`.
+ */
+import { isIP } from 'node:net';
+import type { Directive } from '../../parser/ast.js';
+import {
+  acceptOnly, DirectiveFailure, fail, LevelConf, parseNumber, parseTime, type DirectiveSpec, type SetContext,
+} from '../spec.js';
+import type { UpstreamDecl } from '../scope.js';
+
+const UPSTREAM = 'ngx_http_upstream_module';
+const KEEPALIVE = 'ngx_http_upstream_keepalive_module';
+
+function currentUpstream(cx: SetContext): UpstreamDecl {
+  return cx.scope.upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!;
+}
+
+/** Splits `host[:port]`, `[v6][:port]`; the port is undefined when absent. */
+export function splitHostPort(text: string): { host: string; port: number | undefined } | undefined {
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
+  if (v6) return { host: v6[1]!, port: v6[2] === undefined ? undefined : Number(v6[2]) };
+  const m = /^([^:/]+)(?::(\d+))?$/.exec(text);
+  if (!m) return undefined;
+  return { host: m[1]!, port: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+function setServer(d: Directive, cx: SetContext): void {
+  const up = currentUpstream(cx);
+  let weight = 1;
+  let maxFails = 1;
+  let failTimeoutMs = 10_000;
+  let backup = false;
+  let down = false;
+  for (const p of d.args.slice(1)) {
+    const num = (prefix: string): number => {
+      const n = parseNumber(p.slice(prefix.length));
+      if (n === undefined) fail(`invalid parameter "${p}"`);
+      return n;
+    };
+    if (p.startsWith('weight=')) {
+      weight = num('weight=');
+      if (weight === 0) fail(`invalid parameter "${p}"`);
+    } else if (p.startsWith('max_fails=')) maxFails = num('max_fails=');
+    else if (p.startsWith('max_conns=')) num('max_conns=');
+    else if (p.startsWith('fail_timeout=')) {
+      const t = parseTime(p.slice(13), true);
+      if (t === undefined) fail(`invalid parameter "${p}"`);
+      failTimeoutMs = t * 1000;
+    } else if (p === 'backup') backup = true;
+    else if (p === 'down') down = true;
+    else fail(`invalid parameter "${p}"`);
+  }
+  const addr = d.args[0]!;
+  if (addr.startsWith('unix:')) fail(`unix domain sockets in upstream "${addr}" are not supported by jinx`);
+  const hp = splitHostPort(addr);
+  if (!hp) fail(`invalid host in upstream "${addr}"`);
+  if (hp.port !== undefined && (hp.port < 1 || hp.port > 65535)) fail(`invalid port in upstream "${addr}"`);
+  if (!isIP(hp.host) && !cx.scope.hosts.lookup(hp.host)) fail(`host not found in upstream "${addr}"`);
+  up.servers.push({ host: hp.host, port: hp.port ?? 80, weight, maxFails, failTimeoutMs, backup, down, loc: d.loc });
+}
+
+export const upstreamDirectives: readonly DirectiveSpec[] = [
+  {
+    name: 'upstream', module: UPSTREAM, contexts: ['http'], args: ['TAKE1'], block: 'context', effect: 'runtime',
+    set: (d, cx) => {
+      const name = d.args[0]!.toLowerCase();
+      const existing = cx.scope.upstreams.get(name);
+      if (existing?.explicit) fail(`duplicate upstream "${d.args[0]}"`);
+      cx.scope.upstreams.set(name, {
+        name: d.args[0]!, loc: d.loc, explicit: true, servers: [], keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000,
+      });
+      return { context: 'upstream', level: new LevelConf() };
+    },
+  },
+  { name: 'server', module: UPSTREAM, contexts: ['upstream'], args: ['1MORE'], effect: 'runtime', set: setServer },
+  {
+    name: 'keepalive', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      const up = currentUpstream(cx);
+      if (up.keepalive) throw new DirectiveFailure('is duplicate');
+      const n = parseNumber(d.args[0]!);
+      if (!n) fail(`invalid value "${d.args[0]}" in "${d.name}" directive`);
+      up.keepalive = n;
+    },
+  },
+  {
+    name: 'keepalive_timeout', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      const ms = parseTime(d.args[0]!, false);
+      if (ms === undefined) throw new DirectiveFailure('invalid value');
+      currentUpstream(cx).keepaliveTimeoutMs = ms;
+    },
+  },
+  {
+    name: 'keepalive_requests', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      const n = parseNumber(d.args[0]!);
+      if (n === undefined) throw new DirectiveFailure('invalid number');
+      currentUpstream(cx).keepaliveRequests = n;
+    },
+  },
+  {
+    name: 'keepalive_time', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'none',
+    note: 'upstream connections are not retired by age', set: acceptOnly,
+  },
+  {
+    name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], effect: 'none',
+    note: 'jinx runs one process: peer state is not shared', set: acceptOnly,
+  },
+  {
+    name: 'least_conn', module: 'ngx_http_upstream_least_conn_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'none',
+    note: 'jinx balances round robin', set: acceptOnly,
+  },
+  {
+    name: 'ip_hash', module: 'ngx_http_upstream_ip_hash_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'none',
+    note: 'jinx balances round robin', set: acceptOnly,
+  },
+];

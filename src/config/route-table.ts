@@ -1,0 +1,306 @@
+/**
+ * The compiled configuration the engine serves from: listen sockets, server
+ * names, location trees, and for every location the merged settings of every
+ * module, with values already bound. Built by `compile.ts`, frozen, and
+ * swapped whole on reload.
+ */
+import type { SourceLoc } from '../parser/ast.js';
+import type { ConfigWarning } from '../errors.js';
+import type { LogLevel } from '../log/levels.js';
+import type { CompiledValue } from './variables.js';
+import type { HttpRequestState } from '../runtime/request.js';
+import type { Cidr } from './cidr.js';
+import type { ExpiresDef } from './modules/headers.js';
+import type { ResolverDef } from './modules/http-core.js';
+import type { ScriptOp } from './modules/rewrite.js';
+
+/** Where an `error_log` writes, and from which level up. */
+export interface ErrorLogTarget {
+  /** Absolute file path, or `stderr`. */
+  readonly path: string;
+  readonly level: LogLevel;
+}
+
+/** Settings of the main and events contexts. */
+export interface MainConf {
+  readonly daemon: boolean;
+  readonly pidFile: string;
+  readonly workerProcesses: number;
+  readonly workerConnections: number;
+  readonly errorLogs: readonly ErrorLogTarget[];
+}
+
+/** One listening socket: an address:port and the servers that listen on it. */
+export interface ListenGroup {
+  /** Address to bind: an IP literal, `0.0.0.0`/`::` for wildcards. */
+  readonly host: string;
+  readonly port: number;
+  /** nginx's text for this address, `127.0.0.1:80`, `*:80`, `[::]:80`. */
+  readonly addrText: string;
+  readonly ssl: boolean;
+  readonly http2: boolean;
+  /** Servers by the local address a connection arrived on (one entry, the bound address, unless this is a wildcard that also serves specific addresses). */
+  readonly byLocalAddr: ReadonlyMap<string, ServerSet>;
+  /** The servers for any other local address of a wildcard socket. */
+  readonly servers: ServerSet;
+  readonly loc: SourceLoc;
+}
+
+/** The servers reachable on one address:port, for name-based selection. */
+export interface ServerSet {
+  readonly defaultServer: VirtualServer;
+  readonly exact: ReadonlyMap<string, VirtualServer>;
+  /** `*.example.com` and `.example.com` names: suffix (with the leading dot) → server, longest first. */
+  readonly headWildcards: readonly (readonly [string, VirtualServer])[];
+  /** `www.example.*` names: prefix (with the trailing dot) → server, longest first. */
+  readonly tailWildcards: readonly (readonly [string, VirtualServer])[];
+  readonly regexes: readonly ServerRegex[];
+}
+
+/** A `server_name ~regex`. */
+export interface ServerRegex {
+  readonly regex: RegExp;
+  readonly server: VirtualServer;
+  /** Indexes of the named captures that become variables. */
+  readonly namedCaptures: readonly NamedCapture[];
+}
+
+/** A named regex capture bound to an indexed variable. */
+export interface NamedCapture {
+  readonly name: string;
+  readonly index: number;
+}
+
+/** One `server { … }` block. */
+export interface VirtualServer {
+  /** The first `server_name`, or `""`: what `$server_name` and the error log's `server:` show. */
+  readonly name: string;
+  /** Rewrite directives at server level, run before the location is chosen. */
+  readonly script: readonly ScriptOp[];
+  readonly locations: LocationTree;
+  /** The server-level merged settings, in effect until a location is chosen. */
+  readonly conf: LocationConf;
+  readonly tls: TlsServerConf | undefined;
+  readonly loc: SourceLoc;
+}
+
+/** TLS certificate settings of a server. */
+export interface TlsServerConf {
+  readonly certificates: readonly { readonly cert: string; readonly key: string }[];
+  readonly protocols: readonly string[];
+  readonly ciphers: string;
+  readonly preferServerCiphers: boolean;
+  readonly rejectHandshake: boolean;
+  readonly sessionTimeoutSec: number;
+}
+
+/** Locations of one level, indexed as `ngx_http_init_locations` does. */
+export interface LocationTree {
+  /** `location = /path`. */
+  readonly exact: ReadonlyMap<string, CompiledLocation>;
+  /** Prefix locations as a character trie, walked once per lookup. */
+  readonly prefixes: PrefixNode;
+  /** `~` and `~*` locations in configuration order. */
+  readonly regexes: readonly CompiledLocation[];
+  /** `@name` locations. */
+  readonly named: ReadonlyMap<string, CompiledLocation>;
+}
+
+/** A node of the prefix trie. */
+export interface PrefixNode {
+  readonly location: CompiledLocation | undefined;
+  readonly children: ReadonlyMap<string, PrefixNode>;
+}
+
+/** How a location matches, nginx's location modifiers. */
+export type LocationMatch = 'exact' | 'prefix' | 'prefix-no-regex' | 'regex' | 'regex-caseless' | 'named';
+
+/** One `location` block. */
+export interface CompiledLocation {
+  readonly match: LocationMatch;
+  /** The URI, regex source or `@name` as written. */
+  readonly name: string;
+  readonly regex: RegExp | undefined;
+  readonly namedCaptures: readonly NamedCapture[];
+  readonly conf: LocationConf;
+  readonly nested: LocationTree | undefined;
+  /**
+   * For a prefix location ending in `/` whose handler is proxy/fastcgi: a
+   * request for the URI without the slash is redirected (nginx's auto_redirect).
+   */
+  readonly autoRedirect: boolean;
+  readonly loc: SourceLoc;
+}
+
+/** One entry of an `allow`/`deny` list. */
+export interface AccessRule {
+  readonly allow: boolean;
+  /** `all`, or an address with prefix length. */
+  readonly all: boolean;
+  readonly family: 'ipv4' | 'ipv6' | 'unix' | 'all';
+  readonly addr: readonly number[];
+  readonly prefixLength: number;
+  readonly text: string;
+}
+
+/** `error_page CODES [=[RESPONSE]] URI`. */
+export interface ErrorPage {
+  readonly target: CompiledValue;
+  /** `=CODE` replaces the status; `=` alone takes the status of the redirected request. */
+  readonly overwrite: number | 'from-target' | undefined;
+}
+
+/** An `add_header NAME VALUE [always]`. */
+export interface AddHeader {
+  readonly name: string;
+  readonly value: CompiledValue;
+  readonly always: boolean;
+}
+
+/** `try_files FILE … URI|=CODE`. */
+export interface TryFiles {
+  readonly files: readonly CompiledValue[];
+  readonly fallback: { readonly uri: CompiledValue } | { readonly code: number };
+}
+
+/** An `access_log` target. */
+export interface AccessLogTarget {
+  readonly path: string;
+  readonly format: CompiledLogFormat;
+  readonly condition: CompiledValue | undefined;
+}
+
+/** A compiled `log_format`. */
+export interface CompiledLogFormat {
+  readonly name: string;
+  readonly render: (r: HttpRequestState) => string;
+}
+
+/** `proxy_set_header` after merging with nginx's defaults. */
+export interface ProxyHeader {
+  readonly name: string;
+  readonly lowerName: string;
+  readonly value: CompiledValue;
+}
+
+/** Where a `proxy_pass` sends requests. */
+export type ProxyTarget =
+  | {
+      readonly kind: 'static';
+      readonly scheme: 'http' | 'https';
+      /** The upstream group (an `upstream` block, or the URL's host:port). */
+      readonly group: string;
+      /** The URI part of the URL, or undefined when none was given. */
+      readonly uri: string | undefined;
+      /** `$proxy_host`: host[:port] as written in the URL (port omitted when default). */
+      readonly hostHeader: string;
+    }
+  | { readonly kind: 'variable'; readonly url: CompiledValue };
+
+/** Settings of the proxy module in a location. */
+export interface ProxyConf {
+  readonly target: ProxyTarget;
+  /** The location prefix that a URI part replaces (nginx's `plcf->location`). */
+  readonly locationPrefix: string;
+  readonly headers: readonly ProxyHeader[];
+  readonly httpVersion: '1.0' | '1.1';
+  readonly hideHeaders: ReadonlySet<string>;
+  readonly passRequestBody: boolean;
+  readonly passRequestHeaders: boolean;
+  readonly connectTimeoutMs: number;
+  readonly sendTimeoutMs: number;
+  readonly readTimeoutMs: number;
+  readonly bufferSizeBytes: number;
+  readonly interceptErrors: boolean;
+  readonly redirect: 'default' | 'off' | readonly { readonly from: CompiledValue; readonly to: CompiledValue }[];
+  readonly ignoreClientAbort: boolean;
+}
+
+/** All settings a request needs from its location, merged from the levels above. */
+export interface LocationConf {
+  readonly root: { readonly alias: boolean; readonly path: CompiledValue; readonly aliasRegex: boolean };
+  readonly index: readonly CompiledValue[];
+  readonly tryFiles: TryFiles | undefined;
+  readonly types: ReadonlyMap<string, string>;
+  readonly defaultType: string;
+  readonly errorPages: ReadonlyMap<number, ErrorPage>;
+  readonly recursiveErrorPages: boolean;
+  readonly internal: boolean;
+  readonly clientMaxBodySizeBytes: number;
+  readonly logNotFound: boolean;
+  readonly serverTokens: 'on' | 'off' | 'build';
+  readonly absoluteRedirect: boolean;
+  readonly serverNameInRedirect: boolean;
+  readonly portInRedirect: boolean;
+  readonly msiePadding: boolean;
+  readonly errorLogs: readonly ErrorLogTarget[];
+  readonly accessLogs: readonly AccessLogTarget[];
+  /** Location-level rewrite directives (and those of an `if` block). */
+  readonly script: readonly ScriptOp[];
+  readonly access: readonly AccessRule[];
+  readonly satisfy: 'all' | 'any';
+  readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue } | undefined;
+  readonly addHeaders: readonly AddHeader[];
+  readonly proxy: ProxyConf | undefined;
+  readonly keepaliveTimeoutMs: number;
+  readonly keepaliveRequests: number;
+  readonly sendTimeoutMs: number;
+  readonly chunkedTransferEncoding: boolean;
+  readonly expires: ExpiresDef;
+  readonly realIp: RealIpConf | undefined;
+  readonly authRequest: AuthRequestConf | undefined;
+  /** Set when the location has `fastcgi_pass` (FastCGI requests are not made yet). */
+  readonly fastcgiPass: string | undefined;
+  readonly resolver: ResolverDef | undefined;
+  readonly resolverTimeoutMs: number;
+  readonly uninitializedVariableWarn: boolean;
+}
+
+/** Real client address settings of the realip module. */
+export interface RealIpConf {
+  readonly from: readonly (Cidr | 'unix')[];
+  /** Header name, lowercase. */
+  readonly header: string;
+  readonly recursive: boolean;
+}
+
+/** `auth_request URI` with its `auth_request_set` assignments. */
+export interface AuthRequestConf {
+  readonly uri: string;
+  readonly sets: readonly { readonly index: number; readonly value: CompiledValue }[];
+}
+
+/** The compiled configuration. */
+export interface RouteTable {
+  readonly main: MainConf;
+  readonly listens: readonly ListenGroup[];
+  /** Size of the per-request variable array. */
+  readonly variableCount: number;
+  readonly upstreams: ReadonlyMap<string, UpstreamGroup>;
+  /** Every access-log target of the configuration, to open at start. */
+  readonly accessLogTargets: readonly AccessLogTarget[];
+  /** Every error-log target of the configuration, to open at start. */
+  readonly errorLogTargets: readonly ErrorLogTarget[];
+  readonly warnings: readonly ConfigWarning[];
+}
+
+/** A resolved upstream group. */
+export interface UpstreamGroup {
+  readonly name: string;
+  readonly peers: readonly UpstreamPeer[];
+  readonly keepalive: number;
+  readonly keepaliveTimeoutMs: number;
+}
+
+/** One address of an upstream group. */
+export interface UpstreamPeer {
+  /** `IP:port` as nginx prints it (`[::1]:80` for IPv6). */
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+  readonly weight: number;
+  readonly backup: boolean;
+  readonly down: boolean;
+  readonly maxFails: number;
+  readonly failTimeoutMs: number;
+}

@@ -1,0 +1,396 @@
+/**
+ * Directive specs, configuration slots and the generic value parsers.
+ *
+ * As in nginx (`ngx_command_t` in `src/core/ngx_conf_file.h`), a directive is
+ * data: its name, module, contexts, argument bits and a setter. Most setters
+ * are generic (`ngx_conf_set_flag_slot`, `…_msec_slot`, `…_size_slot`): they
+ * parse the argument and store it in a slot of the current level. Each level
+ * (http, server, location, if) keeps only what was set in it; a `ConfChain`
+ * reads a slot through the enclosing levels, which is nginx's merge
+ * `child ?? parent ?? default` (`ngx_conf_merge_*_value`).
+ */
+import type { Directive, SourceLoc } from '../parser/ast.js';
+import type { ArgFlag, Context } from './flags.js';
+import type { ConfigScope } from './scope.js';
+
+/** A single-valued setting. `inherit: false` slots are read from their own level only. */
+export interface Slot<T> {
+  readonly kind: 'single';
+  readonly key: string;
+  readonly inherit: boolean;
+  readonly defaultValue: T;
+}
+
+/**
+ * A list setting (`proxy_set_header`, `add_header`, `allow`/`deny`): every
+ * directive at a level appends, and a level that has any entry replaces the
+ * whole list of the levels above it, nginx's rule for array directives.
+ */
+export interface ListSlot<T> {
+  readonly kind: 'list';
+  readonly key: string;
+  readonly inherit: boolean;
+  /** Carries the entry type; never set. */
+  readonly entryType?: T;
+}
+
+/** Declares a single-valued slot. */
+export function slot<T>(key: string, defaultValue: T, inherit = true): Slot<T> {
+  return { kind: 'single', key, inherit, defaultValue };
+}
+
+/** Declares a list slot. */
+export function listSlot<T>(key: string, inherit = true): ListSlot<T> {
+  return { kind: 'list', key, inherit };
+}
+
+interface Entry<T> {
+  readonly value: T;
+  readonly loc: SourceLoc;
+}
+
+/** What was set at one configuration level. */
+export class LevelConf {
+  private readonly singles = new Map<Slot<unknown>, Entry<unknown>>();
+  private readonly lists = new Map<ListSlot<unknown>, Entry<unknown>[]>();
+
+  /** Stores a value. @throws DirectiveFailure `is duplicate` when the slot is already set here. */
+  set<T>(s: Slot<T>, value: T, loc: SourceLoc): void {
+    if (this.singles.has(s as Slot<unknown>)) throw new DirectiveFailure('is duplicate');
+    this.singles.set(s as Slot<unknown>, { value, loc });
+  }
+
+  /** Stores a value, replacing one set earlier at this level. */
+  replace<T>(s: Slot<T>, value: T, loc: SourceLoc): void {
+    this.singles.set(s as Slot<unknown>, { value, loc });
+  }
+
+  /** Appends an entry to a list slot. */
+  append<T>(s: ListSlot<T>, value: T, loc: SourceLoc): void {
+    const list = this.lists.get(s as ListSlot<unknown>);
+    if (list) list.push({ value, loc });
+    else this.lists.set(s as ListSlot<unknown>, [{ value, loc }]);
+  }
+
+  /** The entry set at this level, if any. */
+  own<T>(s: Slot<T>): Entry<T> | undefined {
+    return this.singles.get(s as Slot<unknown>) as Entry<T> | undefined;
+  }
+
+  /** The list entries set at this level, if any. */
+  ownList<T>(s: ListSlot<T>): readonly Entry<T>[] | undefined {
+    return this.lists.get(s as ListSlot<unknown>) as Entry<T>[] | undefined;
+  }
+}
+
+/**
+ * A level together with the levels enclosing it, innermost first; reading a
+ * slot through it is nginx's merge of that setting.
+ */
+export class ConfChain {
+  constructor(
+    readonly level: LevelConf,
+    readonly parent: ConfChain | undefined,
+  ) {}
+
+  private find<T>(s: Slot<T>): Entry<T> | undefined {
+    if (!s.inherit) return this.level.own(s);
+    for (let c: ConfChain | undefined = this; c; c = c.parent) {
+      const e = c.level.own(s);
+      if (e) return e;
+    }
+    return undefined;
+  }
+
+  /** The merged value of a slot. */
+  get<T>(s: Slot<T>): T {
+    const e = this.find(s);
+    return e ? e.value : s.defaultValue;
+  }
+
+  /** Whether a slot is set at this level or, when it inherits, above it. */
+  has<T>(s: Slot<T>): boolean {
+    return this.find(s) !== undefined;
+  }
+
+  /** Where the merged value of a slot was set. */
+  locOf<T>(s: Slot<T>): SourceLoc | undefined {
+    return this.find(s)?.loc;
+  }
+
+  /** The merged entries of a list slot: those of the innermost level that has any. */
+  listEntries<T>(s: ListSlot<T>): readonly Entry<T>[] {
+    if (!s.inherit) return this.level.ownList(s) ?? [];
+    for (let c: ConfChain | undefined = this; c; c = c.parent) {
+      const e = c.level.ownList(s);
+      if (e) return e;
+    }
+    return [];
+  }
+
+  /** The merged values of a list slot. */
+  list<T>(s: ListSlot<T>): T[] {
+    return this.listEntries(s).map((e) => e.value);
+  }
+}
+
+/**
+ * A directive handler's failure. `kind: 'suffix'` is nginx's returned string,
+ * printed as `"NAME" directive TEXT`; `kind: 'full'` is a message of its own.
+ */
+export class DirectiveFailure extends Error {
+  constructor(
+    readonly text: string,
+    readonly kind: 'suffix' | 'full' = 'suffix',
+  ) {
+    super(text);
+  }
+}
+
+/** Throws a complete message, as handlers do with `ngx_conf_log_error` + `NGX_CONF_ERROR`. */
+export function fail(text: string): never {
+  throw new DirectiveFailure(text, 'full');
+}
+
+/** Whether a directive is acted on by jinx or only accepted. */
+export type Effect = 'runtime' | 'none';
+
+/** The nginx module a directive belongs to, as nginx names it (`ngx_http_proxy_module`). */
+export type ModuleName = string;
+
+/** What a block directive opens. */
+export interface ChildBlock {
+  readonly context: Context;
+  readonly level: LevelConf;
+}
+
+/** What a setter may use besides the directive. */
+export interface SetContext {
+  /** The level the directive is in. */
+  readonly level: LevelConf;
+  /** The context the directive is in. */
+  readonly context: Context;
+  /** The directive that opened the current block (`location`, `if`, `server` …), if any. */
+  readonly parentDirective: Directive | undefined;
+  /** The registries shared by the whole configuration (variables, upstreams, maps …). */
+  readonly scope: ConfigScope;
+  /** Reports a warning at the directive's place (nginx's `ngx_conf_log_error(NGX_LOG_WARN …)`). */
+  warn(text: string, code: string): void;
+}
+
+/** A directive, declared once as data. */
+export interface DirectiveSpec {
+  readonly name: string;
+  readonly module: ModuleName;
+  readonly contexts: readonly Context[];
+  readonly args: readonly ArgFlag[];
+  /** `context`: the block holds directives of `ChildBlock.context`; `raw`: the setter reads the block itself. */
+  readonly block?: 'context' | 'raw';
+  readonly effect: Effect;
+  /** Why a directive has no effect in jinx, for `jinx lint` and the README. */
+  readonly note?: string;
+  /** A dynamic module that must be loaded with `load_module` for the directive to exist. */
+  readonly dynamicModule?: string;
+  /**
+   * Validates and stores the directive. Returns the child block for
+   * `block: 'context'` directives. @throws DirectiveFailure
+   */
+  readonly set: (d: Directive, cx: SetContext) => ChildBlock | void;
+}
+
+// ---------------------------------------------------------------------------
+// Value parsers: nginx's ngx_parse_time, ngx_parse_size, ngx_parse_offset.
+
+const MAX_INT = Number.MAX_SAFE_INTEGER;
+
+/**
+ * nginx's `ngx_parse_time`: `1y 2M 3w 4d 5h 6m 7s 8ms`, units in that order,
+ * a bare number meaning milliseconds (`isSec` false) or seconds. Returns
+ * milliseconds or seconds, or undefined for an invalid value.
+ */
+export function parseTime(text: string, isSec: boolean): number | undefined {
+  // steps of ngx_parse_time: start, year, month, week, day, hour, min, sec, msec, last
+  const [START, YEAR, MONTH, WEEK, DAY, HOUR, MIN, SEC, MSEC, LAST] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  let step = isSec ? START : MONTH;
+  let value = 0;
+  let total = 0;
+  let valid = false;
+  let i = 0;
+  while (i < text.length) {
+    const ch = text[i++]!;
+    if (ch >= '0' && ch <= '9') {
+      value = value * 10 + (ch.charCodeAt(0) - 48);
+      if (value > MAX_INT) return undefined;
+      valid = true;
+      continue;
+    }
+    let scale: number;
+    if (ch === 'y') {
+      if (step > START) return undefined;
+      [step, scale] = [YEAR, 60 * 60 * 24 * 365];
+    } else if (ch === 'M') {
+      if (step >= MONTH) return undefined;
+      [step, scale] = [MONTH, 60 * 60 * 24 * 30];
+    } else if (ch === 'w') {
+      if (step >= WEEK) return undefined;
+      [step, scale] = [WEEK, 60 * 60 * 24 * 7];
+    } else if (ch === 'd') {
+      if (step >= DAY) return undefined;
+      [step, scale] = [DAY, 60 * 60 * 24];
+    } else if (ch === 'h') {
+      if (step >= HOUR) return undefined;
+      [step, scale] = [HOUR, 60 * 60];
+    } else if (ch === 'm' && text[i] === 's') {
+      if (isSec || step >= MSEC) return undefined;
+      i++;
+      [step, scale] = [MSEC, 1];
+    } else if (ch === 'm') {
+      if (step >= MIN) return undefined;
+      [step, scale] = [MIN, 60];
+    } else if (ch === 's') {
+      if (step >= SEC) return undefined;
+      [step, scale] = [SEC, 1];
+    } else if (ch === ' ') {
+      if (step >= SEC) return undefined;
+      [step, scale] = [LAST, 1];
+    } else {
+      return undefined;
+    }
+    if (step !== MSEC && !isSec) scale *= 1000;
+    total += value * scale;
+    if (total > MAX_INT) return undefined;
+    value = 0;
+    while (text[i] === ' ') i++;
+  }
+  if (!valid) return undefined;
+  total += isSec ? value : value * 1000;
+  return total > MAX_INT ? undefined : total;
+}
+
+/** nginx's `ngx_parse_size`: a number with an optional `k`/`K` or `m`/`M` suffix; bytes or undefined. */
+export function parseSize(text: string): number | undefined {
+  const m = /^(\d+)([kKmM]?)$/.exec(text);
+  if (!m) return undefined;
+  const scale = m[2] === '' ? 1 : m[2]!.toLowerCase() === 'k' ? 1024 : 1024 * 1024;
+  return Number(m[1]) * scale;
+}
+
+/** nginx's `ngx_parse_offset`: like a size, also with `g`/`G`; bytes or undefined. */
+export function parseOffset(text: string): number | undefined {
+  const m = /^(\d+)([kKmMgG]?)$/.exec(text);
+  if (!m) return undefined;
+  const unit = m[2]!.toLowerCase();
+  const scale = unit === '' ? 1 : unit === 'k' ? 1024 : unit === 'm' ? 1024 * 1024 : 1024 * 1024 * 1024;
+  return Number(m[1]) * scale;
+}
+
+/** nginx's `ngx_atoi` for a whole argument: a non-negative decimal integer or undefined. */
+export function parseNumber(text: string): number | undefined {
+  return /^\d+$/.test(text) ? Number(text) : undefined;
+}
+
+// ---------------------------------------------------------------------------
+// Generic setters, nginx's ngx_conf_set_*_slot.
+
+type Setter = DirectiveSpec['set'];
+
+/** `ngx_conf_set_flag_slot`: `on` or `off` (any case). */
+export function flagSetter(s: Slot<boolean>): Setter {
+  return (d, cx) => {
+    const v = d.args[0]!.toLowerCase();
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    if (v !== 'on' && v !== 'off') {
+      fail(`invalid value "${d.args[0]}" in "${d.name}" directive, it must be "on" or "off"`);
+    }
+    cx.level.set(s, v === 'on', d.loc);
+  };
+}
+
+/** `ngx_conf_set_msec_slot`: a time, bare numbers in milliseconds; stores milliseconds. */
+export function msecSetter(s: Slot<number>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const v = parseTime(d.args[0]!, false);
+    if (v === undefined) throw new DirectiveFailure('invalid value');
+    cx.level.set(s, v, d.loc);
+  };
+}
+
+/** `ngx_conf_set_sec_slot`: a time, bare numbers in seconds; stores seconds. */
+export function secSetter(s: Slot<number>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const v = parseTime(d.args[0]!, true);
+    if (v === undefined) throw new DirectiveFailure('invalid value');
+    cx.level.set(s, v, d.loc);
+  };
+}
+
+/** `ngx_conf_set_size_slot`: a size in bytes. */
+export function sizeSetter(s: Slot<number>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const v = parseSize(d.args[0]!);
+    if (v === undefined) throw new DirectiveFailure('invalid value');
+    cx.level.set(s, v, d.loc);
+  };
+}
+
+/** `ngx_conf_set_off_slot`: an offset in bytes (`g` allowed). */
+export function offSetter(s: Slot<number>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const v = parseOffset(d.args[0]!);
+    if (v === undefined) throw new DirectiveFailure('invalid value');
+    cx.level.set(s, v, d.loc);
+  };
+}
+
+/** `ngx_conf_set_num_slot`: a non-negative integer. */
+export function numSetter(s: Slot<number>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const v = parseNumber(d.args[0]!);
+    if (v === undefined) throw new DirectiveFailure('invalid number');
+    cx.level.set(s, v, d.loc);
+  };
+}
+
+/** `ngx_conf_set_str_slot`: the argument as written. */
+export function strSetter(s: Slot<string>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    cx.level.set(s, d.args[0]!, d.loc);
+  };
+}
+
+/** `ngx_conf_set_enum_slot`: one of `values` (any case); stores the lowercase name. */
+export function enumSetter<T extends string>(s: Slot<T>, values: readonly T[]): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const v = values.find((x) => x.toLowerCase() === d.args[0]!.toLowerCase());
+    if (v === undefined) fail(`invalid value "${d.args[0]}"`);
+    cx.level.set(s, v, d.loc);
+  };
+}
+
+/**
+ * `ngx_conf_set_bitmask_slot`: several of `values` (any case); a repeated
+ * value is nginx's warning `duplicate value "X"`.
+ */
+export function bitmaskSetter<T extends string>(s: Slot<readonly T[]>, values: readonly T[]): Setter {
+  return (d, cx) => {
+    const own = cx.level.own(s);
+    const picked: T[] = own ? [...own.value] : [];
+    for (const arg of d.args) {
+      const v = values.find((x) => x.toLowerCase() === arg.toLowerCase());
+      if (v === undefined) fail(`invalid value "${arg}"`);
+      if (picked.includes(v)) cx.warn(`duplicate value "${arg}"`, 'duplicate-value');
+      else picked.push(v);
+    }
+    cx.level.replace(s, picked, d.loc);
+  };
+}
+
+/** A setter that stores nothing: the directive is accepted and has no effect in jinx. */
+export const acceptOnly: Setter = () => undefined;

@@ -1,0 +1,260 @@
+/**
+ * Variables and compiled values ("complex values" in nginx).
+ *
+ * A value such as `$scheme://$host$request_uri` is split once, when its
+ * directive is read, into literal parts and variable references
+ * (`ngx_http_script_compile` in `src/http/ngx_http_script.c`). After the whole
+ * configuration is read, every referenced name is checked, in the order of
+ * first use, against the known variables (`ngx_http_variables_init_vars`:
+ * `unknown "NAME" variable`, without a place), and each value is bound to
+ * getter functions. At request time a value is only evaluated: look up and
+ * copy.
+ */
+import type { SourceLoc } from '../parser/ast.js';
+import { ConfigError } from '../errors.js';
+import type { HttpRequestState } from '../runtime/request.js';
+import { fail } from './spec.js';
+
+/** Reads a variable for a request; undefined means "not found" (nginx's `not_found`). */
+export type VariableGetter = (r: HttpRequestState) => string | undefined;
+
+/** A variable defined by a module: a whole name, or a prefix such as `http_` taking the rest as argument. */
+export interface VariableDef {
+  readonly name: string;
+  /** For prefix variables: the getter receives the part after the prefix. */
+  readonly prefix?: boolean;
+  readonly get: (r: HttpRequestState, suffix: string) => string | undefined;
+  /** May be assigned with `set` (nginx's `NGX_HTTP_VAR_CHANGEABLE`). */
+  readonly changeable?: boolean;
+}
+
+/** A reference to a variable inside a value: a name, or a regex capture `$1`…`$9`. */
+export type VariableRef = { readonly name: string } | { readonly capture: number };
+
+/** A value as read from the configuration, before binding. */
+export interface ValueSource {
+  readonly text: string;
+  readonly parts: readonly (string | VariableRef)[];
+  readonly loc: SourceLoc;
+}
+
+/** A bound value, evaluated per request. */
+export interface CompiledValue {
+  readonly source: string;
+  /** The value when it has no variables. */
+  readonly constant: string | undefined;
+  readonly evaluate: (r: HttpRequestState) => string;
+}
+
+/** How an indexed variable (`set`, `map`, `auth_request_set`) gets its value when read. */
+export type IndexedKind =
+  | { readonly kind: 'set' }
+  | { readonly kind: 'lazy'; readonly compute: (r: HttpRequestState) => string };
+
+/**
+ * Splits a value into literals and variable references, with nginx's
+ * messages for malformed names.
+ *
+ * @throws DirectiveFailure `invalid variable name`,
+ *   `the closing bracket in "NAME" variable is missing`
+ */
+export function splitValue(text: string): (string | VariableRef)[] {
+  const parts: (string | VariableRef)[] = [];
+  let i = 0;
+  let literal = '';
+  while (i < text.length) {
+    const ch = text[i]!;
+    if (ch !== '$') {
+      literal += ch;
+      i++;
+      continue;
+    }
+    if (++i === text.length) fail('invalid variable name');
+    if (literal) {
+      parts.push(literal);
+      literal = '';
+    }
+    const c = text[i]!;
+    if (c >= '1' && c <= '9') {
+      parts.push({ capture: c.charCodeAt(0) - 48 });
+      i++;
+      continue;
+    }
+    let bracket = false;
+    if (c === '{') {
+      bracket = true;
+      if (++i === text.length) fail('invalid variable name');
+    }
+    const start = i;
+    while (i < text.length) {
+      const n = text[i]!;
+      if (n === '}' && bracket) {
+        bracket = false;
+        break;
+      }
+      if (!/[A-Za-z0-9_]/.test(n)) break;
+      i++;
+    }
+    const name = text.slice(start, i);
+    if (bracket) fail(`the closing bracket in "${name}" variable is missing`);
+    if (text[i] === '}' && c === '{') i++;
+    if (name.length === 0) fail('invalid variable name');
+    parts.push({ name });
+  }
+  if (literal) parts.push(literal);
+  return parts;
+}
+
+/**
+ * The variables of a configuration: the modules' definitions, the names that
+ * `set`/`map`/… declare, and every reference in order of first use.
+ */
+export class VariableRegistry {
+  private readonly defs = new Map<string, VariableDef>();
+  private readonly prefixes: VariableDef[] = [];
+  private readonly indexed = new Map<string, { index: number; kind: IndexedKind }>();
+  private readonly referenced = new Map<string, SourceLoc>();
+  private onUninitialized: ((r: HttpRequestState, name: string) => void) | undefined;
+
+  constructor(defs: readonly VariableDef[]) {
+    for (const d of defs) {
+      if (d.prefix) this.prefixes.push(d);
+      else this.defs.set(d.name, d);
+    }
+  }
+
+  /** Number of indexed variables: the size of a request's `vars` array. */
+  get indexedCount(): number {
+    return this.indexed.size;
+  }
+
+  /** Sets what reading an unset `set` variable does (nginx warns `using uninitialized "x" variable`). */
+  setUninitializedHandler(handler: (r: HttpRequestState, name: string) => void): void {
+    this.onUninitialized = handler;
+  }
+
+  /**
+   * Parses a value and records its variable references.
+   * @throws DirectiveFailure for malformed variable names
+   */
+  value(text: string, loc: SourceLoc): ValueSource {
+    const parts = splitValue(text);
+    for (const p of parts) if (typeof p !== 'string' && 'name' in p) this.reference(p.name, loc);
+    return { text, parts, loc };
+  }
+
+  /** Records a use of `name` (for the unknown-variable check at the end). */
+  reference(name: string, loc: SourceLoc): void {
+    const key = name.toLowerCase();
+    if (!this.referenced.has(key)) this.referenced.set(key, loc);
+  }
+
+  /**
+   * Declares an indexed variable (`set $x`, `map … $x`, `auth_request_set $x`)
+   * and returns its index. A later declaration of the same name shares it;
+   * `lazy` replaces `set`.
+   * @throws DirectiveFailure `the duplicate "NAME" variable` for a built-in that cannot be set
+   */
+  declare(name: string, kind: IndexedKind): number {
+    const key = name.toLowerCase();
+    const builtin = this.defs.get(key);
+    if (builtin && !builtin.changeable) fail(`the duplicate "${name}" variable`);
+    const existing = this.indexed.get(key);
+    if (existing) {
+      if (kind.kind === 'lazy') existing.kind = kind;
+      return existing.index;
+    }
+    const index = this.indexed.size;
+    this.indexed.set(key, { index, kind });
+    return index;
+  }
+
+  /** Index of an indexed variable, or undefined. */
+  indexOf(name: string): number | undefined {
+    return this.indexed.get(name.toLowerCase())?.index;
+  }
+
+  /**
+   * Checks that every referenced variable exists, in order of first use.
+   * @throws ConfigError `unknown "NAME" variable` (no place, as nginx)
+   */
+  checkReferences(): void {
+    for (const name of this.referenced.keys()) {
+      if (!this.getter(name)) throw new ConfigError('unknown-variable', `unknown "${name}" variable`);
+    }
+  }
+
+  /** Where a variable was first used, for lint. */
+  firstUse(name: string): SourceLoc | undefined {
+    return this.referenced.get(name.toLowerCase());
+  }
+
+  /** The getter of a variable by name, or undefined when no such variable exists. */
+  getter(name: string): VariableGetter | undefined {
+    const key = name.toLowerCase();
+    const idx = this.indexed.get(key);
+    if (idx) return this.indexedGetter(key, idx.index, idx.kind);
+    const def = this.defs.get(key);
+    if (def) return (r) => def.get(r, '');
+    for (const p of this.prefixes) {
+      if (key.startsWith(p.name) && key.length > p.name.length) {
+        const suffix = key.slice(p.name.length);
+        return (r) => p.get(r, suffix);
+      }
+    }
+    return undefined;
+  }
+
+  private indexedGetter(name: string, index: number, kind: IndexedKind): VariableGetter {
+    if (kind.kind === 'lazy') {
+      const compute = kind.compute;
+      return (r) => {
+        const v = r.vars[index];
+        if (v !== undefined) return v;
+        const computed = compute(r);
+        r.vars[index] = computed;
+        return computed;
+      };
+    }
+    const builtin = this.defs.get(name);
+    return (r) => {
+      const v = r.vars[index];
+      if (v !== undefined) return v;
+      if (builtin) return builtin.get(r, '');
+      this.onUninitialized?.(r, name);
+      return '';
+    };
+  }
+
+  /**
+   * Binds a parsed value to getters. Call after `checkReferences`.
+   */
+  bind(src: ValueSource): CompiledValue {
+    const parts = src.parts.map((p): string | VariableGetter => {
+      if (typeof p === 'string') return p;
+      if ('capture' in p) {
+        const n = p.capture;
+        return (r) => r.captures?.[n] ?? '';
+      }
+      return this.getter(p.name) ?? (() => '');
+    });
+    if (parts.length === 0) return { source: src.text, constant: '', evaluate: () => '' };
+    if (parts.every((p) => typeof p === 'string')) {
+      const constant = (parts as string[]).join('');
+      return { source: src.text, constant, evaluate: () => constant };
+    }
+    if (parts.length === 1) {
+      const g = parts[0] as VariableGetter;
+      return { source: src.text, constant: undefined, evaluate: (r) => g(r) ?? '' };
+    }
+    return {
+      source: src.text,
+      constant: undefined,
+      evaluate: (r) => {
+        let out = '';
+        for (const p of parts) out += typeof p === 'string' ? p : (p(r) ?? '');
+        return out;
+      },
+    };
+  }
+}

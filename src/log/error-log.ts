@@ -1,0 +1,167 @@
+/**
+ * The error log, byte for byte as nginx writes it:
+ *
+ *     2026/11/21 20:56:19 [error] 26597#26597: *41 MESSAGE, client: …, server: …, request: "…", upstream: "…", host: "…"
+ *
+ * The line is built in one place (`formatErrorLine` with `requestContext`),
+ * after `ngx_log_error_core` (`src/core/ngx_log.c`) and `ngx_http_log_error`
+ * / `ngx_http_log_error_handler` (`src/http/ngx_http_request.c`). Lines go
+ * through pino, limited to nginx's eight levels, into a metadata destination
+ * that renders the nginx text and writes it synchronously with sonic-boom, so
+ * a line is on disk before the response that caused it completes.
+ */
+import pino, { type Logger } from 'pino';
+import { SonicBoom } from './sonic.js';
+import type { ErrorLogTarget } from '../config/route-table.js';
+import type { HttpRequestState } from '../runtime/request.js';
+import { LOG_LEVELS, type LogLevel } from './levels.js';
+
+/** nginx's `NGX_MAX_ERROR_STR`: a line is cut to this many bytes, its newline included. */
+const MAX_LINE_BYTES = 2048;
+
+const PINO_LEVELS: Record<LogLevel, number> = {
+  emerg: 80, alert: 70, crit: 60, error: 50, warn: 40, notice: 30, info: 20, debug: 10,
+};
+const LEVEL_BY_NUMBER = new Map<number, LogLevel>(LOG_LEVELS.map((l) => [PINO_LEVELS[l], l]));
+
+const pad = (n: number): string => (n < 10 ? `0${n}` : String(n));
+
+let cachedSecond = -1;
+let cachedTime = '';
+
+/** Local time as `YYYY/MM/DD HH:MM:SS`, computed once per second (nginx's `ngx_cached_err_log_time`). */
+export function errorLogTime(nowMs: number = Date.now()): string {
+  const second = Math.floor(nowMs / 1000);
+  if (second !== cachedSecond) {
+    const d = new Date(nowMs);
+    cachedSecond = second;
+    cachedTime = `${d.getFullYear()}/${pad(d.getMonth() + 1)}/${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+  return cachedTime;
+}
+
+/**
+ * The context nginx appends to a request's error lines: ` while ACTION`, then
+ * `client`, `server`, `request`, `subrequest`, `upstream`, `host`, `referrer`,
+ * each present exactly when nginx prints it.
+ */
+export function requestContext(r: HttpRequestState): string {
+  const main = r.parent ?? r;
+  let s = r.action ? ` while ${r.action}` : '';
+  s += `, client: ${main.clientAddr}, server: ${main.server.name}`;
+  s += `, request: "${main.requestLine}"`;
+  if (r.parent) s += `, subrequest: "${r.uri}"`;
+  if (r.upstream) s += `, upstream: "${r.upstream.logName}"`;
+  const host = main.headers.host;
+  if (host !== undefined) s += `, host: "${host}"`;
+  const referer = main.headers.referer;
+  if (referer !== undefined) s += `, referrer: "${referer}"`;
+  return s;
+}
+
+/**
+ * The context of a connection-level line, before a request exists:
+ * `, client: ADDR, server: LISTEN_ADDR` (`ngx_http_log_error`).
+ */
+export function connectionContext(clientAddr: string, listenAddrText: string): string {
+  return `, client: ${clientAddr}, server: ${listenAddrText}`;
+}
+
+/**
+ * Formats one line without its newline: time, level, `pid#tid`, `*conn`,
+ * message, context. Cut to nginx's maximum length.
+ */
+export function formatErrorLine(level: LogLevel, message: string, connId: number | undefined, context = '', nowMs?: number): string {
+  const line = `${errorLogTime(nowMs)} [${level}] ${process.pid}#${process.pid}: ${connId === undefined ? '' : `*${connId} `}${message}${context}`;
+  if (line.length < MAX_LINE_BYTES / 4) return line;
+  const bytes = Buffer.from(line);
+  return bytes.length <= MAX_LINE_BYTES - 1 ? line : bytes.subarray(0, MAX_LINE_BYTES - 1).toString();
+}
+
+interface LineFields {
+  conn?: number;
+  context?: string;
+}
+
+/** A pino metadata destination that renders nginx's text line from pino's last call. */
+class NginxLineDestination {
+  readonly [key: symbol]: boolean;
+  lastLevel = 0;
+  lastMsg = '';
+  lastObj: LineFields = {};
+
+  constructor(private readonly out: SonicBoom) {
+    (this as unknown as Record<symbol, boolean>)[Symbol.for('pino.metadata')] = true;
+  }
+
+  write(): void {
+    const level = LEVEL_BY_NUMBER.get(this.lastLevel) ?? 'error';
+    this.out.write(formatErrorLine(level, this.lastMsg, this.lastObj.conn, this.lastObj.context) + '\n');
+  }
+}
+
+/**
+ * The open error-log files of a running configuration, shared by every
+ * target naming the same path; `reopen` is SIGUSR1's log rotation.
+ */
+export class ErrorLogFiles {
+  private readonly streams = new Map<string, SonicBoom>();
+  private readonly loggers = new Map<string, Logger<LogLevel>>();
+
+  /**
+   * Opens (or reuses) the file of every target.
+   * @throws Error with the system error when a file cannot be opened
+   */
+  open(targets: readonly ErrorLogTarget[]): void {
+    for (const t of targets) this.logger(t);
+  }
+
+  private stream(path: string): SonicBoom {
+    let s = this.streams.get(path);
+    if (!s) {
+      s = path === 'stderr' ? new SonicBoom({ fd: 2, sync: true }) : new SonicBoom({ dest: path, sync: true, append: true, mkdir: false });
+      this.streams.set(path, s);
+    }
+    return s;
+  }
+
+  private logger(t: ErrorLogTarget): Logger<LogLevel> {
+    const key = `${t.level}\0${t.path}`;
+    let l = this.loggers.get(key);
+    if (!l) {
+      l = pino<LogLevel>(
+        {
+          customLevels: PINO_LEVELS,
+          useOnlyCustomLevels: true,
+          level: t.level,
+          base: null,
+          timestamp: false,
+        },
+        new NginxLineDestination(this.stream(t.path)) as unknown as pino.DestinationStream,
+      );
+      this.loggers.set(key, l);
+    }
+    return l;
+  }
+
+  /** Writes a line to every target whose level admits it. */
+  write(targets: readonly ErrorLogTarget[], level: LogLevel, message: string, conn?: number, context?: string): void {
+    for (const t of targets) this.logger(t)[level]({ conn, context }, message);
+  }
+
+  /** Reopens every file (after log rotation). */
+  reopen(): void {
+    for (const [path, s] of this.streams) if (path !== 'stderr') s.reopen();
+  }
+
+  /** Flushes and closes every file. */
+  close(): void {
+    for (const [path, s] of this.streams) {
+      if (path === 'stderr') continue;
+      s.flushSync();
+      s.end();
+    }
+    this.streams.clear();
+    this.loggers.clear();
+  }
+}

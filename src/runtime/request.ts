@@ -1,0 +1,152 @@
+/**
+ * The state of one client request as jinx's phases see it, independent of the
+ * protocol that carried it (node:http for HTTP/1.x, node:http2's compatibility
+ * API for HTTP/2). It plays the part of nginx's `ngx_http_request_t`.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';
+
+/** The client connection a request arrived on (nginx's `ngx_connection_t`). */
+export interface ClientConnection {
+  /** nginx's connection number, printed as `*N` in the error log. */
+  readonly id: number;
+  /** Peer address of the socket, before `set_real_ip_from` is applied. */
+  readonly peerAddr: string;
+  readonly peerPort: number;
+  /** Local address and port the connection was accepted on. */
+  readonly localAddr: string;
+  readonly localPort: number;
+  /** TLS details when the connection is over TLS. */
+  readonly tls: TlsDetails | undefined;
+  /** Requests served on this connection so far, this one included. */
+  requests: number;
+  /** When the connection was accepted, in ms since the epoch. */
+  readonly acceptedAtMs: number;
+}
+
+/** What the `$ssl_*` variables and `$https` report. */
+export interface TlsDetails {
+  readonly serverName: string | undefined;
+  readonly protocol: string | undefined;
+  readonly cipher: string | undefined;
+}
+
+/** The upstream exchange of a request, for `$upstream_*` and the error log's `upstream:` field. */
+export interface UpstreamState {
+  /** `scheme://host:port/uri` as nginx prints it in the error log (schema + peer name + uri). */
+  logName: string;
+  /** `$upstream_addr`: `IP:port` of the peer tried, or the name when it could not be resolved. */
+  addr: string;
+  /** `$upstream_status`, `undefined` until a status line arrived. */
+  status: number | undefined;
+  /** `$upstream_response_time` in seconds with millisecond resolution, once known. */
+  responseTime: string | undefined;
+  /** Response headers of the upstream, lowercase names, for `$upstream_http_*`. */
+  headers: IncomingHttpHeaders;
+}
+
+/** The phase a request is in, for the ` while …` part of error-log lines. */
+export type LogAction = string | undefined;
+
+/**
+ * One request. Fields are written by the phases in order: the server and
+ * location are chosen, rewrites change `uri`/`args`, the handler fills in the
+ * upstream and status.
+ */
+export class HttpRequestState {
+  /** `$remote_addr`: the client address, after the realip module. */
+  clientAddr: string;
+  clientPort: number;
+  /** `$uri`: the decoded, normalized path; rewrites and internal redirects change it. */
+  uri: string;
+  /** `$args`: the query string without `?`. */
+  args: string;
+  /** The chosen virtual server and location; the location config in effect (an `if` block's when one matched). */
+  server!: VirtualServer;
+  location: CompiledLocation | undefined;
+  loc!: LocationConf;
+  /** Values of indexed variables (`set`, `map`, `auth_request_set`), by index; undefined = not set. */
+  readonly vars: (string | undefined)[];
+  /** Captures of the last successful regex match (`$1`…`$9`, named captures). */
+  captures: RegExpExecArray | null = null;
+  /** Response status once decided. */
+  status = 0;
+  /** Set when the request went through an internal redirect or is a subrequest. */
+  internal = false;
+  /** Internal redirects and `rewrite … last` cycles so far (nginx allows 10). */
+  uriChanges = 0;
+  upstream: UpstreamState | undefined;
+  /** What the request is doing, for error-log lines. */
+  action: LogAction;
+  /** `$remote_user` after Basic authentication. */
+  remoteUser: string | undefined;
+  /** `$host`: the Host header's name part lowercased, or the server's name. */
+  host = '';
+  /** `$proxy_host` and `$proxy_port` of the upstream request being made. */
+  proxyHost: string | undefined;
+  proxyPort: string | undefined;
+  /** Bytes of the response body sent, for `$body_bytes_sent`. */
+  bodyBytesSent = 0;
+  /** Bytes sent to the client, headers included, for `$bytes_sent`. */
+  bytesSent = 0;
+  /** Bytes of the request (line, headers, body), for `$request_length`. */
+  requestLength = 0;
+  /** Whether the response was sent completely, for `$request_completion`. */
+  completed = false;
+  /** Headers the response was sent with (lowercase names), for `$sent_http_*`. */
+  sentHeaders: Record<string, string | string[] | number | undefined> = {};
+  /** The subrequest's parent, for `subrequest:` in the error log. */
+  readonly parent: HttpRequestState | undefined;
+  /** Start time in ms since the epoch, for `$request_time` and `$msec`. */
+  readonly startMs: number;
+
+  constructor(
+    readonly conn: ClientConnection,
+    /** `$request_method`. */
+    readonly method: string,
+    /** `$request_uri`: the request target as received. */
+    readonly requestUri: string,
+    /** `$server_protocol`: `HTTP/1.0`, `HTTP/1.1` or `HTTP/2.0`. */
+    readonly protocol: string,
+    /** Request headers with lowercase names, as node parses them. */
+    readonly headers: IncomingHttpHeaders,
+    /** Request headers as received: name, value, name, value … (original case, order). */
+    readonly rawHeaders: readonly string[],
+    /** `$scheme`. */
+    readonly scheme: 'http' | 'https',
+    varCount: number,
+    parent?: HttpRequestState,
+  ) {
+    this.clientAddr = conn.peerAddr;
+    this.clientPort = conn.peerPort;
+    const q = requestUri.indexOf('?');
+    this.uri = q === -1 ? requestUri : requestUri.slice(0, q);
+    this.args = q === -1 ? '' : requestUri.slice(q + 1);
+    this.vars = new Array<string | undefined>(varCount);
+    this.parent = parent;
+    this.startMs = Date.now();
+  }
+
+  /** `$request`: the request line as nginx logs it. */
+  get requestLine(): string {
+    return `${this.method} ${this.requestUri} ${this.protocol}`;
+  }
+
+  /** `$document_root`: the `root` (or `alias`) of the location in effect. */
+  documentRoot(): string {
+    return this.loc.root.path.evaluate(this);
+  }
+
+  /**
+   * `$request_filename`: the file a static request maps to — root + URI, or
+   * for `alias` the alias + the URI after the location prefix.
+   */
+  requestFilename(): string {
+    const root = this.documentRoot();
+    const { alias, aliasRegex } = this.loc.root;
+    if (!alias) return root + this.uri;
+    if (aliasRegex) return root;
+    const prefix = this.location?.name ?? '';
+    return root + this.uri.slice(Math.min(prefix.length, this.uri.length));
+  }
+}
