@@ -333,6 +333,8 @@ class Compiler {
       recursiveErrorPages: c.get(http.recursiveErrorPages),
       internal: node.conf.own(http.internal)?.value ?? false,
       clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
+      clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
+      clientBodyTempPath: c.get(http.clientBodyTempPath) ?? { dir: this.scope.fullPath('client_body_temp'), levels: [] },
       logNotFound: c.get(http.logNotFound),
       serverTokens: c.get(http.serverTokens),
       absoluteRedirect: c.get(http.absoluteRedirect),
@@ -437,6 +439,7 @@ class Compiler {
         : { kind: 'variable', url: vars.bind(pass.url) },
       locationPrefix: pass.locationPrefix,
       headers,
+      headerNames: new Set(headers.map((h) => h.lowerName)),
       httpVersion: c.get(proxy.proxyHttpVersion),
       hideHeaders: hide,
       passRequestBody: c.get(proxy.proxyPassRequestBody),
@@ -453,6 +456,11 @@ class Compiler {
           : redirects.filter((r): r is Exclude<typeof r, string> => typeof r !== 'string')
             .map((r) => ({ from: vars.bind(r.from), to: vars.bind(r.to) })),
       ignoreClientAbort: c.get(proxy.proxyIgnoreClientAbort),
+      buffering: c.get(proxy.proxyBuffering),
+      requestBuffering: c.get(proxy.proxyRequestBuffering),
+      memoryBytes: c.get(proxy.proxyBuffers).count * c.get(proxy.proxyBuffers).sizeBytes,
+      tempPath: c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp'), levels: [] },
+      maxTempFileBytes: c.get(proxy.proxyMaxTempFileSize),
     };
   }
 

@@ -13,6 +13,7 @@ import type { Cidr } from './cidr.js';
 import type { ExpiresDef } from './modules/headers.js';
 import type { ResolverDef } from './modules/http-core.js';
 import type { ScriptOp } from './modules/rewrite.js';
+import type { TempPathValue } from './spec.js';
 
 /** Where an `error_log` writes, and from which level up. */
 export interface ErrorLogTarget {
@@ -203,6 +204,8 @@ export interface ProxyConf {
   /** The location prefix that a URI part replaces (nginx's `plcf->location`). */
   readonly locationPrefix: string;
   readonly headers: readonly ProxyHeader[];
+  /** Lowercase names of `headers`: client headers with these names are not passed. */
+  readonly headerNames: ReadonlySet<string>;
   readonly httpVersion: '1.0' | '1.1';
   readonly hideHeaders: ReadonlySet<string>;
   readonly passRequestBody: boolean;
@@ -214,6 +217,14 @@ export interface ProxyConf {
   readonly interceptErrors: boolean;
   readonly redirect: 'default' | 'off' | readonly { readonly from: CompiledValue; readonly to: CompiledValue }[];
   readonly ignoreClientAbort: boolean;
+  /** `proxy_buffering`: read the upstream at full speed, spooling what the client has not taken. */
+  readonly buffering: boolean;
+  /** `proxy_request_buffering`: read the whole request body before connecting. */
+  readonly requestBuffering: boolean;
+  /** Bytes of a response kept in memory before spooling (`proxy_buffers` number × size). */
+  readonly memoryBytes: number;
+  readonly tempPath: TempPathValue;
+  readonly maxTempFileBytes: number;
 }
 
 /** All settings a request needs from its location, merged from the levels above. */
@@ -227,6 +238,8 @@ export interface LocationConf {
   readonly recursiveErrorPages: boolean;
   readonly internal: boolean;
   readonly clientMaxBodySizeBytes: number;
+  readonly clientBodyBufferSizeBytes: number;
+  readonly clientBodyTempPath: TempPathValue;
   readonly logNotFound: boolean;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;

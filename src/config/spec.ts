@@ -326,13 +326,13 @@ export function secSetter(s: Slot<number>): Setter {
   };
 }
 
-/** `ngx_conf_set_size_slot`: a size in bytes. */
-export function sizeSetter(s: Slot<number>): Setter {
+/** `ngx_conf_set_size_slot`: a size in bytes (slots whose unset value is `undefined` too). */
+export function sizeSetter(s: Slot<number> | Slot<number | undefined>): Setter {
   return (d, cx) => {
     if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
     const v = parseSize(d.args[0]!);
     if (v === undefined) throw new DirectiveFailure('invalid value');
-    cx.level.set(s, v, d.loc);
+    cx.level.set(s as Slot<number | undefined>, v, d.loc);
   };
 }
 
@@ -389,6 +389,43 @@ export function bitmaskSetter<T extends string>(s: Slot<readonly T[]>, values: r
       else picked.push(v);
     }
     cx.level.replace(s, picked, d.loc);
+  };
+}
+
+/** A temp path as set by `PATH [level1 [level2 [level3]]]`. */
+export interface TempPathValue {
+  readonly dir: string;
+  readonly levels: readonly number[];
+}
+
+/**
+ * `ngx_conf_set_path_slot`: a directory and up to three level lengths of 1
+ * or 2 digits. The directory resolves against the prefix.
+ */
+export function pathSetter(s: Slot<TempPathValue | undefined>, fullPath: (p: string) => string): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const levels = d.args.slice(1).map((a) => {
+      const n = parseNumber(a);
+      if (!n) throw new DirectiveFailure('invalid value');
+      return n;
+    });
+    if (levels.reduce((sum, l) => sum + l + 1, 0) > 10 + levels.length) throw new DirectiveFailure('invalid value');
+    let dir = fullPath(d.args[0]!);
+    if (dir.length > 1 && dir.endsWith('/')) dir = dir.slice(0, -1);
+    cx.level.set(s, { dir, levels }, d.loc);
+  };
+}
+
+/** `ngx_conf_set_bufs_slot`: `NUMBER SIZE`, both positive. */
+export function bufsSetter(s: Slot<{ readonly count: number; readonly sizeBytes: number }>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const count = parseNumber(d.args[0]!);
+    if (!count) throw new DirectiveFailure('invalid value');
+    const sizeBytes = parseSize(d.args[1]!);
+    if (!sizeBytes) throw new DirectiveFailure('invalid value');
+    cx.level.set(s, { count, sizeBytes }, d.loc);
   };
 }
 

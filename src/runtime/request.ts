@@ -73,6 +73,8 @@ export class HttpRequestState {
   status = 0;
   /** Set when the request went through an internal redirect or is a subrequest. */
   internal = false;
+  /** Cleared by `rewrite … break`: the location prefix no longer applies to `proxy_pass` URIs (nginx's `r->valid_location`). */
+  validLocation = true;
   /** Internal redirects and `rewrite … last` cycles so far (nginx allows 10). */
   uriChanges = 0;
   upstream: UpstreamState | undefined;
@@ -93,6 +95,12 @@ export class HttpRequestState {
   requestLength = 0;
   /** Whether the response was sent completely, for `$request_completion`. */
   completed = false;
+  /** Headers to add to the response this request ends with (`WWW-Authenticate` of a 401). */
+  readonly pendingHeaders: [string, string][] = [];
+  /** Set once an `error_page` was followed (nginx's `r->error_page`). */
+  errorPage = false;
+  /** The status an `error_page` answers with (nginx's `r->err_status`; 0 takes the target's). */
+  errStatus: number | undefined;
   /** Headers the response was sent with (lowercase names), for `$sent_http_*`. */
   sentHeaders: Record<string, string | string[] | number | undefined> = {};
   /** The subrequest's parent, for `subrequest:` in the error log. */
@@ -102,8 +110,8 @@ export class HttpRequestState {
 
   constructor(
     readonly conn: ClientConnection,
-    /** `$request_method`. */
-    readonly method: string,
+    /** `$request_method`; an `error_page` redirect turns it into GET (HEAD stays). */
+    public method: string,
     /** `$request_uri`: the request target as received. */
     readonly requestUri: string,
     /** `$server_protocol`: `HTTP/1.0`, `HTTP/1.1` or `HTTP/2.0`. */
@@ -122,7 +130,7 @@ export class HttpRequestState {
     const q = requestUri.indexOf('?');
     this.uri = q === -1 ? requestUri : requestUri.slice(0, q);
     this.args = q === -1 ? '' : requestUri.slice(q + 1);
-    this.vars = new Array<string | undefined>(varCount);
+    this.vars = parent ? parent.vars : new Array<string | undefined>(varCount);
     this.parent = parent;
     this.startMs = Date.now();
   }

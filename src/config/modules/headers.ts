@@ -12,8 +12,10 @@ export const addHeaders = listSlot<{ readonly name: string; readonly value: Valu
 
 /** `expires`: how Expires and Cache-Control are set (`ngx_http_parse_expires`). */
 export type ExpiresDef =
-  | { readonly kind: 'off' | 'epoch' | 'max' }
-  | { readonly kind: 'access' | 'modified' | 'daily'; readonly seconds: number };
+  | { readonly kind: 'off' }
+  | { readonly kind: 'epoch' }
+  | { readonly kind: 'max' }
+  | { readonly kind: 'timed'; readonly mode: 'access' | 'modified' | 'daily'; readonly seconds: number };
 
 export const expires = slot<ExpiresDef>('expires', { kind: 'off' });
 
@@ -26,18 +28,18 @@ function parseExpires(args: readonly string[]): ExpiresDef {
     value = args[1]!;
   }
   if (!modified && (value === 'epoch' || value === 'max' || value === 'off')) return { kind: value };
-  let kind: 'access' | 'modified' | 'daily' = modified ? 'modified' : 'access';
+  let mode: 'access' | 'modified' | 'daily' = modified ? 'modified' : 'access';
   let sign = 1;
   if (value.startsWith('@')) {
     if (modified) throw new DirectiveFailure('daily time cannot be used with "modified" parameter');
-    kind = 'daily';
+    mode = 'daily';
     value = value.slice(1);
   } else if (value.startsWith('+')) value = value.slice(1);
   else if (value.startsWith('-')) [sign, value] = [-1, value.slice(1)];
   const seconds = parseTime(value, true);
   if (seconds === undefined) throw new DirectiveFailure('invalid value');
-  if (kind === 'daily' && seconds > 24 * 60 * 60) throw new DirectiveFailure('daily time value must be less than 24 hours');
-  return { kind, seconds: sign * seconds };
+  if (mode === 'daily' && seconds > 24 * 60 * 60) throw new DirectiveFailure('daily time value must be less than 24 hours');
+  return { kind: 'timed', mode, seconds: sign * seconds };
 }
 
 export const headersDirectives: readonly DirectiveSpec[] = [

@@ -10,7 +10,7 @@ import { HTTP_SRV, HTTP_SRV_LOC, HTTP_SRV_LOC_LIF, type Context } from '../flags
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
   acceptOnly, DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, numSetter, offSetter,
-  parseNumber, parseSize, parseTime, slot, sizeSetter, type DirectiveSpec, type SetContext,
+  parseNumber, parseSize, parseTime, pathSetter, slot, sizeSetter, type DirectiveSpec, type SetContext, type TempPathValue,
 } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
@@ -290,7 +290,10 @@ function setErrorPage(d: Directive, cx: SetContext): void {
 export const internal = slot('internal', false, false);
 export const defaultType = slot('default_type', 'text/plain');
 export const clientMaxBodySize = slot('client_max_body_size', 1024 * 1024);
+/** Two memory pages, nginx's default on x86_64 Linux. */
 export const clientBodyBufferSize = slot('client_body_buffer_size', 16 * 1024);
+/** Resolved against the prefix when the configuration is compiled. */
+export const clientBodyTempPath = slot<TempPathValue | undefined>('client_body_temp_path', undefined);
 export const keepaliveTimeoutMs = slot('keepalive_timeout', 75_000);
 export const keepaliveRequests = slot('keepalive_requests', 1000);
 export const keepaliveTimeMs = slot('keepalive_time', 3_600_000);
@@ -364,7 +367,6 @@ const none = (name: string, contexts: readonly Context[], args: DirectiveSpec['a
 });
 
 const TUNING = 'a kernel or memory tuning knob with no counterpart in jinx';
-const NOT_YET_BUFFERING = 'request bodies are not yet spooled to temporary files by jinx';
 
 export const httpCoreDirectives: readonly DirectiveSpec[] = [
   {
@@ -455,13 +457,13 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   { name: 'client_header_buffer_size', module: CORE, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(clientHeaderBufferSize) },
   { name: 'resolver', module: CORE, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime', set: setResolver },
   { name: 'resolver_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(resolverTimeoutMs) },
+  { name: 'client_body_buffer_size', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(clientBodyBufferSize) },
   {
-    name: 'client_body_buffer_size', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
-    note: NOT_YET_BUFFERING, set: sizeSetter(clientBodyBufferSize),
+    name: 'client_body_temp_path', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
+    set: (d, cx) => pathSetter(clientBodyTempPath, (p) => cx.scope.fullPath(p))(d, cx),
   },
-  none('client_body_temp_path', HTTP_SRV_LOC, ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], NOT_YET_BUFFERING),
-  none('client_body_in_file_only', HTTP_SRV_LOC, ['TAKE1'], NOT_YET_BUFFERING),
-  none('client_body_in_single_buffer', HTTP_SRV_LOC, ['FLAG'], NOT_YET_BUFFERING),
+  none('client_body_in_file_only', HTTP_SRV_LOC, ['TAKE1'], 'request bodies are kept in a temporary file only when they exceed client_body_buffer_size'),
+  none('client_body_in_single_buffer', HTTP_SRV_LOC, ['FLAG'], TUNING),
   none('lingering_close', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),
   none('lingering_time', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),
   none('lingering_timeout', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),

@@ -5,8 +5,8 @@
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
-  acceptOnly, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, slot, sizeSetter,
-  type DirectiveSpec, type SetContext,
+  acceptOnly, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, pathSetter, slot,
+  sizeSetter, type DirectiveSpec, type SetContext, type TempPathValue,
 } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 import { locationDef } from './http-core.js';
@@ -44,6 +44,15 @@ export const proxyReadTimeoutMs = slot('proxy_read_timeout', 60_000);
 /** One memory page, as nginx's default on x86_64 Linux. */
 export const proxyBufferSize = slot('proxy_buffer_size', 4096);
 export const proxyInterceptErrors = slot('proxy_intercept_errors', false);
+export const proxyBuffering = slot('proxy_buffering', true);
+export const proxyRequestBuffering = slot('proxy_request_buffering', true);
+/** Eight pages, nginx's default on x86_64 Linux. */
+export const proxyBuffers = slot('proxy_buffers', { count: 8, sizeBytes: 4096 });
+export const proxyBusyBuffersSize = slot<number | undefined>('proxy_busy_buffers_size', undefined);
+/** Resolved against the prefix when the configuration is compiled. */
+export const proxyTempPath = slot<TempPathValue | undefined>('proxy_temp_path', undefined);
+export const proxyMaxTempFileSize = slot('proxy_max_temp_file_size', 1024 * 1024 * 1024);
+export const proxyTempFileWriteSize = slot<number | undefined>('proxy_temp_file_write_size', undefined);
 export const proxyIgnoreClientAbort = slot('proxy_ignore_client_abort', false);
 /** `proxy_redirect`: `default`, `off`, or FROM TO pairs (list semantics; `off` clears). */
 export const proxyRedirect = listSlot<{ readonly from: ValueSource; readonly to: ValueSource } | 'default' | 'off'>('proxy_redirect');
@@ -118,7 +127,6 @@ const none = (name: string, args: DirectiveSpec['args'], note: string): Directiv
 });
 
 const NO_CACHE = 'jinx does not cache responses';
-const BUFFERING = 'responses are streamed; spooling to temporary files is not implemented yet';
 const UPSTREAM_TLS = 'TLS settings for upstreams are not implemented yet';
 const RETRIES = 'jinx does not retry another upstream server yet';
 
@@ -146,13 +154,22 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   { name: 'proxy_intercept_errors', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyInterceptErrors) },
   { name: 'proxy_ignore_client_abort', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyIgnoreClientAbort) },
   { name: 'proxy_redirect', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setRedirect },
-  none('proxy_buffering', ['FLAG'], BUFFERING),
-  none('proxy_request_buffering', ['FLAG'], 'request bodies are streamed to the upstream'),
-  none('proxy_buffers', ['TAKE2'], BUFFERING),
-  none('proxy_busy_buffers_size', ['TAKE1'], BUFFERING),
-  none('proxy_temp_path', ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], BUFFERING),
-  none('proxy_max_temp_file_size', ['TAKE1'], BUFFERING),
-  none('proxy_temp_file_write_size', ['TAKE1'], BUFFERING),
+  { name: 'proxy_buffering', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyBuffering) },
+  { name: 'proxy_request_buffering', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyRequestBuffering) },
+  { name: 'proxy_buffers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE2'], effect: 'runtime', set: bufsSetter(proxyBuffers) },
+  {
+    name: 'proxy_busy_buffers_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
+    note: 'jinx hands data to the client as soon as it can take it', set: sizeSetter(proxyBusyBuffersSize),
+  },
+  {
+    name: 'proxy_temp_path', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
+    set: (d, cx) => pathSetter(proxyTempPath, (p) => cx.scope.fullPath(p))(d, cx),
+  },
+  { name: 'proxy_max_temp_file_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(proxyMaxTempFileSize) },
+  {
+    name: 'proxy_temp_file_write_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
+    note: 'temp files are written chunk by chunk as data arrives', set: sizeSetter(proxyTempFileWriteSize),
+  },
   none('proxy_next_upstream', ['1MORE'], RETRIES),
   none('proxy_next_upstream_tries', ['TAKE1'], RETRIES),
   none('proxy_next_upstream_timeout', ['TAKE1'], RETRIES),

@@ -1,0 +1,30 @@
+/**
+ * What the request phases share while one configuration is being served:
+ * the route table, the open logs, the upstream clients. Swapped with the
+ * table on reload.
+ */
+import type { RouteTable } from '../config/route-table.js';
+import type { AccessLogFiles } from '../log/access-log.js';
+import { requestContext, type ErrorLogFiles } from '../log/error-log.js';
+import type { LogLevel } from '../log/levels.js';
+import type { HttpRequestState } from './request.js';
+import type { UpstreamClients } from './upstream/clients.js';
+import type { NameResolver } from './upstream/resolver.js';
+import type { TempFiles } from './temp-files.js';
+
+/** The serving state of one configuration generation. */
+export interface RuntimeContext {
+  readonly table: RouteTable;
+  readonly errorLog: ErrorLogFiles;
+  readonly accessLog: AccessLogFiles;
+  readonly upstreams: UpstreamClients;
+  readonly resolver: NameResolver;
+  /** The process-wide temp-file counter. */
+  readonly tempFiles: TempFiles;
+}
+
+/** Writes an error-log line for a request, with nginx's context fields, to the location's `error_log`. */
+export function logRequest(cx: RuntimeContext, r: HttpRequestState, level: LogLevel, message: string): void {
+  const main = r.parent ?? r;
+  cx.errorLog.write(r.loc.errorLogs, level, message, main.conn.id, requestContext(r));
+}

@@ -1,0 +1,131 @@
+/**
+ * One request in flight: its state, where its body comes from and where its
+ * response goes. The response side is either a client connection (node:http
+ * or node:http2's compatibility API) or, for an `auth_request` subrequest, a
+ * recorder that keeps the status and headers and drops the body.
+ */
+import type { Readable } from 'node:stream';
+import type { RuntimeContext } from './context.js';
+import type { HttpRequestState } from './request.js';
+import { writeHead, type ClientRequest, type ClientResponse } from './respond.js';
+
+/** Where a response goes. */
+export interface ResponseTarget {
+  /** Whether status and headers were sent. */
+  readonly started: boolean;
+  /** No body is sent (HEAD, or a subrequest). */
+  readonly headOnly: boolean;
+  /** Sends status and headers. */
+  head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void;
+  /** Sends body data; false when the client cannot take more now (wait for `drain`). */
+  write(chunk: Buffer | string): boolean;
+  /** Bytes written but not yet taken by the client. */
+  readonly bufferedBytes: number;
+  onDrain(cb: () => void): void;
+  /** Ends the response. */
+  end(chunk?: Buffer | string): void;
+  /** Closes the connection without completing the response (nginx's 444, or an upstream failure mid-body). */
+  abort(): void;
+  /** Calls `cb` if the client goes away before the response is complete. */
+  onAbort(cb: () => void): void;
+}
+
+/** A response to a client. */
+export class ClientTarget implements ResponseTarget {
+  constructor(
+    private readonly req: ClientRequest,
+    private readonly res: ClientResponse,
+  ) {}
+
+  get started(): boolean {
+    return this.res.headersSent;
+  }
+
+  get headOnly(): boolean {
+    return this.req.method === 'HEAD';
+  }
+
+  head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
+    writeHead(r, this.res, status, headers, reason);
+  }
+
+  write(chunk: Buffer | string): boolean {
+    return (this.res as NodeJS.WritableStream).write(chunk);
+  }
+
+  get bufferedBytes(): number {
+    const res = this.res as { writableLength?: number; stream?: { writableLength: number } };
+    return res.stream?.writableLength ?? res.writableLength ?? 0;
+  }
+
+  onDrain(cb: () => void): void {
+    (this.res as NodeJS.EventEmitter).once('drain', cb);
+  }
+
+  end(chunk?: Buffer | string): void {
+    if (chunk === undefined) this.res.end();
+    else (this.res as NodeJS.WritableStream).end(chunk);
+  }
+
+  abort(): void {
+    const stream = (this.res as { stream?: { close(code?: number): void } }).stream;
+    if (stream) stream.close(2);
+    else this.req.socket?.destroy();
+  }
+
+  onAbort(cb: () => void): void {
+    this.res.once('close', () => {
+      if (!this.res.writableFinished) cb();
+    });
+  }
+}
+
+/** The response of a subrequest: status and headers kept, body dropped. */
+export class SubrequestTarget implements ResponseTarget {
+  started = false;
+  status = 0;
+  headers: [string, string | string[]][] = [];
+  readonly headOnly = true;
+  readonly bufferedBytes = 0;
+  private done: () => void = () => undefined;
+  /** Resolves when the subrequest's response has ended. */
+  readonly finished = new Promise<void>((resolve) => {
+    this.done = resolve;
+  });
+
+  head(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
+    this.started = true;
+    this.status = status;
+    r.status = status;
+    this.headers = headers;
+  }
+
+  write(): boolean {
+    return true;
+  }
+
+  onDrain(cb: () => void): void {
+    cb();
+  }
+
+  end(): void {
+    this.done();
+  }
+
+  abort(): void {
+    this.done();
+  }
+
+  onAbort(): void {
+    // a subrequest has no client of its own
+  }
+}
+
+/** A request with its context, body source and response target. */
+export interface Exchange {
+  readonly cx: RuntimeContext;
+  readonly r: HttpRequestState;
+  /** The request body, or undefined when there is none to read (subrequests). */
+  readonly body: Readable | undefined;
+  readonly out: ResponseTarget;
+}

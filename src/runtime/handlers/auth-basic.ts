@@ -1,0 +1,91 @@
+/**
+ * HTTP Basic authentication (`ngx_http_auth_basic_module.c`). The user file
+ * is read for each request, as nginx does, and passwords are checked in the
+ * formats nginx accepts that have a Node implementation: `$apr1$` (apache-md5),
+ * `$5$`/`$6$` (unixcrypt), `$2a$`/`$2b$`/`$2y$` (bcryptjs), `{SHA}`, `{SSHA}`,
+ * `{PLAIN}`.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import aprMd5Module from 'apache-md5';
+import bcrypt from 'bcryptjs';
+import { verify as verifyUnixCrypt } from 'unixcrypt';
+import { systemErrorText } from '../../os-errors.js';
+import { logRequest } from '../context.js';
+import type { Exchange } from '../exchange.js';
+import type { AccessResult } from './access.js';
+
+/** apache-md5 is CommonJS: its default import is the function, which its types describe as a namespace. */
+const aprMd5 = aprMd5Module as unknown as (password: string, salt: string) => string;
+
+const same = (a: string, b: string): boolean => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
+
+/** Whether `password` matches an htpasswd entry's hash. */
+export function passwordMatches(password: string, hash: string): boolean {
+  if (hash.startsWith('$apr1$')) return same(aprMd5(password, hash), hash);
+  if (hash.startsWith('$5$') || hash.startsWith('$6$')) return verifyUnixCrypt(password, hash);
+  if (/^\$2[aby]\$/.test(hash)) return bcrypt.compareSync(password, hash.replace(/^\$2y\$/, '$2b$'));
+  if (hash.startsWith('{SHA}')) return same(createHash('sha1').update(password).digest('base64'), hash.slice(5));
+  if (hash.startsWith('{SSHA}')) {
+    const raw = Buffer.from(hash.slice(6), 'base64');
+    const digest = raw.subarray(0, 20);
+    const salt = raw.subarray(20);
+    const computed = createHash('sha1').update(password).update(salt).digest();
+    return digest.length === 20 && timingSafeEqual(digest, computed);
+  }
+  if (hash.startsWith('{PLAIN}')) return same(password, hash.slice(7));
+  return false;
+}
+
+/** Parses `Authorization: Basic …` into user and password. */
+function credentials(header: string | undefined): { user: string; password: string } | undefined {
+  if (!header) return undefined;
+  const m = /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('latin1');
+  const colon = decoded.indexOf(':');
+  if (colon === -1) return undefined;
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/** The access check of `auth_basic` (realm `off` disables it). */
+export async function checkAuthBasic(ex: Exchange): Promise<AccessResult> {
+  const { r } = ex;
+  const conf = r.loc.authBasic;
+  if (!conf) return 'declined';
+  const realm = conf.realm.evaluate(r);
+  if (realm === 'off') return 'declined';
+  const unauthorized = (): number => {
+    r.pendingHeaders.push(['WWW-Authenticate', `Basic realm="${realm}"`]);
+    return 401;
+  };
+  const creds = credentials(r.headers.authorization);
+  if (!creds) return unauthorized();
+  const file = conf.userFile.evaluate(r);
+  let text: string;
+  try {
+    text = await readFile(Buffer.from(file, 'latin1'), 'latin1');
+  } catch (err) {
+    logRequest(ex.cx, r, 'error', `open() "${file}" failed (${systemErrorText(err)})`);
+    return 500;
+  }
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const colon = line.indexOf(':');
+    if (colon === -1 || line.slice(0, colon) !== creds.user) continue;
+    const rest = line.slice(colon + 1).replace(/\r$/, '');
+    const hash = rest.includes(':') ? rest.slice(0, rest.indexOf(':')) : rest;
+    if (passwordMatches(creds.password, hash)) {
+      r.remoteUser = creds.user;
+      return 'ok';
+    }
+    logRequest(ex.cx, r, 'error', `user "${creds.user}": password mismatch`);
+    return unauthorized();
+  }
+  logRequest(ex.cx, r, 'error', `user "${creds.user}" was not found in "${file}"`);
+  return unauthorized();
+}

@@ -1,0 +1,54 @@
+/**
+ * `auth_request` (`ngx_http_auth_request_module.c`): a subrequest to the
+ * configured URI, run through the same phases as any request (server
+ * rewrite, location, handlers), with no body and the parent's headers. Its
+ * status decides: 2xx allows, 401 and 403 are returned (401 with the
+ * subrequest's `WWW-Authenticate`), anything else is 500 with
+ * `auth request unexpected status: N`. `auth_request_set` values are taken
+ * from the subrequest once it has completed, whatever its status.
+ */
+import { logRequest } from '../context.js';
+import { SubrequestTarget, type Exchange } from '../exchange.js';
+import { fromServerRewrite } from '../phases.js';
+import { HttpRequestState } from '../request.js';
+import type { AccessResult } from './access.js';
+
+export async function checkAuthRequest(ex: Exchange): Promise<AccessResult> {
+  const { r, cx } = ex;
+  const conf = r.loc.authRequest;
+  if (!conf) return 'declined';
+  const sr = new HttpRequestState(
+    r.conn, 'GET', r.requestUri, r.protocol, r.headers, r.rawHeaders, r.scheme, cx.table.variableCount, r,
+  );
+  sr.uri = conf.uri;
+  sr.args = '';
+  sr.internal = true;
+  sr.server = r.server;
+  sr.loc = r.server.conf;
+  sr.host = r.host;
+  sr.clientAddr = r.clientAddr;
+  sr.clientPort = r.clientPort;
+  const out = new SubrequestTarget();
+  try {
+    await fromServerRewrite({ cx, r: sr, body: undefined, out });
+  } catch (err) {
+    logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
+    out.status ||= 500;
+  }
+  await out.finished;
+  r.action = sr.action;
+  for (const s of conf.sets) r.vars[s.index] = s.value.evaluate(sr);
+  const status = out.status;
+  if (status === 403) return 403;
+  if (status === 401) {
+    for (const [name, value] of out.headers) {
+      if (name.toLowerCase() === 'www-authenticate') {
+        for (const v of Array.isArray(value) ? value : [value]) r.pendingHeaders.push([name, v]);
+      }
+    }
+    return 401;
+  }
+  if (status >= 200 && status < 300) return 'ok';
+  logRequest(cx, r, 'error', `auth request unexpected status: ${status}`);
+  return 500;
+}

@@ -1,0 +1,325 @@
+/**
+ * The proxy handler (`ngx_http_proxy_module.c`, `ngx_http_upstream.c`): builds
+ * the upstream URL and headers as nginx does, sends the request through
+ * undici, streams the response back with backpressure, and reports failures
+ * with nginx's status and error-log line.
+ */
+import { isIP } from 'node:net';
+import type { Dispatcher } from 'undici';
+import type { ProxyConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import { logRequest } from '../context.js';
+import type { Exchange } from '../exchange.js';
+import { finalize } from '../phases.js';
+import type { HttpRequestState } from '../request.js';
+import { absoluteLocation, applyHeadersModule } from '../respond.js';
+import { escapeUri } from '../uri.js';
+import { systemErrorText } from '../../os-errors.js';
+import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
+import { ResponseSpool } from '../spool.js';
+import { mapUpstreamError, type UpstreamStage } from '../upstream/errors.js';
+import { ResolveError } from '../upstream/resolver.js';
+
+/** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+
+/** Request headers undici manages itself or refuses. */
+const UNDICI_MANAGED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'te']);
+
+/** Where one proxied request goes. */
+interface Destination {
+  readonly scheme: 'http' | 'https';
+  readonly peer: { readonly host: string; readonly port: number; readonly name: string };
+  /** URI sent in the request line. */
+  readonly uri: string;
+  /** `$proxy_host`. */
+  readonly hostHeader: string;
+  readonly port: number;
+  readonly keepalive: boolean;
+  readonly keepaliveTimeoutMs: number;
+}
+
+/**
+ * The URI of the upstream request (`ngx_http_proxy_create_request`): with a
+ * URI part, the matched location prefix is replaced by it; without one, the
+ * request URI as received, unless a rewrite or redirect changed it.
+ */
+function upstreamUri(r: HttpRequestState, p: ProxyConf, uriPart: string | undefined): string {
+  if (uriPart === undefined && !r.internal) return r.requestUri;
+  const prefixLen = r.validLocation && uriPart !== undefined ? p.locationPrefix.length : 0;
+  const rest = escapeUri(r.uri.slice(Math.min(prefixLen, r.uri.length)));
+  return (uriPart ?? '') + rest + (r.args ? `?${r.args}` : '');
+}
+
+/** Splits a URL evaluated from variables; undefined when it is not http(s). */
+function parseUrl(url: string): { scheme: 'http' | 'https'; host: string; port: number | undefined; uri: string | undefined } | undefined {
+  const m = /^(https?):\/\/(\[[^\]]+\]|[^/:?#]*)(?::(\d*))?(.*)$/is.exec(url);
+  if (!m) return undefined;
+  const scheme = m[1]!.toLowerCase() as 'http' | 'https';
+  return { scheme, host: m[2]!, port: m[3] ? Number(m[3]) : undefined, uri: m[4] === '' ? undefined : m[4] };
+}
+
+function peerName(host: string, port: number): string {
+  return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Finds the destination, or answers the request and returns undefined. */
+async function destination(ex: Exchange, p: ProxyConf): Promise<Destination | undefined> {
+  const { r, cx } = ex;
+  const groupPeer = (group: UpstreamGroup): UpstreamPeer | undefined => {
+    const peer = cx.upstreams.pick(group);
+    if (!peer) {
+      r.action = 'connecting to upstream';
+      logRequest(cx, r, 'error', `no live upstreams`);
+    }
+    return peer;
+  };
+  if (p.target.kind === 'static') {
+    const group = cx.table.upstreams.get(p.target.group)!;
+    const peer = groupPeer(group);
+    if (!peer) return undefined;
+    return {
+      scheme: p.target.scheme, peer, uri: upstreamUri(r, p, p.target.uri), hostHeader: p.target.hostHeader,
+      port: peer.port, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
+    };
+  }
+  const url = p.target.url.evaluate(r);
+  const parsed = parseUrl(url);
+  if (!parsed) {
+    logRequest(cx, r, 'error', `invalid URL prefix in "${url}"`);
+    await finalize(ex, 500);
+    return undefined;
+  }
+  const defaultPort = parsed.scheme === 'https' ? 443 : 80;
+  const port = parsed.port ?? defaultPort;
+  const hostHeader = parsed.port === undefined || parsed.port === defaultPort ? parsed.host : `${parsed.host}:${parsed.port}`;
+  const uri = parsed.uri ?? upstreamUri(r, p, undefined);
+  const bare = parsed.host.replace(/^\[|\]$/g, '');
+  if (isIP(bare)) {
+    return { scheme: parsed.scheme, peer: { host: bare, port, name: peerName(bare, port) }, uri, hostHeader, port, keepalive: false, keepaliveTimeoutMs: 60_000 };
+  }
+  const group = cx.table.upstreams.get(parsed.host.toLowerCase());
+  if (group && parsed.port === undefined) {
+    const peer = groupPeer(group);
+    if (!peer) return undefined;
+    return { scheme: parsed.scheme, peer, uri, hostHeader, port: peer.port, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs };
+  }
+  const resolverConf = r.loc.resolver;
+  if (!resolverConf) {
+    logRequest(cx, r, 'error', `no resolver defined to resolve ${parsed.host}`);
+    await finalize(ex, 502);
+    return undefined;
+  }
+  let addrs: readonly string[];
+  try {
+    addrs = await cx.resolver.resolve(parsed.host, resolverConf, r.loc.resolverTimeoutMs);
+  } catch (err) {
+    logRequest(cx, r, 'error', err instanceof ResolveError ? err.message : `${parsed.host} could not be resolved`);
+    await finalize(ex, 502);
+    return undefined;
+  }
+  const addr = addrs[0]!;
+  return { scheme: parsed.scheme, peer: { host: addr, port, name: peerName(addr, port) }, uri, hostHeader, port, keepalive: false, keepaliveTimeoutMs: 60_000 };
+}
+
+/** The request headers: `proxy_set_header` (with nginx's defaults) first, then the client's others. */
+function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): string[] {
+  const out: string[] = [];
+  let keepalive = dest.keepalive;
+  for (const h of p.headers) {
+    const v = h.value.evaluate(r);
+    if (v === '') continue;
+    if (h.lowerName === 'connection') {
+      keepalive = v.toLowerCase() !== 'close' && dest.keepalive;
+      continue;
+    }
+    if (UNDICI_MANAGED.has(h.lowerName)) continue;
+    out.push(h.name, v);
+  }
+  out.push('Connection', keepalive ? 'keep-alive' : 'close');
+  if (!p.passRequestHeaders) return out;
+  const raw = r.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (lower.charCodeAt(0) === 58 || p.headerNames.has(lower) || UNDICI_MANAGED.has(lower) || lower === 'host') continue;
+    if (lower === 'content-length') continue;
+    out.push(name, raw[i + 1]!);
+  }
+  return out;
+}
+
+/** Rewrites a `Location` from the upstream per `proxy_redirect`. */
+function rewriteLocation(r: HttpRequestState, p: ProxyConf, dest: Destination, value: string): string | undefined {
+  if (p.redirect === 'off') return undefined;
+  if (p.redirect === 'default') {
+    if (p.target.kind !== 'static') return undefined;
+    const from = p.target.uri !== undefined ? `${dest.scheme}://${dest.hostHeader}${p.target.uri}` : `${dest.scheme}://${dest.hostHeader}/`;
+    const to = p.target.uri !== undefined ? p.locationPrefix : '/';
+    return value.startsWith(from) ? to + value.slice(from.length) : undefined;
+  }
+  for (const rule of p.redirect) {
+    const from = rule.from.evaluate(r);
+    if (value.startsWith(from)) return rule.to.evaluate(r) + value.slice(from.length);
+  }
+  return undefined;
+}
+
+/** Whether the client request carries a body. */
+function requestHasBody(ex: Exchange): boolean {
+  const { r } = ex;
+  const length = r.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  if (r.headers['transfer-encoding'] !== undefined) return true;
+  const stream = (ex.body as { stream?: { endAfterHeaders?: boolean } } | undefined)?.stream;
+  return stream !== undefined && stream.endAfterHeaders === false;
+}
+
+/** Proxies the request: reads its body first (`proxy_request_buffering on`), then sends it upstream. */
+export async function proxyRequest(ex: Exchange): Promise<void> {
+  const { r } = ex;
+  const p = r.loc.proxy!;
+  const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
+  let body: RequestBody | undefined;
+  if (withBody && p.requestBuffering) {
+    const read = await readRequestBody(ex);
+    if ('status' in read) {
+      if (read.status === 0) ex.out.abort();
+      else await finalize(ex, read.status);
+      return;
+    }
+    body = read;
+  }
+  try {
+    await forward(ex, p, withBody, body);
+  } finally {
+    if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);
+  }
+}
+
+async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined): Promise<void> {
+  const { r, cx, out } = ex;
+  const dest = await destination(ex, p);
+  if (!dest) return;
+  r.proxyHost = dest.hostHeader;
+  r.proxyPort = String(dest.port);
+  r.upstream = {
+    logName: `${dest.scheme}://${dest.peer.name}${dest.uri}`, addr: dest.peer.name, status: undefined, headers: {}, responseTime: undefined,
+  };
+  const headers = requestHeaders(r, p, dest);
+  if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
+  else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
+  const pool = cx.upstreams.pool(dest.scheme, dest.peer, {
+    connectTimeoutMs: p.connectTimeoutMs, maxHeaderSizeBytes: p.bufferSizeBytes, keepAliveTimeoutMs: dest.keepaliveTimeoutMs,
+  });
+  const started = Date.now();
+  r.action = 'connecting to upstream';
+  let stage: UpstreamStage | 'intercepted' = 'connect';
+  await new Promise<void>((resolve) => {
+    let controllerRef: Dispatcher.DispatchController | undefined;
+    let spool: ResponseSpool | undefined;
+    let expectedBytes: number | undefined;
+    let receivedBytes = 0;
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(controller) {
+        controllerRef = controller;
+      },
+      onResponseStart(controller, statusCode) {
+        if (statusCode < 200 && statusCode !== 101) return;
+        stage = 'body';
+        r.action = 'reading upstream';
+        const up = r.upstream!;
+        up.status = statusCode;
+        up.responseTime = ((Date.now() - started) / 1000).toFixed(3);
+        const raw = (controller.rawHeaders ?? []) as Buffer[];
+        const outHeaders: [string, string][] = [];
+        const lowerHeaders: Record<string, string | string[]> = {};
+        for (let i = 0; i < raw.length; i += 2) {
+          const name = raw[i]!.toString('latin1');
+          const value = raw[i + 1]!.toString('latin1');
+          const lower = name.toLowerCase();
+          const prev = lowerHeaders[lower];
+          lowerHeaders[lower] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+          if (lower === 'content-length') expectedBytes = Number(value);
+          if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
+          if (lower === 'location' || lower === 'refresh') {
+            const rewritten = rewriteLocation(r, p, dest, value);
+            if (rewritten !== undefined) {
+              outHeaders.push([name, lower === 'location' ? absoluteLocation(r, rewritten) : rewritten]);
+              continue;
+            }
+          }
+          outHeaders.push([name, value]);
+        }
+        up.headers = lowerHeaders;
+        if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
+          stage = 'intercepted';
+          controller.abort(new Error('intercepted'));
+          void finalize(ex, statusCode).then(resolve, resolve);
+          return;
+        }
+        applyHeadersModule(r, statusCode, outHeaders);
+        out.head(r, statusCode, outHeaders, undefined);
+        spool = new ResponseSpool(out, {
+          buffering: p.buffering, memoryBytes: p.memoryBytes, tempPath: p.tempPath, maxTempFileBytes: p.maxTempFileBytes,
+        }, cx.tempFiles, {
+          onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
+          pauseUpstream: () => {
+            // undici cannot be paused on the last byte of a response whose connection then closes
+            if (expectedBytes === undefined || receivedBytes < expectedBytes) controller.pause();
+          },
+          resumeUpstream: () => controller.resume(),
+          onFileError: (err, path) => {
+            logRequest(cx, r, 'crit', `write() to "${path ?? p.tempPath.dir}" failed (${systemErrorText(err)})`);
+            controller.abort(err);
+          },
+        });
+      },
+      onResponseData(_controller, chunk) {
+        receivedBytes += chunk.length;
+        if (out.headOnly || !spool) return;
+        r.bodyBytesSent += chunk.length;
+        spool.push(chunk);
+      },
+      onResponseEnd() {
+        r.action = 'sending to client';
+        if (!spool) {
+          out.end();
+          resolve();
+          return;
+        }
+        spool.end();
+        void spool.done.then(resolve);
+      },
+      onResponseError(_controller, err) {
+        if (stage === 'intercepted') return;
+        spool?.abort();
+        if ((err as Error).message === 'client closed') {
+          r.action = 'sending to client';
+          out.abort();
+          resolve();
+          return;
+        }
+        const failure = mapUpstreamError(err as Error & { code?: string }, stage);
+        r.action = failure.action;
+        logRequest(cx, r, 'error', failure.message);
+        r.action = 'sending to client';
+        if (out.started) {
+          out.abort();
+          resolve();
+          return;
+        }
+        void finalize(ex, failure.status).then(resolve, resolve);
+      },
+    };
+    if (!p.ignoreClientAbort) out.onAbort(() => controllerRef?.abort(new Error('client closed')));
+    pool.dispatch({
+      path: dest.uri,
+      method: r.method,
+      headers,
+      body: body ? bodyStream(body) : withBody ? ex.body! : null,
+      headersTimeout: p.readTimeoutMs,
+      bodyTimeout: p.readTimeoutMs,
+      reset: !dest.keepalive,
+    }, handler);
+  });
+}

@@ -1,0 +1,192 @@
+/**
+ * Static content: `try_files` (`ngx_http_core_try_files_phase`), `index`
+ * (`ngx_http_index_module.c`) and files (`ngx_http_static_module.c`), with
+ * nginx's statuses and error-log lines: 404 with `open() "PATH" failed (2: …)`,
+ * 403 `directory index of "DIR/" is forbidden`, 301 to `URI/` for a directory,
+ * 405 for methods other than GET, HEAD (and POST to a directory index).
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { systemErrorText } from '../../os-errors.js';
+import { logRequest } from '../context.js';
+import type { Exchange } from '../exchange.js';
+import type { HttpRequestState } from '../request.js';
+import { applyHeadersModule } from '../respond.js';
+
+/** What the static handler decided. */
+export type StaticResult =
+  | { readonly kind: 'sent' }
+  | { readonly kind: 'code'; readonly code: number }
+  | { readonly kind: 'redirect'; readonly uri: string; readonly args: string }
+  | { readonly kind: 'moved'; readonly location: string };
+
+/** What `try_files` decided. */
+export type TryFilesResult =
+  | { readonly kind: 'found' }
+  | { readonly kind: 'code'; readonly code: number }
+  | { readonly kind: 'redirect'; readonly uri: string; readonly args: string };
+
+/** A path as the file system expects it: URIs are byte strings (latin1). */
+const fsPath = (path: string): Buffer => Buffer.from(path, 'latin1');
+
+async function statOrError(path: string): Promise<Stats | NodeJS.ErrnoException> {
+  try {
+    return await stat(fsPath(path));
+  } catch (err) {
+    return err as NodeJS.ErrnoException;
+  }
+}
+
+/** The file path for a URI, with `root` or `alias` (`ngx_http_map_uri_to_path`). */
+export function mapUriToPath(r: HttpRequestState, uri: string): string {
+  const root = r.loc.root.path.evaluate(r);
+  if (!r.loc.root.alias) return root + uri;
+  if (r.loc.root.aliasRegex) return root;
+  const prefix = r.location && r.location.match !== 'named' && !r.location.regex ? r.location.name : '';
+  return root + (uri.startsWith(prefix) ? uri.slice(prefix.length) : uri);
+}
+
+/**
+ * `try_files`: the first existing file (or directory, for an item ending in
+ * `/`) becomes the URI and the request goes on to the content phase; else
+ * the last item: `=CODE`, or an internal redirect.
+ */
+export async function tryFiles(ex: Exchange): Promise<TryFilesResult> {
+  const { r } = ex;
+  const tf = r.loc.tryFiles!;
+  for (const item of tf.files) {
+    let name = item.evaluate(r);
+    const testDir = name.endsWith('/') && name.length > 0;
+    if (testDir) name = name.slice(0, -1);
+    const st = await statOrError(mapUriToPath(r, name === '' ? '/' : name));
+    if (st instanceof Error) continue;
+    if (st.isDirectory() !== testDir) continue;
+    r.uri = name === '' ? '/' : name;
+    return { kind: 'found' };
+  }
+  if ('code' in tf.fallback) return { kind: 'code', code: tf.fallback.code };
+  const target = tf.fallback.uri.evaluate(r);
+  const q = target.indexOf('?');
+  return { kind: 'redirect', uri: q === -1 ? target : target.slice(0, q), args: q === -1 ? r.args : target.slice(q + 1) };
+}
+
+/** Serves the request from the file system. */
+export async function serveStatic(ex: Exchange): Promise<StaticResult> {
+  const { r } = ex;
+  const method = r.method;
+  if (r.uri.endsWith('/')) return index(ex);
+  if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') return { kind: 'code', code: 405 };
+  const path = mapUriToPath(r, r.uri);
+  const st = await statOrError(path);
+  if (st instanceof Error) return fileError(ex, st, path);
+  if (st.isDirectory()) {
+    return { kind: 'moved', location: r.uri + '/' + (r.args ? `?${r.args}` : '') };
+  }
+  if (!st.isFile()) {
+    logRequest(ex.cx, r, 'crit', `"${path}" is not a regular file`);
+    return { kind: 'code', code: 404 };
+  }
+  if (method === 'POST') return { kind: 'code', code: 405 };
+  return sendFile(ex, path, st);
+}
+
+function fileError(ex: Exchange, err: NodeJS.ErrnoException, path: string): StaticResult {
+  const { r } = ex;
+  const code = err.code === 'ENOENT' || err.code === 'ENOTDIR' || err.code === 'ENAMETOOLONG' ? 404 : err.code === 'EACCES' ? 403 : 500;
+  if (code !== 404 || r.loc.logNotFound) {
+    logRequest(ex.cx, r, code === 500 ? 'crit' : 'error', `open() "${path}" failed (${systemErrorText(err)})`);
+  }
+  return { kind: 'code', code };
+}
+
+/** The index module: the first existing index file is served through an internal redirect. */
+async function index(ex: Exchange): Promise<StaticResult> {
+  const { r } = ex;
+  if (r.method !== 'GET' && r.method !== 'HEAD' && r.method !== 'POST') return { kind: 'code', code: 405 };
+  const dir = mapUriToPath(r, r.uri);
+  let dirTested = false;
+  const names = r.loc.index;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!.evaluate(r);
+    if (name.startsWith('/')) return { kind: 'redirect', uri: name, args: r.args };
+    const st = await statOrError(dir + name);
+    if (st instanceof Error) {
+      if (st.code === 'EACCES') {
+        logRequest(ex.cx, r, 'error', `"${dir + name}" is forbidden`);
+        return { kind: 'code', code: 403 };
+      }
+      if (!dirTested) {
+        const d = await statOrError(dir);
+        if (d instanceof Error) {
+          if (d.code === 'EACCES') {
+            logRequest(ex.cx, r, 'error', `"${dir}" is forbidden`);
+            return { kind: 'code', code: 403 };
+          }
+          if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir}" is not found (${systemErrorText(d)})`);
+          return { kind: 'code', code: 404 };
+        }
+        dirTested = true;
+      }
+      continue;
+    }
+    return { kind: 'redirect', uri: r.uri + name, args: r.args };
+  }
+  const d = await statOrError(dir);
+  if (d instanceof Error) {
+    if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir}" is not found (${systemErrorText(d)})`);
+    return { kind: 'code', code: 404 };
+  }
+  logRequest(ex.cx, r, 'error', `directory index of "${dir}" is forbidden`);
+  return { kind: 'code', code: 403 };
+}
+
+/** The MIME type for a URI by its extension (`types`), or `default_type`. */
+function contentType(r: HttpRequestState): string {
+  const slash = r.uri.lastIndexOf('/');
+  const dot = r.uri.lastIndexOf('.');
+  if (dot > slash) {
+    const t = r.loc.types.get(r.uri.slice(dot + 1).toLowerCase());
+    if (t) return t;
+  }
+  return r.loc.defaultType;
+}
+
+async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticResult> {
+  const { r, out } = ex;
+  const lastModified = new Date(Math.floor(st.mtimeMs / 1000) * 1000).toUTCString();
+  const etag = `"${Math.floor(st.mtimeMs / 1000).toString(16)}-${st.size.toString(16)}"`;
+  const ims = r.headers['if-modified-since'];
+  const notModified = ims === lastModified || r.headers['if-none-match'] === etag;
+  const status = notModified ? 304 : 200;
+  const headers: [string, string][] = [['Content-Type', contentType(r)]];
+  if (!notModified) headers.push(['Content-Length', String(st.size)]);
+  headers.push(['Last-Modified', lastModified], ['ETag', etag]);
+  if (!notModified) headers.push(['Accept-Ranges', 'bytes']);
+  applyHeadersModule(r, status, headers);
+  out.head(r, status, headers);
+  if (notModified || out.headOnly || st.size === 0) {
+    out.end();
+    return { kind: 'sent' };
+  }
+  await new Promise<void>((resolve) => {
+    const stream = createReadStream(fsPath(path));
+    stream.on('data', (chunk) => {
+      r.bodyBytesSent += chunk.length;
+      if (!out.write(chunk as Buffer)) {
+        stream.pause();
+        out.onDrain(() => stream.resume());
+      }
+    });
+    stream.on('end', () => {
+      out.end();
+      resolve();
+    });
+    stream.on('error', (err) => {
+      logRequest(ex.cx, r, 'crit', `read() "${path}" failed (${systemErrorText(err)})`);
+      out.abort();
+      resolve();
+    });
+  });
+  return { kind: 'sent' };
+}

@@ -1,0 +1,128 @@
+/**
+ * Listening sockets: one node:http or node:https server per address:port of
+ * the route table, all sharing the engine's request handler. TLS servers pick
+ * the certificate by SNI with nginx's server-name rules, and refuse the
+ * handshake for a server with `ssl_reject_handshake on`.
+ */
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
+import { readFileSync } from 'node:fs';
+import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
+import { ConfigError } from '../errors.js';
+import { systemErrorText } from '../os-errors.js';
+import { findServer } from './server-names.js';
+
+/** TLS contexts of one configuration, by server. */
+export class TlsContexts {
+  private readonly contexts = new Map<VirtualServer, SecureContext>();
+  private readonly options = new Map<VirtualServer, SecureContextOptions>();
+
+  /**
+   * Reads every server's certificates.
+   * @throws ConfigError nginx's `cannot load certificate "PATH"` when a file cannot be read
+   */
+  constructor(table: RouteTable) {
+    for (const group of table.listens) {
+      if (!group.ssl) continue;
+      const sets = [group.servers, ...group.byLocalAddr.values()];
+      for (const set of sets) {
+        const servers = new Set<VirtualServer>([set.defaultServer, ...set.exact.values(), ...set.headWildcards.map((x) => x[1]),
+          ...set.tailWildcards.map((x) => x[1]), ...set.regexes.map((x) => x.server)]);
+        for (const server of servers) this.load(server);
+      }
+    }
+  }
+
+  private load(server: VirtualServer): void {
+    if (this.contexts.has(server) || !server.tls || server.tls.certificates.length === 0) return;
+    const tls = server.tls;
+    const read = (path: string, what: 'certificate' | 'certificate key'): Buffer => {
+      try {
+        return readFileSync(path);
+      } catch (err) {
+        const fn = what === 'certificate' ? 'BIO_new_file' : 'PEM_read_bio_PrivateKey';
+        throw new ConfigError('file', `cannot load ${what} "${path}": ${fn}() failed (${systemErrorText(err)})`, server.loc);
+      }
+    };
+    const minVersion = tls.protocols.includes('TLSv1') ? 'TLSv1' : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1'
+      : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2' : 'TLSv1.3';
+    const maxVersion = tls.protocols.includes('TLSv1.3') ? 'TLSv1.3' : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2'
+      : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1' : 'TLSv1';
+    const options: SecureContextOptions = {
+      cert: tls.certificates.map((c) => read(c.cert, 'certificate')),
+      key: tls.certificates.map((c) => read(c.key, 'certificate key')),
+      ciphers: tls.ciphers,
+      honorCipherOrder: tls.preferServerCiphers,
+      minVersion,
+      maxVersion,
+      sessionTimeout: tls.sessionTimeoutSec,
+    };
+    this.options.set(server, options);
+    this.contexts.set(server, createSecureContext(options));
+  }
+
+  /** Options of a server's context, for the socket's default (clients without SNI). */
+  optionsOf(server: VirtualServer): SecureContextOptions {
+    return this.options.get(server) ?? {};
+  }
+
+  /** The context for a server, or undefined when it has no certificate. */
+  get(server: VirtualServer): SecureContext | undefined {
+    return this.contexts.get(server);
+  }
+}
+
+/** How a listening server reaches the current configuration. */
+export interface ListenHooks {
+  /** The group this socket serves in the current configuration. */
+  group(key: string): ListenGroup | undefined;
+  tls(): TlsContexts;
+  onConnection(socket: Socket, group: ListenGroup): void;
+  onRequest: Parameters<typeof createHttpServer>[1];
+}
+
+/** The key of a listen group: address and port. */
+export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
+
+/** Creates (but does not bind) the server for a listen group. */
+export function createListener(group: ListenGroup, hooks: ListenHooks): HttpServer {
+  const key = listenKey(group);
+  const common = { keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, maxHeaderSize: 16 * 1024 };
+  let server: HttpServer;
+  if (group.ssl) {
+    server = createHttpsServer({
+      ...common,
+      ...hooks.tls().optionsOf(group.servers.defaultServer),
+      SNICallback: (name, cb) => {
+        const g = hooks.group(key) ?? group;
+        const vs = findServer(g.servers, name.toLowerCase());
+        if (vs.tls?.rejectHandshake) return cb(new Error('ssl_reject_handshake'));
+        cb(null, hooks.tls().get(vs) ?? hooks.tls().get(g.servers.defaultServer));
+      },
+    }, hooks.onRequest);
+    server.on('secureConnection', (socket: TLSSocket) => hooks.onConnection(socket, hooks.group(key) ?? group));
+  } else {
+    server = createHttpServer(common, hooks.onRequest);
+    server.on('connection', (socket: Socket) => hooks.onConnection(socket, hooks.group(key) ?? group));
+  }
+  return server;
+}
+
+/**
+ * Binds a server, with nginx's message on failure:
+ * `bind() to 127.0.0.1:80 failed (98: Address already in use)`.
+ */
+export function bindListener(server: HttpServer, group: ListenGroup): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => {
+      reject(new ConfigError('file', `bind() to ${group.addrText.replace(/^\*/, '0.0.0.0')} failed (${systemErrorText(err)})`));
+    };
+    server.once('error', onError);
+    server.listen({ host: group.host, port: group.port, ipv6Only: group.host === '::' }, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,154 @@
+/**
+ * Writing responses the way nginx's header filter and special-response code
+ * do (`src/http/ngx_http_header_filter_module.c`,
+ * `src/http/ngx_http_special_response.c`): nginx's status lines, its error
+ * and redirect pages (naming jinx), the `Server` header per `server_tokens`,
+ * absolute `Location` per `absolute_redirect`, `add_header` and `expires`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { LocationConf } from '../config/route-table.js';
+import { JINX_VERSION } from '../version.js';
+import type { HttpRequestState } from './request.js';
+
+/** The request side of a client exchange: node:http or node:http2's compatibility API. */
+export type ClientRequest = IncomingMessage | Http2ServerRequest;
+/** The response side of a client exchange. */
+export type ClientResponse = ServerResponse | Http2ServerResponse;
+
+/** Reason phrases of nginx's status lines (`ngx_http_status_lines`). */
+export const STATUS_TEXT: Readonly<Record<number, string>> = {
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content',
+  301: 'Moved Permanently', 302: 'Moved Temporarily', 303: 'See Other', 304: 'Not Modified',
+  307: 'Temporary Redirect', 308: 'Permanent Redirect',
+  400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found',
+  405: 'Not Allowed', 406: 'Not Acceptable', 408: 'Request Time-out', 409: 'Conflict', 410: 'Gone',
+  411: 'Length Required', 412: 'Precondition Failed', 413: 'Request Entity Too Large', 414: 'Request-URI Too Large',
+  415: 'Unsupported Media Type', 416: 'Requested Range Not Satisfiable', 421: 'Misdirected Request',
+  429: 'Too Many Requests', 500: 'Internal Server Error', 501: 'Not Implemented', 502: 'Bad Gateway',
+  503: 'Service Temporarily Unavailable', 504: 'Gateway Time-out', 505: 'HTTP Version Not Supported',
+  507: 'Insufficient Storage',
+};
+
+/** Titles of nginx's pages for its internal 4xx codes, which are sent as 400. */
+const PAGE_TITLES: Readonly<Record<number, string>> = {
+  494: '400 Request Header Or Cookie Too Large',
+  495: '400 The SSL certificate error',
+  496: '400 No required SSL certificate was sent',
+  497: '400 The plain HTTP request was sent to HTTPS port',
+};
+
+/** Statuses for which nginx sends no page (`ngx_http_special_response_handler`). */
+const NO_PAGE = new Set([204, 304]);
+
+/** `Server` header value: `jinx/X.Y.Z` with `server_tokens on|build`, `jinx` with `off`. */
+export function serverHeader(conf: LocationConf): string {
+  return conf.serverTokens === 'off' ? 'jinx' : `jinx/${JINX_VERSION}`;
+}
+
+/** The HTML page nginx sends for an error or redirect status, with CRLF line ends. */
+export function specialPage(status: number, conf: LocationConf, msie: boolean): string | undefined {
+  if (NO_PAGE.has(status) || status < 300) return undefined;
+  const title = PAGE_TITLES[status] ?? `${status} ${STATUS_TEXT[status] ?? ''}`.trimEnd();
+  if (!STATUS_TEXT[status] && !PAGE_TITLES[status]) return undefined;
+  const tail = `<hr><center>${serverHeader(conf)}</center>\r\n</body>\r\n</html>\r\n`;
+  const page = `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n${tail}`;
+  if (msie && conf.msiePadding && status >= 400) return page + MSIE_PADDING;
+  return page;
+}
+
+/** nginx's padding comment for MSIE, so it shows the server's error page. */
+const MSIE_PADDING = `<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n`.repeat(6);
+
+/** The status actually sent for nginx's internal codes (494–497 are 400 on the wire). */
+export function wireStatus(status: number): number {
+  return status >= 494 && status <= 497 ? 400 : status;
+}
+
+/**
+ * Makes a `Location` absolute as nginx's header filter does when
+ * `absolute_redirect` is on: `scheme://host[:port]` + the path.
+ */
+export function absoluteLocation(r: HttpRequestState, location: string): string {
+  if (!location.startsWith('/') || !r.loc.absoluteRedirect) return location;
+  const host = r.loc.serverNameInRedirect ? r.server.name : r.host || r.server.name;
+  const port = r.conn.localPort;
+  const defaultPort = r.scheme === 'https' ? 443 : 80;
+  const portPart = r.loc.portInRedirect && port !== defaultPort ? `:${port}` : '';
+  return `${r.scheme}://${host}${portPart}${location}`;
+}
+
+/** Statuses `add_header` (without `always`) and `expires` apply to. */
+const ADD_HEADER_STATUSES = new Set([200, 201, 204, 206, 301, 302, 303, 304, 307, 308]);
+
+const HTTP_DATE = (ms: number): string => new Date(ms).toUTCString();
+
+/**
+ * Adds the headers of the headers module to an outgoing header list:
+ * `Expires`/`Cache-Control` per `expires`, then each `add_header`
+ * (with an empty value meaning "not added").
+ */
+export function applyHeadersModule(r: HttpRequestState, status: number, headers: [string, string][]): void {
+  const conf = r.loc;
+  const normal = ADD_HEADER_STATUSES.has(status);
+  const e = conf.expires;
+  if (normal && e.kind !== 'off') {
+    const drop = (n: string): void => {
+      for (let i = headers.length - 1; i >= 0; i--) if (headers[i]![0].toLowerCase() === n) headers.splice(i, 1);
+    };
+    drop('expires');
+    drop('cache-control');
+    if (e.kind === 'epoch') headers.push(['Expires', 'Thu, 01 Jan 1970 00:00:01 GMT'], ['Cache-Control', 'no-cache']);
+    else if (e.kind === 'max') headers.push(['Expires', 'Thu, 31 Dec 2037 23:55:55 GMT'], ['Cache-Control', 'max-age=315360000']);
+    else if (e.kind === 'timed') {
+      const now = Date.now();
+      let expiresAt: number;
+      if (e.mode === 'daily') {
+        const d = new Date(now);
+        d.setHours(0, 0, 0, 0);
+        expiresAt = d.getTime() + e.seconds * 1000;
+        if (expiresAt <= now) expiresAt += 86_400_000;
+      } else expiresAt = now + e.seconds * 1000;
+      const maxAge = Math.round((expiresAt - now) / 1000);
+      headers.push(['Expires', HTTP_DATE(expiresAt)], ['Cache-Control', e.seconds < 0 || maxAge < 0 ? 'no-cache' : `max-age=${maxAge}`]);
+    }
+  }
+  for (const h of conf.addHeaders) {
+    if (!h.always && !normal) continue;
+    const v = h.value.evaluate(r);
+    if (v !== '') headers.push([h.name, v]);
+  }
+}
+
+/**
+ * Sends status and headers on a client response, recording them for
+ * `$status` and `$sent_http_*`. `Server` is always jinx's.
+ */
+export function writeHead(r: HttpRequestState, res: ClientResponse, status: number, headers: [string, string | string[]][], reason?: string): void {
+  const final = r.errStatus || status;
+  const wire = wireStatus(final);
+  r.status = final;
+  const sent = r.sentHeaders;
+  res.statusCode = wire;
+  if ('statusMessage' in res && !(res as ServerResponse).req?.httpVersion?.startsWith('2')) {
+    (res as ServerResponse).statusMessage = reason ?? STATUS_TEXT[wire] ?? '';
+  }
+  res.setHeader('Server', serverHeader(r.loc));
+  sent['server'] = serverHeader(r.loc);
+  if (r.protocol !== 'HTTP/2.0' && (r.loc.keepaliveTimeoutMs === 0 || r.conn.requests >= r.loc.keepaliveRequests)) {
+    res.setHeader('Connection', 'close');
+  }
+  for (const [name, value] of headers) {
+    const lower = name.toLowerCase();
+    const prev = sent[lower];
+    if (prev !== undefined && lower !== 'content-length' && lower !== 'content-type' && lower !== 'location') {
+      const merged = ([] as (string | number)[]).concat(prev as string | string[], value).map(String);
+      res.setHeader(name, merged);
+      sent[lower] = merged;
+    } else {
+      res.setHeader(name, value);
+      sent[lower] = value;
+    }
+  }
+  res.writeHead(wire);
+}

@@ -1,0 +1,35 @@
+/**
+ * Virtual server selection (`ngx_http_find_virtual_server` in
+ * `src/http/ngx_http_request.c`): exact names, then `*.example.com` /
+ * `.example.com` wildcards (longest first), then `www.example.*`, then
+ * `~regex` names in configuration order, then the default server.
+ */
+import type { ServerSet, VirtualServer } from '../config/route-table.js';
+import type { HttpRequestState } from './request.js';
+
+/**
+ * Picks the server for a validated, lowercased host name. Named captures of a
+ * matching regex are stored in the request's variables when `r` is given.
+ */
+export function findServer(set: ServerSet, host: string, r?: HttpRequestState): VirtualServer {
+  const exact = set.exact.get(host);
+  if (exact) return exact;
+  if (host.length > 0) {
+    for (const [suffix, server] of set.headWildcards) {
+      if (host.length > suffix.length && host.endsWith(suffix)) return server;
+    }
+    for (const [prefix, server] of set.tailWildcards) {
+      if (host.length > prefix.length && host.startsWith(prefix)) return server;
+    }
+    for (const { regex, server, namedCaptures } of set.regexes) {
+      const m = regex.exec(host);
+      if (!m) continue;
+      if (r) {
+        r.captures = m;
+        for (const c of namedCaptures) r.vars[c.index] = m.groups?.[c.name] ?? '';
+      }
+      return server;
+    }
+  }
+  return set.defaultServer;
+}

@@ -1,0 +1,233 @@
+/**
+ * Buffering of an upstream response on its way to a slower client, as
+ * nginx's event pipe does with `proxy_buffering on` (`src/event/ngx_event_pipe.c`):
+ * the upstream is read as fast as it sends; what the client has not taken
+ * yet is kept in memory up to the size of `proxy_buffers`, and beyond that
+ * written to one temporary file (logged once: `an upstream response is
+ * buffered to a temporary file PATH`), which is then sent from disk. With
+ * `proxy_buffering off`, or when `proxy_max_temp_file_size` is reached, the
+ * upstream is paused instead until the client catches up.
+ */
+import type { ResponseTarget } from './exchange.js';
+import type { TempFile, TempFiles, TempPath } from './temp-files.js';
+
+/** How a response may be buffered. */
+export interface SpoolSettings {
+  readonly buffering: boolean;
+  /** Bytes kept in memory for the client before spooling (`proxy_buffers` number × size). */
+  readonly memoryBytes: number;
+  readonly tempPath: TempPath;
+  /** Largest temp file (`proxy_max_temp_file_size`); 0 disables temp files. */
+  readonly maxTempFileBytes: number;
+}
+
+/** What the spool needs from its owner. */
+export interface SpoolHooks {
+  /** Called once, when the response starts going to a temp file (the file is being created). */
+  onTempFile(path: string): void;
+  pauseUpstream(): void;
+  resumeUpstream(): void;
+  /** A temp file could not be written or read; the response is cut. */
+  onFileError(err: Error, path: string | undefined): void;
+}
+
+const READ_CHUNK_BYTES = 64 * 1024;
+
+/** Moves one response body from the upstream to the client. */
+export class ResponseSpool {
+  /** Chunks to send before the temp file's data, and chunks that arrived after it was full. */
+  private readonly head: Buffer[] = [];
+  private readonly tail: Buffer[] = [];
+  private queuedBytes = 0;
+  private file: TempFile | undefined;
+  private fileCreating: Promise<TempFile | undefined> | undefined;
+  /** Bytes appended to the file, bytes confirmed written, bytes read back. */
+  private fileAppended = 0;
+  private fileWritten = 0;
+  private fileRead = 0;
+  private writes: Promise<void> = Promise.resolve();
+  private pumping = false;
+  private upstreamDone = false;
+  private paused = false;
+  private closed = false;
+  private resolveDone: () => void = () => undefined;
+  /** Resolves once the body has been handed to the client and the response ended (or aborted). */
+  readonly done = new Promise<void>((resolve) => {
+    this.resolveDone = resolve;
+  });
+
+  constructor(
+    private readonly out: ResponseTarget,
+    private readonly settings: SpoolSettings,
+    private readonly tempFiles: TempFiles,
+    private readonly hooks: SpoolHooks,
+  ) {}
+
+  private drainArmed = false;
+
+  /** Pumps again when the client has taken its buffered data. */
+  private armDrain(): void {
+    if (this.drainArmed) return;
+    this.drainArmed = true;
+    this.out.onDrain(() => {
+      this.drainArmed = false;
+      this.pump();
+    });
+  }
+
+  private get fileBacklog(): boolean {
+    return this.fileCreating !== undefined || this.fileRead < this.fileAppended;
+  }
+
+  /** Takes one chunk from the upstream. */
+  push(chunk: Buffer): void {
+    if (this.closed) return;
+    const memory = this.settings.memoryBytes;
+    const idle = !this.fileBacklog && this.tail.length === 0;
+    if (idle && this.head.length === 0 && this.out.bufferedBytes < memory) {
+      if (!this.out.write(chunk)) this.armDrain();
+      return;
+    }
+    if (idle && this.out.bufferedBytes + this.queuedBytes + chunk.length <= memory) {
+      this.enqueue(this.head, chunk);
+      this.armDrain();
+      return;
+    }
+    const canSpool = this.settings.buffering && this.settings.maxTempFileBytes > 0 && this.tail.length === 0
+      && this.fileAppended + chunk.length <= this.settings.maxTempFileBytes;
+    if (canSpool) {
+      this.append(chunk);
+      this.armDrain();
+      return;
+    }
+    this.enqueue(this.fileBacklog ? this.tail : this.head, chunk);
+    this.armDrain();
+    if (!this.paused) {
+      this.paused = true;
+      this.hooks.pauseUpstream();
+    }
+  }
+
+  private enqueue(queue: Buffer[], chunk: Buffer): void {
+    queue.push(chunk);
+    this.queuedBytes += chunk.length;
+  }
+
+  private append(chunk: Buffer): void {
+    if (!this.file && !this.fileCreating) {
+      const path = this.tempFiles.reserve(this.settings.tempPath);
+      this.hooks.onTempFile(path);
+      this.fileCreating = this.tempFiles.open(path, this.settings.tempPath).then((f) => {
+        this.file = f;
+        this.fileCreating = undefined;
+        return f;
+      }, (err: Error) => {
+        this.fileCreating = undefined;
+        this.fail(err);
+        return undefined;
+      });
+    }
+    const at = this.fileAppended;
+    this.fileAppended += chunk.length;
+    this.writes = this.writes.then(async () => {
+      const f = this.file ?? (await this.fileCreating);
+      if (!f || this.closed) return;
+      await f.handle.write(chunk, 0, chunk.length, at);
+      this.fileWritten = at + chunk.length;
+      this.pump();
+    }).catch((err: Error) => this.fail(err));
+  }
+
+  /** The upstream has sent everything. */
+  end(): void {
+    this.upstreamDone = true;
+    this.pump();
+  }
+
+  /** Sends what the client can take: queued chunks, the temp file, then chunks queued after it. */
+  private pump(): void {
+    if (this.pumping || this.closed) return;
+    this.pumping = true;
+    void this.pumpAsync().finally(() => {
+      this.pumping = false;
+      if (!this.closed && this.out.bufferedBytes < this.settings.memoryBytes && this.hasMore()) this.pump();
+    });
+  }
+
+  private hasMore(): boolean {
+    return this.head.length > 0 || this.fileRead < this.fileWritten || (!this.fileBacklog && this.tail.length > 0);
+  }
+
+  private async pumpAsync(): Promise<void> {
+    for (;;) {
+      if (this.closed) return;
+      if (this.out.bufferedBytes >= this.settings.memoryBytes) {
+        this.armDrain();
+        return;
+      }
+      const next = this.head.shift();
+      if (next) {
+        this.queuedBytes -= next.length;
+        this.out.write(next);
+        this.maybeResume();
+        continue;
+      }
+      if (this.file && this.fileRead < this.fileWritten) {
+        const len = Math.min(READ_CHUNK_BYTES, this.fileWritten - this.fileRead);
+        const buf = Buffer.allocUnsafe(len);
+        let n: number;
+        try {
+          ({ bytesRead: n } = await this.file.handle.read(buf, 0, len, this.fileRead));
+        } catch (err) {
+          this.fail(err as Error);
+          return;
+        }
+        this.fileRead += n;
+        this.out.write(n === len ? buf : buf.subarray(0, n));
+        continue;
+      }
+      if (!this.fileBacklog && this.tail.length > 0) {
+        this.head.push(...this.tail.splice(0));
+        continue;
+      }
+      if (this.upstreamDone && !this.fileBacklog) this.finish();
+      return;
+    }
+  }
+
+  private maybeResume(): void {
+    if (this.paused && this.queuedBytes < this.settings.memoryBytes / 2) {
+      this.paused = false;
+      this.hooks.resumeUpstream();
+    }
+  }
+
+  private finish(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.out.end();
+    void this.closeFile().then(this.resolveDone);
+  }
+
+  private fail(err: Error): void {
+    if (this.closed) return;
+    this.hooks.onFileError(err, this.file?.path);
+    this.abort();
+  }
+
+  /** Stops: the client or the upstream went away. The temp file is closed. */
+  abort(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.head.length = 0;
+    this.tail.length = 0;
+    void this.closeFile().then(this.resolveDone);
+  }
+
+  private async closeFile(): Promise<void> {
+    const f = this.file ?? (await this.fileCreating?.catch(() => undefined));
+    this.file = undefined;
+    await this.writes.catch(() => undefined);
+    await f?.handle.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Temporary files for request bodies and upstream responses, named as nginx
+ * names them (`ngx_create_temp_file`, `ngx_create_hashed_filename` in
+ * `src/core/ngx_file.c`): a ten-digit number from one process-wide counter,
+ * under level directories taken from the end of the number
+ * (`proxy_temp_path /tmp/proxy 1 2` → `/tmp/proxy/1/00/0000000001`). The file
+ * is unlinked as soon as it is open, as nginx does for non-persistent temp
+ * files, so nothing is left behind whatever happens to the request.
+ */
+import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+/** A temp path directive: base directory and level lengths (`PATH [l1 [l2 [l3]]]`). */
+export interface TempPath {
+  readonly dir: string;
+  readonly levels: readonly number[];
+}
+
+/** An open, already unlinked temporary file. */
+export interface TempFile {
+  readonly path: string;
+  readonly handle: FileHandle;
+}
+
+/** The process-wide temp-file counter (nginx's `ngx_temp_number`), kept across reloads. */
+export class TempFiles {
+  private counter = 0;
+
+  /** The path for number `n` under `tp`. */
+  static pathFor(tp: TempPath, n: number): string {
+    const name = String(n).padStart(10, '0');
+    let end = name.length;
+    const dirs: string[] = [];
+    for (const level of tp.levels) {
+      dirs.push(name.slice(end - level, end));
+      end -= level;
+    }
+    return [tp.dir, ...dirs, name].join('/');
+  }
+
+  /** Takes the next number and returns its path under `tp` (to log it before the file exists). */
+  reserve(tp: TempPath): string {
+    return TempFiles.pathFor(tp, ++this.counter);
+  }
+
+  /**
+   * Creates a temp file at a reserved path (or, if that name is taken, at the
+   * next free one), making level directories as needed.
+   * @throws the system error when the file cannot be created
+   */
+  async open(reserved: string, tp: TempPath): Promise<TempFile> {
+    let path = reserved;
+    for (;;) {
+      let handle: FileHandle;
+      try {
+        handle = await open(path, 'wx+', 0o600);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') {
+          path = this.reserve(tp);
+          continue;
+        }
+        if (code !== 'ENOENT') throw err;
+        await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+        handle = await open(path, 'wx+', 0o600);
+      }
+      await unlink(path);
+      return { path, handle };
+    }
+  }
+
+  /** Reserves and creates the next temp file under `tp`. */
+  create(tp: TempPath): Promise<TempFile> {
+    return this.open(this.reserve(tp), tp);
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The one table that turns an upstream client failure into nginx's status,
+ * error-log message and phase (`ngx_http_upstream.c`:
+ * `ngx_http_upstream_next`, `ngx_http_upstream_process_header`,
+ * `ngx_event_connect_peer`). Undici reports system errors by name
+ * (`ECONNREFUSED`) and its own by `UND_ERR_*` codes.
+ */
+import { errnoOf } from '../../os-errors.js';
+
+/** How nginx reports an upstream failure. */
+export interface UpstreamFailure {
+  /** Status for the client when nothing was sent yet (502, 504). */
+  readonly status: number;
+  /** The error-log message, without the ` while …` part. */
+  readonly message: string;
+  /** The phase, nginx's `log->action`. */
+  readonly action: string;
+}
+
+/** Whether the response header had been received when the failure happened. */
+export type UpstreamStage = 'connect' | 'header' | 'body';
+
+const READING_HEADER = 'reading response header from upstream';
+const READING_BODY = 'reading upstream';
+
+/** The `(N: text)` part nginx prints for a system error code. */
+function errnoText(code: string, fallback: string): string {
+  const e = errnoOf(code);
+  return e ? `(${e[0]}: ${e[1]})` : `(${fallback})`;
+}
+
+/** Maps an upstream error at `stage` to nginx's report. */
+export function mapUpstreamError(err: Error & { code?: string }, stage: UpstreamStage): UpstreamFailure {
+  const code = err.code ?? '';
+  const phaseAction = stage === 'body' ? READING_BODY : stage === 'header' ? READING_HEADER : 'connecting to upstream';
+  switch (code) {
+    case 'ECONNREFUSED':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'EADDRNOTAVAIL':
+      return { status: 502, message: `connect() failed ${errnoText(code, err.message)}`, action: 'connecting to upstream' };
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', err.message)}`, action: 'connecting to upstream' };
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', err.message)}`, action: READING_HEADER };
+    case 'UND_ERR_BODY_TIMEOUT':
+      return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', err.message)}`, action: READING_BODY };
+    case 'UND_ERR_HEADERS_OVERFLOW':
+      return { status: 502, message: 'upstream sent too big header', action: READING_HEADER };
+    case 'HPE_INVALID_HEADER_TOKEN':
+    case 'HPE_INVALID_CONSTANT':
+    case 'HPE_INVALID_STATUS':
+    case 'HPE_INVALID_VERSION':
+    case 'UND_ERR_INFO':
+      return { status: 502, message: 'upstream sent invalid header', action: READING_HEADER };
+    case 'ECONNRESET':
+      return {
+        status: 502,
+        message: `recv() failed ${errnoText(code, err.message)}`,
+        action: stage === 'connect' ? READING_HEADER : phaseAction,
+      };
+    case 'UND_ERR_SOCKET':
+    case 'UND_ERR_CLOSED':
+      return { status: 502, message: 'upstream prematurely closed connection', action: stage === 'body' ? READING_BODY : READING_HEADER };
+    default:
+      return { status: 502, message: `upstream error: ${err.message}`, action: phaseAction };
+  }
+}
