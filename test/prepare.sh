@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs what the tests need when it is missing: the reference nginx
+# (Debian's, and current nginx into /opt/nginx-oracle when the installer is
+# available), curl, openssl, wrk and php-fpm. Safe to run again.
+set -e
+need=""
+command -v curl >/dev/null 2>&1 || need="$need curl"
+command -v openssl >/dev/null 2>&1 || need="$need openssl"
+[ -x /usr/sbin/nginx ] || need="$need nginx"
+command -v php-fpm8.2 >/dev/null 2>&1 || [ -x /usr/sbin/php-fpm8.2 ] || need="$need php-fpm"
+if [ -n "$need" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test/prepare.sh: installing$need" >&2
+    (apt-get install -y -q $need >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $need >/dev/null; }) \
+      || echo "test/prepare.sh: could not install$need; tests that need them are skipped" >&2
+  else
+    echo "test/prepare.sh: missing$need (not root or no apt-get); tests that need them are skipped" >&2
+  fi
+fi
+oracle=../shared/tools/install-nginx-oracle
+if [ ! -x /opt/nginx-oracle/nginx ] && [ -x "$oracle" ] && [ "$(id -u)" = 0 ]; then
+  "$oracle" >/dev/null 2>&1 || echo "test/prepare.sh: could not install the reference nginx 1.30; differential tests use Debian's nginx" >&2
+fi
+exit 0
