@@ -5,7 +5,8 @@
  * when all of that succeeded; connections in flight finish on the generation
  * they started with.
  */
-import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
@@ -14,7 +15,7 @@ import { AccessLogFiles } from '../log/access-log.js';
 import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, listenKey, TlsContexts } from './listen.js';
+import { bindListener, createListener, listenKey, TlsContexts, type Listener } from './listen.js';
 import { serveClientRequest } from './phases.js';
 import type { ClientConnection } from './request.js';
 import { UpstreamClients } from './upstream/clients.js';
@@ -51,8 +52,11 @@ function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: T
 }
 
 export class Engine {
-  private readonly listeners = new Map<string, HttpServer>();
-  private readonly connections = new Map<Socket, ConnectionState>();
+  private readonly listeners = new Map<string, Listener>();
+  /** HTTP/1.x client connections. */
+  private readonly sockets = new Map<Socket, ConnectionState>();
+  /** HTTP/2 client connections. */
+  private readonly sessions = new Map<Http2Session, ConnectionState>();
   private nextConnectionId = 1;
   private stopping = false;
 
@@ -94,6 +98,7 @@ export class Engine {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
         onConnection: (socket) => this.accept(socket),
+        onSession: (session) => this.acceptSession(session),
         onRequest: (req, res) => this.request(key, req, res),
       });
       await bindListener(server, group);
@@ -101,9 +106,9 @@ export class Engine {
     }
   }
 
-  private accept(socket: Socket): void {
+  private connectionInfo(socket: Socket): ClientConnection {
     const tls = (socket as TLSSocket).encrypted ? (socket as TLSSocket) : undefined;
-    const info: ClientConnection = {
+    return {
       id: this.nextConnectionId++,
       peerAddr: plainAddr(socket.remoteAddress),
       peerPort: socket.remotePort ?? 0,
@@ -117,18 +122,27 @@ export class Engine {
       requests: 0,
       acceptedAtMs: Date.now(),
     };
+  }
+
+  private accept(socket: Socket): void {
     socket.setNoDelay(true);
-    this.connections.set(socket, { info, active: 0, idleTimer: undefined });
+    this.sockets.set(socket, { info: this.connectionInfo(socket), active: 0, idleTimer: undefined });
     socket.once('close', () => {
-      const st = this.connections.get(socket);
+      const st = this.sockets.get(socket);
       if (st?.idleTimer) clearTimeout(st.idleTimer);
-      this.connections.delete(socket);
+      this.sockets.delete(socket);
     });
   }
 
-  private request(key: string, req: IncomingMessage, res: ServerResponse): void {
+  private acceptSession(session: Http2Session): void {
+    this.sessions.set(session, { info: this.connectionInfo(session.socket as Socket), active: 0, idleTimer: undefined });
+    session.once('close', () => this.sessions.delete(session));
+  }
+
+  private request(key: string, req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
+    const session = (req as Http2ServerRequest).stream?.session;
     const socket = req.socket;
-    const st = this.connections.get(socket);
+    const st = session ? this.sessions.get(session) : this.sockets.get(socket);
     const gen = this.generation;
     const group = gen.groups.get(key);
     if (!st || !group) {
@@ -141,10 +155,14 @@ export class Engine {
       clearTimeout(st.idleTimer);
       st.idleTimer = undefined;
     }
-    if (this.stopping) res.shouldKeepAlive = false;
+    if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
     const r = serveClientRequest(gen.cx, req, res, st.info, group);
     res.once('close', () => {
       st.active--;
+      if (session) {
+        if (this.stopping && st.active === 0) session.close();
+        return;
+      }
       if (st.active > 0 || socket.destroyed) return;
       if (this.stopping) {
         socket.destroySoon();
@@ -203,7 +221,8 @@ export class Engine {
   async shutdown(): Promise<void> {
     this.stopping = true;
     const closed = this.closeListeners();
-    for (const [socket, st] of this.connections) if (st.active === 0) socket.destroy();
+    for (const session of this.sessions.keys()) session.close();
+    for (const [socket, st] of this.sockets) if (st.active === 0) socket.destroy();
     await closed;
     await this.finish();
   }
@@ -212,7 +231,8 @@ export class Engine {
   async stop(): Promise<void> {
     this.stopping = true;
     const closed = this.closeListeners();
-    for (const socket of this.connections.keys()) socket.destroy();
+    for (const session of this.sessions.keys()) session.destroy();
+    for (const socket of this.sockets.keys()) socket.destroy();
     await closed;
     await this.finish();
   }

@@ -4,8 +4,9 @@
  * the certificate by SNI with nginx's server-name rules, and refuse the
  * handshake for a server with `ssl_reject_handshake on`.
  */
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import { readFileSync } from 'node:fs';
@@ -74,39 +75,57 @@ export class TlsContexts {
   }
 }
 
+/** A listening server: HTTP/1.x (plain or TLS), or TLS with HTTP/2 and HTTP/1.1 by ALPN. */
+export type Listener = HttpServer | ReturnType<typeof createSecureServer>;
+
 /** How a listening server reaches the current configuration. */
 export interface ListenHooks {
   /** The group this socket serves in the current configuration. */
   group(key: string): ListenGroup | undefined;
   tls(): TlsContexts;
-  onConnection(socket: Socket, group: ListenGroup): void;
-  onRequest: Parameters<typeof createHttpServer>[1];
+  /** A new HTTP/1.x connection (after the TLS handshake for TLS). */
+  onConnection(socket: Socket): void;
+  /** A new HTTP/2 connection. */
+  onSession(session: Http2Session): void;
+  onRequest(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void;
 }
 
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
 
-/** Creates (but does not bind) the server for a listen group. */
-export function createListener(group: ListenGroup, hooks: ListenHooks): HttpServer {
+/**
+ * Creates (but does not bind) the server for a listen group: node:http for
+ * plain HTTP, node:https for TLS, node:http2's secure server (HTTP/2 and
+ * HTTP/1.1 chosen by ALPN) for TLS with `http2 on`.
+ */
+export function createListener(group: ListenGroup, hooks: ListenHooks): Listener {
   const key = listenKey(group);
   const common = { keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, maxHeaderSize: 16 * 1024 };
-  let server: HttpServer;
-  if (group.ssl) {
-    server = createHttpsServer({
-      ...common,
-      ...hooks.tls().optionsOf(group.servers.defaultServer),
-      SNICallback: (name, cb) => {
-        const g = hooks.group(key) ?? group;
-        const vs = findServer(g.servers, name.toLowerCase());
-        if (vs.tls?.rejectHandshake) return cb(new Error('ssl_reject_handshake'));
-        cb(null, hooks.tls().get(vs) ?? hooks.tls().get(g.servers.defaultServer));
-      },
-    }, hooks.onRequest);
-    server.on('secureConnection', (socket: TLSSocket) => hooks.onConnection(socket, hooks.group(key) ?? group));
-  } else {
-    server = createHttpServer(common, hooks.onRequest);
-    server.on('connection', (socket: Socket) => hooks.onConnection(socket, hooks.group(key) ?? group));
+  const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => hooks.onRequest(req, res);
+  if (!group.ssl) {
+    const server = createHttpServer(common, onRequest);
+    server.on('connection', (socket: Socket) => hooks.onConnection(socket));
+    return server;
   }
+  const tlsOptions = {
+    ...hooks.tls().optionsOf(group.servers.defaultServer),
+    SNICallback: (name: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
+      const g = hooks.group(key) ?? group;
+      const vs = findServer(g.servers, name.toLowerCase());
+      if (vs.tls?.rejectHandshake) return cb(new Error('ssl_reject_handshake'));
+      cb(null, hooks.tls().get(vs) ?? hooks.tls().get(g.servers.defaultServer));
+    },
+  };
+  if (group.http2) {
+    const server = createSecureServer({ ...tlsOptions, allowHTTP1: true, settings: { maxConcurrentStreams: 128 } }, onRequest);
+    server.on('secureConnection', (socket: TLSSocket) => {
+      if (socket.alpnProtocol !== 'h2') hooks.onConnection(socket);
+    });
+    server.on('session', (session: Http2Session) => hooks.onSession(session));
+    return server;
+  }
+  const server = createHttpsServer({ ...common, ...tlsOptions }, onRequest);
+  server.on('secureConnection', (socket: TLSSocket) => hooks.onConnection(socket));
   return server;
 }
 
@@ -114,7 +133,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): HttpServ
  * Binds a server, with nginx's message on failure:
  * `bind() to 127.0.0.1:80 failed (98: Address already in use)`.
  */
-export function bindListener(server: HttpServer, group: ListenGroup): Promise<void> {
+export function bindListener(server: Listener, group: ListenGroup): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => {
       reject(new ConfigError('file', `bind() to ${group.addrText.replace(/^\*/, '0.0.0.0')} failed (${systemErrorText(err)})`));

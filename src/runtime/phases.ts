@@ -7,6 +7,7 @@
  * `error_page`. Internal redirects re-enter at server rewrite; named
  * locations at rewrite.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { ListenGroup } from '../config/route-table.js';
 import { findLocation } from './locations.js';
 import { logRequest, type RuntimeContext } from './context.js';
@@ -33,24 +34,38 @@ const MAX_URI_CHANGES = 10;
 export function serveClientRequest(
   cx: RuntimeContext, req: ClientRequest, res: ClientResponse, conn: ClientConnection, listen: ListenGroup,
 ): HttpRequestState {
-  const protocol = req.httpVersion === '2.0' ? 'HTTP/2.0' : `HTTP/${req.httpVersion}`;
+  const h2 = req.httpVersion === '2.0';
+  const protocol = h2 ? 'HTTP/2.0' : `HTTP/${req.httpVersion}`;
+  const headers = h2 ? http2Headers(req.headers) : req.headers;
+  const rawHeaders = h2 ? req.rawHeaders.filter((_, i, a) => !a[i - (i % 2)]!.startsWith(':')) : req.rawHeaders;
   const r = new HttpRequestState(
-    conn, req.method ?? 'GET', req.url ?? '/', protocol, req.headers, req.rawHeaders,
-    conn.tls ? 'https' : 'http', cx.table.variableCount,
+    conn, req.method ?? 'GET', req.url ?? '/', protocol, headers, rawHeaders, conn.tls ? 'https' : 'http', cx.table.variableCount,
   );
   const ex: Exchange = { cx, r, body: req, out: new ClientTarget(req, res) };
   res.once('close', () => {
-    r.completed = (res as { writableFinished?: boolean }).writableFinished ?? false;
+    r.completed = (res as { writableFinished?: boolean }).writableFinished ?? res.finished;
     cx.accessLog.write(r.loc.accessLogs, r);
   });
   const set = listen.byLocalAddr.get(conn.localAddr) ?? listen.servers;
-  const hostHeader = req.headers.host ?? (req.headers as Record<string, string | undefined>)[':authority'];
+  const hostHeader = headers.host;
   const host = hostHeader === undefined ? '' : validateHost(hostHeader);
   r.server = findServer(set, host ?? '', r);
   r.loc = r.server.conf;
   r.host = host || r.server.name;
   void runPhases(ex, host, hostHeader);
   return r;
+}
+
+/**
+ * The headers of an HTTP/2 request as nginx sees them: pseudo-headers
+ * removed, `:authority` as the Host header when there is none.
+ */
+function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  for (const name of Object.keys(raw)) if (name.charCodeAt(0) !== 58) out[name] = raw[name];
+  const authority = raw[':authority'];
+  if (out.host === undefined && typeof authority === 'string') out.host = authority;
+  return out;
 }
 
 async function runPhases(ex: Exchange, host: string | undefined, hostHeader: string | undefined): Promise<void> {
