@@ -29,9 +29,21 @@ function errnoText(code: string, fallback: string): string {
   return e ? `(${e[0]}: ${e[1]})` : `(${fallback})`;
 }
 
+/**
+ * OpenSSL's error string as nginx prints it after `SSL_do_handshake() failed`:
+ * `(SSL: error:0A00010B:SSL routines:ssl3_get_record:wrong version number)`.
+ */
+function sslErrorText(err: Error): string | undefined {
+  const m = /error:([0-9A-Fa-f]+):([^:]*):([^:]*):([^:\n]*)/.exec(err.message);
+  return m ? `(SSL: error:${m[1]!.toUpperCase()}:${m[2]}:${m[3]}:${m[4]})` : undefined;
+}
+
 /** Maps an upstream error at `stage` to nginx's report. */
 export function mapUpstreamError(err: Error & { code?: string }, stage: UpstreamStage): UpstreamFailure {
   const code = err.code ?? '';
+  if (code.startsWith('ERR_SSL_') || (stage === 'connect' && sslErrorText(err))) {
+    return { status: 502, message: `SSL_do_handshake() failed ${sslErrorText(err) ?? `(SSL: ${err.message})`}`, action: 'SSL handshaking to upstream' };
+  }
   const phaseAction = stage === 'body' ? READING_BODY : stage === 'header' ? READING_HEADER : 'connecting to upstream';
   switch (code) {
     case 'ECONNREFUSED':
