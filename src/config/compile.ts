@@ -23,13 +23,12 @@ import * as rewrite from './modules/rewrite.js';
 import { accessRules } from './modules/access.js';
 import { authBasicRealm, authBasicUserFile } from './modules/auth-basic.js';
 import { authRequestSets, authRequestUri } from './modules/auth-request.js';
-import { fastcgiPass } from './modules/fastcgi.js';
+import * as fastcgi from './modules/fastcgi.js';
 import { addHeaders, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { accessLogs, COMBINED_FORMAT } from './modules/log.js';
 import { bindMap } from './modules/map.js';
 import * as proxy from './modules/proxy.js';
-import type { ProxyPassDef } from './modules/proxy.js';
 import { realIpFrom, realIpHeader, realIpRecursive } from './modules/realip.js';
 import * as ssl from './modules/ssl.js';
 import { http2Enabled } from './modules/http2.js';
@@ -38,7 +37,7 @@ import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf } from './spec.js';
 import { VariableRegistry } from './variables.js';
 import type {
-  AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, ListenGroup,
+  AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
   LocationConf, LocationTree, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, VirtualServer,
 } from './route-table.js';
 
@@ -76,6 +75,8 @@ function collectHosts(nodes: readonly ConfigNode[], inUpstream: boolean, out: Se
     let hostPort: string | undefined;
     if (n.name === 'proxy_pass' && n.args.length === 1 && !n.args[0]!.includes('$')) {
       hostPort = /^https?:\/\/([^/]*)/i.exec(n.args[0]!)?.[1];
+    } else if (n.name === 'fastcgi_pass' && n.args.length === 1 && !n.args[0]!.includes('$') && !n.args[0]!.startsWith('unix:')) {
+      hostPort = n.args[0];
     } else if (n.name === 'server' && inUpstream && n.args.length > 0) hostPort = n.args[0];
     if (hostPort) {
       const hp = splitHostPort(hostPort);
@@ -203,7 +204,9 @@ class Compiler {
     }
     const visit = (n: LevelNode): void => {
       const pass = n.conf.own(proxy.proxyPass)?.value;
-      if (pass?.kind === 'static') this.implicitUpstream(pass);
+      if (pass?.kind === 'static') this.implicitUpstream(pass.host, pass.port, pass.scheme === 'https' ? 443 : 80, pass.loc);
+      const fcgi = n.conf.own(fastcgi.fastcgiPass)?.value;
+      if (fcgi?.kind === 'static') this.implicitUpstream(fcgi.host, fcgi.port, undefined, fcgi.loc);
       n.children.forEach(visit);
     };
     visit(httpNode);
@@ -222,22 +225,25 @@ class Compiler {
     };
   }
 
-  /** The group a static `proxy_pass` uses: an `upstream` block, or the URL's host:port resolved now. */
-  private implicitUpstream(pass: ProxyPassDef & { kind: 'static' }): void {
-    const explicit = this.scope.upstreams.get(pass.host.toLowerCase());
+  /**
+   * The group a static `proxy_pass`/`fastcgi_pass` uses: an `upstream` block
+   * of that name, or the host:port resolved now (`ngx_http_upstream_add`,
+   * `ngx_http_upstream_init_round_robin`).
+   */
+  private implicitUpstream(hostText: string, port: number | undefined, defaultPort: number | undefined, loc: SourceLoc): void {
+    const explicit = this.scope.upstreams.get(hostText.toLowerCase());
     if (explicit) {
-      if (pass.port !== undefined) {
-        throw new ConfigError('invalid-value', `upstream "${pass.host}" may not have port ${pass.port}`, pass.loc);
-      }
+      if (port !== undefined) throw new ConfigError('invalid-value', `upstream "${hostText}" may not have port ${port}`, loc);
       return;
     }
-    const port = pass.port ?? (pass.scheme === 'https' ? 443 : 80);
-    const key = groupKey(pass);
+    const key = groupKey(hostText, port);
     if (this.upstreams.has(key)) return;
-    const host = pass.host.replace(/^\[|\]$/g, '');
+    const effectivePort = port ?? defaultPort;
+    if (effectivePort === undefined) throw new ConfigError('invalid-value', `no port in upstream "${hostText}"`, loc);
+    const host = hostText.replace(/^\[|\]$/g, '');
     const addrs = isIP(host) ? [host] : this.scope.hosts.lookup(host);
-    if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${pass.host}"`, pass.loc);
-    this.upstreams.set(key, { name: key, peers: addrs.map((a) => this.peer(a, port)), keepalive: 0, keepaliveTimeoutMs: 60_000 });
+    if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${hostText}"`, loc);
+    this.upstreams.set(key, { name: key, peers: addrs.map((a) => this.peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000 });
   }
 
   // --- locations -------------------------------------------------------------
@@ -286,7 +292,7 @@ class Compiler {
   private location(node: LevelNode): CompiledLocation {
     const def: LocationDef = node.conf.own(http.locationDef)!.value!;
     const conf = this.locationConf(node);
-    const handler = conf.proxy !== undefined || conf.fastcgiPass !== undefined;
+    const handler = conf.proxy !== undefined || conf.fastcgi !== undefined;
     return {
       match: def.match,
       name: def.name,
@@ -367,7 +373,8 @@ class Compiler {
       authRequest: authUri === 'off' ? undefined : {
         uri: authUri, sets: c.list(authRequestSets).map((s) => ({ index: s.index, value: vars.bind(s.value) })),
       },
-      fastcgiPass: this.inheritedIntoIf(node, (n) => n.conf.own(fastcgiPass)?.value),
+      fastcgi: this.fastcgiConf(node, c),
+      fastcgiSplit: { regex: c.get(fastcgi.fastcgiSplitPathInfo)?.regex, index: c.get(fastcgi.fastcgiIndex) },
       resolver: c.get(http.resolver),
       resolverTimeoutMs: c.get(http.resolverTimeoutMs),
       uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),
@@ -431,7 +438,7 @@ class Compiler {
     return {
       target: pass.kind === 'static'
         ? {
-            kind: 'static', scheme: pass.scheme, group: groupKey(pass), uri: pass.uri,
+            kind: 'static', scheme: pass.scheme, group: groupKey(pass.host, pass.port), uri: pass.uri,
             hostHeader: pass.port === undefined || pass.port === (pass.scheme === 'https' ? 443 : 80)
               ? pass.host
               : `${pass.host}:${pass.port}`,
@@ -461,6 +468,40 @@ class Compiler {
       memoryBytes: c.get(proxy.proxyBuffers).count * c.get(proxy.proxyBuffers).sizeBytes,
       tempPath: c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp'), levels: [] },
       maxTempFileBytes: c.get(proxy.proxyMaxTempFileSize),
+    };
+  }
+
+  private fastcgiConf(node: LevelNode, c: ConfChain): FastcgiConf | undefined {
+    const pass = this.inheritedIntoIf(node, (n) => n.conf.own(fastcgi.fastcgiPass)?.value);
+    if (!pass) return undefined;
+    const vars = this.scope.variables;
+    const params = c.list(fastcgi.fastcgiParams).map((p) => ({ name: p.name, value: vars.bind(p.value), ifNotEmpty: p.ifNotEmpty }));
+    const hide = new Set(['status', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate', 'x-accel-buffering', 'x-accel-charset']);
+    for (const h of c.list(fastcgi.fastcgiHideHeader)) hide.add(h.toLowerCase());
+    for (const h of c.list(fastcgi.fastcgiPassHeader)) hide.delete(h.toLowerCase());
+    const buffers = c.get(fastcgi.fastcgiBuffers);
+    return {
+      target: pass.kind === 'static' ? { kind: 'group', group: groupKey(pass.host, pass.port) }
+        : pass.kind === 'unix' ? { kind: 'unix', path: pass.path } : { kind: 'variable', address: vars.bind(pass.address) },
+      params,
+      paramNames: new Set(params.map((p) => p.name.toUpperCase())),
+      index: c.get(fastcgi.fastcgiIndex),
+      splitPathInfo: c.get(fastcgi.fastcgiSplitPathInfo)?.regex,
+      connectTimeoutMs: c.get(fastcgi.fastcgiConnectTimeoutMs),
+      sendTimeoutMs: c.get(fastcgi.fastcgiSendTimeoutMs),
+      readTimeoutMs: c.get(fastcgi.fastcgiReadTimeoutMs),
+      bufferSizeBytes: c.get(fastcgi.fastcgiBufferSize),
+      buffering: c.get(fastcgi.fastcgiBuffering),
+      requestBuffering: c.get(fastcgi.fastcgiRequestBuffering),
+      memoryBytes: buffers.count * buffers.sizeBytes,
+      tempPath: c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp'), levels: [] },
+      maxTempFileBytes: c.get(fastcgi.fastcgiMaxTempFileSize),
+      interceptErrors: c.get(fastcgi.fastcgiInterceptErrors),
+      keepConn: c.get(fastcgi.fastcgiKeepConn),
+      hideHeaders: hide,
+      passRequestBody: c.get(fastcgi.fastcgiPassRequestBody),
+      passRequestHeaders: c.get(fastcgi.fastcgiPassRequestHeaders),
+      ignoreClientAbort: c.get(fastcgi.fastcgiIgnoreClientAbort),
     };
   }
 
@@ -614,7 +655,7 @@ function emptyTree(): LocationTree {
   return { exact: new Map(), prefixes: { location: undefined, children: new Map() }, regexes: [], named: new Map() };
 }
 
-/** The upstream group key of a static `proxy_pass`: its upstream block's name, or `host:port`. */
-function groupKey(pass: ProxyPassDef & { kind: 'static' }): string {
-  return pass.port === undefined ? pass.host.toLowerCase() : `${pass.host.toLowerCase()}:${pass.port}`;
+/** The upstream group key of a static address: its upstream block's name, or `host:port`. */
+function groupKey(host: string, port: number | undefined): string {
+  return port === undefined ? host.toLowerCase() : `${host.toLowerCase()}:${port}`;
 }

@@ -262,11 +262,46 @@ export interface LocationConf {
   readonly expires: ExpiresDef;
   readonly realIp: RealIpConf | undefined;
   readonly authRequest: AuthRequestConf | undefined;
-  /** Set when the location has `fastcgi_pass` (FastCGI requests are not made yet). */
-  readonly fastcgiPass: string | undefined;
+  readonly fastcgi: FastcgiConf | undefined;
+  /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
+  readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };
   readonly resolver: ResolverDef | undefined;
   readonly resolverTimeoutMs: number;
   readonly uninitializedVariableWarn: boolean;
+}
+
+/** Where a `fastcgi_pass` sends requests. */
+export type FastcgiTarget =
+  | { readonly kind: 'group'; readonly group: string }
+  | { readonly kind: 'unix'; readonly path: string }
+  | { readonly kind: 'variable'; readonly address: CompiledValue };
+
+/** Settings of the FastCGI module in a location. */
+export interface FastcgiConf {
+  readonly target: FastcgiTarget;
+  /** `fastcgi_param`s in order, after merging. */
+  readonly params: readonly { readonly name: string; readonly value: CompiledValue; readonly ifNotEmpty: boolean }[];
+  /** Names set by `fastcgi_param`: request headers are not passed as `HTTP_*` under these names. */
+  readonly paramNames: ReadonlySet<string>;
+  readonly index: string | undefined;
+  readonly splitPathInfo: RegExp | undefined;
+  readonly connectTimeoutMs: number;
+  readonly sendTimeoutMs: number;
+  readonly readTimeoutMs: number;
+  /** Bytes allowed for the response header (`fastcgi_buffer_size`). */
+  readonly bufferSizeBytes: number;
+  readonly buffering: boolean;
+  readonly requestBuffering: boolean;
+  readonly memoryBytes: number;
+  readonly tempPath: TempPathValue;
+  readonly maxTempFileBytes: number;
+  readonly interceptErrors: boolean;
+  readonly keepConn: boolean;
+  /** Lowercase names of response headers not passed to the client. */
+  readonly hideHeaders: ReadonlySet<string>;
+  readonly passRequestBody: boolean;
+  readonly passRequestHeaders: boolean;
+  readonly ignoreClientAbort: boolean;
 }
 
 /** Real client address settings of the realip module. */

@@ -357,10 +357,10 @@ export function numSetter(s: Slot<number>): Setter {
 }
 
 /** `ngx_conf_set_str_slot`: the argument as written. */
-export function strSetter(s: Slot<string>): Setter {
+export function strSetter(s: Slot<string> | Slot<string | undefined>): Setter {
   return (d, cx) => {
     if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
-    cx.level.set(s, d.args[0]!, d.loc);
+    cx.level.set(s as Slot<string | undefined>, d.args[0]!, d.loc);
   };
 }
 

@@ -15,6 +15,7 @@ import { ClientTarget, type Exchange } from './exchange.js';
 import { checkAccessRules } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
 import { checkAuthRequest } from './handlers/auth-request.js';
+import { fastcgiRequest } from './handlers/fastcgi.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { realClientAddress } from './handlers/realip.js';
@@ -179,10 +180,7 @@ async function accessPhase(ex: Exchange): Promise<number | undefined> {
 async function contentPhase(ex: Exchange): Promise<void> {
   const { r } = ex;
   if (r.loc.proxy) return proxyRequest(ex);
-  if (r.loc.fastcgiPass) {
-    logRequest(ex.cx, r, 'error', 'FastCGI is not supported by this version of jinx');
-    return finalize(ex, 502);
-  }
+  if (r.loc.fastcgi) return fastcgiRequest(ex);
   const result = await serveStatic(ex);
   if (result.kind === 'code') return finalize(ex, result.code);
   if (result.kind === 'redirect') return internalRedirect(ex, result.uri, result.args);

@@ -1,43 +1,119 @@
 /**
- * The FastCGI module (`src/http/modules/ngx_http_fastcgi_module.c`). The
- * directives are read and checked; FastCGI requests are not made yet, so a
- * location with `fastcgi_pass` answers 502 (never its files as static content).
+ * The FastCGI module (`src/http/modules/ngx_http_fastcgi_module.c`):
+ * `fastcgi_pass ADDRESS|unix:PATH|UPSTREAM`, `fastcgi_param NAME VALUE
+ * [if_not_empty]`, `fastcgi_index`, `fastcgi_split_path_info`, timeouts,
+ * buffers, and the header filters.
  */
+import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
-import { acceptOnly, DirectiveFailure, slot, type DirectiveSpec } from '../spec.js';
+import { compileRegex, type NginxRegex } from '../regex.js';
+import {
+  acceptOnly, bufsSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, pathSetter, slot, sizeSetter, strSetter,
+  type DirectiveSpec, type SetContext, type TempPathValue,
+} from '../spec.js';
+import type { ValueSource } from '../variables.js';
 
 const FASTCGI = 'ngx_http_fastcgi_module';
-const NOTE = 'FastCGI is not implemented yet: a location with fastcgi_pass answers 502';
 
-/** The `fastcgi_pass` address as written (not inherited). */
-export const fastcgiPass = slot<string | undefined>('fastcgi_pass', undefined, false);
+/** `fastcgi_pass` as read. */
+export type FastcgiPassDef =
+  | { readonly kind: 'static'; readonly host: string; readonly port: number | undefined; readonly loc: SourceLoc }
+  | { readonly kind: 'unix'; readonly path: string; readonly loc: SourceLoc }
+  | { readonly kind: 'variable'; readonly address: ValueSource; readonly loc: SourceLoc };
 
-const none = (name: string, args: DirectiveSpec['args'], contexts = HTTP_SRV_LOC): DirectiveSpec => ({
-  name, module: FASTCGI, contexts, args, effect: 'none', note: NOTE, set: acceptOnly,
+/** Not inherited into nested locations; an `if` block takes its location's. */
+export const fastcgiPass = slot<FastcgiPassDef | undefined>('fastcgi_pass', undefined, false);
+export const fastcgiParams = listSlot<{ readonly name: string; readonly value: ValueSource; readonly ifNotEmpty: boolean }>('fastcgi_param');
+export const fastcgiIndex = slot<string | undefined>('fastcgi_index', undefined);
+export const fastcgiSplitPathInfo = slot<NginxRegex | undefined>('fastcgi_split_path_info', undefined);
+export const fastcgiConnectTimeoutMs = slot('fastcgi_connect_timeout', 60_000);
+export const fastcgiSendTimeoutMs = slot('fastcgi_send_timeout', 60_000);
+export const fastcgiReadTimeoutMs = slot('fastcgi_read_timeout', 60_000);
+/** One memory page, as nginx's default on x86_64 Linux. */
+export const fastcgiBufferSize = slot('fastcgi_buffer_size', 4096);
+export const fastcgiBuffering = slot('fastcgi_buffering', true);
+export const fastcgiRequestBuffering = slot('fastcgi_request_buffering', true);
+export const fastcgiBuffers = slot('fastcgi_buffers', { count: 8, sizeBytes: 4096 });
+export const fastcgiTempPath = slot<TempPathValue | undefined>('fastcgi_temp_path', undefined);
+export const fastcgiMaxTempFileSize = slot('fastcgi_max_temp_file_size', 1024 * 1024 * 1024);
+export const fastcgiInterceptErrors = slot('fastcgi_intercept_errors', false);
+export const fastcgiKeepConn = slot('fastcgi_keep_conn', false);
+export const fastcgiHideHeader = listSlot<string>('fastcgi_hide_header');
+export const fastcgiPassHeader = listSlot<string>('fastcgi_pass_header');
+export const fastcgiPassRequestBody = slot('fastcgi_pass_request_body', true);
+export const fastcgiPassRequestHeaders = slot('fastcgi_pass_request_headers', true);
+export const fastcgiIgnoreClientAbort = slot('fastcgi_ignore_client_abort', false);
+
+function setPass(d: Directive, cx: SetContext): void {
+  if (cx.level.own(fastcgiPass)) throw new DirectiveFailure('is duplicate');
+  const arg = d.args[0]!;
+  if (arg.includes('$')) {
+    cx.level.set(fastcgiPass, { kind: 'variable', address: cx.scope.variables.value(arg, d.loc), loc: d.loc }, d.loc);
+    return;
+  }
+  if (arg.startsWith('unix:')) {
+    cx.level.set(fastcgiPass, { kind: 'unix', path: arg.slice(5), loc: d.loc }, d.loc);
+    return;
+  }
+  const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(arg);
+  if (!m) fail(`invalid host in upstream "${arg}"`);
+  const port = m[2] === undefined ? undefined : Number(m[2]);
+  if (port !== undefined && (port < 1 || port > 65535)) fail(`invalid port in upstream "${arg}"`);
+  cx.level.set(fastcgiPass, { kind: 'static', host: m[1]!, port, loc: d.loc }, d.loc);
+}
+
+function setParam(d: Directive, cx: SetContext): void {
+  if (d.args[2] !== undefined && d.args[2] !== 'if_not_empty') fail(`invalid parameter "${d.args[2]}"`);
+  cx.level.append(fastcgiParams, {
+    name: d.args[0]!, value: cx.scope.variables.value(d.args[1]!, d.loc), ifNotEmpty: d.args[2] === 'if_not_empty',
+  }, d.loc);
+}
+
+const none = (name: string, args: DirectiveSpec['args'], note: string): DirectiveSpec => ({
+  name, module: FASTCGI, contexts: HTTP_SRV_LOC, args, effect: 'none', note, set: acceptOnly,
+});
+
+const runtime = (name: string, args: DirectiveSpec['args'], set: DirectiveSpec['set'], contexts = HTTP_SRV_LOC): DirectiveSpec => ({
+  name, module: FASTCGI, contexts, args, effect: 'runtime', set,
 });
 
 export const fastcgiDirectives: readonly DirectiveSpec[] = [
-  {
-    name: 'fastcgi_pass', module: FASTCGI, contexts: ['location', 'lif'], args: ['TAKE1'], effect: 'none', note: NOTE,
-    set: (d, cx) => {
-      if (cx.level.own(fastcgiPass)) throw new DirectiveFailure('is duplicate');
-      cx.level.set(fastcgiPass, d.args[0]!, d.loc);
-    },
-  },
-  none('fastcgi_param', ['TAKE2', 'TAKE3']),
-  none('fastcgi_index', ['TAKE1']),
-  none('fastcgi_split_path_info', ['TAKE1'], ['location']),
-  none('fastcgi_read_timeout', ['TAKE1']),
-  none('fastcgi_connect_timeout', ['TAKE1']),
-  none('fastcgi_send_timeout', ['TAKE1']),
-  none('fastcgi_buffer_size', ['TAKE1']),
-  none('fastcgi_buffers', ['TAKE2']),
-  none('fastcgi_buffering', ['FLAG']),
-  none('fastcgi_intercept_errors', ['FLAG']),
-  none('fastcgi_keep_conn', ['FLAG']),
-  none('fastcgi_hide_header', ['TAKE1']),
-  none('fastcgi_pass_header', ['TAKE1']),
-  none('fastcgi_temp_path', ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4']),
-  none('fastcgi_pass_request_body', ['FLAG']),
-  none('fastcgi_pass_request_headers', ['FLAG']),
+  runtime('fastcgi_pass', ['TAKE1'], setPass, ['location', 'lif']),
+  runtime('fastcgi_param', ['TAKE2', 'TAKE3'], setParam),
+  runtime('fastcgi_index', ['TAKE1'], strSetter(fastcgiIndex)),
+  runtime('fastcgi_split_path_info', ['TAKE1'], (d, cx) => {
+    if (cx.level.own(fastcgiSplitPathInfo)) throw new DirectiveFailure('is duplicate');
+    const regex = compileRegex(d.args[0]!, false);
+    cx.level.set(fastcgiSplitPathInfo, regex, d.loc);
+  }, ['location']),
+  runtime('fastcgi_connect_timeout', ['TAKE1'], msecSetter(fastcgiConnectTimeoutMs)),
+  runtime('fastcgi_send_timeout', ['TAKE1'], msecSetter(fastcgiSendTimeoutMs)),
+  runtime('fastcgi_read_timeout', ['TAKE1'], msecSetter(fastcgiReadTimeoutMs)),
+  runtime('fastcgi_buffer_size', ['TAKE1'], sizeSetter(fastcgiBufferSize)),
+  runtime('fastcgi_buffering', ['FLAG'], flagSetter(fastcgiBuffering)),
+  runtime('fastcgi_request_buffering', ['FLAG'], flagSetter(fastcgiRequestBuffering)),
+  runtime('fastcgi_buffers', ['TAKE2'], bufsSetter(fastcgiBuffers)),
+  runtime('fastcgi_temp_path', ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], (d, cx) => pathSetter(fastcgiTempPath, (p) => cx.scope.fullPath(p))(d, cx)),
+  runtime('fastcgi_max_temp_file_size', ['TAKE1'], sizeSetter(fastcgiMaxTempFileSize)),
+  runtime('fastcgi_intercept_errors', ['FLAG'], flagSetter(fastcgiInterceptErrors)),
+  runtime('fastcgi_keep_conn', ['FLAG'], flagSetter(fastcgiKeepConn)),
+  runtime('fastcgi_hide_header', ['TAKE1'], (d, cx) => cx.level.append(fastcgiHideHeader, d.args[0]!, d.loc)),
+  runtime('fastcgi_pass_header', ['TAKE1'], (d, cx) => cx.level.append(fastcgiPassHeader, d.args[0]!, d.loc)),
+  runtime('fastcgi_pass_request_body', ['FLAG'], flagSetter(fastcgiPassRequestBody)),
+  runtime('fastcgi_pass_request_headers', ['FLAG'], flagSetter(fastcgiPassRequestHeaders)),
+  runtime('fastcgi_ignore_client_abort', ['FLAG'], flagSetter(fastcgiIgnoreClientAbort)),
+  none('fastcgi_busy_buffers_size', ['TAKE1'], 'jinx hands data to the client as soon as it can take it'),
+  none('fastcgi_temp_file_write_size', ['TAKE1'], 'temp files are written chunk by chunk as data arrives'),
+  none('fastcgi_next_upstream', ['1MORE'], 'jinx does not retry another FastCGI server yet'),
+  none('fastcgi_next_upstream_tries', ['TAKE1'], 'jinx does not retry another FastCGI server yet'),
+  none('fastcgi_next_upstream_timeout', ['TAKE1'], 'jinx does not retry another FastCGI server yet'),
+  none('fastcgi_ignore_headers', ['1MORE'], 'X-Accel-* and cache headers from upstreams are passed through unread'),
+  none('fastcgi_cache', ['TAKE1'], 'jinx does not cache responses'),
+  none('fastcgi_cache_key', ['TAKE1'], 'jinx does not cache responses'),
+  none('fastcgi_cache_valid', ['1MORE'], 'jinx does not cache responses'),
+  none('fastcgi_cache_bypass', ['1MORE'], 'jinx does not cache responses'),
+  none('fastcgi_no_cache', ['1MORE'], 'jinx does not cache responses'),
+  { ...none('fastcgi_cache_path', ['2MORE'], 'jinx does not cache responses'), contexts: ['http'] },
+  none('fastcgi_catch_stderr', ['TAKE1'], 'stderr of FastCGI servers is logged, not matched'),
+  none('fastcgi_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s'),
 ];

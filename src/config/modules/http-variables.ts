@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import type { VariableDef } from '../variables.js';
 import type { HttpRequestState } from '../../runtime/request.js';
 import { NGINX_VERSION } from '../../version.js';
+import { fastcgiSplit } from '../../runtime/fastcgi-split.js';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
@@ -157,6 +158,6 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'ssl_server_name', get: (r) => r.conn.tls?.serverName },
   { name: 'ssl_protocol', get: (r) => r.conn.tls?.protocol },
   { name: 'ssl_cipher', get: (r) => r.conn.tls?.cipher },
-  { name: 'fastcgi_script_name', get: (r) => r.uri },
-  { name: 'fastcgi_path_info', get: () => '' },
+  { name: 'fastcgi_script_name', get: (r) => fastcgiSplit(r).script },
+  { name: 'fastcgi_path_info', get: (r) => fastcgiSplit(r).pathInfo },
 ];

@@ -4,9 +4,8 @@
  * undici, streams the response back with backpressure, and reports failures
  * with nginx's status and error-log line.
  */
-import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
-import type { ProxyConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
@@ -17,7 +16,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
 import { ResponseSpool } from '../spool.js';
 import { mapUpstreamError, type UpstreamStage } from '../upstream/errors.js';
-import { ResolveError } from '../upstream/resolver.js';
+import { dynamicPeer, groupPeer, type ChosenPeer } from './upstream-peer.js';
 
 /** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
@@ -28,14 +27,12 @@ const UNDICI_MANAGED = new Set(['connection', 'keep-alive', 'transfer-encoding',
 /** Where one proxied request goes. */
 interface Destination {
   readonly scheme: 'http' | 'https';
-  readonly peer: { readonly host: string; readonly port: number; readonly name: string };
+  readonly peer: ChosenPeer;
   /** URI sent in the request line. */
   readonly uri: string;
   /** `$proxy_host`. */
   readonly hostHeader: string;
   readonly port: number;
-  readonly keepalive: boolean;
-  readonly keepaliveTimeoutMs: number;
 }
 
 /**
@@ -58,29 +55,13 @@ function parseUrl(url: string): { scheme: 'http' | 'https'; host: string; port: 
   return { scheme, host: m[2]!, port: m[3] ? Number(m[3]) : undefined, uri: m[4] === '' ? undefined : m[4] };
 }
 
-function peerName(host: string, port: number): string {
-  return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
 /** Finds the destination, or answers the request and returns undefined. */
 async function destination(ex: Exchange, p: ProxyConf): Promise<Destination | undefined> {
   const { r, cx } = ex;
-  const groupPeer = (group: UpstreamGroup): UpstreamPeer | undefined => {
-    const peer = cx.upstreams.pick(group);
-    if (!peer) {
-      r.action = 'connecting to upstream';
-      logRequest(cx, r, 'error', `no live upstreams`);
-    }
-    return peer;
-  };
   if (p.target.kind === 'static') {
-    const group = cx.table.upstreams.get(p.target.group)!;
-    const peer = groupPeer(group);
+    const peer = await groupPeer(ex, cx.table.upstreams.get(p.target.group)!);
     if (!peer) return undefined;
-    return {
-      scheme: p.target.scheme, peer, uri: upstreamUri(r, p, p.target.uri), hostHeader: p.target.hostHeader,
-      port: peer.port, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
-    };
+    return { scheme: p.target.scheme, peer, uri: upstreamUri(r, p, p.target.uri), hostHeader: p.target.hostHeader, port: peer.port };
   }
   const url = p.target.url.evaluate(r);
   const parsed = parseUrl(url);
@@ -90,46 +71,21 @@ async function destination(ex: Exchange, p: ProxyConf): Promise<Destination | un
     return undefined;
   }
   const defaultPort = parsed.scheme === 'https' ? 443 : 80;
-  const port = parsed.port ?? defaultPort;
   const hostHeader = parsed.port === undefined || parsed.port === defaultPort ? parsed.host : `${parsed.host}:${parsed.port}`;
-  const uri = parsed.uri ?? upstreamUri(r, p, undefined);
-  const bare = parsed.host.replace(/^\[|\]$/g, '');
-  if (isIP(bare)) {
-    return { scheme: parsed.scheme, peer: { host: bare, port, name: peerName(bare, port) }, uri, hostHeader, port, keepalive: false, keepaliveTimeoutMs: 60_000 };
-  }
-  const group = cx.table.upstreams.get(parsed.host.toLowerCase());
-  if (group && parsed.port === undefined) {
-    const peer = groupPeer(group);
-    if (!peer) return undefined;
-    return { scheme: parsed.scheme, peer, uri, hostHeader, port: peer.port, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs };
-  }
-  const resolverConf = r.loc.resolver;
-  if (!resolverConf) {
-    logRequest(cx, r, 'error', `no resolver defined to resolve ${parsed.host}`);
-    await finalize(ex, 502);
-    return undefined;
-  }
-  let addrs: readonly string[];
-  try {
-    addrs = await cx.resolver.resolve(parsed.host, resolverConf, r.loc.resolverTimeoutMs);
-  } catch (err) {
-    logRequest(cx, r, 'error', err instanceof ResolveError ? err.message : `${parsed.host} could not be resolved`);
-    await finalize(ex, 502);
-    return undefined;
-  }
-  const addr = addrs[0]!;
-  return { scheme: parsed.scheme, peer: { host: addr, port, name: peerName(addr, port) }, uri, hostHeader, port, keepalive: false, keepaliveTimeoutMs: 60_000 };
+  const peer = await dynamicPeer(ex, parsed.host, parsed.port, defaultPort);
+  if (!peer) return undefined;
+  return { scheme: parsed.scheme, peer, uri: parsed.uri ?? upstreamUri(r, p, undefined), hostHeader, port: peer.port };
 }
 
 /** The request headers: `proxy_set_header` (with nginx's defaults) first, then the client's others. */
 function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): string[] {
   const out: string[] = [];
-  let keepalive = dest.keepalive;
+  let keepalive = dest.peer.keepalive;
   for (const h of p.headers) {
     const v = h.value.evaluate(r);
     if (v === '') continue;
     if (h.lowerName === 'connection') {
-      keepalive = v.toLowerCase() !== 'close' && dest.keepalive;
+      keepalive = v.toLowerCase() !== 'close' && dest.peer.keepalive;
       continue;
     }
     if (UNDICI_MANAGED.has(h.lowerName)) continue;
@@ -209,7 +165,7 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
   if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, {
-    connectTimeoutMs: p.connectTimeoutMs, maxHeaderSizeBytes: p.bufferSizeBytes, keepAliveTimeoutMs: dest.keepaliveTimeoutMs,
+    connectTimeoutMs: p.connectTimeoutMs, maxHeaderSizeBytes: p.bufferSizeBytes, keepAliveTimeoutMs: dest.peer.keepaliveTimeoutMs,
   });
   const started = Date.now();
   r.action = 'connecting to upstream';
@@ -319,7 +275,7 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
       body: body ? bodyStream(body) : withBody ? ex.body! : null,
       headersTimeout: p.readTimeoutMs,
       bodyTimeout: p.readTimeoutMs,
-      reset: !dest.keepalive,
+      reset: !dest.peer.keepalive,
     }, handler);
   });
 }

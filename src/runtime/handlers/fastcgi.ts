@@ -1,0 +1,302 @@
+/**
+ * The FastCGI handler (`ngx_http_fastcgi_module.c`): sends the request as
+ * FastCGI records over TCP or a unix socket (params from `fastcgi_param`
+ * plus the request headers as `HTTP_*`, the body as STDIN), logs every STDERR
+ * record as `FastCGI sent in stderr: "…"`, turns the CGI header (`Status:`,
+ * `Location:`) into the response status, and streams STDOUT to the client
+ * through the same buffering as proxied responses.
+ */
+import { connect, type Socket } from 'node:net';
+import type { FastcgiConf } from '../../config/route-table.js';
+import { systemErrorText } from '../../os-errors.js';
+import { logRequest } from '../context.js';
+import type { Exchange } from '../exchange.js';
+import { finalize } from '../phases.js';
+import type { HttpRequestState } from '../request.js';
+import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
+import { applyHeadersModule } from '../respond.js';
+import { ResponseSpool } from '../spool.js';
+import { mapUpstreamError, type UpstreamFailure } from '../upstream/errors.js';
+import {
+  beginRequestBody, encodeParams, encodeRecords, FastcgiProtocolError, FCGI, RecordParser, stderrText,
+} from '../upstream/fastcgi-protocol.js';
+import { dynamicPeer, groupPeer } from './upstream-peer.js';
+
+const REQUEST_ID = 1;
+const READING_HEADER = 'reading response header from upstream';
+
+/** Where to connect: a TCP peer or a unix socket, and the name nginx logs. */
+type FastcgiAddress = { readonly host: string; readonly port: number; readonly name: string } | { readonly path: string; readonly name: string };
+
+/** The params of a request: `fastcgi_param` in order, then the request headers as `HTTP_*`. */
+function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
+  const out: [string, string][] = [];
+  for (const p of conf.params) {
+    const v = p.value.evaluate(r);
+    if (p.ifNotEmpty && v === '') continue;
+    out.push([p.name, v]);
+  }
+  if (!conf.passRequestHeaders) return out;
+  const raw = r.rawHeaders;
+  const seen = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = `HTTP_${raw[i]!.toUpperCase().replace(/-/g, '_')}`;
+    if (conf.paramNames.has(name)) continue;
+    if (seen.has(name)) {
+      const prev = out.find(([n]) => n === name)!;
+      prev[1] += `${name === 'HTTP_COOKIE' ? '; ' : ', '}${raw[i + 1]}`;
+      continue;
+    }
+    seen.add(name);
+    out.push([name, raw[i + 1]!]);
+  }
+  return out;
+}
+
+async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiAddress | undefined> {
+  const { r, cx } = ex;
+  if (conf.target.kind === 'unix') return { path: conf.target.path, name: `unix:${conf.target.path}` };
+  if (conf.target.kind === 'group') return groupPeer(ex, cx.table.upstreams.get(conf.target.group)!);
+  const text = conf.target.address.evaluate(r);
+  if (text.startsWith('unix:')) return { path: text.slice(5), name: text };
+  const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(text);
+  if (!m) {
+    logRequest(cx, r, 'error', `invalid host in upstream "${text}"`);
+    await finalize(ex, 500);
+    return undefined;
+  }
+  if (m[2] === undefined && !cx.table.upstreams.has(m[1]!.toLowerCase())) {
+    logRequest(cx, r, 'error', `no port in upstream "${text}"`);
+    await finalize(ex, 500);
+    return undefined;
+  }
+  return dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0);
+}
+
+/** Parses the CGI header block: status and the headers to pass. */
+function parseHeader(text: string, conf: FastcgiConf): { status: number; reason: string | undefined; headers: [string, string][] } | undefined {
+  const headers: [string, string][] = [];
+  let status: number | undefined;
+  let reason: string | undefined;
+  let location = false;
+  for (const line of text.split(/\r?\n/)) {
+    if (line === '') continue;
+    const colon = line.indexOf(':');
+    if (colon <= 0) return undefined;
+    const name = line.slice(0, colon);
+    const value = line.slice(colon + 1).trim();
+    const lower = name.toLowerCase();
+    if (lower === 'status') {
+      const m = /^(\d{3})(?:\s+(.*))?$/.exec(value);
+      if (!m) return undefined;
+      status = Number(m[1]);
+      reason = m[2];
+    }
+    if (lower === 'location') location = true;
+    if (conf.hideHeaders.has(lower)) continue;
+    headers.push([name, value]);
+  }
+  return { status: status ?? (location ? 302 : 200), reason: status === undefined && location ? 'Moved Temporarily' : reason, headers };
+}
+
+/** Sends the request to the FastCGI server. */
+export async function fastcgiRequest(ex: Exchange): Promise<void> {
+  const { r } = ex;
+  const conf = r.loc.fastcgi!;
+  const hasBody = conf.passRequestBody && ex.body !== undefined
+    && (r.headers['content-length'] !== undefined ? r.headers['content-length'] !== '0' : r.headers['transfer-encoding'] !== undefined);
+  let body: RequestBody | undefined;
+  if (hasBody) {
+    const read = await readRequestBody(ex);
+    if ('status' in read) {
+      if (read.status === 0) ex.out.abort();
+      else await finalize(ex, read.status);
+      return;
+    }
+    body = read;
+  }
+  try {
+    await exchange(ex, conf, body);
+  } finally {
+    if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);
+  }
+}
+
+async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | undefined): Promise<void> {
+  const { r, cx, out } = ex;
+  const addr = await address(ex, conf);
+  if (!addr) return;
+  r.upstream = { logName: `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr: addr.name, status: undefined, headers: {}, responseTime: undefined };
+  const started = Date.now();
+  r.action = 'connecting to upstream';
+  const socket: Socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
+  socket.setNoDelay(true);
+  let stage: 'connect' | 'header' | 'body' | 'done' = 'connect';
+  let headerBytes = Buffer.alloc(0);
+  let spool: ResponseSpool | undefined;
+  let settled = false;
+
+  await new Promise<void>((resolve) => {
+    const settle = (): void => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      resolve();
+    };
+    const fail = (failure: UpstreamFailure): void => {
+      if (settled) return;
+      r.action = failure.action;
+      logRequest(cx, r, 'error', failure.message);
+      r.action = 'sending to client';
+      spool?.abort();
+      socket.destroy();
+      if (out.started) {
+        out.abort();
+        settle();
+        return;
+      }
+      settled = true;
+      void finalize(ex, failure.status).then(resolve, resolve);
+    };
+    const connectTimer = setTimeout(() => fail({
+      status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'connecting to upstream',
+    }), conf.connectTimeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(connectTimer);
+      stage = 'header';
+      r.action = READING_HEADER;
+      socket.setTimeout(conf.readTimeoutMs);
+      const records: Buffer[] = [];
+      encodeRecords(FCGI.BEGIN_REQUEST, REQUEST_ID, beginRequestBody(conf.keepConn), records);
+      encodeRecords(FCGI.PARAMS, REQUEST_ID, encodeParams(params(r, conf)), records);
+      encodeRecords(FCGI.PARAMS, REQUEST_ID, Buffer.alloc(0), records);
+      if (!body) encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), records);
+      socket.write(Buffer.concat(records));
+      if (body) void sendBody(socket, body).catch((err: Error) => fail(mapUpstreamError(err as Error & { code?: string }, 'header')));
+    });
+    socket.on('timeout', () => fail({
+      status: 504, message: 'upstream timed out (110: Operation timed out)', action: stage === 'body' ? 'reading upstream' : READING_HEADER,
+    }));
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(connectTimer);
+      if (stage === 'connect') fail(mapUpstreamError(err, 'connect'));
+      else fail({ status: 502, message: `recv() failed (${systemErrorText(err)})`, action: stage === 'body' ? 'reading upstream' : READING_HEADER });
+    });
+    socket.on('close', () => {
+      clearTimeout(connectTimer);
+      if (stage === 'header') fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_HEADER });
+      else if (stage === 'body') fail({ status: 502, message: 'upstream prematurely closed FastCGI request', action: 'reading upstream' });
+    });
+
+    const parser = new RecordParser();
+    const onStdout = (data: Buffer): void => {
+      if (stage === 'body') {
+        if (!out.headOnly && spool) {
+          r.bodyBytesSent += data.length;
+          spool.push(data);
+        }
+        return;
+      }
+      headerBytes = Buffer.concat([headerBytes, data]);
+      const text = headerBytes.toString('latin1');
+      let end = text.indexOf('\r\n\r\n');
+      let sep = 4;
+      const lf = text.indexOf('\n\n');
+      if (lf !== -1 && (end === -1 || lf < end)) [end, sep] = [lf, 2];
+      if (end === -1) {
+        if (headerBytes.length > conf.bufferSizeBytes) fail({ status: 502, message: 'upstream sent too big header', action: READING_HEADER });
+        return;
+      }
+      if (end + sep > conf.bufferSizeBytes) {
+        fail({ status: 502, message: 'upstream sent too big header', action: READING_HEADER });
+        return;
+      }
+      const parsed = parseHeader(text.slice(0, end), conf);
+      if (!parsed) {
+        fail({ status: 502, message: 'upstream sent invalid header', action: READING_HEADER });
+        return;
+      }
+      stage = 'body';
+      r.action = 'reading upstream';
+      const up = r.upstream!;
+      up.status = parsed.status;
+      up.responseTime = ((Date.now() - started) / 1000).toFixed(3);
+      up.headers = Object.fromEntries(parsed.headers.map(([n, v]) => [n.toLowerCase(), v]));
+      if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
+        stage = 'done';
+        settled = true;
+        socket.destroy();
+        void finalize(ex, parsed.status).then(resolve, resolve);
+        return;
+      }
+      const headers = parsed.headers.filter(([n]) => n.toLowerCase() !== 'status');
+      applyHeadersModule(r, parsed.status, headers);
+      out.head(r, parsed.status, headers, parsed.reason);
+      spool = new ResponseSpool(out, {
+        buffering: conf.buffering, memoryBytes: conf.memoryBytes, tempPath: conf.tempPath, maxTempFileBytes: conf.maxTempFileBytes,
+      }, cx.tempFiles, {
+        onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
+        pauseUpstream: () => socket.pause(),
+        resumeUpstream: () => socket.resume(),
+        onFileError: (err, path) => fail({ status: 502, message: `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, action: 'reading upstream' }),
+      });
+      const rest = headerBytes.subarray(Buffer.byteLength(text.slice(0, end + sep), 'latin1'));
+      headerBytes = Buffer.alloc(0);
+      if (rest.length > 0) onStdout(rest);
+    };
+
+    socket.on('data', (chunk: Buffer) => {
+      let records;
+      try {
+        records = parser.push(chunk);
+      } catch (err) {
+        fail({ status: 502, message: (err as FastcgiProtocolError).message, action: READING_HEADER });
+        return;
+      }
+      for (const rec of records) {
+        if (settled) return;
+        if (rec.type === FCGI.STDERR) {
+          if (rec.content.length > 0) logRequest(cx, r, 'error', `FastCGI sent in stderr: "${stderrText(rec.content)}"`);
+        } else if (rec.type === FCGI.STDOUT) {
+          if (rec.content.length > 0) onStdout(rec.content);
+        } else if (rec.type === FCGI.END_REQUEST) {
+          if (stage === 'header') {
+            fail({ status: 502, message: 'upstream prematurely closed FastCGI stdout', action: READING_HEADER });
+            return;
+          }
+          stage = 'done';
+          r.action = 'sending to client';
+          socket.destroy();
+          if (!spool) {
+            settle();
+            return;
+          }
+          spool.end();
+          settled = true;
+          void spool.done.then(resolve);
+          return;
+        }
+      }
+    });
+    if (!conf.ignoreClientAbort) out.onAbort(() => {
+      spool?.abort();
+      settle();
+    });
+  });
+}
+
+/** Streams a buffered request body as STDIN records, then the empty STDIN record. */
+async function sendBody(socket: Socket, body: RequestBody): Promise<void> {
+  const source = bodyStream(body);
+  const write = (buf: Buffer): Promise<void> => new Promise((res) => {
+    const records: Buffer[] = [];
+    encodeRecords(FCGI.STDIN, REQUEST_ID, buf, records);
+    if (socket.write(Buffer.concat(records))) res();
+    else socket.once('drain', () => res());
+  });
+  if (Buffer.isBuffer(source)) await write(source);
+  else for await (const chunk of source as AsyncIterable<Buffer>) await write(chunk);
+  const end: Buffer[] = [];
+  encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), end);
+  socket.write(Buffer.concat(end));
+}
