@@ -32,13 +32,21 @@ interface Generation {
 
 /** A client connection and what it is doing. */
 interface ConnectionState {
-  readonly info: ClientConnection;
+  info: ClientConnection;
+  /** The accepted TCP socket. */
+  readonly raw: Socket;
+  /** The HTTP/2 session on it, once there is one. */
+  session: Http2Session | undefined;
+  /** Requests in progress. */
   active: number;
   idleTimer: NodeJS.Timeout | undefined;
 }
 
 const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/;
 const plainAddr = (a: string | undefined): string => (a ? IPV4_MAPPED.exec(a)?.[1] ?? a : '');
+/** Identifies a TCP connection across the raw socket, its TLS socket and its HTTP/2 session. */
+const socketKey = (s: { remoteAddress?: string; remotePort?: number; localPort?: number }): string =>
+  `${s.remoteAddress}|${s.remotePort}|${s.localPort}`;
 
 /** Opens the logs and reads the certificates of a compiled configuration. @throws Error when a file cannot be opened */
 function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles): Generation {
@@ -53,10 +61,14 @@ function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: T
 
 export class Engine {
   private readonly listeners = new Map<string, Listener>();
-  /** HTTP/1.x client connections. */
-  private readonly sockets = new Map<Socket, ConnectionState>();
-  /** HTTP/2 client connections. */
-  private readonly sessions = new Map<Http2Session, ConnectionState>();
+  /** Client connections by accepted socket, oldest first (nginx's reusable-connections order). */
+  private readonly connections = new Map<Socket, ConnectionState>();
+  /** The same connections by `socketKey`, to find them from a TLS socket or an HTTP/2 session. */
+  private readonly byKey = new Map<string, ConnectionState>();
+  private readonly byHttpSocket = new WeakMap<Socket, ConnectionState>();
+  private readonly bySession = new WeakMap<Http2Session, ConnectionState>();
+  /** The second in which the last "reusing connections" warning was written. */
+  private reuseWarnedSec = -1;
   private nextConnectionId = 1;
   private stopping = false;
 
@@ -97,7 +109,8 @@ export class Engine {
       const server = createListener(group, {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
-        onConnection: (socket) => this.accept(socket),
+        onAccept: (socket) => this.accept(socket),
+        onConnection: (socket) => this.secured(socket),
         onSession: (session) => this.acceptSession(session),
         onRequest: (req, res) => this.request(key, req, res),
       });
@@ -106,10 +119,11 @@ export class Engine {
     }
   }
 
-  private connectionInfo(socket: Socket): ClientConnection {
+  /** What a request needs to know about its connection; `id` is a new connection number unless given. */
+  private connectionInfo(socket: Socket, id?: number, acceptedAtMs = Date.now()): ClientConnection {
     const tls = (socket as TLSSocket).encrypted ? (socket as TLSSocket) : undefined;
     return {
-      id: this.nextConnectionId++,
+      id: id ?? this.nextConnectionId++,
       peerAddr: plainAddr(socket.remoteAddress),
       peerPort: socket.remotePort ?? 0,
       localAddr: plainAddr(socket.localAddress),
@@ -120,29 +134,86 @@ export class Engine {
         cipher: tls.getCipher()?.name,
       },
       requests: 0,
-      acceptedAtMs: Date.now(),
+      acceptedAtMs,
     };
   }
 
-  private accept(socket: Socket): void {
-    socket.setNoDelay(true);
-    this.sockets.set(socket, { info: this.connectionInfo(socket), active: 0, idleTimer: undefined });
-    socket.once('close', () => {
-      const st = this.sockets.get(socket);
-      if (st?.idleTimer) clearTimeout(st.idleTimer);
-      this.sockets.delete(socket);
+  /** Connections in use as nginx counts them: listening sockets, clients, upstreams. */
+  private connectionsInUse(): number {
+    return this.listeners.size + this.connections.size + this.generation.cx.upstreams.connectionCount();
+  }
+
+  /**
+   * Admits a new TCP connection within `worker_connections`
+   * (`ngx_get_connection` and `ngx_drain_connections` in
+   * `src/core/ngx_connection.c`): when no more than a sixteenth of the
+   * connections are free, idle connections are closed, oldest first, with the
+   * warning `N worker_connections are not enough, reusing connections` (at
+   * most once a second); when none is free, the new one is closed with the
+   * alert `N worker_connections are not enough`.
+   */
+  private accept(raw: Socket): void {
+    const limit = this.generation.table.main.workerConnections;
+    if (limit - this.connectionsInUse() <= Math.floor(limit / 16)) this.drain(limit);
+    if (this.connectionsInUse() >= limit) {
+      this.log('alert', `${limit} worker_connections are not enough`);
+      raw.destroy();
+      return;
+    }
+    raw.setNoDelay(true);
+    const st: ConnectionState = { info: this.connectionInfo(raw), raw, session: undefined, active: 0, idleTimer: undefined };
+    const key = socketKey(raw);
+    this.connections.set(raw, st);
+    this.byKey.set(key, st);
+    this.byHttpSocket.set(raw, st);
+    raw.once('close', () => {
+      if (st.idleTimer) clearTimeout(st.idleTimer);
+      this.connections.delete(raw);
+      this.byKey.delete(key);
     });
   }
 
+  private drain(limit: number): void {
+    const idle = [...this.connections.values()].filter((c) => c.active === 0);
+    if (idle.length === 0) return;
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.reuseWarnedSec) {
+      this.reuseWarnedSec = second;
+      this.log('warn', `${limit} worker_connections are not enough, reusing connections`);
+    }
+    const n = Math.max(Math.min(32, Math.floor(idle.length / 8)), 1);
+    for (const c of idle.slice(0, n)) {
+      this.connections.delete(c.raw);
+      if (c.session) c.session.destroy();
+      c.raw.destroy();
+    }
+  }
+
+  /** A TLS socket carrying HTTP/1.x: its connection gets the TLS details. */
+  private secured(socket: Socket): void {
+    const st = this.byKey.get(socketKey(socket));
+    if (!st) return;
+    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
+    this.byHttpSocket.set(socket, st);
+  }
+
+  /** An HTTP/2 session: its connection gets the session and the TLS details. */
   private acceptSession(session: Http2Session): void {
-    this.sessions.set(session, { info: this.connectionInfo(session.socket as Socket), active: 0, idleTimer: undefined });
-    session.once('close', () => this.sessions.delete(session));
+    const socket = session.socket as Socket;
+    const st = this.byKey.get(socketKey(socket));
+    if (!st) {
+      session.destroy();
+      return;
+    }
+    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
+    st.session = session;
+    this.bySession.set(session, st);
   }
 
   private request(key: string, req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
     const session = (req as Http2ServerRequest).stream?.session;
     const socket = req.socket;
-    const st = session ? this.sessions.get(session) : this.sockets.get(socket);
+    const st = session ? this.bySession.get(session) : this.byHttpSocket.get(socket);
     const gen = this.generation;
     const group = gen.groups.get(key);
     if (!st || !group) {
@@ -221,8 +292,10 @@ export class Engine {
   async shutdown(): Promise<void> {
     this.stopping = true;
     const closed = this.closeListeners();
-    for (const session of this.sessions.keys()) session.close();
-    for (const [socket, st] of this.sockets) if (st.active === 0) socket.destroy();
+    for (const st of this.connections.values()) {
+      if (st.session) st.session.close();
+      else if (st.active === 0) st.raw.destroy();
+    }
     await closed;
     await this.finish();
   }
@@ -231,8 +304,10 @@ export class Engine {
   async stop(): Promise<void> {
     this.stopping = true;
     const closed = this.closeListeners();
-    for (const session of this.sessions.keys()) session.destroy();
-    for (const socket of this.sockets.keys()) socket.destroy();
+    for (const st of this.connections.values()) {
+      st.session?.destroy();
+      st.raw.destroy();
+    }
     await closed;
     await this.finish();
   }

@@ -83,7 +83,9 @@ export interface ListenHooks {
   /** The group this socket serves in the current configuration. */
   group(key: string): ListenGroup | undefined;
   tls(): TlsContexts;
-  /** A new HTTP/1.x connection (after the TLS handshake for TLS). */
+  /** A TCP connection was accepted (before any TLS handshake); it may be refused or may make room. */
+  onAccept(socket: Socket): void;
+  /** A TLS connection that speaks HTTP/1.x completed its handshake. */
   onConnection(socket: Socket): void;
   /** A new HTTP/2 connection. */
   onSession(session: Http2Session): void;
@@ -104,7 +106,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => hooks.onRequest(req, res);
   if (!group.ssl) {
     const server = createHttpServer(common, onRequest);
-    server.on('connection', (socket: Socket) => hooks.onConnection(socket));
+    server.on('connection', (socket: Socket) => hooks.onAccept(socket));
     return server;
   }
   const tlsOptions = {
@@ -122,10 +124,12 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
       if (socket.alpnProtocol !== 'h2') hooks.onConnection(socket);
     });
     server.on('session', (session: Http2Session) => hooks.onSession(session));
+    server.on('connection', (socket: Socket) => hooks.onAccept(socket));
     return server;
   }
   const server = createHttpsServer({ ...common, ...tlsOptions }, onRequest);
   server.on('secureConnection', (socket: TLSSocket) => hooks.onConnection(socket));
+  server.on('connection', (socket: Socket) => hooks.onAccept(socket));
   return server;
 }
 

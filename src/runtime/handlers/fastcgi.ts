@@ -131,6 +131,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
   r.action = 'connecting to upstream';
   const socket: Socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
   socket.setNoDelay(true);
+  socket.once('close', cx.upstreams.track());
   let stage: 'connect' | 'header' | 'body' | 'done' = 'connect';
   let headerBytes = Buffer.alloc(0);
   let spool: ResponseSpool | undefined;

@@ -68,6 +68,26 @@ export class UpstreamClients {
     return choose(false) ?? choose(true);
   }
 
+  /** FastCGI connections open right now (undici's pools count their own). */
+  private otherConnections = 0;
+
+  /** Counts a connection made outside the pools (FastCGI) until `release`. */
+  track(): () => void {
+    this.otherConnections++;
+    let released = false;
+    return () => {
+      if (!released) this.otherConnections--;
+      released = true;
+    };
+  }
+
+  /** Upstream connections open right now, for `worker_connections`. */
+  connectionCount(): number {
+    let n = this.otherConnections;
+    for (const pool of this.pools.values()) n += pool.stats.connected;
+    return n;
+  }
+
   /** Closes every pool (at shutdown, or when a reloaded configuration replaces this one). */
   async close(): Promise<void> {
     const pools = [...this.pools.values()];
