@@ -13,6 +13,7 @@ import { formatErrorLine } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { systemErrorText } from '../os-errors.js';
 import { Engine } from '../runtime/engine.js';
+import { prepareFiles } from '../runtime/prepare-files.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
 import { lint } from './lint.js';
 
@@ -96,10 +97,15 @@ async function testConfig(paths: ConfPaths, flags: Flags, log: StartupLog): Prom
     process.stderr.write(`nginx: configuration file ${paths.confFile} test failed\n`);
     return 1;
   }
-  if (!flags.q) {
-    process.stderr.write(`nginx: the configuration file ${paths.confFile} syntax is ok\n`);
-    process.stderr.write(`nginx: configuration file ${paths.confFile} test is successful\n`);
+  if (!flags.q) process.stderr.write(`nginx: the configuration file ${paths.confFile} syntax is ok\n`);
+  try {
+    prepareFiles(compiled.table);
+  } catch (err) {
+    report(log, err);
+    process.stderr.write(`nginx: configuration file ${paths.confFile} test failed\n`);
+    return 1;
   }
+  if (!flags.q) process.stderr.write(`nginx: configuration file ${paths.confFile} test is successful\n`);
   if (flags.T) {
     for (const f of compiled.files) process.stdout.write(`# configuration file ${f.path}:\n${f.text}\n`);
   }

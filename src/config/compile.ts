@@ -15,6 +15,7 @@ import type { ConfigNode, SourceLoc } from '../parser/ast.js';
 import { loadConfig, type LoadedFile } from '../parser/load.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { compileLogFormat } from '../log/access-log.js';
+import { loadCertificatePair, type CertificatePair } from './certificates.js';
 import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
 import type { LocationDef } from './modules/http-core.js';
 import * as core from './modules/core.js';
@@ -128,6 +129,9 @@ class Compiler {
   private readonly accessLogTargets: AccessLogTarget[] = [];
   private readonly errorLogTargets: ErrorLogTarget[] = [];
   private readonly upstreams = new Map<string, UpstreamGroup>();
+  private readonly certificateCache = new Map<string, CertificatePair>();
+  /** Every temp path of every level, default or set: nginx creates them all. */
+  private readonly tempDirs = new Set<string>();
 
   constructor(
     private readonly scope: ConfigScope,
@@ -159,10 +163,12 @@ class Compiler {
       this.resolveUpstreams(httpNode);
       for (const map of this.scope.maps) bindMap(map, this.scope.variables);
       const servers = httpNode.children.filter((c) => c.context === 'server');
+      const certificates = servers.map((s) => this.certificates(s));
       for (const s of servers) this.checkDuplicateLocations(s);
+      this.checkSslListens(servers, certificates);
       this.scope.variables.checkReferences();
       this.compileLogFormats();
-      const compiled = servers.map((s) => ({ node: s, server: this.server(s) }));
+      const compiled = servers.map((s, i) => ({ node: s, server: this.server(s, certificates[i]!) }));
       listens = this.listenGroups(compiled);
     }
     return Object.freeze({
@@ -172,6 +178,7 @@ class Compiler {
       upstreams: this.upstreams,
       accessLogTargets: this.accessLogTargets,
       errorLogTargets: [...errorLogs, ...this.errorLogTargets],
+      tempDirs: [...this.tempDirs],
       warnings: this.warnings,
     });
   }
@@ -326,6 +333,10 @@ class Compiler {
     const userFile = c.get(authBasicUserFile);
     const errorLogs = this.errorLogs(c);
     this.errorLogTargets.push(...errorLogs);
+    const bodyTemp = c.get(http.clientBodyTempPath) ?? { dir: this.scope.fullPath('client_body_temp'), levels: [] };
+    this.tempDirs.add(bodyTemp.dir);
+    this.tempDirs.add((c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp') }).dir);
+    this.tempDirs.add((c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp') }).dir);
     const conf: LocationConf = {
       root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: (docRoot?.alias ?? false) && locDef?.regex !== undefined },
       index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
@@ -340,7 +351,7 @@ class Compiler {
       internal: node.conf.own(http.internal)?.value ?? false,
       clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
       clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
-      clientBodyTempPath: c.get(http.clientBodyTempPath) ?? { dir: this.scope.fullPath('client_body_temp'), levels: [] },
+      clientBodyTempPath: bodyTemp,
       logNotFound: c.get(http.logNotFound),
       serverTokens: c.get(http.serverTokens),
       absoluteRedirect: c.get(http.absoluteRedirect),
@@ -527,20 +538,50 @@ class Compiler {
 
   // --- servers -------------------------------------------------------------------
 
-  private server(node: LevelNode): VirtualServer {
+  /**
+   * Loads a server's certificates (merged from http level), pairing
+   * `ssl_certificate` and `ssl_certificate_key` in order
+   * (`ngx_http_ssl_merge_srv_conf`).
+   */
+  private certificates(node: LevelNode): CertificatePair[] {
+    const chain = this.chain(node);
+    const certs = chain.listEntries(ssl.sslCertificates);
+    const keys = chain.list(ssl.sslCertificateKeys);
+    return certs.map((c, i) => {
+      const key = keys[i];
+      if (key === undefined) throw new ConfigError('file', `no "ssl_certificate_key" is defined for certificate "${c.value}"`, c.loc);
+      const cacheKey = `${c.value}\0${key}`;
+      let pair = this.certificateCache.get(cacheKey);
+      if (!pair) this.certificateCache.set(cacheKey, (pair = loadCertificatePair(c.value, key)));
+      return pair;
+    });
+  }
+
+  /** Every server on a `listen … ssl` address needs a certificate or `ssl_reject_handshake on` (`ngx_http_ssl_init`). */
+  private checkSslListens(servers: readonly LevelNode[], certificates: readonly CertificatePair[][]): void {
+    const sslAddrs = new Set<string>();
+    for (const s of servers) {
+      for (const l of s.conf.ownList(http.listens) ?? []) if (l.value.ssl) sslAddrs.add(`${l.value.host}|${l.value.port}`);
+    }
+    servers.forEach((s, i) => {
+      const onSsl = (s.conf.ownList(http.listens) ?? []).some((l) => sslAddrs.has(`${l.value.host}|${l.value.port}`));
+      if (!onSsl || certificates[i]!.length > 0 || this.chain(s).get(ssl.sslRejectHandshake)) return;
+      throw new ConfigError('file', 'no "ssl_certificate" is defined for the "listen ... ssl" directive', s.directive!.loc);
+    });
+  }
+
+  private server(node: LevelNode, certificates: CertificatePair[]): VirtualServer {
     const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [];
     const first = names[0]?.name ?? '';
     const chain = this.chain(node);
-    const certs = chain.list(ssl.sslCertificates);
-    const keys = chain.list(ssl.sslCertificateKeys);
     return {
       name: first.startsWith('.') ? first.slice(1) : first,
       script: this.script(node.conf),
       locations: this.locationTree(node) ?? emptyTree(),
       conf: this.locationConf(node),
-      tls: certs.length > 0 || chain.get(ssl.sslRejectHandshake)
+      tls: certificates.length > 0 || chain.get(ssl.sslRejectHandshake)
         ? {
-            certificates: certs.map((cert, i) => ({ cert, key: keys[i] ?? keys[keys.length - 1] ?? '' })),
+            certificates,
             protocols: chain.get(ssl.sslProtocols),
             ciphers: chain.get(ssl.sslCiphers),
             preferServerCiphers: chain.get(ssl.sslPreferServerCiphers),

@@ -9,6 +9,7 @@ import type { ConfigWarning } from '../errors.js';
 import type { LogLevel } from '../log/levels.js';
 import type { CompiledValue } from './variables.js';
 import type { HttpRequestState } from '../runtime/request.js';
+import type { CertificatePair } from './certificates.js';
 import type { Cidr } from './cidr.js';
 import type { ExpiresDef } from './modules/headers.js';
 import type { ResolverDef } from './modules/http-core.js';
@@ -87,7 +88,8 @@ export interface VirtualServer {
 
 /** TLS certificate settings of a server. */
 export interface TlsServerConf {
-  readonly certificates: readonly { readonly cert: string; readonly key: string }[];
+  /** Certificate chains and keys, read when the configuration was loaded. */
+  readonly certificates: readonly CertificatePair[];
   readonly protocols: readonly string[];
   readonly ciphers: string;
   readonly preferServerCiphers: boolean;
@@ -329,6 +331,8 @@ export interface RouteTable {
   readonly accessLogTargets: readonly AccessLogTarget[];
   /** Every error-log target of the configuration, to open at start. */
   readonly errorLogTargets: readonly ErrorLogTarget[];
+  /** Temp-file directories of the configuration, created at start. */
+  readonly tempDirs: readonly string[];
   readonly warnings: readonly ConfigWarning[];
 }
 

@@ -17,6 +17,7 @@ import type { LogLevel } from '../log/levels.js';
 import type { RuntimeContext } from './context.js';
 import { bindListener, createListener, listenKey, TlsContexts, type Listener } from './listen.js';
 import { serveClientRequest } from './phases.js';
+import { prepareFiles } from './prepare-files.js';
 import type { ClientConnection } from './request.js';
 import { UpstreamClients } from './upstream/clients.js';
 import { NameResolver } from './upstream/resolver.js';
@@ -51,6 +52,7 @@ const socketKey = (s: { remoteAddress?: string; remotePort?: number; localPort?:
 /** Opens the logs and reads the certificates of a compiled configuration. @throws Error when a file cannot be opened */
 function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles): Generation {
   const table = compiled.table;
+  prepareFiles(table);
   errorLog.open(table.errorLogTargets);
   const accessLog = new AccessLogFiles();
   accessLog.open(table.accessLogTargets);

@@ -9,7 +9,6 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
-import { readFileSync } from 'node:fs';
 import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
@@ -20,10 +19,7 @@ export class TlsContexts {
   private readonly contexts = new Map<VirtualServer, SecureContext>();
   private readonly options = new Map<VirtualServer, SecureContextOptions>();
 
-  /**
-   * Reads every server's certificates.
-   * @throws ConfigError nginx's `cannot load certificate "PATH"` when a file cannot be read
-   */
+  /** Builds a TLS context for every server on a TLS address. */
   constructor(table: RouteTable) {
     for (const group of table.listens) {
       if (!group.ssl) continue;
@@ -39,21 +35,13 @@ export class TlsContexts {
   private load(server: VirtualServer): void {
     if (this.contexts.has(server) || !server.tls || server.tls.certificates.length === 0) return;
     const tls = server.tls;
-    const read = (path: string, what: 'certificate' | 'certificate key'): Buffer => {
-      try {
-        return readFileSync(path);
-      } catch (err) {
-        const fn = what === 'certificate' ? 'BIO_new_file' : 'PEM_read_bio_PrivateKey';
-        throw new ConfigError('file', `cannot load ${what} "${path}": ${fn}() failed (${systemErrorText(err)})`, server.loc);
-      }
-    };
     const minVersion = tls.protocols.includes('TLSv1') ? 'TLSv1' : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1'
       : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2' : 'TLSv1.3';
     const maxVersion = tls.protocols.includes('TLSv1.3') ? 'TLSv1.3' : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2'
       : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1' : 'TLSv1';
     const options: SecureContextOptions = {
-      cert: tls.certificates.map((c) => read(c.cert, 'certificate')),
-      key: tls.certificates.map((c) => read(c.key, 'certificate key')),
+      cert: tls.certificates.map((c) => c.cert),
+      key: tls.certificates.map((c) => c.key),
       ciphers: tls.ciphers,
       honorCipherOrder: tls.preferServerCiphers,
       minVersion,
