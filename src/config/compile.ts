@@ -530,8 +530,9 @@ class Compiler {
     const list = entries.length > 0
       ? entries.flatMap((e) => (e.off ? [] : [{
           path: e.path, format: this.logFormats.get(e.format)!, condition: e.condition && this.scope.variables.bind(e.condition),
+          bufferBytes: e.bufferBytes ?? 0, flushMs: e.flushMs ?? (e.bufferBytes ? 1000 : 0),
         }]))
-      : [{ path: this.scope.fullPath('logs/access.log'), format: this.logFormats.get('combined')!, condition: undefined }];
+      : [{ path: this.scope.fullPath('logs/access.log'), format: this.logFormats.get('combined')!, condition: undefined, bufferBytes: 0, flushMs: 0 }];
     this.accessLogTargets.push(...list);
     return list;
   }

@@ -171,6 +171,10 @@ export interface AccessLogTarget {
   readonly path: string;
   readonly format: CompiledLogFormat;
   readonly condition: CompiledValue | undefined;
+  /** `buffer=SIZE`: lines are written once this many bytes are pending (0: at once). */
+  readonly bufferBytes: number;
+  /** `flush=TIME`: pending lines are written at least this often (0: no timer). */
+  readonly flushMs: number;
 }
 
 /** A compiled `log_format`. */

@@ -65,11 +65,11 @@ export function compileLogFormat(
 export class AccessLogFiles {
   private readonly streams = new Map<string, SonicBoom>();
 
-  private stream(path: string): SonicBoom {
-    let s = this.streams.get(path);
+  private stream(t: AccessLogTarget): SonicBoom {
+    let s = this.streams.get(t.path);
     if (!s) {
-      s = new SonicBoom({ dest: path, append: true, mkdir: false, minLength: 0 });
-      this.streams.set(path, s);
+      s = new SonicBoom({ dest: t.path, append: true, mkdir: false, minLength: t.bufferBytes, periodicFlush: t.flushMs });
+      this.streams.set(t.path, s);
     }
     return s;
   }
@@ -81,8 +81,8 @@ export class AccessLogFiles {
    */
   open(targets: readonly AccessLogTarget[]): void {
     for (const t of targets) {
-      if (!t.path.includes('$')) touchForAppend(t.path);
-      this.stream(t.path);
+      touchForAppend(t.path);
+      this.stream(t);
     }
   }
 
@@ -93,7 +93,7 @@ export class AccessLogFiles {
         const c = t.condition.evaluate(r);
         if (c === '' || c === '0') continue;
       }
-      this.stream(t.path).write(t.format.render(r) + '\n');
+      this.stream(t).write(t.format.render(r) + '\n');
     }
   }
 

@@ -24,7 +24,7 @@ export function prepareFiles(table: RouteTable): void {
   }
   const files = new Set([...table.errorLogTargets.map((t) => t.path), ...table.accessLogTargets.map((t) => t.path)]);
   for (const path of files) {
-    if (path === 'stderr' || path.includes('$')) continue;
+    if (path === 'stderr') continue;
     try {
       closeSync(openSync(path, 'a'));
     } catch (err) {

@@ -75,7 +75,8 @@ export const logDirectives: readonly DirectiveSpec[] = [
         else if (p === 'gzip' || p.startsWith('gzip=')) fail('gzip compression of access logs is not supported by jinx');
         else fail(`invalid parameter "${p}"`);
       }
-      const full = path.includes('$') ? path : cx.scope.fullPath(path);
+      if (path.includes('$')) fail('variables in the "access_log" path are not supported by jinx');
+      const full = cx.scope.fullPath(path);
       cx.level.append(accessLogs, { off: false, path: full, format, bufferBytes, flushMs, condition, loc: d.loc }, d.loc);
     },
   },
