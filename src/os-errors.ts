@@ -2,7 +2,9 @@
  * Linux errno numbers and glibc's `strerror()` texts, for the `(N: text)` part
  * nginx appends to system errors (`ngx_log_errno` in `src/core/ngx_log.c`).
  * Node reports system errors by name (`ECONNREFUSED`); nginx's log shows the
- * number and glibc's text, so the table maps one to the other.
+ * number and glibc's text, so the table maps one to the other. ETIMEDOUT
+ * reads "Operation timed out" (musl's text), the wording of jinx's
+ * specification; glibc says "Connection timed out".
  */
 
 const ERRNO: Readonly<Record<string, readonly [number, string]>> = {
@@ -113,7 +115,7 @@ const ERRNO: Readonly<Record<string, readonly [number, string]>> = {
   ENOTCONN: [107, 'Transport endpoint is not connected'],
   ESHUTDOWN: [108, 'Cannot send after transport endpoint shutdown'],
   ETOOMANYREFS: [109, 'Too many references: cannot splice'],
-  ETIMEDOUT: [110, 'Connection timed out'],
+  ETIMEDOUT: [110, 'Operation timed out'],
   ECONNREFUSED: [111, 'Connection refused'],
   EHOSTDOWN: [112, 'Host is down'],
   EHOSTUNREACH: [113, 'No route to host'],

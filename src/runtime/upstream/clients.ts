@@ -33,8 +33,8 @@ export class UpstreamClients {
     if (!pool) {
       const host = peer.host.includes(':') ? `[${peer.host}]` : peer.host;
       pool = new Pool(`${scheme}://${host}:${peer.port}`, {
-        connect: { timeout: settings.connectTimeoutMs },
-        connectTimeout: settings.connectTimeoutMs,
+        // nginx does not verify upstream certificates unless proxy_ssl_verify is on
+        connect: { timeout: settings.connectTimeoutMs, rejectUnauthorized: false },
         maxHeaderSize: settings.maxHeaderSizeBytes,
         keepAliveTimeout: settings.keepAliveTimeoutMs,
         keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
