@@ -294,13 +294,22 @@ describe('jinx -p and -c', () => {
     assert.match(r.stderr, new RegExp(`the configuration file ${p}/nginx.conf syntax is ok`));
   });
 
-  it('includes and log paths in the file resolve against -p, not against the file\'s directory', () => {
-    const p = makePrefix(GOOD);
-    // the conf in a subdirectory still includes conf.d/*.conf from the prefix
-    const sub = makePrefix({});
-    const r = runJinx(['-p', `${p}/`, '-c', `${p}/nginx.conf`, '-T'], { cwd: sub });
+  it('-c conf/nginx.conf: includes resolve against the file\'s directory (PREFIX/conf/), as in nginx', (t) => {
+    const files = {
+      'conf/nginx.conf': 'error_log logs/error.log;\nevents {}\nhttp { include conf.d/*.conf; }\n',
+      'conf/conf.d/x.conf': 'server { listen 127.0.0.1:1; server_name in-conf-dir; }\n',
+      'conf.d/x.conf': 'server { listen 127.0.0.1:1; server_name in-prefix; }\n',
+    };
+    const p = makePrefix(files);
+    const r = runJinx(['-p', `${p}/`, '-c', 'conf/nginx.conf', '-T'], { cwd: '/' });
     assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`# configuration file ${p}/conf.d/a.conf:`));
+    assert.deepEqual(r.stdout.split('\n').filter((l) => l.startsWith('# configuration file')), [
+      `# configuration file ${p}/conf/nginx.conf:`,
+      `# configuration file ${p}/conf/conf.d/x.conf:`,
+    ]);
+    const ref = referenceImpl();
+    if (!ref) return t.skip('no reference nginx to compare with');
+    assert.equal(r.stdout, runImpl(ref, ['-p', `${p}/`, '-c', 'conf/nginx.conf', '-T']).stdout);
   });
 
   it('a missing -c file: open() failed (2: No such file or directory) with the path under the prefix, exit 1', () => {
