@@ -335,6 +335,19 @@ describe('jinx -p and -c', () => {
   });
 });
 
+describe('jinx -h and -?', () => {
+  it('-h and -? print the usage with every flag on stderr, exit 0, as nginx does', () => {
+    for (const flag of ['-h', '-?']) {
+      const r = runJinx([flag]);
+      assert.equal(r.status, 0, `${flag}: ${r.stderr}`);
+      assert.equal(r.stdout, '', flag);
+      for (const f of ['-v', '-V', '-t', '-T', '-q', '-s', '-p', '-e', '-c', '-g']) {
+        assert.match(r.stderr, new RegExp(`^\\s*${f.replace('?', '\\?')}\\b`, 'm'), `${flag} lists ${f}`);
+      }
+    }
+  });
+});
+
 describe('jinx with a bad command line', () => {
   it('prints nginx\'s messages for an unknown option and a missing option value, exit 1', (t) => {
     const cases: [string[], string][] = [
