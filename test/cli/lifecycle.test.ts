@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, logLines, onCleanup, portOpen, startUpstream, waitFor } from '../helpers/harness.js';
 import {
-  impls, KeepAliveClient, makePrefix, readText, runImpl, sleep, spawnImpl, startImpl, tryGet, withoutPrefix,
+  impls, KeepAliveClient, makePrefix, readPid, readText, runImpl, sleep, spawnImpl, startImpl, tryGet, withoutPrefix,
   type Impl,
 } from '../helpers/cli.js';
 
@@ -228,6 +228,18 @@ function runScenarios(impl: Impl): void {
       assert.equal(proc.hasExited(), false);
     });
 
+    it('SIGHUP moving the server to another port: the new port serves, the old one closes', async () => {
+      const [port, port2] = [await freePort(), await freePort()];
+      const p = makePrefix({ 'nginx.conf': conf(port, 'one') });
+      const proc = await startImpl(impl, p, [port]);
+      writeFileSync(join(p, 'nginx.conf'), conf(port2, 'two'));
+      proc.child.kill('SIGHUP');
+      await waitFor(async () => (await tryGet(port2, '/')).body === 'two\n', 10_000, 'the new port');
+      await waitFor(async () => !(await portOpen(port)), 10_000, 'the old port to close');
+      assert.equal(proc.hasExited(), false);
+      assert.deepEqual(logLines(readText(join(p, 'logs/error.log'))), []);
+    });
+
     it('SIGUSR1: after the log files are renamed, new lines go to new files', async () => {
       const port = await freePort();
       const text = conf(port, 'one', 1, 'access_log logs/access.log;')
@@ -269,6 +281,71 @@ function runScenarios(impl: Impl): void {
       await tryGet(port, '/after');
       await waitFor(() => readText(log('access.log')).includes('/after'), 5000, 'the line in the new file');
       assert.doesNotMatch(readText(log('access.log.1')), /\/after/);
+    });
+  });
+
+  describe(`${impl.name}: start-up`, () => {
+    after(cleanup);
+
+    it('-e FILE: a start-up warning goes into FILE as a log line and to stderr as "nginx: [warn] …"', async () => {
+      const port = await freePort();
+      const text = conf(port, 'one').replace('location / {', 'location / { allow 10.1.2.3/8;');
+      const p = makePrefix({ 'nginx.conf': text });
+      const proc = await startImpl(impl, p, [port], ['-e', 'logs/startup.log']);
+      const warn = `low address bits of 10.1.2.3/8 are meaningless in ${p}/nginx.conf:12`;
+      await waitFor(() => proc.stderr().includes('\n'), 5000, 'stderr');
+      assert.equal(proc.stderr(), `nginx: [warn] ${warn}\n`);
+      assert.deepEqual(logLines(readText(join(p, 'logs/startup.log'))), [`[warn] ${warn}`]);
+      proc.child.kill('SIGQUIT');
+      assert.equal(await proc.waitExit(), 0);
+    });
+
+    it('without -e: the start-up warning is a full log line on stderr', async () => {
+      const port = await freePort();
+      const text = conf(port, 'one').replace('location / {', 'location / { allow 10.1.2.3/8;');
+      const p = makePrefix({ 'nginx.conf': text });
+      const proc = await startImpl(impl, p, [port]);
+      await waitFor(() => proc.stderr().includes('\n'), 5000, 'stderr');
+      assert.deepEqual(logLines(proc.stderr()), [`[warn] low address bits of 10.1.2.3/8 are meaningless in ${p}/nginx.conf:12`]);
+      proc.child.kill('SIGQUIT');
+      assert.equal(await proc.waitExit(), 0);
+    });
+
+    it('-g "daemon off;" with a file that does not say it: runs in the foreground', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'one').replace('daemon off;\n', '') });
+      const proc = await startImpl(impl, p, [port], ['-g', 'daemon off;']);
+      assert.equal(readText(join(p, 'logs/nginx.pid')), `${proc.pid}\n`);
+      assert.equal((await tryGet(port, '/')).body, 'one\n');
+      proc.child.kill('SIGQUIT');
+      assert.equal(await proc.waitExit(), 0);
+    });
+
+    it('daemon on: the command exits 0 once the server serves; the pid file names the daemon; -s quit stops it', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'one').replace('daemon off;', 'daemon on;') });
+      const pidFile = join(p, 'logs/nginx.pid');
+      onCleanup(async () => {
+        const pid = readPid(pidFile);
+        if (pid === undefined) return;
+        try {
+          process.kill(pid, 'SIGTERM');
+        } catch {
+          return;
+        }
+        await waitFor(() => !existsSync(pidFile), 5000, 'the daemon to exit').catch(() => process.kill(pid, 'SIGKILL'));
+      });
+      const launcher = spawnImpl(impl, ['-p', `${p}/`, '-c', 'nginx.conf']);
+      assert.equal(await launcher.waitExit(10_000), 0, launcher.stderr());
+      await waitFor(() => readPid(pidFile) !== undefined, 5000, 'the pid file');
+      const pid = readPid(pidFile)!;
+      assert.notEqual(pid, launcher.pid, 'the pid file names the daemon, not the command that started it');
+      await waitFor(() => portOpen(port), 5000, 'the port');
+      assert.equal((await tryGet(port, '/')).body, 'one\n');
+      const r = runImpl(impl, ['-p', `${p}/`, '-c', 'nginx.conf', '-s', 'quit']);
+      assert.equal(r.status, 0, r.stderr);
+      await waitFor(() => !existsSync(pidFile), 10_000, 'the daemon to exit and remove its pid file');
+      await waitFor(async () => !(await portOpen(port)), 5000, 'the port to close');
     });
   });
 
