@@ -184,8 +184,8 @@ function runScenarios(impl: Impl): void {
       await gotHeaders;
       const t0 = Date.now();
       proc.child.kill('SIGTERM');
-      assert.equal(await proc.waitExit(4000), 0);
-      assert.ok(Date.now() - t0 < 4000);
+      assert.equal(await proc.waitExit(6000), 0);
+      assert.ok(Date.now() - t0 < 6000, 'exited before the upstream finished (8 s)');
       const res = await slow;
       assert.notEqual(res.body, 'part1part2', 'the slow response was cut');
       assert.equal(existsSync(join(p, 'logs/nginx.pid')), false);
