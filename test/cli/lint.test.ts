@@ -1,0 +1,143 @@
+/**
+ * `jinx lint`: what `-t` checks, plus a note with file:line for every
+ * directive jinx accepts but does not act on; text or `--format json`; exit 1
+ * only for an error.
+ */
+import { strict as assert } from 'node:assert';
+import { after, describe, it } from 'node:test';
+import { cleanup, runJinx } from '../helpers/harness.js';
+import { makePrefix } from '../helpers/cli.js';
+
+interface Finding {
+  severity: string;
+  code: string;
+  message: string;
+  file: string | null;
+  line: number | null;
+}
+
+const CONF = {
+  'nginx.conf': `pcre_jit on;
+events {}
+http {
+    sendfile on;
+    tcp_nopush on;
+    proxy_cache_path cache levels=1:2 keys_zone=one:10m;
+    include conf.d/*.conf;
+}
+`,
+  'conf.d/site.conf': `server {
+    listen 127.0.0.1:1;
+    gzip on;
+    location / {
+        allow 10.1.2.3/8;
+        deny all;
+        return 200;
+    }
+}
+`,
+};
+
+const BAD = {
+  'nginx.conf': 'events {}\nhttp {\n    sendfile on;\n    server { listen 127.0.0.1:1; bogus_directive on; }\n}\n',
+};
+
+function lintJson(args: readonly string[]): { status: number | null; findings: Finding[]; stderr: string } {
+  const r = runJinx(['lint', ...args, '--format', 'json']);
+  return { status: r.status, findings: JSON.parse(r.stdout) as Finding[], stderr: r.stderr };
+}
+
+describe('jinx lint', () => {
+  after(cleanup);
+
+  it('text: the low-address-bits warning and a no-effect note per directive, each with FILE:LINE, exit 0', () => {
+    const p = makePrefix(CONF);
+    const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf']);
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.ok(lines.includes(`${p}/conf.d/site.conf:5: [warning] low address bits of 10.1.2.3/8 are meaningless`), r.stdout);
+    for (const [file, line, name] of [
+      ['nginx.conf', 1, 'pcre_jit'], ['nginx.conf', 4, 'sendfile'], ['nginx.conf', 5, 'tcp_nopush'],
+      ['nginx.conf', 6, 'proxy_cache_path'], ['conf.d/site.conf', 3, 'gzip'],
+    ] as const) {
+      const prefix = `${p}/${file}:${line}: [note] "${name}" has no effect in jinx`;
+      assert.ok(lines.some((l) => l.startsWith(prefix)), `expected a line starting with ${prefix}\n${r.stdout}`);
+    }
+    assert.equal(lines.length, 6, r.stdout);
+  });
+
+  it('--format json: an array of {severity, code, message, file, line}, exit 0', () => {
+    const p = makePrefix(CONF);
+    const { status, findings } = lintJson(['-p', `${p}/`, '-c', 'nginx.conf']);
+    assert.equal(status, 0);
+    for (const f of findings) assert.deepEqual(Object.keys(f).sort(), ['code', 'file', 'line', 'message', 'severity']);
+    assert.deepEqual(findings.find((f) => f.severity === 'warning'), {
+      severity: 'warning', code: 'low-address-bits', message: 'low address bits of 10.1.2.3/8 are meaningless',
+      file: `${p}/conf.d/site.conf`, line: 5,
+    });
+    const notes = findings.filter((f) => f.severity === 'note')
+      .map((f) => ({ code: f.code, name: /^"([^"]+)" has no effect in jinx: \S/.exec(f.message)?.[1], file: f.file, line: f.line }))
+      .sort((a, b) => `${a.file}:${a.line}`.localeCompare(`${b.file}:${b.line}`));
+    assert.deepEqual(notes, [
+      { code: 'no-effect', name: 'gzip', file: `${p}/conf.d/site.conf`, line: 3 },
+      { code: 'no-effect', name: 'pcre_jit', file: `${p}/nginx.conf`, line: 1 },
+      { code: 'no-effect', name: 'sendfile', file: `${p}/nginx.conf`, line: 4 },
+      { code: 'no-effect', name: 'tcp_nopush', file: `${p}/nginx.conf`, line: 5 },
+      { code: 'no-effect', name: 'proxy_cache_path', file: `${p}/nginx.conf`, line: 6 },
+    ]);
+    assert.equal(findings.length, 6);
+  });
+
+  it('an error: "FILE:LINE: [error] unknown directive …" and exit 1', () => {
+    const p = makePrefix(BAD);
+    const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf']);
+    assert.equal(r.status, 1);
+    assert.ok(r.stdout.split('\n').includes(`${p}/nginx.conf:4: [error] unknown directive "bogus_directive"`), r.stdout);
+  });
+
+  it('an error in JSON: severity "error" with its code, file and line, exit 1', () => {
+    const p = makePrefix(BAD);
+    const { status, findings } = lintJson(['-p', `${p}/`, '-c', 'nginx.conf']);
+    assert.equal(status, 1);
+    assert.deepEqual(findings.filter((f) => f.severity === 'error'), [{
+      severity: 'error', code: 'unknown-directive', message: 'unknown directive "bogus_directive"', file: `${p}/nginx.conf`, line: 4,
+    }]);
+  });
+
+  it('a configuration with nothing to report: "FILE: no findings", exit 0', () => {
+    const p = makePrefix({ 'nginx.conf': 'events {}\nhttp { server { listen 127.0.0.1:1; return 204; } }\n' });
+    const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf']);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout, `${p}/nginx.conf: no findings\n`);
+    const json = lintJson(['-p', `${p}/`, '-c', 'nginx.conf']);
+    assert.deepEqual(json.findings, []);
+  });
+
+  it('the file may be given as an argument, relative to -p', () => {
+    const p = makePrefix(BAD);
+    const r = runJinx(['-p', `${p}/`, 'lint', 'nginx.conf']);
+    assert.equal(r.status, 1);
+    assert.match(r.stdout, /nginx\.conf:4: \[error\] unknown directive "bogus_directive"/);
+  });
+
+  it('a missing file: an [error] open() … failed line, exit 1', () => {
+    const p = makePrefix({});
+    const r = runJinx(['lint', '-p', `${p}/`, '-c', 'missing.conf']);
+    assert.equal(r.status, 1);
+    assert.match(r.stdout, new RegExp(`\\[error\\] open\\(\\) "${p}/missing.conf" failed \\(2: No such file or directory\\)`));
+  });
+
+  it('-g directives are checked too', () => {
+    const p = makePrefix({ 'nginx.conf': 'events {}\nhttp { server { listen 127.0.0.1:1; } }\n' });
+    const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf', '-g', 'bogus x;']);
+    assert.equal(r.status, 1);
+    assert.match(r.stdout, /\[error\] unknown directive "bogus"/);
+  });
+
+  it('an unknown --format: an error naming the choices, exit 1', () => {
+    const p = makePrefix({ 'nginx.conf': 'events {}\n' });
+    const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf', '--format', 'yaml']);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /text, json/);
+  });
+});
