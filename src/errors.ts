@@ -30,13 +30,22 @@ export class ConfigError extends Error {
   readonly loc: SourceLoc | undefined;
   /** The message without location, as nginx words it. */
   readonly text: string;
+  /** The level nginx logs it at: `emerg` for configuration errors, `crit` for some file errors. */
+  readonly level: 'emerg' | 'crit';
+  /**
+   * `init` for errors nginx finds after the file has been read (the main
+   * context's checks, files to open): `-t` prints "syntax is ok" before them.
+   */
+  readonly phase: 'parse' | 'init';
 
-  constructor(code: ConfigErrorCode, text: string, loc?: SourceLoc) {
+  constructor(code: ConfigErrorCode, text: string, loc?: SourceLoc, opts: { level?: 'emerg' | 'crit'; phase?: 'parse' | 'init' } = {}) {
     super(withLoc(text, loc));
     this.name = 'ConfigError';
     this.code = code;
     this.text = text;
     this.loc = loc;
+    this.level = opts.level ?? 'emerg';
+    this.phase = opts.phase ?? 'parse';
   }
 }
 

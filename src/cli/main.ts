@@ -1,26 +1,32 @@
 /**
- * The `jinx` command: nginx's flags (`-c -p -t -T -q -g -e -s -v -V`) and
- * `jinx lint`. Messages go where nginx's Debian build puts them: log lines
+ * The `jinx` command: nginx's flags (`-c -p -t -T -q -g -e -s -v -V -h -?`,
+ * `ngx_get_options` in `src/core/nginx.c`) parsed with commander, and
+ * `jinx lint`. Messages go where Debian's nginx build puts them: log lines
  * (`YYYY/MM/DD HH:MM:SS [emerg] PID#PID: …`) and `nginx: …` notes on stderr.
  */
-import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { isAbsolute, resolve } from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { compileConfig, type CompiledConfig } from '../config/compile.js';
 import { ConfigError, formatWarning } from '../errors.js';
-import { formatErrorLine } from '../log/error-log.js';
-import type { LogLevel } from '../log/levels.js';
 import { systemErrorText } from '../os-errors.js';
 import { Engine } from '../runtime/engine.js';
 import { prepareFiles } from '../runtime/prepare-files.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
 import { lint } from './lint.js';
+import { StartupLog, type MessageSink } from './startup-log.js';
 
 /** nginx's `-s` signals. */
 const SIGNALS: Readonly<Record<string, NodeJS.Signals>> = { stop: 'SIGTERM', quit: 'SIGQUIT', reopen: 'SIGUSR1', reload: 'SIGHUP' };
+const SIGNAL_NUMBERS: Readonly<Record<string, number>> = { SIGTERM: 15, SIGQUIT: 3, SIGUSR1: 10, SIGHUP: 1 };
+
+/** What nginx says when an option lacks its value. */
+const MISSING_VALUE: Readonly<Record<string, string>> = {
+  '-s': 'parameter', '-g': 'parameter', '-c': 'file name', '-e': 'file name', '-p': 'directory name',
+};
 
 interface Flags {
+  h?: boolean;
   v?: boolean;
   V?: boolean;
   t?: boolean;
@@ -35,109 +41,114 @@ interface Flags {
 
 /** Paths derived from `-p` and `-c` as nginx's `ngx_process_options` does. */
 export interface ConfPaths {
-  /** Absolute, ending with `/`. */
+  /** The prefix as given (relative stays relative), ending with `/`. */
   readonly prefix: string;
+  /** The configuration file: `-c` as given if absolute, else the prefix joined to it as text. */
   readonly confFile: string;
 }
 
+/** Joins `-p` and `-c` as text, as nginx does (no normalization: messages show the paths as the user gave them). */
 export function confPaths(prefixFlag: string | undefined, confFlag: string | undefined): ConfPaths {
-  let prefix = prefixFlag === undefined ? DEFAULT_PREFIX : resolve(prefixFlag);
+  let prefix = prefixFlag ?? DEFAULT_PREFIX;
   if (!prefix.endsWith('/')) prefix += '/';
   const conf = confFlag ?? DEFAULT_CONF;
-  return { prefix, confFile: isAbsolute(conf) ? conf : resolve(prefix, conf) };
+  return { prefix, confFile: conf.startsWith('/') ? conf : prefix + conf };
 }
 
-/** Receives log lines that have no request context. */
-interface MessageSink {
-  write(level: LogLevel, message: string): void;
-}
+/** nginx's usage text (`-h`, `-?`), with jinx's subcommand. */
+function usage(): string {
+  return `${versionLine()}
+Usage: jinx [-?hvVtTq] [-s signal] [-p prefix]
+            [-e filename] [-c filename] [-g directives]
+       jinx lint [file] [--format text|json]
 
-/** Where messages go before the configuration's `error_log` is open (`-e`, stderr by default). */
-class StartupLog implements MessageSink {
-  constructor(private readonly target: string) {}
+Options:
+  -?,-h         : this help
+  -v            : show version and exit
+  -V            : show version and configure options then exit
+  -t            : test configuration and exit
+  -T            : test configuration, dump it and exit
+  -q            : suppress non-error messages during configuration testing
+  -s signal     : send signal to a master process: stop, quit, reopen, reload
+  -p prefix     : set prefix path (default: ${DEFAULT_PREFIX})
+  -e filename   : set error log file (default: stderr)
+  -c filename   : set configuration file (default: ${DEFAULT_CONF})
+  -g directives : set global directives out of configuration file
 
-  write(level: LogLevel, message: string): void {
-    const line = formatErrorLine(level, message, undefined) + '\n';
-    if (this.target === 'stderr') {
-      process.stderr.write(line);
-      return;
-    }
-    try {
-      appendFileSync(this.target, line);
-    } catch {
-      // the file is unusable: stderr below still carries the message
-    }
-    if (level === 'emerg' || level === 'alert' || level === 'crit' || level === 'error' || level === 'warn') {
-      process.stderr.write(`nginx: [${level}] ${message}\n`);
-    }
-  }
+Commands:
+  lint [file]   : test configuration and list what has no effect in jinx
+                  (--format text|json)
+`;
 }
 
 function report(log: MessageSink, err: unknown): void {
-  if (err instanceof ConfigError) log.write('emerg', err.message);
+  if (err instanceof ConfigError) log.write(err.level, err.message);
   else if ((err as NodeJS.ErrnoException)?.code && (err as NodeJS.ErrnoException).path) {
     log.write('emerg', `open() "${(err as NodeJS.ErrnoException).path}" failed (${systemErrorText(err)})`);
   } else log.write('emerg', String((err as Error)?.message ?? err));
 }
 
-async function compile(paths: ConfPaths, flags: Flags, log: MessageSink): Promise<CompiledConfig | undefined> {
+/** Compiles; reports warnings, and the error if any. `syntaxOk` is called once the file has been read. */
+async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxOk: () => void = () => undefined): Promise<CompiledConfig | undefined> {
   try {
     const compiled = await compileConfig({ confFile: paths.confFile, prefix: paths.prefix, globalDirectives: flags.g });
     for (const w of compiled.warnings) log.write(w.level, formatWarning(w));
+    syntaxOk();
     return compiled;
   } catch (err) {
+    if (err instanceof ConfigError && err.phase === 'init') syntaxOk();
     report(log, err);
     return undefined;
   }
 }
 
 async function testConfig(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
-  const compiled = await compile(paths, flags, log);
-  if (!compiled) {
+  const syntaxOk = (): void => {
+    if (!flags.q) process.stderr.write(`nginx: the configuration file ${paths.confFile} syntax is ok\n`);
+  };
+  const failed = (): number => {
     process.stderr.write(`nginx: configuration file ${paths.confFile} test failed\n`);
     return 1;
-  }
-  if (!flags.q) process.stderr.write(`nginx: the configuration file ${paths.confFile} syntax is ok\n`);
+  };
+  const compiled = await compile(paths, flags, log, syntaxOk);
+  if (!compiled) return failed();
   try {
     prepareFiles(compiled.table);
   } catch (err) {
     report(log, err);
-    process.stderr.write(`nginx: configuration file ${paths.confFile} test failed\n`);
-    return 1;
+    return failed();
   }
   if (!flags.q) process.stderr.write(`nginx: configuration file ${paths.confFile} test is successful\n`);
   if (flags.T) {
-    for (const f of compiled.files) process.stdout.write(`# configuration file ${f.path}:\n${f.text}\n`);
+    process.stdout.on('error', () => undefined);
+    for (const f of compiled.files) process.stdout.write(Buffer.from(`# configuration file ${f.path}:\n${f.text}\n`, 'latin1'));
   }
   return 0;
 }
 
 /** `-s SIGNAL`: signals the process whose pid the configuration's pid file holds. */
-async function signalProcess(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
-  const sig = SIGNALS[flags.s!];
-  if (!sig) {
-    process.stderr.write(`nginx: invalid option: "-s ${flags.s}"\n`);
-    return 1;
-  }
+async function signalProcess(paths: ConfPaths, flags: Flags, sig: NodeJS.Signals, log: StartupLog): Promise<number> {
   const compiled = await compile(paths, flags, log);
   if (!compiled) return 1;
+  log.write('notice', 'signal process started');
   const pidFile = compiled.table.main.pidFile;
   let text: string;
   try {
-    text = readFileSync(pidFile, 'utf8');
+    text = readFileSync(pidFile, 'latin1');
   } catch (err) {
     log.write('error', `open() "${pidFile}" failed (${systemErrorText(err)})`);
     return 1;
   }
-  const pid = Number(text.trim());
-  if (!/^\d+$/.test(text.trim()) || pid <= 0) {
-    log.write('error', `invalid PID number "${text.trim()}" in "${pidFile}"`);
+  const trimmed = text.replace(/[\r\n]+$/, '');
+  const pid = Number(trimmed);
+  if (!/^\d+$/.test(trimmed) || pid <= 0) {
+    log.write('error', `invalid PID number "${trimmed}" in "${pidFile}"`);
     return 1;
   }
   try {
     process.kill(pid, sig);
   } catch (err) {
-    log.write('alert', `kill(${pid}, ${sig === 'SIGTERM' ? 15 : sig === 'SIGQUIT' ? 3 : sig === 'SIGUSR1' ? 10 : 1}) failed (${systemErrorText(err)})`);
+    log.write('alert', `kill(${pid}, ${SIGNAL_NUMBERS[sig]}) failed (${systemErrorText(err)})`);
     return 1;
   }
   return 0;
@@ -168,21 +179,21 @@ function daemonize(pidFile: string): Promise<number> {
 }
 
 async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
-  let compiled = await compile(paths, flags, log);
+  const compiled = await compile(paths, flags, log);
   if (!compiled) return 1;
   const main = compiled.table.main;
   if (main.daemon && !process.env['JINX_DAEMON_CHILD']) return daemonize(main.pidFile);
   let engine: Engine;
   try {
-    engine = await Engine.start(compiled);
+    engine = await Engine.start(compiled, log);
   } catch (err) {
-    report(log, err);
+    if (!(err instanceof Engine.ReportedError)) report(log, err);
     return 1;
   }
   try {
     writeFileSync(main.pidFile, `${process.pid}\n`);
   } catch (err) {
-    report(log, err);
+    engine.log('emerg', `open() "${main.pidFile}" failed (${systemErrorText(err)})`);
     await engine.stop();
     return 1;
   }
@@ -208,7 +219,6 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
         if (!next) return;
         try {
           await engine.reload(next);
-          compiled = next;
         } catch (err) {
           report(reloadLog, err);
         }
@@ -217,43 +227,64 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
   });
 }
 
+/** nginx's message for a command line commander refused. */
+function optionError(err: CommanderError, argv: readonly string[]): string {
+  if (err.code === 'commander.unknownOption') {
+    const opt = /'(-+[^']*)'/.exec(err.message)?.[1] ?? '';
+    return `nginx: invalid option: "${opt.replace(/^-+/, '')}"`;
+  }
+  if (err.code === 'commander.optionMissingArgument') {
+    const opt = /'(-\w)/.exec(err.message)?.[1] ?? '';
+    return `nginx: option "${opt}" requires ${MISSING_VALUE[opt] ?? 'parameter'}`;
+  }
+  const takesValue = new Set(Object.keys(MISSING_VALUE));
+  const extra = argv.find((a, i) => !a.startsWith('-') && !(i > 0 && takesValue.has(argv[i - 1]!)));
+  return `nginx: invalid option: "${extra ?? argv[0] ?? ''}"`;
+}
+
 /** Runs the command line; resolves to the exit status. */
 export async function main(argv: readonly string[]): Promise<number> {
+  const args = argv.map((a) => (a === '-?' ? '-h' : a));
   const program = new Command('jinx');
   program
-    .description('an nginx-compatible config interpreter and reverse proxy')
-    .helpOption('-h, --help', 'this help')
-    .option('-v', 'show version and exit')
-    .option('-V', 'show version and configure options then exit')
-    .option('-t', 'test configuration and exit')
-    .option('-T', 'test configuration, dump it and exit')
-    .option('-q', 'suppress non-error messages during configuration testing')
-    .addOption(new Option('-s <signal>', 'send signal to the running process: stop, quit, reopen, reload'))
-    .option('-p <prefix>', `set prefix path (default: ${DEFAULT_PREFIX})`)
-    .option('-e <filename>', 'set error log file (default: stderr)')
-    .option('-c <filename>', `set configuration file (default: ${DEFAULT_CONF})`)
-    .option('-g <directives>', 'set global directives out of configuration file')
+    .helpOption(false)
+    .option('-h')
+    .option('-v')
+    .option('-V')
+    .option('-t')
+    .option('-T')
+    .option('-q')
+    .option('-s <signal>')
+    .option('-p <prefix>')
+    .option('-e <filename>')
+    .option('-c <filename>')
+    .option('-g <directives>')
     .allowExcessArguments(false)
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stderr.write(s) });
+    .configureOutput({ writeErr: () => undefined, writeOut: () => undefined, outputError: () => undefined });
 
   let status = 0;
   program.action(async () => {
     const flags = program.opts<Flags>();
-    if (flags.v || flags.V) {
-      process.stderr.write((flags.V ? buildInfo() : versionLine()) + '\n');
+    if (flags.v || flags.V || flags.h) {
+      process.stderr.write(flags.h ? usage() : (flags.V ? buildInfo() : versionLine()) + '\n');
       if (!flags.t && !flags.T) return;
     }
+    const sig = flags.s === undefined ? undefined : SIGNALS[flags.s];
+    if (flags.s !== undefined && !sig) {
+      process.stderr.write(`nginx: invalid option: "-s ${flags.s}"\n`);
+      status = 1;
+      return;
+    }
     const paths = confPaths(flags.p, flags.c);
-    const log = new StartupLog(flags.e === undefined || flags.e === 'stderr' ? 'stderr' : resolve(paths.prefix, flags.e));
+    const log = StartupLog.open(flags.e === undefined || flags.e === 'stderr' ? 'stderr' : flags.e.startsWith('/') ? flags.e : paths.prefix + flags.e);
     if (flags.t || flags.T) status = await testConfig(paths, flags, log);
-    else if (flags.s) status = await signalProcess(paths, flags, log);
+    else if (sig) status = await signalProcess(paths, flags, sig, log);
     else status = await serve(paths, flags, log);
   });
 
   program
     .command('lint')
-    .description('check a configuration like -t, and list what has no effect in jinx')
     .argument('[file]', 'configuration file (default: the -c file)')
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))
     .action(async (file: string | undefined, opts: { format: 'text' | 'json' }) => {
@@ -263,10 +294,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     });
 
   try {
-    await program.parseAsync(argv, { from: 'user' });
+    await program.parseAsync(args, { from: 'user' });
   } catch (err) {
-    const code = (err as { exitCode?: number }).exitCode;
-    return code ?? 1;
+    if (!(err instanceof CommanderError)) throw err;
+    process.stderr.write(optionError(err, args) + '\n');
+    return 1;
   }
   return status;
 }
+

@@ -147,7 +147,7 @@ class Compiler {
 
   compile(): RouteTable {
     const events = this.root.children.find((c) => c.context === 'events');
-    if (!events) throw new ConfigError('missing-section', 'no "events" section in configuration');
+    if (!events) throw new ConfigError('missing-section', 'no "events" section in configuration', undefined, { phase: 'init' });
     const mainChain = this.chain(this.root);
     const errorLogs = this.errorLogs(mainChain);
     const main = {

@@ -11,6 +11,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
 import type { ListenGroup, RouteTable } from '../config/route-table.js';
+import { ConfigError } from '../errors.js';
 import { AccessLogFiles } from '../log/access-log.js';
 import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
@@ -79,20 +80,42 @@ export class Engine {
     private readonly tempFiles: TempFiles,
   ) {}
 
+  /** An error already written to the logs (the caller only exits). */
+  static readonly ReportedError = class ReportedError extends Error {};
+
   /**
-   * Opens the logs, reads certificates and binds every listening socket.
-   * @throws ConfigError or a system error, with nginx's wording
+   * Opens the logs, reads certificates and binds every listening socket. A
+   * busy address is retried five times, 500 ms apart, each failure logged
+   * (`bind() to ADDR failed (98: Address already in use)`), then
+   * `still could not bind()`, as `ngx_open_listening_sockets` does.
+   * @throws ConfigError for files that cannot be opened (not yet logged),
+   *   `Engine.ReportedError` when binding failed (logged)
    */
-  static async start(compiled: CompiledConfig): Promise<Engine> {
+  static async start(compiled: CompiledConfig, startupLog: { readonly isStderr: boolean }): Promise<Engine> {
     const tempFiles = new TempFiles();
     const engine = new Engine(prepare(compiled, new ErrorLogFiles(), tempFiles), tempFiles);
-    try {
-      await engine.bindNew(engine.generation);
-    } catch (err) {
-      await engine.closeListeners();
-      throw err;
+    const targets = compiled.table.main.errorLogs;
+    const mirror = !startupLog.isStderr || !targets.some((t) => t.path === 'stderr');
+    const startupMessage = (level: LogLevel, message: string): void => {
+      engine.log(level, message);
+      if (mirror && !targets.some((t) => t.path === 'stderr')) process.stderr.write(Buffer.from(`nginx: [${level}] ${message}\n`, 'latin1'));
+    };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await engine.bindNew(engine.generation);
+        return engine;
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        startupMessage('emerg', err.message);
+        if (attempt === 5) {
+          startupMessage('emerg', 'still could not bind()');
+          await engine.closeListeners();
+          await engine.finish();
+          throw new Engine.ReportedError('still could not bind()');
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
     }
-    return engine;
   }
 
   /** The configuration being served. */

@@ -18,7 +18,7 @@ export function prepareFiles(table: RouteTable): void {
       mkdirSync(dir, { mode: 0o700 });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new ConfigError('file', `mkdir() "${dir}" failed (${systemErrorText(err)})`);
+        throw new ConfigError('file', `mkdir() "${dir}" failed (${systemErrorText(err)})`, undefined, { phase: 'init' });
       }
     }
   }
@@ -28,7 +28,7 @@ export function prepareFiles(table: RouteTable): void {
     try {
       closeSync(openSync(path, 'a'));
     } catch (err) {
-      throw new ConfigError('file', `open() "${path}" failed (${systemErrorText(err)})`);
+      throw new ConfigError('file', `open() "${path}" failed (${systemErrorText(err)})`, undefined, { phase: 'init' });
     }
   }
 }
