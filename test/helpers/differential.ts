@@ -75,6 +75,8 @@ export interface RequestOpts {
 /** A normalized response. */
 export interface Snap {
   readonly status: number;
+  /** The reason phrase of the status line. */
+  readonly reason: string;
   readonly headers: Record<string, string>;
   readonly body: string;
 }
@@ -128,7 +130,7 @@ export function snap(resp: Response, kind: 'nginx' | 'jinx', method = 'GET'): Sn
       headers['content-length'] = `${Number(cl) - own} (HEAD)`;
     }
   }
-  return { status: resp.status, headers, body };
+  return { status: resp.status, reason: (resp as { reason?: string }).reason ?? '', headers, body };
 }
 
 /** Sends one request with node's client; a `chunks` body is sent chunked. */
@@ -137,7 +139,9 @@ export function send(port: number, path: string, opts: RequestOpts = {}): Promis
     const r = httpRequest({ host: '127.0.0.1', port, path, method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (resp) => {
       const chunks: Buffer[] = [];
       resp.on('data', (c: Buffer) => chunks.push(c));
-      resp.on('end', () => res({ status: resp.statusCode ?? 0, headers: resp.headers, body: Buffer.concat(chunks).toString('latin1') }));
+      resp.on('end', () => res({
+        status: resp.statusCode ?? 0, reason: resp.statusMessage ?? '', headers: resp.headers, body: Buffer.concat(chunks).toString('latin1'),
+      } as Response));
       resp.on('error', rej);
     });
     r.setTimeout(15_000, () => r.destroy(new Error(`request ${path} timed out`)));
@@ -174,7 +178,7 @@ export function parseRaw(text: string): Response | undefined {
   const end = text.indexOf('\r\n\r\n');
   if (end === -1) return undefined;
   const lines = text.slice(0, end).split('\r\n');
-  const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]!);
+  const m = /^HTTP\/1\.[01] (\d{3}) ?(.*)$/.exec(lines[0]!);
   if (!m) return undefined;
   const headers: Record<string, string> = {};
   for (const line of lines.slice(1)) {
@@ -197,7 +201,7 @@ export function parseRaw(text: string): Response | undefined {
     }
     body = out;
   }
-  return { status: Number(m[1]), headers, body };
+  return { status: Number(m[1]), reason: m[2], headers, body } as Response;
 }
 
 /** nginx's line for the harness's readiness probe (a connection opened and closed without a request). */
@@ -222,12 +226,13 @@ export async function differential<T>(
   for (let i = 0; i < (spec.extraPorts ?? 0); i++) ports.push(await freePort());
   const env: ConfEnv = { port, ports, prefix };
   const conf = spec.conf(env);
+  // written once: both servers see the same files (and the same mtimes, ETags)
+  for (const d of spec.dirs ?? []) mkdirSync(join(prefix, d), { recursive: true });
+  writeFiles(prefix, { 'nginx.conf': conf, ...spec.files });
   const runOne = async (kind: 'nginx' | 'jinx'): Promise<SideResult<T>> => {
     for (const d of ['logs', 'tmp']) rmSync(join(prefix, d), { recursive: true, force: true });
     mkdirSync(join(prefix, 'logs'));
     mkdirSync(join(prefix, 'tmp'));
-    for (const d of spec.dirs ?? []) mkdirSync(join(prefix, d), { recursive: true });
-    writeFiles(prefix, { 'nginx.conf': conf, ...spec.files });
     const server = await startServer(kind === 'nginx' ? ORACLE : JINX, prefix, join(prefix, 'nginx.conf'), [port, ...ports]);
     let result: T;
     try {
@@ -278,7 +283,9 @@ const short = (v: unknown): string => {
 export function differences(nginx: unknown, jinx: unknown, path = ''): string[] {
   if (isSnap(nginx) && isSnap(jinx)) {
     const out: string[] = [];
-    if (nginx.status !== jinx.status) out.push(`${path} status: nginx ${nginx.status} | jinx ${jinx.status}`);
+    if (nginx.status !== jinx.status || nginx.reason !== jinx.reason) {
+      out.push(`${path} status line: nginx "${nginx.status} ${nginx.reason}" | jinx "${jinx.status} ${jinx.reason}"`);
+    }
     for (const h of new Set([...Object.keys(nginx.headers), ...Object.keys(jinx.headers)])) {
       if (nginx.headers[h] !== jinx.headers[h]) out.push(`${path} header ${h}: nginx ${short(nginx.headers[h])} | jinx ${short(jinx.headers[h])}`);
     }
