@@ -9,16 +9,32 @@
  */
 import { strict as assert } from 'node:assert';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { JINX_VERSION } from '../../src/version.js';
 import { JINX, freePort, logLines, referenceNginx, startServer, tempDir, writeFiles, type Response, type ServerProcess } from './harness.js';
 
-/** The reference nginx, or undefined (differential tests are then skipped). */
-export const ORACLE = referenceNginx();
-/** `skip` option for `it()`/`describe()` when there is no reference nginx. */
-export const NO_ORACLE: string | false = ORACLE ? false : 'no reference nginx installed';
+/** The version a reference binary reports (`nginx -v`), e.g. `1.30.6`. */
+function versionOf(binary: string): string | undefined {
+  const r = spawnSync(binary, ['-v'], { encoding: 'utf8', timeout: 10_000 });
+  return /nginx\/(\d+\.\d+\.\d+)/.exec(`${r.stderr}${r.stdout}`)?.[1];
+}
+
+const FOUND = referenceNginx();
+const FOUND_VERSION = FOUND ? versionOf(FOUND) : undefined;
+/** Whether a version is 1.30 or later: older nginx differs (upstream keepalive, page titles …). */
+const current = (v: string | undefined): boolean => {
+  const [major = 0, minor = 0] = (v ?? '0.0').split('.').map(Number);
+  return major > 1 || (major === 1 && minor >= 30);
+};
+
+/** The reference nginx (1.30 or later), or undefined (differential tests are then skipped). */
+export const ORACLE = FOUND && current(FOUND_VERSION) ? FOUND : undefined;
+/** `skip` option for `it()`/`describe()` when there is no usable reference nginx. */
+export const NO_ORACLE: string | false = ORACLE ? false
+  : FOUND ? `reference nginx ${FOUND_VERSION ?? '?'} at ${FOUND} is older than 1.30` : 'no reference nginx installed';
 
 /**
  * The main context every differential config starts with. Both servers run as

@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type RequestOpts, type Side, type Snap } from '../helpers/differential.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, parseRaw, rawExchange, snap, type RequestOpts, type Side, type Snap } from '../helpers/differential.js';
 import { echoOf, echoUpstream, type Echo } from '../helpers/upstreams.js';
 
 /**
@@ -359,6 +359,46 @@ describe('proxy (differential)', { skip: NO_ORACLE }, () => {
       return out;
     });
     assert.equal(run.nginx.result['buffered chunked']!.bodyLength, 20 + 300_003);
+    assertSameAsNginx(run);
+  });
+
+  it('answers 502/504 and logs upstream failures as nginx does', async () => {
+    const { createServer } = await import('node:net');
+    const { onCleanup, freePort } = await import('../helpers/harness.js');
+    // a raw upstream: /close closes without answering, /garbage sends no HTTP, /slow never answers
+    const sockets = new Set<import('node:net').Socket>();
+    const raw = createServer((sock) => {
+      sockets.add(sock);
+      sock.on('close', () => sockets.delete(sock));
+      sock.on('error', () => undefined);
+      sock.once('data', (d: Buffer) => {
+        const line = d.toString('latin1').split('\r\n')[0]!;
+        if (line.includes('/close')) sock.destroy();
+        else if (line.includes('/garbage')) sock.end('garbage\r\n\r\n');
+        else if (line.includes('/half')) sock.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial');
+      });
+    });
+    await new Promise<void>((res) => raw.listen(0, '127.0.0.1', () => res()));
+    onCleanup(() => new Promise<void>((res) => { for (const x of sockets) x.destroy(); raw.close(() => res()); }));
+    const rawPort = (raw.address() as { port: number }).port;
+    const dead = await freePort();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name proxy.test;
+    proxy_read_timeout 1s;
+    location /refused/ { proxy_pass http://127.0.0.1:${dead}; }
+    location / { proxy_pass http://127.0.0.1:${rawPort}; }
+  }`),
+    }, async (s) => {
+      const out: Record<string, Snap | string> = {};
+      for (const p of ['/refused/x?a=1', '/close', '/garbage', '/slow', '/half']) {
+        // raw: a response that is not HTTP/1.x is compared as the bytes received
+        const text = await rawExchange(s.port, `GET ${p} HTTP/1.1\r\nHost: proxy.test\r\nConnection: close\r\n\r\n`);
+        const parsed = parseRaw(text);
+        out[p] = parsed && !text.startsWith('HTTP/1.1 200') ? snap(parsed, s.kind) : text.replace(/^(Date|Server): .*\r\n/gm, '');
+      }
+      return out;
+    });
+    assert.equal((run.nginx.result['/slow'] as Snap).status, 504);
     assertSameAsNginx(run);
   });
 });
