@@ -191,4 +191,20 @@ describe('rewrite module (differential)', { skip: NO_ORACLE }, () => {
     assert.equal(run.nginx.result['/url/x']!.status, 302);
     assertSameAsNginx(run);
   });
+
+  it('sends nginx\'s status line and page for every status of "return CODE"', async () => {
+    const codes = [
+      300, 301, 302, 303, 304, 305, 307, 308, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416,
+      417, 418, 421, 422, 425, 426, 428, 429, 431, 451, 494, 495, 496, 497, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 599,
+    ];
+    const run = await differential({
+      conf: ({ port }) => server(port, `${codes.map((c) => `    location = /r${c} { return ${c}; }`).join('\n')}`),
+    }, async (s) => {
+      const out: Record<string, Snap | string> = {};
+      for (const c of codes) out[String(c)] = (await s.raw(`GET /r${c} HTTP/1.1\r\nHost: rw.test\r\nConnection: close\r\n\r\n`)) ?? 'connection closed without a response';
+      return out;
+    });
+    assert.equal((run.nginx.result['404'] as Snap).body.split('\r\n')[1], '<head><title>404 Not Found</title></head>');
+    assertSameAsNginx(run);
+  });
 });
