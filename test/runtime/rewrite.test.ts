@@ -48,7 +48,7 @@ describe('rewrite module (differential)', { skip: NO_ORACLE }, () => {
     }`, maps),
     }, async (s) => {
       const out = await getAll(s, ['/exact', '/EXACT', '/re/abc/def', '/x/a.jpg', '/x/a.JPG', '/var?x=7', '/other?name=bob', '/?n=one', '/exact/']);
-      for (const h of ['example.com', 'a.example.com', 'a.b.example.com', 'EXAMPLE.org', 'x.example.org', 'www.example.net', 'nomatch.test']) {
+      for (const h of ['example.com', 'a.example.com', 'a.b.example.com', 'example.org', 'EXAMPLE.org', 'x.example.org', 'www.example.net', 'nomatch.test']) {
         out[`x-host ${h}`] = await s.get('/', { headers: { Host: 'rw.test', 'X-Host': h } });
       }
       return out;
