@@ -1,0 +1,351 @@
+/**
+ * Differential runs: one configuration, served first by the reference nginx
+ * and then by jinx, on the same port and in the same prefix, with the same
+ * requests. A scenario returns what it observed; the test compares the two
+ * sides. Responses are normalized only for what legitimately differs: the
+ * server's name in `Server:` and in its pages (`nginx/1.30.6` vs
+ * `jinx/X.Y.Z`, `nginx` vs `jinx` with `server_tokens off`), `Date`, and the
+ * `Content-Length` of a page that names the server.
+ */
+import { strict as assert } from 'node:assert';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { JINX_VERSION } from '../../src/version.js';
+import { JINX, freePort, logLines, referenceNginx, startServer, tempDir, writeFiles, type Response, type ServerProcess } from './harness.js';
+
+/** The version a reference binary reports (`nginx -v`), e.g. `1.30.6`. */
+function versionOf(binary: string): string | undefined {
+  const r = spawnSync(binary, ['-v'], { encoding: 'utf8', timeout: 10_000 });
+  return /nginx\/(\d+\.\d+\.\d+)/.exec(`${r.stderr}${r.stdout}`)?.[1];
+}
+
+const FOUND = referenceNginx();
+const FOUND_VERSION = FOUND ? versionOf(FOUND) : undefined;
+/** Whether a version is 1.30 or later: older nginx differs (upstream keepalive, page titles …). */
+const current = (v: string | undefined): boolean => {
+  const [major = 0, minor = 0] = (v ?? '0.0').split('.').map(Number);
+  return major > 1 || (major === 1 && minor >= 30);
+};
+
+/** The reference nginx (1.30 or later), or undefined (differential tests are then skipped). */
+export const ORACLE = FOUND && current(FOUND_VERSION) ? FOUND : undefined;
+/** `skip` option for `it()`/`describe()` when there is no usable reference nginx. */
+export const NO_ORACLE: string | false = ORACLE ? false
+  : FOUND ? `reference nginx ${FOUND_VERSION ?? '?'} at ${FOUND} is older than 1.30` : 'no reference nginx installed';
+
+/**
+ * The main context every differential config starts with. Both servers run as
+ * root (nginx's workers too, so that they read the test's files like jinx does).
+ */
+export function mainContext(level = 'info'): string {
+  return `daemon off;\nuser root;\npid logs/nginx.pid;\nerror_log logs/error.log ${level};\nevents {}\n`;
+}
+
+/** The temp paths nginx needs inside the prefix (http context). */
+export const TEMP_PATHS = 'client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;';
+
+/** A full config: main context, then `http { TEMP_PATHS access_log … BODY }`. */
+export function httpConf(body: string, opts: { level?: string; accessLog?: string } = {}): string {
+  return `${mainContext(opts.level)}http {\n  ${TEMP_PATHS}\n  access_log ${opts.accessLog ?? 'off'};\n${body}\n}\n`;
+}
+
+/** What a configuration template gets. */
+export interface ConfEnv {
+  /** The port of the first `listen` (the one requests go to). */
+  readonly port: number;
+  /** Further free ports, when asked for with `extraPorts`. */
+  readonly ports: readonly number[];
+  /** The prefix directory, without a trailing `/`. */
+  readonly prefix: string;
+}
+
+/** One server under test. */
+export interface Side {
+  readonly kind: 'nginx' | 'jinx';
+  readonly port: number;
+  /** The extra ports (`extraPorts`). */
+  readonly ports: readonly number[];
+  readonly prefix: string;
+  readonly server: ServerProcess;
+  /** A request through node's client (`Connection: close`), normalized. */
+  get(path: string, opts?: RequestOpts): Promise<Snap>;
+  /** The same, not normalized. */
+  request(path: string, opts?: RequestOpts): Promise<Response>;
+  /** Sends bytes as they are and returns the parsed response (undefined when the connection closed without one). */
+  raw(data: string, port?: number): Promise<Snap | undefined>;
+}
+
+export interface RequestOpts {
+  method?: string;
+  headers?: Record<string, string>;
+  /** A body sent with Content-Length. */
+  body?: string | Buffer;
+  /** A body sent chunked, one chunk per element. */
+  chunks?: readonly string[];
+  port?: number;
+}
+
+/** A normalized response. */
+export interface Snap {
+  readonly status: number;
+  /** The reason phrase of the status line. */
+  readonly reason: string;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/** What one side produced. */
+export interface SideResult<T> {
+  readonly result: T;
+  /** Error-log lines of requests (`[level] *CONN …`), as `logLines` prints them. */
+  readonly errorLog: readonly string[];
+  /** Every error-log line, with the timestamp and pid removed. */
+  readonly allErrorLog: readonly string[];
+  /** Reads a file of the prefix after the run (e.g. `logs/access.log`), lines with `[TIME]` for local times. */
+  file(rel: string): string[];
+}
+
+const PAGE_NAMES: readonly (readonly [RegExp, string])[] = [
+  [new RegExp(`jinx/${JINX_VERSION.replace(/\./g, '\\.')}`, 'g'), 'SERVER/VERSION'],
+  [/nginx\/1\.\d+\.\d+/g, 'SERVER/VERSION'],
+  [/<center>(?:jinx|nginx)<\/center>/g, '<center>SERVER</center>'],
+];
+
+/** Replaces the server's own name in a page. */
+export function normalizeBody(body: string): string {
+  let out = body;
+  for (const [re, to] of PAGE_NAMES) out = out.replace(re, to);
+  return out;
+}
+
+/** Headers not compared: they name the server or the moment. */
+const IGNORED = new Set(['server', 'date']);
+
+/**
+ * Normalizes a response: `Server` and `Date` dropped, pages with the server
+ * name replaced; a `Content-Length` that matched the body is recomputed for
+ * the normalized body (for HEAD, a page's length is adjusted from the
+ * server's name).
+ */
+export function snap(resp: Response, kind: 'nginx' | 'jinx', method = 'GET'): Snap {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(resp.headers)) {
+    if (IGNORED.has(k) || v === undefined) continue;
+    headers[k] = Array.isArray(v) ? v.join('\n') : v;
+  }
+  const body = normalizeBody(resp.body);
+  const cl = headers['content-length'];
+  if (cl !== undefined) {
+    if (Number(cl) === Buffer.byteLength(resp.body, 'latin1')) headers['content-length'] = String(Buffer.byteLength(body, 'latin1'));
+    else if (method === 'HEAD' && resp.status >= 300 && headers['content-type'] === 'text/html') {
+      const name = kind === 'nginx' ? `nginx/${/nginx\/(\S+)/.exec(String(resp.headers.server))?.[1] ?? ''}` : `jinx/${JINX_VERSION}`;
+      const own = String(resp.headers.server) === 'nginx' || String(resp.headers.server) === 'jinx' ? 0 : name.length - 'SERVER/VERSION'.length;
+      headers['content-length'] = `${Number(cl) - own} (HEAD)`;
+    }
+  }
+  return { status: resp.status, reason: (resp as { reason?: string }).reason ?? '', headers, body };
+}
+
+/** Sends one request with node's client; a `chunks` body is sent chunked. */
+export function send(port: number, path: string, opts: RequestOpts = {}): Promise<Response> {
+  return new Promise((res, rej) => {
+    const r = httpRequest({ host: '127.0.0.1', port, path, method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (resp) => {
+      const chunks: Buffer[] = [];
+      resp.on('data', (c: Buffer) => chunks.push(c));
+      resp.on('end', () => res({
+        status: resp.statusCode ?? 0, reason: resp.statusMessage ?? '', headers: resp.headers, body: Buffer.concat(chunks).toString('latin1'),
+      } as Response));
+      resp.on('error', rej);
+    });
+    r.setTimeout(15_000, () => r.destroy(new Error(`request ${path} timed out`)));
+    r.on('error', rej);
+    if (opts.chunks) {
+      for (const c of opts.chunks) r.write(c);
+      r.end();
+    } else r.end(opts.body);
+  });
+}
+
+/** Writes `data` to 127.0.0.1:port and returns everything read until the server closes (or `timeoutMs`). */
+export function rawExchange(port: number, data: string, timeoutMs = 5000): Promise<string> {
+  return new Promise((res, rej) => {
+    const s = connect({ host: '127.0.0.1', port });
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => s.destroy(), timeoutMs);
+    s.on('connect', () => s.write(data, 'latin1'));
+    s.on('data', (c: Buffer) => chunks.push(c));
+    s.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNRESET') return;
+      clearTimeout(timer);
+      rej(err);
+    });
+    s.on('close', () => {
+      clearTimeout(timer);
+      res(Buffer.concat(chunks).toString('latin1'));
+    });
+  });
+}
+
+/** Parses one HTTP/1.x response (headers lowercased, repeated ones joined by a newline). */
+export function parseRaw(text: string): Response | undefined {
+  const end = text.indexOf('\r\n\r\n');
+  if (end === -1) return undefined;
+  const lines = text.slice(0, end).split('\r\n');
+  const m = /^HTTP\/1\.[01] (\d{3}) ?(.*)$/.exec(lines[0]!);
+  if (!m) return undefined;
+  const headers: Record<string, string> = {};
+  for (const line of lines.slice(1)) {
+    const c = line.indexOf(':');
+    const k = line.slice(0, c).toLowerCase();
+    const v = line.slice(c + 1).trim();
+    headers[k] = headers[k] === undefined ? v : `${headers[k]}\n${v}`;
+  }
+  let body = text.slice(end + 4);
+  if (headers['transfer-encoding'] === 'chunked') {
+    let out = '';
+    let rest = body;
+    for (let i = 0; i < 10_000; i++) {
+      const nl = rest.indexOf('\r\n');
+      if (nl === -1) break;
+      const size = parseInt(rest.slice(0, nl), 16);
+      if (!(size > 0)) break;
+      out += rest.slice(nl + 2, nl + 2 + size);
+      rest = rest.slice(nl + 2 + size + 2);
+    }
+    body = out;
+  }
+  return { status: Number(m[1]), reason: m[2], headers, body } as Response;
+}
+
+/** nginx's line for the harness's readiness probe (a connection opened and closed without a request). */
+const PROBE = /^\[info\] \*CONN client closed connection while waiting for request, client: 127\.0\.0\.1, server: 127\.0\.0\.1:\d+$/;
+
+const TIME_LOCAL = /\d\d\/[A-Z][a-z]{2}\/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}/g;
+
+/**
+ * Runs `scenario` against nginx, then against jinx, each on a fresh copy of
+ * `files` in one prefix and on one port, and returns both sides' results and
+ * logs. The config template is called with the port(s) and the prefix.
+ */
+export async function differential<T>(
+  spec: { conf: (env: ConfEnv) => string; files?: Readonly<Record<string, string>>; extraPorts?: number; dirs?: readonly string[] },
+  scenario: (side: Side) => Promise<T>,
+): Promise<{ nginx: SideResult<T>; jinx: SideResult<T> }> {
+  if (!ORACLE) throw new Error('no reference nginx');
+  const prefix = tempDir('jinx-diff-');
+  chmodSync(prefix, 0o755);
+  const port = await freePort();
+  const ports: number[] = [];
+  for (let i = 0; i < (spec.extraPorts ?? 0); i++) ports.push(await freePort());
+  const env: ConfEnv = { port, ports, prefix };
+  const conf = spec.conf(env);
+  // written once: both servers see the same files (and the same mtimes, ETags)
+  for (const d of spec.dirs ?? []) mkdirSync(join(prefix, d), { recursive: true });
+  writeFiles(prefix, { 'nginx.conf': conf, ...spec.files });
+  const runOne = async (kind: 'nginx' | 'jinx'): Promise<SideResult<T>> => {
+    for (const d of ['logs', 'tmp']) rmSync(join(prefix, d), { recursive: true, force: true });
+    mkdirSync(join(prefix, 'logs'));
+    mkdirSync(join(prefix, 'tmp'));
+    const server = await startServer(kind === 'nginx' ? ORACLE : JINX, prefix, join(prefix, 'nginx.conf'), [port, ...ports]);
+    let result: T;
+    try {
+      const side: Side = {
+        kind, port, ports, prefix, server,
+        request: (path, opts = {}) => send(opts.port ?? port, path, opts),
+        get: async (path, opts = {}) => snap(await send(opts.port ?? port, path, opts), kind, opts.method),
+        raw: async (data, p) => {
+          const parsed = parseRaw(await rawExchange(p ?? port, data));
+          return parsed && snap(parsed, kind, /^HEAD /.test(data) ? 'HEAD' : 'GET');
+        },
+      };
+      result = await scenario(side);
+    } finally {
+      await server.stop('SIGQUIT');
+    }
+    const all = logLines(server.errorLog());
+    // the side's log files are read now: the next side starts with fresh ones
+    const texts = new Map<string, string[]>();
+    const logs = join(prefix, 'logs');
+    for (const f of readdirSync(logs)) texts.set(`logs/${f}`, readLines(join(logs, f)));
+    return {
+      result,
+      errorLog: all.filter((l) => /^\[\w+\] \*CONN /.test(l) && !PROBE.test(l)),
+      allErrorLog: all,
+      file: (rel) => texts.get(rel) ?? [],
+    };
+  };
+  const nginx = await runOne('nginx');
+  const jinx = await runOne('jinx');
+  return { nginx, jinx };
+}
+
+function readLines(path: string): string[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'latin1').split('\n').filter(Boolean).map((l) => l.replace(TIME_LOCAL, '[TIME]').replace(/\[\[TIME\]\]/g, '[TIME]'));
+}
+
+const isSnap = (v: unknown): v is Snap =>
+  typeof v === 'object' && v !== null && 'status' in v && 'headers' in v && 'body' in v;
+
+const short = (v: unknown): string => {
+  const s = JSON.stringify(v) ?? 'undefined';
+  return s.length > 300 ? `${s.slice(0, 300)}…` : s;
+};
+
+/** The differences between two observations, one line each (`path: nginx … | jinx …`). */
+export function differences(nginx: unknown, jinx: unknown, path = ''): string[] {
+  if (isSnap(nginx) && isSnap(jinx)) {
+    const out: string[] = [];
+    if (nginx.status !== jinx.status || nginx.reason !== jinx.reason) {
+      out.push(`${path} status line: nginx "${nginx.status} ${nginx.reason}" | jinx "${jinx.status} ${jinx.reason}"`);
+    }
+    for (const h of new Set([...Object.keys(nginx.headers), ...Object.keys(jinx.headers)])) {
+      if (nginx.headers[h] !== jinx.headers[h]) out.push(`${path} header ${h}: nginx ${short(nginx.headers[h])} | jinx ${short(jinx.headers[h])}`);
+    }
+    if (nginx.body !== jinx.body) out.push(`${path} body: nginx ${short(nginx.body)} | jinx ${short(jinx.body)}`);
+    return out;
+  }
+  if (typeof nginx === 'object' && nginx !== null && typeof jinx === 'object' && jinx !== null && !Array.isArray(nginx) && !Array.isArray(jinx)) {
+    const out: string[] = [];
+    for (const k of new Set([...Object.keys(nginx), ...Object.keys(jinx)])) {
+      out.push(...differences((nginx as Record<string, unknown>)[k], (jinx as Record<string, unknown>)[k], path ? `${path}.${k}` : k));
+    }
+    return out;
+  }
+  if (JSON.stringify(nginx) === JSON.stringify(jinx)) return [];
+  return [`${path || '(value)'}: nginx ${short(nginx)} | jinx ${short(jinx)}`];
+}
+
+/**
+ * Asserts that jinx observed what nginx observed and logged the same request
+ * lines; the message lists every difference, one per line.
+ */
+export function assertSameAsNginx<T>(run: { nginx: SideResult<T>; jinx: SideResult<T> }, opts: { log?: boolean } = {}): void {
+  const diffs = differences(run.nginx.result, run.jinx.result);
+  if (opts.log !== false) diffs.push(...lineDiff(run.nginx.errorLog, run.jinx.errorLog).map((l) => `error.log ${l}`));
+  assert.ok(diffs.length === 0, `jinx differs from nginx:\n  ${diffs.join('\n  ')}`);
+}
+
+/** A line diff (longest common subsequence): `nginx only: …` and `jinx only: …` lines. */
+export function lineDiff(nginx: readonly string[], jinx: readonly string[]): string[] {
+  const n = nginx.length;
+  const m = jinx.length;
+  const lcs: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) lcs[i]![j] = nginx[i] === jinx[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+  }
+  const out: string[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && nginx[i] === jinx[j]) {
+      i++;
+      j++;
+    } else if (j >= m || (i < n && lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) out.push(`nginx only: ${nginx[i++]}`);
+    else out.push(`jinx only:  ${jinx[j++]}`);
+  }
+  return out;
+}

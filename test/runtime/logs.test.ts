@@ -1,0 +1,162 @@
+/**
+ * Logs, differential against nginx: the access log in `combined` and Nginx
+ * Proxy Manager's `proxy` and `standard` formats, `access_log off`, `if=`,
+ * per-location logs; the error log's context fields and `error_log` per
+ * server and location with their levels.
+ */
+import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { SHARED, cleanup, freePort } from '../helpers/harness.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, lineDiff, mainContext, TEMP_PATHS } from '../helpers/differential.js';
+import { echoUpstream } from '../helpers/upstreams.js';
+
+/** NPM's log formats (`log_format proxy …; log_format standard …;`), without its fallback access_log line. */
+const NPM_FORMATS = readFileSync(join(SHARED, 'corpus/nginx-proxy-manager/rootfs/etc/nginx/conf.d/include/log-proxy.conf'), 'utf8')
+  .split('\n').filter((l) => l.startsWith('log_format')).join('\n');
+
+/** Asserts that the two sides wrote the same lines to a file of the prefix. */
+function assertSameFile(run: { nginx: { file(rel: string): string[] }; jinx: { file(rel: string): string[] } }, rel: string): void {
+  const diff = lineDiff(run.nginx.file(rel), run.jinx.file(rel));
+  assert.ok(diff.length === 0, `${rel} differs:\n  ${diff.join('\n  ')}`);
+}
+
+describe('access log (differential)', { skip: NO_ORACLE }, () => {
+  after(cleanup);
+
+  it('writes combined, and NPM\'s proxy and standard formats, like nginx', async () => {
+    const up = await echoUpstream('up', (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': '9' });
+      res.end('upstream\n');
+      return true;
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`${NPM_FORMATS}
+  server { listen 127.0.0.1:${port}; server_name log.test; root html;
+    set $server "127.0.0.1"; set $port ${up.port}; set $forward_scheme http;
+    access_log logs/combined.log;
+    access_log logs/proxy.log proxy;
+    access_log logs/standard.log standard;
+    location /app/ { proxy_pass $forward_scheme://$server:$port$request_uri; }
+    location /file/ { }
+    location = /ret { return 200 "ret\\n"; }
+  }`),
+      files: { 'html/file/a.txt': 'file a\n' },
+    }, async (s) => {
+      await s.get('/app/x?q=1', { headers: { Host: 'log.test', 'User-Agent': 'agent "quoted"', Referer: 'http://ref.test/page' } });
+      await s.get('/file/a.txt', { headers: { Host: 'Log.Test:8080' } });
+      await s.get('/file/a.txt', { method: 'HEAD', headers: { Host: 'log.test' } });
+      await s.get('/ret?a=%20b', { method: 'POST', body: 'data', headers: { Host: 'log.test', 'User-Agent': 'ua/1' } });
+      return null;
+    });
+    assert.match(run.nginx.file('logs/combined.log')[0]!, /^127\.0\.0\.1 - - \[TIME\] "GET \/app\/x\?q=1 HTTP\/1\.1" 200 9 "http:\/\/ref\.test\/page" "agent \\x22quoted\\x22"$/);
+    assert.match(run.nginx.file('logs/proxy.log')[0]!, /^\[TIME\] - 200 200 - GET http log\.test "\/app\/x\?q=1" \[Client 127\.0\.0\.1\] \[Length 9\] \[Gzip -\] \[Sent-to 127\.0\.0\.1\] "agent \\x22quoted\\x22" "http:\/\/ref\.test\/page"$/);
+    for (const f of ['logs/combined.log', 'logs/proxy.log', 'logs/standard.log']) assertSameFile(run, f);
+  });
+
+  it('honours access_log off, per-location logs and if=', async () => {
+    const run = await differential({
+      conf: ({ port }) => `${mainContext()}http {
+  ${TEMP_PATHS}
+  log_format short '$request_method $uri $status $arg_tag';
+  map $status $loggable { ~^[23] 0; default 1; }
+  access_log logs/http.log short;
+  server { listen 127.0.0.1:${port}; server_name log.test;
+    location /default/ { return 200 "d\\n"; }
+    location /off/ { access_log off; return 200 "o\\n"; }
+    location /own/ { access_log logs/own.log short; return 200 "own\\n"; }
+    location /cond/ { access_log logs/errors-only.log short if=$loggable; return 200 "c\\n"; }
+    location /cond-missing/ { access_log logs/errors-only.log short if=$loggable; return 404; }
+  }
+}`,
+    }, async (s) => {
+      for (const p of ['/default/?tag=1', '/off/?tag=2', '/own/?tag=3', '/cond/?tag=4', '/cond-missing/?tag=5']) await s.get(p, { headers: { Host: 'log.test' } });
+      return null;
+    });
+    assert.deepEqual(run.nginx.file('logs/http.log'), ['GET /default/ 200 1']);
+    for (const f of ['logs/http.log', 'logs/own.log', 'logs/errors-only.log']) assertSameFile(run, f);
+  });
+});
+
+describe('error log (differential)', { skip: NO_ORACLE }, () => {
+  after(cleanup);
+
+  it('prints client, server, request, upstream, host and referrer as nginx does', async () => {
+    const dead = await freePort();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name first.test second.test; root html;
+    location /up/ { proxy_pass http://127.0.0.1:${dead}/base/; }
+  }
+  server { listen 127.0.0.1:${port}; server_name ""; root html; }`),
+    }, async (s) => ({
+      plain: await s.get('/none?x=1', { headers: { Host: 'first.test' } }),
+      alias: await s.get('/none', { headers: { Host: 'Second.Test:81' } }),
+      referrer: await s.get('/none', { headers: { Host: 'first.test', Referer: 'http://ref.test/a "b"' } }),
+      upstream: await s.get('/up/a?b=1', { headers: { Host: 'first.test', Referer: 'http://ref.test/' } }),
+      http10: await s.raw('GET /none HTTP/1.0\r\n\r\n'),
+      unnamed: await s.get('/none', { headers: { Host: 'other.test' } }),
+    }));
+    assert.ok(run.nginx.errorLog.some((l) => l.endsWith(`, upstream: "http://127.0.0.1:${dead}/base/a?b=1", host: "first.test", referrer: "http://ref.test/"`)));
+    assertSameAsNginx(run);
+  });
+
+  it('writes to the error_log of the server and location, each with its level', async () => {
+    const run = await differential({
+      conf: ({ port }) => `${mainContext('warn')}http {
+  ${TEMP_PATHS}
+  access_log off;
+  error_log logs/http.log error;
+  server { listen 127.0.0.1:${port}; server_name a.test; root html;
+    error_log logs/server-a.log warn;
+    location /loc/ { error_log logs/loc.log crit; }
+    location /two/ { error_log logs/two-1.log error; error_log logs/two-2.log info; }
+    location /limited/ { deny all; }
+  }
+  server { listen 127.0.0.1:${port}; server_name b.test; root html; }
+}`,
+    }, async (s) => {
+      for (const [host, path] of [['a.test', '/none'], ['a.test', '/loc/none'], ['a.test', '/two/none'], ['b.test', '/none'], ['a.test', '/limited/x']]) {
+        await s.get(path!, { headers: { Host: host! } });
+      }
+      return null;
+    });
+    const files = ['logs/http.log', 'logs/server-a.log', 'logs/loc.log', 'logs/two-1.log', 'logs/two-2.log'];
+    const strip = (lines: string[]): string[] => lines.map((l) => l.replace(/^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d (\[\w+\]) \d+#\d+: \*\d+ /, '$1 *CONN '))
+      .filter((l) => l.includes('*CONN'));
+    const diffs: string[] = [];
+    for (const f of files) diffs.push(...lineDiff(strip(run.nginx.file(f)), strip(run.jinx.file(f))).map((d) => `${f}: ${d}`));
+    assert.deepEqual(strip(run.nginx.file('logs/loc.log')), []);
+    assert.equal(strip(run.nginx.file('logs/server-a.log')).length, 2);
+    assert.ok(diffs.length === 0, `jinx differs from nginx:\n  ${diffs.join('\n  ')}`);
+  });
+
+  it('logs at info a client that closes its connection without a request, or after a keep-alive response', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name conn.test; location / { return 200 "ok\\n"; } }`),
+    }, async (s) => {
+      const { connect } = await import('node:net');
+      const exchange = (data: string | undefined): Promise<void> => new Promise((res, rej) => {
+        const sock = connect({ host: '127.0.0.1', port: s.port }, () => {
+          if (data === undefined) sock.end();
+          else sock.write(data);
+        });
+        sock.on('data', (d: Buffer) => { if (d.toString().includes('ok\n')) sock.end(); });
+        sock.on('error', rej);
+        sock.on('close', () => res());
+        setTimeout(() => sock.destroy(), 3000);
+      });
+      await exchange(undefined);
+      await exchange('GET / HTTP/1.1\r\nHost: conn.test\r\n\r\n');
+      return null;
+    });
+    const lines = (all: readonly string[]): string[] => all.filter((l) => /closed (keepalive )?connection/.test(l));
+    // the harness's readiness probe adds one "waiting for request" line on each side
+    assert.deepEqual(lines(run.nginx.allErrorLog).map((l) => l.replace(/:\d+$/, ':PORT')), [
+      '[info] *CONN client closed connection while waiting for request, client: 127.0.0.1, server: 127.0.0.1:PORT',
+      '[info] *CONN client closed connection while waiting for request, client: 127.0.0.1, server: 127.0.0.1:PORT',
+      '[info] *CONN client 127.0.0.1 closed keepalive connection',
+    ]);
+    assert.deepEqual(lines(run.jinx.allErrorLog), lines(run.nginx.allErrorLog));
+  });
+});

@@ -1,0 +1,210 @@
+/**
+ * The rewrite module and error_page, differential against nginx: `set`,
+ * `map`, `if`, `return`, `rewrite` flags and arguments, the 10-cycle limit,
+ * `error_page` variants.
+ */
+import { strict as assert } from 'node:assert';
+import { after, describe, it } from 'node:test';
+import { cleanup } from '../helpers/harness.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, rawExchange, type Snap } from '../helpers/differential.js';
+
+const server = (port: number, body: string, extra = ''): string =>
+  httpConf(`${extra}\n  server { listen 127.0.0.1:${port}; server_name rw.test; root html; types {}\n${body}\n  }`);
+
+/** GETs each URI with Host rw.test (and extra headers) and returns the snapshots by URI. */
+async function getAll(s: { get(p: string, o?: { headers?: Record<string, string> }): Promise<Snap> }, uris: readonly string[], headers: Record<string, string> = {}): Promise<Record<string, Snap>> {
+  const out: Record<string, Snap> = {};
+  for (const u of uris) out[u] = await s.get(u, { headers: { Host: 'rw.test', ...headers } });
+  return out;
+}
+
+describe('rewrite module (differential)', { skip: NO_ORACLE }, () => {
+  after(cleanup);
+
+  it('evaluates set and map (exact, regex with captures, default, hostnames)', async () => {
+    const maps = `
+  map $uri $kind {
+    default            other;
+    /exact             exact-match;
+    ~^/re/(?<part>\\w+) regex-$part;
+    ~*\\.JPG$          caseless-jpg;
+    /var               $request_method-$arg_x;
+  }
+  map $http_x_host $hostkind {
+    hostnames;
+    default            none;
+    example.com        exact;
+    *.example.com      star;
+    .example.org       dot;
+    www.example.*      tail;
+  }
+  map $arg_n $mapped_empty { default ""; one 1; }`;
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    set $greeting "hello";
+    location / {
+      set $who "$greeting-$arg_name";
+      return 200 "kind=$kind part=$part host=$hostkind who=$who empty=[$mapped_empty]\\n";
+    }`, maps),
+    }, async (s) => {
+      const out = await getAll(s, ['/exact', '/EXACT', '/re/abc/def', '/x/a.jpg', '/x/a.JPG', '/var?x=7', '/other?name=bob', '/?n=one', '/exact/']);
+      for (const h of ['example.com', 'a.example.com', 'a.b.example.com', 'example.org', 'EXAMPLE.org', 'x.example.org', 'www.example.net', 'nomatch.test']) {
+        out[`x-host ${h}`] = await s.get('/', { headers: { Host: 'rw.test', 'X-Host': h } });
+      }
+      return out;
+    });
+    assert.equal(run.nginx.result['/re/abc/def']!.body, 'kind=regex-abc part=abc host=none who=hello- empty=[]\n');
+    assertSameAsNginx(run);
+  });
+
+  it('tests if conditions: =, !=, ~, ~*, !~, !~*, -f, -d, -e, and a bare variable', async () => {
+    const ifs = `
+    location /if {
+      set $r "";
+      if ($arg_a = "yes") { set $r "$r eq"; }
+      if ($arg_a != "yes") { set $r "$r ne"; }
+      if ($arg_b ~ ^(\\d+)-(\\d+)$) { set $r "$r re:$1:$2"; }
+      if ($arg_b ~* ^ABC) { set $r "$r rei"; }
+      if ($arg_b !~ ^\\d) { set $r "$r nre"; }
+      if ($arg_b !~* ^abc) { set $r "$r nrei"; }
+      if ($arg_c) { set $r "$r truthy"; }
+      if (-f $document_root/$arg_p) { set $r "$r file"; }
+      if (!-f $document_root/$arg_p) { set $r "$r notfile"; }
+      if (-d $document_root/$arg_p) { set $r "$r dir"; }
+      if (!-d $document_root/$arg_p) { set $r "$r notdir"; }
+      if (-e $document_root/$arg_p) { set $r "$r exists"; }
+      if (!-e $document_root/$arg_p) { set $r "$r missing"; }
+      return 200 "[$r]\\n";
+    }`;
+    const run = await differential({
+      conf: ({ port }) => server(port, ifs),
+      files: { 'html/file.txt': 'f\n', 'html/dir/inner.txt': 'i\n' },
+    }, async (s) => getAll(s, [
+      '/if?a=yes', '/if?a=no', '/if?b=12-34', '/if?b=ABCdef', '/if?b=abc', '/if?b=x', '/if?c=0', '/if?c=1', '/if?c=',
+      '/if?p=file.txt', '/if?p=dir', '/if?p=none',
+    ]));
+    // without ?p= the tests see $document_root/ itself: a directory
+    assert.equal(run.nginx.result['/if?b=12-34']!.body, '[ ne re:12:34 nrei notfile dir exists]\n');
+    assertSameAsNginx(run);
+  });
+
+  it('answers return with a code, text, a URL, and 444 by closing the connection', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location = /text { return 200 "text for $uri\\n"; }
+    location = /empty200 { return 200; }
+    location = /204 { return 204; }
+    location = /404 { return 404; }
+    location = /404text { return 404 "gone\\n"; }
+    location = /418 { return 418; }
+    location = /301 { return 301 https://elsewhere.test/x?$args; }
+    location = /302rel { return 302 /relative/path; }
+    location = /url { return http://elsewhere.test/only-url; }
+    location = /307 { return 307 "/kept?$args"; }
+    location = /500 { return 500 "oops\\n"; }
+    location = /444 { return 444; }`),
+    }, async (s) => {
+      const out: Record<string, Snap | string> = await getAll(s, ['/text', '/empty200', '/204', '/404', '/404text', '/418', '/301?a=1', '/302rel', '/url', '/307?b=2', '/500']);
+      out['HEAD /text'] = await s.get('/text', { method: 'HEAD', headers: { Host: 'rw.test' } });
+      out['/444 raw bytes'] = await rawExchange(s.port, 'GET /444 HTTP/1.1\r\nHost: rw.test\r\n\r\n');
+      return out;
+    });
+    assert.equal(run.nginx.result['/444 raw bytes'], '');
+    assert.equal((run.nginx.result['/302rel'] as Snap).headers.location, `http://rw.test:${/:(\d+)\//.exec((run.nginx.result['/302rel'] as Snap).headers.location!)![1]}/relative/path`);
+    assertSameAsNginx(run);
+  });
+
+  it('types a return body by the URI extension, like nginx', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  types { text/html html; application/json json; }
+  default_type application/octet-stream;
+  server { listen 127.0.0.1:${port}; server_name rw.test; location / { return 200 "body\\n"; } }`),
+    }, async (s) => getAll(s, ['/page.html', '/data.json', '/noext', '/x.unknown', '/dir.html/x']));
+    assert.equal(run.nginx.result['/page.html']!.headers['content-type'], 'text/html');
+    assertSameAsNginx(run);
+  });
+
+  it('rewrites with last, break, redirect and permanent, and handles arguments', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    rewrite ^/srv/(.*)$ /target/server-$1;
+    location /last/ { rewrite ^/last/(.*)$ /target/$1 last; return 200 "not reached\\n"; }
+    location /break/ { rewrite ^/break/(.*)$ /moved/$1 break; return 200 "after break uri=$uri\\n"; }
+    location /break-static/ { rewrite ^/break-static/(.*)$ /static/$1 break; }
+    location /redirect/ { rewrite ^/redirect/(.*)$ /target/$1 redirect; }
+    location /permanent/ { rewrite ^/permanent/(.*)$ /target/$1 permanent; }
+    location /abs/ { rewrite ^ http://other.test/abs-target; }
+    location /args-new/ { rewrite ^ /target/new?n=1 last; }
+    location /args-drop/ { rewrite ^ /target/drop? last; }
+    location /args-redirect-drop/ { rewrite ^ /target/rdrop? redirect; }
+    location /args-redirect/ { rewrite ^ /target/r?n=1 redirect; }
+    location /chain/ { rewrite ^/chain/(.*)$ /chain2/$1; rewrite ^/chain2/(.*)$ /target/chained-$1; return 200 "not reached\\n"; }
+    location /nomatch/ { rewrite ^/other /target/x last; return 200 "no match uri=$uri\\n"; }
+    location /target/ { return 200 "target uri=$uri args=$args is_args=$is_args request_uri=$request_uri\\n"; }`),
+      files: { 'html/static/a.txt': 'static a\n' },
+    }, async (s) => getAll(s, [
+      '/srv/x?q=1', '/last/a?q=1', '/break/b?q=2', '/break-static/a.txt', '/break-static/none', '/redirect/c?q=3', '/permanent/d', '/abs/x?q=4',
+      '/args-new/x?q=5', '/args-drop/x?q=6', '/args-redirect-drop/x?q=7', '/args-redirect/x?q=8', '/chain/z?q=9', '/nomatch/y',
+    ]));
+    assert.equal(run.nginx.result['/args-new/x?q=5']!.body, 'target uri=/target/new args=n=1&q=5 is_args=? request_uri=/args-new/x?q=5\n');
+    assert.equal(run.nginx.result['/redirect/c?q=3']!.status, 302);
+    assertSameAsNginx(run);
+  });
+
+  it('stops a rewrite cycle after 10 URI changes with 500 and logs it', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location /loop { rewrite ^ /loop last; }
+    location /ping { rewrite ^ /pong last; }
+    location /pong { rewrite ^ /ping last; }
+    location /ep-loop { error_page 404 /ep-loop-missing; }
+    location /ep-loop-missing { recursive_error_pages on; error_page 404 /ep-loop-missing2; }`),
+    }, async (s) => getAll(s, ['/loop', '/ping?x=1', '/ep-loop']));
+    assert.equal(run.nginx.result['/loop']!.status, 500);
+    assert.ok(run.nginx.errorLog.some((l) => l.includes('rewrite or internal redirection cycle while processing "/loop"')));
+    assertSameAsNginx(run);
+  });
+
+  it('follows error_page with =CODE, = (the target\'s status), a URI, and a full URL', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    error_page 404 /errors/404.html;
+    location /plain/ { }
+    location /code/ { error_page 404 =200 /errors/404.html; }
+    location /from-target/ { error_page 404 = /target-status; }
+    location /url/ { error_page 404 http://errors.test/page?x=1; }
+    location /url301/ { error_page 404 =301 http://errors.test/moved; }
+    location /ret/ { error_page 403 /errors/403.html; return 403; }
+    location /ret-text/ { error_page 403 /errors/403.html; return 403 "text\\n"; }
+    location /missing-page/ { error_page 404 /errors/none.html; }
+    location = /target-status { return 201 "created by target\\n"; }
+    location /errors/ { internal; }`),
+      files: { 'html/errors/404.html': '<p>custom 404</p>\n', 'html/errors/403.html': '<p>custom 403</p>\n' },
+    }, async (s) => {
+      const out = await getAll(s, ['/plain/x', '/code/x', '/from-target/x', '/url/x', '/url301/x', '/ret/x', '/ret-text/x', '/missing-page/x', '/errors/404.html']);
+      out['HEAD /plain/x'] = await s.get('/plain/x', { method: 'HEAD', headers: { Host: 'rw.test' } });
+      out['POST /plain/x'] = await s.get('/plain/x', { method: 'POST', body: 'b', headers: { Host: 'rw.test' } });
+      return out;
+    });
+    assert.equal(run.nginx.result['/plain/x']!.status, 404);
+    assert.equal(run.nginx.result['/plain/x']!.body, '<p>custom 404</p>\n');
+    assert.equal(run.nginx.result['/url/x']!.status, 302);
+    assertSameAsNginx(run);
+  });
+
+  it('sends nginx\'s status line and page for every status of "return CODE"', async () => {
+    const codes = [
+      300, 301, 302, 303, 304, 305, 307, 308, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416,
+      417, 418, 421, 422, 425, 426, 428, 429, 431, 451, 494, 495, 496, 497, 499, 500, 501, 502, 503, 504, 505, 506, 507, 508, 599,
+    ];
+    const run = await differential({
+      conf: ({ port }) => server(port, `${codes.map((c) => `    location = /r${c} { return ${c}; }`).join('\n')}`),
+    }, async (s) => {
+      const out: Record<string, Snap | string> = {};
+      for (const c of codes) out[String(c)] = (await s.raw(`GET /r${c} HTTP/1.1\r\nHost: rw.test\r\nConnection: close\r\n\r\n`)) ?? 'connection closed without a response';
+      return out;
+    });
+    assert.equal((run.nginx.result['404'] as Snap).body.split('\r\n')[1], '<head><title>404 Not Found</title></head>');
+    assertSameAsNginx(run);
+  });
+});
