@@ -82,7 +82,7 @@ export function checkConfig(
         context: level.context,
         parentDirective: level.directive,
         scope,
-        warn: (text, code) => warnings.push({ level: 'warn', code, text, loc: node.loc }),
+        warn: (text, code, loc) => warnings.push({ level: 'warn', code, text, loc: loc ?? node.loc }),
       };
       let child;
       try {
@@ -90,7 +90,7 @@ export function checkConfig(
       } catch (err) {
         if (err instanceof DirectiveFailure) {
           const text = err.kind === 'suffix' ? `"${node.name}" directive ${err.text}` : err.text;
-          throw new ConfigError('invalid-value', text, node.loc);
+          throw new ConfigError('invalid-value', text, err.loc ?? node.loc);
         }
         throw err;
       }

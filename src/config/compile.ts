@@ -168,6 +168,7 @@ class Compiler {
       this.checkSslListens(servers, certificates);
       this.scope.variables.checkReferences();
       this.compileLogFormats();
+      this.locationConf(httpNode);
       const compiled = servers.map((s, i) => ({ node: s, server: this.server(s, certificates[i]!) }));
       listens = this.listenGroups(compiled);
     }

@@ -142,14 +142,19 @@ export class DirectiveFailure extends Error {
   constructor(
     readonly text: string,
     readonly kind: 'suffix' | 'full' = 'suffix',
+    /** The place to report, when not the directive's own (an entry of a `map` or `types` block). */
+    readonly loc?: SourceLoc,
   ) {
     super(text);
   }
 }
 
-/** Throws a complete message, as handlers do with `ngx_conf_log_error` + `NGX_CONF_ERROR`. */
-export function fail(text: string): never {
-  throw new DirectiveFailure(text, 'full');
+/**
+ * Throws a complete message, as handlers do with `ngx_conf_log_error` +
+ * `NGX_CONF_ERROR`; `loc` places it at a block entry rather than the directive.
+ */
+export function fail(text: string, loc?: SourceLoc): never {
+  throw new DirectiveFailure(text, 'full', loc);
 }
 
 /** Whether a directive is acted on by jinx or only accepted. */
@@ -174,8 +179,8 @@ export interface SetContext {
   readonly parentDirective: Directive | undefined;
   /** The registries shared by the whole configuration (variables, upstreams, maps …). */
   readonly scope: ConfigScope;
-  /** Reports a warning at the directive's place (nginx's `ngx_conf_log_error(NGX_LOG_WARN …)`). */
-  warn(text: string, code: string): void;
+  /** Reports a warning at the directive's place, or at `loc` (nginx's `ngx_conf_log_error(NGX_LOG_WARN …)`). */
+  warn(text: string, code: string, loc?: SourceLoc): void;
 }
 
 /** A directive, declared once as data. */

@@ -4,7 +4,7 @@
  * rendered per request and written to a sonic-boom stream per file.
  */
 import { closeSync, openSync } from 'node:fs';
-import { SonicBoom } from './sonic.js';
+import { SonicBoom, writeBytes } from './sonic.js';
 import type { AccessLogTarget, CompiledLogFormat } from '../config/route-table.js';
 import type { VariableRegistry } from '../config/variables.js';
 import type { HttpRequestState } from '../runtime/request.js';
@@ -68,7 +68,7 @@ export class AccessLogFiles {
   private stream(t: AccessLogTarget): SonicBoom {
     let s = this.streams.get(t.path);
     if (!s) {
-      s = new SonicBoom({ dest: t.path, append: true, mkdir: false, minLength: t.bufferBytes, periodicFlush: t.flushMs });
+      s = new SonicBoom({ dest: t.path, append: true, mkdir: false, minLength: t.bufferBytes, periodicFlush: t.flushMs, contentMode: 'buffer' });
       this.streams.set(t.path, s);
     }
     return s;
@@ -93,7 +93,7 @@ export class AccessLogFiles {
         const c = t.condition.evaluate(r);
         if (c === '' || c === '0') continue;
       }
-      this.stream(t).write(t.format.render(r) + '\n');
+      writeBytes(this.stream(t), t.format.render(r) + '\n');
     }
   }
 

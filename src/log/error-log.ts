@@ -11,7 +11,7 @@
  * a line is on disk before the response that caused it completes.
  */
 import pino, { type Logger } from 'pino';
-import { SonicBoom } from './sonic.js';
+import { SonicBoom, writeBytes } from './sonic.js';
 import type { ErrorLogTarget } from '../config/route-table.js';
 import type { HttpRequestState } from '../runtime/request.js';
 import { LOG_LEVELS, type LogLevel } from './levels.js';
@@ -96,7 +96,7 @@ class NginxLineDestination {
 
   write(): void {
     const level = LEVEL_BY_NUMBER.get(this.lastLevel) ?? 'error';
-    this.out.write(formatErrorLine(level, this.lastMsg, this.lastObj.conn, this.lastObj.context) + '\n');
+    writeBytes(this.out, formatErrorLine(level, this.lastMsg, this.lastObj.conn, this.lastObj.context) + '\n');
   }
 }
 
@@ -119,7 +119,9 @@ export class ErrorLogFiles {
   private stream(path: string): SonicBoom {
     let s = this.streams.get(path);
     if (!s) {
-      s = path === 'stderr' ? new SonicBoom({ fd: 2, sync: true }) : new SonicBoom({ dest: path, sync: true, append: true, mkdir: false });
+      s = path === 'stderr'
+        ? new SonicBoom({ fd: 2, sync: true, contentMode: 'buffer' })
+        : new SonicBoom({ dest: path, sync: true, append: true, mkdir: false, contentMode: 'buffer' });
       this.streams.set(path, s);
     }
     return s;

@@ -79,13 +79,17 @@ interface StmtChildren {
   block?: CstNode[];
 }
 
-/** Turns the CST of one file into directives carrying `file` and their lines. */
-export function cstToDirectives(file: string, cst: CstNode): Directive[] {
+/**
+ * Turns the CST of one file into directives carrying `file` and their lines.
+ * `-g` directives (`lines: false`) have line 0: nginx names their place
+ * `command line`.
+ */
+export function cstToDirectives(file: string, cst: CstNode, lines = true): Directive[] {
   const stmts = (cst.children['stmt'] as CstNode[] | undefined) ?? [];
-  return stmts.map((s) => stmtToDirective(file, s));
+  return stmts.map((s) => stmtToDirective(file, s, lines));
 }
 
-function stmtToDirective(file: string, stmt: CstNode): Directive {
+function stmtToDirective(file: string, stmt: CstNode, lines: boolean): Directive {
   const ch = stmt.children as unknown as StmtChildren;
   const tokens = ch.arg.map((a) => {
     const [tok] = Object.values(a.children).flat() as IToken[];
@@ -103,7 +107,7 @@ function stmtToDirective(file: string, stmt: CstNode): Directive {
     const lcurly = (b.children['LCurly'] as IToken[])[0]!;
     endLine = lcurly.startLine ?? 0;
     closeLine = (b.children['RCurly'] as IToken[] | undefined)?.[0]?.startLine;
-    block = ((b.children['stmt'] as CstNode[] | undefined) ?? []).map((s) => stmtToDirective(file, s));
+    block = ((b.children['stmt'] as CstNode[] | undefined) ?? []).map((s) => stmtToDirective(file, s, lines));
   } else {
     endLine = ch.Semicolon![0]!.startLine ?? 0;
   }
@@ -112,9 +116,9 @@ function stmtToDirective(file: string, stmt: CstNode): Directive {
     name: values[0]!.value,
     args: values.slice(1).map((v) => v.value),
     quoted: values.slice(1).map((v) => v.quoted),
-    loc: { file, line: endLine },
-    nameLine: tokens[0]!.startLine ?? 0,
+    loc: { file, line: lines ? endLine : 0 },
+    nameLine: lines ? tokens[0]!.startLine ?? 0 : 0,
     block,
-    closeLine,
+    closeLine: lines ? closeLine : 0,
   };
 }

@@ -6,7 +6,6 @@
  * giving no files rather than an error.
  */
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 
 /** True when `pattern` contains glob magic, as nginx tests with `strpbrk(name, "*?[")`. */
 export function hasGlobMagic(pattern: string): boolean {
@@ -41,44 +40,48 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
+/** File-system path of a byte string (configuration strings are latin1: one char per byte). */
+const fsPath = (p: string): Buffer => Buffer.from(p, 'latin1');
+
 function isDirectory(path: string): boolean {
   try {
-    return statSync(path).isDirectory();
+    return statSync(fsPath(path)).isDirectory();
   } catch {
     return false;
   }
 }
 
 /**
- * Expands an absolute glob pattern to the existing paths it matches, sorted.
- * Directories that cannot be read contribute nothing, as with `glob(3)`
- * without `GLOB_ERR`.
+ * Expands a glob pattern to the existing paths it matches, sorted bytewise.
+ * Paths keep the pattern's text (`a/../b/*.conf` gives `a/../b/x.conf`), as
+ * glob(3) returns them. Directories that cannot be read contribute nothing,
+ * as with `glob(3)` without `GLOB_ERR`.
  */
 export function expandGlob(pattern: string): string[] {
   const parts = pattern.split('/');
-  let bases = [parts[0] === '' ? '/' : parts[0]!];
+  let bases = [parts[0]!];
   for (let i = 1; i < parts.length; i++) {
     const part = parts[i]!;
-    if (part === '') continue;
     const last = i === parts.length - 1;
     const next: string[] = [];
     for (const base of bases) {
+      const prefix = `${base}/`;
       if (!hasGlobMagic(part)) {
-        const candidate = join(base, part.replace(/\\(.)/g, '$1'));
+        const candidate = prefix + part.replace(/\\(.)/g, '$1');
         if (last || isDirectory(candidate)) next.push(candidate);
         continue;
       }
       const re = componentRegExp(part);
       let names: string[];
       try {
-        names = readdirSync(base);
+        names = readdirSync(fsPath(base === '' ? '/' : base), { encoding: 'latin1' });
       } catch {
         continue;
       }
       for (const name of names) {
         if (name.startsWith('.') && !part.startsWith('.')) continue;
         if (!re.test(name)) continue;
-        const candidate = join(base, name);
+        const candidate = prefix + name;
         if (last || isDirectory(candidate)) next.push(candidate);
       }
     }
@@ -86,11 +89,11 @@ export function expandGlob(pattern: string): string[] {
   }
   const existing = bases.filter((p) => {
     try {
-      statSync(p);
+      statSync(fsPath(p));
       return true;
     } catch {
       return false;
     }
   });
-  return existing.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return existing.sort((a, b) => Buffer.compare(fsPath(a), fsPath(b)));
 }

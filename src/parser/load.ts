@@ -10,7 +10,6 @@
  * is left in the tree as a `SyntaxErrorNode` where it occurred.
  */
 import { readFileSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
 import { createTokenInstance, EOF, type IToken } from 'chevrotain';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
@@ -50,39 +49,66 @@ const MAX_INCLUDE_DEPTH = 64;
 
 const QUOTE_FOLLOWERS = new Set([' ', '\t', '\r', '\n', ';', '{', ')']);
 
+/** nginx's read buffer (`NGX_CONF_BUFFER`): a token this long that does not end stops the parse. */
+const CONF_BUFFER = 4096;
+
+/** A place where reading stops before the grammar sees it: the token index and the error. */
+interface LexicalStop {
+  readonly index: number;
+  readonly error: ConfigError;
+}
+
+/**
+ * The first lexical error of a text, in reading order: a token or comment
+ * that fills nginx's 4096-byte buffer (`too long parameter …`), an
+ * unterminated quote, a quoted token not followed by a blank, `;`, `{` or `)`,
+ * a `{` in `-g` directives.
+ */
+function lexicalStop(text: string, tokens: IToken[], comments: IToken[], commandLine: boolean, locOf: (line: number) => SourceLoc,
+  eofMessage: (inArgs: boolean) => string): LexicalStop | undefined {
+  const all = [...tokens.map((t, i) => ({ t, i })), ...comments.map((t) => ({ t, i: -1 }))].sort((a, b) => a.t.startOffset - b.t.startOffset);
+  let nextIndex = 0;
+  for (const { t, i } of all) {
+    const index = i >= 0 ? i : nextIndex;
+    if (i >= 0) nextIndex = i + 1;
+    const span = t.endOffset! - t.startOffset + 1;
+    const quoted = t.tokenType.name === 'DoubleQuoted' || t.tokenType.name === 'SingleQuoted' || t.tokenType === Unterminated;
+    if (span >= CONF_BUFFER && text.length > t.startOffset + CONF_BUFFER) {
+      const message = quoted
+        ? `too long parameter, probably missing terminating "${t.image[0]}" character`
+        : `too long parameter "${t.image.slice(0, 10)}..." started`;
+      return { index, error: new ConfigError('syntax', message, locOf(t.startLine ?? 0)) };
+    }
+    if (t.tokenType === Unterminated) return { index, error: new ConfigError('syntax', eofMessage(true), locOf(countLines(text))) };
+    if (quoted) {
+      const next = text[t.endOffset! + 1];
+      if (next !== undefined && !QUOTE_FOLLOWERS.has(next)) {
+        return { index: index + 1, error: new ConfigError('syntax', `unexpected "${next}"`, locOf(t.endLine ?? 0)) };
+      }
+    }
+    if (commandLine && t.tokenType.name === 'LCurly') {
+      return { index, error: new ConfigError('syntax', 'block directives are not supported in -g option', locOf(0)) };
+    }
+  }
+  return undefined;
+}
+
 /**
  * Parses one configuration text. Never throws for bad input: the first error
  * becomes a `SyntaxErrorNode` at the place reading stopped.
  */
 export function parseConfigText(file: string, text: string): ConfigNode[] {
   const commandLine = file === COMMAND_LINE;
-  const { tokens } = configLexer.tokenize(text);
-  const eofLine = countLines(text);
+  const lexed = configLexer.tokenize(text);
+  const tokens = lexed.tokens;
   const locOf = (line: number): SourceLoc => ({ file, line: commandLine ? 0 : line });
   const eofMessage = (inArgs: boolean): string => {
     if (commandLine) return 'unexpected end of parameter, expecting ";"';
     return inArgs ? 'unexpected end of file, expecting ";" or "}"' : 'unexpected end of file, expecting "}"';
   };
-
-  let stopAt = tokens.length;
-  let stopError: ConfigError | undefined;
-  for (let i = 0; i < tokens.length; i++) {
-    const tok = tokens[i]!;
-    if (tok.tokenType === Unterminated) {
-      stopAt = i;
-      stopError = new ConfigError('syntax', eofMessage(true), locOf(eofLine));
-      break;
-    }
-    if (tok.tokenType.name === 'DoubleQuoted' || tok.tokenType.name === 'SingleQuoted') {
-      const next = text[tok.endOffset! + 1];
-      if (next !== undefined && !QUOTE_FOLLOWERS.has(next)) {
-        stopAt = i + 1;
-        stopError = new ConfigError('syntax', `unexpected "${next}"`, locOf(tok.endLine ?? 0));
-        break;
-      }
-    }
-  }
-
+  const lexical = lexicalStop(text, tokens, lexed.groups['comments'] ?? [], commandLine, locOf, eofMessage);
+  let stopAt = lexical?.index ?? tokens.length;
+  let stopError = lexical?.error;
   const head = tokens.slice(0, stopAt);
   const parsed = parseTokens(head);
   if (parsed.error) {
@@ -91,15 +117,15 @@ export function parseConfigText(file: string, text: string): ConfigNode[] {
       if (!stopError) {
         const stack = parsed.error.context.ruleStack;
         const inArgs = stack[stack.length - 1] !== 'block';
-        stopError = new ConfigError('syntax', eofMessage(inArgs), locOf(eofLine));
+        stopError = new ConfigError('syntax', eofMessage(inArgs), locOf(countLines(text)));
       }
     } else {
       stopAt = head.indexOf(tok);
       stopError = new ConfigError('syntax', `unexpected "${tok.image[0]}"`, locOf(tok.startLine ?? 0));
     }
   }
-  if (!stopError) return cstToDirectives(file, parsed.cst);
-  return partialTree(file, tokens.slice(0, stopAt), stopError);
+  if (!stopError) return cstToDirectives(file, parsed.cst, !commandLine);
+  return partialTree(file, tokens.slice(0, stopAt), stopError, !commandLine);
 }
 
 /**
@@ -107,7 +133,7 @@ export function parseConfigText(file: string, text: string): ConfigNode[] {
  * statement being read is dropped, open blocks are closed, and the error is
  * placed at the end of the innermost open block.
  */
-function partialTree(file: string, before: IToken[], error: ConfigError): ConfigNode[] {
+function partialTree(file: string, before: IToken[], error: ConfigError, lines: boolean): ConfigNode[] {
   let depth = 0;
   let argStart = -1;
   before.forEach((tok, i) => {
@@ -126,7 +152,7 @@ function partialTree(file: string, before: IToken[], error: ConfigError): Config
   const kept = before.slice(0, argStart >= 0 ? argStart : before.length);
   for (let i = 0; i < depth; i++) kept.push(createTokenInstance(RCurly, '}', NaN, NaN, NaN, NaN, NaN, NaN));
   const { cst } = parseTokens(kept);
-  const nodes: ConfigNode[] = cstToDirectives(file, cst);
+  const nodes: ConfigNode[] = cstToDirectives(file, cst, lines);
   let list = nodes;
   for (let i = 0; i < depth; i++) {
     const last = list[list.length - 1] as Directive;
@@ -154,8 +180,11 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const read = (path: string, includedFrom: SourceLoc | undefined): string => {
     let text: string;
     try {
-      text = readFileSync(path, 'utf8');
+      text = readFileSync(Buffer.from(path, 'latin1'), 'latin1');
     } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EISDIR') {
+        throw new ConfigError('include', `pread() "${path}" failed (${systemErrorText(err)})`, undefined, { level: 'crit' });
+      }
       throw new ConfigError('include', `open() "${path}" failed (${systemErrorText(err)})`, includedFrom);
     }
     if (!seen.has(path)) {
@@ -183,7 +212,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
 
   const includeFiles = (node: Directive, depth: number): ConfigNode[] => {
     const arg = node.args[0]!;
-    const pattern = isAbsolute(arg) ? arg : resolve(opts.confPrefix, arg);
+    const pattern = arg.startsWith('/') ? arg : opts.confPrefix + arg;
     if (depth >= MAX_INCLUDE_DEPTH) {
       return [{ kind: 'error', error: new ConfigError('include', `include nesting deeper than ${MAX_INCLUDE_DEPTH} files ("${pattern}")`, node.loc) }];
     }

@@ -99,4 +99,10 @@ export const allTokens: TokenType[] = [
 ];
 
 /** One lexer for every file; Chevrotain lexers are stateless between `tokenize` calls. */
-export const configLexer = new Lexer(allTokens, { positionTracking: 'full', ensureOptimizations: false });
+export const configLexer = new Lexer(allTokens, {
+  positionTracking: 'full',
+  ensureOptimizations: false,
+  // nginx counts lines by LF only; a lone CR is an ordinary blank
+  lineTerminatorsPattern: /\n/g,
+  lineTerminatorCharacters: ['\n'],
+});

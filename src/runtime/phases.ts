@@ -236,12 +236,12 @@ function sendText(ex: Exchange, status: number, text: string): void {
   const { r } = ex;
   const headers: [string, string][] = [];
   if (status !== 204 && status !== 304) {
-    headers.push(['Content-Type', r.loc.defaultType], ['Content-Length', String(Buffer.byteLength(text))]);
+    headers.push(['Content-Type', r.loc.defaultType], ['Content-Length', String(text.length)]);
   }
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
-  r.bodyBytesSent = ex.out.headOnly ? 0 : Buffer.byteLength(text);
-  ex.out.end(ex.out.headOnly ? undefined : text);
+  r.bodyBytesSent = ex.out.headOnly ? 0 : text.length;
+  ex.out.end(ex.out.headOnly ? undefined : Buffer.from(text, 'latin1'));
 }
 
 /** Sends a redirect with nginx's page. */

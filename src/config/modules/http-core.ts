@@ -244,14 +244,14 @@ function setTypes(d: Directive, cx: SetContext): void {
   const map = new Map(own?.value ?? []);
   for (const entry of d.block ?? []) {
     if (entry.kind === 'error') throw entry.error;
+    if (entry.block !== null) fail('unexpected "{"', entry.loc);
     for (const ext of entry.args.map((e) => e.toLowerCase())) {
       const old = map.get(ext);
       if (old !== undefined) {
-        cx.warn(`duplicate extension "${ext}", content type: "${entry.name}", previous content type: "${old}"`, 'duplicate-extension');
+        cx.warn(`duplicate extension "${ext}", content type: "${entry.name}", previous content type: "${old}"`, 'duplicate-extension', entry.loc);
       }
       map.set(ext, entry.name);
     }
-    if (entry.args.length === 0 && entry.block !== null) fail(`unexpected "{"`);
   }
   cx.level.replace(types, map, d.loc);
 }

@@ -6,7 +6,7 @@
 import type { Directive } from '../../parser/ast.js';
 import type { HttpRequestState } from '../../runtime/request.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
-import { acceptOnly, fail, type DirectiveSpec, type SetContext } from '../spec.js';
+import { acceptOnly, DirectiveFailure, fail, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
 
 const MAP = 'ngx_http_map_module';
@@ -14,7 +14,7 @@ const MAP = 'ngx_http_map_module';
 /** A `map` block as read. */
 export interface MapDef {
   readonly source: ValueSource;
-  readonly hostnames: boolean;
+  hostnames: boolean;
   readonly exact: Map<string, ValueSource>;
   /** `*.example.com` / `.example.com` (suffix with the dot) and `www.example.*` (prefix with the dot). */
   readonly headWildcards: [string, ValueSource][];
@@ -29,41 +29,50 @@ function readEntries(d: Directive, cx: SetContext, map: MapDef): void {
   let hostnames = false;
   for (const e of d.block ?? []) {
     if (e.kind === 'error') throw e.error;
-    const words = [e.name, ...e.args];
-    if (words.length === 1 && e.name === 'hostnames') {
-      hostnames = true;
-      continue;
+    try {
+      hostnames = readEntry(e, cx, map, hostnames);
+    } catch (err) {
+      if (err instanceof DirectiveFailure && !err.loc) throw new DirectiveFailure(err.text, err.kind, e.loc);
+      throw err;
     }
-    if (words.length === 1 && e.name === 'volatile') continue;
-    if (words.length !== 2 || e.block !== null) fail('invalid number of the map parameters');
-    const [key, raw] = words as [string, string];
-    const value = cx.scope.variables.value(raw, e.loc);
-    if (key === 'default') {
-      if (map.defaultValue) fail('duplicate default map parameter');
-      map.defaultValue = value;
-      continue;
-    }
-    if (key.startsWith('~')) {
-      const caseless = key.startsWith('~*');
-      const regex = compileRegex(key.slice(caseless ? 2 : 1), caseless);
-      for (const n of regex.captureNames) cx.scope.variables.declare(n, { kind: 'set' });
-      map.regexes.push({ regex, value });
-      continue;
-    }
-    const k = (key.startsWith('\\') ? key.slice(1) : key).toLowerCase();
-    if (hostnames && (k.startsWith('*.') || k.startsWith('.'))) {
-      map.headWildcards.push([k.startsWith('*') ? k.slice(1) : k, value]);
-      continue;
-    }
-    if (hostnames && k.endsWith('.*')) {
-      map.tailWildcards.push([k.slice(0, -1), value]);
-      continue;
-    }
-    if (hostnames && k.includes('*')) fail(`invalid hostname or wildcard "${key}"`);
-    if (map.exact.has(k)) fail(`conflicting parameter "${key}"`);
-    map.exact.set(k, value);
   }
-  Object.assign(map, { hostnames });
+  map.hostnames = hostnames;
+}
+
+/** Reads one entry; returns whether `hostnames` is in effect from here on. */
+function readEntry(e: Directive, cx: SetContext, map: MapDef, hostnames: boolean): boolean {
+  if (e.block !== null) fail('unexpected "{"', e.loc);
+  const words = [e.name, ...e.args];
+  if (words.length === 1 && e.name === 'hostnames') return true;
+  if (words.length === 1 && e.name === 'volatile') return hostnames;
+  if (words.length !== 2) fail('invalid number of the map parameters', e.loc);
+  const [key, raw] = words as [string, string];
+  const value = cx.scope.variables.value(raw, e.loc);
+  if (key === 'default') {
+    if (map.defaultValue) fail('duplicate default map parameter', e.loc);
+    map.defaultValue = value;
+    return hostnames;
+  }
+  if (key.startsWith('~')) {
+    const caseless = key.startsWith('~*');
+    const regex = compileRegex(key.slice(caseless ? 2 : 1), caseless);
+    for (const n of regex.captureNames) cx.scope.variables.declare(n, { kind: 'set' });
+    map.regexes.push({ regex, value });
+    return hostnames;
+  }
+  const k = (key.startsWith('\\') ? key.slice(1) : key).toLowerCase();
+  if (hostnames && (k.startsWith('*.') || k.startsWith('.'))) {
+    map.headWildcards.push([k.startsWith('*') ? k.slice(1) : k, value]);
+    return hostnames;
+  }
+  if (hostnames && k.endsWith('.*')) {
+    map.tailWildcards.push([k.slice(0, -1), value]);
+    return hostnames;
+  }
+  if (hostnames && k.includes('*')) fail(`invalid hostname or wildcard "${key}"`, e.loc);
+  if (map.exact.has(k)) fail(`conflicting parameter "${key}"`, e.loc);
+  map.exact.set(k, value);
+  return hostnames;
 }
 
 export const mapDirectives: readonly DirectiveSpec[] = [
