@@ -21,7 +21,7 @@ const WITHOUT = [
   'http_uwsgi_module', 'http_scgi_module', 'http_grpc_module', 'http_memcached_module', 'http_limit_conn_module',
   'http_limit_req_module', 'http_empty_gif_module', 'http_browser_module', 'http_upstream_hash_module',
   'http_upstream_ip_hash_module', 'http_upstream_least_conn_module', 'http_upstream_random_module',
-  'http_upstream_zone_module', 'http-cache', 'mail', 'stream',
+  'http_upstream_zone_module', 'http-cache',
 ];
 
 /** The first line of `-v` and `-V`. */

@@ -227,8 +227,9 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
   });
 }
 
-/** nginx's message for a command line commander refused. */
+/** nginx's message for a command line commander refused (commander's own for `lint`'s options). */
 function optionError(err: CommanderError, argv: readonly string[]): string {
+  if (err.code === 'commander.invalidArgument') return `jinx: ${err.message.replace(/^error: /, '')}`;
   if (err.code === 'commander.unknownOption') {
     const opt = /'(-+[^']*)'/.exec(err.message)?.[1] ?? '';
     return `nginx: invalid option: "${opt.replace(/^-+/, '')}"`;
