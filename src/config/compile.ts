@@ -308,7 +308,7 @@ class Compiler {
       namedCaptures: def.regex ? rewrite.namedCaptures(def.regex, this.scope.variables) : [],
       conf,
       nested: this.locationTree(node),
-      autoRedirect: handler && (def.match === 'prefix' || def.match === 'prefix-no-regex') && def.name.endsWith('/'),
+      autoRedirect: handler && (def.match === 'prefix' || def.match === 'prefix-no-regex' || def.match === 'exact') && def.name.endsWith('/'),
       loc: def.loc,
     };
   }
@@ -342,7 +342,7 @@ class Compiler {
       root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: (docRoot?.alias ?? false) && locDef?.regex !== undefined },
       index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
       tryFiles: tryFiles && {
-        files: tryFiles.files.map((f) => vars.bind(f)),
+        files: tryFiles.files.map((f) => ({ value: vars.bind(f.value), testDir: f.testDir })),
         fallback: 'code' in tryFiles.fallback ? { code: tryFiles.fallback.code } : { uri: vars.bind(tryFiles.fallback.uri) },
       },
       types: c.get(http.types) ?? http.DEFAULT_TYPES,
@@ -433,8 +433,9 @@ class Compiler {
     const vars = this.scope.variables;
     const set = c.list(proxy.proxySetHeader);
     const names = new Set(set.map((h) => h.name.toLowerCase()));
+    // nginx 1.30 sends no Connection header by default: keepalive decides whether the connection is reused
     const defaults: [string, string][] = [
-      ['Host', '$proxy_host'], ['Connection', 'close'], ['TE', ''], ['Keep-Alive', ''], ['Expect', ''], ['Upgrade', ''],
+      ['Host', '$proxy_host'], ['Connection', ''], ['TE', ''], ['Keep-Alive', ''], ['Expect', ''], ['Upgrade', ''],
     ];
     const headers = [
       ...set.map((h) => ({ name: h.name, lowerName: h.name.toLowerCase(), value: vars.bind(h.value) })),

@@ -162,7 +162,8 @@ export interface AddHeader {
 
 /** `try_files FILE … URI|=CODE`. */
 export interface TryFiles {
-  readonly files: readonly CompiledValue[];
+  /** Items before the last: a directory is wanted for those written with a final `/`. */
+  readonly files: readonly { readonly value: CompiledValue; readonly testDir: boolean }[];
   readonly fallback: { readonly uri: CompiledValue } | { readonly code: number };
 }
 

@@ -23,7 +23,9 @@ export interface UpstreamDecl {
   readonly explicit: boolean;
   /** The block's level, for its `server`/`keepalive` directives. */
   readonly servers: UpstreamServerDecl[];
+  /** Idle connections cached per peer: 32 by default since nginx 1.29.7, 0 disables. */
   keepalive: number;
+  keepaliveSet: boolean;
   keepaliveTimeoutMs: number;
   keepaliveRequests: number;
 }

@@ -52,6 +52,7 @@ export function requestContext(r: HttpRequestState): string {
   s += `, request: "${main.requestLine}"`;
   if (r.parent) s += `, subrequest: "${r.uri}"`;
   if (r.upstream) s += `, upstream: "${r.upstream.logName}"`;
+  if (!main.headersRead) return s;
   const host = main.headers.host;
   if (host !== undefined) s += `, host: "${host}"`;
   const referer = main.headers.referer;

@@ -13,7 +13,7 @@ import type { CompiledConfig } from '../config/compile.js';
 import type { ListenGroup, RouteTable } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { AccessLogFiles } from '../log/access-log.js';
-import { ErrorLogFiles } from '../log/error-log.js';
+import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import type { RuntimeContext } from './context.js';
 import { bindListener, createListener, listenKey, TlsContexts, type Listener } from './listen.js';
@@ -134,7 +134,7 @@ export class Engine {
       const server = createListener(group, {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
-        onAccept: (socket) => this.accept(socket),
+        onAccept: (socket) => this.accept(socket, key),
         onConnection: (socket) => this.secured(socket),
         onSession: (session) => this.acceptSession(session),
         onRequest: (req, res) => this.request(key, req, res),
@@ -177,7 +177,7 @@ export class Engine {
    * most once a second); when none is free, the new one is closed with the
    * alert `N worker_connections are not enough`.
    */
-  private accept(raw: Socket): void {
+  private accept(raw: Socket, groupKey: string): void {
     const limit = this.generation.table.main.workerConnections;
     if (limit - this.connectionsInUse() <= Math.floor(limit / 16)) this.drain(limit);
     if (this.connectionsInUse() >= limit) {
@@ -191,11 +191,35 @@ export class Engine {
     this.connections.set(raw, st);
     this.byKey.set(key, st);
     this.byHttpSocket.set(raw, st);
+    raw.once('end', () => this.clientClosed(st, groupKey));
     raw.once('close', () => {
       if (st.idleTimer) clearTimeout(st.idleTimer);
       this.connections.delete(raw);
       this.byKey.delete(key);
     });
+  }
+
+  /**
+   * Logs, at info, a client that closed an idle connection, as
+   * `ngx_http_wait_request_handler` (`client closed connection while waiting
+   * for request, client: ADDR, server: LISTEN_ADDR`, in the default server's
+   * `error_log`) and `ngx_http_keepalive_handler` (`client ADDR closed
+   * keepalive connection`, no context) do. HTTP/2 sessions log nothing here,
+   * as in nginx; a TLS connection closed before its handshake is not logged.
+   */
+  private clientClosed(st: ConnectionState, groupKey: string): void {
+    if (st.session || st.active > 0) return;
+    const group = this.generation.groups.get(groupKey);
+    if (!group) return;
+    const { info } = st;
+    const targets = (group.byLocalAddr.get(info.localAddr) ?? group.servers).defaultServer.conf.errorLogs;
+    const errorLog = this.generation.cx.errorLog;
+    if (info.requests > 0) {
+      errorLog.write(targets, 'info', `client ${info.peerAddr} closed keepalive connection`, info.id);
+    } else if (group.ssl ? info.tls !== undefined : st.raw.bytesRead === 0) {
+      const listenAddr = group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
+      errorLog.write(targets, 'info', 'client closed connection while waiting for request', info.id, connectionContext(info.peerAddr, listenAddr));
+    }
   }
 
   private drain(limit: number): void {

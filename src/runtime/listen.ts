@@ -90,7 +90,7 @@ export const listenKey = (g: { host: string; port: number }): string => `${g.hos
  */
 export function createListener(group: ListenGroup, hooks: ListenHooks): Listener {
   const key = listenKey(group);
-  const common = { keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, maxHeaderSize: 16 * 1024 };
+  const common = { keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, maxHeaderSize: 16 * 1024, requireHostHeader: false };
   const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => hooks.onRequest(req, res);
   if (!group.ssl) {
     const server = createHttpServer(common, onRequest);

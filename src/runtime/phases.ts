@@ -8,7 +8,7 @@
  * locations at rewrite.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ListenGroup } from '../config/route-table.js';
+import type { ListenGroup, ServerSet } from '../config/route-table.js';
 import { findLocation } from './locations.js';
 import { logRequest, type RuntimeContext } from './context.js';
 import { ClientTarget, type Exchange } from './exchange.js';
@@ -20,7 +20,7 @@ import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { realClientAddress } from './handlers/realip.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
-import { absoluteLocation, applyHeadersModule, specialPage, type ClientRequest, type ClientResponse } from './respond.js';
+import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage, type ClientRequest, type ClientResponse } from './respond.js';
 import { runScript } from './script.js';
 import { findServer } from './server-names.js';
 import { normalizePath, validateHost } from './uri.js';
@@ -48,12 +48,10 @@ export function serveClientRequest(
     cx.accessLog.write(r.loc.accessLogs, r);
   });
   const set = listen.byLocalAddr.get(conn.localAddr) ?? listen.servers;
-  const hostHeader = headers.host;
-  const host = hostHeader === undefined ? '' : validateHost(hostHeader);
-  r.server = findServer(set, host ?? '', r);
+  r.server = set.defaultServer;
   r.loc = r.server.conf;
-  r.host = host || r.server.name;
-  void runPhases(ex, host, hostHeader);
+  r.host = r.server.name;
+  void runPhases(ex, set);
   return r;
 }
 
@@ -69,17 +67,57 @@ function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
   return out;
 }
 
-async function runPhases(ex: Exchange, host: string | undefined, hostHeader: string | undefined): Promise<void> {
+/** Why a request is refused before any phase, as nginx logs it (level info). */
+function requestError(ex: Exchange, message: string, whileReading: 'request line' | 'request headers'): Promise<void> {
+  const { r } = ex;
+  if (whileReading === 'request line') r.headersRead = false;
+  r.action = `reading client ${whileReading}`;
+  logRequest(ex.cx, r, 'info', message);
+  r.action = undefined;
+  return finalize(ex, 400);
+}
+
+/**
+ * The request line and headers as `ngx_http_process_request_line` and
+ * `ngx_http_process_request_headers` check them, then the phases.
+ */
+async function runPhases(ex: Exchange, set: ServerSet): Promise<void> {
   const { r, cx } = ex;
-  const protocol = r.protocol;
   try {
-    if (host === undefined) return await finalize(ex, 400);
-    if (hostHeader === undefined && protocol === 'HTTP/1.1') return await finalize(ex, 400);
-    const target = r.requestUri;
+    let target = r.requestUri;
+    let lineHost: string | undefined;
+    const absolute = /^https?:\/\/([^/?#]*)(.*)$/i.exec(target);
+    if (absolute) {
+      lineHost = absolute[1]!;
+      target = absolute[2] || '/';
+    }
     const q = target.indexOf('?');
     const uri = normalizePath(q === -1 ? target : target.slice(0, q), true);
-    if (uri === undefined) return await finalize(ex, 400);
+    if (uri === undefined) return await requestError(ex, 'client sent invalid request', 'request line');
     r.uri = uri;
+    r.args = q === -1 ? '' : target.slice(q + 1);
+    const hosts: string[] = [];
+    for (let i = 0; i < r.rawHeaders.length; i += 2) if (r.rawHeaders[i]!.toLowerCase() === 'host') hosts.push(r.rawHeaders[i + 1]!);
+    if (r.protocol === 'HTTP/2.0' && hosts.length === 0 && r.headers.host !== undefined) hosts.push(r.headers.host);
+    // ngx_http_process_host: the first Host header is validated even after an
+    // absolute request line; the server is selected as soon as a valid host is
+    // known (the request line's, else that header's), so a second Host header
+    // is refused in the selected server
+    const lineHostValid = lineHost !== undefined ? validateHost(lineHost) : undefined;
+    if (lineHost !== undefined && lineHostValid === undefined) return await requestError(ex, 'client sent invalid host in request line', 'request line');
+    const headerHost = hosts.length > 0 ? validateHost(hosts[0]!) : '';
+    if (headerHost === undefined) return await requestError(ex, 'client sent invalid host header', 'request headers');
+    const host = lineHostValid ?? headerHost;
+    r.requestHost = host;
+    r.server = findServer(set, host, r);
+    r.loc = r.server.conf;
+    r.host = host || r.server.name;
+    if (hosts.length > 1) {
+      return await requestError(ex, `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"`, 'request headers');
+    }
+    if (hosts.length === 0 && lineHost === undefined && r.protocol === 'HTTP/1.1') {
+      return await requestError(ex, 'client sent HTTP/1.1 request without "Host" header', 'request headers');
+    }
     realClientAddress(r);
     await fromServerRewrite(ex);
   } catch (err) {
@@ -105,7 +143,7 @@ async function findConfig(ex: Exchange): Promise<void> {
     if (match.autoRedirect) {
       r.location = match.location;
       r.loc = match.location!.conf;
-      return redirect(ex, 301, r.uri + '/' + (r.args ? `?${r.args}` : ''));
+      return finalize(ex, 301, r.uri + '/' + (r.args ? `?${r.args}` : ''));
     }
     r.location = match.location;
     r.loc = match.location?.conf ?? r.server.conf;
@@ -136,15 +174,17 @@ function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecti
   return true;
 }
 
-/** Access, try_files and content phases. */
+/** Preaccess (realip with the location's settings), access, try_files and content phases. */
 export async function afterRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
+  realClientAddress(r);
   const denied = await accessPhase(ex);
   if (denied !== undefined) return finalize(ex, denied);
   if (r.loc.tryFiles) {
     const next = await tryFiles(ex);
     if (next.kind === 'code') return finalize(ex, next.code);
     if (next.kind === 'redirect') return internalRedirect(ex, next.uri, next.args);
+    if (next.kind === 'named') return namedLocation(ex, next.name);
   }
   return contentPhase(ex);
 }
@@ -184,7 +224,7 @@ async function contentPhase(ex: Exchange): Promise<void> {
   const result = await serveStatic(ex);
   if (result.kind === 'code') return finalize(ex, result.code);
   if (result.kind === 'redirect') return internalRedirect(ex, result.uri, result.args);
-  if (result.kind === 'moved') return redirect(ex, 301, result.location);
+  if (result.kind === 'moved') return finalize(ex, 301, result.location);
 }
 
 /** An internal redirect to `uri` (error_page, try_files fallback, index): back to server rewrite. */
@@ -216,56 +256,65 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
   return afterRewrite(ex);
 }
 
-/** Answers a `return` or a redirecting `rewrite` (`ngx_http_script_return_code`). */
+/** Statuses nginx answers by closing the connection (`NGX_HTTP_CLOSE`, request time-out, client closed). */
+const CLOSE_STATUSES = new Set([444, 408, 499]);
+/** Statuses nginx treats as redirects: `return` sends them with a `Location` (`ngx_http_send_response`). */
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+/** Statuses after which nginx does not keep the connection alive (`ngx_http_special_response_handler`). */
+const NO_KEEPALIVE = new Set([400, 413, 414, 497, 495, 496, 500, 501]);
+
+/** Answers a `return` or a redirecting `rewrite` (`ngx_http_script_return_code`, `ngx_http_send_response`). */
 async function scriptResponse(
   ex: Exchange, o: { kind: 'return'; code: number; text: string | undefined } | { kind: 'redirect'; code: number; location: string },
 ): Promise<void> {
-  if (o.kind === 'redirect') return redirect(ex, o.code, o.location);
-  if (o.code === 444) {
-    ex.r.status = 444;
-    ex.out.abort();
-    return;
-  }
-  if (o.code >= 301 && o.code <= 308 && o.code !== 304 && o.text !== undefined) return redirect(ex, o.code, o.text);
-  if (o.code < 400 || o.text !== undefined) return sendText(ex, o.code, o.text ?? '');
-  return finalize(ex, o.code);
+  if (o.kind === 'redirect') return finalize(ex, o.code, o.location);
+  if (o.code >= 400 && o.text === undefined) return finalize(ex, o.code);
+  if (REDIRECT_STATUSES.has(o.code)) return finalize(ex, o.code, o.text ?? '');
+  if (CLOSE_STATUSES.has(o.code)) return finalize(ex, o.code);
+  return sendText(ex, o.code, o.text ?? '');
 }
 
-/** Sends a body with `default_type` (`return CODE TEXT`). */
+/** Sends `return CODE [TEXT]`: the text typed by the URI's extension or `default_type`. */
 function sendText(ex: Exchange, status: number, text: string): void {
   const { r } = ex;
   const headers: [string, string][] = [];
-  if (status !== 204 && status !== 304) {
-    headers.push(['Content-Type', r.loc.defaultType], ['Content-Length', String(text.length)]);
+  if (status !== 204) {
+    headers.push(['Content-Type', contentTypeFor(r)]);
+    headers.push(['Content-Length', String(text.length)]);
   }
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
-  r.bodyBytesSent = ex.out.headOnly ? 0 : text.length;
-  ex.out.end(ex.out.headOnly ? undefined : Buffer.from(text, 'latin1'));
-}
-
-/** Sends a redirect with nginx's page. */
-export async function redirect(ex: Exchange, status: number, location: string): Promise<void> {
-  return finalize(ex, status, location);
+  const send = !ex.out.headOnly && status !== 204 && status !== 304;
+  r.bodyBytesSent = send ? text.length : 0;
+  ex.out.end(send ? Buffer.from(text, 'latin1') : undefined);
 }
 
 /**
- * Finishes a request with a status ≥ 300 as `ngx_http_special_response_handler`
- * does: an `error_page` for it is followed (once, unless
- * `recursive_error_pages`), otherwise nginx's page is sent.
+ * Finishes a request with a special response as
+ * `ngx_http_special_response_handler` does: an `error_page` for the status
+ * is followed (once, unless `recursive_error_pages`), otherwise nginx's page
+ * is sent. 444, 408 and 499 close the connection instead. `location` is the
+ * `Location` of a redirect.
  */
-export async function finalize(ex: Exchange, status: number, location?: string, extraHeaders: [string, string][] = []): Promise<void> {
+export async function finalize(ex: Exchange, status: number, location?: string): Promise<void> {
   const { r } = ex;
   if (ex.out.started) {
     ex.out.abort();
     return;
   }
+  if (CLOSE_STATUSES.has(status)) {
+    r.status = status;
+    ex.out.abort();
+    return;
+  }
+  r.errStatus = status;
+  r.status = status;
   const page = r.loc.errorPages.get(status);
   if (page && !r.errorPage && r.uriChanges <= MAX_URI_CHANGES) {
     if (!r.loc.recursiveErrorPages) r.errorPage = true;
     if (typeof page.overwrite === 'number') r.errStatus = page.overwrite;
     else if (page.overwrite === 'from-target') r.errStatus = 0;
-    else r.errStatus = status;
     const target = page.target.evaluate(r);
     if (target.startsWith('/')) {
       const q = target.indexOf('?');
@@ -273,22 +322,25 @@ export async function finalize(ex: Exchange, status: number, location?: string, 
       return internalRedirect(ex, q === -1 ? target : target.slice(0, q), q === -1 ? '' : target.slice(q + 1));
     }
     if (target.startsWith('@')) return namedLocation(ex, target);
-    const code = typeof page.overwrite === 'number' && [301, 302, 303, 307, 308].includes(page.overwrite) ? page.overwrite : 302;
-    r.errStatus = undefined;
-    return sendSpecial(ex, code, target, extraHeaders);
+    const code = typeof page.overwrite === 'number' && REDIRECT_STATUSES.has(page.overwrite) ? page.overwrite : 302;
+    r.errStatus = code;
+    return sendSpecial(ex, code, target);
   }
-  return sendSpecial(ex, r.errStatus || status, location, extraHeaders);
+  return sendSpecial(ex, r.errStatus || status, location);
 }
 
-function sendSpecial(ex: Exchange, status: number, location: string | undefined, extraHeaders: [string, string][]): void {
+/** Sends nginx's page for a status, if it has one; Last-Modified, ETag and Accept-Ranges are never sent with it. */
+function sendSpecial(ex: Exchange, status: number, location: string | undefined): void {
   const { r } = ex;
   const ua = r.headers['user-agent'];
   const body = specialPage(status, r.loc, typeof ua === 'string' && ua.includes('MSIE '));
-  const headers: [string, string][] = [...r.pendingHeaders, ...extraHeaders];
-  if (body !== undefined) headers.push(['Content-Type', 'text/html'], ['Content-Length', String(Buffer.byteLength(body))]);
-  if (location !== undefined) headers.push(['Location', absoluteLocation(r, location)]);
+  const headers: [string, string][] = [...r.pendingHeaders];
+  headers.push(['Content-Length', String(body?.length ?? 0)]);
+  if (body !== undefined) headers.push(['Content-Type', 'text/html']);
+  if (location !== undefined) headers.push(['Location', location.startsWith('/') ? absoluteLocation(r, location) : location]);
+  if (NO_KEEPALIVE.has(status) && r.protocol !== 'HTTP/2.0') headers.push(['Connection', 'close']);
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
-  r.bodyBytesSent = body && !ex.out.headOnly ? Buffer.byteLength(body) : 0;
+  r.bodyBytesSent = body && !ex.out.headOnly ? body.length : 0;
   ex.out.end(body === undefined || ex.out.headOnly ? undefined : body);
 }

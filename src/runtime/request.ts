@@ -80,10 +80,12 @@ export class HttpRequestState {
   upstream: UpstreamState | undefined;
   /** What the request is doing, for error-log lines. */
   action: LogAction;
-  /** `$remote_user` after Basic authentication. */
-  remoteUser: string | undefined;
+  /** Set once the realip module replaced the client address (it does so once per request). */
+  realIpApplied = false;
   /** `$host`: the Host header's name part lowercased, or the server's name. */
   host = '';
+  /** The validated host of the request line or Host header, '' when there was none (nginx's `headers_in.server`). */
+  requestHost = '';
   /** `$proxy_host` and `$proxy_port` of the upstream request being made. */
   proxyHost: string | undefined;
   proxyPort: string | undefined;
@@ -95,6 +97,8 @@ export class HttpRequestState {
   requestLength = 0;
   /** Whether the response was sent completely, for `$request_completion`. */
   completed = false;
+  /** False while the request line is being read: error-log lines then have no `host:`/`referrer:`. */
+  headersRead = true;
   /** Headers to add to the response this request ends with (`WWW-Authenticate` of a 401). */
   readonly pendingHeaders: [string, string][] = [];
   /** Set once an `error_page` was followed (nginx's `r->error_page`). */

@@ -16,45 +16,62 @@ export type ClientRequest = IncomingMessage | Http2ServerRequest;
 /** The response side of a client exchange. */
 export type ClientResponse = ServerResponse | Http2ServerResponse;
 
-/** Reason phrases of nginx's status lines (`ngx_http_status_lines`). */
+/** Reason phrases of nginx's status lines (`ngx_http_status_lines`); other codes get an empty one. */
 export const STATUS_TEXT: Readonly<Record<number, string>> = {
   200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content',
   301: 'Moved Permanently', 302: 'Moved Temporarily', 303: 'See Other', 304: 'Not Modified',
   307: 'Temporary Redirect', 308: 'Permanent Redirect',
   400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found',
-  405: 'Not Allowed', 406: 'Not Acceptable', 408: 'Request Time-out', 409: 'Conflict', 410: 'Gone',
-  411: 'Length Required', 412: 'Precondition Failed', 413: 'Request Entity Too Large', 414: 'Request-URI Too Large',
-  415: 'Unsupported Media Type', 416: 'Requested Range Not Satisfiable', 421: 'Misdirected Request',
-  429: 'Too Many Requests', 500: 'Internal Server Error', 501: 'Not Implemented', 502: 'Bad Gateway',
-  503: 'Service Temporarily Unavailable', 504: 'Gateway Time-out', 505: 'HTTP Version Not Supported',
+  405: 'Not Allowed', 406: 'Not Acceptable', 407: 'Proxy Authentication Required', 408: 'Request Time-out',
+  409: 'Conflict', 410: 'Gone', 411: 'Length Required', 412: 'Precondition Failed', 413: 'Request Entity Too Large',
+  414: 'Request-URI Too Large', 415: 'Unsupported Media Type', 416: 'Requested Range Not Satisfiable',
+  421: 'Misdirected Request', 429: 'Too Many Requests', 500: 'Internal Server Error', 501: 'Not Implemented',
+  502: 'Bad Gateway', 503: 'Service Temporarily Unavailable', 504: 'Gateway Time-out', 505: 'HTTP Version Not Supported',
   507: 'Insufficient Storage',
 };
 
-/** Titles of nginx's pages for its internal 4xx codes, which are sent as 400. */
-const PAGE_TITLES: Readonly<Record<number, string>> = {
-  494: '400 Request Header Or Cookie Too Large',
-  495: '400 The SSL certificate error',
-  496: '400 No required SSL certificate was sent',
-  497: '400 The plain HTTP request was sent to HTTPS port',
-};
-
-/** Statuses for which nginx sends no page (`ngx_http_special_response_handler`). */
-const NO_PAGE = new Set([204, 304]);
+/**
+ * The pages nginx 1.30 has (`ngx_http_error_pages`): title and heading, and
+ * for its internal 494–497 codes (sent as 400) an extra line. 498 shows the
+ * 404 page. Codes not listed have no page.
+ */
+const PAGES: Readonly<Record<number, { readonly title: string; readonly h1: string; readonly extra?: string }>> = (() => {
+  const pages: Record<number, { title: string; h1: string; extra?: string }> = {};
+  const titled: Record<number, string> = {
+    301: 'Moved Permanently', 302: 'Found', 303: 'See Other', 307: 'Temporary Redirect', 308: 'Permanent Redirect',
+    400: 'Bad Request', 401: 'Authorization Required', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found',
+    405: 'Not Allowed', 406: 'Not Acceptable', 407: 'Proxy Authentication Required', 409: 'Conflict', 410: 'Gone',
+    411: 'Length Required', 412: 'Precondition Failed', 413: 'Request Entity Too Large', 414: 'Request-URI Too Large',
+    415: 'Unsupported Media Type', 416: 'Requested Range Not Satisfiable', 421: 'Misdirected Request', 429: 'Too Many Requests',
+    500: 'Internal Server Error', 501: 'Not Implemented', 502: 'Bad Gateway', 503: 'Service Temporarily Unavailable',
+    504: 'Gateway Time-out', 505: 'HTTP Version Not Supported', 507: 'Insufficient Storage',
+  };
+  for (const [code, text] of Object.entries(titled)) pages[Number(code)] = { title: `${code} ${text}`, h1: `${code} ${text}` };
+  const internal: Record<number, string> = {
+    494: 'Request Header Or Cookie Too Large', 495: 'The SSL certificate error', 496: 'No required SSL certificate was sent',
+    497: 'The plain HTTP request was sent to HTTPS port',
+  };
+  for (const [code, text] of Object.entries(internal)) pages[Number(code)] = { title: `400 ${text}`, h1: '400 Bad Request', extra: text };
+  pages[498] = pages[404]!;
+  return pages;
+})();
 
 /** `Server` header value: `jinx/X.Y.Z` with `server_tokens on|build`, `jinx` with `off`. */
 export function serverHeader(conf: LocationConf): string {
   return conf.serverTokens === 'off' ? 'jinx' : `jinx/${JINX_VERSION}`;
 }
 
-/** The HTML page nginx sends for an error or redirect status, with CRLF line ends. */
+/**
+ * The HTML page nginx sends for a special response, with CRLF line ends
+ * (`ngx_http_send_special_response`), or undefined for codes without one.
+ */
 export function specialPage(status: number, conf: LocationConf, msie: boolean): string | undefined {
-  if (NO_PAGE.has(status) || status < 300) return undefined;
-  const title = PAGE_TITLES[status] ?? `${status} ${STATUS_TEXT[status] ?? ''}`.trimEnd();
-  if (!STATUS_TEXT[status] && !PAGE_TITLES[status]) return undefined;
-  const tail = `<hr><center>${serverHeader(conf)}</center>\r\n</body>\r\n</html>\r\n`;
-  const page = `<html>\r\n<head><title>${title}</title></head>\r\n<body>\r\n<center><h1>${title}</h1></center>\r\n${tail}`;
-  if (msie && conf.msiePadding && status >= 400) return page + MSIE_PADDING;
-  return page;
+  const page = PAGES[status];
+  if (!page) return undefined;
+  const extra = page.extra ? `<center>${page.extra}</center>\r\n` : '';
+  const text = `<html>\r\n<head><title>${page.title}</title></head>\r\n<body>\r\n<center><h1>${page.h1}</h1></center>\r\n${extra}`
+    + `<hr><center>${serverHeader(conf)}</center>\r\n</body>\r\n</html>\r\n`;
+  return msie && conf.msiePadding && status >= 400 ? text + MSIE_PADDING : text;
 }
 
 /** nginx's padding comment for MSIE, so it shows the server's error page. */
@@ -65,13 +82,24 @@ export function wireStatus(status: number): number {
   return status >= 494 && status <= 497 ? 400 : status;
 }
 
+/** The MIME type for a URI by its extension (`types`), or `default_type` (`ngx_http_set_content_type`). */
+export function contentTypeFor(r: HttpRequestState): string {
+  const slash = r.uri.lastIndexOf('/');
+  const dot = r.uri.lastIndexOf('.');
+  if (dot > slash) {
+    const t = r.loc.types.get(r.uri.slice(dot + 1).toLowerCase());
+    if (t) return t;
+  }
+  return r.loc.defaultType;
+}
+
 /**
  * Makes a `Location` absolute as nginx's header filter does when
  * `absolute_redirect` is on: `scheme://host[:port]` + the path.
  */
 export function absoluteLocation(r: HttpRequestState, location: string): string {
   if (!location.startsWith('/') || !r.loc.absoluteRedirect) return location;
-  const host = r.loc.serverNameInRedirect ? r.server.name : r.host || r.server.name;
+  const host = r.loc.serverNameInRedirect ? r.server.name : r.requestHost || r.conn.localAddr;
   const port = r.conn.localPort;
   const defaultPort = r.scheme === 'https' ? 443 : 80;
   const portPart = r.loc.portInRedirect && port !== defaultPort ? `:${port}` : '';
@@ -89,6 +117,7 @@ const HTTP_DATE = (ms: number): string => new Date(ms).toUTCString();
  * (with an empty value meaning "not added").
  */
 export function applyHeadersModule(r: HttpRequestState, status: number, headers: [string, string][]): void {
+  r.status = r.errStatus || status;
   const conf = r.loc;
   const normal = ADD_HEADER_STATUSES.has(status);
   const e = conf.expires;
@@ -130,11 +159,10 @@ export function writeHead(r: HttpRequestState, res: ClientResponse, status: numb
   r.status = final;
   const sent = r.sentHeaders;
   res.statusCode = wire;
-  if ('statusMessage' in res && !(res as ServerResponse).req?.httpVersion?.startsWith('2')) {
-    (res as ServerResponse).statusMessage = reason ?? STATUS_TEXT[wire] ?? '';
+  if (!headers.some(([n]) => n.toLowerCase() === 'server')) {
+    res.setHeader('Server', serverHeader(r.loc));
+    sent['server'] = serverHeader(r.loc);
   }
-  res.setHeader('Server', serverHeader(r.loc));
-  sent['server'] = serverHeader(r.loc);
   if (r.protocol !== 'HTTP/2.0' && (r.loc.keepaliveTimeoutMs === 0 || r.conn.requests >= r.loc.keepaliveRequests)) {
     res.setHeader('Connection', 'close');
   }
@@ -150,5 +178,6 @@ export function writeHead(r: HttpRequestState, res: ClientResponse, status: numb
       sent[lower] = value;
     }
   }
-  res.writeHead(wire);
+  if (r.protocol === 'HTTP/2.0') res.writeHead(wire);
+  else (res as ServerResponse).writeHead(wire, reason ?? STATUS_TEXT[wire] ?? '');
 }

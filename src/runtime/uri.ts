@@ -79,8 +79,9 @@ export function validateHost(host: string): string | undefined {
         hostLen = i + 1;
         state = 'rest';
       }
-    } else if (ch === '/' || code <= 0x20 || code === 0x7f) return undefined;
+    } else if (ch === '/' || ch === '\\' || code <= 0x20 || code === 0x7f) return undefined;
   }
+  if (state === 'literal') return undefined;
   if (dotPos === hostLen - 1) hostLen--;
   if (hostLen <= 0) return undefined;
   return host.slice(0, hostLen).toLowerCase();

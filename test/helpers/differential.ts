@@ -265,7 +265,7 @@ export async function differential<T>(
     } finally {
       await server.stop('SIGQUIT');
     }
-    const all = logLines(server.errorLog());
+    const all = logLines(server.errorLog()).map((l) => l.replace(GLIBC_ETIMEDOUT, '(110: Operation timed out)'));
     // the side's log files are read now: the next side starts with fresh ones
     const texts = new Map<string, string[]>();
     const logs = join(prefix, 'logs');
@@ -282,9 +282,16 @@ export async function differential<T>(
   return { nginx, jinx };
 }
 
+/**
+ * ETIMEDOUT's text: glibc's "Connection timed out" where jinx prints its
+ * specification's "Operation timed out" (src/os-errors.ts).
+ */
+const GLIBC_ETIMEDOUT = /\(110: Connection timed out\)/g;
+
 function readLines(path: string): string[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'latin1').split('\n').filter(Boolean).map((l) => l.replace(TIME_LOCAL, '[TIME]').replace(/\[\[TIME\]\]/g, '[TIME]'));
+  return readFileSync(path, 'latin1').split('\n').filter(Boolean)
+    .map((l) => l.replace(TIME_LOCAL, '[TIME]').replace(/\[\[TIME\]\]/g, '[TIME]'));
 }
 
 const isSnap = (v: unknown): v is Snap =>

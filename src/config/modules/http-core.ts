@@ -195,7 +195,7 @@ function setRoot(d: Directive, cx: SetContext): void {
     }
   }
   if (!alias && path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-  if (!path.startsWith('$')) path = cx.scope.fullPath(path) + (alias && path.endsWith('/') && path.length > 1 ? '/' : '');
+  if (!path.startsWith('$')) path = cx.scope.fullPath(path);
   cx.level.set(docRoot, { alias, path: cx.scope.variables.value(path, d.loc) }, d.loc);
 }
 
@@ -213,7 +213,8 @@ function setIndex(d: Directive, cx: SetContext): void {
 
 /** `try_files FILE … URI|=CODE`. */
 export interface TryFilesDef {
-  readonly files: readonly ValueSource[];
+  /** Items before the last; `testDir` when written with a final `/` (which is removed from the value). */
+  readonly files: readonly { readonly value: ValueSource; readonly testDir: boolean }[];
   readonly fallback: { readonly uri: ValueSource } | { readonly code: number };
 }
 export const tryFiles = slot<TryFilesDef | undefined>('try_files', undefined, false);
@@ -227,7 +228,10 @@ function setTryFiles(d: Directive, cx: SetContext): void {
     if (code === undefined || code > 999) fail(`invalid code "${last}"`);
     fallback = { code };
   } else fallback = { uri: cx.scope.variables.value(last, d.loc) };
-  const files = d.args.slice(0, -1).map((f) => cx.scope.variables.value(f, d.loc));
+  const files = d.args.slice(0, -1).map((f) => {
+    const testDir = f.length > 0 && f.endsWith('/');
+    return { value: cx.scope.variables.value(testDir ? f.slice(0, -1) : f, d.loc), testDir };
+  });
   cx.level.set(tryFiles, { files, fallback }, d.loc);
 }
 

@@ -10,6 +10,7 @@ import type { VariableDef } from '../variables.js';
 import type { HttpRequestState } from '../../runtime/request.js';
 import { NGINX_VERSION } from '../../version.js';
 import { fastcgiSplit } from '../../runtime/fastcgi-split.js';
+import { basicCredentials } from '../../runtime/credentials.js';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
@@ -94,7 +95,7 @@ export const httpVariables: readonly VariableDef[] = [
   },
   { name: 'realip_remote_addr', get: (r) => r.conn.peerAddr },
   { name: 'realip_remote_port', get: (r) => String(r.conn.peerPort) },
-  { name: 'remote_user', get: (r) => r.remoteUser },
+  { name: 'remote_user', get: (r) => basicCredentials(r.headers.authorization)?.user },
   { name: 'scheme', get: (r) => r.scheme },
   { name: 'https', get: (r) => (r.scheme === 'https' ? 'on' : '') },
   { name: 'server_name', get: (r) => r.server.name },

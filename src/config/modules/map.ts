@@ -8,6 +8,7 @@ import type { HttpRequestState } from '../../runtime/request.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import { acceptOnly, DirectiveFailure, fail, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import { namedCaptures } from './rewrite.js';
 
 const MAP = 'ngx_http_map_module';
 
@@ -63,6 +64,8 @@ function readEntry(e: Directive, cx: SetContext, map: MapDef, hostnames: boolean
   const k = (key.startsWith('\\') ? key.slice(1) : key).toLowerCase();
   if (hostnames && (k.startsWith('*.') || k.startsWith('.'))) {
     map.headWildcards.push([k.startsWith('*') ? k.slice(1) : k, value]);
+    // ".example.org" also matches "example.org" itself (ngx_hash_add_key with NGX_HASH_WILDCARD_KEY)
+    if (k.startsWith('.') && !map.exact.has(k.slice(1))) map.exact.set(k.slice(1), value);
     return hostnames;
   }
   if (hostnames && k.endsWith('.*')) {
@@ -101,7 +104,7 @@ export function bindMap(map: MapDef, vars: VariableRegistry): void {
   const exact = new Map([...map.exact].map(([k, v]) => [k, bindV(v)]));
   const heads = map.headWildcards.sort((a, b) => b[0].length - a[0].length).map(([k, v]) => [k, bindV(v)] as const);
   const tails = map.tailWildcards.sort((a, b) => b[0].length - a[0].length).map(([k, v]) => [k, bindV(v)] as const);
-  const regexes = map.regexes.map((e) => ({ regex: e.regex.regex, value: bindV(e.value) }));
+  const regexes = map.regexes.map((e) => ({ regex: e.regex.regex, value: bindV(e.value), named: namedCaptures(e.regex, vars) }));
   const dflt = map.defaultValue ? bindV(map.defaultValue) : undefined;
   map.bound = (r) => {
     let key = source.evaluate(r);
@@ -119,6 +122,7 @@ export function bindMap(map: MapDef, vars: VariableRegistry): void {
         if (m) {
           const saved = r.captures;
           r.captures = m;
+          for (const c of e.named) r.vars[c.index] = m.groups?.[c.name] ?? '';
           const out = e.value.evaluate(r);
           r.captures = saved;
           return out;

@@ -35,7 +35,8 @@ export const proxyPass = slot<ProxyPassDef | undefined>('proxy_pass', undefined,
 export const proxySetHeader = listSlot<{ readonly name: string; readonly value: ValueSource }>('proxy_set_header');
 export const proxyHideHeader = listSlot<string>('proxy_hide_header');
 export const proxyPassHeader = listSlot<string>('proxy_pass_header');
-export const proxyHttpVersion = slot<'1.0' | '1.1'>('proxy_http_version', '1.0');
+/** HTTP/1.1 by default since nginx 1.29.7 (undici always speaks HTTP/1.1 upstream). */
+export const proxyHttpVersion = slot<'1.0' | '1.1'>('proxy_http_version', '1.1');
 export const proxyPassRequestBody = slot('proxy_pass_request_body', true);
 export const proxyPassRequestHeaders = slot('proxy_pass_request_headers', true);
 export const proxyConnectTimeoutMs = slot('proxy_connect_timeout', 60_000);

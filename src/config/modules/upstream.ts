@@ -71,20 +71,23 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       const existing = cx.scope.upstreams.get(name);
       if (existing?.explicit) fail(`duplicate upstream "${d.args[0]}"`);
       cx.scope.upstreams.set(name, {
-        name: d.args[0]!, loc: d.loc, explicit: true, servers: [], keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000,
+        name: d.args[0]!, loc: d.loc, explicit: true, servers: [], keepalive: 32, keepaliveSet: false, keepaliveTimeoutMs: 60_000,
+        keepaliveRequests: 1000,
       });
       return { context: 'upstream', level: new LevelConf() };
     },
   },
   { name: 'server', module: UPSTREAM, contexts: ['upstream'], args: ['1MORE'], effect: 'runtime', set: setServer },
   {
-    name: 'keepalive', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
+    name: 'keepalive', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], effect: 'runtime',
     set: (d, cx) => {
       const up = currentUpstream(cx);
-      if (up.keepalive) throw new DirectiveFailure('is duplicate');
+      if (up.keepaliveSet) throw new DirectiveFailure('is duplicate');
       const n = parseNumber(d.args[0]!);
-      if (!n) fail(`invalid value "${d.args[0]}" in "${d.name}" directive`);
+      if (n === undefined) fail(`invalid value "${d.args[0]}" in "${d.name}" directive`);
+      if (d.args[1] !== undefined && d.args[1] !== 'local') fail(`invalid parameter "${d.args[1]}"`);
       up.keepalive = n;
+      up.keepaliveSet = true;
     },
   },
   {

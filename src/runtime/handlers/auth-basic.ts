@@ -14,6 +14,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import type { AccessResult } from './access.js';
+import { basicCredentials } from '../credentials.js';
 
 /** apache-md5 is CommonJS: its default import is the function, which its types describe as a namespace. */
 const aprMd5 = aprMd5Module as unknown as (password: string, salt: string) => string;
@@ -41,17 +42,6 @@ export function passwordMatches(password: string, hash: string): boolean {
   return false;
 }
 
-/** Parses `Authorization: Basic …` into user and password. */
-function credentials(header: string | undefined): { user: string; password: string } | undefined {
-  if (!header) return undefined;
-  const m = /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
-  if (!m) return undefined;
-  const decoded = Buffer.from(m[1]!, 'base64').toString('latin1');
-  const colon = decoded.indexOf(':');
-  if (colon === -1) return undefined;
-  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
-}
-
 /** The access check of `auth_basic` (realm `off` disables it). */
 export async function checkAuthBasic(ex: Exchange): Promise<AccessResult> {
   const { r } = ex;
@@ -63,15 +53,19 @@ export async function checkAuthBasic(ex: Exchange): Promise<AccessResult> {
     r.pendingHeaders.push(['WWW-Authenticate', `Basic realm="${realm}"`]);
     return 401;
   };
-  const creds = credentials(r.headers.authorization);
-  if (!creds) return unauthorized();
+  const creds = basicCredentials(r.headers.authorization);
+  if (!creds) {
+    logRequest(ex.cx, r, 'info', 'no user/password was provided for basic authentication');
+    return unauthorized();
+  }
   const file = conf.userFile.evaluate(r);
   let text: string;
   try {
     text = await readFile(Buffer.from(file, 'latin1'), 'latin1');
   } catch (err) {
-    logRequest(ex.cx, r, 'error', `open() "${file}" failed (${systemErrorText(err)})`);
-    return 500;
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    logRequest(ex.cx, r, missing ? 'error' : 'crit', `open() "${file}" failed (${systemErrorText(err)})`);
+    return missing ? 403 : 500;
   }
   for (const line of text.split('\n')) {
     if (line.startsWith('#')) continue;
@@ -79,10 +73,7 @@ export async function checkAuthBasic(ex: Exchange): Promise<AccessResult> {
     if (colon === -1 || line.slice(0, colon) !== creds.user) continue;
     const rest = line.slice(colon + 1).replace(/\r$/, '');
     const hash = rest.includes(':') ? rest.slice(0, rest.indexOf(':')) : rest;
-    if (passwordMatches(creds.password, hash)) {
-      r.remoteUser = creds.user;
-      return 'ok';
-    }
+    if (passwordMatches(creds.password, hash)) return 'ok';
     logRequest(ex.cx, r, 'error', `user "${creds.user}": password mismatch`);
     return unauthorized();
   }

@@ -16,7 +16,7 @@ import type { HttpRequestState } from '../request.js';
 import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule } from '../respond.js';
 import { ResponseSpool } from '../spool.js';
-import { mapUpstreamError, type UpstreamFailure } from '../upstream/errors.js';
+import { mapUpstreamError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
 import {
   beginRequestBody, encodeParams, encodeRecords, FastcgiProtocolError, FCGI, RecordParser, stderrText,
 } from '../upstream/fastcgi-protocol.js';
@@ -159,9 +159,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
       settled = true;
       void finalize(ex, failure.status).then(resolve, resolve);
     };
-    const connectTimer = setTimeout(() => fail({
-      status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'connecting to upstream',
-    }), conf.connectTimeoutMs);
+    const connectTimer = setTimeout(() => fail(upstreamTimeout('connect')), conf.connectTimeoutMs);
     socket.once('connect', () => {
       clearTimeout(connectTimer);
       stage = 'header';
@@ -175,9 +173,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
       socket.write(Buffer.concat(records));
       if (body) void sendBody(socket, body).catch((err: Error) => fail(mapUpstreamError(err as Error & { code?: string }, 'header')));
     });
-    socket.on('timeout', () => fail({
-      status: 504, message: 'upstream timed out (110: Operation timed out)', action: stage === 'body' ? 'reading upstream' : READING_HEADER,
-    }));
+    socket.on('timeout', () => fail(upstreamTimeout(stage === 'body' ? 'body' : 'header')));
     socket.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(connectTimer);
       if (stage === 'connect') fail(mapUpstreamError(err, 'connect'));

@@ -41,10 +41,10 @@ interface Destination {
  * request URI as received, unless a rewrite or redirect changed it.
  */
 function upstreamUri(r: HttpRequestState, p: ProxyConf, uriPart: string | undefined): string {
-  if (uriPart === undefined && !r.internal) return r.requestUri;
+  if (uriPart === undefined && !r.internal && !r.parent) return r.requestUri;
   const prefixLen = r.validLocation && uriPart !== undefined ? p.locationPrefix.length : 0;
   const rest = escapeUri(r.uri.slice(Math.min(prefixLen, r.uri.length)));
-  return (uriPart ?? '') + rest + (r.args ? `?${r.args}` : '');
+  return (r.validLocation ? uriPart ?? '' : '') + rest + (r.args ? `?${r.args}` : '');
 }
 
 /** Splits a URL evaluated from variables; undefined when it is not http(s). */
@@ -77,22 +77,27 @@ async function destination(ex: Exchange, p: ProxyConf): Promise<Destination | un
   return { scheme: parsed.scheme, peer, uri: parsed.uri ?? upstreamUri(r, p, undefined), hostHeader, port: peer.port };
 }
 
-/** The request headers: `proxy_set_header` (with nginx's defaults) first, then the client's others. */
-function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): string[] {
+/**
+ * The request headers: `proxy_set_header` (with nginx's defaults) first, then
+ * the client's others. `reuse` tells whether the connection may be kept: a
+ * `Connection: close` header, `proxy_http_version 1.0`, or a peer without
+ * keepalive, ends it (undici always speaks HTTP/1.1; with 1.0 jinx keeps
+ * nginx's one connection per request).
+ */
+function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean } {
   const out: string[] = [];
-  let keepalive = dest.peer.keepalive;
+  let reuse = dest.peer.keepalive && p.httpVersion === '1.1';
   for (const h of p.headers) {
     const v = h.value.evaluate(r);
     if (v === '') continue;
     if (h.lowerName === 'connection') {
-      keepalive = v.toLowerCase() !== 'close' && dest.peer.keepalive;
+      if (v.toLowerCase().split(',').some((t) => t.trim() === 'close')) reuse = false;
       continue;
     }
     if (UNDICI_MANAGED.has(h.lowerName)) continue;
     out.push(h.name, v);
   }
-  out.push('Connection', keepalive ? 'keep-alive' : 'close');
-  if (!p.passRequestHeaders) return out;
+  if (!p.passRequestHeaders) return { headers: out, reuse };
   const raw = r.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -101,10 +106,22 @@ function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): s
     if (lower === 'content-length') continue;
     out.push(name, raw[i + 1]!);
   }
-  return out;
+  return { headers: out, reuse };
 }
 
-/** Rewrites a `Location` from the upstream per `proxy_redirect`. */
+/**
+ * Rewrites a `Location`, or the URL after `url=` in a `Refresh`, per
+ * `proxy_redirect` (`ngx_http_proxy_rewrite_redirect`, `…_rewrite_refresh`).
+ */
+function rewriteRedirect(r: HttpRequestState, p: ProxyConf, dest: Destination, header: 'location' | 'refresh', value: string): string | undefined {
+  if (header === 'location') return rewriteLocation(r, p, dest, value);
+  const m = /url=/i.exec(value);
+  if (!m) return undefined;
+  const at = m.index + 4;
+  const url = rewriteLocation(r, p, dest, value.slice(at));
+  return url === undefined ? undefined : value.slice(0, at) + url;
+}
+
 function rewriteLocation(r: HttpRequestState, p: ProxyConf, dest: Destination, value: string): string | undefined {
   if (p.redirect === 'off') return undefined;
   if (p.redirect === 'default') {
@@ -161,7 +178,7 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
   r.upstream = {
     logName: `${dest.scheme}://${dest.peer.name}${dest.uri}`, addr: dest.peer.name, status: undefined, headers: {}, responseTime: undefined,
   };
-  const headers = requestHeaders(r, p, dest);
+  const { headers, reuse } = requestHeaders(r, p, dest);
   if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, {
@@ -179,7 +196,7 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
       onRequestStart(controller) {
         controllerRef = controller;
       },
-      onResponseStart(controller, statusCode) {
+      onResponseStart(controller, statusCode, _headers, statusMessage) {
         if (statusCode < 200 && statusCode !== 101) return;
         stage = 'body';
         r.action = 'reading upstream';
@@ -198,7 +215,7 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
           if (lower === 'content-length') expectedBytes = Number(value);
           if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
           if (lower === 'location' || lower === 'refresh') {
-            const rewritten = rewriteLocation(r, p, dest, value);
+            const rewritten = rewriteRedirect(r, p, dest, lower, value);
             if (rewritten !== undefined) {
               outHeaders.push([name, lower === 'location' ? absoluteLocation(r, rewritten) : rewritten]);
               continue;
@@ -214,7 +231,7 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
           return;
         }
         applyHeadersModule(r, statusCode, outHeaders);
-        out.head(r, statusCode, outHeaders, undefined);
+        out.head(r, statusCode, outHeaders, statusMessage);
         spool = new ResponseSpool(out, {
           buffering: p.buffering, memoryBytes: p.memoryBytes, tempPath: p.tempPath, maxTempFileBytes: p.maxTempFileBytes,
         }, cx.tempFiles, {
@@ -275,7 +292,7 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
       body: body ? bodyStream(body) : withBody ? ex.body! : null,
       headersTimeout: p.readTimeoutMs,
       bodyTimeout: p.readTimeoutMs,
-      reset: !dest.peer.keepalive,
+      reset: !reuse,
     }, handler);
   });
 }

@@ -12,7 +12,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
-import { applyHeadersModule } from '../respond.js';
+import { applyHeadersModule, contentTypeFor } from '../respond.js';
 
 /** What the static handler decided. */
 export type StaticResult =
@@ -25,7 +25,8 @@ export type StaticResult =
 export type TryFilesResult =
   | { readonly kind: 'found' }
   | { readonly kind: 'code'; readonly code: number }
-  | { readonly kind: 'redirect'; readonly uri: string; readonly args: string };
+  | { readonly kind: 'redirect'; readonly uri: string; readonly args: string }
+  | { readonly kind: 'named'; readonly name: string };
 
 /** A path as the file system expects it: URIs are byte strings (latin1). */
 const fsPath = (path: string): Buffer => Buffer.from(path, 'latin1');
@@ -56,17 +57,16 @@ export async function tryFiles(ex: Exchange): Promise<TryFilesResult> {
   const { r } = ex;
   const tf = r.loc.tryFiles!;
   for (const item of tf.files) {
-    let name = item.evaluate(r);
-    const testDir = name.endsWith('/') && name.length > 0;
-    if (testDir) name = name.slice(0, -1);
-    const st = await statOrError(mapUriToPath(r, name === '' ? '/' : name));
+    const name = item.value.evaluate(r);
+    const st = await statOrError(mapUriToPath(r, name));
     if (st instanceof Error) continue;
-    if (st.isDirectory() !== testDir) continue;
-    r.uri = name === '' ? '/' : name;
+    if (st.isDirectory() !== item.testDir) continue;
+    r.uri = name;
     return { kind: 'found' };
   }
   if ('code' in tf.fallback) return { kind: 'code', code: tf.fallback.code };
   const target = tf.fallback.uri.evaluate(r);
+  if (target.startsWith('@')) return { kind: 'named', name: target };
   const q = target.indexOf('?');
   return { kind: 'redirect', uri: q === -1 ? target : target.slice(0, q), args: q === -1 ? r.args : target.slice(q + 1) };
 }
@@ -112,19 +112,27 @@ async function index(ex: Exchange): Promise<StaticResult> {
     if (name.startsWith('/')) return { kind: 'redirect', uri: name, args: r.args };
     const st = await statOrError(dir + name);
     if (st instanceof Error) {
-      if (st.code === 'EACCES') {
-        logRequest(ex.cx, r, 'error', `"${dir + name}" is forbidden`);
-        return { kind: 'code', code: 403 };
+      if (st.code === 'EACCES' || st.code === 'ENOTDIR') {
+        if (st.code === 'EACCES') {
+          logRequest(ex.cx, r, 'error', `"${dir + name}" is forbidden (${systemErrorText(st)})`);
+          return { kind: 'code', code: 403 };
+        }
+        if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir + name}" is not found (${systemErrorText(st)})`);
+        return { kind: 'code', code: 404 };
       }
       if (!dirTested) {
         const d = await statOrError(dir);
-        if (d instanceof Error) {
-          if (d.code === 'EACCES') {
-            logRequest(ex.cx, r, 'error', `"${dir}" is forbidden`);
-            return { kind: 'code', code: 403 };
-          }
-          if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir}" is not found (${systemErrorText(d)})`);
+        if (d instanceof Error && d.code === 'ENOENT') {
+          if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir + name}" is not found (${systemErrorText(d)})`);
           return { kind: 'code', code: 404 };
+        }
+        if (d instanceof Error && d.code !== 'EACCES') {
+          logRequest(ex.cx, r, 'crit', `stat() "${dir}" failed (${systemErrorText(d)})`);
+          return { kind: 'code', code: 500 };
+        }
+        if (!(d instanceof Error) && !d.isDirectory()) {
+          logRequest(ex.cx, r, 'alert', `"${dir}" is not a directory`);
+          return { kind: 'code', code: 500 };
         }
         dirTested = true;
       }
@@ -141,31 +149,38 @@ async function index(ex: Exchange): Promise<StaticResult> {
   return { kind: 'code', code: 403 };
 }
 
-/** The MIME type for a URI by its extension (`types`), or `default_type`. */
-function contentType(r: HttpRequestState): string {
-  const slash = r.uri.lastIndexOf('/');
-  const dot = r.uri.lastIndexOf('.');
-  if (dot > slash) {
-    const t = r.loc.types.get(r.uri.slice(dot + 1).toLowerCase());
-    if (t) return t;
+/**
+ * Whether a conditional request is answered 304 (`ngx_http_not_modified_header_filter`):
+ * `If-Modified-Since` must equal the file's time exactly (`if_modified_since exact`)
+ * and `If-None-Match` must name its ETag (or be `*`), each when present.
+ */
+function notModified(r: HttpRequestState, lastModified: string, etag: string): boolean {
+  const ims = r.headers['if-modified-since'];
+  const inm = r.headers['if-none-match'];
+  if (ims === undefined && inm === undefined) return false;
+  if (ims !== undefined && ims !== lastModified) return false;
+  if (inm !== undefined) {
+    const tags = inm.split(',').map((t) => t.trim().replace(/^W\//, ''));
+    if (!tags.includes('*') && !tags.includes(etag)) return false;
   }
-  return r.loc.defaultType;
+  return true;
 }
 
 async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticResult> {
   const { r, out } = ex;
   const lastModified = new Date(Math.floor(st.mtimeMs / 1000) * 1000).toUTCString();
   const etag = `"${Math.floor(st.mtimeMs / 1000).toString(16)}-${st.size.toString(16)}"`;
-  const ims = r.headers['if-modified-since'];
-  const notModified = ims === lastModified || r.headers['if-none-match'] === etag;
-  const status = notModified ? 304 : 200;
-  const headers: [string, string][] = [['Content-Type', contentType(r)]];
-  if (!notModified) headers.push(['Content-Length', String(st.size)]);
-  headers.push(['Last-Modified', lastModified], ['ETag', etag]);
-  if (!notModified) headers.push(['Accept-Ranges', 'bytes']);
+  const final = r.errStatus || 200;
+  const unchanged = final === 200 && (r.method === 'GET' || r.method === 'HEAD') && notModified(r, lastModified, etag);
+  const status = unchanged ? 304 : 200;
+  const headers: [string, string][] = [];
+  if (!unchanged) headers.push(['Content-Type', contentTypeFor(r)], ['Content-Length', String(st.size)]);
+  if (final === 200) headers.push(['Last-Modified', lastModified]);
+  headers.push(['ETag', etag]);
+  if (!unchanged && final === 200) headers.push(['Accept-Ranges', 'bytes']);
   applyHeadersModule(r, status, headers);
   out.head(r, status, headers);
-  if (notModified || out.headOnly || st.size === 0) {
+  if (unchanged || out.headOnly || st.size === 0) {
     out.end();
     return { kind: 'sent' };
   }

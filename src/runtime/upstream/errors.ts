@@ -38,9 +38,27 @@ function sslErrorText(err: Error): string | undefined {
   return m ? `(SSL: error:${m[1]!.toUpperCase()}:${m[2]}:${m[3]}:${m[4]})` : undefined;
 }
 
+/**
+ * nginx's report of a timeout at `stage` (`ngx_http_upstream_next` with
+ * `NGX_HTTP_UPSTREAM_FT_TIMEOUT`): 504, `upstream timed out (110: …)`.
+ */
+export function upstreamTimeout(stage: UpstreamStage): UpstreamFailure {
+  const action = stage === 'connect' ? 'connecting to upstream' : stage === 'header' ? READING_HEADER : READING_BODY;
+  return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', 'timed out')}`, action };
+}
+
 /** Maps an upstream error at `stage` to nginx's report. */
 export function mapUpstreamError(err: Error & { code?: string }, stage: UpstreamStage): UpstreamFailure {
   const code = err.code ?? '';
+  if (err.name === 'HTTPParserError' || code.startsWith('HPE_')) {
+    // undici's parser refused the status line (nginx: not HTTP) or a header line
+    const statusLine = /Expected HTTP\/|Invalid HTTP version|Invalid status|Invalid method/i.test(err.message);
+    return {
+      status: 502,
+      message: statusLine && stage !== 'body' ? 'upstream sent no valid HTTP/1.0 header' : 'upstream sent invalid header',
+      action: stage === 'body' ? READING_BODY : READING_HEADER,
+    };
+  }
   if (code.startsWith('ERR_SSL_') || (stage === 'connect' && sslErrorText(err))) {
     return { status: 502, message: `SSL_do_handshake() failed ${sslErrorText(err) ?? `(SSL: ${err.message})`}`, action: 'SSL handshaking to upstream' };
   }
@@ -52,19 +70,13 @@ export function mapUpstreamError(err: Error & { code?: string }, stage: Upstream
     case 'EADDRNOTAVAIL':
       return { status: 502, message: `connect() failed ${errnoText(code, err.message)}`, action: 'connecting to upstream' };
     case 'UND_ERR_CONNECT_TIMEOUT':
-      return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', err.message)}`, action: 'connecting to upstream' };
+      return upstreamTimeout('connect');
     case 'UND_ERR_HEADERS_TIMEOUT':
-      return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', err.message)}`, action: READING_HEADER };
+      return upstreamTimeout('header');
     case 'UND_ERR_BODY_TIMEOUT':
-      return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', err.message)}`, action: READING_BODY };
+      return upstreamTimeout('body');
     case 'UND_ERR_HEADERS_OVERFLOW':
       return { status: 502, message: 'upstream sent too big header', action: READING_HEADER };
-    case 'HPE_INVALID_HEADER_TOKEN':
-    case 'HPE_INVALID_CONSTANT':
-    case 'HPE_INVALID_STATUS':
-    case 'HPE_INVALID_VERSION':
-    case 'UND_ERR_INFO':
-      return { status: 502, message: 'upstream sent invalid header', action: READING_HEADER };
     case 'ECONNRESET':
       return {
         status: 502,
