@@ -47,7 +47,7 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --nginx PATH      reference nginx (default /opt/nginx-oracle/nginx, else /usr/sbin/nginx)
   --max-other PCT   a round in which other processes took more than PCT% of a core
                     from the servers' CPU (the whole machine when unpinned) is run
-                    again (default 10): the machine may be shared
+                    again (default 20): the machine may be shared
   --retries N       how many times a round is run again at most (default 2)
   --quiet-wait S    before a round, wait up to S seconds for the machine to be
                     below --max-other (default 60)
@@ -135,7 +135,7 @@ function options(argv: string[]): Options {
     auxCpus: pin ? values['aux-cpus'] ?? '1' : undefined,
     nginx,
     nodeFlags: (values['node-flags'] ?? '').split(/\s+/).filter(Boolean),
-    maxOther: positive('max-other', values['max-other'], 10),
+    maxOther: positive('max-other', values['max-other'], 20),
     nice: values.nice === undefined ? 0 : Number(values.nice),
     retries: values.retries === '0' ? 0 : Math.round(positive('retries', values.retries, 2)),
     quietWaitS: values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], 60),
@@ -168,8 +168,18 @@ function start(name: string, cmd: string, args: string[], cpus: string | undefin
   let [file, argv] = [cmd, args];
   if (niceness !== 0) [file, argv] = ['nice', ['-n', String(niceness), file, ...argv]];
   if (cpus !== undefined) [file, argv] = ['taskset', ['-c', cpus, file, ...argv]];
-  // taskset and nice exec the command, so the pid is the server's own
-  const child = spawn(file, argv, { stdio: ['ignore', stdout, 'pipe'] });
+  // taskset and nice exec the command, so the pid is the server's own. With
+  // autogroup scheduling (Linux' default), nice only ranks processes of one
+  // session: with --nice each process gets a session of its own (detached) and
+  // that session's autogroup gets the nice value too.
+  const child = spawn(file, argv, { stdio: ['ignore', stdout, 'pipe'], detached: niceness !== 0 });
+  if (niceness !== 0 && child.pid !== undefined && existsSync(`/proc/${child.pid}/autogroup`)) {
+    try {
+      writeFileSync(`/proc/${child.pid}/autogroup`, String(niceness));
+    } catch (err) {
+      process.stderr.write(`bench: cannot set the autogroup nice of ${name}: ${(err as Error).message}\n`);
+    }
+  }
   const proc: Proc = {
     name, child, exitCode: undefined, stderr: '',
     exited: new Promise((res) => child.once('exit', (code, signal) => {
@@ -288,7 +298,14 @@ function tempPaths(dir: string): string {
   return ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t}_temp;`).join('\n');
 }
 
-function upstreamNginxConf(dir: string, port: number): string {
+/**
+ * The upstream nginx: as cheap as nginx gets, since it shares a CPU with wrk.
+ * Small bodies come from `return 200` (no file I/O), large ones from a static
+ * file with sendfile and a cached descriptor (a `return` string cannot exceed
+ * nginx's 4 KiB configuration buffer). Keep-alive connections live forever.
+ */
+function upstreamNginxConf(dir: string, port: number, sizes: readonly number[]): string {
+  const locations = sizes.filter((n) => n <= 2048).map((n) => `    location = ${bodyPath(n)} { return 200 "${'x'.repeat(n)}"; }\n`).join('');
   return `${mainBlock(dir)}http {
   access_log off;
 ${tempPaths(dir)}
@@ -298,8 +315,9 @@ ${tempPaths(dir)}
     listen 127.0.0.1:${port} backlog=4096;
     root ${dir}/html;
     open_file_cache max=64;
+    sendfile on;
     default_type application/octet-stream;
-  }
+${locations}  }
 }
 `;
 }
@@ -486,6 +504,8 @@ interface Run extends WrkResult {
   round: number;
   /** CPU of the server under test, in % of one core. */
   sutCpu: number;
+  /** The kernel's part of sutCpu (stime). */
+  sutSysCpu: number;
   /** CPU of the upstream and of wrk, in % of one core. */
   upstreamCpu: number;
   wrkCpu: number;
@@ -528,6 +548,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const { proc, port } = servers.sut.get(target)!;
   const url = `http://127.0.0.1:${port}${bodyPath(size)}`;
   const sut0 = procTicks(proc.child.pid);
+  const sys0 = procStat(proc.child.pid!, 12);
   const up0 = procTicks(servers.upstream.child.pid);
   const children0 = childTicks();
   const load = new OtherLoad(o, servers);
@@ -543,6 +564,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const other = load.read(wrkTicks);
   const elapsedS = load.elapsedS();
   const sutTicks = procTicks(proc.child.pid) - sut0;
+  const sysTicks = procStat(proc.child.pid!, 12) - sys0;
   const upTicks = procTicks(servers.upstream.child.pid) - up0;
   await stop(wrk, 'SIGKILL');
   if (code !== 0) throw new Error(`wrk exited with ${code} against ${target}:\n${out}\n${wrk.stderr}`);
@@ -550,7 +572,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const pct = (ticks: number): number => (100 * ticks) / CLK_TCK / elapsedS;
   return {
     ...parseWrk(out),
-    sutCpu: pct(sutTicks), upstreamCpu: pct(upTicks), wrkCpu: pct(wrkTicks), foreignCpu: other.machine, stolenCpu: other.onServerCpus,
+    sutCpu: pct(sutTicks), sutSysCpu: pct(sysTicks), upstreamCpu: pct(upTicks), wrkCpu: pct(wrkTicks), foreignCpu: other.machine, stolenCpu: other.onServerCpus,
   };
 }
 
@@ -586,20 +608,24 @@ function cpuCount(list: string | undefined, dflt: number): number {
 
 /** Requests per second of the server's own CPU time. */
 const perCpu = (r: Run): number => (r.sutCpu > 0 ? r.rps / (r.sutCpu / 100) : NaN);
+/** Microseconds of the server's CPU per request, user and kernel. */
+const usPerReq = (r: Run, part: 'user' | 'sys'): number => (10_000 * (part === 'sys' ? r.sutSysCpu : r.sutCpu - r.sutSysCpu)) / r.rps;
 
 function summary(o: Options, runs: Run[]): string {
   const lines: string[] = [];
   const counted = runs.filter((r) => r.counted);
   lines.push('', `== summary: medians of ${o.rounds} rounds × ${o.durationS} s, wrk -c${o.connections} -t${o.threads}`
     + (o.sutCpus !== undefined ? `, servers on CPU ${o.sutCpus}, upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : ', unpinned'));
-  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(6)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('stolen cpu', 11)}`);
+  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(6)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}`);
   for (const size of o.sizes) {
     const med: Partial<Record<Target, { rps: number; perCpu: number }>> = {};
     for (const t of o.targets) {
       const rs = counted.filter((r) => r.size === size && r.target === t);
       med[t] = { rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map(perCpu)) };
       lines.push(`${fmtSize(size).padEnd(8)} ${t.padEnd(6)} ${pad(fmtInt(med[t]!.rps), 9)} ${pad(fmtMs(median(rs.map((r) => r.p99Ms))), 9)}`
-        + ` ${pad(fmtPct(median(rs.map((r) => r.sutCpu))), 10)} ${pad(fmtInt(med[t]!.perCpu), 10)} ${pad(fmtPct(median(rs.map((r) => r.stolenCpu))), 11)}`);
+        + ` ${pad(fmtPct(median(rs.map((r) => r.sutCpu))), 10)} ${pad(fmtInt(med[t]!.perCpu), 10)}`
+        + ` ${pad(`${median(rs.map((r) => usPerReq(r, 'user'))).toFixed(1)}+${median(rs.map((r) => usPerReq(r, 'sys'))).toFixed(1)}`, 15)}`
+        + ` ${pad(fmtPct(median(rs.map((r) => r.stolenCpu))), 11)}`);
     }
     if (med.jinx !== undefined && med.nginx !== undefined) {
       const paired: number[] = [];
@@ -615,7 +641,7 @@ function summary(o: Options, runs: Run[]): string {
   }
   const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
   if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
-  lines.push(`(stolen cpu: CPU taken by other processes on the servers' CPU${o.sutCpus === undefined ? ' (here: the whole machine, unpinned)' : ''}; req/cpu-s: requests per second of the server's own CPU time)`);
+  lines.push(`(stolen cpu: CPU taken by other processes on the servers' CPU${o.sutCpus === undefined ? ' (here: the whole machine, unpinned)' : ''}; req/cpu-s: requests per second of the server's own CPU time; us/req: the server's CPU per request, user + kernel)`);
   const busy = counted.filter((r) => r.stolenCpu > o.maxOther).length;
   if (busy > 0) lines.push(`note: in ${busy} counted run(s) other processes took more than ${o.maxOther}% of a core from the servers: the machine was not quiet, the figures are noisy`);
   const sutIdle = counted.filter((r) => r.sutCpu < 85 * cpuCount(o.sutCpus, 1)).length;
@@ -636,7 +662,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     mkdirSync(join(upDir, 'logs'), { recursive: true });
     mkdirSync(join(upDir, 'html'));
     for (const size of o.sizes) writeFileSync(join(upDir, 'html', bodyPath(size).slice(1)), Buffer.alloc(size, 'x'));
-    writeFileSync(join(upDir, 'nginx.conf'), upstreamNginxConf(upDir, upPort));
+    writeFileSync(join(upDir, 'nginx.conf'), upstreamNginxConf(upDir, upPort, o.sizes));
     upstream = start('upstream', o.nginx, ['-p', `${upDir}/`, '-c', join(upDir, 'nginx.conf')], o.auxCpus);
   } else {
     upstream = start('upstream', process.execPath, ['-e', NODE_UPSTREAM, String(upPort), ...o.sizes.map(String)], o.auxCpus);
@@ -755,7 +781,8 @@ async function main(): Promise<number> {
 main().then(
   (code) => { removeTemp(); process.exitCode = code; },
   async (err: unknown) => {
-    process.stderr.write(`bench: ${(err as Error)?.stack ?? err}\n`);
+    if (interrupted) return; // the signal handler stops everything and exits
+    process.stderr.write(`bench: ${process.env.BENCH_DEBUG ? (err as Error)?.stack ?? err : (err as Error)?.message ?? err}\n`);
     await stopAll();
     removeTemp();
     process.exitCode = 1;
