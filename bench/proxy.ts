@@ -50,7 +50,7 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
                     again (default 20): the machine may be shared
   --retries N       how many times a round is run again at most (default 2)
   --quiet-wait S    before a round, wait up to S seconds for the machine to be
-                    below --max-other (default 60)
+                    below --max-other (default 60; 0 with a negative --nice)
   --nice N          run the servers, the upstream and wrk under nice -n N (default 0;
                     negative values need root and take CPU from everything else)
   --node-flags STR  extra node flags for jinx, e.g. "--max-semi-space-size=32"
@@ -138,7 +138,8 @@ function options(argv: string[]): Options {
     maxOther: positive('max-other', values['max-other'], 20),
     nice: values.nice === undefined ? 0 : Number(values.nice),
     retries: values.retries === '0' ? 0 : Math.round(positive('retries', values.retries, 2)),
-    quietWaitS: values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], 60),
+    // with --nice the servers get their CPU anyway: waiting for others to go quiet only wastes time
+    quietWaitS: values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], values.nice !== undefined && Number(values.nice) < 0 ? 0 : 60),
     profileDir: values.profile === undefined ? undefined : resolve(values.profile),
     json: values.json,
     keep: values.keep ?? false,
