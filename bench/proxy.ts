@@ -534,6 +534,7 @@ async function otherLoad(o: Options, servers: Servers, ms: number): Promise<numb
 
 /** Waits until other processes use less than --max-other, for at most --quiet-wait. */
 async function waitQuiet(o: Options, servers: Servers): Promise<void> {
+  if (o.quietWaitS <= 0) return;
   const deadline = Date.now() + o.quietWaitS * 1000;
   let load = await otherLoad(o, servers, 500);
   if (load <= o.maxOther) return;
