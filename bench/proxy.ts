@@ -1,0 +1,792 @@
+/**
+ * Proxy throughput benchmark: jinx against the reference nginx on the same
+ * reverse-proxy configuration, one process each, measured with wrk.
+ *
+ *   npx tsc -p . && node dist/bench/proxy.js [--duration 10] [--rounds 5] …
+ *
+ * One upstream (a second nginx serving static files, or a node:http server
+ * with --upstream node) answers a 100-byte and a 16 KiB body. jinx and nginx
+ * both proxy to it with `keepalive 64`. After a warm-up of each, wrk runs
+ * against them interleaved (jinx, nginx, jinx, nginx …) for every round and
+ * body size; the medians of requests/s and p99 latency and the ratio
+ * jinx/nginx are printed. CPU time of every process is read from /proc around
+ * each run, so a saturated load generator or a busy machine shows up.
+ *
+ * Exit status: 0 when everything ran (whatever the ratio), 1 when something
+ * could not be started or measured, 2 when a proxy answered with errors under
+ * load (its figures are then not a throughput of the proxy).
+ * See bench/README.md.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { createServer as createNetServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { summarizeProfile, formatSummary } from './cpuprofile.js';
+
+/** The checkout (bench/ is compiled to dist/bench/). */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const JINX = join(ROOT, 'bin/jinx');
+
+const USAGE = `usage: node dist/bench/proxy.js [options]
+
+  --duration S      seconds per measured wrk run (default 10)
+  --warmup S        seconds of warm-up per server and body size (default 5)
+  --rounds N        measured runs per server and body size (default 5)
+  --connections N   wrk -c (default 64)
+  --threads N       wrk -t (default 2)
+  --sizes LIST      body sizes in bytes, k suffix allowed (default 100,16k)
+  --targets LIST    servers to measure: jinx,nginx (default both)
+  --upstream KIND   nginx (default) or node
+  --sut-cpus LIST   taskset CPU list for jinx and nginx (default 0)
+  --aux-cpus LIST   taskset CPU list for the upstream and wrk (default 1)
+  --no-pin          do not use taskset
+  --nginx PATH      reference nginx (default /opt/nginx-oracle/nginx, else /usr/sbin/nginx)
+  --max-other PCT   a round in which other processes took more than PCT% of a core
+                    from the servers' CPU (the whole machine when unpinned) is run
+                    again (default 20): the machine may be shared
+  --retries N       how many times a round is run again at most (default 2)
+  --quiet-wait S    before a round, wait up to S seconds for the machine to be
+                    below --max-other (default 60; 0 with a negative --nice)
+  --nice N          run the servers, the upstream and wrk under nice -n N (default 0;
+                    negative values need root and take CPU from everything else)
+  --node-flags STR  extra node flags for jinx, e.g. "--max-semi-space-size=32"
+  --profile DIR     run jinx under --cpu-prof, write the profile to DIR and print its top functions
+  --json FILE       write every run's figures to FILE
+  --keep            keep the temporary prefix directory
+  -h, --help        this text`;
+
+interface Options {
+  durationS: number;
+  warmupS: number;
+  rounds: number;
+  connections: number;
+  threads: number;
+  sizes: number[];
+  targets: Target[];
+  upstream: 'nginx' | 'node';
+  sutCpus: string | undefined;
+  auxCpus: string | undefined;
+  nginx: string;
+  nodeFlags: string[];
+  maxOther: number;
+  nice: number;
+  retries: number;
+  quietWaitS: number;
+  profileDir: string | undefined;
+  json: string | undefined;
+  keep: boolean;
+}
+
+type Target = 'jinx' | 'nginx';
+
+function parseSize(s: string): number {
+  const m = /^(\d+)([kKmM]?)$/.exec(s.trim());
+  if (!m) throw new Error(`bad size "${s}"`);
+  return Number(m[1]) * (m[2] === '' ? 1 : m[2]!.toLowerCase() === 'k' ? 1024 : 1024 * 1024);
+}
+
+function positive(name: string, v: string | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} wants a positive number, not "${v}"`);
+  return n;
+}
+
+function options(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      duration: { type: 'string' }, warmup: { type: 'string' }, rounds: { type: 'string' },
+      connections: { type: 'string' }, threads: { type: 'string' }, sizes: { type: 'string' },
+      targets: { type: 'string' }, upstream: { type: 'string' }, 'sut-cpus': { type: 'string' },
+      'aux-cpus': { type: 'string' }, 'no-pin': { type: 'boolean' }, nginx: { type: 'string' },
+      'node-flags': { type: 'string' }, profile: { type: 'string' }, json: { type: 'string' },
+      'max-other': { type: 'string' }, retries: { type: 'string' }, 'quiet-wait': { type: 'string' },
+      nice: { type: 'string' },
+      keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
+  const targets = (values.targets ?? 'jinx,nginx').split(',').map((t) => t.trim());
+  for (const t of targets) if (t !== 'jinx' && t !== 'nginx') throw new Error(`unknown target "${t}"`);
+  const upstream = values.upstream ?? 'nginx';
+  if (upstream !== 'nginx' && upstream !== 'node') throw new Error(`--upstream is nginx or node, not "${upstream}"`);
+  const nginx = values.nginx ?? ['/opt/nginx-oracle/nginx', '/usr/sbin/nginx'].find((p) => existsSync(p));
+  if (!nginx) throw new Error('no reference nginx: install one or pass --nginx PATH');
+  const pin = !values['no-pin'] && hasCommand('taskset');
+  if (!values['no-pin'] && !pin) process.stderr.write('bench: taskset not found, processes are not pinned\n');
+  return {
+    durationS: positive('duration', values.duration, 10),
+    warmupS: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 5),
+    rounds: Math.round(positive('rounds', values.rounds, 5)),
+    connections: Math.round(positive('connections', values.connections, 64)),
+    threads: Math.round(positive('threads', values.threads, 2)),
+    sizes: (values.sizes ?? '100,16k').split(',').map(parseSize),
+    targets: targets as Target[],
+    upstream,
+    sutCpus: pin ? values['sut-cpus'] ?? '0' : undefined,
+    auxCpus: pin ? values['aux-cpus'] ?? '1' : undefined,
+    nginx,
+    nodeFlags: (values['node-flags'] ?? '').split(/\s+/).filter(Boolean),
+    maxOther: positive('max-other', values['max-other'], 20),
+    nice: values.nice === undefined ? 0 : Number(values.nice),
+    retries: values.retries === '0' ? 0 : Math.round(positive('retries', values.retries, 2)),
+    // with --nice the servers get their CPU anyway: waiting for others to go quiet only wastes time
+    quietWaitS: values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], values.nice !== undefined && Number(values.nice) < 0 ? 0 : 60),
+    profileDir: values.profile === undefined ? undefined : resolve(values.profile),
+    json: values.json,
+    keep: values.keep ?? false,
+  };
+}
+
+function hasCommand(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+}
+
+// ---------------------------------------------------------------- processes
+
+/** A process this script started; every one is stopped on exit, error or signal. */
+interface Proc {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  exitCode: number | null | undefined;
+  stderr: string;
+}
+
+const procs: Proc[] = [];
+
+let niceness = 0;
+
+function start(name: string, cmd: string, args: string[], cpus: string | undefined, stdout: 'ignore' | 'pipe' = 'ignore'): Proc {
+  let [file, argv] = [cmd, args];
+  if (niceness !== 0) [file, argv] = ['nice', ['-n', String(niceness), file, ...argv]];
+  if (cpus !== undefined) [file, argv] = ['taskset', ['-c', cpus, file, ...argv]];
+  // taskset and nice exec the command, so the pid is the server's own. With
+  // autogroup scheduling (Linux' default), nice only ranks processes of one
+  // session: with --nice each process gets a session of its own (detached) and
+  // that session's autogroup gets the nice value too.
+  const child = spawn(file, argv, { stdio: ['ignore', stdout, 'pipe'], detached: niceness !== 0 });
+  if (niceness !== 0 && child.pid !== undefined && existsSync(`/proc/${child.pid}/autogroup`)) {
+    try {
+      writeFileSync(`/proc/${child.pid}/autogroup`, String(niceness));
+    } catch (err) {
+      process.stderr.write(`bench: cannot set the autogroup nice of ${name}: ${(err as Error).message}\n`);
+    }
+  }
+  const proc: Proc = {
+    name, child, exitCode: undefined, stderr: '',
+    exited: new Promise((res) => child.once('exit', (code, signal) => {
+      proc.exitCode = code ?? (signal ? 128 : null);
+      res(proc.exitCode);
+    })),
+  };
+  child.once('error', (err) => { proc.stderr += `${err.message}\n`; });
+  child.stderr!.on('data', (d: Buffer) => { if (proc.stderr.length < 64 * 1024) proc.stderr += d.toString(); });
+  procs.push(proc);
+  return proc;
+}
+
+/** Stops a process with `signal`, then SIGKILL after `graceMs`. */
+async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGQUIT', graceMs = 10_000): Promise<void> {
+  if (proc.exitCode === undefined && proc.child.pid !== undefined) {
+    proc.child.kill(signal);
+    const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);
+    await proc.exited;
+    clearTimeout(timer);
+  }
+  const i = procs.indexOf(proc);
+  if (i >= 0) procs.splice(i, 1);
+}
+
+async function stopAll(): Promise<void> {
+  await Promise.all([...procs].reverse().map((p) => stop(p, p.name === 'wrk' ? 'SIGKILL' : 'SIGQUIT')));
+}
+
+let tempRoot: string | undefined;
+let keepTemp = false;
+
+function removeTemp(): void {
+  if (tempRoot && !keepTemp) rmSync(tempRoot, { recursive: true, force: true });
+}
+
+process.on('exit', () => {
+  // last resort (e.g. process.exit from a signal handler that did not finish)
+  for (const p of procs) if (p.exitCode === undefined) p.child.kill('SIGKILL');
+});
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(sig, () => {
+    if (interrupted) return;
+    interrupted = true;
+    process.stderr.write(`\nbench: ${sig}, stopping the servers\n`);
+    void stopAll().finally(() => {
+      removeTemp();
+      process.exit(sig === 'SIGINT' ? 130 : 143);
+    });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createNetServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const s = connect({ host: '127.0.0.1', port });
+    s.once('connect', () => { s.destroy(); res(true); });
+    s.once('error', () => res(false));
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function waitListening(proc: Proc, port: number): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== undefined) throw new Error(`${proc.name} exited (${proc.exitCode}) during start:\n${proc.stderr}`);
+    if (await portOpen(port)) return;
+    await sleep(25);
+  }
+  throw new Error(`${proc.name} does not listen on 127.0.0.1:${port} after 15 s:\n${proc.stderr}`);
+}
+
+/** GET through a server; resolves to status and body length. */
+function get(port: number, path: string): Promise<{ status: number; length: number }> {
+  return new Promise((res, rej) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false, timeout: 5000 }, (resp) => {
+      let length = 0;
+      resp.on('data', (c: Buffer) => { length += c.length; });
+      resp.on('end', () => res({ status: resp.statusCode ?? 0, length }));
+      resp.on('error', rej);
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', rej);
+    req.end();
+  });
+}
+
+// ------------------------------------------------------------------ configs
+
+const bodyPath = (size: number): string => `/body-${size}`;
+
+/** Everything nginx writes goes under `dir`. */
+function mainBlock(dir: string): string {
+  return `daemon off;
+master_process off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+events { worker_connections 4096; }
+`;
+}
+
+function tempPaths(dir: string): string {
+  return ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${dir}/${t}_temp;`).join('\n');
+}
+
+/**
+ * The upstream nginx: as cheap as nginx gets, since it shares a CPU with wrk.
+ * Small bodies come from `return 200` (no file I/O), large ones from a static
+ * file with sendfile and a cached descriptor (a `return` string cannot exceed
+ * nginx's 4 KiB configuration buffer). Keep-alive connections live forever.
+ */
+function upstreamNginxConf(dir: string, port: number, sizes: readonly number[]): string {
+  const locations = sizes.filter((n) => n <= 2048).map((n) => `    location = ${bodyPath(n)} { return 200 "${'x'.repeat(n)}"; }\n`).join('');
+  return `${mainBlock(dir)}http {
+  access_log off;
+${tempPaths(dir)}
+  keepalive_requests 1000000;
+  keepalive_timeout 300s;
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    root ${dir}/html;
+    open_file_cache max=64;
+    sendfile on;
+    default_type application/octet-stream;
+${locations}  }
+}
+`;
+}
+
+/** The configuration under test, the same file for jinx and nginx. */
+function proxyConf(dir: string, port: number, upstreamPort: number): string {
+  return `${mainBlock(dir)}http {
+  access_log off;
+${tempPaths(dir)}
+  upstream backend {
+    server 127.0.0.1:${upstreamPort};
+    keepalive 64;
+  }
+  server {
+    listen 127.0.0.1:${port} backlog=4096;
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+`;
+}
+
+/** The node:http upstream (--upstream node): bodies from memory, keep-alive forever. */
+const NODE_UPSTREAM = `
+const http = require('node:http');
+const [port, ...sizes] = process.argv.slice(1).map(Number);
+const bodies = new Map(sizes.map((s) => ['/body-' + s, Buffer.alloc(s, 'x')]));
+const server = http.createServer({ keepAliveTimeout: 300000 }, (req, res) => {
+  const b = bodies.get(req.url);
+  if (!b) { res.writeHead(404, { 'content-length': 0 }); res.end(); return; }
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': b.length });
+  res.end(b);
+});
+server.listen(port, '127.0.0.1');
+process.on('SIGQUIT', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
+`;
+
+// -------------------------------------------------------------- CPU figures
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** cutime + cstime of this process: CPU of the children it has reaped, in ticks. */
+function childTicks(): number {
+  return procStat('self', 13) + procStat('self', 14);
+}
+
+function procStat(pid: number | 'self', field: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[field]);
+  } catch {
+    return 0;
+  }
+}
+
+/** utime + stime of a process, all threads, in ticks. */
+function procTicks(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU numbers of a taskset list ("0", "0,2", "1-3"). */
+function cpuSet(list: string): number[] {
+  const out: number[] = [];
+  for (const part of list.split(',')) {
+    const [a, b] = part.split('-').map(Number);
+    for (let c = a!; c <= (b ?? a!); c++) out.push(c);
+  }
+  return out;
+}
+
+/** Busy ticks of the whole machine, or of some CPUs, from /proc/stat. */
+function busyTicks(cpus?: readonly number[]): number {
+  try {
+    const want = cpus ? new Set(cpus.map((c) => `cpu${c}`)) : new Set(['cpu']);
+    let busy = 0;
+    for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+      const f = line.trim().split(/\s+/);
+      if (!want.has(f[0]!)) continue;
+      const v = f.slice(1, 9).map(Number);
+      busy += v.reduce((x, y) => x + y, 0) - v[3]! - v[4]!;
+    }
+    return busy;
+  } catch {
+    return 0;
+  }
+}
+
+/** Ticks of other processes than ours: on the servers' CPUs when pinned, else on the whole machine. */
+class OtherLoad {
+  private readonly m0: number;
+  private readonly s0: number;
+  private readonly sut0: number;
+  private readonly all0: number;
+  private readonly t0 = process.hrtime.bigint();
+
+  constructor(private readonly o: Options, private readonly servers: Servers) {
+    this.m0 = busyTicks();
+    this.s0 = this.o.sutCpus === undefined ? 0 : busyTicks(cpuSet(this.o.sutCpus));
+    this.sut0 = this.sutTicks();
+    this.all0 = this.sut0 + procTicks(this.servers.upstream.child.pid);
+  }
+
+  private sutTicks(): number {
+    return [...this.servers.sut.values()].reduce((a, s) => a + procTicks(s.proc.child.pid), 0);
+  }
+
+  /** Seconds since construction. */
+  elapsedS(): number {
+    return Number(process.hrtime.bigint() - this.t0) / 1e9;
+  }
+
+  /**
+   * CPU of other processes, in % of one core: machine-wide, and on the
+   * servers' CPUs (machine-wide again when unpinned). `extraTicks`: ticks of
+   * our processes not tracked here (wrk).
+   */
+  read(extraTicks = 0): { machine: number; onServerCpus: number } {
+    const pct = (ticks: number): number => (100 * Math.max(0, ticks)) / CLK_TCK / this.elapsedS();
+    const sut = this.sutTicks();
+    const all = sut + procTicks(this.servers.upstream.child.pid);
+    const machine = pct(busyTicks() - this.m0 - (all - this.all0) - extraTicks);
+    if (this.o.sutCpus === undefined) return { machine, onServerCpus: machine };
+    return { machine, onServerCpus: pct(busyTicks(cpuSet(this.o.sutCpus)) - this.s0 - (sut - this.sut0)) };
+  }
+}
+
+// ---------------------------------------------------------------------- wrk
+
+interface WrkResult {
+  rps: number;
+  requests: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  socketErrors: number;
+}
+
+function toMs(v: string, unit: string): number {
+  const n = Number(v);
+  switch (unit) {
+    case 'us': return n / 1000;
+    case 'ms': return n;
+    case 's': return n * 1000;
+    case 'm': return n * 60_000;
+    default: return NaN;
+  }
+}
+
+export function parseWrk(out: string): WrkResult {
+  const num = (re: RegExp): number | undefined => {
+    const m = re.exec(out);
+    return m ? Number(m[1]) : undefined;
+  };
+  const pct = (p: string): number => {
+    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(out);
+    return m ? toMs(m[1]!, m[2]!) : NaN;
+  };
+  const rps = num(/^Requests\/sec:\s+([\d.]+)/m);
+  if (rps === undefined) throw new Error(`cannot read wrk's output:\n${out}`);
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    rps,
+    requests: num(/^\s*(\d+) requests in/m) ?? 0,
+    p50Ms: pct('50'),
+    p99Ms: pct('99'),
+    non2xx: num(/Non-2xx or 3xx responses:\s+(\d+)/) ?? 0,
+    socketErrors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
+  };
+}
+
+interface Run extends WrkResult {
+  target: Target;
+  size: number;
+  round: number;
+  /** CPU of the server under test, in % of one core. */
+  sutCpu: number;
+  /** The kernel's part of sutCpu (stime). */
+  sutSysCpu: number;
+  /** CPU of the upstream and of wrk, in % of one core. */
+  upstreamCpu: number;
+  wrkCpu: number;
+  /** CPU used on the machine by processes other than ours, in % of one core. */
+  foreignCpu: number;
+  /** CPU used on the servers' CPUs by processes other than ours (= foreignCpu when unpinned). */
+  stolenCpu: number;
+  /** Attempt of this round (0 = first); a round is run again when the machine was busy. */
+  attempt: number;
+  /** Whether this run counts (false: its round was run again). */
+  counted: boolean;
+}
+
+interface Servers {
+  upstream: Proc;
+  sut: Map<Target, { proc: Proc; port: number }>;
+}
+
+/** CPU used by other processes than ours over `ms` (the figure --max-other applies to), in % of one core. */
+async function otherLoad(o: Options, servers: Servers, ms: number): Promise<number> {
+  const l = new OtherLoad(o, servers);
+  await sleep(ms);
+  return l.read().onServerCpus;
+}
+
+/** Waits until other processes use less than --max-other, for at most --quiet-wait. */
+async function waitQuiet(o: Options, servers: Servers): Promise<void> {
+  if (o.quietWaitS <= 0) return;
+  const deadline = Date.now() + o.quietWaitS * 1000;
+  let load = await otherLoad(o, servers, 500);
+  if (load <= o.maxOther) return;
+  process.stdout.write(`  (machine busy: other processes take ${fmtPct(load)} of a core${o.sutCpus === undefined ? '' : ` on CPU ${o.sutCpus}`}, waiting up to ${o.quietWaitS} s)\n`);
+  while (Date.now() < deadline) {
+    load = await otherLoad(o, servers, 1000);
+    if (load <= o.maxOther) return;
+  }
+  process.stdout.write(`  (still busy: ${fmtPct(load)}, measuring anyway)\n`);
+}
+
+async function runWrk(o: Options, servers: Servers, target: Target, size: number, seconds: number): Promise<Omit<Run, 'target' | 'size' | 'round' | 'attempt' | 'counted'>> {
+  const { proc, port } = servers.sut.get(target)!;
+  const url = `http://127.0.0.1:${port}${bodyPath(size)}`;
+  const sut0 = procTicks(proc.child.pid);
+  const sys0 = procStat(proc.child.pid!, 12);
+  const up0 = procTicks(servers.upstream.child.pid);
+  const children0 = childTicks();
+  const load = new OtherLoad(o, servers);
+  const wrk = start('wrk', 'wrk', [`-c${o.connections}`, `-t${o.threads}`, `-d${seconds}s`, '--latency', url], o.auxCpus, 'pipe');
+  let out = '';
+  wrk.child.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
+  // wrk is bounded by -d; this only guards against a hung one
+  const guard = setTimeout(() => wrk.child.kill('SIGKILL'), (seconds + 30) * 1000);
+  const code = await wrk.exited;
+  clearTimeout(guard);
+  // wrk is the only child reaped during the run: its CPU is in our cutime + cstime
+  const wrkTicks = childTicks() - children0;
+  const other = load.read(wrkTicks);
+  const elapsedS = load.elapsedS();
+  const sutTicks = procTicks(proc.child.pid) - sut0;
+  const sysTicks = procStat(proc.child.pid!, 12) - sys0;
+  const upTicks = procTicks(servers.upstream.child.pid) - up0;
+  await stop(wrk, 'SIGKILL');
+  if (code !== 0) throw new Error(`wrk exited with ${code} against ${target}:\n${out}\n${wrk.stderr}`);
+  if (proc.exitCode !== undefined) throw new Error(`${target} exited (${proc.exitCode}) during the run:\n${proc.stderr}`);
+  const pct = (ticks: number): number => (100 * ticks) / CLK_TCK / elapsedS;
+  return {
+    ...parseWrk(out),
+    sutCpu: pct(sutTicks), sutSysCpu: pct(sysTicks), upstreamCpu: pct(upTicks), wrkCpu: pct(wrkTicks), foreignCpu: other.machine, stolenCpu: other.onServerCpus,
+  };
+}
+
+// ------------------------------------------------------------------- report
+
+const median = (xs: number[]): number => {
+  const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
+const fmtMs = (n: number): string => (!Number.isFinite(n) ? '-' : n < 1 ? `${(n * 1000).toFixed(0)} us` : `${n.toFixed(2)} ms`);
+const fmtPct = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(0)}%` : '-');
+const fmtSize = (n: number): string => (n % 1024 === 0 ? `${n / 1024} KiB` : `${n} B`);
+const pad = (s: string, n: number): string => s.padStart(n);
+
+function runLine(r: Run): string {
+  const errs = r.non2xx || r.socketErrors ? `  errors: ${r.non2xx} non-2xx, ${r.socketErrors} socket` : '';
+  return `  ${r.round === 0 ? 'warm-up' : `round ${r.round}`}  ${r.target.padEnd(5)} ${pad(fmtInt(r.rps), 9)} req/s  p50 ${pad(fmtMs(r.p50Ms), 9)}  p99 ${pad(fmtMs(r.p99Ms), 9)}`
+    + `  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
+}
+
+/** How many CPUs a taskset list names ("0", "0,2", "1-3"). */
+function cpuCount(list: string | undefined, dflt: number): number {
+  if (list === undefined) return dflt;
+  return list.split(',').reduce((n, part) => {
+    const [a, b] = part.split('-').map(Number);
+    return n + (b === undefined ? 1 : b - a! + 1);
+  }, 0);
+}
+
+/** Requests per second of the server's own CPU time. */
+const perCpu = (r: Run): number => (r.sutCpu > 0 ? r.rps / (r.sutCpu / 100) : NaN);
+/** Microseconds of the server's CPU per request, user and kernel. */
+const usPerReq = (r: Run, part: 'user' | 'sys'): number => (10_000 * (part === 'sys' ? r.sutSysCpu : r.sutCpu - r.sutSysCpu)) / r.rps;
+
+function summary(o: Options, runs: Run[]): string {
+  const lines: string[] = [];
+  const counted = runs.filter((r) => r.counted);
+  lines.push('', `== summary: medians of ${o.rounds} rounds × ${o.durationS} s, wrk -c${o.connections} -t${o.threads}`
+    + (o.sutCpus !== undefined ? `, servers on CPU ${o.sutCpus}, upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : ', unpinned'));
+  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(6)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}`);
+  for (const size of o.sizes) {
+    const med: Partial<Record<Target, { rps: number; perCpu: number }>> = {};
+    for (const t of o.targets) {
+      const rs = counted.filter((r) => r.size === size && r.target === t);
+      med[t] = { rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map(perCpu)) };
+      lines.push(`${fmtSize(size).padEnd(8)} ${t.padEnd(6)} ${pad(fmtInt(med[t]!.rps), 9)} ${pad(fmtMs(median(rs.map((r) => r.p99Ms))), 9)}`
+        + ` ${pad(fmtPct(median(rs.map((r) => r.sutCpu))), 10)} ${pad(fmtInt(med[t]!.perCpu), 10)}`
+        + ` ${pad(`${median(rs.map((r) => usPerReq(r, 'user'))).toFixed(1)}+${median(rs.map((r) => usPerReq(r, 'sys'))).toFixed(1)}`, 15)}`
+        + ` ${pad(fmtPct(median(rs.map((r) => r.stolenCpu))), 11)}`);
+    }
+    if (med.jinx !== undefined && med.nginx !== undefined) {
+      const paired: number[] = [];
+      for (let i = 1; i <= o.rounds; i++) {
+        const j = counted.find((r) => r.size === size && r.target === 'jinx' && r.round === i);
+        const n = counted.find((r) => r.size === size && r.target === 'nginx' && r.round === i);
+        if (j && n) paired.push(j.rps / n.rps);
+      }
+      lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/nginx ${(med.jinx.rps / med.nginx.rps).toFixed(3)}`
+        + `  (per round: median ${median(paired).toFixed(3)}, range ${Math.min(...paired).toFixed(3)}–${Math.max(...paired).toFixed(3)};`
+        + ` per CPU-second: ${(med.jinx.perCpu / med.nginx.perCpu).toFixed(3)})`);
+    }
+  }
+  const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
+  if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
+  lines.push(`(stolen cpu: CPU taken by other processes on the servers' CPU${o.sutCpus === undefined ? ' (here: the whole machine, unpinned)' : ''}; req/cpu-s: requests per second of the server's own CPU time; us/req: the server's CPU per request, user + kernel)`);
+  const busy = counted.filter((r) => r.stolenCpu > o.maxOther).length;
+  if (busy > 0) lines.push(`note: in ${busy} counted run(s) other processes took more than ${o.maxOther}% of a core from the servers: the machine was not quiet, the figures are noisy`);
+  const sutIdle = counted.filter((r) => r.sutCpu < 85 * cpuCount(o.sutCpus, 1)).length;
+  if (o.sutCpus !== undefined && sutIdle > 0) lines.push(`note: in ${sutIdle} counted run(s) the server used less than 85% of its CPU: it was not the only limit`);
+  const auxBusy = counted.filter((r) => r.upstreamCpu + r.wrkCpu > 90 * cpuCount(o.auxCpus, 2)).length;
+  if (auxBusy > 0) lines.push(`note: in ${auxBusy} counted run(s) upstream + wrk used >90% of their CPUs: those figures may be limited by the load side, not the server`);
+  return lines.join('\n');
+}
+
+// --------------------------------------------------------------------- main
+
+async function startServers(o: Options, dir: string): Promise<Servers> {
+  // the upstream
+  const upPort = await freePort();
+  let upstream: Proc;
+  if (o.upstream === 'nginx') {
+    const upDir = join(dir, 'upstream');
+    mkdirSync(join(upDir, 'logs'), { recursive: true });
+    mkdirSync(join(upDir, 'html'));
+    for (const size of o.sizes) writeFileSync(join(upDir, 'html', bodyPath(size).slice(1)), Buffer.alloc(size, 'x'));
+    writeFileSync(join(upDir, 'nginx.conf'), upstreamNginxConf(upDir, upPort, o.sizes));
+    upstream = start('upstream', o.nginx, ['-p', `${upDir}/`, '-c', join(upDir, 'nginx.conf')], o.auxCpus);
+  } else {
+    upstream = start('upstream', process.execPath, ['-e', NODE_UPSTREAM, String(upPort), ...o.sizes.map(String)], o.auxCpus);
+  }
+  await waitListening(upstream, upPort);
+
+  const sut = new Map<Target, { proc: Proc; port: number }>();
+  for (const t of o.targets) {
+    const tDir = join(dir, t);
+    mkdirSync(join(tDir, 'logs'), { recursive: true });
+    const port = await freePort();
+    const conf = join(tDir, 'nginx.conf');
+    writeFileSync(conf, proxyConf(tDir, port, upPort));
+    const args = ['-p', `${tDir}/`, '-c', conf];
+    let proc: Proc;
+    if (t === 'nginx') proc = start('nginx', o.nginx, args, o.sutCpus);
+    else {
+      const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
+      proc = start('jinx', process.execPath, [...o.nodeFlags, ...prof, JINX, ...args], o.sutCpus);
+    }
+    await waitListening(proc, port);
+    sut.set(t, { proc, port });
+  }
+  return { upstream, sut };
+}
+
+/** Every body through every server must come back whole before anything is measured. */
+async function check(o: Options, servers: Servers): Promise<void> {
+  for (const [t, { port }] of servers.sut) {
+    for (const size of o.sizes) {
+      const r = await get(port, bodyPath(size));
+      if (r.status !== 200 || r.length !== size) throw new Error(`${t}: GET ${bodyPath(size)} gave ${r.status} with ${r.length} bytes, not 200 with ${size}`);
+    }
+  }
+}
+
+async function main(): Promise<number> {
+  const o = options(process.argv.slice(2));
+  if (!hasCommand('wrk')) throw new Error('wrk is not installed (apt-get install -y wrk)');
+  if (!existsSync(join(ROOT, 'dist/src/cli/main.js'))) throw new Error(`no build in ${ROOT}/dist: run npx tsc -p . first`);
+  keepTemp = o.keep;
+  niceness = o.nice;
+  if (!Number.isInteger(o.nice) || o.nice < -20 || o.nice > 19) throw new Error(`--nice wants an integer from -20 to 19`);
+  tempRoot = mkdtempSync(join(tmpdir(), 'jinx-bench-'));
+  if (o.profileDir) mkdirSync(o.profileDir, { recursive: true });
+  const profilesBefore = new Set(o.profileDir ? readdirSync(o.profileDir) : []);
+
+  const servers = await startServers(o, tempRoot);
+  await check(o, servers);
+  const versions = `node ${process.version}, ${spawnSync(o.nginx, ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '')}`;
+  process.stdout.write(`jinx proxy benchmark: ${versions}, wrk -c${o.connections} -t${o.threads} -d${o.durationS}s, ${o.rounds} rounds, warm-up ${o.warmupS} s`
+    + (o.nice !== 0 ? `\nnice: ${o.nice} for the servers, the upstream and wrk` : '')
+    + `\npinning: ${o.sutCpus !== undefined ? `jinx and nginx on CPU ${o.sutCpus}; upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : 'none'}`
+    + `\nprefix: ${tempRoot}${o.keep ? ' (kept)' : ''}\n`);
+
+  const runs: Run[] = [];
+  for (const size of o.sizes) {
+    process.stdout.write(`\n-- ${fmtSize(size)} body (GET ${bodyPath(size)})\n`);
+    if (o.warmupS > 0) {
+      for (const t of o.targets) {
+        const r: Run = { target: t, size, round: 0, attempt: 0, counted: false, ...(await runWrk(o, servers, t, size, o.warmupS)) };
+        runs.push(r);
+        process.stdout.write(runLine(r) + '\n');
+      }
+    }
+    for (let round = 1; round <= o.rounds; round++) {
+      for (let attempt = 0; ; attempt++) {
+        await waitQuiet(o, servers);
+        const pair: Run[] = [];
+        for (const t of o.targets) {
+          await sleep(300);
+          const r: Run = { target: t, size, round, attempt, counted: true, ...(await runWrk(o, servers, t, size, o.durationS)) };
+          pair.push(r);
+          runs.push(r);
+          process.stdout.write(runLine(r) + '\n');
+        }
+        const busy = pair.some((r) => r.stolenCpu > o.maxOther);
+        if (!busy || attempt >= o.retries) break;
+        for (const r of pair) r.counted = false;
+        process.stdout.write(`  (round ${round} discarded: other processes took more than ${o.maxOther}% of a core from the servers; running it again)\n`);
+      }
+    }
+  }
+  process.stdout.write(summary(o, runs) + '\n');
+
+  const logs: string[] = [];
+  for (const [t, { proc }] of servers.sut) {
+    await stop(proc);
+    const log = join(tempRoot, t, 'logs/error.log');
+    const lines = existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => /\[(warn|error|crit|alert|emerg)\]/.test(l)) : [];
+    if (lines.length > 0) logs.push(`${t}: ${lines.length} warn+ lines in error.log, first: ${lines[0]}`);
+  }
+  await stop(servers.upstream);
+  for (const l of logs) process.stdout.write(`note: ${l}\n`);
+
+  if (o.json) {
+    writeFileSync(o.json, JSON.stringify({ options: { ...o, nodeFlags: o.nodeFlags }, versions, runs }, null, 2) + '\n');
+    process.stdout.write(`runs written to ${o.json}\n`);
+  }
+  if (o.profileDir) {
+    const fresh = readdirSync(o.profileDir).filter((f) => f.endsWith('.cpuprofile') && !profilesBefore.has(f));
+    for (const f of fresh) {
+      const path = join(o.profileDir, f);
+      process.stdout.write(`\n== jinx CPU profile ${path}\n${formatSummary(summarizeProfile(JSON.parse(readFileSync(path, 'utf8'))), 25)}\n`);
+    }
+    if (fresh.length === 0) process.stdout.write(`note: jinx wrote no profile to ${o.profileDir}\n`);
+  }
+  const bad = runs.filter((r) => r.non2xx > 0);
+  if (bad.length > 0) {
+    process.stderr.write(`bench: ${bad.length} run(s) had non-2xx responses (${[...new Set(bad.map((r) => r.target))].join(', ')}): the figures are not valid\n`);
+    return 2;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => { removeTemp(); process.exitCode = code; },
+  async (err: unknown) => {
+    if (interrupted) return; // the signal handler stops everything and exits
+    process.stderr.write(`bench: ${process.env.BENCH_DEBUG ? (err as Error)?.stack ?? err : (err as Error)?.message ?? err}\n`);
+    await stopAll();
+    removeTemp();
+    process.exitCode = 1;
+  },
+);
