@@ -276,8 +276,7 @@ export class Engine {
       st.idleTimer = undefined;
     }
     if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
-    const r = serveClientRequest(gen.cx, req, res, st.info, group);
-    res.once('close', () => {
+    serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
       st.active--;
       if (session) {
         if (this.stopping && st.active === 0) session.close();

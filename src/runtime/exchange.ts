@@ -32,6 +32,8 @@ export interface ResponseTarget {
 
 /** A response to a client. */
 export class ClientTarget implements ResponseTarget {
+  private abortListener: (() => void) | undefined;
+
   constructor(
     private readonly req: ClientRequest,
     private readonly res: ClientResponse,
@@ -74,9 +76,12 @@ export class ClientTarget implements ResponseTarget {
   }
 
   onAbort(cb: () => void): void {
-    this.res.once('close', () => {
-      if (!this.res.writableFinished) cb();
-    });
+    this.abortListener = cb;
+  }
+
+  /** The response stream closed: calls the `onAbort` callback unless the response was complete. */
+  closed(): void {
+    if (this.abortListener && !this.res.writableFinished) this.abortListener();
   }
 }
 

@@ -29,12 +29,14 @@ import { normalizePath, validateHost } from './uri.js';
 const MAX_URI_CHANGES = 10;
 
 /**
- * Starts serving one client request and returns its state (the phases run
- * on). Failures become 500 with an error-log line, never exceptions.
+ * Starts serving one client request (the phases run on). Failures become 500
+ * with an error-log line, never exceptions. When the response stream closes,
+ * the access log is written and `onClosed` is called with the request state.
  */
 export function serveClientRequest(
   cx: RuntimeContext, req: ClientRequest, res: ClientResponse, conn: ClientConnection, listen: ListenGroup,
-): HttpRequestState {
+  onClosed: (r: HttpRequestState) => void,
+): void {
   const h2 = req.httpVersion === '2.0';
   const protocol = h2 ? 'HTTP/2.0' : `HTTP/${req.httpVersion}`;
   const headers = h2 ? http2Headers(req.headers) : req.headers;
@@ -42,17 +44,19 @@ export function serveClientRequest(
   const r = new HttpRequestState(
     conn, req.method ?? 'GET', req.url ?? '/', protocol, headers, rawHeaders, conn.tls ? 'https' : 'http', cx.table.variableCount,
   );
-  const ex: Exchange = { cx, r, body: req, out: new ClientTarget(req, res) };
+  const out = new ClientTarget(req, res);
+  const ex: Exchange = { cx, r, body: req, out };
   res.once('close', () => {
     r.completed = (res as { writableFinished?: boolean }).writableFinished ?? res.finished;
+    out.closed();
     cx.accessLog.write(r.loc.accessLogs, r);
+    onClosed(r);
   });
   const set = listen.byLocalAddr.get(conn.localAddr) ?? listen.servers;
   r.server = set.defaultServer;
   r.loc = r.server.conf;
   r.host = r.server.name;
   void runPhases(ex, set);
-  return r;
 }
 
 /**
@@ -178,8 +182,11 @@ function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecti
 export async function afterRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   realClientAddress(r);
-  const denied = await accessPhase(ex);
-  if (denied !== undefined) return finalize(ex, denied);
+  const { loc } = r;
+  if (loc.access.length > 0 || loc.authBasic || loc.authRequest) {
+    const denied = await accessPhase(ex);
+    if (denied !== undefined) return finalize(ex, denied);
+  }
   if (r.loc.tryFiles) {
     const next = await tryFiles(ex);
     if (next.kind === 'code') return finalize(ex, next.code);

@@ -39,10 +39,10 @@ export interface UpstreamState {
   addr: string;
   /** `$upstream_status`, `undefined` until a status line arrived. */
   status: number | undefined;
-  /** `$upstream_response_time` in seconds with millisecond resolution, once known. */
-  responseTime: string | undefined;
-  /** Response headers of the upstream, lowercase names, for `$upstream_http_*`. */
-  headers: IncomingHttpHeaders;
+  /** Milliseconds from the start of the upstream request to its response header, once known (`$upstream_response_time`). */
+  headerTimeMs: number | undefined;
+  /** Response headers of the upstream as received, names and values alternating, for `$upstream_http_*`. */
+  headers: readonly string[];
 }
 
 /** The phase a request is in, for the ` while …` part of error-log lines. */

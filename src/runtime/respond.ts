@@ -149,35 +149,47 @@ export function applyHeadersModule(r: HttpRequestState, status: number, headers:
   }
 }
 
+/** Headers of which a later value replaces an earlier one instead of adding a line. */
+const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
+
 /**
  * Sends status and headers on a client response, recording them for
- * `$status` and `$sent_http_*`. `Server` is always jinx's.
+ * `$status` and `$sent_http_*`. jinx's `Server` comes first unless the list
+ * has one (`proxy_pass_header Server`), then `Connection: close` when the
+ * connection ends after this response, then `headers` in order; repeated
+ * names become separate lines except `SINGLE_VALUED` ones. HTTP/1.x heads
+ * go out in one `writeHead` call with a flat name/value list.
  */
 export function writeHead(r: HttpRequestState, res: ClientResponse, status: number, headers: [string, string | string[]][], reason?: string): void {
   const final = r.errStatus || status;
   const wire = wireStatus(final);
   r.status = final;
   const sent = r.sentHeaders;
-  res.statusCode = wire;
-  if (!headers.some(([n]) => n.toLowerCase() === 'server')) {
-    res.setHeader('Server', serverHeader(r.loc));
-    sent['server'] = serverHeader(r.loc);
+  const h1 = r.protocol !== 'HTTP/2.0';
+  const flat: (string | string[])[] = [];
+  if (!headers.some(([n]) => n.length === 6 && n.toLowerCase() === 'server')) {
+    const server = serverHeader(r.loc);
+    flat.push('Server', server);
+    sent['server'] = server;
   }
-  if (r.protocol !== 'HTTP/2.0' && (r.loc.keepaliveTimeoutMs === 0 || r.conn.requests >= r.loc.keepaliveRequests)) {
-    res.setHeader('Connection', 'close');
-  }
+  if (h1 && (r.loc.keepaliveTimeoutMs === 0 || r.conn.requests >= r.loc.keepaliveRequests)) flat.push('Connection', 'close');
   for (const [name, value] of headers) {
     const lower = name.toLowerCase();
-    const prev = sent[lower];
-    if (prev !== undefined && lower !== 'content-length' && lower !== 'content-type' && lower !== 'location') {
-      const merged = ([] as (string | number)[]).concat(prev as string | string[], value).map(String);
-      res.setHeader(name, merged);
-      sent[lower] = merged;
-    } else {
-      res.setHeader(name, value);
+    let at = sent[lower] === undefined ? flat.length : 0;
+    while (at < flat.length && (flat[at] as string).toLowerCase() !== lower) at += 2;
+    if (at === flat.length) {
+      flat.push(name, value);
       sent[lower] = value;
+      continue;
     }
+    const merged = SINGLE_VALUED.has(lower) ? value : ([] as string[]).concat(flat[at + 1]!, value);
+    flat[at + 1] = merged;
+    sent[lower] = merged;
   }
-  if (r.protocol === 'HTTP/2.0') res.writeHead(wire);
-  else (res as ServerResponse).writeHead(wire, reason ?? STATUS_TEXT[wire] ?? '');
+  if (h1) {
+    (res as ServerResponse).writeHead(wire, reason ?? STATUS_TEXT[wire] ?? '', flat as string[]);
+    return;
+  }
+  for (let i = 0; i < flat.length; i += 2) res.setHeader(flat[i] as string, flat[i + 1]!);
+  res.writeHead(wire);
 }

@@ -108,6 +108,23 @@ export class ResponseSpool {
     }
   }
 
+  /**
+   * Takes the chunk that completes the body (its `Content-Length` is
+   * reached): when nothing is queued it goes out with the end of the
+   * response, so a small response leaves in one write with its header.
+   */
+  pushLast(chunk: Buffer): void {
+    if (this.closed) return;
+    if (this.pumping || this.head.length > 0 || this.tail.length > 0 || this.file || this.fileCreating) {
+      this.push(chunk);
+      return;
+    }
+    this.upstreamDone = true;
+    this.closed = true;
+    this.out.end(chunk);
+    this.release();
+  }
+
   private enqueue(queue: Buffer[], chunk: Buffer): void {
     queue.push(chunk);
     this.queuedBytes += chunk.length;
@@ -141,7 +158,8 @@ export class ResponseSpool {
   /** The upstream has sent everything. */
   end(): void {
     this.upstreamDone = true;
-    this.pump();
+    if (!this.pumping && this.head.length === 0 && this.tail.length === 0 && !this.file && !this.fileCreating) this.finish();
+    else this.pump();
   }
 
   /** Sends what the client can take: queued chunks, the temp file, then chunks queued after it. */
@@ -206,7 +224,13 @@ export class ResponseSpool {
     if (this.closed) return;
     this.closed = true;
     this.out.end();
-    void this.closeFile().then(this.resolveDone);
+    this.release();
+  }
+
+  /** Closes the temp file if there is one, then resolves `done`. */
+  private release(): void {
+    if (!this.file && !this.fileCreating) this.resolveDone();
+    else void this.closeFile().then(this.resolveDone);
   }
 
   private fail(err: Error): void {
@@ -221,7 +245,7 @@ export class ResponseSpool {
     this.closed = true;
     this.head.length = 0;
     this.tail.length = 0;
-    void this.closeFile().then(this.resolveDone);
+    this.release();
   }
 
   private async closeFile(): Promise<void> {

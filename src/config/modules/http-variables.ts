@@ -71,10 +71,22 @@ function sentHeader(r: HttpRequestState, name: string): string | undefined {
   return Array.isArray(v) ? v.join(', ') : String(v);
 }
 
+/** `$upstream_http_NAME`: the upstream's header(s) of that name, joined with ", ". */
 function upstreamHeader(r: HttpRequestState, name: string): string | undefined {
-  const v = r.upstream?.headers[name.replace(/_/g, '-')];
-  if (v === undefined) return undefined;
-  return Array.isArray(v) ? v.join(', ') : v;
+  const raw = r.upstream?.headers;
+  if (!raw) return undefined;
+  const wanted = name.replace(/_/g, '-');
+  let out: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === wanted.length && raw[i]!.toLowerCase() === wanted) out = out === undefined ? raw[i + 1]! : `${out}, ${raw[i + 1]!}`;
+  }
+  return out;
+}
+
+/** `$upstream_response_time` and the like: seconds with millisecond resolution. */
+function upstreamTime(r: HttpRequestState): string | undefined {
+  const ms = r.upstream?.headerTimeMs;
+  return ms === undefined ? undefined : (ms / 1000).toFixed(3);
 }
 
 const requestIds = new WeakMap<HttpRequestState, string>();
@@ -152,9 +164,9 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'upstream_addr', get: (r) => r.upstream?.addr },
   { name: 'upstream_status', get: (r) => (r.upstream?.status === undefined ? undefined : String(r.upstream.status)) },
   { name: 'upstream_cache_status', get: () => undefined },
-  { name: 'upstream_response_time', get: (r) => r.upstream?.responseTime },
-  { name: 'upstream_connect_time', get: (r) => r.upstream?.responseTime },
-  { name: 'upstream_header_time', get: (r) => r.upstream?.responseTime },
+  { name: 'upstream_response_time', get: upstreamTime },
+  { name: 'upstream_connect_time', get: upstreamTime },
+  { name: 'upstream_header_time', get: upstreamTime },
   { name: 'gzip_ratio', get: () => undefined },
   { name: 'ssl_server_name', get: (r) => r.conn.tls?.serverName },
   { name: 'ssl_protocol', get: (r) => r.conn.tls?.protocol },

@@ -126,7 +126,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
   const { r, cx, out } = ex;
   const addr = await address(ex, conf);
   if (!addr) return;
-  r.upstream = { logName: `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr: addr.name, status: undefined, headers: {}, responseTime: undefined };
+  r.upstream = { logName: `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr: addr.name, status: undefined, headers: [], headerTimeMs: undefined };
   const started = Date.now();
   r.action = 'connecting to upstream';
   const socket: Socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
@@ -217,8 +217,8 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
       r.action = 'reading upstream';
       const up = r.upstream!;
       up.status = parsed.status;
-      up.responseTime = ((Date.now() - started) / 1000).toFixed(3);
-      up.headers = Object.fromEntries(parsed.headers.map(([n, v]) => [n.toLowerCase(), v]));
+      up.headerTimeMs = Date.now() - started;
+      up.headers = parsed.headers.flat();
       if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
         stage = 'done';
         settled = true;

@@ -170,121 +170,22 @@ export async function proxyRequest(ex: Exchange): Promise<void> {
 }
 
 async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined): Promise<void> {
-  const { r, cx, out } = ex;
+  const { r, cx } = ex;
   const dest = await destination(ex, p);
   if (!dest) return;
   r.proxyHost = dest.hostHeader;
   r.proxyPort = String(dest.port);
   r.upstream = {
-    logName: `${dest.scheme}://${dest.peer.name}${dest.uri}`, addr: dest.peer.name, status: undefined, headers: {}, responseTime: undefined,
+    logName: `${dest.scheme}://${dest.peer.name}${dest.uri}`, addr: dest.peer.name, status: undefined, headers: [], headerTimeMs: undefined,
   };
   const { headers, reuse } = requestHeaders(r, p, dest);
   if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
-  const pool = cx.upstreams.pool(dest.scheme, dest.peer, {
-    connectTimeoutMs: p.connectTimeoutMs, maxHeaderSizeBytes: p.bufferSizeBytes, keepAliveTimeoutMs: dest.peer.keepaliveTimeoutMs,
-  });
-  const started = Date.now();
+  const pool = cx.upstreams.pool(dest.scheme, dest.peer, p);
   r.action = 'connecting to upstream';
-  let stage: UpstreamStage | 'intercepted' = 'connect';
   await new Promise<void>((resolve) => {
-    let controllerRef: Dispatcher.DispatchController | undefined;
-    let spool: ResponseSpool | undefined;
-    let expectedBytes: number | undefined;
-    let receivedBytes = 0;
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(controller) {
-        controllerRef = controller;
-      },
-      onResponseStart(controller, statusCode, _headers, statusMessage) {
-        if (statusCode < 200 && statusCode !== 101) return;
-        stage = 'body';
-        r.action = 'reading upstream';
-        const up = r.upstream!;
-        up.status = statusCode;
-        up.responseTime = ((Date.now() - started) / 1000).toFixed(3);
-        const raw = (controller.rawHeaders ?? []) as Buffer[];
-        const outHeaders: [string, string][] = [];
-        const lowerHeaders: Record<string, string | string[]> = {};
-        for (let i = 0; i < raw.length; i += 2) {
-          const name = raw[i]!.toString('latin1');
-          const value = raw[i + 1]!.toString('latin1');
-          const lower = name.toLowerCase();
-          const prev = lowerHeaders[lower];
-          lowerHeaders[lower] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
-          if (lower === 'content-length') expectedBytes = Number(value);
-          if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
-          if (lower === 'location' || lower === 'refresh') {
-            const rewritten = rewriteRedirect(r, p, dest, lower, value);
-            if (rewritten !== undefined) {
-              outHeaders.push([name, lower === 'location' ? absoluteLocation(r, rewritten) : rewritten]);
-              continue;
-            }
-          }
-          outHeaders.push([name, value]);
-        }
-        up.headers = lowerHeaders;
-        if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
-          stage = 'intercepted';
-          controller.abort(new Error('intercepted'));
-          void finalize(ex, statusCode).then(resolve, resolve);
-          return;
-        }
-        applyHeadersModule(r, statusCode, outHeaders);
-        out.head(r, statusCode, outHeaders, statusMessage);
-        spool = new ResponseSpool(out, {
-          buffering: p.buffering, memoryBytes: p.memoryBytes, tempPath: p.tempPath, maxTempFileBytes: p.maxTempFileBytes,
-        }, cx.tempFiles, {
-          onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
-          pauseUpstream: () => {
-            // undici cannot be paused on the last byte of a response whose connection then closes
-            if (expectedBytes === undefined || receivedBytes < expectedBytes) controller.pause();
-          },
-          resumeUpstream: () => controller.resume(),
-          onFileError: (err, path) => {
-            logRequest(cx, r, 'crit', `write() to "${path ?? p.tempPath.dir}" failed (${systemErrorText(err)})`);
-            controller.abort(err);
-          },
-        });
-      },
-      onResponseData(_controller, chunk) {
-        receivedBytes += chunk.length;
-        if (out.headOnly || !spool) return;
-        r.bodyBytesSent += chunk.length;
-        spool.push(chunk);
-      },
-      onResponseEnd() {
-        r.action = 'sending to client';
-        if (!spool) {
-          out.end();
-          resolve();
-          return;
-        }
-        spool.end();
-        void spool.done.then(resolve);
-      },
-      onResponseError(_controller, err) {
-        if (stage === 'intercepted') return;
-        spool?.abort();
-        if ((err as Error).message === 'client closed') {
-          r.action = 'sending to client';
-          out.abort();
-          resolve();
-          return;
-        }
-        const failure = mapUpstreamError(err as Error & { code?: string }, stage);
-        r.action = failure.action;
-        logRequest(cx, r, 'error', failure.message);
-        r.action = 'sending to client';
-        if (out.started) {
-          out.abort();
-          resolve();
-          return;
-        }
-        void finalize(ex, failure.status).then(resolve, resolve);
-      },
-    };
-    if (!p.ignoreClientAbort) out.onAbort(() => controllerRef?.abort(new Error('client closed')));
+    const handler = new ProxyResponse(ex, p, dest, resolve);
+    if (!p.ignoreClientAbort) ex.out.onAbort(() => handler.clientClosed());
     pool.dispatch({
       path: dest.uri,
       method: r.method,
@@ -295,4 +196,150 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
       reset: !reuse,
     }, handler);
   });
+}
+
+/** The reason a client abort is passed to undici, told apart from upstream failures. */
+const CLIENT_CLOSED = new Error('client closed');
+
+/**
+ * One upstream response on its way to the client, on undici's dispatch
+ * handler interface (`onConnect`/`onHeaders`/`onData`/`onComplete`/`onError`,
+ * the one undici's clients call; its newer controller interface is wrapped
+ * onto this one with a header re-parse per response). Returning false from
+ * `onData` pauses the upstream until `resume` is called.
+ */
+class ProxyResponse implements Dispatcher.DispatchHandler {
+  private stage: UpstreamStage | 'intercepted' = 'connect';
+  private abortUpstream: ((err?: Error) => void) | undefined;
+  private resumeReading: (() => void) | undefined;
+  private paused = false;
+  private spool: ResponseSpool | undefined;
+  private expectedBytes: number | undefined;
+  private receivedBytes = 0;
+  private readonly startedMs = Date.now();
+
+  constructor(
+    private readonly ex: Exchange,
+    private readonly p: ProxyConf,
+    private readonly dest: Destination,
+    private readonly resolve: () => void,
+  ) {}
+
+  /** The client went away: the upstream request is aborted. */
+  clientClosed(): void {
+    this.abortUpstream?.(CLIENT_CLOSED);
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abortUpstream = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    if (statusCode < 200 && statusCode !== 101) return true;
+    const { ex, p } = this;
+    const { r, cx, out } = ex;
+    this.resumeReading = resume;
+    this.stage = 'body';
+    r.action = 'reading upstream';
+    const up = r.upstream!;
+    up.status = statusCode;
+    up.headerTimeMs = Date.now() - this.startedMs;
+    const received: string[] = new Array<string>(rawHeaders.length);
+    const outHeaders: [string, string][] = [];
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i]!.toString('latin1');
+      const value = rawHeaders[i + 1]!.toString('latin1');
+      received[i] = name;
+      received[i + 1] = value;
+      const lower = name.toLowerCase();
+      if (lower === 'content-length') this.expectedBytes = Number(value);
+      if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
+      if (lower === 'location' || lower === 'refresh') {
+        const rewritten = rewriteRedirect(r, p, this.dest, lower, value);
+        if (rewritten !== undefined) {
+          outHeaders.push([name, lower === 'location' ? absoluteLocation(r, rewritten) : rewritten]);
+          continue;
+        }
+      }
+      outHeaders.push([name, value]);
+    }
+    up.headers = received;
+    if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('intercepted'));
+      void finalize(ex, statusCode).then(this.resolve, this.resolve);
+      return false;
+    }
+    applyHeadersModule(r, statusCode, outHeaders);
+    out.head(r, statusCode, outHeaders, statusText);
+    this.spool = new ResponseSpool(out, {
+      buffering: p.buffering, memoryBytes: p.memoryBytes, tempPath: p.tempPath, maxTempFileBytes: p.maxTempFileBytes,
+    }, cx.tempFiles, this);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.receivedBytes += chunk.length;
+    const { out, r } = this.ex;
+    if (out.headOnly || !this.spool) return true;
+    r.bodyBytesSent += chunk.length;
+    if (this.receivedBytes === this.expectedBytes) this.spool.pushLast(chunk);
+    else this.spool.push(chunk);
+    return !this.paused;
+  }
+
+  onComplete(): void {
+    this.ex.r.action = 'sending to client';
+    if (!this.spool) {
+      this.ex.out.end();
+      this.resolve();
+      return;
+    }
+    this.spool.end();
+    void this.spool.done.then(this.resolve);
+  }
+
+  onError(err: Error): void {
+    if (this.stage === 'intercepted') return;
+    this.spool?.abort();
+    const { r, cx, out } = this.ex;
+    if (err === CLIENT_CLOSED) {
+      r.action = 'sending to client';
+      out.abort();
+      this.resolve();
+      return;
+    }
+    const failure = mapUpstreamError(err as Error & { code?: string }, this.stage);
+    r.action = failure.action;
+    logRequest(cx, r, 'error', failure.message);
+    r.action = 'sending to client';
+    if (out.started) {
+      out.abort();
+      this.resolve();
+      return;
+    }
+    void finalize(this.ex, failure.status).then(this.resolve, this.resolve);
+  }
+
+  // SpoolHooks
+
+  onTempFile(path: string): void {
+    logRequest(this.ex.cx, this.ex.r, 'warn', `an upstream response is buffered to a temporary file ${path}`);
+  }
+
+  pauseUpstream(): void {
+    // undici cannot be paused on the last byte of a response whose connection then closes
+    if (this.expectedBytes === undefined || this.receivedBytes < this.expectedBytes) this.paused = true;
+  }
+
+  resumeUpstream(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.resumeReading?.();
+  }
+
+  onFileError(err: Error, path: string | undefined): void {
+    logRequest(this.ex.cx, this.ex.r, 'crit', `write() to "${path ?? this.p.tempPath.dir}" failed (${systemErrorText(err)})`);
+    this.abortUpstream?.(err);
+  }
 }

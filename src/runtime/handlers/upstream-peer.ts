@@ -8,7 +8,7 @@
  * resolved (3: Host not found)`: 502).
  */
 import { isIP } from 'node:net';
-import type { UpstreamGroup } from '../../config/route-table.js';
+import type { UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
@@ -29,6 +29,9 @@ export function peerName(host: string, port: number): string {
   return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
+/** The `ChosenPeer` of each configured peer, made once (a peer belongs to one group). */
+const configured = new WeakMap<UpstreamPeer, ChosenPeer>();
+
 /** Picks a peer of a group; logs `no live upstreams` and answers 502 when none is usable. */
 export async function groupPeer(ex: Exchange, group: UpstreamGroup): Promise<ChosenPeer | undefined> {
   const peer = ex.cx.upstreams.pick(group);
@@ -38,7 +41,12 @@ export async function groupPeer(ex: Exchange, group: UpstreamGroup): Promise<Cho
     await finalize(ex, 502);
     return undefined;
   }
-  return { host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs };
+  let chosen = configured.get(peer);
+  if (!chosen) {
+    chosen = { host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs };
+    configured.set(peer, chosen);
+  }
+  return chosen;
 }
 
 /**

@@ -8,40 +8,60 @@
 import { Pool } from 'undici';
 import type { UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
 
-/** Settings that need a pool of their own. */
+/**
+ * Connection settings of a location (`proxy_connect_timeout`,
+ * `proxy_buffer_size`): a `ProxyConf` is one. Pools are cached per peer and
+ * settings object, so a location's requests find their pool without building a key.
+ */
 export interface PoolSettings {
   readonly connectTimeoutMs: number;
   /** Bytes allowed for the status line and headers (`proxy_buffer_size`). */
-  readonly maxHeaderSizeBytes: number;
-  /** How long an idle kept-alive connection stays open. */
-  readonly keepAliveTimeoutMs: number;
+  readonly bufferSizeBytes: number;
 }
 
 interface PeerState {
   currentWeight: number;
 }
 
+/** A peer as the proxy connects to it: address, its `IP:port` name, keepalive timeout. */
+export interface PoolPeer {
+  readonly host: string;
+  readonly port: number;
+  readonly name: string;
+  readonly keepaliveTimeoutMs: number;
+}
+
 /** The upstream connection pools of a running configuration. */
 export class UpstreamClients {
+  /** Every pool, by scheme, address and settings. */
   private readonly pools = new Map<string, Pool>();
+  /** The same pools by peer object (configured peers are long-lived) and settings object. */
+  private readonly byPeer = new WeakMap<PoolPeer, Map<PoolSettings, { http?: Pool; https?: Pool }>>();
   private readonly peerState = new Map<UpstreamPeer, PeerState>();
 
   /** The pool for `scheme://peer` with `settings`. */
-  pool(scheme: 'http' | 'https', peer: { host: string; port: number }, settings: PoolSettings): Pool {
-    const key = `${scheme}|${peer.host}|${peer.port}|${settings.connectTimeoutMs}|${settings.maxHeaderSizeBytes}|${settings.keepAliveTimeoutMs}`;
+  pool(scheme: 'http' | 'https', peer: PoolPeer, settings: PoolSettings): Pool {
+    let mine = this.byPeer.get(peer);
+    if (!mine) this.byPeer.set(peer, (mine = new Map()));
+    let entry = mine.get(settings);
+    if (!entry) mine.set(settings, (entry = {}));
+    const cached = entry[scheme];
+    if (cached) return cached;
+    const key = `${scheme}://${peer.name}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}`;
     let pool = this.pools.get(key);
     if (!pool) {
       const host = peer.host.includes(':') ? `[${peer.host}]` : peer.host;
       pool = new Pool(`${scheme}://${host}:${peer.port}`, {
         // nginx does not verify upstream certificates unless proxy_ssl_verify is on
         connect: { timeout: settings.connectTimeoutMs, rejectUnauthorized: false },
-        maxHeaderSize: settings.maxHeaderSizeBytes,
-        keepAliveTimeout: settings.keepAliveTimeoutMs,
-        keepAliveMaxTimeout: settings.keepAliveTimeoutMs,
+        maxHeaderSize: settings.bufferSizeBytes,
+        keepAliveTimeout: peer.keepaliveTimeoutMs,
+        keepAliveMaxTimeout: peer.keepaliveTimeoutMs,
         pipelining: 1,
       });
       this.pools.set(key, pool);
     }
+    entry[scheme] = pool;
     return pool;
   }
 
