@@ -147,6 +147,47 @@ describe('access control (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('checks every password hash format nginx accepts that jinx supports: $apr1$, $1$, $5$, $6$, bcrypt, {SHA}, {SSHA}, {PLAIN}', async () => {
+    // made with openssl passwd (-apr1, -1, -5, -6) and bcryptjs; each user's password is pw-<user>
+    const users = [
+      'apr1:$apr1$abcdefgh$wT38ABp1Mi8RiNRvA83Bm.',
+      'md5:$1$abcdefgh$sRyYqWQj2HqQ6Tw3JJfhq.',
+      'sha256:$5$abcdefgh$rTrfFb8PdnDVxIaZUaM8.nfd68gEQjoEEj7jp.SR358',
+      'sha512:$6$abcdefgh$u78n/e0wnTeT4eIfuEo4OKPXBWA7EaKJSeQyOAXHFFA1XoHP08X/YSron00ltQdWKHn3X/mv5yTdtKhCEburu0',
+      'bcrypt:$2y$04$vndWC3mi39/uE1kihlHMm.ALeYY3Xc7lgoVjlzsiIc93zFj46YhIy',
+      'sha:{SHA}G5zynyVKZeHPqXetqic75L7ZkrM=',
+      'ssha:{SSHA}DjXTyXWzK460WFceT7aehFS+vjhzYWx0c2FsdA==',
+      'plain:{PLAIN}pw-plain',
+    ];
+    const names = users.map((u) => u.slice(0, u.indexOf(':')));
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name auth.test; root html;
+    location / { auth_basic "r"; auth_basic_user_file htpasswd; ${SERVE} }
+  }`),
+      files: { ...FILES, htpasswd: `${users.join('\n')}\n` },
+    }, async (s) => {
+      const out: Record<string, number> = {};
+      for (const u of names) {
+        out[`${u} right`] = (await s.get('/', { headers: { Host: 'auth.test', Authorization: basic(u, `pw-${u}`) } })).status;
+        out[`${u} wrong`] = (await s.get('/', { headers: { Host: 'auth.test', Authorization: basic(u, 'nope') } })).status;
+      }
+      return out;
+    });
+    for (const u of names) assert.deepEqual([run.nginx.result[`${u} right`], run.nginx.result[`${u} wrong`]], [200, 401], u);
+    assertSameAsNginx(run);
+  });
+
+  it('answers 500 and names the user when a password hash has a crypt(3) format jinx cannot check (DES)', async () => {
+    const { freePort, startJinx, request, logLines } = await import('../helpers/harness.js');
+    const port = await freePort();
+    const jinx = await startJinx(httpConf(`  server { listen 127.0.0.1:${port}; server_name auth.test; root html;
+    location / { auth_basic "r"; auth_basic_user_file htpasswd; ${SERVE} }
+  }`), [port], { ...FILES, htpasswd: 'des:abqJwOmWEctKU\n', 'tmp/.keep': '' });
+    const resp = await request(port, '/', { headers: { Host: 'auth.test', Authorization: basic('des', 'pw-des') } });
+    assert.equal(resp.status, 500);
+    assert.ok(logLines(jinx.errorLog()).some((l) => l.startsWith('[error] *CONN user "des": the password hash in "') && l.includes('has a format jinx cannot check')), jinx.errorLog());
+  });
+
   it('combines allow/deny and auth_basic with satisfy any and satisfy all', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name auth.test;

@@ -1,9 +1,11 @@
 /**
  * HTTP Basic authentication (`ngx_http_auth_basic_module.c`). The user file
  * is read for each request, as nginx does, and passwords are checked in the
- * formats nginx accepts that have a Node implementation: `$apr1$` (apache-md5),
- * `$5$`/`$6$` (unixcrypt), `$2a$`/`$2b$`/`$2y$` (bcryptjs), `{SHA}`, `{SSHA}`,
- * `{PLAIN}`.
+ * formats nginx accepts that have a Node implementation: `$apr1$` and `$1$`
+ * (apache-md5), `$5$`/`$6$` (unixcrypt), `$2a$`/`$2b$`/`$2y$` (bcryptjs),
+ * `{SHA}`, `{SSHA}`, `{PLAIN}` (`ngx_crypt` in `src/core/ngx_crypt.c`, the
+ * rest through the C library's crypt(3)). Other crypt(3) formats (DES,
+ * yescrypt `$y$` …) answer 500 with an error-log line naming the user.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -25,9 +27,9 @@ const same = (a: string, b: string): boolean => {
   return x.length === y.length && timingSafeEqual(x, y);
 };
 
-/** Whether `password` matches an htpasswd entry's hash. */
-export function passwordMatches(password: string, hash: string): boolean {
-  if (hash.startsWith('$apr1$')) return same(aprMd5(password, hash), hash);
+/** Whether `password` matches an htpasswd entry's hash; undefined when jinx cannot check that hash format. */
+export function passwordMatches(password: string, hash: string): boolean | undefined {
+  if (hash.startsWith('$apr1$') || hash.startsWith('$1$')) return same(aprMd5(password, hash), hash);
   if (hash.startsWith('$5$') || hash.startsWith('$6$')) return verifyUnixCrypt(password, hash);
   if (/^\$2[aby]\$/.test(hash)) return bcrypt.compareSync(password, hash.replace(/^\$2y\$/, '$2b$'));
   if (hash.startsWith('{SHA}')) return same(createHash('sha1').update(password).digest('base64'), hash.slice(5));
@@ -39,7 +41,7 @@ export function passwordMatches(password: string, hash: string): boolean {
     return digest.length === 20 && timingSafeEqual(digest, computed);
   }
   if (hash.startsWith('{PLAIN}')) return same(password, hash.slice(7));
-  return false;
+  return undefined;
 }
 
 /** The access check of `auth_basic` (realm `off` disables it). */
@@ -73,7 +75,12 @@ export async function checkAuthBasic(ex: Exchange): Promise<AccessResult> {
     if (colon === -1 || line.slice(0, colon) !== creds.user) continue;
     const rest = line.slice(colon + 1).replace(/\r$/, '');
     const hash = rest.includes(':') ? rest.slice(0, rest.indexOf(':')) : rest;
-    if (passwordMatches(creds.password, hash)) return 'ok';
+    const matches = passwordMatches(creds.password, hash);
+    if (matches === undefined) {
+      logRequest(ex.cx, r, 'error', `user "${creds.user}": the password hash in "${file}" has a format jinx cannot check (use $apr1$, $1$, $5$, $6$, bcrypt, {SHA} or {SSHA})`);
+      return 500;
+    }
+    if (matches) return 'ok';
     logRequest(ex.cx, r, 'error', `user "${creds.user}": password mismatch`);
     return unauthorized();
   }
