@@ -1,13 +1,13 @@
 #!/bin/sh
 # Installs what the tests need when it is missing: the reference nginx
 # (Debian's, and current nginx into /opt/nginx-oracle when the installer is
-# available), curl, openssl, wrk and php-fpm. Safe to run again.
+# available), curl, openssl and php-fpm. Safe to run again.
 set -e
 need=""
 command -v curl >/dev/null 2>&1 || need="$need curl"
 command -v openssl >/dev/null 2>&1 || need="$need openssl"
 [ -x /usr/sbin/nginx ] || need="$need nginx"
-command -v php-fpm8.2 >/dev/null 2>&1 || [ -x /usr/sbin/php-fpm8.2 ] || need="$need php-fpm"
+ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need="$need php-fpm"
 if [ -n "$need" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test/prepare.sh: installing$need" >&2
