@@ -1,11 +1,14 @@
 /**
  * Upstream servers for proxy tests: an echo server that answers with what it
  * received (method, target, headers in order, body) and counts the TCP
- * connections it accepted.
+ * connections it accepted; a raw TCP server whose answers a test scripts
+ * (silence, slowness, resets, oversized headers); a DNS server over UDP.
  */
 import { createHash } from 'node:crypto';
+import { createSocket } from 'node:dgram';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { startUpstream } from './harness.js';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { onCleanup, startUpstream } from './harness.js';
 
 /** What an echo upstream saw of one request. */
 export interface Echo {
@@ -60,3 +63,80 @@ export async function echoUpstream(name: string, respond?: (req: IncomingMessage
 
 /** Parses an echo response body. */
 export const echoOf = (body: string): Echo => JSON.parse(body) as Echo;
+
+/** A raw TCP upstream whose answer to each request a test scripts. */
+export interface ScriptedUpstream {
+  readonly port: number;
+  /** Requests (request lines) received so far. */
+  readonly requestLines: string[];
+}
+
+/**
+ * Starts a TCP server on 127.0.0.1 that reads each connection's request head
+ * and hands the request line and socket to `answer`, which writes (or does
+ * not write) whatever the case needs. Stopped, with its sockets, at cleanup.
+ */
+export async function scriptedUpstream(answer: (requestLine: string, socket: Socket) => void): Promise<ScriptedUpstream> {
+  const sockets = new Set<Socket>();
+  const requestLines: string[] = [];
+  const server = createNetServer((sock) => {
+    sockets.add(sock);
+    sock.on('close', () => sockets.delete(sock));
+    sock.on('error', () => undefined);
+    let head = '';
+    const onData = (d: Buffer): void => {
+      head += d.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      sock.off('data', onData);
+      const line = head.slice(0, head.indexOf('\r\n'));
+      requestLines.push(line);
+      answer(line, sock);
+    };
+    sock.on('data', onData);
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => {
+    for (const s of sockets) s.destroy();
+    server.close(() => res());
+  }));
+  return { port: (server.address() as AddressInfo).port, requestLines };
+}
+
+/** How a test DNS server answers: an A record, NXDOMAIN, or never. */
+export type DnsBehaviour = { readonly a: string } | 'nxdomain' | 'silent';
+
+/**
+ * Starts a DNS server over UDP on 127.0.0.1 answering every query as
+ * `behaviour` says (RFC 1035 messages built by hand: the question is echoed,
+ * an A answer has TTL 60). Returns its port; stopped at cleanup.
+ */
+export async function dnsServer(behaviour: DnsBehaviour): Promise<number> {
+  const sock = createSocket('udp4');
+  sock.on('message', (msg, rinfo) => {
+    if (behaviour === 'silent' || msg.length < 12) return;
+    let end = 12;
+    while (end < msg.length && msg[end] !== 0) end += msg[end]! + 1;
+    const question = msg.subarray(12, end + 5);
+    const header = Buffer.alloc(12);
+    msg.copy(header, 0, 0, 2);
+    const nx = behaviour === 'nxdomain';
+    header.writeUInt16BE(0x8180 | (nx ? 3 : 0), 2);
+    header.writeUInt16BE(1, 4);
+    header.writeUInt16BE(nx ? 0 : 1, 6);
+    const parts = [header, question];
+    if (!nx) {
+      const answer = Buffer.alloc(16);
+      answer.writeUInt16BE(0xc00c, 0);
+      answer.writeUInt16BE(1, 2);
+      answer.writeUInt16BE(1, 4);
+      answer.writeUInt32BE(60, 6);
+      answer.writeUInt16BE(4, 10);
+      behaviour.a.split('.').forEach((octet, i) => answer.writeUInt8(Number(octet), 12 + i));
+      parts.push(answer);
+    }
+    sock.send(Buffer.concat(parts), rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((res) => sock.bind(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => sock.close(() => res())));
+  return sock.address().port;
+}

@@ -177,7 +177,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
     socket.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(connectTimer);
       if (stage === 'connect') fail(mapUpstreamError(err, 'connect'));
-      else fail({ status: 502, message: `recv() failed (${systemErrorText(err)})`, action: stage === 'body' ? 'reading upstream' : READING_HEADER });
+      else fail(mapUpstreamError(err, stage === 'body' ? 'body' : 'header', conf.buffering));
     });
     socket.on('close', () => {
       clearTimeout(connectTimer);

@@ -309,7 +309,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.resolve();
       return;
     }
-    const failure = mapUpstreamError(err as Error & { code?: string }, this.stage);
+    const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering);
     r.action = failure.action;
     logRequest(cx, r, 'error', failure.message);
     r.action = 'sending to client';

@@ -47,8 +47,13 @@ export function upstreamTimeout(stage: UpstreamStage): UpstreamFailure {
   return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', 'timed out')}`, action };
 }
 
-/** Maps an upstream error at `stage` to nginx's report. */
-export function mapUpstreamError(err: Error & { code?: string }, stage: UpstreamStage): UpstreamFailure {
+/**
+ * Maps an upstream error at `stage` to nginx's report. `buffered` tells how
+ * the body was being read: with `proxy_buffering on` nginx's event pipe reads
+ * with `readv()`, otherwise (and for the header) with `recv()`, and the
+ * system call's name is in the message.
+ */
+export function mapUpstreamError(err: Error & { code?: string }, stage: UpstreamStage, buffered = false): UpstreamFailure {
   const code = err.code ?? '';
   if (err.name === 'HTTPParserError' || code.startsWith('HPE_')) {
     // undici's parser refused the status line (nginx: not HTTP) or a header line
@@ -77,16 +82,18 @@ export function mapUpstreamError(err: Error & { code?: string }, stage: Upstream
       return upstreamTimeout('body');
     case 'UND_ERR_HEADERS_OVERFLOW':
       return { status: 502, message: 'upstream sent too big header', action: READING_HEADER };
-    case 'ECONNRESET':
-      return {
-        status: 502,
-        message: `recv() failed ${errnoText(code, err.message)}`,
-        action: stage === 'connect' ? READING_HEADER : phaseAction,
-      };
     case 'UND_ERR_SOCKET':
     case 'UND_ERR_CLOSED':
       return { status: 502, message: 'upstream prematurely closed connection', action: stage === 'body' ? READING_BODY : READING_HEADER };
     default:
+      if (errnoOf(code)) {
+        // a system error while reading: the socket was connected (ECONNRESET …)
+        return {
+          status: 502,
+          message: `${stage === 'body' && buffered ? 'readv' : 'recv'}() failed ${errnoText(code, err.message)}`,
+          action: stage === 'connect' ? READING_HEADER : phaseAction,
+        };
+      }
       return { status: 502, message: `upstream error: ${err.message}`, action: phaseAction };
   }
 }
