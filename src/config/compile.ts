@@ -479,6 +479,7 @@ class Compiler {
       buffering: c.get(proxy.proxyBuffering),
       requestBuffering: c.get(proxy.proxyRequestBuffering),
       memoryBytes: c.get(proxy.proxyBuffers).count * c.get(proxy.proxyBuffers).sizeBytes,
+      bufferBytes: c.get(proxy.proxyBuffers).sizeBytes,
       tempPath: c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp'), levels: [] },
       maxTempFileBytes: c.get(proxy.proxyMaxTempFileSize),
     };
@@ -507,6 +508,7 @@ class Compiler {
       buffering: c.get(fastcgi.fastcgiBuffering),
       requestBuffering: c.get(fastcgi.fastcgiRequestBuffering),
       memoryBytes: buffers.count * buffers.sizeBytes,
+      bufferBytes: buffers.sizeBytes,
       tempPath: c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp'), levels: [] },
       maxTempFileBytes: c.get(fastcgi.fastcgiMaxTempFileSize),
       interceptErrors: c.get(fastcgi.fastcgiInterceptErrors),

@@ -230,6 +230,8 @@ export interface ProxyConf {
   readonly requestBuffering: boolean;
   /** Bytes of a response kept in memory before spooling (`proxy_buffers` number × size). */
   readonly memoryBytes: number;
+  /** Size of one of `proxy_buffers`: with buffering, the client gets the body in whole buffers. */
+  readonly bufferBytes: number;
   readonly tempPath: TempPathValue;
   readonly maxTempFileBytes: number;
 }
@@ -300,6 +302,8 @@ export interface FastcgiConf {
   readonly buffering: boolean;
   readonly requestBuffering: boolean;
   readonly memoryBytes: number;
+  /** Size of one of `fastcgi_buffers`. */
+  readonly bufferBytes: number;
   readonly tempPath: TempPathValue;
   readonly maxTempFileBytes: number;
   readonly interceptErrors: boolean;

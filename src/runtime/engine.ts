@@ -41,6 +41,8 @@ interface ConnectionState {
   session: Http2Session | undefined;
   /** Requests in progress. */
   active: number;
+  /** Whether the connection stays open after its last response (HTTP/1.x keep-alive). */
+  keptAlive: boolean;
   idleTimer: NodeJS.Timeout | undefined;
 }
 
@@ -186,7 +188,7 @@ export class Engine {
       return;
     }
     raw.setNoDelay(true);
-    const st: ConnectionState = { info: this.connectionInfo(raw), raw, session: undefined, active: 0, idleTimer: undefined };
+    const st: ConnectionState = { info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined };
     const key = socketKey(raw);
     this.connections.set(raw, st);
     this.byKey.set(key, st);
@@ -215,6 +217,7 @@ export class Engine {
     const targets = (group.byLocalAddr.get(info.localAddr) ?? group.servers).defaultServer.conf.errorLogs;
     const errorLog = this.generation.cx.errorLog;
     if (info.requests > 0) {
+      if (!st.keptAlive) return;
       errorLog.write(targets, 'info', `client ${info.peerAddr} closed keepalive connection`, info.id);
     } else if (group.ssl ? info.tls !== undefined : st.raw.bytesRead === 0) {
       const listenAddr = group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
@@ -282,7 +285,8 @@ export class Engine {
         if (this.stopping && st.active === 0) session.close();
         return;
       }
-      if (st.active > 0 || socket.destroyed) return;
+      st.keptAlive = (res as ServerResponse).shouldKeepAlive;
+      if (st.active > 0 || socket.destroyed || !st.keptAlive) return;
       if (this.stopping) {
         socket.destroySoon();
         return;

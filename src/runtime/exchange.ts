@@ -15,8 +15,10 @@ export interface ResponseTarget {
   readonly started: boolean;
   /** No body is sent (HEAD, or a subrequest). */
   readonly headOnly: boolean;
-  /** Sends status and headers. */
+  /** Sets status and headers; they go out with the first body data, or at `flushHead`. */
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void;
+  /** Sends status and headers now if no body data has gone out yet (nginx sends the header before reading the body). */
+  flushHead(): void;
   /** Sends body data; false when the client cannot take more now (wait for `drain`). */
   write(chunk: Buffer | string): boolean;
   /** Bytes written but not yet taken by the client. */
@@ -24,8 +26,12 @@ export interface ResponseTarget {
   onDrain(cb: () => void): void;
   /** Ends the response. */
   end(chunk?: Buffer | string): void;
-  /** Closes the connection without completing the response (nginx's 444, or an upstream failure mid-body). */
-  abort(): void;
+  /**
+   * Closes the connection without completing the response (nginx's 444, or
+   * an upstream failure mid-body); with `afterWritten`, what was written goes
+   * out first.
+   */
+  abort(afterWritten?: boolean): void;
   /** Calls `cb` if the client goes away before the response is complete. */
   onAbort(cb: () => void): void;
 }
@@ -33,6 +39,7 @@ export interface ResponseTarget {
 /** A response to a client. */
 export class ClientTarget implements ResponseTarget {
   private abortListener: (() => void) | undefined;
+  private bodyStarted = false;
 
   constructor(
     private readonly req: ClientRequest,
@@ -51,7 +58,14 @@ export class ClientTarget implements ResponseTarget {
     writeHead(r, this.res, status, headers, reason);
   }
 
+  flushHead(): void {
+    if (this.bodyStarted || this.res.writableEnded) return;
+    this.bodyStarted = true;
+    if ('flushHeaders' in this.res) this.res.flushHeaders();
+  }
+
   write(chunk: Buffer | string): boolean {
+    this.bodyStarted = true;
     return (this.res as NodeJS.WritableStream).write(chunk);
   }
 
@@ -65,13 +79,15 @@ export class ClientTarget implements ResponseTarget {
   }
 
   end(chunk?: Buffer | string): void {
+    this.bodyStarted = true;
     if (chunk === undefined) this.res.end();
     else (this.res as NodeJS.WritableStream).end(chunk);
   }
 
-  abort(): void {
+  abort(afterWritten = false): void {
     const stream = (this.res as { stream?: { close(code?: number): void } }).stream;
     if (stream) stream.close(2);
+    else if (afterWritten) this.req.socket?.destroySoon();
     else this.req.socket?.destroy();
   }
 
@@ -103,6 +119,10 @@ export class SubrequestTarget implements ResponseTarget {
     this.status = status;
     r.status = status;
     this.headers = headers;
+  }
+
+  flushHead(): void {
+    // the recorder has nothing to send
   }
 
   write(): boolean {

@@ -7,6 +7,13 @@
  * buffered to a temporary file PATH`), which is then sent from disk. With
  * `proxy_buffering off`, or when `proxy_max_temp_file_size` is reached, the
  * upstream is paused instead until the client catches up.
+ *
+ * With buffering, the body reaches the client in whole buffers, as the event
+ * pipe passes on only filled ones (`ngx_event_pipe_read_upstream`): the first
+ * is what is left of the header buffer (`proxy_buffer_size`) after the
+ * header, the next ones are `proxy_buffers`-sized; a partly filled buffer
+ * waits for more data or the end of the response, so a response cut in the
+ * middle loses it.
  */
 import type { ResponseTarget } from './exchange.js';
 import type { TempFile, TempFiles, TempPath } from './temp-files.js';
@@ -14,6 +21,8 @@ import type { TempFile, TempFiles, TempPath } from './temp-files.js';
 /** How a response may be buffered. */
 export interface SpoolSettings {
   readonly buffering: boolean;
+  /** Size of one memory buffer (`proxy_buffers` size). */
+  readonly bufferBytes: number;
   /** Bytes kept in memory for the client before spooling (`proxy_buffers` number × size). */
   readonly memoryBytes: number;
   readonly tempPath: TempPath;
@@ -48,20 +57,33 @@ export class ResponseSpool {
   private writes: Promise<void> = Promise.resolve();
   private pumping = false;
   private upstreamDone = false;
+  /** Set by `endCut`: the response ends by closing the connection. */
+  private cut = false;
   private paused = false;
   private closed = false;
   private resolveDone: () => void = () => undefined;
+  /** Chunks of the buffer being filled (buffering only), and how many more bytes fill it. */
+  private readonly filling: Buffer[] = [];
+  private fillingBytes = 0;
+  private room: number;
   /** Resolves once the body has been handed to the client and the response ended (or aborted). */
   readonly done = new Promise<void>((resolve) => {
     this.resolveDone = resolve;
   });
 
+  /**
+   * `headerBufferRoomBytes`: what the header left free of its buffer, the
+   * room of the first body buffer.
+   */
   constructor(
     private readonly out: ResponseTarget,
     private readonly settings: SpoolSettings,
     private readonly tempFiles: TempFiles,
     private readonly hooks: SpoolHooks,
-  ) {}
+    headerBufferRoomBytes: number,
+  ) {
+    this.room = headerBufferRoomBytes > 0 ? headerBufferRoomBytes : settings.bufferBytes;
+  }
 
   private drainArmed = false;
 
@@ -82,6 +104,26 @@ export class ResponseSpool {
   /** Takes one chunk from the upstream. */
   push(chunk: Buffer): void {
     if (this.closed) return;
+    if (!this.settings.buffering) {
+      this.forward(chunk);
+      return;
+    }
+    this.filling.push(chunk);
+    this.fillingBytes += chunk.length;
+    if (this.fillingBytes < this.room) return;
+    // pass on every filled buffer; the rest waits
+    const unit = this.settings.bufferBytes;
+    const full = this.room + Math.floor((this.fillingBytes - this.room) / unit) * unit;
+    const all = this.filling.length === 1 ? this.filling[0]! : Buffer.concat(this.filling, this.fillingBytes);
+    this.filling.length = 0;
+    this.fillingBytes -= full;
+    this.room = unit - this.fillingBytes;
+    if (this.fillingBytes > 0) this.filling.push(all.subarray(full));
+    this.forward(full === all.length ? all : all.subarray(0, full));
+  }
+
+  /** Passes body data on: to the client, a memory queue or the temp file. */
+  private forward(chunk: Buffer): void {
     const memory = this.settings.memoryBytes;
     const idle = !this.fileBacklog && this.tail.length === 0;
     if (idle && this.head.length === 0 && this.out.bufferedBytes < memory) {
@@ -115,7 +157,7 @@ export class ResponseSpool {
    */
   pushLast(chunk: Buffer): void {
     if (this.closed) return;
-    if (this.pumping || this.head.length > 0 || this.tail.length > 0 || this.file || this.fileCreating) {
+    if (this.fillingBytes > 0 || this.pumping || this.head.length > 0 || this.tail.length > 0 || this.file || this.fileCreating) {
       this.push(chunk);
       return;
     }
@@ -155,8 +197,25 @@ export class ResponseSpool {
     }).catch((err: Error) => this.fail(err));
   }
 
+  /**
+   * The upstream closed the connection before the end of the body: what was
+   * received goes to the client, held data too (nginx passes buffers on at
+   * the upstream's EOF), then the connection is closed.
+   */
+  endCut(): void {
+    this.cut = true;
+    this.end();
+  }
+
   /** The upstream has sent everything. */
   end(): void {
+    if (this.closed) return;
+    if (this.fillingBytes > 0) {
+      const rest = this.filling.length === 1 ? this.filling[0]! : Buffer.concat(this.filling, this.fillingBytes);
+      this.filling.length = 0;
+      this.fillingBytes = 0;
+      this.forward(rest);
+    }
     this.upstreamDone = true;
     if (!this.pumping && this.head.length === 0 && this.tail.length === 0 && !this.file && !this.fileCreating) this.finish();
     else this.pump();
@@ -223,7 +282,8 @@ export class ResponseSpool {
   private finish(): void {
     if (this.closed) return;
     this.closed = true;
-    this.out.end();
+    if (this.cut) this.out.abort(true);
+    else this.out.end();
     this.release();
   }
 

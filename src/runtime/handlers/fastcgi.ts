@@ -229,15 +229,14 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
       const headers = parsed.headers.filter(([n]) => n.toLowerCase() !== 'status');
       applyHeadersModule(r, parsed.status, headers);
       out.head(r, parsed.status, headers, parsed.reason);
-      spool = new ResponseSpool(out, {
-        buffering: conf.buffering, memoryBytes: conf.memoryBytes, tempPath: conf.tempPath, maxTempFileBytes: conf.maxTempFileBytes,
-      }, cx.tempFiles, {
+      const headerLength = Buffer.byteLength(text.slice(0, end + sep), 'latin1');
+      spool = new ResponseSpool(out, conf, cx.tempFiles, {
         onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
         pauseUpstream: () => socket.pause(),
         resumeUpstream: () => socket.resume(),
         onFileError: (err, path) => fail({ status: 502, message: `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, action: 'reading upstream' }),
-      });
-      const rest = headerBytes.subarray(Buffer.byteLength(text.slice(0, end + sep), 'latin1'));
+      }, conf.bufferSizeBytes - headerLength);
+      const rest = headerBytes.subarray(headerLength);
       headerBytes = Buffer.alloc(0);
       if (rest.length > 0) onStdout(rest);
     };

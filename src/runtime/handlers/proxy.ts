@@ -198,6 +198,15 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
   });
 }
 
+/**
+ * `X-Accel-Buffering: yes|no` from the upstream turns buffering on or off for
+ * its response (`ngx_http_upstream_process_buffering`); other values keep it.
+ */
+function accelBuffering(value: string, current: boolean): boolean {
+  const v = value.toLowerCase();
+  return v === 'yes' ? true : v === 'no' ? false : current;
+}
+
 /** The reason a client abort is passed to undici, told apart from upstream failures. */
 const CLIENT_CLOSED = new Error('client closed');
 
@@ -246,13 +255,18 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     up.headerTimeMs = Date.now() - this.startedMs;
     const received: string[] = new Array<string>(rawHeaders.length);
     const outHeaders: [string, string][] = [];
+    // the header's size in the header buffer: status line, header lines, blank line
+    let headerBytes = 15 + statusText.length;
+    let buffering = p.buffering;
     for (let i = 0; i < rawHeaders.length; i += 2) {
       const name = rawHeaders[i]!.toString('latin1');
       const value = rawHeaders[i + 1]!.toString('latin1');
       received[i] = name;
       received[i + 1] = value;
+      headerBytes += name.length + value.length + 4;
       const lower = name.toLowerCase();
       if (lower === 'content-length') this.expectedBytes = Number(value);
+      else if (lower === 'x-accel-buffering') buffering = accelBuffering(value, buffering);
       if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
       if (lower === 'location' || lower === 'refresh') {
         const rewritten = rewriteRedirect(r, p, this.dest, lower, value);
@@ -272,9 +286,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     applyHeadersModule(r, statusCode, outHeaders);
     out.head(r, statusCode, outHeaders, statusText);
-    this.spool = new ResponseSpool(out, {
-      buffering: p.buffering, memoryBytes: p.memoryBytes, tempPath: p.tempPath, maxTempFileBytes: p.maxTempFileBytes,
-    }, cx.tempFiles, this);
+    this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes);
+    // body data that came with the header is taken first, in this same parser run
+    queueMicrotask(() => out.flushHead());
     return true;
   }
 
@@ -301,9 +315,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   onError(err: Error): void {
     if (this.stage === 'intercepted') return;
-    this.spool?.abort();
     const { r, cx, out } = this.ex;
     if (err === CLIENT_CLOSED) {
+      this.spool?.abort();
       r.action = 'sending to client';
       out.abort();
       this.resolve();
@@ -313,6 +327,12 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     r.action = failure.action;
     logRequest(cx, r, 'error', failure.message);
     r.action = 'sending to client';
+    if (this.spool && failure.message === 'upstream prematurely closed connection') {
+      this.spool.endCut();
+      void this.spool.done.then(this.resolve);
+      return;
+    }
+    this.spool?.abort();
     if (out.started) {
       out.abort();
       this.resolve();

@@ -1,0 +1,148 @@
+/**
+ * Misbehaving upstreams, differential against nginx: one that never answers,
+ * one that answers slowly but within the read timeout between reads, one that
+ * stalls or resets in the middle of the body, one with a 64 KiB header, one
+ * that speaks plain HTTP on the port jinx reaches over TLS, and names a local
+ * DNS server answers NXDOMAIN for or never answers. Each case checks the
+ * status (or the cut body), the exact error-log line, and that the server
+ * still serves a healthy location afterwards.
+ */
+import { strict as assert } from 'node:assert';
+import { createServer as createNetServer } from 'node:net';
+import { after, describe, it } from 'node:test';
+import { cleanup, onCleanup } from '../helpers/harness.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, parseRaw, rawExchange } from '../helpers/differential.js';
+import { dnsServer, echoUpstream, scriptedUpstream } from '../helpers/upstreams.js';
+
+/** What a client saw of one exchange: the status, the body bytes received, and the declared length. */
+interface Seen {
+  readonly status: number | undefined;
+  readonly bodyBytes: number;
+  readonly contentLength: string | undefined;
+}
+
+/** One request on its own connection; body bytes and length are kept for 200 responses (error pages name the server). */
+async function exchange(port: number, path: string, host: string): Promise<Seen> {
+  const text = await rawExchange(port, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`, 10_000);
+  const parsed = parseRaw(text);
+  const end = text.indexOf('\r\n\r\n');
+  if (parsed?.status !== 200) return { status: parsed?.status, bodyBytes: 0, contentLength: undefined };
+  return { status: 200, bodyBytes: Buffer.byteLength(text.slice(end + 4), 'latin1'), contentLength: parsed.headers['content-length'] as string | undefined };
+}
+
+const HEAD_200 = (length: number): string => `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${length}\r\n\r\n`;
+
+describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
+  after(cleanup);
+
+  it('answers 504 to an upstream that never answers, and passes a slow body whose reads come within proxy_read_timeout', async () => {
+    const timers = new Set<NodeJS.Timeout>();
+    onCleanup(() => { for (const t of timers) clearTimeout(t); });
+    const up = await scriptedUpstream((line, sock) => {
+      if (line.includes('/never')) return;
+      // three 100-byte chunks 600 ms apart: 1.2 s in all, each read within the 1 s timeout
+      sock.write(HEAD_200(300));
+      let sent = 0;
+      const next = (): void => {
+        sock.write('x'.repeat(100));
+        if (++sent < 3) timers.add(setTimeout(next, 600));
+      };
+      timers.add(setTimeout(next, 600));
+    });
+    const ok = await echoUpstream('ok');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
+    proxy_read_timeout 1s;
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
+  }`),
+    }, async (s) => ({
+      never: await exchange(s.port, '/never', 'faults.test'),
+      slow: await exchange(s.port, '/slow', 'faults.test'),
+      ok: (await exchange(s.port, '/ok/', 'faults.test')).status,
+    }));
+    assert.equal(run.nginx.result.never.status, 504);
+    assert.deepEqual(run.nginx.result.slow, { status: 200, bodyBytes: 300, contentLength: '300' });
+    assert.equal(run.nginx.result.ok, 200);
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while reading response header from upstream')));
+    assertSameAsNginx(run);
+  });
+
+  it('cuts the body and logs "while reading upstream" when the upstream stalls or resets after the header', async () => {
+    const up = await scriptedUpstream((line, sock) => {
+      sock.write(HEAD_200(1000) + 'y'.repeat(100));
+      if (line.includes('/reset')) setTimeout(() => sock.resetAndDestroy(), 200);
+    });
+    const ok = await echoUpstream('ok');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
+    proxy_read_timeout 1s;
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
+  }`),
+    }, async (s) => ({
+      stall: await exchange(s.port, '/stall', 'faults.test'),
+      reset: await exchange(s.port, '/reset', 'faults.test'),
+      ok: (await exchange(s.port, '/ok/', 'faults.test')).status,
+    }));
+    // with proxy_buffering on, nginx holds a partly filled buffer: the 100 bytes never reach the client
+    assert.deepEqual(run.nginx.result.stall, { status: 200, bodyBytes: 0, contentLength: '1000' });
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while reading upstream')));
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN readv() failed (104: Connection reset by peer) while reading upstream')));
+    assertSameAsNginx(run);
+  });
+
+  it('answers 502 to a response header larger than proxy_buffer_size ("upstream sent too big header")', async () => {
+    const up = await scriptedUpstream((_line, sock) => {
+      sock.end(`HTTP/1.1 200 OK\r\nX-Big: ${'b'.repeat(64 * 1024)}\r\nContent-Length: 2\r\n\r\nok`);
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+    location /small/ { proxy_buffer_size 1k; proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+    }, async (s) => ({ big: (await exchange(s.port, '/big', 'faults.test')).status, small: (await exchange(s.port, '/small/', 'faults.test')).status }));
+    assert.deepEqual(run.nginx.result, { big: 502, small: 502 });
+    assert.ok(run.nginx.errorLog.every((l) => l.startsWith('[error] *CONN upstream sent too big header while reading response header from upstream')));
+    assertSameAsNginx(run);
+  });
+
+  it('answers 502 with OpenSSL\'s "wrong version number" when the upstream speaks plain HTTP on the TLS port', async () => {
+    const plain = createNetServer((sock) => {
+      sock.on('error', () => undefined);
+      sock.once('data', () => sock.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n'));
+    });
+    await new Promise<void>((res) => plain.listen(0, '127.0.0.1', () => res()));
+    onCleanup(() => new Promise<void>((res) => plain.close(() => res())));
+    const port = (plain.address() as { port: number }).port;
+    const run = await differential({
+      conf: ({ port: p }) => httpConf(`  server { listen 127.0.0.1:${p}; server_name faults.test;
+    location / { proxy_pass https://127.0.0.1:${port}; }
+  }`),
+    }, async (s) => (await exchange(s.port, '/tls', 'faults.test')).status);
+    assert.equal(run.nginx.result, 502);
+    // the differential helper compares OpenSSL errors without their function field (Debian's OpenSSL 3 leaves it empty)
+    assert.ok(run.nginx.errorLog.some((l) => l.includes('SSL_do_handshake() failed (SSL: error:0A00010B:SSL routines::wrong version number) while SSL handshaking to upstream')));
+    assert.ok(run.jinx.file('logs/error.log').some((l) => l.includes('SSL_do_handshake() failed (SSL: error:0A00010B:SSL routines:ssl3_get_record:wrong version number) while SSL handshaking to upstream')));
+    assertSameAsNginx(run);
+  });
+
+  it('answers 502 when a name cannot be resolved: NXDOMAIN, a DNS server that never answers, no resolver', async () => {
+    const nx = await dnsServer('nxdomain');
+    const silent = await dnsServer('silent');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
+    location /nx/ { resolver 127.0.0.1:${nx}; set $name nope.test; proxy_pass http://$name; }
+    location /silent/ { resolver 127.0.0.1:${silent}; resolver_timeout 1s; set $name quiet.test; proxy_pass http://$name; }
+    location /none/ { set $name other.test; proxy_pass http://$name; }
+  }`),
+    }, async (s) => ({
+      nx: (await exchange(s.port, '/nx/', 'faults.test')).status,
+      silent: (await exchange(s.port, '/silent/', 'faults.test')).status,
+      none: (await exchange(s.port, '/none/', 'faults.test')).status,
+    }));
+    assert.deepEqual(run.nginx.result, { nx: 502, silent: 502, none: 502 });
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN nope.test could not be resolved (3: Host not found)')));
+    assertSameAsNginx(run);
+  });
+});
