@@ -519,8 +519,8 @@ export const rule = {
 /**
  * The setter of a directive that jinx checks and does not act on: the
  * generic setter named by `r`, on a slot of the directive's own (keyed by
- * `name`), so that nothing is stored that anything reads and yet a
- * duplicate is found as nginx finds it.
+ * `name`; a custom rule's `into` when the compile step reads the value), so
+ * that a duplicate is found as nginx finds it.
  */
 export function ruleSetter(name: string, r: Rule): Setter {
   const s = slot<unknown>(name, undefined);

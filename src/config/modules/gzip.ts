@@ -41,5 +41,8 @@ export const gzipDirectives: readonly DirectiveSpec[] = [
   gzip('gzip_comp_level', ['TAKE1'], rule.num(numBounds(1, 9))),
   gzip('gzip_min_length', ['TAKE1'], rule.size()),
   gzip('gzip_types', ['1MORE'], rule.repeatable(setTypes)),
-  noEffect({ name: 'gzip_static', module: 'ngx_http_gzip_static_module', contexts: HTTP_SRV_LOC, args: ['TAKE1'], note: NOTE }, rule.enumOf('off', 'on', 'always')),
+  noEffect(
+    { name: 'gzip_static', module: 'ngx_http_gzip_static_module', contexts: HTTP_SRV_LOC, args: ['TAKE1'], note: NOTE },
+    rule.enumOf('off', 'on', 'always'),
+  ),
 ];

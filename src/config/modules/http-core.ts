@@ -496,7 +496,8 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
     name: 'client_body_temp_path', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
     set: (d, cx) => pathSetter(clientBodyTempPath, (p) => cx.scope.fullPath(p))(d, cx),
   },
-  none('client_body_in_file_only', HTTP_SRV_LOC, ['TAKE1'], 'request bodies are kept in a temporary file only when they exceed client_body_buffer_size', rule.enumOf('off', 'on', 'clean')),
+  none('client_body_in_file_only', HTTP_SRV_LOC, ['TAKE1'],
+    'request bodies are kept in a temporary file only when they exceed client_body_buffer_size', rule.enumOf('off', 'on', 'clean')),
   none('client_body_in_single_buffer', HTTP_SRV_LOC, ['FLAG'], TUNING, rule.flag),
   none('lingering_close', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime', rule.enumOf('off', 'on', 'always')),
   none('lingering_time', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime', rule.msec),
@@ -540,6 +541,8 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('keepalive_disable', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'keep-alive is not disabled per browser', rule.bitmaskOf('none', 'msie6', 'safari')),
   none('gzip_vary', HTTP_SRV_LOC, ['FLAG'], 'jinx does not compress responses', rule.flag),
   none('gzip_http_version', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not compress responses', rule.enumOf('1.0', '1.1')),
-  none('gzip_proxied', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.bitmaskOf('off', 'expired', 'no-cache', 'no-store', 'private', 'no_last_modified', 'no_etag', 'auth', 'any')),
+  none('gzip_proxied', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.bitmaskOf(
+    'off', 'expired', 'no-cache', 'no-store', 'private', 'no_last_modified', 'no_etag', 'auth', 'any',
+  )),
   none('gzip_disable', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.repeatable(setGzipDisable)),
 ];
