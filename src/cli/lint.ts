@@ -19,11 +19,12 @@ export interface Finding {
 
 /** Collects the findings of a configuration. */
 export async function lintFindings(paths: ConfPaths, globalDirectives?: string): Promise<Finding[]> {
+  const findings: Finding[] = [];
   try {
-    const compiled = await compileConfig({ confFile: paths.confFile, prefix: paths.prefix, globalDirectives });
-    const findings: Finding[] = compiled.warnings.map((w) => ({
-      severity: 'warning', code: w.code, message: w.text, file: w.loc?.file, line: w.loc?.line,
-    }));
+    const compiled = await compileConfig({
+      confFile: paths.confFile, prefix: paths.prefix, globalDirectives,
+      onWarning: (w) => findings.push({ severity: 'warning', code: w.code, message: w.text, file: w.loc?.file, line: w.loc?.line }),
+    });
     for (const n of compiled.noEffect) {
       findings.push({
         severity: 'note',
@@ -36,7 +37,7 @@ export async function lintFindings(paths: ConfPaths, globalDirectives?: string):
     return findings;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    return [{ severity: 'error', code: err.code, message: err.text, file: err.loc?.file, line: err.loc?.line }];
+    return [...findings, { severity: 'error', code: err.code, message: err.text, file: err.loc?.file, line: err.loc?.line }];
   }
 }
 

@@ -12,6 +12,7 @@ import { ConfigError, formatWarning } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
 import { Engine } from '../runtime/engine.js';
 import { prepareFiles } from '../runtime/prepare-files.js';
+import { checkListenSockets } from './bind-check.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
 import { lint } from './lint.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
@@ -91,12 +92,11 @@ function report(log: MessageSink, err: unknown): void {
 /** Compiles; reports warnings, and the error if any. `syntaxOk` is called once the file has been read. */
 async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxOk: () => void = () => undefined): Promise<CompiledConfig | undefined> {
   try {
-    const compiled = await compileConfig({ confFile: paths.confFile, prefix: paths.prefix, globalDirectives: flags.g });
-    for (const w of compiled.warnings) log.write(w.level, formatWarning(w));
-    syntaxOk();
-    return compiled;
+    return await compileConfig({
+      confFile: paths.confFile, prefix: paths.prefix, globalDirectives: flags.g, onWarning: (w) => log.write(w.level, formatWarning(w)),
+      onParsed: syntaxOk,
+    });
   } catch (err) {
-    if (err instanceof ConfigError && err.phase === 'init') syntaxOk();
     report(log, err);
     return undefined;
   }
@@ -114,6 +114,7 @@ async function testConfig(paths: ConfPaths, flags: Flags, log: StartupLog): Prom
   if (!compiled) return failed();
   try {
     prepareFiles(compiled.table);
+    await checkListenSockets(compiled.table);
   } catch (err) {
     report(log, err);
     return failed();

@@ -62,3 +62,25 @@ export function loadCertificatePair(certPath: string, keyPath: string): Certific
   }
   return { certPath, keyPath, cert, key };
 }
+
+/**
+ * Reads `ssl_dhparam` as `ngx_ssl_dhparam` does when a server's TLS context
+ * is made: `BIO_new_file("PATH") failed (…)` when the file cannot be
+ * opened, `PEM_read_bio_DHparams("PATH") failed (…)` when it holds no DH
+ * parameters.
+ * @throws ConfigError
+ */
+export function checkDhparam(path: string): void {
+  let text: string;
+  try {
+    text = readFileSync(path, 'latin1');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EISDIR') {
+      throw new ConfigError('file', fopenFailure(path, err as NodeJS.ErrnoException).replace('BIO_new_file()', `BIO_new_file("${path}")`));
+    }
+    text = '';
+  }
+  if (!text.includes('-----BEGIN DH PARAMETERS-----')) {
+    throw new ConfigError('file', `PEM_read_bio_DHparams("${path}") failed (SSL: error:0480006C:PEM routines::no start line:Expecting: DH PARAMETERS)`);
+  }
+}

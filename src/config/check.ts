@@ -61,6 +61,8 @@ export interface CheckResult {
 /**
  * Checks the AST and fills the level tree. `scope` is passed to every setter
  * (the registries a module keeps: variables, upstreams, maps, log formats).
+ * Warnings are also handed to `onWarning` as they are found, so that those
+ * before an error are reported too, as nginx logs them.
  *
  * @throws ConfigError the first error, in nginx's reading order.
  */
@@ -68,8 +70,13 @@ export function checkConfig(
   nodes: readonly ConfigNode[],
   registry: DirectiveRegistry,
   scope: ConfigScope,
+  onWarning: (w: ConfigWarning) => void = () => undefined,
 ): CheckResult {
   const warnings: ConfigWarning[] = [];
+  const warn = (w: ConfigWarning): void => {
+    warnings.push(w);
+    onWarning(w);
+  };
   const noEffect: NoEffectNote[] = [];
   const root: LevelNode = { context: 'main', directive: undefined, conf: new LevelConf(), children: [], parent: undefined };
 
@@ -82,18 +89,9 @@ export function checkConfig(
         context: level.context,
         parentDirective: level.directive,
         scope,
-        warn: (text, code, loc) => warnings.push({ level: 'warn', code, text, loc: loc ?? node.loc }),
+        warn: (text, code, loc) => warn({ level: 'warn', code, text, loc: loc === null ? undefined : loc ?? node.loc }),
       };
-      let child;
-      try {
-        child = spec.set(node, cx);
-      } catch (err) {
-        if (err instanceof DirectiveFailure) {
-          const text = err.kind === 'suffix' ? `"${node.name}" directive ${err.text}` : err.text;
-          throw new ConfigError('invalid-value', text, err.loc ?? node.loc);
-        }
-        throw err;
-      }
+      const child = report(node, () => spec.set(node, cx));
       if (spec.effect === 'none') noEffect.push({ directive: node, spec });
       if (spec.block === 'context' && child) {
         const childNode: LevelNode = {
@@ -101,7 +99,21 @@ export function checkConfig(
         };
         level.children.push(childNode);
         walk(node.block ?? [], childNode);
+        if (spec.close) report(node, () => spec.close!(node, cx, child));
       }
+    }
+  };
+
+  /** Runs a handler, turning its failure into nginx's message for the directive. */
+  const report = <T>(node: Directive, handler: () => T): T => {
+    try {
+      return handler();
+    } catch (err) {
+      if (err instanceof DirectiveFailure) {
+        const text = err.kind === 'suffix' ? `"${node.name}" directive ${err.text}` : err.text;
+        throw new ConfigError('invalid-value', text, err.loc === null ? undefined : err.loc ?? node.loc);
+      }
+      throw err;
     }
   };
 

@@ -15,7 +15,7 @@ import type { ConfigNode, SourceLoc } from '../parser/ast.js';
 import { loadConfig, type LoadedFile } from '../parser/load.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { compileLogFormat } from '../log/access-log.js';
-import { loadCertificatePair, type CertificatePair } from './certificates.js';
+import { checkDhparam, loadCertificatePair, type CertificatePair } from './certificates.js';
 import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
 import type { LocationDef } from './modules/http-core.js';
 import * as core from './modules/core.js';
@@ -29,13 +29,14 @@ import { addHeaders, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { accessLogs, COMBINED_FORMAT } from './modules/log.js';
 import { bindMap } from './modules/map.js';
+import { cacheZoneRefs } from './modules/cache.js';
 import * as proxy from './modules/proxy.js';
 import { realIpFrom, realIpHeader, realIpRecursive } from './modules/realip.js';
 import * as ssl from './modules/ssl.js';
 import { http2Enabled } from './modules/http2.js';
 import { splitHostPort } from './modules/upstream.js';
 import { ConfigScope, type HostTable } from './scope.js';
-import { ConfChain, type LevelConf } from './spec.js';
+import { ConfChain, type LevelConf, type Slot } from './spec.js';
 import { VariableRegistry } from './variables.js';
 import type {
   AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
@@ -50,6 +51,14 @@ export interface CompileOptions {
   readonly prefix: string;
   /** Directives given with `-g`. */
   readonly globalDirectives?: string;
+  /** Called with each warning as it is found (also when an error follows); `CompiledConfig.warnings` has them all. */
+  readonly onWarning?: (w: ConfigWarning) => void;
+  /**
+   * Called once the files have been read and their blocks checked, before
+   * the checks nginx makes after that (`init_conf` of the core modules):
+   * where `nginx -t` prints `syntax is ok`.
+   */
+  readonly onParsed?: () => void;
 }
 
 /** A compiled configuration and what the compile step found. */
@@ -59,6 +68,30 @@ export interface CompiledConfig {
   readonly noEffect: readonly NoEffectNote[];
   readonly files: readonly LoadedFile[];
 }
+
+/** The slots `checkUpstreamMerge` reads for one module, and its directives' prefix. */
+interface UpstreamMergeSlots {
+  readonly prefix: 'proxy' | 'fastcgi';
+  readonly buffers: Slot<{ readonly count: number; readonly sizeBytes: number }>;
+  readonly bufferSize: Slot<number>;
+  readonly busyBuffersSize: Slot<number | undefined>;
+  readonly tempFileWriteSize: Slot<number | undefined>;
+  readonly maxTempFileSize: Slot<number>;
+  readonly cacheZone: Slot<string | boolean | undefined>;
+  /** FastCGI has no default cache key: a cache without one is a warning. */
+  readonly cacheKey?: Slot<unknown>;
+}
+
+const PROXY_MERGE: UpstreamMergeSlots = {
+  prefix: 'proxy', buffers: proxy.proxyBuffers, bufferSize: proxy.proxyBufferSize, busyBuffersSize: proxy.proxyBusyBuffersSize,
+  tempFileWriteSize: proxy.proxyTempFileWriteSize, maxTempFileSize: proxy.proxyMaxTempFileSize, cacheZone: cacheZoneRefs.proxy,
+};
+
+const FASTCGI_MERGE: UpstreamMergeSlots = {
+  prefix: 'fastcgi', buffers: fastcgi.fastcgiBuffers, bufferSize: fastcgi.fastcgiBufferSize, busyBuffersSize: fastcgi.fastcgiBusyBuffersSize,
+  tempFileWriteSize: fastcgi.fastcgiTempFileWriteSize, maxTempFileSize: fastcgi.fastcgiMaxTempFileSize, cacheZone: cacheZoneRefs.fastcgi,
+  cacheKey: fastcgi.fastcgiCacheKey,
+};
 
 /** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
 const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
@@ -70,12 +103,12 @@ export const registry = new DirectiveRegistry(allDirectives);
  * Collects the host names `proxy_pass` URLs and upstream `server` entries
  * name, so they can be resolved before the synchronous check.
  */
-function collectHosts(nodes: readonly ConfigNode[], inUpstream: boolean, out: Set<string>): void {
+function collectHosts(nodes: readonly ConfigNode[], inUpstream: boolean, out: Set<string>, inStream = false): void {
   for (const n of nodes) {
     if (n.kind !== 'directive') continue;
     let hostPort: string | undefined;
     if (n.name === 'proxy_pass' && n.args.length === 1 && !n.args[0]!.includes('$')) {
-      hostPort = /^https?:\/\/([^/]*)/i.exec(n.args[0]!)?.[1];
+      hostPort = inStream ? n.args[0] : /^https?:\/\/([^/]*)/i.exec(n.args[0]!)?.[1];
     } else if (n.name === 'fastcgi_pass' && n.args.length === 1 && !n.args[0]!.includes('$') && !n.args[0]!.startsWith('unix:')) {
       hostPort = n.args[0];
     } else if (n.name === 'server' && inUpstream && n.args.length > 0) hostPort = n.args[0];
@@ -83,7 +116,7 @@ function collectHosts(nodes: readonly ConfigNode[], inUpstream: boolean, out: Se
       const hp = splitHostPort(hostPort);
       if (hp && !isIP(hp.host)) out.add(hp.host.toLowerCase());
     }
-    if (n.block) collectHosts(n.block, n.name === 'upstream', out);
+    if (n.block) collectHosts(n.block, n.name === 'upstream', out, inStream || n.name === 'stream');
   }
 }
 
@@ -116,8 +149,9 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   const hosts = await resolveHosts(names);
   const variables = new VariableRegistry(allVariables);
   const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts);
-  const checked = checkConfig(loaded.nodes, registry, scope);
-  const table = new Compiler(scope, checked.root, [...checked.warnings]).compile();
+  const onWarning = opts.onWarning ?? (() => undefined);
+  const checked = checkConfig(loaded.nodes, registry, scope, onWarning);
+  const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
   return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files };
 }
 
@@ -137,6 +171,8 @@ class Compiler {
     private readonly scope: ConfigScope,
     private readonly root: LevelNode,
     private readonly warnings: ConfigWarning[],
+    private readonly onWarning: (w: ConfigWarning) => void,
+    private readonly onParsed: () => void,
   ) {
     const index = (n: LevelNode): void => {
       this.nodeOf.set(n.conf, n);
@@ -145,18 +181,14 @@ class Compiler {
     index(root);
   }
 
+  private warn(w: ConfigWarning): void {
+    this.warnings.push(w);
+    this.onWarning(w);
+  }
+
   compile(): RouteTable {
-    const events = this.root.children.find((c) => c.context === 'events');
-    if (!events) throw new ConfigError('missing-section', 'no "events" section in configuration', undefined, { phase: 'init' });
     const mainChain = this.chain(this.root);
     const errorLogs = this.errorLogs(mainChain);
-    const main = {
-      daemon: mainChain.get(core.daemon),
-      pidFile: this.scope.fullPath(mainChain.get(core.pidFile)),
-      workerProcesses: mainChain.get(core.workerProcesses),
-      workerConnections: new ConfChain(events.conf, undefined).get(core.workerConnections),
-      errorLogs,
-    };
     const httpNode = this.root.children.find((c) => c.context === 'http');
     let listens: ListenGroup[] = [];
     if (httpNode) {
@@ -164,17 +196,41 @@ class Compiler {
       for (const map of this.scope.maps) bindMap(map, this.scope.variables);
       const servers = httpNode.children.filter((c) => c.context === 'server');
       const certificates = servers.map((s) => this.certificates(s));
+      this.checkUpstreamMerge(httpNode, servers, PROXY_MERGE);
+      this.checkUpstreamMerge(httpNode, servers, FASTCGI_MERGE);
       for (const s of servers) this.checkDuplicateLocations(s);
       this.checkSslListens(servers, certificates);
       this.scope.variables.checkReferences();
       this.compileLogFormats();
+      const httpChain = this.chain(httpNode);
+      for (const dir of [...httpChain.list(proxy.proxyCachePaths), ...httpChain.list(fastcgi.fastcgiCachePaths)]) this.tempDirs.add(dir);
       this.locationConf(httpNode);
       const compiled = servers.map((s, i) => ({ node: s, server: this.server(s, certificates[i]!) }));
       listens = this.listenGroups(compiled);
     }
+    const streamListens = this.streamSockets();
+    this.onParsed();
+    // ngx_init_cycle from here: init_conf of the core modules, then shared memory
+    this.checkCpuAffinity(mainChain);
+    const events = this.root.children.find((c) => c.context === 'events');
+    if (!events) throw new ConfigError('missing-section', 'no "events" section in configuration', undefined, { phase: 'init' });
+    const main = {
+      daemon: mainChain.get(core.daemon),
+      pidFile: this.scope.fullPath(mainChain.get(core.pidFile)),
+      workerProcesses: mainChain.get(core.workerProcesses),
+      workerConnections: new ConfChain(events.conf, undefined).get(core.workerConnections),
+      errorLogs,
+    };
+    const sockets = listens.length + streamListens.length;
+    if (main.workerConnections < sockets + 1) {
+      throw new ConfigError('invalid-value', `${main.workerConnections} worker_connections are not enough for ${sockets} listening sockets`,
+        undefined, { phase: 'init' });
+    }
+    this.checkSharedZones();
     return Object.freeze({
       main: Object.freeze(main),
       listens: Object.freeze(listens),
+      streamListens,
       variableCount: this.scope.variables.indexedCount,
       upstreams: this.upstreams,
       accessLogTargets: this.accessLogTargets,
@@ -182,6 +238,83 @@ class Compiler {
       tempDirs: [...this.tempDirs],
       warnings: this.warnings,
     });
+  }
+
+  /**
+   * The stream sockets nginx opens, grouped as `ngx_stream_optimize_servers`
+   * does: on a port (and protocol) with a wildcard address only the
+   * wildcards are bound.
+   */
+  private streamSockets(): RouteTable['streamListens'] {
+    const seen = new Set<string>();
+    const unique = this.scope.stream.listens.filter((l) => {
+      const key = `${l.udp}|${l.host}|${l.port}`;
+      return !seen.has(key) && seen.add(key);
+    });
+    const wildcardPorts = new Set(unique.filter((l) => l.wildcard).map((l) => `${l.udp}|${l.port}`));
+    return unique
+      .filter((l) => l.wildcard || !wildcardPorts.has(`${l.udp}|${l.port}`))
+      .map((l) => ({ host: l.host, port: l.port, addrText: l.addrText, udp: l.udp }));
+  }
+
+  /**
+   * `ngx_core_module_init_conf` (`src/core/nginx.c`): a number of
+   * `worker_cpu_affinity` masks other than one or `worker_processes` is a warning.
+   */
+  private checkCpuAffinity(mainChain: ConfChain): void {
+    const affinity = mainChain.get(core.cpuAffinity);
+    if (!affinity || affinity.auto || affinity.masks === 1 || affinity.masks === mainChain.get(core.workerProcesses)) return;
+    this.warn({
+      level: 'warn', code: 'cpu-affinity-masks', loc: undefined,
+      text: 'the number of "worker_processes" is not equal to the number of "worker_cpu_affinity" masks, using last mask for remaining worker processes',
+    });
+  }
+
+  /** `ngx_init_cycle`: every shared memory zone needs a size by now (`zone NAME;` names one sized elsewhere). */
+  private checkSharedZones(): void {
+    for (const [name, zone] of this.scope.sharedZones) {
+      if (zone.size === 0) throw new ConfigError('invalid-value', `zero size shared memory zone "${name}"`, undefined, { phase: 'init' });
+    }
+  }
+
+  /**
+   * What `ngx_http_proxy_merge_loc_conf` and `ngx_http_fastcgi_merge_loc_conf`
+   * check on every server and location (config order, nested ones after
+   * their parent), reported at the end of the http block: at least two
+   * buffers; busy buffers, temp file writes and the temp file limit against
+   * the largest buffer (`proxy_buffer_size` or one of `proxy_buffers`); a
+   * cache zone that no `*_cache_path` defines.
+   */
+  private checkUpstreamMerge(httpNode: LevelNode, servers: readonly LevelNode[], m: UpstreamMergeSlots): void {
+    const at = { file: httpNode.directive!.loc.file, line: httpNode.directive!.closeLine ?? httpNode.directive!.loc.line };
+    const failAt = (text: string): never => {
+      throw new ConfigError('invalid-value', text, at);
+    };
+    const p = m.prefix;
+    const largest = `the maximum of the value of "${p}_buffer_size" and one of the "${p}_buffers"`;
+    const visit = (node: LevelNode): void => {
+      const c = this.chain(node);
+      const bufs = c.get(m.buffers);
+      if (bufs.count < 2) failAt(`there must be at least 2 "${p}_buffers"`);
+      const size = Math.max(c.get(m.bufferSize), bufs.sizeBytes);
+      const busy = c.get(m.busyBuffersSize) ?? 2 * size;
+      if (busy < size) failAt(`"${p}_busy_buffers_size" must be equal to or greater than ${largest}`);
+      if (busy > (bufs.count - 1) * bufs.sizeBytes) {
+        failAt(`"${p}_busy_buffers_size" must be less than the size of all "${p}_buffers" minus one buffer`);
+      }
+      if ((c.get(m.tempFileWriteSize) ?? 2 * size) < size) failAt(`"${p}_temp_file_write_size" must be equal to or greater than ${largest}`);
+      const maxTemp = c.get(m.maxTempFileSize);
+      if (maxTemp !== 0 && maxTemp < size) {
+        failAt(`"${p}_max_temp_file_size" must be equal to zero to disable temporary files usage or must be equal to or greater than ${largest}`);
+      }
+      const zone = c.get(m.cacheZone);
+      if (typeof zone === 'string' && !this.scope.sharedZones.get(zone)?.defined) failAt(`"${p}_cache" zone "${zone}" is unknown`);
+      if (zone && m.cacheKey && !c.has(m.cacheKey)) {
+        this.warn({ level: 'warn', code: 'no-cache-key', text: `no "${p}_cache_key" for "${p}_cache"`, loc: at });
+      }
+      for (const child of node.children) if (child.context !== 'upstream') visit(child);
+    };
+    servers.forEach(visit);
   }
 
   private chain(node: LevelNode): ConfChain {
@@ -550,16 +683,21 @@ class Compiler {
    */
   private certificates(node: LevelNode): CertificatePair[] {
     const chain = this.chain(node);
-    const certs = chain.listEntries(ssl.sslCertificates);
+    const certs = chain.list(ssl.sslCertificates);
     const keys = chain.list(ssl.sslCertificateKeys);
-    return certs.map((c, i) => {
-      const key = keys[i];
-      if (key === undefined) throw new ConfigError('file', `no "ssl_certificate_key" is defined for certificate "${c.value}"`, c.loc);
-      const cacheKey = `${c.value}\0${key}`;
+    if (keys.length < certs.length) {
+      throw new ConfigError('file', `no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]}"`);
+    }
+    const pairs = certs.map((cert, i) => {
+      const key = keys[i]!;
+      const cacheKey = `${cert}\0${key}`;
       let pair = this.certificateCache.get(cacheKey);
-      if (!pair) this.certificateCache.set(cacheKey, (pair = loadCertificatePair(c.value, key)));
+      if (!pair) this.certificateCache.set(cacheKey, (pair = loadCertificatePair(cert, key)));
       return pair;
     });
+    const dhparam = chain.get(ssl.sslDhparam);
+    if (dhparam !== undefined && (pairs.length > 0 || chain.get(ssl.sslRejectHandshake))) checkDhparam(this.scope.confPath(dhparam));
+    return pairs;
   }
 
   /** Every server on a `listen … ssl` address needs a certificate or `ssl_reject_handshake on` (`ngx_http_ssl_init`). */
@@ -613,8 +751,8 @@ class Compiler {
     const addrs = new Map<string, Addr>();
     for (const s of servers) {
       const own = s.node.conf.ownList(http.listens)?.map((e) => e.value) ?? [{
-        host: '0.0.0.0', port: DEFAULT_PORT, addrText: `*:${DEFAULT_PORT}`, wildcard: true, defaultServer: false, ssl: false,
-        http2: false, ipv6only: true, setsOptions: false, loc: s.server.loc,
+        host: '0.0.0.0', port: DEFAULT_PORT, addrText: `0.0.0.0:${DEFAULT_PORT}`, wildcard: true, defaultServer: false, ssl: false,
+        http2: false, udp: false, ipv6only: true, setsOptions: false, loc: s.server.loc,
       }];
       const http2 = this.chain(s.node).get(http2Enabled);
       for (const l of own) {
@@ -671,7 +809,7 @@ class Compiler {
         const add = (list: [string, VirtualServer][] | Map<string, VirtualServer>, key: string): void => {
           const taken = list instanceof Map ? list.get(key) : list.find(([k]) => k === key)?.[1];
           if (taken && taken !== server) {
-            this.warnings.push({ level: 'warn', code: 'conflicting-server-name', text: `conflicting server name "${n.name}" on ${addrText}, ignored`, loc: undefined });
+            this.warn({ level: 'warn', code: 'conflicting-server-name', text: `conflicting server name "${n.name}" on ${addrText}, ignored`, loc: undefined });
             return;
           }
           if (taken) return;

@@ -37,7 +37,7 @@ export interface ListenGroup {
   /** Address to bind: an IP literal, `0.0.0.0`/`::` for wildcards. */
   readonly host: string;
   readonly port: number;
-  /** nginx's text for this address, `127.0.0.1:80`, `*:80`, `[::]:80`. */
+  /** nginx's text for this address, `127.0.0.1:80`, `0.0.0.0:80`, `[::]:80`. */
   readonly addrText: string;
   readonly ssl: boolean;
   readonly http2: boolean;
@@ -333,6 +333,8 @@ export interface AuthRequestConf {
 export interface RouteTable {
   readonly main: MainConf;
   readonly listens: readonly ListenGroup[];
+  /** The stream module's listening sockets (one per wildcard, as nginx binds them): jinx does not serve them, `-t` binds them as nginx does. */
+  readonly streamListens: readonly { readonly host: string; readonly port: number; readonly addrText: string; readonly udp: boolean }[];
   /** Size of the per-request variable array. */
   readonly variableCount: number;
   readonly upstreams: ReadonlyMap<string, UpstreamGroup>;

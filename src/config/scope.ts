@@ -5,9 +5,20 @@
  * configuration untouched.
  */
 import { isAbsolute } from 'node:path';
-import type { SourceLoc } from '../parser/ast.js';
+import type { Directive, SourceLoc } from '../parser/ast.js';
+import type { ListenAddress } from './listen.js';
 import type { MapDef } from './modules/map.js';
+import { fail, type LevelConf } from './spec.js';
 import type { VariableRegistry } from './variables.js';
+
+/** A shared memory zone (`ngx_shm_zone_t`): its size, the module it is for, and whether it has been defined. */
+export interface SharedZone {
+  size: number;
+  /** The module that declared it (nginx's `tag`): a zone name serves one module only. */
+  readonly tag: string;
+  /** Set once the directive that owns the zone (`proxy_cache_path`, …) has defined it (nginx's `shm_zone->data`). */
+  defined: boolean;
+}
 
 /** Addresses of host names, resolved before the configuration is checked. */
 export interface HostTable {
@@ -51,6 +62,41 @@ export interface LogFormatDecl {
   readonly loc: SourceLoc | undefined;
 }
 
+/** A `listen` of a stream server. */
+export interface StreamListen extends ListenAddress {
+  readonly udp: boolean;
+  readonly ssl: boolean;
+  /** The server's level. */
+  readonly server: LevelConf;
+  readonly loc: SourceLoc;
+}
+
+/**
+ * A stream upstream (`ngx_stream_upstream_srv_conf_t`): an `upstream` block,
+ * or a `proxy_pass` address, which becomes the block's if one of that name follows.
+ */
+export interface StreamUpstream {
+  readonly name: string;
+  explicit: boolean;
+  /** The port of a `proxy_pass` address. */
+  port: number | undefined;
+  /** Where it was first named. */
+  readonly loc: SourceLoc;
+  /** The directive that made it (the `upstream` block once there is one). */
+  directive: Directive;
+  /** Number of `server` entries in the block. */
+  servers: number;
+}
+
+/** The stream module's registries. */
+export interface StreamDecls {
+  /** By lowercased name, in the order first named. */
+  readonly upstreams: Map<string, StreamUpstream>;
+  readonly servers: Map<LevelConf, { readonly loc: SourceLoc }>;
+  readonly listens: StreamListen[];
+  readonly logFormats: Set<string>;
+}
+
 /** Registries shared by every setter of one configuration. */
 export class ConfigScope {
   /** Upstream groups by name (`upstream` blocks and implicit ones), in declaration order. */
@@ -61,6 +107,15 @@ export class ConfigScope {
   readonly loadedModules = new Set<string>();
   /** Every `map` block, bound once all variables are declared. */
   readonly maps: MapDef[] = [];
+  /**
+   * Thread pools by name: defined by `thread_pool`, or named by `aio
+   * threads=NAME` (`ngx_thread_pool_add`); a named one must be defined.
+   */
+  readonly threadPools = new Map<string, { defined: boolean; readonly loc: SourceLoc }>();
+  /** Shared memory zones by name (`keys_zone=`, `ssl_session_cache shared:`, upstream `zone` …). */
+  readonly sharedZones = new Map<string, SharedZone>();
+  /** The stream module's upstreams, servers, listens and log formats. */
+  readonly stream: StreamDecls = { upstreams: new Map(), servers: new Map(), listens: [], logFormats: new Set() };
   /** Blocks that may appear once (`events`, `http`), once seen. */
   readonly seenBlocks = new Set<string>();
 
@@ -81,5 +136,25 @@ export class ConfigScope {
   /** Resolves a path against the configuration directory, as `ngx_conf_full_name(cycle, name, 1)`. */
   confPath(path: string): string {
     return isAbsolute(path) ? path : this.confPrefix + path;
+  }
+
+  /**
+   * Declares or references a shared memory zone, as `ngx_shared_memory_add`
+   * (`src/core/ngx_cycle.c`): size 0 references a zone defined elsewhere.
+   * @throws DirectiveFailure when the name is taken by another module or the sizes differ.
+   */
+  sharedZone(name: string, size: number, tag: string): SharedZone {
+    const zone = this.sharedZones.get(name);
+    if (!zone) {
+      const made = { size, tag, defined: false };
+      this.sharedZones.set(name, made);
+      return made;
+    }
+    if (zone.tag !== tag) fail(`the shared memory zone "${name}" is already declared for a different use`);
+    if (zone.size === 0) zone.size = size;
+    if (size !== 0 && size !== zone.size) {
+      fail(`the size ${size} of shared memory zone "${name}" conflicts with already declared size ${zone.size}`);
+    }
+    return zone;
   }
 }

@@ -142,8 +142,11 @@ export class DirectiveFailure extends Error {
   constructor(
     readonly text: string,
     readonly kind: 'suffix' | 'full' = 'suffix',
-    /** The place to report, when not the directive's own (an entry of a `map` or `types` block). */
-    readonly loc?: SourceLoc,
+    /**
+     * The place to report, when not the directive's own (an entry of a `map`
+     * or `types` block); `null` for a message without a place (`ngx_log_error`).
+     */
+    readonly loc?: SourceLoc | null,
   ) {
     super(text);
   }
@@ -151,9 +154,10 @@ export class DirectiveFailure extends Error {
 
 /**
  * Throws a complete message, as handlers do with `ngx_conf_log_error` +
- * `NGX_CONF_ERROR`; `loc` places it at a block entry rather than the directive.
+ * `NGX_CONF_ERROR`; `loc` places it at a block entry rather than the
+ * directive, `null` nowhere.
  */
-export function fail(text: string, loc?: SourceLoc): never {
+export function fail(text: string, loc?: SourceLoc | null): never {
   throw new DirectiveFailure(text, 'full', loc);
 }
 
@@ -179,8 +183,12 @@ export interface SetContext {
   readonly parentDirective: Directive | undefined;
   /** The registries shared by the whole configuration (variables, upstreams, maps …). */
   readonly scope: ConfigScope;
-  /** Reports a warning at the directive's place, or at `loc` (nginx's `ngx_conf_log_error(NGX_LOG_WARN …)`). */
-  warn(text: string, code: string, loc?: SourceLoc): void;
+  /**
+   * Reports a warning at the directive's place, or at `loc` (nginx's
+   * `ngx_conf_log_error(NGX_LOG_WARN …)`); `loc: null` for one without a
+   * place (`ngx_log_error`).
+   */
+  warn(text: string, code: string, loc?: SourceLoc | null): void;
 }
 
 /** A directive, declared once as data. */
@@ -201,6 +209,13 @@ export interface DirectiveSpec {
    * `block: 'context'` directives. @throws DirectiveFailure
    */
   readonly set: (d: Directive, cx: SetContext) => ChildBlock | void;
+  /**
+   * For `block: 'context'` directives: checks made once the block has been
+   * read, as nginx's block handlers do after `ngx_conf_parse` returns
+   * (`no "listen" is defined for server` in `ngx_stream_core_server`).
+   * @throws DirectiveFailure
+   */
+  readonly close?: (d: Directive, cx: SetContext, block: ChildBlock) => void;
 }
 
 // ---------------------------------------------------------------------------
@@ -434,5 +449,129 @@ export function bufsSetter(s: Slot<{ readonly count: number; readonly sizeBytes:
   };
 }
 
-/** A setter that stores nothing: the directive is accepted and has no effect in jinx. */
-export const acceptOnly: Setter = () => undefined;
+/** `ngx_conf_set_str_array_slot`, `ngx_conf_set_keyval_slot`: every directive appends; never a duplicate. */
+export function arraySetter(s: ListSlot<readonly string[]>): Setter {
+  return (d, cx) => cx.level.append(s, d.args, d.loc);
+}
+
+/**
+ * `ngx_conf_check_num_bounds` (`src/core/ngx_conf_file.c`), the post handler
+ * of number slots with bounds (`gzip_comp_level` 1..9): `value must be between
+ * LOW and HIGH`, or `value must be equal to or greater than LOW` without a high bound.
+ */
+export function numBounds(low: number, high?: number): PostCheck {
+  return (v) => {
+    if (high === undefined && v < low) fail(`value must be equal to or greater than ${low}`);
+    if (high !== undefined && (v < low || v > high)) fail(`value must be between ${low} and ${high}`);
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Directives jinx checks but does not act on.
+
+/** A check of the number a slot setter stored: nginx's `cmd->post` handler. */
+export type PostCheck = (value: number, d: Directive, cx: SetContext) => void;
+
+/**
+ * Which nginx setter (`ngx_command_t.set`) a directive with no effect in jinx
+ * has, so that its arguments are checked as nginx checks them:
+ *
+ * - `flag` `msec` `sec` `size` `off` `num` `str` `path` `bufs` `enum` `bitmask`:
+ *   `ngx_conf_set_*_slot`, each with a slot of the directive's own, so that a
+ *   second one at the same level is `"X" directive is duplicate`; `num` and
+ *   `size` may have a post handler (`numBounds`, …);
+ * - `array`: `ngx_conf_set_str_array_slot` / `…_keyval_slot`, appending;
+ * - `value`: `ngx_http_set_complex_value_slot`, a string with variables;
+ * - `value-size`: `ngx_http_set_complex_value_size_slot`, a size or a string with variables;
+ * - `custom`: a handler of the module's own; `parse` validates and returns the value
+ *   to store, after the usual duplicate check (in `into` when the compile step reads it);
+ * - `repeatable`: a handler of the module's own that may be given several times
+ *   at a level (or checks duplicates itself).
+ */
+export type Rule =
+  | { readonly kind: 'flag' | 'msec' | 'sec' | 'off' | 'str' | 'path' | 'bufs' | 'array' | 'value' | 'value-size' }
+  | { readonly kind: 'num' | 'size'; readonly post?: PostCheck }
+  | { readonly kind: 'enum' | 'bitmask'; readonly values: readonly string[] }
+  | { readonly kind: 'custom'; readonly parse: (d: Directive, cx: SetContext) => unknown; readonly slot?: Slot<unknown> }
+  | { readonly kind: 'repeatable'; readonly parse: (d: Directive, cx: SetContext) => void };
+
+/** The rules, by name: `rule.flag`, `rule.num(numBounds(1, 9))`, `rule.enumOf('on', 'off')` … */
+export const rule = {
+  flag: { kind: 'flag' },
+  msec: { kind: 'msec' },
+  sec: { kind: 'sec' },
+  off: { kind: 'off' },
+  str: { kind: 'str' },
+  path: { kind: 'path' },
+  bufs: { kind: 'bufs' },
+  array: { kind: 'array' },
+  value: { kind: 'value' },
+  valueSize: { kind: 'value-size' },
+  num: (post?: PostCheck): Rule => ({ kind: 'num', post }),
+  size: (post?: PostCheck): Rule => ({ kind: 'size', post }),
+  enumOf: (...values: string[]): Rule => ({ kind: 'enum', values }),
+  bitmaskOf: (...values: string[]): Rule => ({ kind: 'bitmask', values }),
+  custom: <T>(parse: (d: Directive, cx: SetContext) => T, into?: Slot<T | undefined>): Rule =>
+    ({ kind: 'custom', parse, slot: into as Slot<unknown> | undefined }),
+  repeatable: (parse: (d: Directive, cx: SetContext) => void): Rule => ({ kind: 'repeatable', parse }),
+} as const satisfies Record<string, Rule | ((...a: never[]) => Rule)>;
+
+/**
+ * The setter of a directive that jinx checks and does not act on: the
+ * generic setter named by `r`, on a slot of the directive's own (keyed by
+ * `name`; a custom rule's `into` when the compile step reads the value), so
+ * that a duplicate is found as nginx finds it.
+ */
+export function ruleSetter(name: string, r: Rule): Setter {
+  const s = slot<unknown>(name, undefined);
+  const any = s as Slot<never>;
+  const withPost = (set: Setter, post: PostCheck | undefined): Setter => (post
+    ? (d, cx) => {
+        set(d, cx);
+        post(cx.level.own(s)!.value as number, d, cx);
+      }
+    : set);
+  switch (r.kind) {
+    case 'flag': return flagSetter(any);
+    case 'msec': return msecSetter(any);
+    case 'sec': return secSetter(any);
+    case 'off': return offSetter(any);
+    case 'str': return strSetter(any);
+    case 'path': return (d, cx) => pathSetter(any, (p) => cx.scope.fullPath(p))(d, cx);
+    case 'bufs': return bufsSetter(any);
+    case 'num': return withPost(numSetter(any), r.post);
+    case 'size': return withPost(sizeSetter(any), r.post);
+    case 'enum': return enumSetter(any, r.values as never[]);
+    case 'bitmask': return bitmaskSetter(any, r.values as never[]);
+    case 'array': return arraySetter(listSlot<readonly string[]>(name));
+    case 'value':
+      return (d, cx) => {
+        if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+        cx.level.set(s, cx.scope.variables.value(d.args[0]!, d.loc), d.loc);
+      };
+    case 'value-size':
+      return (d, cx) => {
+        if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+        const v = cx.scope.variables.value(d.args[0]!, d.loc);
+        if (!d.args[0]!.includes('$') && parseSize(d.args[0]!) === undefined) throw new DirectiveFailure('invalid value');
+        cx.level.set(s, v, d.loc);
+      };
+    case 'custom': {
+      const into = r.slot ?? s;
+      return (d, cx) => {
+        if (cx.level.own(into)) throw new DirectiveFailure('is duplicate');
+        cx.level.set(into, r.parse(d, cx), d.loc);
+      };
+    }
+    case 'repeatable':
+      return r.parse;
+  }
+}
+
+/**
+ * A directive jinx reads, checks as nginx does (by `r`) and does not act
+ * on; `note` says why, for `jinx lint` and the README.
+ */
+export function noEffect(base: Omit<DirectiveSpec, 'effect' | 'set'>, r: Rule): DirectiveSpec {
+  return { ...base, effect: 'none', set: ruleSetter(base.name, r) };
+}

@@ -5,7 +5,7 @@
  * same exit status, same warnings and errors with the same FILE:LINE.
  */
 import { strict as assert } from 'node:assert';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { compareConfigTest, copyTree, skipWithoutNginx, type TestOutcome } from '../helpers/config-test.js';
@@ -100,6 +100,11 @@ describe('crossplane fixtures: jinx -t reports what nginx -t reports', { skip },
       it(`${fixture}/${entry}: ${title}`, () => {
         assert.ok(doc, `SOURCE.md lists ${fixture}/${entry}`);
         const dir = copyTree(join(base, fixture), 'jinx-crossplane-');
+        // Without an access_log, nginx opens its compiled-in default: the
+        // oracle (a Debian build) /var/log/nginx/access.log, jinx
+        // PREFIX/logs/access.log (nginx's upstream default). The directory
+        // must exist for jinx as /var/log/nginx does for the oracle.
+        mkdirSync(join(dir, 'logs'), { recursive: true });
         const ng = assertSame({ root: dir, prefix: dir, conf: join(dir, entry) });
         if (!doc.hostSpecific) assert.equal(ng.status, doc.ok ? 0 : 1, `nginx's status for ${fixture}/${entry}`);
       });

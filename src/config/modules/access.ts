@@ -2,6 +2,7 @@
  * The access module (`src/http/modules/ngx_http_access_module.c`):
  * `allow` and `deny`, checked in order; the first match decides.
  */
+import { isIP } from 'node:net';
 import type { Directive } from '../../parser/ast.js';
 import { parseCidr, type Cidr } from '../cidr.js';
 import { fail, listSlot, type DirectiveSpec, type SetContext } from '../spec.js';
@@ -23,7 +24,8 @@ export function parseRuleAddress(d: Directive, cx: SetContext): AccessRuleDef['m
   const text = d.args[0]!;
   if (text === 'all') return 'all';
   if (text === 'unix:') return 'unix';
-  const parsed = parseCidr(text);
+  // ngx_ptocidr takes dotted quads and IPv6 only, not the short forms inet_aton() would
+  const parsed = isIP(text.split('/')[0]!) !== 0 ? parseCidr(text) : undefined;
   if (!parsed) fail(`invalid parameter "${text}"`);
   if (parsed.lowBitsSet) cx.warn(`low address bits of ${text} are meaningless`, 'low-address-bits');
   return parsed.cidr;

@@ -4,29 +4,37 @@
  * and `include` (`src/core/ngx_conf_file.c`; files are spliced in by the
  * loader, the spec here only checks its arguments).
  */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
+import { systemErrorText } from '../../os-errors.js';
 import type { Directive } from '../../parser/ast.js';
 import { isLogLevel, type LogLevel } from '../../log/levels.js';
 import { ANY_CONTEXT, HTTP_SRV_LOC, type Context } from '../flags.js';
+import { accountExists } from '../accounts.js';
 import {
-  acceptOnly, DirectiveFailure, fail, flagSetter, LevelConf, listSlot, slot, strSetter, type DirectiveSpec,
+  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, noEffect, rule, slot, strSetter, type DirectiveSpec, type Rule,
   type SetContext,
 } from '../spec.js';
 
 const CORE = 'ngx_core_module';
 const EVENTS = 'ngx_events_module';
+const EVENT_CORE = 'ngx_event_core_module';
 const MAIN: readonly Context[] = ['main'];
 const EVENT: readonly Context[] = ['events'];
 
 export const daemon = slot('daemon', true);
 export const pidFile = slot('pid', 'logs/nginx.pid');
+/** `auto` is the number of CPUs this process may run on (nginx's `ngx_ncpu`). */
 export const workerProcesses = slot('worker_processes', 1);
+/** `worker_cpu_affinity`: `auto`, and the number of masks. */
+export const cpuAffinity = slot<{ readonly auto: boolean; readonly masks: number } | undefined>('worker_cpu_affinity', undefined);
 export const workerConnections = slot('worker_connections', 512);
 /** `error_log` targets of a level: path as written and level. */
 export const errorLogs = listSlot<{ readonly path: string; readonly level: LogLevel }>('error_log');
 
 /** Parses `error_log FILE [LEVEL]` (nginx's `ngx_log_set_log` and `ngx_log_set_levels`). */
-function setErrorLog(d: Directive, cx: SetContext): void {
+export function parseErrorLog(d: Directive, cx: SetContext): { readonly path: string; readonly level: LogLevel } {
   const file = d.args[0]!;
   if (file.startsWith('memory:')) fail('nginx was built without debug support');
   if (file.startsWith('syslog:')) fail('syslog is not supported by jinx');
@@ -39,15 +47,113 @@ function setErrorLog(d: Directive, cx: SetContext): void {
     if (level !== undefined) fail(`duplicate log level "${word}"`);
     level = word;
   }
-  cx.level.append(errorLogs, { path: file === 'stderr' ? 'stderr' : cx.scope.fullPath(file), level: level ?? 'error' }, d.loc);
+  return { path: file === 'stderr' ? 'stderr' : cx.scope.fullPath(file), level: level ?? 'error' };
 }
 
-/** Dynamic modules jinx knows by file name: loading one makes its directives known. */
-const DYNAMIC_MODULES = new Set(['ngx_stream_module', 'ngx_mail_module']);
+const setErrorLog = (d: Directive, cx: SetContext): void => cx.level.append(errorLogs, parseErrorLog(d, cx), d.loc);
 
-const noEffect = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], note: string, module = CORE): DirectiveSpec => ({
-  name, module, contexts, args, effect: 'none', note, set: acceptOnly,
-});
+/**
+ * `ngx_load_module` (`src/core/nginx.c`): the file (relative to the prefix)
+ * is opened with `dlopen()`, whose failures glibc words as below; a module
+ * loaded twice is `module "NAME" is already loaded`. jinx reads only the
+ * ELF header; the module's name is taken from the file name, as Debian's
+ * modules are named.
+ */
+function loadModule(d: Directive, cx: SetContext): void {
+  const path = cx.scope.fullPath(d.args[0]!);
+  const failed = (why: string): never => fail(`dlopen() "${path}" failed (${path}: ${why})`);
+  const header = Buffer.alloc(64);
+  let length = 0;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      length = readSync(fd, header, 0, 64, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EISDIR') failed('cannot read file data: Is a directory');
+    failed(`cannot open shared object file: ${systemErrorText(err).replace(/^\d+: /, '')}`);
+  }
+  if (length < 64) failed('file too short');
+  if (header.readUInt32BE(0) !== 0x7f454c46) failed('invalid ELF header');
+  const name = basename(path).replace(/\.so$/, '');
+  if (cx.scope.loadedModules.has(name)) fail(`module "${name}" is already loaded`);
+  cx.scope.loadedModules.add(name);
+}
+
+const none = (
+  name: string, contexts: readonly Context[], args: DirectiveSpec['args'], note: string, r: Rule, module = CORE,
+): DirectiveSpec => noEffect({ name, module, contexts, args, note }, r);
+
+/** `user` has been read at this level (nginx's `ccf->user`, set only when running as root). */
+const userSet = slot('user', false);
+
+/**
+ * `ngx_set_user` (`src/core/nginx.c`): without root privileges a warning and
+ * nothing else; as root the user and the group (the user's name when none is
+ * given) must exist: `getpwnam("NAME") failed`, `getgrnam("NAME") failed`.
+ */
+function setUser(d: Directive, cx: SetContext): void {
+  if (cx.level.own(userSet)) throw new DirectiveFailure('is duplicate');
+  if (process.geteuid?.() !== 0) {
+    cx.warn('the "user" directive makes sense only if the master process runs with super-user privileges, ignored', 'user-ignored');
+    return;
+  }
+  const user = d.args[0]!;
+  if (!accountExists('passwd', user)) fail(`getpwnam("${user}") failed`);
+  const group = d.args[1] ?? user;
+  if (!accountExists('group', group)) fail(`getgrnam("${group}") failed`);
+  cx.level.set(userSet, true, d.loc);
+}
+
+/** `worker_priority` as nginx stores it: 0 is "unset", so `worker_priority 0;` may be repeated. */
+const workerPriority = slot('worker_priority', 0);
+
+/** `ngx_set_priority` (`src/core/nginx.c`): `[+|-]NUMBER`. */
+function setPriority(d: Directive, cx: SetContext): void {
+  if (cx.level.own(workerPriority)?.value) throw new DirectiveFailure('is duplicate');
+  const m = /^([-+]?)(\d+)$/.exec(d.args[0]!);
+  if (!m) throw new DirectiveFailure('invalid number');
+  cx.level.replace(workerPriority, (m[1] === '-' ? -1 : 1) * Number(m[2]), d.loc);
+}
+
+/** `ngx_set_cpu_affinity` (`src/core/nginx.c`): `auto [MASK]` or one mask of 0s and 1s per worker. */
+function parseCpuAffinity(d: Directive): { auto: boolean; masks: number } {
+  let masks = d.args;
+  const auto = masks[0] === 'auto';
+  if (auto) {
+    if (masks.length > 2) fail('invalid number of arguments in "worker_cpu_affinity" directive');
+    masks = masks.slice(1);
+  }
+  for (const mask of masks) {
+    if (mask.length > 1024) fail('"worker_cpu_affinity" supports up to 1024 CPUs only');
+    const bad = [...mask].reverse().find((ch) => ch !== ' ' && ch !== '0' && ch !== '1');
+    if (bad !== undefined) fail(`invalid character "${bad}" in "worker_cpu_affinity"`);
+  }
+  return { auto, masks: masks.length };
+}
+
+/**
+ * `ngx_thread_pool` (`src/core/ngx_thread_pool.c`): `NAME threads=N
+ * [max_queue=N]`, a name defined once; other words are ignored, as in nginx.
+ */
+function setThreadPool(d: Directive, cx: SetContext): void {
+  const name = d.args[0]!;
+  if (cx.scope.threadPools.get(name)?.defined) fail(`duplicate thread pool "${name}"`);
+  let threads = 0;
+  for (const p of d.args.slice(1)) {
+    if (p.startsWith('threads=')) {
+      threads = /^\d+$/.test(p.slice(8)) ? Number(p.slice(8)) : 0;
+      if (threads === 0) fail(`invalid threads value "${p}"`);
+    } else if (p.startsWith('max_queue=') && !/^\d+$/.test(p.slice(10))) fail(`invalid max_queue value "${p}"`);
+  }
+  if (threads === 0) fail('"thread_pool" must have "threads" parameter');
+  cx.scope.threadPools.set(name, { defined: true, loc: d.loc });
+}
+
+/** The event methods of nginx on Linux (`ngx_event_use`, `src/event/ngx_event.c`): epoll only. */
+const EVENT_METHODS: readonly string[] = ['epoll'];
 
 export const coreDirectives: readonly DirectiveSpec[] = [
   {
@@ -61,7 +167,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     note: 'jinx runs one process; the value is checked, not used',
     set: (d, cx) => {
       if (cx.level.own(workerProcesses)) throw new DirectiveFailure('is duplicate');
-      const v = d.args[0] === 'auto' ? 1 : /^\d+$/.test(d.args[0]!) ? Number(d.args[0]) : undefined;
+      const v = d.args[0] === 'auto' ? availableParallelism() : /^\d+$/.test(d.args[0]!) ? Number(d.args[0]) : undefined;
       if (v === undefined) throw new DirectiveFailure('invalid value');
       cx.level.set(workerProcesses, v, d.loc);
     },
@@ -74,11 +180,8 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   },
   {
     name: 'load_module', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'none',
-    note: 'jinx has no loadable modules; loading ngx_stream_module or ngx_mail_module makes their directives known',
-    set: (d, cx) => {
-      const name = basename(d.args[0]!).replace(/\.so$/, '');
-      if (DYNAMIC_MODULES.has(name)) cx.scope.loadedModules.add(name);
-    },
+    note: 'jinx has no loadable modules; the file is checked, and loading ngx_stream_module or ngx_mail_module makes their directives known',
+    set: loadModule,
   },
   {
     name: 'events', module: EVENTS, contexts: MAIN, args: ['NOARGS'], block: 'context', effect: 'runtime',
@@ -89,29 +192,35 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     },
   },
   {
-    name: 'worker_connections', module: 'ngx_event_core_module', contexts: EVENT, args: ['TAKE1'], effect: 'runtime',
+    name: 'worker_connections', module: EVENT_CORE, contexts: EVENT, args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
       if (cx.level.own(workerConnections)) throw new DirectiveFailure('is duplicate');
       if (!/^\d+$/.test(d.args[0]!)) fail(`invalid number "${d.args[0]}"`);
       cx.level.set(workerConnections, Number(d.args[0]), d.loc);
     },
   },
-  noEffect('user', MAIN, ['TAKE1', 'TAKE2'], 'jinx does not switch users; run it as the user it should serve as'),
-  noEffect('pcre_jit', MAIN, ['FLAG'], 'regular expressions are compiled by V8', 'ngx_regex_module'),
-  noEffect('env', MAIN, ['TAKE1'], 'jinx keeps its own environment'),
-  noEffect('worker_rlimit_nofile', MAIN, ['TAKE1'], 'set the limit with ulimit before starting jinx'),
-  noEffect('worker_rlimit_core', MAIN, ['TAKE1'], 'core dumps are the runtime\'s business'),
-  noEffect('worker_priority', MAIN, ['TAKE1'], 'set the priority with nice before starting jinx'),
-  noEffect('worker_cpu_affinity', MAIN, ['1MORE'], 'jinx runs one process'),
-  noEffect('worker_shutdown_timeout', MAIN, ['TAKE1'], 'graceful shutdown waits for in-flight requests'),
-  noEffect('working_directory', MAIN, ['TAKE1'], 'jinx does not change directory'),
-  noEffect('master_process', MAIN, ['FLAG'], 'jinx runs one process'),
-  noEffect('timer_resolution', MAIN, ['TAKE1'], 'timers are the runtime\'s'),
-  noEffect('lock_file', MAIN, ['TAKE1'], 'jinx runs one process'),
-  noEffect('thread_pool', MAIN, ['TAKE2', 'TAKE3'], 'file I/O uses the runtime\'s thread pool'),
-  noEffect('multi_accept', EVENT, ['FLAG'], 'accepting is the runtime\'s', EVENTS),
-  noEffect('accept_mutex', EVENT, ['FLAG'], 'jinx runs one process', EVENTS),
-  noEffect('accept_mutex_delay', EVENT, ['TAKE1'], 'jinx runs one process', EVENTS),
-  noEffect('use', EVENT, ['TAKE1'], 'the event loop is the runtime\'s', EVENTS),
-  noEffect('worker_aio_requests', EVENT, ['TAKE1'], 'file I/O uses the runtime\'s thread pool', 'ngx_epoll_module'),
+  {
+    name: 'user', module: CORE, contexts: MAIN, args: ['TAKE1', 'TAKE2'], effect: 'none',
+    note: 'jinx does not switch users; run it as the user it should serve as', set: setUser,
+  },
+  none('pcre_jit', MAIN, ['FLAG'], 'regular expressions are compiled by V8', rule.flag, 'ngx_regex_module'),
+  none('env', MAIN, ['TAKE1'], 'jinx keeps its own environment', rule.array),
+  none('worker_rlimit_nofile', MAIN, ['TAKE1'], 'set the limit with ulimit before starting jinx', rule.num()),
+  none('worker_rlimit_core', MAIN, ['TAKE1'], 'core dumps are the runtime\'s business', rule.off),
+  none('worker_priority', MAIN, ['TAKE1'], 'set the priority with nice before starting jinx', rule.repeatable(setPriority)),
+  none('worker_cpu_affinity', MAIN, ['1MORE'], 'jinx runs one process', rule.custom(parseCpuAffinity, cpuAffinity)),
+  none('worker_shutdown_timeout', MAIN, ['TAKE1'], 'graceful shutdown waits for in-flight requests', rule.msec),
+  none('working_directory', MAIN, ['TAKE1'], 'jinx does not change directory', rule.str),
+  none('master_process', MAIN, ['FLAG'], 'jinx runs one process', rule.flag),
+  none('timer_resolution', MAIN, ['TAKE1'], 'timers are the runtime\'s', rule.msec),
+  none('lock_file', MAIN, ['TAKE1'], 'jinx runs one process', rule.str),
+  none('thread_pool', MAIN, ['TAKE2', 'TAKE3'], 'file I/O uses the runtime\'s thread pool', rule.repeatable(setThreadPool), 'ngx_thread_pool_module'),
+  none('multi_accept', EVENT, ['FLAG'], 'accepting is the runtime\'s', rule.flag, EVENT_CORE),
+  none('accept_mutex', EVENT, ['FLAG'], 'jinx runs one process', rule.flag, EVENT_CORE),
+  none('accept_mutex_delay', EVENT, ['TAKE1'], 'jinx runs one process', rule.msec, EVENT_CORE),
+  none('use', EVENT, ['TAKE1'], 'the event loop is the runtime\'s', rule.custom((d) => {
+    if (!EVENT_METHODS.includes(d.args[0]!)) fail(`invalid event type "${d.args[0]}"`);
+    return d.args[0];
+  }), EVENT_CORE),
+  none('worker_aio_requests', EVENT, ['TAKE1'], 'file I/O uses the runtime\'s thread pool', rule.num(), 'ngx_epoll_module'),
 ];

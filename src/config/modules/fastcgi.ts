@@ -8,9 +8,11 @@ import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
-  acceptOnly, bufsSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, pathSetter, slot, sizeSetter, strSetter,
-  type DirectiveSpec, type SetContext, type TempPathValue,
+  bufsSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, noEffect, pathSetter, rule, slot, sizeSetter, strSetter,
+  type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
+import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
+import { IGNORE_HEADERS } from './proxy.js';
 import type { ValueSource } from '../variables.js';
 
 const FASTCGI = 'ngx_http_fastcgi_module';
@@ -43,6 +45,18 @@ export const fastcgiPassHeader = listSlot<string>('fastcgi_pass_header');
 export const fastcgiPassRequestBody = slot('fastcgi_pass_request_body', true);
 export const fastcgiPassRequestHeaders = slot('fastcgi_pass_request_headers', true);
 export const fastcgiIgnoreClientAbort = slot('fastcgi_ignore_client_abort', false);
+/** Checked against the buffers when the configuration is merged; not used otherwise. */
+export const fastcgiBusyBuffersSize = slot<number | undefined>('fastcgi_busy_buffers_size', undefined);
+export const fastcgiTempFileWriteSize = slot<number | undefined>('fastcgi_temp_file_write_size', undefined);
+/** `fastcgi_cache_key`, checked to be there when a cache is used. */
+export const fastcgiCacheKey = slot<ValueSource | undefined>('fastcgi_cache_key', undefined);
+/** Every `fastcgi_cache_path` directory: nginx creates them when it starts, and with `-t`. */
+export const fastcgiCachePaths = listSlot<string>('fastcgi_cache_path');
+
+/** `ngx_http_fastcgi_next_upstream_masks`: no `http_502` and `http_504`, unlike the proxy module's. */
+const NEXT_UPSTREAM = [
+  'error', 'timeout', 'invalid_header', 'non_idempotent', 'http_500', 'http_503', 'http_403', 'http_404', 'http_429', 'updating', 'off',
+];
 
 function setPass(d: Directive, cx: SetContext): void {
   if (cx.level.own(fastcgiPass)) throw new DirectiveFailure('is duplicate');
@@ -56,6 +70,7 @@ function setPass(d: Directive, cx: SetContext): void {
     return;
   }
   const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(arg);
+  if (!m && !arg.startsWith('[') && arg.includes(':')) fail(`invalid port in upstream "${arg}"`);
   if (!m) fail(`invalid host in upstream "${arg}"`);
   const port = m[2] === undefined ? undefined : Number(m[2]);
   if (port !== undefined && (port < 1 || port > 65535)) fail(`invalid port in upstream "${arg}"`);
@@ -69,9 +84,8 @@ function setParam(d: Directive, cx: SetContext): void {
   }, d.loc);
 }
 
-const none = (name: string, args: DirectiveSpec['args'], note: string): DirectiveSpec => ({
-  name, module: FASTCGI, contexts: HTTP_SRV_LOC, args, effect: 'none', note, set: acceptOnly,
-});
+const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
+  noEffect({ name, module: FASTCGI, contexts: HTTP_SRV_LOC, args, note }, r);
 
 const runtime = (name: string, args: DirectiveSpec['args'], set: DirectiveSpec['set'], contexts = HTTP_SRV_LOC): DirectiveSpec => ({
   name, module: FASTCGI, contexts, args, effect: 'runtime', set,
@@ -84,6 +98,7 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   runtime('fastcgi_split_path_info', ['TAKE1'], (d, cx) => {
     if (cx.level.own(fastcgiSplitPathInfo)) throw new DirectiveFailure('is duplicate');
     const regex = compileRegex(d.args[0]!, false);
+    if (regex.captureCount !== 2) fail(`pattern "${d.args[0]}" must have 2 captures`);
     cx.level.set(fastcgiSplitPathInfo, regex, d.loc);
   }, ['location']),
   runtime('fastcgi_connect_timeout', ['TAKE1'], msecSetter(fastcgiConnectTimeoutMs)),
@@ -102,18 +117,26 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   runtime('fastcgi_pass_request_body', ['FLAG'], flagSetter(fastcgiPassRequestBody)),
   runtime('fastcgi_pass_request_headers', ['FLAG'], flagSetter(fastcgiPassRequestHeaders)),
   runtime('fastcgi_ignore_client_abort', ['FLAG'], flagSetter(fastcgiIgnoreClientAbort)),
-  none('fastcgi_busy_buffers_size', ['TAKE1'], 'jinx hands data to the client as soon as it can take it'),
-  none('fastcgi_temp_file_write_size', ['TAKE1'], 'temp files are written chunk by chunk as data arrives'),
-  none('fastcgi_next_upstream', ['1MORE'], 'jinx does not retry another FastCGI server yet'),
-  none('fastcgi_next_upstream_tries', ['TAKE1'], 'jinx does not retry another FastCGI server yet'),
-  none('fastcgi_next_upstream_timeout', ['TAKE1'], 'jinx does not retry another FastCGI server yet'),
-  none('fastcgi_ignore_headers', ['1MORE'], 'X-Accel-* and cache headers from upstreams are passed through unread'),
-  none('fastcgi_cache', ['TAKE1'], 'jinx does not cache responses'),
-  none('fastcgi_cache_key', ['TAKE1'], 'jinx does not cache responses'),
-  none('fastcgi_cache_valid', ['1MORE'], 'jinx does not cache responses'),
-  none('fastcgi_cache_bypass', ['1MORE'], 'jinx does not cache responses'),
-  none('fastcgi_no_cache', ['1MORE'], 'jinx does not cache responses'),
-  { ...none('fastcgi_cache_path', ['2MORE'], 'jinx does not cache responses'), contexts: ['http'] },
-  none('fastcgi_catch_stderr', ['TAKE1'], 'stderr of FastCGI servers is logged, not matched'),
-  none('fastcgi_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s'),
+  {
+    name: 'fastcgi_busy_buffers_size', module: FASTCGI, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
+    note: 'jinx hands data to the client as soon as it can take it', set: sizeSetter(fastcgiBusyBuffersSize),
+  },
+  {
+    name: 'fastcgi_temp_file_write_size', module: FASTCGI, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
+    note: 'temp files are written chunk by chunk as data arrives', set: sizeSetter(fastcgiTempFileWriteSize),
+  },
+  none('fastcgi_next_upstream', ['1MORE'], 'jinx does not retry another FastCGI server yet', rule.bitmaskOf(...NEXT_UPSTREAM)),
+  none('fastcgi_next_upstream_tries', ['TAKE1'], 'jinx does not retry another FastCGI server yet', rule.num()),
+  none('fastcgi_next_upstream_timeout', ['TAKE1'], 'jinx does not retry another FastCGI server yet', rule.msec),
+  none('fastcgi_ignore_headers', ['1MORE'], 'X-Accel-* and cache headers from upstreams are passed through unread', rule.bitmaskOf(...IGNORE_HEADERS)),
+  none('fastcgi_cache', ['TAKE1'], 'jinx does not cache responses', rule.custom((d, cx) => parseCacheRef(d, cx, FASTCGI), cacheZoneRefs.fastcgi)),
+  none('fastcgi_cache_key', ['TAKE1'], 'jinx does not cache responses', rule.custom((d, cx) => cx.scope.variables.value(d.args[0]!, d.loc), fastcgiCacheKey)),
+  none('fastcgi_cache_valid', ['1MORE'], 'jinx does not cache responses', rule.repeatable(setCacheValid)),
+  none('fastcgi_cache_bypass', ['1MORE'], 'jinx does not cache responses', rule.repeatable(setPredicates)),
+  none('fastcgi_no_cache', ['1MORE'], 'jinx does not cache responses', rule.repeatable(setPredicates)),
+  noEffect({ name: 'fastcgi_cache_path', module: FASTCGI, contexts: ['http'], args: ['2MORE'], note: 'jinx does not cache responses' }, rule.repeatable(
+    (d, cx) => cx.level.append(fastcgiCachePaths, parseCachePath(d, cx, FASTCGI), d.loc),
+  )),
+  none('fastcgi_catch_stderr', ['TAKE1'], 'stderr of FastCGI servers is logged, not matched', rule.array),
+  none('fastcgi_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),
 ];

@@ -3,7 +3,8 @@
  * `add_header NAME VALUE [always]`, `expires`, `add_trailer`.
  */
 import { HTTP_SRV_LOC_LIF } from '../flags.js';
-import { acceptOnly, DirectiveFailure, fail, listSlot, parseTime, slot, type DirectiveSpec } from '../spec.js';
+import type { Directive } from '../../parser/ast.js';
+import { DirectiveFailure, fail, listSlot, noEffect, parseTime, rule, slot, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
 const HEADERS = 'ngx_http_headers_module';
@@ -42,13 +43,20 @@ function parseExpires(args: readonly string[]): ExpiresDef {
   return { kind: 'timed', mode, seconds: sign * seconds };
 }
 
+/**
+ * `ngx_http_headers_add`, the setter of `add_header` and `add_trailer`: the
+ * value may have variables; a third word must be `always`.
+ */
+function parseHeader(d: Directive, cx: SetContext): { readonly name: string; readonly value: ValueSource; readonly always: boolean } {
+  const value = cx.scope.variables.value(d.args[1]!, d.loc);
+  if (d.args[2] !== undefined && d.args[2] !== 'always') fail(`invalid parameter "${d.args[2]}"`);
+  return { name: d.args[0]!, value, always: d.args[2] === 'always' };
+}
+
 export const headersDirectives: readonly DirectiveSpec[] = [
   {
     name: 'add_header', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE2', 'TAKE3'], effect: 'runtime',
-    set: (d, cx) => {
-      if (d.args[2] !== undefined && d.args[2] !== 'always') fail(`invalid parameter "${d.args[2]}"`);
-      cx.level.append(addHeaders, { name: d.args[0]!, value: cx.scope.variables.value(d.args[1]!, d.loc), always: d.args[2] === 'always' }, d.loc);
-    },
+    set: (d, cx) => cx.level.append(addHeaders, parseHeader(d, cx), d.loc),
   },
   {
     name: 'expires', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE1', 'TAKE2'], effect: 'runtime',
@@ -57,8 +65,8 @@ export const headersDirectives: readonly DirectiveSpec[] = [
       cx.level.set(expires, parseExpires(d.args), d.loc);
     },
   },
-  {
-    name: 'add_trailer', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE2', 'TAKE3'], effect: 'none',
-    note: 'responses are sent without trailers', set: acceptOnly,
-  },
+  noEffect(
+    { name: 'add_trailer', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE2', 'TAKE3'], note: 'responses are sent without trailers' },
+    rule.repeatable((d, cx) => void parseHeader(d, cx)),
+  ),
 ];

@@ -7,10 +7,12 @@
 import { isIP } from 'node:net';
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV, HTTP_SRV_LOC, HTTP_SRV_LOC_LIF, type Context } from '../flags.js';
+import { parseListenAddress, parseListenParams, type ListenAddress, type ListenParams } from '../listen.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
-  acceptOnly, DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, numSetter, offSetter,
-  parseNumber, parseSize, parseTime, pathSetter, slot, sizeSetter, type DirectiveSpec, type SetContext, type TempPathValue,
+  DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, offSetter,
+  parseNumber, parseOffset, parseSize, parseTime, pathSetter, rule, slot, sizeSetter, type DirectiveSpec, type PostCheck,
+  type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
@@ -30,19 +32,7 @@ export interface LocationDef {
 export const locationDef = slot<LocationDef | undefined>('location', undefined, false);
 
 /** One parsed `listen`. */
-export interface ListenDef {
-  /** IP literal to bind, `0.0.0.0` or `::` for wildcards. */
-  readonly host: string;
-  readonly port: number;
-  /** nginx's `addr_text`: `127.0.0.1:80`, `*:80`, `[::]:443`. */
-  readonly addrText: string;
-  readonly wildcard: boolean;
-  readonly defaultServer: boolean;
-  readonly ssl: boolean;
-  readonly http2: boolean;
-  readonly ipv6only: boolean;
-  /** Whether the directive set socket options (nginx's `lsopt.set`). */
-  readonly setsOptions: boolean;
+export interface ListenDef extends ListenAddress, ListenParams {
   readonly loc: SourceLoc;
 }
 
@@ -53,64 +43,17 @@ export const serverNames = listSlot<{ readonly name: string; readonly regex: Ngi
 /** The methods a `limit_except` block lets through. */
 export const limitExceptMethods = slot<readonly string[] | undefined>('limit_except', undefined, false);
 
-/** Parses `listen ADDRESS[:PORT] [default_server] [ssl] [http2] …` (`ngx_http_core_listen`). */
-function parseListen(d: Directive): ListenDef {
-  const text = d.args[0]!;
-  const bad = (what: string): never => fail(`${what} in "${text}" of the "listen" directive`);
-  let host: string;
-  let portText: string;
-  let wildcard = false;
-  if (text.startsWith('unix:')) fail('unix domain sockets in "listen" are not supported by jinx');
-  const v6 = /^\[([^\]]*)\](?::(.*))?$/.exec(text);
-  if (v6) {
-    host = v6[1]!;
-    if (isIP(host) !== 6) bad('invalid host');
-    portText = v6[2] ?? '80';
-    wildcard = host === '::';
-  } else if (/^\d+$/.test(text)) {
-    host = '0.0.0.0';
-    portText = text;
-    wildcard = true;
-  } else {
-    const colon = text.lastIndexOf(':');
-    host = colon === -1 ? text : text.slice(0, colon);
-    portText = colon === -1 ? '80' : text.slice(colon + 1);
-    if (host === '*') {
-      host = '0.0.0.0';
-      wildcard = true;
-    } else if (host === 'localhost') host = '127.0.0.1';
-    else if (isIP(host) !== 4) fail(`host not found in "${text}" of the "listen" directive`);
-    if (host === '0.0.0.0') wildcard = true;
+/**
+ * `listen ADDRESS[:PORT] [default_server] [ssl] …` (`ngx_http_core_listen`);
+ * an address a server already listens on is `a duplicate listen ADDR`
+ * (`ngx_http_add_server` in `src/http/ngx_http.c`).
+ */
+function setListen(d: Directive, cx: SetContext): void {
+  const def: ListenDef = { ...parseListenAddress(d.args[0]!), ...parseListenParams(d, 'http', cx), loc: d.loc };
+  if (cx.level.ownList(listens)?.some((l) => l.value.host === def.host && l.value.port === def.port)) {
+    fail(`a duplicate listen ${def.addrText}`);
   }
-  if (!/^\d+$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) bad('invalid port');
-  const port = Number(portText);
-  const addrText = isIP(host) === 6 ? `[${host}]:${port}` : `${wildcard ? '*' : host}:${port}`;
-  let defaultServer = false;
-  let ssl = false;
-  let http2 = false;
-  let ipv6only = true;
-  let setsOptions = false;
-  for (const p of d.args.slice(1)) {
-    if (p === 'default_server' || p === 'default') defaultServer = true;
-    else if (p === 'ssl') ssl = true;
-    else if (p === 'http2') http2 = true;
-    else if (p === 'bind' || p === 'reuseport' || p === 'deferred' || p === 'proxy_protocol') setsOptions = true;
-    else if (/^(setfib|fastopen|backlog)=/.test(p)) {
-      if (!/^-?\d+$/.test(p.slice(p.indexOf('=') + 1))) fail(`invalid ${p.slice(0, p.indexOf('='))} "${p}"`);
-      setsOptions = true;
-    } else if (/^(rcvbuf|sndbuf)=/.test(p)) {
-      if (parseSize(p.slice(7)) === undefined) fail(`invalid ${p.slice(0, 6)} "${p}"`);
-      setsOptions = true;
-    } else if (p.startsWith('ipv6only=o')) {
-      const rest = p.slice(10);
-      if (rest !== 'n' && rest !== 'ff') fail(`invalid ipv6only flags "${rest}"`);
-      ipv6only = rest === 'n';
-      setsOptions = true;
-    } else if (p.startsWith('so_keepalive=')) setsOptions = true;
-    else if (p === 'quic') fail('the "quic" parameter is not supported by jinx');
-    else fail(`invalid parameter "${p}"`);
-  }
-  return { host, port, addrText, wildcard, defaultServer, ssl, http2, ipv6only, setsOptions, loc: d.loc };
+  cx.level.append(listens, def, d.loc);
 }
 
 function setServerName(d: Directive, cx: SetContext): void {
@@ -329,8 +272,8 @@ export interface ResolverDef {
 }
 export const resolver = slot<ResolverDef | undefined>('resolver', undefined);
 
-function setResolver(d: Directive, cx: SetContext): void {
-  if (cx.level.own(resolver)) throw new DirectiveFailure('is duplicate');
+/** `ngx_resolver_create` (`src/core/ngx_resolver.c`): the addresses and parameters of `resolver`. */
+export function parseResolver(d: Directive): ResolverDef {
   const servers: string[] = [];
   let validSec: number | undefined;
   let ipv4 = true;
@@ -355,7 +298,12 @@ function setResolver(d: Directive, cx: SetContext): void {
     }
   }
   if (!ipv4 && !ipv6) fail('"ipv4" and "ipv6" cannot both be "off"');
-  cx.level.set(resolver, { servers, validSec, ipv4, ipv6 }, d.loc);
+  return { servers, validSec, ipv4, ipv6 };
+}
+
+function setResolver(d: Directive, cx: SetContext): void {
+  if (cx.level.own(resolver)) throw new DirectiveFailure('is duplicate');
+  cx.level.set(resolver, parseResolver(d), d.loc);
 }
 
 function setKeepaliveTimeout(d: Directive, cx: SetContext): void {
@@ -366,9 +314,91 @@ function setKeepaliveTimeout(d: Directive, cx: SetContext): void {
   cx.level.set(keepaliveTimeoutMs, v, d.loc);
 }
 
-const none = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], note: string): DirectiveSpec => ({
-  name, module: CORE, contexts, args, effect: 'none', note, set: acceptOnly,
-});
+const none = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
+  noEffect({ name, module: CORE, contexts, args, note }, r);
+
+/**
+ * `ngx_http_core_set_aio`: `off`, `threads[=POOL]`; `on` needs file AIO,
+ * which Debian's nginx is built without (`"aio on" is unsupported on this platform`).
+ */
+function parseAio(d: Directive, cx: SetContext): string {
+  const v = d.args[0]!;
+  if (v === 'off') return v;
+  if (v === 'on') fail('"aio on" is unsupported on this platform');
+  if (v === 'threads' || v.startsWith('threads=')) {
+    const name = v.length > 8 ? v.slice(8) : 'default';
+    if (name.includes('$')) cx.scope.variables.value(name, d.loc);
+    else if (!cx.scope.threadPools.has(name)) cx.scope.threadPools.set(name, { defined: name === 'default', loc: d.loc });
+    return v;
+  }
+  throw new DirectiveFailure('invalid value');
+}
+
+/** `ngx_http_core_directio`: `off` or an offset. */
+function parseDirectio(d: Directive): number | 'off' {
+  if (d.args[0] === 'off') return 'off';
+  const v = parseOffset(d.args[0]!);
+  if (v === undefined) throw new DirectiveFailure('invalid value');
+  return v;
+}
+
+/**
+ * `ngx_http_core_open_file_cache`: `off` or `max=N [inactive=TIME]`;
+ * `invalid "open_file_cache" parameter "…"`, `"open_file_cache" must have the "max" parameter`.
+ */
+function parseOpenFileCache(d: Directive): string {
+  let max = 0;
+  let off = false;
+  for (const p of d.args) {
+    if (p.startsWith('max=') && /^\d+$/.test(p.slice(4)) && Number(p.slice(4)) > 0) max = Number(p.slice(4));
+    else if (p.startsWith('inactive=') && parseTime(p.slice(9), true) !== undefined) continue;
+    else if (p === 'off') off = true;
+    else fail(`invalid "open_file_cache" parameter "${p}"`);
+  }
+  if (!off && max === 0) fail('"open_file_cache" must have the "max" parameter');
+  return d.args.join(' ');
+}
+
+/**
+ * `ngx_http_core_pool_size`, the post handler of `connection_pool_size` and
+ * `request_pool_size`: at least `NGX_MIN_POOL_SIZE` (112 on 64-bit), a
+ * multiple of `NGX_POOL_ALIGNMENT` (16).
+ */
+export const poolSize = (v: number): void => {
+  if (v < 112) fail('the pool size must be no less than 112');
+  if (v % 16 !== 0) fail('the pool size must be a multiple of 16');
+};
+
+/**
+ * `ngx_http_core_lowat_check` and its proxy/FastCGI counterparts: Debian's
+ * nginx is built without `SO_SNDLOWAT`, so the value is ignored with a warning.
+ */
+export const lowatIgnored: PostCheck = (_v, d, cx) => cx.warn(`"${d.name}" is not supported, ignored`, 'lowat-ignored');
+
+/**
+ * `ngx_http_disable_symlinks`: `off`, `on` or `if_not_owner`, and
+ * `from=PATH` (not with `off`).
+ */
+function parseDisableSymlinks(d: Directive, cx: SetContext): string {
+  let mode: string | undefined;
+  let from = false;
+  for (const p of d.args) {
+    if (p === 'off' || p === 'on' || p === 'if_not_owner') mode = p;
+    else if (p.startsWith('from=')) {
+      cx.scope.variables.value(p.slice(5), d.loc);
+      from = true;
+    } else fail(`invalid parameter "${p}"`);
+  }
+  if (mode === undefined) fail('"disable_symlinks" must have "off", "on" or "if_not_owner" parameter');
+  if (d.args.length === 2 && !from) fail(`duplicate parameters "${d.args[0]} ${d.args[1]}"`);
+  if (from && mode === 'off') fail('"from=" cannot be used with "off" parameter');
+  return mode;
+}
+
+/** `ngx_http_gzip_disable`: `msie6`, `degradation` or case-insensitive regexes; may be repeated. */
+function setGzipDisable(d: Directive): void {
+  for (const p of d.args) if (p !== 'msie6' && p !== 'degradation') compileRegex(p, true);
+}
 
 const TUNING = 'a kernel or memory tuning knob with no counterpart in jinx';
 
@@ -406,7 +436,7 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   },
   {
     name: 'listen', module: CORE, contexts: ['server'], args: ['1MORE'], effect: 'runtime',
-    set: (d, cx) => cx.level.append(listens, parseListen(d), d.loc),
+    set: setListen,
   },
   { name: 'server_name', module: CORE, contexts: ['server'], args: ['1MORE'], effect: 'runtime', set: setServerName },
   { name: 'root', module: CORE, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE1'], effect: 'runtime', set: setRoot },
@@ -466,50 +496,53 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
     name: 'client_body_temp_path', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
     set: (d, cx) => pathSetter(clientBodyTempPath, (p) => cx.scope.fullPath(p))(d, cx),
   },
-  none('client_body_in_file_only', HTTP_SRV_LOC, ['TAKE1'], 'request bodies are kept in a temporary file only when they exceed client_body_buffer_size'),
-  none('client_body_in_single_buffer', HTTP_SRV_LOC, ['FLAG'], TUNING),
-  none('lingering_close', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),
-  none('lingering_time', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),
-  none('lingering_timeout', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime'),
-  none('reset_timedout_connection', HTTP_SRV_LOC, ['FLAG'], 'timed-out connections are closed normally'),
-  none('sendfile', HTTP_SRV_LOC_LIF, ['FLAG'], 'files are streamed by the runtime'),
-  none('sendfile_max_chunk', HTTP_SRV_LOC, ['TAKE1'], 'files are streamed by the runtime'),
-  none('tcp_nopush', HTTP_SRV_LOC, ['FLAG'], TUNING),
-  none('tcp_nodelay', HTTP_SRV_LOC, ['FLAG'], 'jinx always sets TCP_NODELAY'),
-  none('aio', HTTP_SRV_LOC, ['TAKE1'], 'file I/O uses the runtime\'s thread pool'),
-  none('aio_write', HTTP_SRV_LOC, ['FLAG'], 'file I/O uses the runtime\'s thread pool'),
-  none('directio', HTTP_SRV_LOC, ['TAKE1'], TUNING),
-  none('directio_alignment', HTTP_SRV_LOC, ['TAKE1'], TUNING),
-  none('open_file_cache', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'jinx does not cache file descriptors'),
-  none('open_file_cache_valid', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not cache file descriptors'),
-  none('open_file_cache_min_uses', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not cache file descriptors'),
-  none('open_file_cache_errors', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors'),
-  none('open_file_cache_events', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors'),
-  none('server_names_hash_bucket_size', ['http'], ['TAKE1'], 'server names are kept in a Map'),
-  none('server_names_hash_max_size', ['http'], ['TAKE1'], 'server names are kept in a Map'),
-  none('types_hash_bucket_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map'),
-  none('types_hash_max_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map'),
-  none('variables_hash_bucket_size', ['http'], ['TAKE1'], 'variables are bound at configuration time'),
-  none('variables_hash_max_size', ['http'], ['TAKE1'], 'variables are bound at configuration time'),
-  none('connection_pool_size', HTTP_SRV, ['TAKE1'], TUNING),
-  none('request_pool_size', HTTP_SRV, ['TAKE1'], TUNING),
-  none('postpone_output', HTTP_SRV_LOC, ['TAKE1'], TUNING),
-  none('read_ahead', HTTP_SRV_LOC, ['TAKE1'], TUNING),
-  none('send_lowat', HTTP_SRV_LOC, ['TAKE1'], TUNING),
-  none('output_buffers', HTTP_SRV_LOC, ['TAKE2'], TUNING),
-  none('disable_symlinks', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'symbolic links are followed'),
-  none('etag', HTTP_SRV_LOC, ['FLAG'], 'static files are sent without ETag'),
-  none('if_modified_since', HTTP_SRV_LOC, ['TAKE1'], 'conditional requests are not evaluated for static files'),
-  none('max_ranges', HTTP_SRV_LOC, ['TAKE1'], 'range requests are not served for static files'),
-  none('log_subrequest', HTTP_SRV_LOC, ['FLAG'], 'subrequests are not written to the access log'),
-  none('subrequest_output_buffer_size', HTTP_SRV_LOC, ['TAKE1'], TUNING),
-  none('auth_delay', HTTP_SRV_LOC, ['TAKE1'], 'failed authentication is answered at once'),
-  none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited'),
-  none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited'),
-  none('msie_refresh', HTTP_SRV_LOC, ['FLAG'], 'redirects are answered with Location'),
-  none('keepalive_disable', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'keep-alive is not disabled per browser'),
-  none('gzip_vary', HTTP_SRV_LOC, ['FLAG'], 'jinx does not compress responses'),
-  none('gzip_http_version', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not compress responses'),
-  none('gzip_proxied', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses'),
-  none('gzip_disable', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses'),
+  none('client_body_in_file_only', HTTP_SRV_LOC, ['TAKE1'],
+    'request bodies are kept in a temporary file only when they exceed client_body_buffer_size', rule.enumOf('off', 'on', 'clean')),
+  none('client_body_in_single_buffer', HTTP_SRV_LOC, ['FLAG'], TUNING, rule.flag),
+  none('lingering_close', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime', rule.enumOf('off', 'on', 'always')),
+  none('lingering_time', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime', rule.msec),
+  none('lingering_timeout', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime', rule.msec),
+  none('reset_timedout_connection', HTTP_SRV_LOC, ['FLAG'], 'timed-out connections are closed normally', rule.flag),
+  none('sendfile', HTTP_SRV_LOC_LIF, ['FLAG'], 'files are streamed by the runtime', rule.flag),
+  none('sendfile_max_chunk', HTTP_SRV_LOC, ['TAKE1'], 'files are streamed by the runtime', rule.size()),
+  none('tcp_nopush', HTTP_SRV_LOC, ['FLAG'], TUNING, rule.flag),
+  none('tcp_nodelay', HTTP_SRV_LOC, ['FLAG'], 'jinx always sets TCP_NODELAY', rule.flag),
+  none('aio', HTTP_SRV_LOC, ['TAKE1'], 'file I/O uses the runtime\'s thread pool', rule.custom(parseAio)),
+  none('aio_write', HTTP_SRV_LOC, ['FLAG'], 'file I/O uses the runtime\'s thread pool', rule.flag),
+  none('directio', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.custom(parseDirectio)),
+  none('directio_alignment', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.off),
+  none('open_file_cache', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'jinx does not cache file descriptors', rule.custom(parseOpenFileCache)),
+  none('open_file_cache_valid', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not cache file descriptors', rule.sec),
+  none('open_file_cache_min_uses', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not cache file descriptors', rule.num()),
+  none('open_file_cache_errors', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors', rule.flag),
+  none('open_file_cache_events', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors', rule.flag),
+  none('server_names_hash_bucket_size', ['http'], ['TAKE1'], 'server names are kept in a Map', rule.num()),
+  none('server_names_hash_max_size', ['http'], ['TAKE1'], 'server names are kept in a Map', rule.num()),
+  none('types_hash_bucket_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.num()),
+  none('types_hash_max_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.num()),
+  none('variables_hash_bucket_size', ['http'], ['TAKE1'], 'variables are bound at configuration time', rule.num()),
+  none('variables_hash_max_size', ['http'], ['TAKE1'], 'variables are bound at configuration time', rule.num()),
+  none('connection_pool_size', HTTP_SRV, ['TAKE1'], TUNING, rule.size(poolSize)),
+  none('request_pool_size', HTTP_SRV, ['TAKE1'], TUNING, rule.size(poolSize)),
+  none('postpone_output', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size()),
+  none('read_ahead', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size()),
+  none('send_lowat', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size(lowatIgnored)),
+  none('output_buffers', HTTP_SRV_LOC, ['TAKE2'], TUNING, rule.bufs),
+  none('disable_symlinks', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'symbolic links are followed', rule.custom(parseDisableSymlinks)),
+  none('etag', HTTP_SRV_LOC, ['FLAG'], 'static files are sent without ETag', rule.flag),
+  none('if_modified_since', HTTP_SRV_LOC, ['TAKE1'], 'conditional requests are not evaluated for static files', rule.enumOf('off', 'exact', 'before')),
+  none('max_ranges', HTTP_SRV_LOC, ['TAKE1'], 'range requests are not served for static files', rule.num()),
+  none('log_subrequest', HTTP_SRV_LOC, ['FLAG'], 'subrequests are not written to the access log', rule.flag),
+  none('subrequest_output_buffer_size', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size()),
+  none('auth_delay', HTTP_SRV_LOC, ['TAKE1'], 'failed authentication is answered at once', rule.msec),
+  none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
+  none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
+  none('msie_refresh', HTTP_SRV_LOC, ['FLAG'], 'redirects are answered with Location', rule.flag),
+  none('keepalive_disable', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'keep-alive is not disabled per browser', rule.bitmaskOf('none', 'msie6', 'safari')),
+  none('gzip_vary', HTTP_SRV_LOC, ['FLAG'], 'jinx does not compress responses', rule.flag),
+  none('gzip_http_version', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not compress responses', rule.enumOf('1.0', '1.1')),
+  none('gzip_proxied', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.bitmaskOf(
+    'off', 'expired', 'no-cache', 'no-store', 'private', 'no_last_modified', 'no_etag', 'auth', 'any',
+  )),
+  none('gzip_disable', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.repeatable(setGzipDisable)),
 ];

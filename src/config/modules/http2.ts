@@ -2,37 +2,54 @@
  * HTTP/2 settings (`src/http/v2/ngx_http_v2_module.c`): `http2 on|off` per
  * server (nginx 1.25.1 and later) and the stream limits.
  */
-import { HTTP_SRV } from '../flags.js';
-import { acceptOnly, flagSetter, slot, type DirectiveSpec } from '../spec.js';
+import { HTTP_SRV, HTTP_SRV_LOC } from '../flags.js';
+import { DirectiveFailure, fail, flagSetter, noEffect, rule, slot, type DirectiveSpec, type Rule } from '../spec.js';
+import { poolSize } from './http-core.js';
 
 const V2 = 'ngx_http_v2_module';
 
 export const http2Enabled = slot('http2', false);
 
-const obsolete = (name: string, args: DirectiveSpec['args'], message: string): DirectiveSpec => ({
-  name, module: V2, contexts: ['http', 'server', 'location'], args, effect: 'none', note: 'obsolete in nginx',
-  set: (_d, cx) => cx.warn(message, 'obsolete-directive'),
-});
+/** `ngx_http_v2_obsolete`: a warning, whatever the value, as often as given. */
+const obsolete = (name: string, args: DirectiveSpec['args'], instead: string | undefined, contexts = HTTP_SRV): DirectiveSpec =>
+  noEffect({ name, module: V2, contexts, args, note: 'obsolete in nginx' }, rule.repeatable((_d, cx) => cx.warn(
+    `the "${name}" directive is obsolete, ${instead ? `use the "${instead}" directive instead` : 'ignored'}`, 'obsolete-directive',
+  )));
 
-const tuning = (name: string, contexts: DirectiveSpec['contexts'], note: string): DirectiveSpec => ({
-  name, module: V2, contexts, args: ['TAKE1'], effect: 'none', note, set: acceptOnly,
-});
+const tuning = (name: string, contexts: DirectiveSpec['contexts'], r: Rule): DirectiveSpec =>
+  noEffect({ name, module: V2, contexts, args: ['TAKE1'], note: 'HTTP/2 is not served yet' }, r);
+
+/** The post handlers of `src/http/v2/ngx_http_v2_module.c`, with its limits. */
+const recvBufferSize = (v: number): void => {
+  if (v <= 2 * 16) throw new DirectiveFailure('value is too small');
+};
+const prereadSize = (v: number): void => {
+  if (v > 2 ** 31 - 1) fail(`the maximum body preread buffer size is ${2 ** 31 - 1}`);
+};
+const chunkSize = (v: number): void => {
+  if (v === 0) fail('the http2 chunk size cannot be zero');
+};
+const streamsIndexMask = (v: number): void => {
+  if (v === 0 || (v & (v - 1)) !== 0) throw new DirectiveFailure('must be a power of two');
+};
 
 export const http2Directives: readonly DirectiveSpec[] = [
   {
     name: 'http2', module: V2, contexts: HTTP_SRV, args: ['FLAG'], effect: 'none',
     note: 'HTTP/2 from clients is not served yet: connections use HTTP/1.1', set: flagSetter(http2Enabled),
   },
-  tuning('http2_max_concurrent_streams', HTTP_SRV, 'HTTP/2 is not served yet'),
-  tuning('http2_recv_buffer_size', ['http'], 'HTTP/2 is not served yet'),
-  tuning('http2_chunk_size', ['http', 'server', 'location'], 'HTTP/2 is not served yet'),
-  tuning('http2_body_preread_size', HTTP_SRV, 'HTTP/2 is not served yet'),
-  tuning('http2_recv_timeout', HTTP_SRV, 'HTTP/2 is not served yet'),
-  obsolete('http2_idle_timeout', ['TAKE1'], 'the "http2_idle_timeout" directive is obsolete, use the "keepalive_timeout" directive instead'),
-  obsolete('http2_max_requests', ['TAKE1'], 'the "http2_max_requests" directive is obsolete, use the "keepalive_requests" directive instead'),
-  obsolete('http2_max_field_size', ['TAKE1'], 'the "http2_max_field_size" directive is obsolete, use the "large_client_header_buffers" directive instead'),
-  obsolete('http2_max_header_size', ['TAKE1'], 'the "http2_max_header_size" directive is obsolete, use the "large_client_header_buffers" directive instead'),
-  obsolete('http2_push', ['TAKE1'], 'the "http2_push" directive is obsolete, ignored'),
-  obsolete('http2_push_preload', ['FLAG'], 'the "http2_push_preload" directive is obsolete, ignored'),
-  obsolete('http2_max_concurrent_pushes', ['TAKE1'], 'the "http2_max_concurrent_pushes" directive is obsolete, ignored'),
+  tuning('http2_max_concurrent_streams', HTTP_SRV, rule.num()),
+  tuning('http2_recv_buffer_size', ['http'], rule.size(recvBufferSize)),
+  tuning('http2_chunk_size', ['http', 'server', 'location'], rule.size(chunkSize)),
+  tuning('http2_body_preread_size', HTTP_SRV, rule.size(prereadSize)),
+  tuning('http2_pool_size', HTTP_SRV, rule.size(poolSize)),
+  tuning('http2_streams_index_size', HTTP_SRV, rule.num(streamsIndexMask)),
+  obsolete('http2_recv_timeout', ['TAKE1'], 'client_header_timeout'),
+  obsolete('http2_idle_timeout', ['TAKE1'], 'keepalive_timeout'),
+  obsolete('http2_max_requests', ['TAKE1'], 'keepalive_requests'),
+  obsolete('http2_max_field_size', ['TAKE1'], 'large_client_header_buffers'),
+  obsolete('http2_max_header_size', ['TAKE1'], 'large_client_header_buffers'),
+  obsolete('http2_push', ['TAKE1'], undefined, HTTP_SRV_LOC),
+  obsolete('http2_push_preload', ['FLAG'], undefined, HTTP_SRV_LOC),
+  obsolete('http2_max_concurrent_pushes', ['TAKE1'], undefined),
 ];

@@ -4,7 +4,8 @@
  * `access_log PATH [FORMAT [buffer=SIZE] [gzip[=LEVEL]] [flush=TIME] [if=COND]] | off`.
  */
 import type { SourceLoc } from '../../parser/ast.js';
-import { acceptOnly, fail, listSlot, parseSize, parseTime, type DirectiveSpec } from '../spec.js';
+import type { Directive } from '../../parser/ast.js';
+import { fail, listSlot, noEffect, parseSize, parseTime, rule, type DirectiveSpec } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
 const LOG = 'ngx_http_log_module';
@@ -28,12 +29,33 @@ export type AccessLogDef =
 
 export const accessLogs = listSlot<AccessLogDef>('access_log');
 
+/**
+ * `ngx_http_log_open_file_cache`: `off` or `max=N [inactive=TIME]
+ * [min_uses=N] [valid=TIME]`; `invalid "open_log_file_cache" parameter "…"`,
+ * `"open_log_file_cache" must have "max" parameter`.
+ */
+function parseOpenLogFileCache(d: Directive): string {
+  let max = 0;
+  let off = false;
+  for (const p of d.args) {
+    const num = (prefix: string): boolean => p.startsWith(prefix) && /^\d+$/.test(p.slice(prefix.length));
+    const time = (prefix: string): boolean => p.startsWith(prefix) && parseTime(p.slice(prefix.length), true) !== undefined;
+    if (num('max=')) max = Number(p.slice(4));
+    else if (time('inactive=') || num('min_uses=') || time('valid=')) continue;
+    else if (p === 'off') off = true;
+    else fail(`invalid "open_log_file_cache" parameter "${p}"`);
+  }
+  if (!off && max === 0) fail('"open_log_file_cache" must have "max" parameter');
+  return d.args.join(' ');
+}
+
 export const logDirectives: readonly DirectiveSpec[] = [
   {
     name: 'log_format', module: LOG, contexts: ['http'], args: ['2MORE'], effect: 'runtime',
     set: (d, cx) => {
       const name = d.args[0]!;
-      if (cx.scope.logFormats.has(name)) fail(`duplicate "log_format" name "${name}"`);
+      // nginx's main conf starts with `combined` (ngx_http_log_create_main_conf)
+      if (name === 'combined' || cx.scope.logFormats.has(name)) fail(`duplicate "log_format" name "${name}"`);
       let parts = d.args.slice(1);
       let escape: 'default' | 'json' | 'none' = 'default';
       if (parts[0]!.startsWith('escape=')) {
@@ -80,8 +102,8 @@ export const logDirectives: readonly DirectiveSpec[] = [
       cx.level.append(accessLogs, { off: false, path: full, format, bufferBytes, flushMs, condition, loc: d.loc }, d.loc);
     },
   },
-  {
+  noEffect({
     name: 'open_log_file_cache', module: LOG, contexts: ['http', 'server', 'location'], args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'],
-    effect: 'none', note: 'log files are kept open', set: acceptOnly,
-  },
+    note: 'log files are kept open',
+  }, rule.custom(parseOpenLogFileCache)),
 ];

@@ -6,7 +6,7 @@
 import type { Directive } from '../../parser/ast.js';
 import type { HttpRequestState } from '../../runtime/request.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
-import { acceptOnly, DirectiveFailure, fail, type DirectiveSpec, type SetContext } from '../spec.js';
+import { DirectiveFailure, fail, noEffect, rule, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
 import { namedCaptures } from './rewrite.js';
 
@@ -93,8 +93,8 @@ export const mapDirectives: readonly DirectiveSpec[] = [
       cx.scope.maps.push(map);
     },
   },
-  { name: 'map_hash_max_size', module: MAP, contexts: ['http'], args: ['TAKE1'], effect: 'none', note: 'maps are kept in a Map', set: acceptOnly },
-  { name: 'map_hash_bucket_size', module: MAP, contexts: ['http'], args: ['TAKE1'], effect: 'none', note: 'maps are kept in a Map', set: acceptOnly },
+  noEffect({ name: 'map_hash_max_size', module: MAP, contexts: ['http'], args: ['TAKE1'], note: 'maps are kept in a Map' }, rule.num()),
+  noEffect({ name: 'map_hash_bucket_size', module: MAP, contexts: ['http'], args: ['TAKE1'], note: 'maps are kept in a Map' }, rule.num()),
 ];
 
 /** Binds a map: exact keys (lowercased), then wildcards (with `hostnames`), then regexes in order, then the default. */

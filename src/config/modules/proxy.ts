@@ -5,11 +5,12 @@
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
-  acceptOnly, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, pathSetter, slot,
-  sizeSetter, type DirectiveSpec, type SetContext, type TempPathValue,
+  bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, pathSetter, rule, slot,
+  sizeSetter, type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
+import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
 import type { ValueSource } from '../variables.js';
-import { locationDef } from './http-core.js';
+import { locationDef, lowatIgnored } from './http-core.js';
 
 const PROXY = 'ngx_http_proxy_module';
 
@@ -114,6 +115,7 @@ function setRedirect(d: Directive, cx: SetContext): void {
     if (a !== 'default') fail(`invalid parameter "${a}"`);
     const pass = cx.level.own(proxyPass)?.value;
     if (pass?.kind === 'variable') fail('"proxy_redirect default" cannot be used with "proxy_pass" directive with variables');
+    if (!pass) fail('"proxy_redirect default" should be placed after the "proxy_pass" directive');
     cx.level.append(proxyRedirect, 'default', d.loc);
     return;
   }
@@ -123,9 +125,26 @@ function setRedirect(d: Directive, cx: SetContext): void {
   }, d.loc);
 }
 
-const none = (name: string, args: DirectiveSpec['args'], note: string): DirectiveSpec => ({
-  name, module: PROXY, contexts: HTTP_SRV_LOC, args, effect: 'none', note, set: acceptOnly,
-});
+const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
+  noEffect({ name, module: PROXY, contexts: HTTP_SRV_LOC, args, note }, r);
+
+/** `ngx_http_proxy_next_upstream_masks`: the values of `proxy_next_upstream` and `proxy_cache_use_stale`. */
+export const NEXT_UPSTREAM = [
+  'error', 'timeout', 'invalid_header', 'non_idempotent', 'http_500', 'http_502', 'http_503', 'http_504', 'http_403',
+  'http_404', 'http_429', 'updating', 'off',
+];
+/** `ngx_http_upstream_ignore_headers_masks` (`src/http/ngx_http_upstream.c`). */
+export const IGNORE_HEADERS = [
+  'X-Accel-Redirect', 'X-Accel-Expires', 'X-Accel-Limit-Rate', 'X-Accel-Buffering', 'X-Accel-Charset', 'Expires',
+  'Cache-Control', 'Set-Cookie', 'Vary',
+];
+/** `ngx_http_upstream_cache_method_mask`. */
+export const CACHE_METHODS = ['GET', 'HEAD', 'POST'];
+/** The SSL protocol masks of `ngx_http_proxy_ssl_protocols` and `ngx_http_ssl_protocols`. */
+export const SSL_PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'];
+
+/** Every `proxy_cache_path` directory: nginx creates them when it starts, and with `-t`. */
+export const proxyCachePaths = listSlot<string>('proxy_cache_path');
 
 const NO_CACHE = 'jinx does not cache responses';
 const UPSTREAM_TLS = 'TLS settings for upstreams are not implemented yet';
@@ -171,36 +190,36 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
     name: 'proxy_temp_file_write_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
     note: 'temp files are written chunk by chunk as data arrives', set: sizeSetter(proxyTempFileWriteSize),
   },
-  none('proxy_next_upstream', ['1MORE'], RETRIES),
-  none('proxy_next_upstream_tries', ['TAKE1'], RETRIES),
-  none('proxy_next_upstream_timeout', ['TAKE1'], RETRIES),
-  none('proxy_ssl_server_name', ['FLAG'], UPSTREAM_TLS),
-  none('proxy_ssl_name', ['TAKE1'], UPSTREAM_TLS),
-  none('proxy_ssl_verify', ['FLAG'], UPSTREAM_TLS),
-  none('proxy_ssl_verify_depth', ['TAKE1'], UPSTREAM_TLS),
-  none('proxy_ssl_trusted_certificate', ['TAKE1'], UPSTREAM_TLS),
-  none('proxy_ssl_protocols', ['1MORE'], UPSTREAM_TLS),
-  none('proxy_ssl_ciphers', ['TAKE1'], UPSTREAM_TLS),
-  none('proxy_ssl_certificate', ['TAKE1'], UPSTREAM_TLS),
-  none('proxy_ssl_certificate_key', ['TAKE1'], UPSTREAM_TLS),
-  none('proxy_ssl_session_reuse', ['FLAG'], UPSTREAM_TLS),
-  none('proxy_cache', ['TAKE1'], NO_CACHE),
-  {
-    name: 'proxy_cache_path', module: PROXY, contexts: ['http'], args: ['2MORE'], effect: 'none', note: NO_CACHE, set: acceptOnly,
-  },
-  none('proxy_cache_key', ['TAKE1'], NO_CACHE),
-  none('proxy_cache_valid', ['1MORE'], NO_CACHE),
-  none('proxy_cache_bypass', ['1MORE'], NO_CACHE),
-  none('proxy_no_cache', ['1MORE'], NO_CACHE),
-  none('proxy_cache_use_stale', ['1MORE'], NO_CACHE),
-  none('proxy_cache_lock', ['FLAG'], NO_CACHE),
-  none('proxy_cache_methods', ['1MORE'], NO_CACHE),
-  none('proxy_cache_min_uses', ['TAKE1'], NO_CACHE),
-  none('proxy_cache_revalidate', ['FLAG'], NO_CACHE),
-  none('proxy_cache_background_update', ['FLAG'], NO_CACHE),
-  none('proxy_ignore_headers', ['1MORE'], 'X-Accel-* and cache headers from upstreams are passed through unread'),
-  none('proxy_headers_hash_max_size', ['TAKE1'], 'headers are kept in a Map'),
-  none('proxy_headers_hash_bucket_size', ['TAKE1'], 'headers are kept in a Map'),
-  none('proxy_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s'),
-  none('proxy_send_lowat', ['TAKE1'], 'a kernel tuning knob with no counterpart in jinx'),
+  none('proxy_next_upstream', ['1MORE'], RETRIES, rule.bitmaskOf(...NEXT_UPSTREAM)),
+  none('proxy_next_upstream_tries', ['TAKE1'], RETRIES, rule.num()),
+  none('proxy_next_upstream_timeout', ['TAKE1'], RETRIES, rule.msec),
+  none('proxy_ssl_server_name', ['FLAG'], UPSTREAM_TLS, rule.flag),
+  none('proxy_ssl_name', ['TAKE1'], UPSTREAM_TLS, rule.value),
+  none('proxy_ssl_verify', ['FLAG'], UPSTREAM_TLS, rule.flag),
+  none('proxy_ssl_verify_depth', ['TAKE1'], UPSTREAM_TLS, rule.num()),
+  none('proxy_ssl_trusted_certificate', ['TAKE1'], UPSTREAM_TLS, rule.str),
+  none('proxy_ssl_protocols', ['1MORE'], UPSTREAM_TLS, rule.bitmaskOf(...SSL_PROTOCOLS)),
+  none('proxy_ssl_ciphers', ['TAKE1'], UPSTREAM_TLS, rule.str),
+  none('proxy_ssl_certificate', ['TAKE1'], UPSTREAM_TLS, rule.value),
+  none('proxy_ssl_certificate_key', ['TAKE1'], UPSTREAM_TLS, rule.value),
+  none('proxy_ssl_session_reuse', ['FLAG'], UPSTREAM_TLS, rule.flag),
+  none('proxy_cache', ['TAKE1'], NO_CACHE, rule.custom((d, cx) => parseCacheRef(d, cx, PROXY), cacheZoneRefs.proxy)),
+  noEffect({ name: 'proxy_cache_path', module: PROXY, contexts: ['http'], args: ['2MORE'], note: NO_CACHE }, rule.repeatable(
+    (d, cx) => cx.level.append(proxyCachePaths, parseCachePath(d, cx, PROXY), d.loc),
+  )),
+  none('proxy_cache_key', ['TAKE1'], NO_CACHE, rule.value),
+  none('proxy_cache_valid', ['1MORE'], NO_CACHE, rule.repeatable(setCacheValid)),
+  none('proxy_cache_bypass', ['1MORE'], NO_CACHE, rule.repeatable(setPredicates)),
+  none('proxy_no_cache', ['1MORE'], NO_CACHE, rule.repeatable(setPredicates)),
+  none('proxy_cache_use_stale', ['1MORE'], NO_CACHE, rule.bitmaskOf(...NEXT_UPSTREAM)),
+  none('proxy_cache_lock', ['FLAG'], NO_CACHE, rule.flag),
+  none('proxy_cache_methods', ['1MORE'], NO_CACHE, rule.bitmaskOf(...CACHE_METHODS)),
+  none('proxy_cache_min_uses', ['TAKE1'], NO_CACHE, rule.num()),
+  none('proxy_cache_revalidate', ['FLAG'], NO_CACHE, rule.flag),
+  none('proxy_cache_background_update', ['FLAG'], NO_CACHE, rule.flag),
+  none('proxy_ignore_headers', ['1MORE'], 'X-Accel-* and cache headers from upstreams are passed through unread', rule.bitmaskOf(...IGNORE_HEADERS)),
+  none('proxy_headers_hash_max_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
+  none('proxy_headers_hash_bucket_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
+  none('proxy_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),
+  none('proxy_send_lowat', ['TAKE1'], 'a kernel tuning knob with no counterpart in jinx', rule.size(lowatIgnored)),
 ];

@@ -152,12 +152,13 @@ function parseCondition(d: Directive, cx: SetContext): ConditionDef {
     }
     fail(`unexpected "${op}" in condition`);
   }
-  if (/^!?-[a-z]$/.test(word) || (word.length === 2 && word[0] === '-') || (word.length === 3 && word.startsWith('!-'))) {
+  if ((word.length === 2 && word[0] === '-') || (word.length === 3 && word.startsWith('!-'))) {
     if (cur + 1 !== last) fail(`invalid condition "${word}"`);
+    const path = cx.scope.variables.value(v[last]!, d.loc);
     const negate = word.startsWith('!');
     const test = word[negate ? 2 : 1]!;
-    if (test !== 'f' && test !== 'd' && test !== 'e' && test !== 'x') fail(`unexpected "${word}" in condition`);
-    return { kind: 'file', test, negate, path: cx.scope.variables.value(v[last]!, d.loc) };
+    if (test !== 'f' && test !== 'd' && test !== 'e' && test !== 'x') fail(`invalid condition "${word}"`);
+    return { kind: 'file', test, negate, path };
   }
   fail(`invalid condition "${word}"`);
 }

@@ -2,9 +2,13 @@
  * TLS termination settings (`src/http/modules/ngx_http_ssl_module.c`).
  * Certificates are read when the configuration is loaded (and on reload).
  */
+import { readFileSync } from 'node:fs';
+import type { Directive } from '../../parser/ast.js';
+import { systemErrorText } from '../../os-errors.js';
 import { HTTP_SRV } from '../flags.js';
 import {
-  acceptOnly, bitmaskSetter, DirectiveFailure, flagSetter, listSlot, secSetter, slot, strSetter, type DirectiveSpec,
+  bitmaskSetter, DirectiveFailure, fail, flagSetter, listSlot, noEffect, parseSize, rule, secSetter, slot, strSetter,
+  type DirectiveSpec, type Rule, type SetContext,
 } from '../spec.js';
 
 const SSL = 'ngx_http_ssl_module';
@@ -16,12 +20,51 @@ export const sslCiphers = slot('ssl_ciphers', 'HIGH:!aNULL:!MD5');
 export const sslPreferServerCiphers = slot('ssl_prefer_server_ciphers', false);
 export const sslRejectHandshake = slot('ssl_reject_handshake', false);
 export const sslSessionTimeoutSec = slot('ssl_session_timeout', 300);
+/** The DH parameters file, as written: read (and checked) when a server with certificates is merged. */
+export const sslDhparam = slot<string | undefined>('ssl_dhparam', undefined);
 
 const PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
 
-const none = (name: string, args: DirectiveSpec['args'], note: string): DirectiveSpec => ({
-  name, module: SSL, contexts: HTTP_SRV, args, effect: 'none', note, set: acceptOnly,
-});
+const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
+  noEffect({ name, module: SSL, contexts: HTTP_SRV, args, note }, r);
+
+/** Eight pages: the smallest shared session cache nginx takes. */
+const MIN_SHARED_CACHE = 8 * 4096;
+
+/**
+ * `ngx_http_ssl_session_cache` (and the stream module's): `off`, `none`,
+ * `builtin[:N]`, `shared:NAME:SIZE`, in any combination; may be repeated.
+ * `tag` is the module the shared zone is declared for.
+ */
+export function setSessionCache(d: Directive, cx: SetContext, tag: string): void {
+  for (const p of d.args) {
+    if (p === 'off' || p === 'none' || p === 'builtin') continue;
+    if (p.startsWith('builtin:') && p.length > 8) {
+      if (!/^\d+$/.test(p.slice(8))) fail(`invalid session cache "${p}"`);
+      continue;
+    }
+    const shared = p.length > 7 && p.startsWith('shared:') ? /^shared:([^:]+):(.*)$/.exec(p) : null;
+    const size = shared ? parseSize(shared[2]!) : undefined;
+    if (!shared || size === undefined) fail(`invalid session cache "${p}"`);
+    if (size < MIN_SHARED_CACHE) fail(`session cache "${p}" is too small`);
+    cx.scope.sharedZone(shared[1]!, size, tag);
+  }
+}
+
+/**
+ * `ngx_http_ssl_password_file` → `ngx_ssl_read_password_file`
+ * (`src/event/ngx_event_openssl.c`): the file is read when the directive is:
+ * `open() "PATH" failed (…)`.
+ */
+function readPasswordFile(d: Directive, cx: SetContext): string {
+  const path = cx.scope.confPath(d.args[0]!);
+  try {
+    readFileSync(path);
+  } catch (err) {
+    fail(`open() "${path}" failed (${systemErrorText(err)})`);
+  }
+  return path;
+}
 
 export const sslDirectives: readonly DirectiveSpec[] = [
   {
@@ -43,22 +86,25 @@ export const sslDirectives: readonly DirectiveSpec[] = [
   { name: 'ssl_prefer_server_ciphers', module: SSL, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(sslPreferServerCiphers) },
   { name: 'ssl_reject_handshake', module: SSL, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(sslRejectHandshake) },
   { name: 'ssl_session_timeout', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: secSetter(sslSessionTimeoutSec) },
-  none('ssl_session_cache', ['TAKE1', 'TAKE2'], 'sessions are cached by the TLS library per process'),
-  none('ssl_session_tickets', ['FLAG'], 'session tickets follow the TLS library\'s default'),
-  none('ssl_session_ticket_key', ['TAKE1'], 'session tickets follow the TLS library\'s default'),
-  none('ssl_buffer_size', ['TAKE1'], 'TLS records are sized by the runtime'),
-  none('ssl_dhparam', ['TAKE1'], 'DHE key exchange is not configured yet'),
-  none('ssl_ecdh_curve', ['TAKE1'], 'curves follow the TLS library\'s default'),
-  none('ssl_stapling', ['FLAG'], 'OCSP stapling needs network access and is not implemented'),
-  none('ssl_stapling_verify', ['FLAG'], 'OCSP stapling needs network access and is not implemented'),
-  none('ssl_stapling_file', ['TAKE1'], 'OCSP stapling is not implemented'),
-  none('ssl_stapling_responder', ['TAKE1'], 'OCSP stapling is not implemented'),
-  none('ssl_trusted_certificate', ['TAKE1'], 'client certificates and stapling are not implemented yet'),
-  none('ssl_client_certificate', ['TAKE1'], 'client certificates are not implemented yet'),
-  none('ssl_verify_client', ['TAKE1'], 'client certificates are not implemented yet'),
-  none('ssl_verify_depth', ['TAKE1'], 'client certificates are not implemented yet'),
-  none('ssl_crl', ['TAKE1'], 'client certificates are not implemented yet'),
-  none('ssl_password_file', ['TAKE1'], 'encrypted keys are not supported yet'),
-  none('ssl_early_data', ['FLAG'], 'TLS 1.3 early data is not accepted'),
-  none('ssl_conf_command', ['TAKE2'], 'OpenSSL configuration commands are not passed through'),
+  none('ssl_session_cache', ['TAKE1', 'TAKE2'], 'sessions are cached by the TLS library per process', rule.repeatable((d, cx) => setSessionCache(d, cx, SSL))),
+  none('ssl_session_tickets', ['FLAG'], 'session tickets follow the TLS library\'s default', rule.flag),
+  none('ssl_session_ticket_key', ['TAKE1'], 'session tickets follow the TLS library\'s default', rule.array),
+  none('ssl_buffer_size', ['TAKE1'], 'TLS records are sized by the runtime', rule.size()),
+  {
+    name: 'ssl_dhparam', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'none',
+    note: 'DHE key exchange is not configured yet; the file is checked', set: strSetter(sslDhparam),
+  },
+  none('ssl_ecdh_curve', ['TAKE1'], 'curves follow the TLS library\'s default', rule.str),
+  none('ssl_stapling', ['FLAG'], 'OCSP stapling needs network access and is not implemented', rule.flag),
+  none('ssl_stapling_verify', ['FLAG'], 'OCSP stapling needs network access and is not implemented', rule.flag),
+  none('ssl_stapling_file', ['TAKE1'], 'OCSP stapling is not implemented', rule.str),
+  none('ssl_stapling_responder', ['TAKE1'], 'OCSP stapling is not implemented', rule.str),
+  none('ssl_trusted_certificate', ['TAKE1'], 'client certificates and stapling are not implemented yet', rule.str),
+  none('ssl_client_certificate', ['TAKE1'], 'client certificates are not implemented yet', rule.str),
+  none('ssl_verify_client', ['TAKE1'], 'client certificates are not implemented yet', rule.enumOf('off', 'on', 'optional', 'optional_no_ca')),
+  none('ssl_verify_depth', ['TAKE1'], 'client certificates are not implemented yet', rule.num()),
+  none('ssl_crl', ['TAKE1'], 'client certificates are not implemented yet', rule.str),
+  none('ssl_password_file', ['TAKE1'], 'encrypted keys are not supported yet', rule.custom(readPasswordFile)),
+  none('ssl_early_data', ['FLAG'], 'TLS 1.3 early data is not accepted', rule.flag),
+  none('ssl_conf_command', ['TAKE2'], 'OpenSSL configuration commands are not passed through', rule.array),
 ];

@@ -8,9 +8,9 @@
 import { isIP } from 'node:net';
 import type { Directive } from '../../parser/ast.js';
 import {
-  acceptOnly, DirectiveFailure, fail, LevelConf, parseNumber, parseTime, type DirectiveSpec, type SetContext,
+  DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseSize, parseTime, rule, slot, type DirectiveSpec, type SetContext,
 } from '../spec.js';
-import type { UpstreamDecl } from '../scope.js';
+import type { UpstreamDecl, UpstreamServerDecl } from '../scope.js';
 
 const UPSTREAM = 'ngx_http_upstream_module';
 const KEEPALIVE = 'ngx_http_upstream_keepalive_module';
@@ -28,8 +28,12 @@ export function splitHostPort(text: string): { host: string; port: number | unde
   return { host: m[1]!, port: m[2] === undefined ? undefined : Number(m[2]) };
 }
 
-function setServer(d: Directive, cx: SetContext): void {
-  const up = currentUpstream(cx);
+/**
+ * `ngx_http_upstream_server` (and `ngx_stream_upstream_server`): the
+ * parameters, then the address, which must resolve now. Without a port the
+ * address takes `defaultPort`, or is `no port in upstream "…"` (stream).
+ */
+export function parseUpstreamServer(d: Directive, cx: SetContext, defaultPort: number | undefined): UpstreamServerDecl {
   let weight = 1;
   let maxFails = 1;
   let failTimeoutMs = 10_000;
@@ -57,10 +61,50 @@ function setServer(d: Directive, cx: SetContext): void {
   const addr = d.args[0]!;
   if (addr.startsWith('unix:')) fail(`unix domain sockets in upstream "${addr}" are not supported by jinx`);
   const hp = splitHostPort(addr);
-  if (!hp) fail(`invalid host in upstream "${addr}"`);
-  if (hp.port !== undefined && (hp.port < 1 || hp.port > 65535)) fail(`invalid port in upstream "${addr}"`);
+  if (!hp || (hp.port !== undefined && (hp.port < 1 || hp.port > 65535))) {
+    // ngx_parse_inet_url: the port is what follows the first ':'
+    if (!addr.startsWith('[') && addr.includes(':')) fail(`invalid port in upstream "${addr}"`);
+    fail(`invalid host in upstream "${addr}"`);
+  }
   if (!isIP(hp.host) && !cx.scope.hosts.lookup(hp.host)) fail(`host not found in upstream "${addr}"`);
-  up.servers.push({ host: hp.host, port: hp.port ?? 80, weight, maxFails, failTimeoutMs, backup, down, loc: d.loc });
+  const port = hp.port ?? defaultPort;
+  if (port === undefined) fail(`no port in upstream "${addr}"`);
+  return { host: hp.host, port, weight, maxFails, failTimeoutMs, backup, down, loc: d.loc };
+}
+
+const setServer = (d: Directive, cx: SetContext): void => void currentUpstream(cx).servers.push(parseUpstreamServer(d, cx, 80));
+
+/** `keepalive_timeout` and `keepalive_requests` were set in this upstream block (msec and num slots in nginx). */
+const keepaliveTimeoutSet = slot('upstream keepalive_timeout', false);
+const keepaliveRequestsSet = slot('upstream keepalive_requests', false);
+
+/** A load balancing method has been chosen in this upstream block. */
+const balancerSet = slot('upstream balancer', false);
+
+/**
+ * `ngx_http_upstream_least_conn`, `ngx_http_upstream_ip_hash`: choosing a
+ * second method is the warning `load balancing method redefined`.
+ */
+function setBalancer(d: Directive, cx: SetContext): void {
+  if (cx.level.own(balancerSet)) cx.warn('load balancing method redefined', 'balancer-redefined');
+  cx.level.replace(balancerSet, true, d.loc);
+}
+
+/**
+ * `ngx_http_upstream_zone` (`ngx_http_upstream_zone_module.c`): `NAME
+ * [SIZE]`, at least eight pages; the zone is shared memory of the upstream module.
+ */
+function setZone(d: Directive, cx: SetContext): void {
+  const [name, sizeText] = d.args as [string, string | undefined];
+  if (name.length === 0) fail(`invalid zone name "${name}"`);
+  let size = 0;
+  if (sizeText !== undefined) {
+    const parsed = parseSize(sizeText);
+    if (parsed === undefined) fail(`invalid zone size "${sizeText}"`);
+    if (parsed < 8 * 4096) fail(`zone "${name}" is too small`);
+    size = parsed;
+  }
+  cx.scope.sharedZone(name, size, UPSTREAM);
 }
 
 export const upstreamDirectives: readonly DirectiveSpec[] = [
@@ -93,33 +137,34 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
   {
     name: 'keepalive_timeout', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
+      if (cx.level.own(keepaliveTimeoutSet)) throw new DirectiveFailure('is duplicate');
       const ms = parseTime(d.args[0]!, false);
       if (ms === undefined) throw new DirectiveFailure('invalid value');
       currentUpstream(cx).keepaliveTimeoutMs = ms;
+      cx.level.set(keepaliveTimeoutSet, true, d.loc);
     },
   },
   {
     name: 'keepalive_requests', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
+      if (cx.level.own(keepaliveRequestsSet)) throw new DirectiveFailure('is duplicate');
       const n = parseNumber(d.args[0]!);
       if (n === undefined) throw new DirectiveFailure('invalid number');
       currentUpstream(cx).keepaliveRequests = n;
+      cx.level.set(keepaliveRequestsSet, true, d.loc);
     },
   },
-  {
-    name: 'keepalive_time', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'none',
-    note: 'upstream connections are not retired by age', set: acceptOnly,
-  },
-  {
-    name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], effect: 'none',
-    note: 'jinx runs one process: peer state is not shared', set: acceptOnly,
-  },
-  {
-    name: 'least_conn', module: 'ngx_http_upstream_least_conn_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'none',
-    note: 'jinx balances round robin', set: acceptOnly,
-  },
-  {
-    name: 'ip_hash', module: 'ngx_http_upstream_ip_hash_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'none',
-    note: 'jinx balances round robin', set: acceptOnly,
-  },
+  noEffect({
+    name: 'keepalive_time', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], note: 'upstream connections are not retired by age',
+  }, rule.msec),
+  noEffect({
+    name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], note: 'jinx runs one process: peer state is not shared',
+  }, rule.repeatable(setZone)),
+  noEffect({
+    name: 'least_conn', module: 'ngx_http_upstream_least_conn_module', contexts: ['upstream'], args: ['NOARGS'],
+    note: 'jinx balances round robin',
+  }, rule.repeatable(setBalancer)),
+  noEffect({
+    name: 'ip_hash', module: 'ngx_http_upstream_ip_hash_module', contexts: ['upstream'], args: ['NOARGS'], note: 'jinx balances round robin',
+  }, rule.repeatable(setBalancer)),
 ];
