@@ -226,6 +226,8 @@ export interface ProxyConf {
   readonly ignoreClientAbort: boolean;
   /** `proxy_buffering`: read the upstream at full speed, spooling what the client has not taken. */
   readonly buffering: boolean;
+  /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `proxy_ignore_headers`). */
+  readonly accelBuffering: boolean;
   /** `proxy_request_buffering`: read the whole request body before connecting. */
   readonly requestBuffering: boolean;
   /** Bytes of a response kept in memory before spooling (`proxy_buffers` number × size). */
@@ -300,6 +302,8 @@ export interface FastcgiConf {
   /** Bytes allowed for the response header (`fastcgi_buffer_size`). */
   readonly bufferSizeBytes: number;
   readonly buffering: boolean;
+  /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `fastcgi_ignore_headers`). */
+  readonly accelBuffering: boolean;
   readonly requestBuffering: boolean;
   readonly memoryBytes: number;
   /** Size of one of `fastcgi_buffers`. */

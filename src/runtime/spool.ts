@@ -40,6 +40,15 @@ export interface SpoolHooks {
   onFileError(err: Error, path: string | undefined): void;
 }
 
+/**
+ * `X-Accel-Buffering: yes|no` from the upstream turns buffering on or off for
+ * its response (`ngx_http_upstream_process_buffering`); other values keep it.
+ */
+export function accelBuffering(value: string, current: boolean): boolean {
+  const v = value.toLowerCase();
+  return v === 'yes' ? true : v === 'no' ? false : current;
+}
+
 const READ_CHUNK_BYTES = 64 * 1024;
 
 /** Moves one response body from the upstream to the client. */

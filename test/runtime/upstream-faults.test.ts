@@ -92,6 +92,31 @@ describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('passes the body as it comes with proxy_buffering off or "X-Accel-Buffering: no", unless proxy_ignore_headers names it', async () => {
+    const up = await scriptedUpstream((line, sock) => {
+      const accel = line.includes('/accel') ? 'X-Accel-Buffering: no\r\n' : '';
+      sock.write(`HTTP/1.1 200 OK\r\n${accel}Content-Length: 1000\r\n\r\n${'z'.repeat(100)}`);
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
+    proxy_read_timeout 1s;
+    location /off/ { proxy_buffering off; proxy_pass http://127.0.0.1:${up.port}; }
+    location /accel/ { proxy_pass http://127.0.0.1:${up.port}; }
+    location /ignored/accel/ { proxy_ignore_headers X-Accel-Buffering; proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+    }, async (s) => ({
+      off: await exchange(s.port, '/off/', 'faults.test'),
+      accel: await exchange(s.port, '/accel/', 'faults.test'),
+      ignored: await exchange(s.port, '/ignored/accel/', 'faults.test'),
+    }));
+    assert.deepEqual(run.nginx.result, {
+      off: { status: 200, bodyBytes: 100, contentLength: '1000' },
+      accel: { status: 200, bodyBytes: 100, contentLength: '1000' },
+      ignored: { status: 200, bodyBytes: 0, contentLength: '1000' },
+    });
+    assertSameAsNginx(run);
+  });
+
   it('answers 502 to a response header larger than proxy_buffer_size ("upstream sent too big header")', async () => {
     const up = await scriptedUpstream((_line, sock) => {
       sock.end(`HTTP/1.1 200 OK\r\nX-Big: ${'b'.repeat(64 * 1024)}\r\nContent-Length: 2\r\n\r\nok`);

@@ -8,7 +8,7 @@ import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
-  bufsSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, noEffect, pathSetter, rule, slot, sizeSetter, strSetter,
+  bitmaskSetter, bufsSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, noEffect, pathSetter, rule, slot, sizeSetter, strSetter,
   type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
@@ -34,6 +34,8 @@ export const fastcgiReadTimeoutMs = slot('fastcgi_read_timeout', 60_000);
 /** One memory page, as nginx's default on x86_64 Linux. */
 export const fastcgiBufferSize = slot('fastcgi_buffer_size', 4096);
 export const fastcgiBuffering = slot('fastcgi_buffering', true);
+/** `fastcgi_ignore_headers`: upstream headers not acted on (jinx acts only on X-Accel-Buffering). */
+export const fastcgiIgnoreHeaders = slot<readonly string[]>('fastcgi_ignore_headers', []);
 export const fastcgiRequestBuffering = slot('fastcgi_request_buffering', true);
 export const fastcgiBuffers = slot('fastcgi_buffers', { count: 8, sizeBytes: 4096 });
 export const fastcgiTempPath = slot<TempPathValue | undefined>('fastcgi_temp_path', undefined);
@@ -106,6 +108,7 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   runtime('fastcgi_read_timeout', ['TAKE1'], msecSetter(fastcgiReadTimeoutMs)),
   runtime('fastcgi_buffer_size', ['TAKE1'], sizeSetter(fastcgiBufferSize)),
   runtime('fastcgi_buffering', ['FLAG'], flagSetter(fastcgiBuffering)),
+  runtime('fastcgi_ignore_headers', ['1MORE'], bitmaskSetter(fastcgiIgnoreHeaders, IGNORE_HEADERS)),
   runtime('fastcgi_request_buffering', ['FLAG'], flagSetter(fastcgiRequestBuffering)),
   runtime('fastcgi_buffers', ['TAKE2'], bufsSetter(fastcgiBuffers)),
   runtime('fastcgi_temp_path', ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], (d, cx) => pathSetter(fastcgiTempPath, (p) => cx.scope.fullPath(p))(d, cx)),
@@ -128,7 +131,6 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   none('fastcgi_next_upstream', ['1MORE'], 'jinx does not retry another FastCGI server yet', rule.bitmaskOf(...NEXT_UPSTREAM)),
   none('fastcgi_next_upstream_tries', ['TAKE1'], 'jinx does not retry another FastCGI server yet', rule.num()),
   none('fastcgi_next_upstream_timeout', ['TAKE1'], 'jinx does not retry another FastCGI server yet', rule.msec),
-  none('fastcgi_ignore_headers', ['1MORE'], 'X-Accel-* and cache headers from upstreams are passed through unread', rule.bitmaskOf(...IGNORE_HEADERS)),
   none('fastcgi_cache', ['TAKE1'], 'jinx does not cache responses', rule.custom((d, cx) => parseCacheRef(d, cx, FASTCGI), cacheZoneRefs.fastcgi)),
   none('fastcgi_cache_key', ['TAKE1'], 'jinx does not cache responses', rule.custom((d, cx) => cx.scope.variables.value(d.args[0]!, d.loc), fastcgiCacheKey)),
   none('fastcgi_cache_valid', ['1MORE'], 'jinx does not cache responses', rule.repeatable(setCacheValid)),

@@ -5,7 +5,7 @@
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
-  bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, pathSetter, rule, slot,
+  bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, pathSetter, rule, slot,
   sizeSetter, type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
@@ -47,6 +47,8 @@ export const proxyReadTimeoutMs = slot('proxy_read_timeout', 60_000);
 export const proxyBufferSize = slot('proxy_buffer_size', 4096);
 export const proxyInterceptErrors = slot('proxy_intercept_errors', false);
 export const proxyBuffering = slot('proxy_buffering', true);
+/** `proxy_ignore_headers`: upstream headers not acted on (jinx acts only on X-Accel-Buffering). */
+export const proxyIgnoreHeaders = slot<readonly string[]>('proxy_ignore_headers', []);
 export const proxyRequestBuffering = slot('proxy_request_buffering', true);
 /** Eight pages, nginx's default on x86_64 Linux. */
 export const proxyBuffers = slot('proxy_buffers', { count: 8, sizeBytes: 4096 });
@@ -175,6 +177,10 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   { name: 'proxy_ignore_client_abort', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyIgnoreClientAbort) },
   { name: 'proxy_redirect', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setRedirect },
   { name: 'proxy_buffering', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyBuffering) },
+  {
+    name: 'proxy_ignore_headers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime',
+    set: bitmaskSetter(proxyIgnoreHeaders, IGNORE_HEADERS),
+  },
   { name: 'proxy_request_buffering', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyRequestBuffering) },
   { name: 'proxy_buffers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE2'], effect: 'runtime', set: bufsSetter(proxyBuffers) },
   {
@@ -217,7 +223,6 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   none('proxy_cache_min_uses', ['TAKE1'], NO_CACHE, rule.num()),
   none('proxy_cache_revalidate', ['FLAG'], NO_CACHE, rule.flag),
   none('proxy_cache_background_update', ['FLAG'], NO_CACHE, rule.flag),
-  none('proxy_ignore_headers', ['1MORE'], 'X-Accel-* and cache headers from upstreams are passed through unread', rule.bitmaskOf(...IGNORE_HEADERS)),
   none('proxy_headers_hash_max_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
   none('proxy_headers_hash_bucket_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
   none('proxy_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),

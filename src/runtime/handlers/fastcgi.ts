@@ -15,7 +15,7 @@ import { finalize } from '../phases.js';
 import type { HttpRequestState } from '../request.js';
 import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule } from '../respond.js';
-import { ResponseSpool } from '../spool.js';
+import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
 import {
   beginRequestBody, encodeParams, encodeRecords, FastcgiProtocolError, FCGI, RecordParser, stderrText,
@@ -230,7 +230,9 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
       applyHeadersModule(r, parsed.status, headers);
       out.head(r, parsed.status, headers, parsed.reason);
       const headerLength = Buffer.byteLength(text.slice(0, end + sep), 'latin1');
-      spool = new ResponseSpool(out, conf, cx.tempFiles, {
+      const accel = conf.accelBuffering ? parsed.headers.find(([n]) => n.toLowerCase() === 'x-accel-buffering') : undefined;
+      const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
+      spool = new ResponseSpool(out, buffering === conf.buffering ? conf : { ...conf, buffering }, cx.tempFiles, {
         onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
         pauseUpstream: () => socket.pause(),
         resumeUpstream: () => socket.resume(),

@@ -14,7 +14,7 @@ import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
 import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
-import { ResponseSpool } from '../spool.js';
+import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, type UpstreamStage } from '../upstream/errors.js';
 import { dynamicPeer, groupPeer, type ChosenPeer } from './upstream-peer.js';
 
@@ -198,15 +198,6 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
   });
 }
 
-/**
- * `X-Accel-Buffering: yes|no` from the upstream turns buffering on or off for
- * its response (`ngx_http_upstream_process_buffering`); other values keep it.
- */
-function accelBuffering(value: string, current: boolean): boolean {
-  const v = value.toLowerCase();
-  return v === 'yes' ? true : v === 'no' ? false : current;
-}
-
 /** The reason a client abort is passed to undici, told apart from upstream failures. */
 const CLIENT_CLOSED = new Error('client closed');
 
@@ -266,7 +257,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       headerBytes += name.length + value.length + 4;
       const lower = name.toLowerCase();
       if (lower === 'content-length') this.expectedBytes = Number(value);
-      else if (lower === 'x-accel-buffering') buffering = accelBuffering(value, buffering);
+      else if (lower === 'x-accel-buffering' && p.accelBuffering) buffering = accelBuffering(value, buffering);
       if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
       if (lower === 'location' || lower === 'refresh') {
         const rewritten = rewriteRedirect(r, p, this.dest, lower, value);
