@@ -43,7 +43,13 @@ interface ConnectionState {
   active: number;
   /** Whether the connection stays open after its last response (HTTP/1.x keep-alive). */
   keptAlive: boolean;
+  /**
+   * Closes the connection `keepalive_timeout` after its last response; one
+   * timer per connection, re-armed with `refresh()`, ignored while a request
+   * is in progress.
+   */
   idleTimer: NodeJS.Timeout | undefined;
+  idleTimeoutMs: number;
 }
 
 const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/;
@@ -188,7 +194,7 @@ export class Engine {
       return;
     }
     raw.setNoDelay(true);
-    const st: ConnectionState = { info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined };
+    const st: ConnectionState = { info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0 };
     const key = socketKey(raw);
     this.connections.set(raw, st);
     this.byKey.set(key, st);
@@ -274,10 +280,6 @@ export class Engine {
     }
     st.active++;
     st.info.requests++;
-    if (st.idleTimer) {
-      clearTimeout(st.idleTimer);
-      st.idleTimer = undefined;
-    }
     if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
     serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
       st.active--;
@@ -291,7 +293,16 @@ export class Engine {
         socket.destroySoon();
         return;
       }
-      st.idleTimer = setTimeout(() => socket.destroy(), r.loc.keepaliveTimeoutMs);
+      const timeoutMs = r.loc.keepaliveTimeoutMs;
+      if (st.idleTimer && st.idleTimeoutMs === timeoutMs) {
+        st.idleTimer.refresh();
+        return;
+      }
+      if (st.idleTimer) clearTimeout(st.idleTimer);
+      st.idleTimeoutMs = timeoutMs;
+      st.idleTimer = setTimeout(() => {
+        if (st.active === 0) socket.destroy();
+      }, timeoutMs);
       st.idleTimer.unref();
     });
   }

@@ -131,8 +131,13 @@ async function runPhases(ex: Exchange, set: ServerSet): Promise<void> {
   }
 }
 
+// The phase functions below are plain functions returning the promise of the
+// next phase, not async ones: a request passes through several of them, and
+// each async layer would add promise ticks to every request. Their
+// exceptions reach runPhases' try/catch either way.
+
 /** Runs a request from the server rewrite phase (a new request, or after an internal redirect). */
-export async function fromServerRewrite(ex: Exchange): Promise<void> {
+export function fromServerRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   r.loc = r.server.conf;
   const outcome = runScript(r.server.script, r);
@@ -140,7 +145,7 @@ export async function fromServerRewrite(ex: Exchange): Promise<void> {
   return findConfig(ex);
 }
 
-async function findConfig(ex: Exchange): Promise<void> {
+function findConfig(ex: Exchange): Promise<void> {
   const { r } = ex;
   for (;;) {
     const match = findLocation(r.server.locations, r.uri, r);
@@ -179,9 +184,17 @@ function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecti
 }
 
 /** Preaccess (realip with the location's settings), access, try_files and content phases. */
-export async function afterRewrite(ex: Exchange): Promise<void> {
+export function afterRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   realClientAddress(r);
+  const { loc } = r;
+  if (loc.access.length > 0 || loc.authBasic || loc.authRequest || loc.tryFiles) return checkedAccess(ex);
+  return contentPhase(ex);
+}
+
+/** The access and try_files phases, then content. */
+async function checkedAccess(ex: Exchange): Promise<void> {
+  const { r } = ex;
   const { loc } = r;
   if (loc.access.length > 0 || loc.authBasic || loc.authRequest) {
     const denied = await accessPhase(ex);
@@ -224,10 +237,14 @@ async function accessPhase(ex: Exchange): Promise<number | undefined> {
   return undefined;
 }
 
-async function contentPhase(ex: Exchange): Promise<void> {
+function contentPhase(ex: Exchange): Promise<void> {
   const { r } = ex;
   if (r.loc.proxy) return proxyRequest(ex);
   if (r.loc.fastcgi) return fastcgiRequest(ex);
+  return staticContent(ex);
+}
+
+async function staticContent(ex: Exchange): Promise<void> {
   const result = await serveStatic(ex);
   if (result.kind === 'code') return finalize(ex, result.code);
   if (result.kind === 'redirect') return internalRedirect(ex, result.uri, result.args);
@@ -235,7 +252,7 @@ async function contentPhase(ex: Exchange): Promise<void> {
 }
 
 /** An internal redirect to `uri` (error_page, try_files fallback, index): back to server rewrite. */
-export async function internalRedirect(ex: Exchange, uri: string, args: string): Promise<void> {
+export function internalRedirect(ex: Exchange, uri: string, args: string): Promise<void> {
   const { r } = ex;
   r.uri = uri;
   r.args = args;

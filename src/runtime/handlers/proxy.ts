@@ -16,7 +16,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, type UpstreamStage } from '../upstream/errors.js';
-import { dynamicPeer, groupPeer, type ChosenPeer } from './upstream-peer.js';
+import { dynamicPeer, noLiveUpstreams, pickPeer, type ChosenPeer } from './upstream-peer.js';
 
 /** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
@@ -55,14 +55,9 @@ function parseUrl(url: string): { scheme: 'http' | 'https'; host: string; port: 
   return { scheme, host: m[2]!, port: m[3] ? Number(m[3]) : undefined, uri: m[4] === '' ? undefined : m[4] };
 }
 
-/** Finds the destination, or answers the request and returns undefined. */
-async function destination(ex: Exchange, p: ProxyConf): Promise<Destination | undefined> {
+/** Finds the destination of a `proxy_pass` with variables, or answers the request and returns undefined. */
+async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind: 'variable' } }): Promise<Destination | undefined> {
   const { r, cx } = ex;
-  if (p.target.kind === 'static') {
-    const peer = await groupPeer(ex, cx.table.upstreams.get(p.target.group)!);
-    if (!peer) return undefined;
-    return { scheme: p.target.scheme, peer, uri: upstreamUri(r, p, p.target.uri), hostHeader: p.target.hostHeader, port: peer.port };
-  }
   const url = p.target.url.evaluate(r);
   const parsed = parseUrl(url);
   if (!parsed) {
@@ -147,32 +142,47 @@ function requestHasBody(ex: Exchange): boolean {
   return stream !== undefined && stream.endAfterHeaders === false;
 }
 
-/** Proxies the request: reads its body first (`proxy_request_buffering on`), then sends it upstream. */
-export async function proxyRequest(ex: Exchange): Promise<void> {
-  const { r } = ex;
-  const p = r.loc.proxy!;
+/**
+ * Proxies the request: reads its body first (`proxy_request_buffering on`),
+ * then sends it upstream. A plain function on the common path (no body to
+ * read first), see phases.ts.
+ */
+export function proxyRequest(ex: Exchange): Promise<void> {
+  const p = ex.r.loc.proxy!;
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
-  let body: RequestBody | undefined;
-  if (withBody && p.requestBuffering) {
-    const read = await readRequestBody(ex);
-    if ('status' in read) {
-      if (read.status === 0) ex.out.abort();
-      else await finalize(ex, read.status);
-      return;
-    }
-    body = read;
+  if (withBody && p.requestBuffering) return bufferedProxyRequest(ex, p);
+  return forward(ex, p, withBody, undefined);
+}
+
+async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
+  const body = await readRequestBody(ex);
+  if ('status' in body) {
+    if (body.status === 0) ex.out.abort();
+    else await finalize(ex, body.status);
+    return;
   }
   try {
-    await forward(ex, p, withBody, body);
+    await forward(ex, p, true, body);
   } finally {
-    if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);
+    if (body.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
 }
 
-async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined): Promise<void> {
+/** Finds the peer and sends the request; the promise settles when the response is done. */
+function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined): Promise<void> {
   const { r, cx } = ex;
-  const dest = await destination(ex, p);
-  if (!dest) return;
+  const target = p.target;
+  if (target.kind === 'static') {
+    const peer = pickPeer(ex, cx.table.upstreams.get(target.group)!);
+    if (!peer) return noLiveUpstreams(ex);
+    return send(ex, p, { scheme: target.scheme, peer, uri: upstreamUri(r, p, target.uri), hostHeader: target.hostHeader, port: peer.port }, withBody, body);
+  }
+  return dynamicDestination(ex, p as ProxyConf & { target: typeof target }).then((dest) => (dest ? send(ex, p, dest, withBody, body) : undefined));
+}
+
+/** Sends the request to `dest` through undici; resolves when the response has gone to the client (or failed). */
+function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, body: RequestBody | undefined): Promise<void> {
+  const { r, cx } = ex;
   r.proxyHost = dest.hostHeader;
   r.proxyPort = String(dest.port);
   r.upstream = {
@@ -183,7 +193,7 @@ async function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: Requ
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, p);
   r.action = 'connecting to upstream';
-  await new Promise<void>((resolve) => {
+  return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, resolve);
     if (!p.ignoreClientAbort) ex.out.onAbort(() => handler.clientClosed());
     pool.dispatch({

@@ -32,20 +32,29 @@ export function peerName(host: string, port: number): string {
 /** The `ChosenPeer` of each configured peer, made once (a peer belongs to one group). */
 const configured = new WeakMap<UpstreamPeer, ChosenPeer>();
 
-/** Picks a peer of a group; logs `no live upstreams` and answers 502 when none is usable. */
-export async function groupPeer(ex: Exchange, group: UpstreamGroup): Promise<ChosenPeer | undefined> {
+/** Picks the next usable peer of a group by round robin, or undefined when none is usable. */
+export function pickPeer(ex: Exchange, group: UpstreamGroup): ChosenPeer | undefined {
   const peer = ex.cx.upstreams.pick(group);
-  if (!peer) {
-    ex.r.action = 'connecting to upstream';
-    logRequest(ex.cx, ex.r, 'error', 'no live upstreams');
-    await finalize(ex, 502);
-    return undefined;
-  }
+  if (!peer) return undefined;
   let chosen = configured.get(peer);
   if (!chosen) {
     chosen = { host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs };
     configured.set(peer, chosen);
   }
+  return chosen;
+}
+
+/** Answers 502 after nginx's `no live upstreams while connecting to upstream`. */
+export function noLiveUpstreams(ex: Exchange): Promise<void> {
+  ex.r.action = 'connecting to upstream';
+  logRequest(ex.cx, ex.r, 'error', 'no live upstreams');
+  return finalize(ex, 502);
+}
+
+/** Picks a peer of a group; logs `no live upstreams` and answers 502 when none is usable. */
+export async function groupPeer(ex: Exchange, group: UpstreamGroup): Promise<ChosenPeer | undefined> {
+  const chosen = pickPeer(ex, group);
+  if (!chosen) await noLiveUpstreams(ex);
   return chosen;
 }
 
