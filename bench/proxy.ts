@@ -39,7 +39,8 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --connections N   wrk -c (default 64)
   --threads N       wrk -t (default 2)
   --sizes LIST      body sizes in bytes, k suffix allowed (default 100,16k)
-  --targets LIST    servers to measure: jinx,nginx (default both)
+  --targets LIST    servers to measure: jinx,nginx,bare (default jinx,nginx); bare is
+                    the smallest node:http + undici proxy, the ceiling of jinx's design
   --upstream KIND   nginx (default) or node
   --sut-cpus LIST   taskset CPU list for jinx and nginx (default 0)
   --aux-cpus LIST   taskset CPU list for the upstream and wrk (default 1)
@@ -81,7 +82,7 @@ interface Options {
   keep: boolean;
 }
 
-type Target = 'jinx' | 'nginx';
+type Target = 'jinx' | 'nginx' | 'bare';
 
 function parseSize(s: string): number {
   const m = /^(\d+)([kKmM]?)$/.exec(s.trim());
@@ -115,7 +116,7 @@ function options(argv: string[]): Options {
     process.exit(0);
   }
   const targets = (values.targets ?? 'jinx,nginx').split(',').map((t) => t.trim());
-  for (const t of targets) if (t !== 'jinx' && t !== 'nginx') throw new Error(`unknown target "${t}"`);
+  for (const t of targets) if (t !== 'jinx' && t !== 'nginx' && t !== 'bare') throw new Error(`unknown target "${t}"`);
   const upstream = values.upstream ?? 'nginx';
   if (upstream !== 'nginx' && upstream !== 'node') throw new Error(`--upstream is nginx or node, not "${upstream}"`);
   const nginx = values.nginx ?? ['/opt/nginx-oracle/nginx', '/usr/sbin/nginx'].find((p) => existsSync(p));
@@ -357,6 +358,37 @@ const server = http.createServer({ keepAliveTimeout: 300000 }, (req, res) => {
 });
 server.listen(port, '127.0.0.1');
 process.on('SIGQUIT', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
+`;
+
+/**
+ * The `bare` target: the least a node:http server proxying through an undici
+ * Pool does per request (no configuration, no logs, no phases): headers
+ * passed minus hop-by-hop ones, the body collected and sent with `end`.
+ * Arguments: port, upstream port, undici's path.
+ */
+const BARE_PROXY = `
+const http = require('node:http');
+const [port, upPort, undiciPath] = process.argv.slice(1);
+const { Pool } = require(undiciPath);
+const pool = new Pool('http://127.0.0.1:' + upPort, { pipelining: 1 });
+const hop = new Set(['connection', 'keep-alive', 'transfer-encoding']);
+const server = http.createServer({ keepAliveTimeout: 75000 }, (req, res) => {
+  const chunks = [];
+  pool.dispatch({ path: req.url, method: req.method, headers: ['host', '127.0.0.1:' + upPort] }, {
+    onConnect() {},
+    onHeaders(status, raw, resume, text) {
+      const h = [];
+      for (let i = 0; i < raw.length; i += 2) { const n = raw[i].toString('latin1'); if (!hop.has(n.toLowerCase())) h.push(n, raw[i + 1].toString('latin1')); }
+      res.writeHead(status, text, h);
+      return true;
+    },
+    onData(c) { chunks.push(c); return true; },
+    onComplete() { res.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)); },
+    onError() { if (!res.headersSent) res.writeHead(502); res.end(); },
+  });
+});
+server.listen(Number(port), '127.0.0.1');
+process.on('SIGQUIT', () => { server.closeAllConnections(); server.close(() => pool.close().then(() => process.exit(0))); });
 `;
 
 // -------------------------------------------------------------- CPU figures
@@ -640,6 +672,9 @@ function summary(o: Options, runs: Run[]): string {
         + `  (per round: median ${median(paired).toFixed(3)}, range ${Math.min(...paired).toFixed(3)}–${Math.max(...paired).toFixed(3)};`
         + ` per CPU-second: ${(med.jinx.perCpu / med.nginx.perCpu).toFixed(3)})`);
     }
+    if (med.jinx !== undefined && med.bare !== undefined) {
+      lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/bare ${(med.jinx.rps / med.bare.rps).toFixed(3)} (bare: node:http + undici and nothing else)`);
+    }
   }
   const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
   if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
@@ -681,6 +716,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, o.sutCpus);
+    else if (t === 'bare') proc = start('bare', process.execPath, ['-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], o.sutCpus);
     else {
       const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
       proc = start('jinx', process.execPath, [...o.nodeFlags, ...prof, JINX, ...args], o.sutCpus);
