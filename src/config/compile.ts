@@ -40,7 +40,7 @@ import { ConfChain, type LevelConf, type Slot } from './spec.js';
 import { VariableRegistry } from './variables.js';
 import type {
   AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
-  LocationConf, LocationTree, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, VirtualServer,
+  LocationConf, LocationTree, NextUpstreamConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, VirtualServer,
 } from './route-table.js';
 
 /** Where the configuration comes from. */
@@ -80,17 +80,32 @@ interface UpstreamMergeSlots {
   readonly cacheZone: Slot<string | boolean | undefined>;
   /** FastCGI has no default cache key: a cache without one is a warning. */
   readonly cacheKey?: Slot<unknown>;
+  readonly nextUpstream: Slot<readonly string[]>;
+  readonly nextUpstreamTries: Slot<number>;
+  readonly nextUpstreamTimeoutMs: Slot<number>;
+}
+
+/** `*_next_upstream` merged: `off` leaves no condition (`ngx_http_proxy_merge_loc_conf`). */
+function nextUpstreamConf(c: ConfChain, s: UpstreamMergeSlots): NextUpstreamConf {
+  const conditions = c.get(s.nextUpstream);
+  return {
+    nextUpstream: new Set(conditions.includes('off') ? [] : conditions),
+    nextUpstreamTries: c.get(s.nextUpstreamTries),
+    nextUpstreamTimeoutMs: c.get(s.nextUpstreamTimeoutMs),
+  };
 }
 
 const PROXY_MERGE: UpstreamMergeSlots = {
   prefix: 'proxy', buffers: proxy.proxyBuffers, bufferSize: proxy.proxyBufferSize, busyBuffersSize: proxy.proxyBusyBuffersSize,
   tempFileWriteSize: proxy.proxyTempFileWriteSize, maxTempFileSize: proxy.proxyMaxTempFileSize, cacheZone: cacheZoneRefs.proxy,
+  nextUpstream: proxy.proxyNextUpstream, nextUpstreamTries: proxy.proxyNextUpstreamTries, nextUpstreamTimeoutMs: proxy.proxyNextUpstreamTimeoutMs,
 };
 
 const FASTCGI_MERGE: UpstreamMergeSlots = {
   prefix: 'fastcgi', buffers: fastcgi.fastcgiBuffers, bufferSize: fastcgi.fastcgiBufferSize, busyBuffersSize: fastcgi.fastcgiBusyBuffersSize,
   tempFileWriteSize: fastcgi.fastcgiTempFileWriteSize, maxTempFileSize: fastcgi.fastcgiMaxTempFileSize, cacheZone: cacheZoneRefs.fastcgi,
-  cacheKey: fastcgi.fastcgiCacheKey,
+  cacheKey: fastcgi.fastcgiCacheKey, nextUpstream: fastcgi.fastcgiNextUpstream, nextUpstreamTries: fastcgi.fastcgiNextUpstreamTries,
+  nextUpstreamTimeoutMs: fastcgi.fastcgiNextUpstreamTimeoutMs,
 };
 
 /** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
@@ -616,6 +631,7 @@ class Compiler {
       bufferBytes: c.get(proxy.proxyBuffers).sizeBytes,
       tempPath: c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp'), levels: [] },
       maxTempFileBytes: c.get(proxy.proxyMaxTempFileSize),
+      ...nextUpstreamConf(c, PROXY_MERGE),
     };
   }
 
@@ -652,6 +668,7 @@ class Compiler {
       passRequestBody: c.get(fastcgi.fastcgiPassRequestBody),
       passRequestHeaders: c.get(fastcgi.fastcgiPassRequestHeaders),
       ignoreClientAbort: c.get(fastcgi.fastcgiIgnoreClientAbort),
+      ...nextUpstreamConf(c, FASTCGI_MERGE),
     };
   }
 

@@ -206,7 +206,20 @@ export type ProxyTarget =
   | { readonly kind: 'variable'; readonly url: CompiledValue };
 
 /** Settings of the proxy module in a location. */
-export interface ProxyConf {
+/**
+ * `proxy_next_upstream` and its kin (`ngx_http_upstream_conf_t`'s
+ * `next_upstream`, `next_upstream_tries`, `next_upstream_timeout`).
+ */
+export interface NextUpstreamConf {
+  /** nginx's condition names (`error`, `timeout`, `invalid_header`, `http_502`, `non_idempotent` …); empty with `off`. */
+  readonly nextUpstream: ReadonlySet<string>;
+  /** At most this many servers per request; 0: no limit. */
+  readonly nextUpstreamTries: number;
+  /** No further server after this many ms from the first; 0: no limit. */
+  readonly nextUpstreamTimeoutMs: number;
+}
+
+export interface ProxyConf extends NextUpstreamConf {
   readonly target: ProxyTarget;
   /** The location prefix that a URI part replaces (nginx's `plcf->location`). */
   readonly locationPrefix: string;
@@ -288,7 +301,7 @@ export type FastcgiTarget =
   | { readonly kind: 'variable'; readonly address: CompiledValue };
 
 /** Settings of the FastCGI module in a location. */
-export interface FastcgiConf {
+export interface FastcgiConf extends NextUpstreamConf {
   readonly target: FastcgiTarget;
   /** `fastcgi_param`s in order, after merging. */
   readonly params: readonly { readonly name: string; readonly value: CompiledValue; readonly ifNotEmpty: boolean }[];

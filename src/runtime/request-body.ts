@@ -29,6 +29,26 @@ export function bodyStream(body: RequestBody): Buffer | Readable {
   return body.file.handle.createReadStream({ start: 0, end: body.size - 1, autoClose: false });
 }
 
+/**
+ * Bounds how long a body being written upstream may wait
+ * (`proxy_send_timeout`, `ngx_http_upstream_send_request_handler`): the
+ * writer pauses `stream` while the connection takes no more (undici does on
+ * a full socket buffer), and `onTimeout` is called when it stays paused for
+ * `timeoutMs`. A client that is slow to send is not the upstream's fault:
+ * only pauses count.
+ */
+export function watchSendTimeout(stream: Readable, timeoutMs: number, onTimeout: () => void): void {
+  let timer: NodeJS.Timeout | undefined;
+  const disarm = (): void => clearTimeout(timer);
+  stream.on('pause', () => {
+    disarm();
+    timer = setTimeout(onTimeout, timeoutMs);
+  });
+  stream.on('resume', disarm);
+  stream.once('close', disarm);
+  stream.once('end', disarm);
+}
+
 /** Reads the body of `ex` completely. */
 export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyFailure> {
   const { r, cx } = ex;

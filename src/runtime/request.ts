@@ -43,6 +43,11 @@ export interface UpstreamState {
   headerTimeMs: number | undefined;
   /** Response headers of the upstream as received, names and values alternating, for `$upstream_http_*`. */
   headers: readonly string[];
+  /**
+   * Earlier attempts of the request at other peers (`proxy_next_upstream`):
+   * their `$upstream_addr` and `$upstream_status`, comma-separated as nginx prints them.
+   */
+  readonly earlier?: { readonly addrs: string; readonly statuses: string } | undefined;
 }
 
 /** The phase a request is in, for the ` while …` part of error-log lines. */

@@ -1,7 +1,8 @@
 /**
  * The table that turns an upstream client failure into nginx's status,
- * message and phase (src/runtime/upstream/errors.ts), case by case, with the
- * errors undici and Node raise.
+ * message, phase and `proxy_next_upstream` condition
+ * (src/runtime/upstream/errors.ts), case by case, with the errors undici and
+ * Node raise.
  */
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
@@ -15,13 +16,13 @@ const systemError = (code: string, syscall = 'read'): Error & { code: string } =
 describe('upstream error table', () => {
   it('connect() failed (111: Connection refused) while connecting to upstream: 502', () => {
     assert.deepEqual(mapUpstreamError(systemError('ECONNREFUSED', 'connect'), 'connect'), {
-      status: 502, message: 'connect() failed (111: Connection refused)', action: 'connecting to upstream',
+      status: 502, message: 'connect() failed (111: Connection refused)', action: 'connecting to upstream', condition: 'error',
     });
   });
 
   it('a connect timeout is 504 "upstream timed out (110: Operation timed out) while connecting to upstream"', () => {
     assert.deepEqual(mapUpstreamError(new errors.ConnectTimeoutError(), 'connect'), {
-      status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'connecting to upstream',
+      status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'connecting to upstream', condition: 'timeout',
     });
   });
 
@@ -29,31 +30,31 @@ describe('upstream error table', () => {
     assert.deepEqual(mapUpstreamError(new errors.HeadersTimeoutError(), 'header'), upstreamTimeout('header'));
     assert.equal(upstreamTimeout('header').action, 'reading response header from upstream');
     assert.deepEqual(mapUpstreamError(new errors.BodyTimeoutError(), 'body'), {
-      status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'reading upstream',
+      status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'reading upstream', condition: 'timeout',
     });
   });
 
   it('an oversized header is 502 "upstream sent too big header"', () => {
     assert.deepEqual(mapUpstreamError(new errors.HeadersOverflowError(), 'header'), {
-      status: 502, message: 'upstream sent too big header', action: 'reading response header from upstream',
+      status: 502, message: 'upstream sent too big header', action: 'reading response header from upstream', condition: 'invalid_header',
     });
   });
 
   it('a reset is "recv() failed (104: …)" for the header and unbuffered bodies, "readv() failed" for buffered bodies', () => {
     const reset = systemError('ECONNRESET');
     assert.deepEqual(mapUpstreamError(reset, 'header'), {
-      status: 502, message: 'recv() failed (104: Connection reset by peer)', action: 'reading response header from upstream',
+      status: 502, message: 'recv() failed (104: Connection reset by peer)', action: 'reading response header from upstream', condition: 'error',
     });
     assert.equal(mapUpstreamError(reset, 'body', false).message, 'recv() failed (104: Connection reset by peer)');
     assert.deepEqual(mapUpstreamError(reset, 'body', true), {
-      status: 502, message: 'readv() failed (104: Connection reset by peer)', action: 'reading upstream',
+      status: 502, message: 'readv() failed (104: Connection reset by peer)', action: 'reading upstream', condition: 'error',
     });
   });
 
   it('a closed connection is "upstream prematurely closed connection" in the phase it happened', () => {
     const closed = new errors.SocketError('other side closed');
     assert.deepEqual(mapUpstreamError(closed, 'header'), {
-      status: 502, message: 'upstream prematurely closed connection', action: 'reading response header from upstream',
+      status: 502, message: 'upstream prematurely closed connection', action: 'reading response header from upstream', condition: 'error',
     });
     assert.equal(mapUpstreamError(closed, 'body').action, 'reading upstream');
   });
@@ -63,7 +64,7 @@ describe('upstream error table', () => {
     assert.equal(mapUpstreamError(statusLine, 'header').message, 'upstream sent no valid HTTP/1.0 header');
     const headerLine = Object.assign(new errors.HTTPParserError('Invalid header value char'), { code: 'HPE_INVALID_HEADER_TOKEN' });
     assert.deepEqual(mapUpstreamError(headerLine, 'header'), {
-      status: 502, message: 'upstream sent invalid header', action: 'reading response header from upstream',
+      status: 502, message: 'upstream sent invalid header', action: 'reading response header from upstream', condition: 'invalid_header',
     });
   });
 
@@ -75,6 +76,7 @@ describe('upstream error table', () => {
       status: 502,
       message: 'SSL_do_handshake() failed (SSL: error:0A00010B:SSL routines:ssl3_get_record:wrong version number)',
       action: 'SSL handshaking to upstream',
+      condition: 'error',
     });
   });
 });

@@ -1,7 +1,8 @@
 /**
  * Misbehaving upstreams, differential against nginx: one that never answers,
  * one that answers slowly but within the read timeout between reads, one that
- * stalls or resets in the middle of the body, one with a 64 KiB header, one
+ * stalls or resets in the middle of the body, one that stops reading a large
+ * request body, one with a 64 KiB header, one
  * that speaks plain HTTP on the port jinx reaches over TLS, and names a local
  * DNS server answers NXDOMAIN for or never answers. Each case checks the
  * status (or the cut body), the exact error-log line, and that the server
@@ -168,6 +169,25 @@ describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
     }));
     assert.deepEqual(run.nginx.result, { nx: 502, silent: 502, none: 502 });
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN nope.test could not be resolved (3: Host not found)')));
+    assertSameAsNginx(run);
+  });
+  it('answers 504 "while sending request to upstream" when the upstream stops reading a large body for proxy_send_timeout', async () => {
+    // reads the request header, then nothing more: the body fills the socket buffers
+    const up = await scriptedUpstream((_line, sock) => sock.pause());
+    const ok = await echoUpstream('ok');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
+    client_max_body_size 64m;
+    proxy_send_timeout 1s;
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
+  }`),
+    }, async (s) => ({
+      upload: (await s.get('/upload', { method: 'POST', body: Buffer.alloc(32 * 1024 * 1024, 0x61) })).status,
+      ok: (await s.get('/ok/')).status,
+    }));
+    assert.deepEqual(run.nginx.result, { upload: 504, ok: 200 });
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while sending request to upstream')));
     assertSameAsNginx(run);
   });
 });

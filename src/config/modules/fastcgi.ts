@@ -8,7 +8,8 @@ import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
-  bitmaskSetter, bufsSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, noEffect, pathSetter, rule, slot, sizeSetter, strSetter,
+  bitmaskSetter, bufsSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule, slot, sizeSetter,
+  strSetter,
   type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
@@ -54,6 +55,11 @@ export const fastcgiTempFileWriteSize = slot<number | undefined>('fastcgi_temp_f
 export const fastcgiCacheKey = slot<ValueSource | undefined>('fastcgi_cache_key', undefined);
 /** Every `fastcgi_cache_path` directory: nginx creates them when it starts, and with `-t`. */
 export const fastcgiCachePaths = listSlot<string>('fastcgi_cache_path');
+
+/** `fastcgi_next_upstream`, `_tries`, `_timeout`: as the proxy module's. */
+export const fastcgiNextUpstream = slot<readonly string[]>('fastcgi_next_upstream', ['error', 'timeout']);
+export const fastcgiNextUpstreamTries = slot('fastcgi_next_upstream_tries', 0);
+export const fastcgiNextUpstreamTimeoutMs = slot('fastcgi_next_upstream_timeout', 0);
 
 /** `ngx_http_fastcgi_next_upstream_masks`: no `http_502` and `http_504`, unlike the proxy module's. */
 const NEXT_UPSTREAM = [
@@ -128,9 +134,9 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
     name: 'fastcgi_temp_file_write_size', module: FASTCGI, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
     note: 'temp files are written chunk by chunk as data arrives', set: sizeSetter(fastcgiTempFileWriteSize),
   },
-  none('fastcgi_next_upstream', ['1MORE'], 'jinx does not retry another FastCGI server yet', rule.bitmaskOf(...NEXT_UPSTREAM)),
-  none('fastcgi_next_upstream_tries', ['TAKE1'], 'jinx does not retry another FastCGI server yet', rule.num()),
-  none('fastcgi_next_upstream_timeout', ['TAKE1'], 'jinx does not retry another FastCGI server yet', rule.msec),
+  runtime('fastcgi_next_upstream', ['1MORE'], bitmaskSetter(fastcgiNextUpstream, NEXT_UPSTREAM)),
+  runtime('fastcgi_next_upstream_tries', ['TAKE1'], numSetter(fastcgiNextUpstreamTries)),
+  runtime('fastcgi_next_upstream_timeout', ['TAKE1'], msecSetter(fastcgiNextUpstreamTimeoutMs)),
   none('fastcgi_cache', ['TAKE1'], 'jinx does not cache responses', rule.custom((d, cx) => parseCacheRef(d, cx, FASTCGI), cacheZoneRefs.fastcgi)),
   none('fastcgi_cache_key', ['TAKE1'], 'jinx does not cache responses', rule.custom((d, cx) => cx.scope.variables.value(d.args[0]!, d.loc), fastcgiCacheKey)),
   none('fastcgi_cache_valid', ['1MORE'], 'jinx does not cache responses', rule.repeatable(setCacheValid)),

@@ -89,6 +89,22 @@ function upstreamTime(r: HttpRequestState): string | undefined {
   return ms === undefined ? undefined : (ms / 1000).toFixed(3);
 }
 
+/** `$upstream_addr`: every peer tried, comma-separated. */
+function upstreamAddr(r: HttpRequestState): string | undefined {
+  const up = r.upstream;
+  if (!up) return undefined;
+  return up.earlier ? `${up.earlier.addrs}, ${up.addr}` : up.addr;
+}
+
+/** `$upstream_status`: the status of every attempt, comma-separated (`-` when none arrived). */
+function upstreamStatus(r: HttpRequestState): string | undefined {
+  const up = r.upstream;
+  if (!up) return undefined;
+  const status = up.status === undefined ? '-' : String(up.status);
+  if (up.earlier) return `${up.earlier.statuses}, ${status}`;
+  return up.status === undefined ? undefined : status;
+}
+
 const requestIds = new WeakMap<HttpRequestState, string>();
 
 /** The variables jinx defines. */
@@ -161,8 +177,8 @@ export const httpVariables: readonly VariableDef[] = [
       return xff === undefined ? r.clientAddr : `${xff}, ${r.clientAddr}`;
     },
   },
-  { name: 'upstream_addr', get: (r) => r.upstream?.addr },
-  { name: 'upstream_status', get: (r) => (r.upstream?.status === undefined ? undefined : String(r.upstream.status)) },
+  { name: 'upstream_addr', get: upstreamAddr },
+  { name: 'upstream_status', get: upstreamStatus },
   { name: 'upstream_cache_status', get: () => undefined },
   { name: 'upstream_response_time', get: upstreamTime },
   { name: 'upstream_connect_time', get: upstreamTime },

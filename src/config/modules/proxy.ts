@@ -5,7 +5,7 @@
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
-  bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, pathSetter, rule, slot,
+  bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule, slot,
   sizeSetter, type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
@@ -58,6 +58,12 @@ export const proxyTempPath = slot<TempPathValue | undefined>('proxy_temp_path', 
 export const proxyMaxTempFileSize = slot('proxy_max_temp_file_size', 1024 * 1024 * 1024);
 export const proxyTempFileWriteSize = slot<number | undefined>('proxy_temp_file_write_size', undefined);
 export const proxyIgnoreClientAbort = slot('proxy_ignore_client_abort', false);
+/** `proxy_next_upstream`: when another server of the group is tried (`ngx_http_upstream_next`). */
+export const proxyNextUpstream = slot<readonly string[]>('proxy_next_upstream', ['error', 'timeout']);
+/** 0: as many tries as the group has servers. */
+export const proxyNextUpstreamTries = slot('proxy_next_upstream_tries', 0);
+/** 0: no time limit for passing a request to the next server. */
+export const proxyNextUpstreamTimeoutMs = slot('proxy_next_upstream_timeout', 0);
 /** `proxy_redirect`: `default`, `off`, or FROM TO pairs (list semantics; `off` clears). */
 export const proxyRedirect = listSlot<{ readonly from: ValueSource; readonly to: ValueSource } | 'default' | 'off'>('proxy_redirect');
 
@@ -150,7 +156,6 @@ export const proxyCachePaths = listSlot<string>('proxy_cache_path');
 
 const NO_CACHE = 'jinx does not cache responses';
 const UPSTREAM_TLS = 'TLS settings for upstreams are not implemented yet';
-const RETRIES = 'jinx does not retry another upstream server yet';
 
 export const proxyDirectives: readonly DirectiveSpec[] = [
   { name: 'proxy_pass', module: PROXY, contexts: ['location', 'lif', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setProxyPass },
@@ -196,9 +201,15 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
     name: 'proxy_temp_file_write_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
     note: 'temp files are written chunk by chunk as data arrives', set: sizeSetter(proxyTempFileWriteSize),
   },
-  none('proxy_next_upstream', ['1MORE'], RETRIES, rule.bitmaskOf(...NEXT_UPSTREAM)),
-  none('proxy_next_upstream_tries', ['TAKE1'], RETRIES, rule.num()),
-  none('proxy_next_upstream_timeout', ['TAKE1'], RETRIES, rule.msec),
+  {
+    name: 'proxy_next_upstream', module: PROXY, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime',
+    set: bitmaskSetter(proxyNextUpstream, NEXT_UPSTREAM),
+  },
+  { name: 'proxy_next_upstream_tries', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: numSetter(proxyNextUpstreamTries) },
+  {
+    name: 'proxy_next_upstream_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: msecSetter(proxyNextUpstreamTimeoutMs),
+  },
   none('proxy_ssl_server_name', ['FLAG'], UPSTREAM_TLS, rule.flag),
   none('proxy_ssl_name', ['TAKE1'], UPSTREAM_TLS, rule.value),
   none('proxy_ssl_verify', ['FLAG'], UPSTREAM_TLS, rule.flag),

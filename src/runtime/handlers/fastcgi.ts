@@ -16,17 +16,24 @@ import type { HttpRequestState } from '../request.js';
 import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
-import { mapUpstreamError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
+import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
 import {
   beginRequestBody, encodeParams, encodeRecords, FastcgiProtocolError, FCGI, RecordParser, stderrText,
 } from '../upstream/fastcgi-protocol.js';
-import { dynamicPeer, groupPeer } from './upstream-peer.js';
+import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
+import { dynamicPeer, firstPeer, nextUpstream, startAttempt } from './upstream-peer.js';
 
 const REQUEST_ID = 1;
 const READING_HEADER = 'reading response header from upstream';
 
 /** Where to connect: a TCP peer or a unix socket, and the name nginx logs. */
 type FastcgiAddress = { readonly host: string; readonly port: number; readonly name: string } | { readonly path: string; readonly name: string };
+
+/** The first address, and the group's attempts when it belongs to one. */
+interface FastcgiChoice {
+  readonly peer: FastcgiAddress;
+  readonly attempts: PeerAttempts | undefined;
+}
 
 /** The params of a request: `fastcgi_param` in order, then the request headers as `HTTP_*`. */
 function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
@@ -53,12 +60,17 @@ function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
   return out;
 }
 
-async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiAddress | undefined> {
+async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiChoice | undefined> {
   const { r, cx } = ex;
-  if (conf.target.kind === 'unix') return { path: conf.target.path, name: `unix:${conf.target.path}` };
-  if (conf.target.kind === 'group') return groupPeer(ex, cx.table.upstreams.get(conf.target.group)!);
+  if (conf.target.kind === 'unix') return { peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined };
+  if (conf.target.kind === 'group') {
+    const choice = firstPeer(ex, cx.table.upstreams.get(conf.target.group)!, conf, 'fastcgi', '');
+    if (typeof choice !== 'number') return choice;
+    await finalize(ex, choice);
+    return undefined;
+  }
   const text = conf.target.address.evaluate(r);
-  if (text.startsWith('unix:')) return { path: text.slice(5), name: text };
+  if (text.startsWith('unix:')) return { peer: { path: text.slice(5), name: text }, attempts: undefined };
   const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(text);
   if (!m) {
     logRequest(cx, r, 'error', `invalid host in upstream "${text}"`);
@@ -70,7 +82,7 @@ async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiAddress 
     await finalize(ex, 500);
     return undefined;
   }
-  return dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0);
+  return dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0, conf, 'fastcgi', '');
 }
 
 /** Parses the CGI header block: status and the headers to pass. */
@@ -122,11 +134,23 @@ export async function fastcgiRequest(ex: Exchange): Promise<void> {
   }
 }
 
+/** Sends the request to the first address, then to the next ones of its group while `fastcgi_next_upstream` says so. */
 async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | undefined): Promise<void> {
+  const choice = await address(ex, conf);
+  if (!choice) return;
+  let peer: FastcgiAddress | undefined = choice.peer;
+  for (let retry = false; peer; retry = true) peer = await attempt(ex, conf, body, peer, choice.attempts, retry);
+}
+
+/**
+ * One attempt at `addr`: resolves when the response is done or answered, or
+ * with the next address to try (`ngx_http_upstream_next`).
+ */
+async function attempt(
+  ex: Exchange, conf: FastcgiConf, body: RequestBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
+): Promise<FastcgiAddress | undefined> {
   const { r, cx, out } = ex;
-  const addr = await address(ex, conf);
-  if (!addr) return;
-  r.upstream = { logName: `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr: addr.name, status: undefined, headers: [], headerTimeMs: undefined };
+  startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
   const started = Date.now();
   r.action = 'connecting to upstream';
   const socket: Socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
@@ -137,15 +161,33 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
   let spool: ResponseSpool | undefined;
   let settled = false;
 
-  await new Promise<void>((resolve) => {
+  return new Promise<FastcgiAddress | undefined>((resolve) => {
     const settle = (): void => {
       if (settled) return;
       settled = true;
       socket.destroy();
-      resolve();
+      resolve(undefined);
+    };
+    const done = (): void => resolve(undefined);
+    /** Gives up on this server for `condition`: the next one, or nginx's answer. */
+    const next = (condition: NextCondition, failure: UpstreamFailure | undefined): void => {
+      settled = true;
+      clearTimeout(connectTimer);
+      socket.destroy();
+      const following = nextUpstream(ex, attempts, { condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: false, scheme: 'fastcgi', uri: '' });
+      if (typeof following !== 'number') {
+        resolve(following);
+        return;
+      }
+      r.action = 'sending to client';
+      void finalize(ex, following).then(done, done);
     };
     const fail = (failure: UpstreamFailure): void => {
       if (settled) return;
+      if ((stage === 'connect' || stage === 'header') && !out.started) {
+        next(failure.condition, failure);
+        return;
+      }
       r.action = failure.action;
       logRequest(cx, r, 'error', failure.message);
       r.action = 'sending to client';
@@ -157,7 +199,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
         return;
       }
       settled = true;
-      void finalize(ex, failure.status).then(resolve, resolve);
+      void finalize(ex, failure.status).then(done, done);
     };
     const connectTimer = setTimeout(() => fail(upstreamTimeout('connect')), conf.connectTimeoutMs);
     socket.once('connect', () => {
@@ -171,7 +213,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
       encodeRecords(FCGI.PARAMS, REQUEST_ID, Buffer.alloc(0), records);
       if (!body) encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), records);
       socket.write(Buffer.concat(records));
-      if (body) void sendBody(socket, body).catch((err: Error) => fail(mapUpstreamError(err as Error & { code?: string }, 'header')));
+      if (body) void sendBody(socket, body, conf.sendTimeoutMs).catch((err: Error) => fail(mapUpstreamError(err as Error & { code?: string }, 'header')));
     });
     socket.on('timeout', () => fail(upstreamTimeout(stage === 'body' ? 'body' : 'header')));
     socket.on('error', (err: NodeJS.ErrnoException) => {
@@ -181,8 +223,8 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
     });
     socket.on('close', () => {
       clearTimeout(connectTimer);
-      if (stage === 'header') fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_HEADER });
-      else if (stage === 'body') fail({ status: 502, message: 'upstream prematurely closed FastCGI request', action: 'reading upstream' });
+      if (stage === 'header') fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_HEADER, condition: 'error' });
+      else if (stage === 'body') fail({ status: 502, message: 'upstream prematurely closed FastCGI request', action: 'reading upstream', condition: 'error' });
     });
 
     const parser = new RecordParser();
@@ -201,21 +243,28 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
       const lf = text.indexOf('\n\n');
       if (lf !== -1 && (end === -1 || lf < end)) [end, sep] = [lf, 2];
       if (end === -1) {
-        if (headerBytes.length > conf.bufferSizeBytes) fail({ status: 502, message: 'upstream sent too big header', action: READING_HEADER });
+        if (headerBytes.length > conf.bufferSizeBytes) fail({ status: 502, message: 'upstream sent too big header', action: READING_HEADER, condition: 'invalid_header' });
         return;
       }
       if (end + sep > conf.bufferSizeBytes) {
-        fail({ status: 502, message: 'upstream sent too big header', action: READING_HEADER });
+        fail({ status: 502, message: 'upstream sent too big header', action: READING_HEADER, condition: 'invalid_header' });
         return;
       }
       const parsed = parseHeader(text.slice(0, end), conf);
       if (!parsed) {
-        fail({ status: 502, message: 'upstream sent invalid header', action: READING_HEADER });
+        fail({ status: 502, message: 'upstream sent invalid header', action: READING_HEADER, condition: 'invalid_header' });
         return;
       }
+      const up = r.upstream!;
+      const condition = nextConditionOf(parsed.status);
+      if (attempts && condition && attempts.mayRetry(condition, r.method, true, false, true)) {
+        up.status = parsed.status;
+        next(condition, undefined);
+        return;
+      }
+      attempts?.done();
       stage = 'body';
       r.action = 'reading upstream';
-      const up = r.upstream!;
       up.status = parsed.status;
       up.headerTimeMs = Date.now() - started;
       up.headers = parsed.headers.flat();
@@ -223,7 +272,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
         stage = 'done';
         settled = true;
         socket.destroy();
-        void finalize(ex, parsed.status).then(resolve, resolve);
+        void finalize(ex, parsed.status).then(done, done);
         return;
       }
       const headers = parsed.headers.filter(([n]) => n.toLowerCase() !== 'status');
@@ -236,7 +285,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
         onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
         pauseUpstream: () => socket.pause(),
         resumeUpstream: () => socket.resume(),
-        onFileError: (err, path) => fail({ status: 502, message: `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, action: 'reading upstream' }),
+        onFileError: (err, path) => fail({ status: 502, message: `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, action: 'reading upstream', condition: 'error' }),
       }, conf.bufferSizeBytes - headerLength);
       const rest = headerBytes.subarray(headerLength);
       headerBytes = Buffer.alloc(0);
@@ -248,7 +297,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
       try {
         records = parser.push(chunk);
       } catch (err) {
-        fail({ status: 502, message: (err as FastcgiProtocolError).message, action: READING_HEADER });
+        fail({ status: 502, message: (err as FastcgiProtocolError).message, action: READING_HEADER, condition: 'error' });
         return;
       }
       for (const rec of records) {
@@ -259,7 +308,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
           if (rec.content.length > 0) onStdout(rec.content);
         } else if (rec.type === FCGI.END_REQUEST) {
           if (stage === 'header') {
-            fail({ status: 502, message: 'upstream prematurely closed FastCGI stdout', action: READING_HEADER });
+            fail({ status: 502, message: 'upstream prematurely closed FastCGI stdout', action: READING_HEADER, condition: 'error' });
             return;
           }
           stage = 'done';
@@ -271,7 +320,7 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
           }
           spool.end();
           settled = true;
-          void spool.done.then(resolve);
+          void spool.done.then(done);
           return;
         }
       }
@@ -283,14 +332,30 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
   });
 }
 
-/** Streams a buffered request body as STDIN records, then the empty STDIN record. */
-async function sendBody(socket: Socket, body: RequestBody): Promise<void> {
+/**
+ * Streams a buffered request body as STDIN records, then the empty STDIN
+ * record. A write the server does not take within `sendTimeoutMs`
+ * (`fastcgi_send_timeout`) rejects with `SendTimeoutError`.
+ */
+async function sendBody(socket: Socket, body: RequestBody, sendTimeoutMs: number): Promise<void> {
   const source = bodyStream(body);
-  const write = (buf: Buffer): Promise<void> => new Promise((res) => {
+  const write = (buf: Buffer): Promise<void> => new Promise((res, rej) => {
     const records: Buffer[] = [];
     encodeRecords(FCGI.STDIN, REQUEST_ID, buf, records);
-    if (socket.write(Buffer.concat(records))) res();
-    else socket.once('drain', () => res());
+    if (socket.write(Buffer.concat(records))) {
+      res();
+      return;
+    }
+    const drained = (): void => {
+      clearTimeout(timer);
+      socket.off('drain', drained).off('close', drained);
+      res();
+    };
+    const timer = setTimeout(() => {
+      socket.off('drain', drained).off('close', drained);
+      rej(new SendTimeoutError());
+    }, sendTimeoutMs);
+    socket.once('drain', drained).once('close', drained);
   });
   if (Buffer.isBuffer(source)) await write(source);
   else for await (const chunk of source as AsyncIterable<Buffer>) await write(chunk);

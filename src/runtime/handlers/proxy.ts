@@ -13,10 +13,11 @@ import type { HttpRequestState } from '../request.js';
 import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
-import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
+import { bodyStream, readRequestBody, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
-import { mapUpstreamError, type UpstreamStage } from '../upstream/errors.js';
-import { dynamicPeer, noLiveUpstreams, pickPeer, type ChosenPeer } from './upstream-peer.js';
+import { mapUpstreamError, SendTimeoutError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
+import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
+import { dynamicPeer, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
 
 /** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
@@ -28,6 +29,8 @@ const UNDICI_MANAGED = new Set(['connection', 'keep-alive', 'transfer-encoding',
 interface Destination {
   readonly scheme: 'http' | 'https';
   readonly peer: ChosenPeer;
+  /** The group's attempts, when the peer belongs to a group (other peers may be tried). */
+  readonly attempts: PeerAttempts | undefined;
   /** URI sent in the request line. */
   readonly uri: string;
   /** `$proxy_host`. */
@@ -67,9 +70,10 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
   }
   const defaultPort = parsed.scheme === 'https' ? 443 : 80;
   const hostHeader = parsed.port === undefined || parsed.port === defaultPort ? parsed.host : `${parsed.host}:${parsed.port}`;
-  const peer = await dynamicPeer(ex, parsed.host, parsed.port, defaultPort);
-  if (!peer) return undefined;
-  return { scheme: parsed.scheme, peer, uri: parsed.uri ?? upstreamUri(r, p, undefined), hostHeader, port: peer.port };
+  const uri = parsed.uri ?? upstreamUri(r, p, undefined);
+  const choice = await dynamicPeer(ex, parsed.host, parsed.port, defaultPort, p, parsed.scheme, uri);
+  if (!choice) return undefined;
+  return { scheme: parsed.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader, port: choice.peer.port };
 }
 
 /**
@@ -173,34 +177,40 @@ function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBod
   const { r, cx } = ex;
   const target = p.target;
   if (target.kind === 'static') {
-    const peer = pickPeer(ex, cx.table.upstreams.get(target.group)!);
-    if (!peer) return noLiveUpstreams(ex);
-    return send(ex, p, { scheme: target.scheme, peer, uri: upstreamUri(r, p, target.uri), hostHeader: target.hostHeader, port: peer.port }, withBody, body);
+    const uri = upstreamUri(r, p, target.uri);
+    const choice = firstPeer(ex, cx.table.upstreams.get(target.group)!, p, target.scheme, uri);
+    if (typeof choice === 'number') return finalize(ex, choice);
+    const dest = { scheme: target.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader: target.hostHeader, port: choice.peer.port };
+    return send(ex, p, dest, withBody, body, false);
   }
-  return dynamicDestination(ex, p as ProxyConf & { target: typeof target }).then((dest) => (dest ? send(ex, p, dest, withBody, body) : undefined));
+  return dynamicDestination(ex, p as ProxyConf & { target: typeof target }).then((dest) => (dest ? send(ex, p, dest, withBody, body, false) : undefined));
 }
 
-/** Sends the request to `dest` through undici; resolves when the response has gone to the client (or failed). */
-function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, body: RequestBody | undefined): Promise<void> {
+/**
+ * Sends the request to `dest` through undici; resolves when the response has
+ * gone to the client (or failed). `retry` tells that an earlier peer of the
+ * group failed (`$upstream_addr` then lists both).
+ */
+function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, body: RequestBody | undefined, retry: boolean): Promise<void> {
   const { r, cx } = ex;
   r.proxyHost = dest.hostHeader;
   r.proxyPort = String(dest.port);
-  r.upstream = {
-    logName: `${dest.scheme}://${dest.peer.name}${dest.uri}`, addr: dest.peer.name, status: undefined, headers: [], headerTimeMs: undefined,
-  };
+  startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
   const { headers, reuse } = requestHeaders(r, p, dest);
   if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, p);
   r.action = 'connecting to upstream';
+  const source = body ? bodyStream(body) : withBody ? ex.body! : null;
   return new Promise<void>((resolve) => {
-    const handler = new ProxyResponse(ex, p, dest, resolve);
+    const handler = new ProxyResponse(ex, p, dest, { withBody, body }, resolve);
     if (!p.ignoreClientAbort) ex.out.onAbort(() => handler.clientClosed());
+    if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch({
       path: dest.uri,
       method: r.method,
       headers,
-      body: body ? bodyStream(body) : withBody ? ex.body! : null,
+      body: source,
       headersTimeout: p.readTimeoutMs,
       bodyTimeout: p.readTimeoutMs,
       reset: !reuse,
@@ -220,6 +230,8 @@ const CLIENT_CLOSED = new Error('client closed');
  */
 class ProxyResponse implements Dispatcher.DispatchHandler {
   private stage: UpstreamStage | 'intercepted' = 'connect';
+  /** The request is being written to the peer (nginx's `u->request_sent`). */
+  private requestSent = false;
   private abortUpstream: ((err?: Error) => void) | undefined;
   private resumeReading: (() => void) | undefined;
   private paused = false;
@@ -232,22 +244,64 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     private readonly ex: Exchange,
     private readonly p: ProxyConf,
     private readonly dest: Destination,
+    private readonly request: { readonly withBody: boolean; readonly body: RequestBody | undefined },
     private readonly resolve: () => void,
   ) {}
+
+  /**
+   * `ngx_http_upstream_next`: gives up on this peer for `condition` and
+   * sends the request to the next one, or answers with nginx's status.
+   */
+  private next(condition: NextCondition, failure: UpstreamFailure | undefined): void {
+    const { ex, p, dest, request } = this;
+    const next = nextUpstream(ex, dest.attempts, {
+      condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: dest.scheme, uri: dest.uri,
+    });
+    if (typeof next === 'number') {
+      ex.r.action = 'sending to client';
+      void finalize(ex, next).then(this.resolve, this.resolve);
+      return;
+    }
+    void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true).then(this.resolve, this.resolve);
+  }
+
+  /** `proxy_send_timeout` passed with the upstream taking none of the body. */
+  sendTimedOut(): void {
+    this.abortUpstream?.(new SendTimeoutError());
+  }
 
   /** The client went away: the upstream request is aborted. */
   clientClosed(): void {
     this.abortUpstream?.(CLIENT_CLOSED);
   }
 
+  /** Called once the connection is up and the request is being written. */
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
+    this.requestSent = true;
+    this.ex.r.action = 'sending request to upstream';
+  }
+
+  /** The whole request, body included, was written. */
+  onRequestSent(): void {
+    this.ex.r.action = 'reading response header from upstream';
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
     if (statusCode < 200 && statusCode !== 101) return true;
     const { ex, p } = this;
     const { r, cx, out } = ex;
+    const attempts = this.dest.attempts;
+    const condition = attempts && nextConditionOf(statusCode);
+    if (condition && attempts.mayRetry(condition, ex.r.method, true, this.request.withBody && this.request.body === undefined, true)) {
+      // nginx's ngx_http_upstream_test_next: the response is dropped with its connection
+      ex.r.upstream!.status = statusCode;
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('next upstream'));
+      this.next(condition, undefined);
+      return false;
+    }
+    attempts?.done();
     this.resumeReading = resume;
     this.stage = 'body';
     r.action = 'reading upstream';
@@ -325,6 +379,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       return;
     }
     const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering);
+    if (this.stage !== 'body' && !out.started) {
+      this.next(failure.condition, failure);
+      return;
+    }
     r.action = failure.action;
     logRequest(cx, r, 'error', failure.message);
     r.action = 'sending to client';

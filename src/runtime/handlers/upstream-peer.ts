@@ -1,18 +1,22 @@
 /**
- * Choosing the upstream peer for a request, shared by `proxy_pass` and
- * `fastcgi_pass` (`ngx_http_upstream_init_request` in `ngx_http_upstream.c`):
- * a configured group (an `upstream` block or a name resolved at start) picks
- * by round robin; an address computed from variables is used as is when it
- * is an IP, names an `upstream` block, or is resolved at request time through
- * `resolver` (`no resolver defined to resolve NAME`, `NAME could not be
- * resolved (3: Host not found)`: 502).
+ * Choosing the upstream peer for a request, and the next one after a
+ * failure, shared by `proxy_pass` and `fastcgi_pass`
+ * (`ngx_http_upstream_init_request`, `ngx_http_upstream_connect`,
+ * `ngx_http_upstream_next` in `ngx_http_upstream.c`): a configured group (an
+ * `upstream` block or a name resolved at start) goes through its peers by
+ * round robin (see round-robin.ts); an address computed from variables is
+ * used as is when it is an IP, names an `upstream` block, or is resolved at
+ * request time through `resolver` (`no resolver defined to resolve NAME`,
+ * `NAME could not be resolved (3: Host not found)`: 502).
  */
 import { isIP } from 'node:net';
-import type { UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
+import type { UpstreamFailure } from '../upstream/errors.js';
 import { ResolveError } from '../upstream/resolver.js';
+import { PeerAttempts, type NextCondition } from '../upstream/round-robin.js';
 
 /** The peer to connect to, and how the connection may be kept. */
 export interface ChosenPeer {
@@ -24,6 +28,12 @@ export interface ChosenPeer {
   readonly keepaliveTimeoutMs: number;
 }
 
+/** A peer and, for a group, the attempts it belongs to (undefined: one peer, no retries). */
+export interface PeerChoice {
+  readonly peer: ChosenPeer;
+  readonly attempts: PeerAttempts | undefined;
+}
+
 /** `IP:port`, with brackets for IPv6. */
 export function peerName(host: string, port: number): string {
   return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
@@ -32,43 +42,126 @@ export function peerName(host: string, port: number): string {
 /** The `ChosenPeer` of each configured peer, made once (a peer belongs to one group). */
 const configured = new WeakMap<UpstreamPeer, ChosenPeer>();
 
-/** Picks the next usable peer of a group by round robin, or undefined when none is usable. */
-export function pickPeer(ex: Exchange, group: UpstreamGroup): ChosenPeer | undefined {
-  const peer = ex.cx.upstreams.pick(group);
-  if (!peer) return undefined;
-  let chosen = configured.get(peer);
-  if (!chosen) {
-    chosen = { host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs };
-    configured.set(peer, chosen);
+function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
+  let c = configured.get(peer);
+  if (!c) {
+    c = { host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs };
+    configured.set(peer, c);
   }
-  return chosen;
+  return c;
 }
 
-/** Answers 502 after nginx's `no live upstreams while connecting to upstream`. */
-export function noLiveUpstreams(ex: Exchange): Promise<void> {
-  ex.r.action = 'connecting to upstream';
-  logRequest(ex.cx, ex.r, 'error', 'no live upstreams');
-  return finalize(ex, 502);
+/**
+ * nginx's `no live upstreams while connecting to upstream`: the `upstream:`
+ * field names the group (`http://backend/uri`). Returns 502, the status to answer.
+ */
+function logNoLiveUpstreams(ex: Exchange, group: UpstreamGroup, scheme: string, uri: string): number {
+  const { r, cx } = ex;
+  const earlier = r.upstream;
+  r.upstream = {
+    logName: `${scheme}://${group.name}${uri}`, addr: group.name, status: 502, headers: [], headerTimeMs: undefined,
+    earlier: earlier ? attemptsText(earlier) : undefined,
+  };
+  r.action = 'connecting to upstream';
+  logRequest(cx, r, 'error', 'no live upstreams');
+  return 502;
 }
 
-/** Picks a peer of a group; logs `no live upstreams` and answers 502 when none is usable. */
-export async function groupPeer(ex: Exchange, group: UpstreamGroup): Promise<ChosenPeer | undefined> {
-  const chosen = pickPeer(ex, group);
-  if (!chosen) await noLiveUpstreams(ex);
-  return chosen;
+/** `$upstream_addr` and `$upstream_status` up to and including `state`. */
+function attemptsText(state: NonNullable<Exchange['r']['upstream']>): { addrs: string; statuses: string } {
+  const status = state.status === undefined ? '-' : String(state.status);
+  return state.earlier
+    ? { addrs: `${state.earlier.addrs}, ${state.addr}`, statuses: `${state.earlier.statuses}, ${status}` }
+    : { addrs: state.addr, statuses: status };
+}
+
+/**
+ * The first peer of `group` for a request with next-upstream settings
+ * `conf`; when none is usable, logs `no live upstreams` and returns 502, the
+ * status to answer. `scheme` and `uri` make the log's `upstream:` field.
+ */
+export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string): PeerChoice | number {
+  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf);
+  const peer = attempts.pick();
+  if (peer) return { peer: chosen(group, peer), attempts };
+  return logNoLiveUpstreams(ex, group, scheme, uri);
+}
+
+/** The client status nginx answers when it gives up on a peer for `condition` (`ngx_http_upstream_next`). */
+function statusFor(condition: NextCondition): number {
+  if (condition === 'timeout') return 504;
+  if (condition.startsWith('http_')) return Number(condition.slice(5));
+  return 502;
+}
+
+/** What `nextUpstream` needs to know of the attempt that failed. */
+export interface FailedAttempt {
+  readonly condition: NextCondition;
+  /** The failure to log; undefined for a response status that is retried (`http_502` …), which nginx does not log. */
+  readonly failure: UpstreamFailure | undefined;
+  /** Part of the request was written to the peer (nginx's `u->request_sent`). */
+  readonly requestSent: boolean;
+  /** The request body is read while it is sent (`proxy_request_buffering off`). */
+  readonly bodyUnbuffered: boolean;
+  readonly scheme: string;
+  readonly uri: string;
+}
+
+/**
+ * `ngx_http_upstream_next`: logs the failure (a timeout after the peer is
+ * released, as nginx does), releases the peer (`upstream server temporarily
+ * disabled` when it reached `max_fails`), and returns the next peer when
+ * the conditions allow another one, else the status to answer.
+ */
+export function nextUpstream(ex: Exchange, attempts: PeerAttempts | undefined, failed: FailedAttempt): ChosenPeer | number {
+  const { r, cx } = ex;
+  const { condition, failure } = failed;
+  if (failure) r.action = failure.action;
+  if (failure && condition !== 'timeout') logRequest(cx, r, 'error', failure.message);
+  if (attempts?.release(condition)) logRequest(cx, r, 'warn', 'upstream server temporarily disabled');
+  if (failure && condition === 'timeout') logRequest(cx, r, 'error', failure.message);
+  const status = failure?.status ?? statusFor(condition);
+  if (r.upstream) r.upstream.status = status;
+  if (!attempts || !attempts.mayRetry(condition, r.method, failed.requestSent, failed.bodyUnbuffered)) return status;
+  const peer = attempts.pick();
+  if (!peer) return logNoLiveUpstreams(ex, attempts.group, failed.scheme, failed.uri);
+  return chosen(attempts.group, peer);
+}
+
+/**
+ * Starts the `$upstream_*` state of an attempt at `peer`; on a `retry`,
+ * keeps the addresses and statuses of the request's earlier attempts.
+ */
+export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | { readonly name: string }, retry: boolean): void {
+  const { r } = ex;
+  const earlier = retry ? r.upstream : undefined;
+  r.upstream = {
+    logName, addr: peer.name, status: undefined, headers: [], headerTimeMs: undefined, earlier: earlier ? attemptsText(earlier) : undefined,
+  };
 }
 
 /**
  * The peer for a host and port computed at request time; answers the request
  * (502) and returns undefined when the name cannot be resolved.
  */
-export async function dynamicPeer(ex: Exchange, hostText: string, port: number | undefined, defaultPort: number): Promise<ChosenPeer | undefined> {
+export async function dynamicPeer(
+  ex: Exchange, hostText: string, port: number | undefined, defaultPort: number, conf: NextUpstreamConf, scheme: string, uri: string,
+): Promise<PeerChoice | undefined> {
   const { r, cx } = ex;
   const host = hostText.replace(/^\[|\]$/g, '');
   const effectivePort = port ?? defaultPort;
-  if (isIP(host)) return { host, port: effectivePort, name: peerName(host, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000 };
+  const fixed = (addr: string): PeerChoice => ({
+    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000 },
+    attempts: undefined,
+  });
+  if (isIP(host)) return fixed(host);
   const group = cx.table.upstreams.get(hostText.toLowerCase());
-  if (group && port === undefined) return groupPeer(ex, group);
+  if (group && port === undefined) {
+    const choice = firstPeer(ex, group, conf, scheme, uri);
+    if (typeof choice !== 'number') return choice;
+    await finalize(ex, choice);
+    return undefined;
+  }
   const resolverConf = r.loc.resolver;
   if (!resolverConf) {
     logRequest(cx, r, 'error', `no resolver defined to resolve ${hostText}`);
@@ -77,8 +170,7 @@ export async function dynamicPeer(ex: Exchange, hostText: string, port: number |
   }
   try {
     const addrs = await cx.resolver.resolve(hostText, resolverConf, r.loc.resolverTimeoutMs);
-    const addr = addrs[0]!;
-    return { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000 };
+    return fixed(addrs[0]!);
   } catch (err) {
     logRequest(cx, r, 'error', err instanceof ResolveError ? err.message : `${hostText} could not be resolved`);
     await finalize(ex, 502);

@@ -1,12 +1,9 @@
 /**
  * Connections to upstream servers: one undici `Pool` per peer and connection
- * settings, round-robin peer selection per group (nginx's smooth weighted
- * round robin, `ngx_http_upstream_get_peer` in
- * `ngx_http_upstream_round_robin.c`), skipping `down` peers and using
- * `backup` peers only when no primary is usable.
+ * settings, and the peers' balancing state (round-robin.ts).
  */
 import { Pool } from 'undici';
-import type { UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import { RoundRobin } from './round-robin.js';
 
 /**
  * Connection settings of a location (`proxy_connect_timeout`,
@@ -17,10 +14,6 @@ export interface PoolSettings {
   readonly connectTimeoutMs: number;
   /** Bytes allowed for the status line and headers (`proxy_buffer_size`). */
   readonly bufferSizeBytes: number;
-}
-
-interface PeerState {
-  currentWeight: number;
 }
 
 /** A peer as the proxy connects to it: address, its `IP:port` name, keepalive timeout. */
@@ -37,7 +30,8 @@ export class UpstreamClients {
   private readonly pools = new Map<string, Pool>();
   /** The same pools by peer object (configured peers are long-lived) and settings object. */
   private readonly byPeer = new WeakMap<PoolPeer, Map<PoolSettings, { http?: Pool; https?: Pool }>>();
-  private readonly peerState = new Map<UpstreamPeer, PeerState>();
+  /** The peers' round-robin and failure state. */
+  readonly roundRobin = new RoundRobin();
 
   /** The pool for `scheme://peer` with `settings`. */
   pool(scheme: 'http' | 'https', peer: PoolPeer, settings: PoolSettings): Pool {
@@ -63,29 +57,6 @@ export class UpstreamClients {
     }
     entry[scheme] = pool;
     return pool;
-  }
-
-  /** Picks the next peer of a group, or undefined when every peer is down. */
-  pick(group: UpstreamGroup): UpstreamPeer | undefined {
-    const choose = (backup: boolean): UpstreamPeer | undefined => {
-      let best: UpstreamPeer | undefined;
-      let bestState: PeerState | undefined;
-      let total = 0;
-      for (const peer of group.peers) {
-        if (peer.down || peer.backup !== backup) continue;
-        let st = this.peerState.get(peer);
-        if (!st) this.peerState.set(peer, (st = { currentWeight: 0 }));
-        st.currentWeight += peer.weight;
-        total += peer.weight;
-        if (!bestState || st.currentWeight > bestState.currentWeight) {
-          best = peer;
-          bestState = st;
-        }
-      }
-      if (bestState) bestState.currentWeight -= total;
-      return best;
-    };
-    return choose(false) ?? choose(true);
   }
 
   /** FastCGI connections open right now (undici's pools count their own). */
