@@ -2,12 +2,15 @@
  * Upstream servers for proxy tests: an echo server that answers with what it
  * received (method, target, headers in order, body) and counts the TCP
  * connections it accepted; a raw TCP server whose answers a test scripts
- * (silence, slowness, resets, oversized headers); a DNS server over UDP.
+ * (silence, slowness, resets, oversized headers); a listening port that never
+ * accepts, so that connecting to it times out; a DNS server over UDP.
  */
 import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { onCleanup, startUpstream } from './harness.js';
 
 /** What an echo upstream saw of one request. */
@@ -139,4 +142,31 @@ export async function dnsServer(behaviour: DnsBehaviour): Promise<number> {
   await new Promise<void>((res) => sock.bind(0, '127.0.0.1', () => res()));
   onCleanup(() => new Promise<void>((res) => sock.close(() => res())));
   return sock.address().port;
+}
+
+/**
+ * A port where connecting times out: a child process listens with a backlog
+ * of one and blocks its event loop, so it never accepts; two connections
+ * made here fill the accept queue, and the kernel drops the SYNs of the next
+ * ones. Stopped by the test's cleanup.
+ */
+export async function unacceptingPort(): Promise<number> {
+  const script = `const s = require('node:net').createServer();
+s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => process.stdout.write(s.address().port + '\\n',
+  () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300000)));`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const fillers: Socket[] = [];
+  onCleanup(() => {
+    for (const f of fillers) f.destroy();
+    child.kill('SIGKILL');
+  });
+  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+  const port = Number(line.toString().trim());
+  for (let i = 0; i < 2; i++) {
+    const sock = connect(port, '127.0.0.1');
+    sock.on('error', () => undefined);
+    fillers.push(sock);
+    await once(sock, 'connect');
+  }
+  return port;
 }

@@ -1,5 +1,6 @@
 /**
- * Misbehaving upstreams, differential against nginx: one that never answers,
+ * Misbehaving upstreams, differential against nginx: one that never accepts
+ * the connection, one that never answers,
  * one that answers slowly but within the read timeout between reads, one that
  * stalls or resets in the middle of the body, one that stops reading a large
  * request body, one with a 64 KiB header, one
@@ -13,7 +14,7 @@ import { createServer as createNetServer } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup, onCleanup } from '../helpers/harness.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, parseRaw, rawExchange } from '../helpers/differential.js';
-import { dnsServer, echoUpstream, scriptedUpstream } from '../helpers/upstreams.js';
+import { dnsServer, echoUpstream, scriptedUpstream, unacceptingPort } from '../helpers/upstreams.js';
 
 /** What a client saw of one exchange: the status, the body bytes received, and the declared length. */
 interface Seen {
@@ -188,6 +189,20 @@ describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
     }));
     assert.deepEqual(run.nginx.result, { upload: 504, ok: 200 });
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while sending request to upstream')));
+    assertSameAsNginx(run);
+  });
+  it('answers 504 "while connecting to upstream" when connecting takes longer than proxy_connect_timeout', async () => {
+    const port = await unacceptingPort();
+    const ok = await echoUpstream('ok');
+    const run = await differential({
+      conf: ({ port: listen }) => httpConf(`  server { listen 127.0.0.1:${listen}; server_name faults.test;
+    proxy_connect_timeout 1s;
+    location / { proxy_pass http://127.0.0.1:${port}; }
+    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
+  }`),
+    }, async (s) => ({ slow: (await s.get('/slow')).status, ok: (await s.get('/ok/')).status }));
+    assert.deepEqual(run.nginx.result, { slow: 504, ok: 200 });
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while connecting to upstream')));
     assertSameAsNginx(run);
   });
 });
