@@ -15,6 +15,7 @@ import { ConfigError } from '../errors.js';
 import { AccessLogFiles } from '../log/access-log.js';
 import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
+import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
 import { bindListener, createListener, listenKey, TlsContexts, type Listener } from './listen.js';
 import { serveClientRequest } from './phases.js';
@@ -59,14 +60,14 @@ const socketKey = (s: { remoteAddress?: string; remotePort?: number; localPort?:
   `${s.remoteAddress}|${s.remotePort}|${s.localPort}`;
 
 /** Opens the logs and reads the certificates of a compiled configuration. @throws Error when a file cannot be opened */
-function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles): Generation {
+function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles, numbers: ConnectionNumbers): Generation {
   const table = compiled.table;
   prepareFiles(table);
   errorLog.open(table.errorLogTargets);
   const accessLog = new AccessLogFiles();
   accessLog.open(table.accessLogTargets);
   const tls = new TlsContexts(table);
-  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams: new UpstreamClients(), resolver: new NameResolver(), tempFiles };
+  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams: new UpstreamClients(numbers), resolver: new NameResolver(), tempFiles };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
 
@@ -80,12 +81,13 @@ export class Engine {
   private readonly bySession = new WeakMap<Http2Session, ConnectionState>();
   /** The second in which the last "reusing connections" warning was written. */
   private reuseWarnedSec = -1;
-  private nextConnectionId = 1;
   private stopping = false;
 
   private constructor(
     private generation: Generation,
     private readonly tempFiles: TempFiles,
+    /** Numbers of client and upstream connections, across reloads. */
+    private readonly numbers: ConnectionNumbers,
   ) {}
 
   /** An error already written to the logs (the caller only exits). */
@@ -101,7 +103,8 @@ export class Engine {
    */
   static async start(compiled: CompiledConfig, startupLog: { readonly isStderr: boolean }): Promise<Engine> {
     const tempFiles = new TempFiles();
-    const engine = new Engine(prepare(compiled, new ErrorLogFiles(), tempFiles), tempFiles);
+    const numbers = new ConnectionNumbers();
+    const engine = new Engine(prepare(compiled, new ErrorLogFiles(), tempFiles, numbers), tempFiles, numbers);
     const targets = compiled.table.main.errorLogs;
     const mirror = !startupLog.isStderr || !targets.some((t) => t.path === 'stderr');
     const startupMessage = (level: LogLevel, message: string): void => {
@@ -156,7 +159,7 @@ export class Engine {
   private connectionInfo(socket: Socket, id?: number, acceptedAtMs = Date.now()): ClientConnection {
     const tls = (socket as TLSSocket).encrypted ? (socket as TLSSocket) : undefined;
     return {
-      id: id ?? this.nextConnectionId++,
+      id: id ?? this.numbers.next(),
       peerAddr: plainAddr(socket.remoteAddress),
       peerPort: socket.remotePort ?? 0,
       localAddr: plainAddr(socket.localAddress),
@@ -314,7 +317,7 @@ export class Engine {
    */
   async reload(compiled: CompiledConfig): Promise<void> {
     const errorLog = new ErrorLogFiles();
-    const gen = prepare(compiled, errorLog, this.tempFiles);
+    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers);
     await this.bindNew(gen);
     const old = this.generation;
     this.generation = gen;

@@ -32,7 +32,7 @@ const ADD_UPSTREAM = 'add_header X-Upstream "$upstream_addr | $upstream_status" 
 describe('upstream retries and failing servers (differential)', { skip: NO_ORACLE }, () => {
   after(cleanup);
 
-  it('tries the next server after connect() failed, disables the failed one, uses backups, and says "no live upstreams" when none is left', async () => {
+  it('tries the next server after connect() failed, disables the failed one, uses backups, says "no live upstreams" when none is left, and numbers connections as nginx', async () => {
     const ok = await echoUpstream('ok');
     const [r1, r2] = [await freePort(), await freePort()];
     const run = await differential({
@@ -65,6 +65,12 @@ describe('upstream retries and failing servers (differential)', { skip: NO_ORACL
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[warn] *CONN upstream server temporarily disabled while connecting to upstream')));
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN no live upstreams while connecting to upstream') && l.includes('upstream: "http://dead/dead/2"')));
     assertSameAsNginx(run);
+    // upstream connections take connection numbers too: the *N of later clients tell how many were opened
+    const numbers = (lines: string[]): number[] => {
+      const ns = lines.filter((l) => l.includes('request: "')).map((l) => Number(/\*(\d+) /.exec(l)![1]));
+      return ns.map((n) => n - ns[0]!);
+    };
+    assert.deepEqual(numbers(run.jinx.file('logs/error.log')), numbers(run.nginx.file('logs/error.log')));
   });
 
   it('passes a request on for a status named in proxy_next_upstream, and answers with the status otherwise', async () => {

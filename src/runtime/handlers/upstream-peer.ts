@@ -26,6 +26,8 @@ export interface ChosenPeer {
   readonly name: string;
   readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
+  /** The upstream group whose idle connections it uses (nginx keeps them per `upstream` block); undefined for an address from variables. */
+  readonly group: string | undefined;
 }
 
 /** A peer and, for a group, the attempts it belongs to (undefined: one peer, no retries). */
@@ -45,7 +47,9 @@ const configured = new WeakMap<UpstreamPeer, ChosenPeer>();
 function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
   let c = configured.get(peer);
   if (!c) {
-    c = { host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs };
+    c = {
+      host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs, group: group.name,
+    };
     configured.set(peer, c);
   }
   return c;
@@ -151,7 +155,7 @@ export async function dynamicPeer(
   const host = hostText.replace(/^\[|\]$/g, '');
   const effectivePort = port ?? defaultPort;
   const fixed = (addr: string): PeerChoice => ({
-    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000 },
+    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000, group: undefined },
     attempts: undefined,
   });
   if (isIP(host)) return fixed(host);

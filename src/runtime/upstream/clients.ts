@@ -3,6 +3,7 @@
  * settings, and the peers' balancing state (round-robin.ts).
  */
 import { Pool } from 'undici';
+import type { ConnectionNumbers } from '../connection-numbers.js';
 import { RoundRobin } from './round-robin.js';
 
 /**
@@ -16,22 +17,27 @@ export interface PoolSettings {
   readonly bufferSizeBytes: number;
 }
 
-/** A peer as the proxy connects to it: address, its `IP:port` name, keepalive timeout. */
+/** A peer as the proxy connects to it: address, its `IP:port` name, keepalive timeout, group. */
 export interface PoolPeer {
   readonly host: string;
   readonly port: number;
   readonly name: string;
   readonly keepaliveTimeoutMs: number;
+  /** The upstream group whose connection cache it uses; undefined for an address from variables. */
+  readonly group: string | undefined;
 }
 
 /** The upstream connection pools of a running configuration. */
 export class UpstreamClients {
-  /** Every pool, by scheme, address and settings. */
+  /** Every pool, by group, scheme, address and settings. */
   private readonly pools = new Map<string, Pool>();
   /** The same pools by peer object (configured peers are long-lived) and settings object. */
   private readonly byPeer = new WeakMap<PoolPeer, Map<PoolSettings, { http?: Pool; https?: Pool }>>();
   /** The peers' round-robin and failure state. */
   readonly roundRobin = new RoundRobin();
+
+  /** @param numbers takes a number for every connection opened, as nginx's connection counter */
+  constructor(private readonly numbers: ConnectionNumbers) {}
 
   /** The pool for `scheme://peer` with `settings`. */
   pool(scheme: 'http' | 'https', peer: PoolPeer, settings: PoolSettings): Pool {
@@ -41,7 +47,7 @@ export class UpstreamClients {
     if (!entry) mine.set(settings, (entry = {}));
     const cached = entry[scheme];
     if (cached) return cached;
-    const key = `${scheme}://${peer.name}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}`;
+    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}`;
     let pool = this.pools.get(key);
     if (!pool) {
       const host = peer.host.includes(':') ? `[${peer.host}]` : peer.host;
@@ -53,6 +59,8 @@ export class UpstreamClients {
         keepAliveMaxTimeout: peer.keepaliveTimeoutMs,
         pipelining: 1,
       });
+      // every attempt to connect takes a connection number, successful or not
+      pool.on('connect', () => this.numbers.next()).on('connectionError', () => this.numbers.next());
       this.pools.set(key, pool);
     }
     entry[scheme] = pool;
@@ -62,8 +70,9 @@ export class UpstreamClients {
   /** FastCGI connections open right now (undici's pools count their own). */
   private otherConnections = 0;
 
-  /** Counts a connection made outside the pools (FastCGI) until `release`. */
+  /** Counts a connection made outside the pools (FastCGI) until `release`; it takes a connection number. */
   track(): () => void {
+    this.numbers.next();
     this.otherConnections++;
     let released = false;
     return () => {
