@@ -4,7 +4,8 @@
  * or node:http2's compatibility API) or, for an `auth_request` subrequest, a
  * recorder that keeps the status and headers and drops the body.
  */
-import type { Readable } from 'node:stream';
+import { ServerResponse } from 'node:http';
+import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
 import type { HttpRequestState } from './request.js';
 import { writeHead, type ClientRequest, type ClientResponse } from './respond.js';
@@ -34,6 +35,19 @@ export interface ResponseTarget {
   abort(afterWritten?: boolean): void;
   /** Calls `cb` if the client goes away before the response is complete. */
   onAbort(cb: () => void): void;
+  /**
+   * The client connection, for a tunnel after `101 Switching Protocols` has
+   * been sent with `head`: only an HTTP/1.1 request with `Upgrade` has one.
+   */
+  tunnel(): Duplex | undefined;
+}
+
+/** Responses on the socket of a request with `Upgrade` (see listen.ts): the ones a tunnel can take over. */
+const upgradeResponses = new WeakSet<ServerResponse>();
+
+/** Marks `res` as the response to a request with `Upgrade`, whose socket node:http has handed over. */
+export function allowTunnel(res: ServerResponse): void {
+  upgradeResponses.add(res);
 }
 
 /** A response to a client. */
@@ -95,6 +109,10 @@ export class ClientTarget implements ResponseTarget {
     this.abortListener = cb;
   }
 
+  tunnel(): Duplex | undefined {
+    return this.res instanceof ServerResponse && upgradeResponses.has(this.res) ? this.res.socket ?? undefined : undefined;
+  }
+
   /** The response stream closed: calls the `onAbort` callback unless the response was complete. */
   closed(): void {
     if (this.abortListener && !this.res.writableFinished) this.abortListener();
@@ -143,6 +161,10 @@ export class SubrequestTarget implements ResponseTarget {
 
   onAbort(): void {
     // a subrequest has no client of its own
+  }
+
+  tunnel(): undefined {
+    return undefined;
   }
 }
 

@@ -4,7 +4,7 @@
  * the certificate by SNI with nginx's server-name rules, and refuse the
  * handshake for a server with `ssl_reject_handshake on`.
  */
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, ServerResponse, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
@@ -12,6 +12,7 @@ import { createSecureContext, type SecureContext, type SecureContextOptions, typ
 import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
+import { allowTunnel } from './exchange.js';
 import { findServer } from './server-names.js';
 
 /** TLS contexts of one configuration, by server. */
@@ -92,9 +93,11 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   const key = listenKey(group);
   const common = { keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, maxHeaderSize: 16 * 1024, requireHostHeader: false };
   const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => hooks.onRequest(req, res);
+  const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer): void => onRequest(req, upgradeResponse(req, socket, head));
   if (!group.ssl) {
     const server = createHttpServer(common, onRequest);
     server.on('connection', (socket: Socket) => hooks.onAccept(socket));
+    server.on('upgrade', onUpgrade);
     return server;
   }
   const tlsOptions = {
@@ -113,12 +116,34 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     });
     server.on('session', (session: Http2Session) => hooks.onSession(session));
     server.on('connection', (socket: Socket) => hooks.onAccept(socket));
+    server.on('upgrade', onUpgrade);
     return server;
   }
   const server = createHttpsServer({ ...common, ...tlsOptions }, onRequest);
   server.on('secureConnection', (socket: TLSSocket) => hooks.onConnection(socket));
   server.on('connection', (socket: Socket) => hooks.onAccept(socket));
+  server.on('upgrade', onUpgrade);
   return server;
+}
+
+/**
+ * The response to an HTTP/1.1 request with `Upgrade`, which node:http hands
+ * over with its socket and no response: one on that socket, so that the
+ * request goes through the phases like any other. A proxied WebSocket
+ * handshake the upstream accepts becomes a tunnel (`ResponseTarget.tunnel`);
+ * any other response closes the connection after it (`Connection: close`),
+ * node:http no longer reading requests from it.
+ */
+function upgradeResponse(req: IncomingMessage, socket: Socket, head: Buffer): ServerResponse {
+  // nothing is read until a tunnel takes the socket; bytes read past the header go back
+  socket.pause();
+  if (head.length > 0) socket.unshift(head);
+  const res = new ServerResponse(req);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket);
+  res.once('finish', () => socket.end());
+  allowTunnel(res);
+  return res;
 }
 
 /**

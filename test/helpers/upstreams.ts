@@ -3,11 +3,12 @@
  * received (method, target, headers in order, body) and counts the TCP
  * connections it accepted; a raw TCP server whose answers a test scripts
  * (silence, slowness, resets, oversized headers); a listening port that never
- * accepts, so that connecting to it times out; a DNS server over UDP.
+ * accepts, so that connecting to it times out; a WebSocket echo server; a
+ * DNS server over UDP.
  */
 import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
@@ -169,4 +170,99 @@ s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => process.stdout.write(
     await once(sock, 'connect');
   }
   return port;
+}
+
+/** A WebSocket echo upstream: what it saw of each handshake, and how many of its connections are still open. */
+export interface WsEchoUpstream {
+  readonly port: number;
+  /** Request headers of each handshake, lowercase names. */
+  readonly handshakes: Record<string, string | string[] | undefined>[];
+  /** Connections upgraded and not yet closed. */
+  open(): number;
+}
+
+/**
+ * Starts a WebSocket echo server (RFC 6455, a small subset: unfragmented
+ * frames): it answers the handshake with 101, sends back every text or
+ * binary message, answers a close frame with one and closes, and answers
+ * `GET /ws/refuse` with 403 instead of upgrading.
+ */
+export async function wsEchoUpstream(): Promise<WsEchoUpstream> {
+  const handshakes: Record<string, string | string[] | undefined>[] = [];
+  const sockets = new Set<Socket>();
+  const server = createHttpServer((_req, res) => {
+    res.writeHead(426, { 'Content-Type': 'text/plain', 'Content-Length': '16' });
+    res.end('upgrade needed\n\n');
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+    handshakes.push({ ...req.headers });
+    socket.on('error', () => undefined);
+    if (req.url === '/ws/refuse') {
+      socket.end('HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 7\r\nConnection: close\r\n\r\nrefused');
+      return;
+    }
+    const accept = createHash('sha1').update(`${String(req.headers['sec-websocket-key'])}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    let buf = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      for (;;) {
+        const frame = readWsFrame(buf);
+        if (!frame) return;
+        buf = buf.subarray(frame.size);
+        if (frame.opcode === 8) {
+          socket.end(wsFrame(8, frame.payload));
+          return;
+        }
+        if (frame.opcode === 1 || frame.opcode === 2) socket.write(wsFrame(frame.opcode, frame.payload));
+      }
+    });
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => {
+    for (const s of sockets) s.destroy();
+    server.close(() => res());
+  }));
+  return { port: (server.address() as AddressInfo).port, handshakes, open: () => sockets.size };
+}
+
+/** One frame from the start of `buf` (client frames are masked), or undefined when it is not complete. */
+function readWsFrame(buf: Buffer): { opcode: number; payload: Buffer; size: number } | undefined {
+  if (buf.length < 2) return undefined;
+  const opcode = buf[0]! & 0x0f;
+  const masked = (buf[1]! & 0x80) !== 0;
+  let length = buf[1]! & 0x7f;
+  let offset = 2;
+  if (length === 126) {
+    if (buf.length < 4) return undefined;
+    length = buf.readUInt16BE(2);
+    offset = 4;
+  } else if (length === 127) {
+    if (buf.length < 10) return undefined;
+    length = Number(buf.readBigUInt64BE(2));
+    offset = 10;
+  }
+  const maskBytes = masked ? 4 : 0;
+  if (buf.length < offset + maskBytes + length) return undefined;
+  const payload = Buffer.from(buf.subarray(offset + maskBytes, offset + maskBytes + length));
+  if (masked) for (let i = 0; i < payload.length; i++) payload[i]! ^= buf[offset + (i % 4)]!;
+  return { opcode, payload, size: offset + maskBytes + length };
+}
+
+/** An unmasked frame, as a server sends it. */
+function wsFrame(opcode: number, payload: Buffer): Buffer {
+  let head: Buffer;
+  if (payload.length < 126) head = Buffer.from([0x80 | opcode, payload.length]);
+  else if (payload.length < 65536) {
+    head = Buffer.from([0x80 | opcode, 126, 0, 0]);
+    head.writeUInt16BE(payload.length, 2);
+  } else {
+    head = Buffer.alloc(10);
+    head[0] = 0x80 | opcode;
+    head[1] = 127;
+    head.writeBigUInt64BE(BigInt(payload.length), 2);
+  }
+  return Buffer.concat([head, payload]);
 }

@@ -4,6 +4,7 @@
  * undici, streams the response back with backpressure, and reports failures
  * with nginx's status and error-log line.
  */
+import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
@@ -11,11 +12,12 @@ import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
 import type { HttpRequestState } from '../request.js';
 import { absoluteLocation, applyHeadersModule } from '../respond.js';
+import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
 import { bodyStream, readRequestBody, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
-import { mapUpstreamError, SendTimeoutError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
+import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
 
@@ -81,14 +83,21 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
  * the client's others. `reuse` tells whether the connection may be kept: a
  * `Connection: close` header, `proxy_http_version 1.0`, or a peer without
  * keepalive, ends it (undici always speaks HTTP/1.1; with 1.0 jinx keeps
- * nginx's one connection per request).
+ * nginx's one connection per request). `upgrade` is the `Upgrade` header set
+ * by `proxy_set_header` (the client's own is never passed, as nginx's
+ * default `Upgrade ""`); undici writes it with `Connection: upgrade`.
  */
-function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean } {
+function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined } {
   const out: string[] = [];
   let reuse = dest.peer.keepalive && p.httpVersion === '1.1';
+  let upgrade: string | undefined;
   for (const h of p.headers) {
     const v = h.value.evaluate(r);
     if (v === '') continue;
+    if (h.lowerName === 'upgrade') {
+      upgrade = v;
+      continue;
+    }
     if (h.lowerName === 'connection') {
       if (v.toLowerCase().split(',').some((t) => t.trim() === 'close')) reuse = false;
       continue;
@@ -96,7 +105,7 @@ function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): {
     if (UNDICI_MANAGED.has(h.lowerName)) continue;
     out.push(h.name, v);
   }
-  if (!p.passRequestHeaders) return { headers: out, reuse };
+  if (!p.passRequestHeaders) return { headers: out, reuse, upgrade };
   const raw = r.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -105,7 +114,7 @@ function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): {
     if (lower === 'content-length') continue;
     out.push(name, raw[i + 1]!);
   }
-  return { headers: out, reuse };
+  return { headers: out, reuse, upgrade };
 }
 
 /**
@@ -196,7 +205,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   r.proxyHost = dest.hostHeader;
   r.proxyPort = String(dest.port);
   startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
-  const { headers, reuse } = requestHeaders(r, p, dest);
+  const { headers, reuse, upgrade } = requestHeaders(r, p, dest);
   if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, p);
@@ -214,6 +223,8 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
       headersTimeout: p.readTimeoutMs,
       bodyTimeout: p.readTimeoutMs,
       reset: !reuse,
+      // only a client connection that can become a tunnel asks the upstream to upgrade
+      upgrade: upgrade !== undefined && ex.out.tunnel() ? upgrade : null,
     }, handler);
   });
 }
@@ -345,6 +356,47 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // body data that came with the header is taken first, in this same parser run
     queueMicrotask(() => out.flushHead());
     return true;
+  }
+
+  /**
+   * `101 Switching Protocols` to a request with `Upgrade`
+   * (`ngx_http_upstream_upgrade`): the response header goes to the client,
+   * then bytes flow both ways until either side closes, or nothing moves for
+   * `proxy_read_timeout` (`upstream timed out … while proxying upgraded
+   * connection`, level info as `ngx_connection_error` logs it).
+   */
+  onUpgrade(statusCode: number, rawHeaders: Buffer[], upstream: Duplex): void {
+    const { ex, p } = this;
+    const { r, cx, out } = ex;
+    this.dest.attempts?.done();
+    this.stage = 'body';
+    const client = out.tunnel()!;
+    const up = r.upstream!;
+    up.status = statusCode;
+    up.headerTimeMs = Date.now() - this.startedMs;
+    const received: string[] = [];
+    const headers: [string, string][] = [['Connection', 'upgrade']];
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i]!.toString('latin1');
+      const value = rawHeaders[i + 1]!.toString('latin1');
+      received.push(name, value);
+      const lower = name.toLowerCase();
+      if ((HOP_BY_HOP.has(lower) && lower !== 'upgrade') || p.hideHeaders.has(lower)) continue;
+      headers.push([name, value]);
+    }
+    up.headers = received;
+    applyHeadersModule(r, statusCode, headers);
+    // nginx passes the upstream's status line; undici keeps no reason phrase for a 101
+    out.head(r, statusCode, headers, 'Switching Protocols');
+    out.flushHead();
+    r.action = 'proxying upgraded connection';
+    tunnel(client, upstream, p.readTimeoutMs, {
+      toClient: (bytes) => {
+        r.bodyBytesSent += bytes;
+      },
+      idle: () => logRequest(cx, r, 'info', upstreamTimeout('body').message),
+      closed: this.resolve,
+    });
   }
 
   onData(chunk: Buffer): boolean {
