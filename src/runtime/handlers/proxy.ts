@@ -16,6 +16,9 @@ import { systemErrorText } from '../../os-errors.js';
 import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, type UpstreamStage } from '../upstream/errors.js';
+import { servernameOption, sslName } from '../upstream/tls.js';
+import type { PoolSettings } from '../upstream/clients.js';
+import { ConfigError } from '../../errors.js';
 import { dynamicPeer, noLiveUpstreams, pickPeer, type ChosenPeer } from './upstream-peer.js';
 
 /** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
@@ -191,20 +194,37 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   const { headers, reuse } = requestHeaders(r, p, dest);
   if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
-  const pool = cx.upstreams.pool(dest.scheme, dest.peer, p);
   r.action = 'connecting to upstream';
+  let settings: PoolSettings = p;
+  const certificateFiles = dest.scheme === 'https' ? p.tls?.certificateFiles : undefined;
+  if (certificateFiles) {
+    try {
+      settings = cx.upstreams.clientCertificate(p, certificateFiles.cert.evaluate(r), certificateFiles.key.evaluate(r));
+    } catch (err) {
+      // nginx: ngx_http_upstream_ssl_init_connection finalizes with 500
+      logRequest(cx, r, 'error', err instanceof ConfigError ? err.text : String(err));
+      return finalize(ex, 500);
+    }
+  }
+  const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
+  const options: Dispatcher.DispatchOptions & { servername?: string } = {
+    path: dest.uri,
+    method: r.method,
+    headers,
+    body: body ? bodyStream(body) : withBody ? ex.body! : null,
+    headersTimeout: p.readTimeoutMs,
+    bodyTimeout: p.readTimeoutMs,
+    reset: !reuse,
+  };
+  if (dest.scheme === 'https') {
+    // the name for SNI and the certificate check, per request (undici's Request reads `servername`)
+    const name = p.tls?.name;
+    options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
+  }
   return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, resolve);
     if (!p.ignoreClientAbort) ex.out.onAbort(() => handler.clientClosed());
-    pool.dispatch({
-      path: dest.uri,
-      method: r.method,
-      headers,
-      body: body ? bodyStream(body) : withBody ? ex.body! : null,
-      headersTimeout: p.readTimeoutMs,
-      bodyTimeout: p.readTimeoutMs,
-      reset: !reuse,
-    }, handler);
+    pool.dispatch(options, handler);
   });
 }
 
@@ -240,8 +260,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.abortUpstream?.(CLIENT_CLOSED);
   }
 
+  /** undici calls this when the request goes out on a connection that is ready (after the TLS handshake). */
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
+    if (this.stage === 'connect') this.stage = 'header';
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
