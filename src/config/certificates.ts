@@ -1,11 +1,14 @@
 /**
- * Reading `ssl_certificate` / `ssl_certificate_key` pairs when the
- * configuration is loaded, with the messages nginx prints through OpenSSL
- * (`ngx_ssl_certificate` in `src/event/ngx_event_openssl.c`): a missing or
- * unreadable file, a file that is not PEM, a key that does not match.
+ * Reading `ssl_certificate` / `ssl_certificate_key` pairs (and
+ * `proxy_ssl_certificate` / `…_key`) when the configuration is loaded, with
+ * the messages nginx prints through OpenSSL (`ngx_ssl_certificate` in
+ * `src/event/ngx_event_openssl.c`): a missing or unreadable file, a file that
+ * is not PEM, a key that does not match; trusted CA certificates
+ * (`ngx_ssl_trusted_certificate`) and cipher lists (`ngx_ssl_ciphers`).
  */
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { ConfigError } from '../errors.js';
 
 /** A certificate chain and its key, as PEM bytes. */
@@ -17,7 +20,7 @@ export interface CertificatePair {
 }
 
 /** OpenSSL 3's error text for a failed fopen(), as nginx prints it. */
-function fopenFailure(path: string, err: NodeJS.ErrnoException): string {
+export function fopenFailure(path: string, err: NodeJS.ErrnoException): string {
   if (err.code === 'ENOENT') {
     return `BIO_new_file() failed (SSL: error:80000002:system library::No such file or directory:calling fopen(${path}, r) error:10000080:BIO routines::no such file)`;
   }
@@ -27,15 +30,27 @@ function fopenFailure(path: string, err: NodeJS.ErrnoException): string {
   return `BIO_new_file() failed (SSL: ${err.message})`;
 }
 
+/** Reads a file as OpenSSL's BIO does: a directory opens, and reads as nothing. */
+function readPem(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EISDIR') return Buffer.alloc(0);
+    throw err;
+  }
+}
+
 /**
- * Reads and checks a pair.
+ * Reads and checks a pair. `perConnection`: loaded for one connection
+ * (`proxy_ssl_certificate` with variables, `ngx_ssl_connection_certificate`),
+ * where OpenSSL's call is `SSL_use_PrivateKey` rather than `SSL_CTX_use_PrivateKey`.
  * @throws ConfigError `cannot load certificate "PATH": …`,
  *   `cannot load certificate key "PATH": …`, `SSL_CTX_use_PrivateKey("PATH") failed (…key values mismatch)`
  */
-export function loadCertificatePair(certPath: string, keyPath: string): CertificatePair {
+export function loadCertificatePair(certPath: string, keyPath: string, perConnection = false): CertificatePair {
   let cert: Buffer;
   try {
-    cert = readFileSync(certPath);
+    cert = readPem(certPath);
   } catch (err) {
     throw new ConfigError('file', `cannot load certificate "${certPath}": ${fopenFailure(certPath, err as NodeJS.ErrnoException)}`);
   }
@@ -47,7 +62,7 @@ export function loadCertificatePair(certPath: string, keyPath: string): Certific
   }
   let key: Buffer;
   try {
-    key = readFileSync(keyPath);
+    key = readPem(keyPath);
   } catch (err) {
     throw new ConfigError('file', `cannot load certificate key "${keyPath}": ${fopenFailure(keyPath, err as NodeJS.ErrnoException)}`);
   }
@@ -58,7 +73,8 @@ export function loadCertificatePair(certPath: string, keyPath: string): Certific
     throw new ConfigError('file', `cannot load certificate key "${keyPath}": PEM_read_bio_PrivateKey() failed (SSL: error:1E08010C:DECODER routines::unsupported:No supported data to decode. Input type: PEM)`);
   }
   if (!x509.checkPrivateKey(privateKey)) {
-    throw new ConfigError('file', `SSL_CTX_use_PrivateKey("${keyPath}") failed (SSL: error:05800074:x509 certificate routines::key values mismatch)`);
+    const call = perConnection ? 'SSL_use_PrivateKey' : 'SSL_CTX_use_PrivateKey';
+    throw new ConfigError('file', `${call}("${keyPath}") failed (SSL: error:05800074:x509 certificate routines::key values mismatch)`);
   }
   return { certPath, keyPath, cert, key };
 }
@@ -82,5 +98,48 @@ export function checkDhparam(path: string): void {
   }
   if (!text.includes('-----BEGIN DH PARAMETERS-----')) {
     throw new ConfigError('file', `PEM_read_bio_DHparams("${path}") failed (SSL: error:0480006C:PEM routines::no start line:Expecting: DH PARAMETERS)`);
+  }
+}
+
+/** A PEM block holding a certificate (`CERTIFICATE`, `TRUSTED CERTIFICATE`, `X509 CERTIFICATE`). */
+const PEM_CERTIFICATE = /-----BEGIN ((?:TRUSTED |X509 )?CERTIFICATE)-----[\s\S]*?-----END \1-----/g;
+
+/**
+ * Reads a file of trusted CA certificates (`proxy_ssl_trusted_certificate`),
+ * as `ngx_ssl_trusted_certificate` loads it (`src/event/ngx_event_openssl.c`,
+ * through nginx 1.30's certificate cache): every PEM certificate of the file.
+ * @throws ConfigError `cannot load certificate "PATH": BIO_new_file() failed (…)`
+ *   when the file cannot be read, `… PEM_read_bio_X509_AUX() failed (…no start line…)` when it holds no certificate.
+ */
+export function loadTrustedCertificates(path: string): Buffer {
+  let text: string;
+  try {
+    text = readFileSync(path, 'latin1');
+  } catch (err) {
+    throw new ConfigError('file', `cannot load certificate "${path}": ${fopenFailure(path, err as NodeJS.ErrnoException)}`);
+  }
+  const blocks = text.match(PEM_CERTIFICATE) ?? [];
+  const valid = blocks.every((b) => {
+    try {
+      return new X509Certificate(b.replace(/(TRUSTED|X509) CERTIFICATE/g, 'CERTIFICATE')) !== undefined;
+    } catch {
+      return false;
+    }
+  });
+  if (blocks.length === 0 || !valid) {
+    throw new ConfigError('file', `cannot load certificate "${path}": PEM_read_bio_X509_AUX() failed (SSL: error:0480006C:PEM routines::no start line:Expecting: TRUSTED CERTIFICATE)`);
+  }
+  return Buffer.from(blocks.join('\n'), 'latin1');
+}
+
+/**
+ * Checks a cipher list as `ngx_ssl_ciphers` sets it (`SSL_CTX_set_cipher_list`).
+ * @throws ConfigError `SSL_CTX_set_cipher_list("LIST") failed (SSL: error:0A0000B9:SSL routines::no cipher match)`
+ */
+export function checkCiphers(ciphers: string): void {
+  try {
+    createSecureContext({ ciphers });
+  } catch {
+    throw new ConfigError('file', `SSL_CTX_set_cipher_list("${ciphers}") failed (SSL: error:0A0000B9:SSL routines::no cipher match)`);
   }
 }

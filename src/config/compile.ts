@@ -15,7 +15,7 @@ import type { ConfigNode, SourceLoc } from '../parser/ast.js';
 import { loadConfig, type LoadedFile } from '../parser/load.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { compileLogFormat } from '../log/access-log.js';
-import { checkDhparam, loadCertificatePair, type CertificatePair } from './certificates.js';
+import { checkCiphers, checkDhparam, loadCertificatePair, loadTrustedCertificates, type CertificatePair } from './certificates.js';
 import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
 import type { LocationDef } from './modules/http-core.js';
 import * as core from './modules/core.js';
@@ -37,10 +37,11 @@ import { http2Enabled } from './modules/http2.js';
 import { splitHostPort } from './modules/upstream.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf, type Slot } from './spec.js';
-import { VariableRegistry } from './variables.js';
+import { VariableRegistry, type ValueSource } from './variables.js';
 import type {
   AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
-  LocationConf, LocationTree, NextUpstreamConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, VirtualServer,
+  LocationConf, LocationTree, NextUpstreamConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
+  VirtualServer,
 } from './route-table.js';
 
 /** Where the configuration comes from. */
@@ -170,6 +171,14 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files };
 }
 
+/** A location's upstream TLS settings as read before variables are bound (`proxy_ssl_name` and certificates with variables are bound later). */
+type LoadedTls = Omit<UpstreamTlsConf, 'name' | 'certificateFiles'> & {
+  readonly certificateSources: { readonly cert: ValueSource; readonly key: ValueSource } | undefined;
+};
+
+/** Whether a value has variables (nginx's `ccv.complex_value->lengths`). */
+const hasVariables = (v: ValueSource): boolean => v.parts.some((p) => typeof p !== 'string');
+
 /** Turns the checked level tree into the route table. */
 class Compiler {
   private readonly nodeOf = new Map<LevelConf, LevelNode>();
@@ -179,6 +188,10 @@ class Compiler {
   private readonly errorLogTargets: ErrorLogTarget[] = [];
   private readonly upstreams = new Map<string, UpstreamGroup>();
   private readonly certificateCache = new Map<string, CertificatePair>();
+  private readonly trustedCache = new Map<string, Buffer>();
+  private readonly checkedCiphers = new Set<string>();
+  /** The upstream TLS settings of every level that proxies over TLS, read by `loadProxyTls` (the name is bound later). */
+  private readonly proxyTls = new Map<LevelNode, LoadedTls>();
   /** Every temp path of every level, default or set: nginx creates them all. */
   private readonly tempDirs = new Set<string>();
 
@@ -213,6 +226,7 @@ class Compiler {
       const certificates = servers.map((s) => this.certificates(s));
       this.checkUpstreamMerge(httpNode, servers, PROXY_MERGE);
       this.checkUpstreamMerge(httpNode, servers, FASTCGI_MERGE);
+      this.loadProxyTls(servers);
       for (const s of servers) this.checkDuplicateLocations(s);
       this.checkSslListens(servers, certificates);
       this.scope.variables.checkReferences();
@@ -330,6 +344,73 @@ class Compiler {
       for (const child of node.children) if (child.context !== 'upstream') visit(child);
     };
     servers.forEach(visit);
+  }
+
+  /**
+   * `ngx_http_proxy_set_ssl` (`src/http/modules/ngx_http_proxy_module.c`)
+   * for every location (and `if` block) whose `proxy_pass` is `https://…` or
+   * has variables, in configuration order as nginx's merge runs it: the
+   * cipher list, the client certificate and key, then with `proxy_ssl_verify`
+   * the trusted certificates. nginx reports these errors without a place.
+   */
+  private loadProxyTls(servers: readonly LevelNode[]): void {
+    const visit = (node: LevelNode): void => {
+      const pass = this.inheritedIntoIf(node, (n) => n.conf.own(proxy.proxyPass)?.value);
+      if (pass && (pass.kind === 'variable' || pass.scheme === 'https')) this.proxyTls.set(node, this.upstreamTls(this.chain(node)));
+      for (const child of node.children) if (child.context !== 'upstream') visit(child);
+    };
+    servers.forEach(visit);
+  }
+
+  private upstreamTls(c: ConfChain): LoadedTls {
+    const ciphers = c.get(proxy.proxySslCiphers);
+    if (!this.checkedCiphers.has(ciphers)) {
+      checkCiphers(ciphers);
+      this.checkedCiphers.add(ciphers);
+    }
+    let certificate: CertificatePair | undefined;
+    let certificateSources: LoadedTls['certificateSources'];
+    const cert = c.get(proxy.proxySslCertificate);
+    const key = c.get(proxy.proxySslCertificateKey);
+    if (cert !== undefined && cert.text !== '') {
+      if (key === undefined) throw new ConfigError('file', `no "proxy_ssl_certificate_key" is defined for certificate "${cert.text}"`);
+      if (hasVariables(cert) || hasVariables(key)) {
+        // read per request (nginx: per connection)
+        certificateSources = { cert, key };
+      } else {
+        const [certPath, keyPath] = [this.scope.confPath(cert.text), this.scope.confPath(key.text)];
+        const cacheKey = `${certPath}\0${keyPath}`;
+        certificate = this.certificateCache.get(cacheKey);
+        if (!certificate) this.certificateCache.set(cacheKey, (certificate = loadCertificatePair(certPath, keyPath)));
+      }
+    }
+    const verify = c.get(proxy.proxySslVerify);
+    let trusted: Buffer | undefined;
+    const trustedFile = c.get(proxy.proxySslTrustedCertificate);
+    if (verify) {
+      if (!trustedFile) throw new ConfigError('file', 'no proxy_ssl_trusted_certificate for proxy_ssl_verify');
+      const path = this.scope.confPath(trustedFile);
+      trusted = this.trustedCache.get(path);
+      if (!trusted) this.trustedCache.set(path, (trusted = loadTrustedCertificates(path)));
+    }
+    const settings = {
+      serverName: c.get(proxy.proxySslServerName),
+      verify,
+      verifyDepth: c.get(proxy.proxySslVerifyDepth),
+      trusted,
+      certificate,
+      certificateSources,
+      protocols: c.get(proxy.proxySslProtocols),
+      ciphers,
+      sessionReuse: c.get(proxy.proxySslSessionReuse),
+    };
+    return {
+      key: JSON.stringify([
+        settings.serverName, verify, settings.verifyDepth, verify ? trustedFile : '', certificate?.certPath ?? cert?.text ?? '',
+        certificate?.keyPath ?? key?.text ?? '', settings.protocols, ciphers, settings.sessionReuse,
+      ]),
+      ...settings,
+    };
   }
 
   private chain(node: LevelNode): ConfChain {
@@ -632,6 +713,23 @@ class Compiler {
       tempPath: c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp'), levels: [] },
       maxTempFileBytes: c.get(proxy.proxyMaxTempFileSize),
       ...nextUpstreamConf(c, PROXY_MERGE),
+      tls: this.proxyTlsConf(node, c),
+    };
+  }
+
+  /** The upstream TLS settings read for `node`, with `proxy_ssl_name` bound. */
+  private proxyTlsConf(node: LevelNode, c: ConfChain): UpstreamTlsConf | undefined {
+    const loaded = this.proxyTls.get(node);
+    if (!loaded) return undefined;
+    const { certificateSources, ...settings } = loaded;
+    const vars = this.scope.variables;
+    const name = c.get(proxy.proxySslName);
+    return {
+      ...settings,
+      name: name && vars.bind(name),
+      certificateFiles: certificateSources && {
+        cert: vars.bind(certificateSources.cert), key: vars.bind(certificateSources.key), confPrefix: this.scope.confPrefix,
+      },
     };
   }
 

@@ -249,6 +249,46 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly bufferBytes: number;
   readonly tempPath: TempPathValue;
   readonly maxTempFileBytes: number;
+  /**
+   * The `proxy_ssl_*` settings, for a `proxy_pass https://…` or one with
+   * variables (nginx's `plcf->ssl`); undefined for plain HTTP.
+   */
+  readonly tls: UpstreamTlsConf | undefined;
+}
+
+/**
+ * TLS to upstream servers (`ngx_http_proxy_set_ssl` in
+ * `src/http/modules/ngx_http_proxy_module.c`, merged with nginx's defaults;
+ * used as `ngx_http_upstream_ssl_init_connection` uses them,
+ * `src/http/ngx_http_upstream.c`). Files are read when the configuration is.
+ */
+export interface UpstreamTlsConf {
+  /** The settings below as text: locations with equal settings share connection pools. */
+  readonly key: string;
+  /** `proxy_ssl_server_name`: send the name as SNI (never for an IP address). */
+  readonly serverName: boolean;
+  /** `proxy_ssl_name`; undefined: the host of `proxy_pass` (`$proxy_host` without the port). */
+  readonly name: CompiledValue | undefined;
+  /** `proxy_ssl_verify`: check the chain against `trusted` and the name against the certificate. */
+  readonly verify: boolean;
+  /** `proxy_ssl_verify_depth`. */
+  readonly verifyDepth: number;
+  /** The PEM certificates of `proxy_ssl_trusted_certificate` (read when `verify` is on). */
+  readonly trusted: Buffer | undefined;
+  /** `proxy_ssl_certificate` and `…_key`: the client certificate, if any. */
+  readonly certificate: CertificatePair | undefined;
+  /**
+   * `proxy_ssl_certificate` and `…_key` with variables: the files are read
+   * when a request needs them (an empty certificate: none), relative paths
+   * against `confPrefix` (`ngx_http_upstream_ssl_certificate`).
+   */
+  readonly certificateFiles: { readonly cert: CompiledValue; readonly key: CompiledValue; readonly confPrefix: string } | undefined;
+  /** `proxy_ssl_protocols`. */
+  readonly protocols: readonly string[];
+  /** `proxy_ssl_ciphers` (an OpenSSL cipher list, TLS 1.2 and older). */
+  readonly ciphers: string;
+  /** `proxy_ssl_session_reuse`: resume TLS sessions on new connections. */
+  readonly sessionReuse: boolean;
 }
 
 /** All settings a request needs from its location, merged from the levels above. */

@@ -12,6 +12,7 @@
 import type { Directive, SourceLoc } from '../parser/ast.js';
 import type { ArgFlag, Context } from './flags.js';
 import type { ConfigScope } from './scope.js';
+import type { ValueSource } from './variables.js';
 
 /** A single-valued setting. `inherit: false` slots are read from their own level only. */
 export interface Slot<T> {
@@ -384,6 +385,14 @@ export function strSetter(s: Slot<string> | Slot<string | undefined>): Setter {
   };
 }
 
+/** `ngx_http_set_complex_value_slot`: a string with variables, split when read and bound after the configuration is. */
+export function valueSetter(s: Slot<ValueSource | undefined>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    cx.level.set(s, cx.scope.variables.value(d.args[0]!, d.loc), d.loc);
+  };
+}
+
 /** `ngx_conf_set_enum_slot`: one of `values` (any case); stores the lowercase name. */
 export function enumSetter<T extends string>(s: Slot<T>, values: readonly T[]): Setter {
   return (d, cx) => {
@@ -545,10 +554,7 @@ export function ruleSetter(name: string, r: Rule): Setter {
     case 'bitmask': return bitmaskSetter(any, r.values as never[]);
     case 'array': return arraySetter(listSlot<readonly string[]>(name));
     case 'value':
-      return (d, cx) => {
-        if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
-        cx.level.set(s, cx.scope.variables.value(d.args[0]!, d.loc), d.loc);
-      };
+      return valueSetter(any);
     case 'value-size':
       return (d, cx) => {
         if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');

@@ -4,14 +4,17 @@
  * connections it accepted; a raw TCP server whose answers a test scripts
  * (silence, slowness, resets, oversized headers); a listening port that never
  * accepts, so that connecting to it times out; a WebSocket echo server; a
- * DNS server over UDP.
+ * DNS server over UDP; an HTTPS server that tells what it saw of the TLS
+ * connection.
  */
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createSocket } from 'node:dgram';
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type ServerOptions } from 'node:https';
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { onCleanup, startUpstream } from './harness.js';
 
 /** What an echo upstream saw of one request. */
@@ -265,4 +268,49 @@ function wsFrame(opcode: number, payload: Buffer): Buffer {
     head.writeBigUInt64BE(BigInt(payload.length), 2);
   }
   return Buffer.concat([head, payload]);
+}
+
+/** What a TLS upstream saw of one request's connection. */
+export interface TlsSeen {
+  /** The SNI the client sent, or false. */
+  readonly sni: string | false;
+  /** Whether the connection resumed a TLS session (`isSessionReused()`). */
+  readonly resumed: boolean;
+  readonly protocol: string | null;
+  /** The CN of the client certificate, or null. */
+  readonly client: string | null;
+}
+
+export interface TlsUpstream {
+  readonly port: number;
+  /** One entry per request, in order. */
+  readonly seen: TlsSeen[];
+}
+
+/**
+ * Starts an HTTPS server on 127.0.0.1 with `options` (certificate, key,
+ * versions, client certificates) that answers every request with 200 and
+ * its `TlsSeen` as JSON. Stopped, with its connections, at cleanup.
+ */
+export async function tlsUpstream(options: ServerOptions): Promise<TlsUpstream> {
+  const seen: TlsSeen[] = [];
+  const server = createHttpsServer(options, (req, res) => {
+    const sock = req.socket as TLSSocket;
+    const peer = sock.getPeerCertificate();
+    const entry: TlsSeen = {
+      sni: (sock as TLSSocket & { servername?: string | false }).servername ?? false,
+      resumed: sock.isSessionReused(),
+      protocol: sock.getProtocol(),
+      client: peer && typeof peer.subject?.CN === 'string' ? peer.subject.CN : null,
+    };
+    seen.push(entry);
+    const text = JSON.stringify(entry);
+    req.resume();
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+  });
+  server.on('tlsClientError', () => undefined);
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => { server.closeAllConnections(); server.close(() => res()); }));
+  return { port: (server.address() as AddressInfo).port, seen };
 }

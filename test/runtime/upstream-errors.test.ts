@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import { errors } from 'undici';
-import { mapUpstreamError, upstreamTimeout } from '../../src/runtime/upstream/errors.js';
+import { mapUpstreamError, upstreamTimeout, UpstreamCertificateError, X509_ERRORS } from '../../src/runtime/upstream/errors.js';
 
 /** A Node system error as `net` raises it. */
 const systemError = (code: string, syscall = 'read'): Error & { code: string } =>
@@ -77,6 +77,65 @@ describe('upstream error table', () => {
       message: 'SSL_do_handshake() failed (SSL: error:0A00010B:SSL routines:ssl3_get_record:wrong version number)',
       action: 'SSL handshaking to upstream',
       condition: 'error',
+    });
+  });
+
+  /** An OpenSSL error as Node.js raises it: `…:error:CODE:LIB:FUNC:REASON:FILE:LINE:DATA`. */
+  const opensslError = (code: string, hex: string, func: string, reason: string, data = ''): Error & { code: string } =>
+    Object.assign(new Error(`80AC21EA8E7F0000:error:${hex}:SSL routines:${func}:${reason}:../deps/openssl/openssl/ssl/record/rec_layer_s3.c:1601:${data}\n`), { code });
+
+  it('a TLS alert in the handshake keeps OpenSSL\'s data: "…:tlsv1 alert protocol version:SSL alert number 70"', () => {
+    const err = opensslError('ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', '0A00042E', 'ssl3_read_bytes', 'tlsv1 alert protocol version', 'SSL alert number 70');
+    assert.deepEqual(mapUpstreamError(err, 'connect'), {
+      status: 502,
+      message: 'SSL_do_handshake() failed (SSL: error:0A00042E:SSL routines:ssl3_read_bytes:tlsv1 alert protocol version:SSL alert number 70)',
+      action: 'SSL handshaking to upstream', condition: 'error',
+    });
+  });
+
+  it('an "sslv3 alert" reason is printed with OpenSSL 3.2\'s name "ssl/tls alert", as nginx 1.30 prints it', () => {
+    const err = opensslError('ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', '0A000410', 'ssl3_read_bytes', 'sslv3 alert handshake failure', 'SSL alert number 40');
+    assert.equal(mapUpstreamError(err, 'connect').message,
+      'SSL_do_handshake() failed (SSL: error:0A000410:SSL routines:ssl3_read_bytes:ssl/tls alert handshake failure:SSL alert number 40)');
+  });
+
+  it('a TLS alert after the handshake is "SSL_read() failed (SSL: …)" in the phase it came in (TLS 1.3 client certificate required)', () => {
+    const err = opensslError('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', '0A00045C', 'ssl3_read_bytes', 'tlsv13 alert certificate required', 'SSL alert number 116');
+    assert.deepEqual(mapUpstreamError(err, 'header'), {
+      status: 502,
+      message: 'SSL_read() failed (SSL: error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:SSL alert number 116)',
+      action: 'reading response header from upstream', condition: 'error',
+    });
+    assert.equal(mapUpstreamError(err, 'body').action, 'reading upstream');
+  });
+
+  it('a certificate that fails verification is "upstream SSL certificate verify error: (N:text)", OpenSSL\'s number and text', () => {
+    const cases: [string, string][] = [
+      ['DEPTH_ZERO_SELF_SIGNED_CERT', '(18:self-signed certificate)'],
+      ['SELF_SIGNED_CERT_IN_CHAIN', '(19:self-signed certificate in certificate chain)'],
+      ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', '(20:unable to get local issuer certificate)'],
+      ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', '(21:unable to verify the first certificate)'],
+      ['CERT_HAS_EXPIRED', '(10:certificate has expired)'],
+      ['CERT_NOT_YET_VALID', '(9:certificate is not yet valid)'],
+      ['CERT_CHAIN_TOO_LONG', '(22:certificate chain too long)'],
+      ['INVALID_PURPOSE', '(26:unsupported certificate purpose)'],
+    ];
+    for (const [code, text] of cases) {
+      assert.deepEqual(mapUpstreamError(new UpstreamCertificateError(code, 'backend.test'), 'connect'), {
+        status: 502, message: `upstream SSL certificate verify error: ${text}`, action: 'SSL handshaking to upstream', condition: 'error',
+      }, code);
+    }
+  });
+
+  it('the verification table has one number per code and OpenSSL 3\'s hyphenated "self-signed"', () => {
+    const numbers = Object.values(X509_ERRORS).map(([n]) => n);
+    assert.equal(new Set(numbers).size, numbers.length);
+    assert.ok(Object.values(X509_ERRORS).every(([, text]) => !text.includes('self signed')));
+  });
+
+  it('a certificate whose names do not match is "upstream SSL certificate does not match \"NAME\""', () => {
+    assert.deepEqual(mapUpstreamError(new UpstreamCertificateError('ERR_TLS_CERT_ALTNAME_INVALID', 'backend.test'), 'connect'), {
+      status: 502, message: 'upstream SSL certificate does not match "backend.test"', action: 'SSL handshaking to upstream', condition: 'error',
     });
   });
 });

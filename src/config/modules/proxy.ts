@@ -5,8 +5,8 @@
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
-  bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule, slot,
-  sizeSetter, type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
+  bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule,
+  sizeSetter, slot, strSetter, valueSetter, type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
 import type { ValueSource } from '../variables.js';
@@ -66,6 +66,27 @@ export const proxyNextUpstreamTries = slot('proxy_next_upstream_tries', 0);
 export const proxyNextUpstreamTimeoutMs = slot('proxy_next_upstream_timeout', 0);
 /** `proxy_redirect`: `default`, `off`, or FROM TO pairs (list semantics; `off` clears). */
 export const proxyRedirect = listSlot<{ readonly from: ValueSource; readonly to: ValueSource } | 'default' | 'off'>('proxy_redirect');
+
+// Upstream TLS, with the defaults of `ngx_http_proxy_merge_loc_conf`
+// (`src/http/modules/ngx_http_proxy_module.c`); read when the configuration
+// is compiled (`ngx_http_proxy_set_ssl`) and used by the upstream connector
+// (`ngx_http_upstream_ssl_init_connection` in `src/http/ngx_http_upstream.c`).
+
+/** `proxy_ssl_server_name`: send SNI (off by default). */
+export const proxySslServerName = slot('proxy_ssl_server_name', false);
+/** `proxy_ssl_name`: the name for SNI and the certificate check; unset: the host of `proxy_pass` (`$proxy_host`). */
+export const proxySslName = slot<ValueSource | undefined>('proxy_ssl_name', undefined);
+export const proxySslVerify = slot('proxy_ssl_verify', false);
+export const proxySslVerifyDepth = slot('proxy_ssl_verify_depth', 1);
+/** As written: resolved against the configuration directory when loaded (`ngx_conf_full_name(…, 1)`). */
+export const proxySslTrustedCertificate = slot<string | undefined>('proxy_ssl_trusted_certificate', undefined);
+/** `NGX_SSL_DEFAULT_PROTOCOLS`. */
+export const proxySslProtocols = slot<readonly string[]>('proxy_ssl_protocols', ['TLSv1.2', 'TLSv1.3']);
+export const proxySslCiphers = slot('proxy_ssl_ciphers', 'DEFAULT');
+/** The client certificate and its key, as written (`ngx_http_set_complex_value_slot`). */
+export const proxySslCertificate = slot<ValueSource | undefined>('proxy_ssl_certificate', undefined);
+export const proxySslCertificateKey = slot<ValueSource | undefined>('proxy_ssl_certificate_key', undefined);
+export const proxySslSessionReuse = slot('proxy_ssl_session_reuse', true);
 
 /** Splits `http://host:port/uri` of a static `proxy_pass` (`ngx_parse_url` with `uri_part`). */
 function parseStaticUrl(d: Directive, url: string, locationPrefix: string): ProxyPassDef {
@@ -155,7 +176,6 @@ export const SSL_PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', '
 export const proxyCachePaths = listSlot<string>('proxy_cache_path');
 
 const NO_CACHE = 'jinx does not cache responses';
-const UPSTREAM_TLS = 'TLS settings for upstreams are not implemented yet';
 
 export const proxyDirectives: readonly DirectiveSpec[] = [
   { name: 'proxy_pass', module: PROXY, contexts: ['location', 'lif', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setProxyPass },
@@ -210,16 +230,25 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
     name: 'proxy_next_upstream_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
     set: msecSetter(proxyNextUpstreamTimeoutMs),
   },
-  none('proxy_ssl_server_name', ['FLAG'], UPSTREAM_TLS, rule.flag),
-  none('proxy_ssl_name', ['TAKE1'], UPSTREAM_TLS, rule.value),
-  none('proxy_ssl_verify', ['FLAG'], UPSTREAM_TLS, rule.flag),
-  none('proxy_ssl_verify_depth', ['TAKE1'], UPSTREAM_TLS, rule.num()),
-  none('proxy_ssl_trusted_certificate', ['TAKE1'], UPSTREAM_TLS, rule.str),
-  none('proxy_ssl_protocols', ['1MORE'], UPSTREAM_TLS, rule.bitmaskOf(...SSL_PROTOCOLS)),
-  none('proxy_ssl_ciphers', ['TAKE1'], UPSTREAM_TLS, rule.str),
-  none('proxy_ssl_certificate', ['TAKE1'], UPSTREAM_TLS, rule.value),
-  none('proxy_ssl_certificate_key', ['TAKE1'], UPSTREAM_TLS, rule.value),
-  none('proxy_ssl_session_reuse', ['FLAG'], UPSTREAM_TLS, rule.flag),
+  { name: 'proxy_ssl_server_name', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxySslServerName) },
+  { name: 'proxy_ssl_name', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: valueSetter(proxySslName) },
+  { name: 'proxy_ssl_verify', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxySslVerify) },
+  { name: 'proxy_ssl_verify_depth', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: numSetter(proxySslVerifyDepth) },
+  {
+    name: 'proxy_ssl_trusted_certificate', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: strSetter(proxySslTrustedCertificate),
+  },
+  {
+    name: 'proxy_ssl_protocols', module: PROXY, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime',
+    set: bitmaskSetter(proxySslProtocols, SSL_PROTOCOLS),
+  },
+  { name: 'proxy_ssl_ciphers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: strSetter(proxySslCiphers) },
+  { name: 'proxy_ssl_certificate', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: valueSetter(proxySslCertificate) },
+  {
+    name: 'proxy_ssl_certificate_key', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: valueSetter(proxySslCertificateKey),
+  },
+  { name: 'proxy_ssl_session_reuse', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxySslSessionReuse) },
   none('proxy_cache', ['TAKE1'], NO_CACHE, rule.custom((d, cx) => parseCacheRef(d, cx, PROXY), cacheZoneRefs.proxy)),
   noEffect({ name: 'proxy_cache_path', module: PROXY, contexts: ['http'], args: ['2MORE'], note: NO_CACHE }, rule.repeatable(
     (d, cx) => cx.level.append(proxyCachePaths, parseCachePath(d, cx, PROXY), d.loc),

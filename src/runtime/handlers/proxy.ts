@@ -18,6 +18,9 @@ import { systemErrorText } from '../../os-errors.js';
 import { bodyStream, readRequestBody, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
+import { servernameOption, sslName } from '../upstream/tls.js';
+import type { PoolSettings } from '../upstream/clients.js';
+import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
 
@@ -208,24 +211,41 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   const { headers, reuse, upgrade } = requestHeaders(r, p, dest);
   if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
-  const pool = cx.upstreams.pool(dest.scheme, dest.peer, p);
   r.action = 'connecting to upstream';
+  let settings: PoolSettings = p;
+  const certificateFiles = dest.scheme === 'https' ? p.tls?.certificateFiles : undefined;
+  if (certificateFiles) {
+    try {
+      settings = cx.upstreams.clientCertificate(p, certificateFiles.cert.evaluate(r), certificateFiles.key.evaluate(r));
+    } catch (err) {
+      // nginx: ngx_http_upstream_ssl_init_connection finalizes with 500
+      logRequest(cx, r, 'error', err instanceof ConfigError ? err.text : String(err));
+      return finalize(ex, 500);
+    }
+  }
+  const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
   const source = body ? bodyStream(body) : withBody ? ex.body! : null;
+  const options: Dispatcher.DispatchOptions & { servername?: string } = {
+    path: dest.uri,
+    method: r.method,
+    headers,
+    body: source,
+    headersTimeout: p.readTimeoutMs,
+    bodyTimeout: p.readTimeoutMs,
+    reset: !reuse,
+    // only a client connection that can become a tunnel asks the upstream to upgrade
+    upgrade: upgrade !== undefined && ex.out.tunnel() ? upgrade : null,
+  };
+  if (dest.scheme === 'https') {
+    // the name for SNI and the certificate check, per request (undici's Request reads `servername`)
+    const name = p.tls?.name;
+    options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
+  }
   return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, { withBody, body }, resolve);
     if (!p.ignoreClientAbort) ex.out.onAbort(() => handler.clientClosed());
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
-    pool.dispatch({
-      path: dest.uri,
-      method: r.method,
-      headers,
-      body: source,
-      headersTimeout: p.readTimeoutMs,
-      bodyTimeout: p.readTimeoutMs,
-      reset: !reuse,
-      // only a client connection that can become a tunnel asks the upstream to upgrade
-      upgrade: upgrade !== undefined && ex.out.tunnel() ? upgrade : null,
-    }, handler);
+    pool.dispatch(options, handler);
   });
 }
 
@@ -286,10 +306,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.abortUpstream?.(CLIENT_CLOSED);
   }
 
-  /** Called once the connection is up and the request is being written. */
+  /** undici calls this when the request goes out on a connection that is ready (after the TLS handshake). */
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
     this.requestSent = true;
+    if (this.stage === 'connect') this.stage = 'header';
     this.ex.r.action = 'sending request to upstream';
   }
 

@@ -3,19 +3,32 @@
  * settings, and the peers' balancing state (round-robin.ts).
  */
 import { Pool } from 'undici';
+import { isAbsolute } from 'node:path';
+import { loadCertificatePair, type CertificatePair } from '../../config/certificates.js';
+import type { UpstreamTlsConf } from '../../config/route-table.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
 import { RoundRobin } from './round-robin.js';
+import { tlsConnector } from './tls.js';
 
 /**
  * Connection settings of a location (`proxy_connect_timeout`,
- * `proxy_buffer_size`): a `ProxyConf` is one. Pools are cached per peer and
- * settings object, so a location's requests find their pool without building a key.
+ * `proxy_buffer_size`, `proxy_ssl_*`): a `ProxyConf` is one. Pools are cached
+ * per peer and settings object, so a location's requests find their pool
+ * without building a key.
  */
 export interface PoolSettings {
   readonly connectTimeoutMs: number;
   /** Bytes allowed for the status line and headers (`proxy_buffer_size`). */
   readonly bufferSizeBytes: number;
+  /** How to speak TLS to an `https` peer; undefined: nginx's defaults. */
+  readonly tls?: UpstreamTlsConf | undefined;
 }
+
+/** `proxy_ssl_*` as nginx defaults them, for an `https` pool whose settings have none. */
+const DEFAULT_TLS: UpstreamTlsConf = {
+  key: 'default', serverName: false, name: undefined, verify: false, verifyDepth: 1, trusted: undefined, certificate: undefined,
+  certificateFiles: undefined, protocols: ['TLSv1.2', 'TLSv1.3'], ciphers: 'DEFAULT', sessionReuse: true,
+};
 
 /** A peer as the proxy connects to it: address, its `IP:port` name, keepalive timeout, group. */
 export interface PoolPeer {
@@ -38,6 +51,40 @@ export class UpstreamClients {
 
   /** @param numbers takes a number for every connection opened, as nginx's connection counter */
   constructor(private readonly numbers: ConnectionNumbers) {}
+  /** Client certificates of `proxy_ssl_certificate` with variables, by file pair, read once for this configuration. */
+  private readonly clientCertificates = new Map<string, CertificatePair>();
+  /** Settings with such a certificate, by the settings and file pair: their pools are found by object as the others. */
+  private readonly withCertificate = new WeakMap<PoolSettings, Map<string, PoolSettings>>();
+
+  /**
+   * The settings for an `https` request when `proxy_ssl_certificate` has
+   * variables (`ngx_http_upstream_ssl_certificate`): `settings` when the
+   * certificate is empty, else settings with the certificate read from the
+   * files (relative paths against the configuration directory).
+   * @throws ConfigError nginx's message when the files cannot be used
+   *   (`cannot load certificate "PATH": …`, `SSL_use_PrivateKey("PATH") failed (…)`)
+   */
+  clientCertificate(settings: PoolSettings, cert: string, key: string): PoolSettings {
+    const tls = settings.tls;
+    if (!tls?.certificateFiles || cert === '') return settings;
+    const full = (p: string): string => (isAbsolute(p) ? p : tls.certificateFiles!.confPrefix + p);
+    const [certPath, keyPath] = [full(cert), full(key)];
+    const files = `${certPath}\0${keyPath}`;
+    let mine = this.withCertificate.get(settings);
+    if (!mine) this.withCertificate.set(settings, (mine = new Map()));
+    let derived = mine.get(files);
+    if (!derived) {
+      let pair = this.clientCertificates.get(files);
+      if (!pair) this.clientCertificates.set(files, (pair = loadCertificatePair(certPath, keyPath, true)));
+      derived = {
+        connectTimeoutMs: settings.connectTimeoutMs,
+        bufferSizeBytes: settings.bufferSizeBytes,
+        tls: { ...tls, key: `${tls.key}|${files}`, certificate: pair, certificateFiles: undefined },
+      };
+      mine.set(files, derived);
+    }
+    return derived;
+  }
 
   /** The pool for `scheme://peer` with `settings`. */
   pool(scheme: 'http' | 'https', peer: PoolPeer, settings: PoolSettings): Pool {
@@ -47,13 +94,13 @@ export class UpstreamClients {
     if (!entry) mine.set(settings, (entry = {}));
     const cached = entry[scheme];
     if (cached) return cached;
-    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}`;
+    const tls = scheme === 'https' ? settings.tls ?? DEFAULT_TLS : undefined;
+    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
       const host = peer.host.includes(':') ? `[${peer.host}]` : peer.host;
       pool = new Pool(`${scheme}://${host}:${peer.port}`, {
-        // nginx does not verify upstream certificates unless proxy_ssl_verify is on
-        connect: { timeout: settings.connectTimeoutMs, rejectUnauthorized: false },
+        connect: tls ? tlsConnector(tls, settings.connectTimeoutMs) : { timeout: settings.connectTimeoutMs },
         maxHeaderSize: settings.bufferSizeBytes,
         keepAliveTimeout: peer.keepaliveTimeoutMs,
         keepAliveMaxTimeout: peer.keepaliveTimeoutMs,

@@ -2,8 +2,11 @@
  * The one table that turns an upstream client failure into nginx's status,
  * error-log message and phase (`ngx_http_upstream.c`:
  * `ngx_http_upstream_next`, `ngx_http_upstream_process_header`,
- * `ngx_event_connect_peer`). Undici reports system errors by name
- * (`ECONNREFUSED`) and its own by `UND_ERR_*` codes.
+ * `ngx_http_upstream_ssl_handshake`, `ngx_event_connect_peer`). Undici
+ * reports system errors by name (`ECONNREFUSED`) and its own by `UND_ERR_*`
+ * codes; Node.js reports OpenSSL errors as `ERR_SSL_*` with OpenSSL's text;
+ * the upstream TLS connector (tls.ts) reports a certificate nginx would
+ * refuse as an `UpstreamCertificateError`.
  */
 import { errnoOf } from '../../os-errors.js';
 import type { NextCondition } from './round-robin.js';
@@ -33,12 +36,19 @@ function errnoText(code: string, fallback: string): string {
 }
 
 /**
- * OpenSSL's error string as nginx prints it after `SSL_do_handshake() failed`:
- * `(SSL: error:0A00010B:SSL routines:ssl3_get_record:wrong version number)`.
+ * OpenSSL's error string as nginx prints it (`ngx_ssl_error` in
+ * `src/event/ngx_event_openssl.c`: `ERR_error_string_n()`, then `:DATA`
+ * when the error has data): `(SSL: error:0A00010B:SSL routines:ssl3_get_record:wrong version number)`,
+ * `(SSL: error:0A00042E:SSL routines:ssl3_read_bytes:tlsv1 alert protocol version:SSL alert number 70)`.
+ * Node.js's message is `…:error:CODE:LIB:FUNC:REASON:FILE:LINE:DATA`.
+ * OpenSSL 3.2 renamed the alert reasons `sslv3 alert …` to `ssl/tls alert …`:
+ * jinx prints the name nginx 1.30's OpenSSL prints.
  */
 function sslErrorText(err: Error): string | undefined {
-  const m = /error:([0-9A-Fa-f]+):([^:]*):([^:]*):([^:\n]*)/.exec(err.message);
-  return m ? `(SSL: error:${m[1]!.toUpperCase()}:${m[2]}:${m[3]}:${m[4]})` : undefined;
+  const m = /error:([0-9A-Fa-f]+):([^:]*):([^:]*):([^:\n]*)(?::[^:\n]*:\d+:([^\n]*))?/.exec(err.message);
+  if (!m) return undefined;
+  const reason = m[4]!.replace(/^sslv3 alert /, 'ssl/tls alert ');
+  return `(SSL: error:${m[1]!.toUpperCase()}:${m[2]}:${m[3]}:${reason}${m[5] ? `:${m[5]}` : ''})`;
 }
 
 /**
@@ -57,6 +67,64 @@ export type TimeoutStage = UpstreamStage | 'send';
 const TIMEOUT_ACTIONS: Readonly<Record<TimeoutStage, string>> = {
   connect: 'connecting to upstream', send: 'sending request to upstream', header: READING_HEADER, body: READING_BODY,
 };
+
+/**
+ * OpenSSL's certificate verification results (`X509_V_ERR_*`, numbers of
+ * `include/openssl/x509_vfy.h`, texts of `X509_verify_cert_error_string`,
+ * `crypto/x509/x509_txt.c`, OpenSSL 3 spelling) by the code Node.js gives
+ * them (`authorizationError.code`).
+ */
+export const X509_ERRORS: Readonly<Record<string, readonly [number, string]>> = {
+  UNSPECIFIED: [1, 'unspecified certificate verification error'],
+  UNABLE_TO_GET_ISSUER_CERT: [2, 'unable to get issuer certificate'],
+  UNABLE_TO_GET_CRL: [3, 'unable to get certificate CRL'],
+  UNABLE_TO_DECRYPT_CERT_SIGNATURE: [4, "unable to decrypt certificate's signature"],
+  UNABLE_TO_DECRYPT_CRL_SIGNATURE: [5, "unable to decrypt CRL's signature"],
+  UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY: [6, 'unable to decode issuer public key'],
+  CERT_SIGNATURE_FAILURE: [7, 'certificate signature failure'],
+  CRL_SIGNATURE_FAILURE: [8, 'CRL signature failure'],
+  CERT_NOT_YET_VALID: [9, 'certificate is not yet valid'],
+  CERT_HAS_EXPIRED: [10, 'certificate has expired'],
+  CRL_NOT_YET_VALID: [11, 'CRL is not yet valid'],
+  CRL_HAS_EXPIRED: [12, 'CRL has expired'],
+  ERROR_IN_CERT_NOT_BEFORE_FIELD: [13, "format error in certificate's notBefore field"],
+  ERROR_IN_CERT_NOT_AFTER_FIELD: [14, "format error in certificate's notAfter field"],
+  ERROR_IN_CRL_LAST_UPDATE_FIELD: [15, "format error in CRL's lastUpdate field"],
+  ERROR_IN_CRL_NEXT_UPDATE_FIELD: [16, "format error in CRL's nextUpdate field"],
+  OUT_OF_MEM: [17, 'out of memory'],
+  DEPTH_ZERO_SELF_SIGNED_CERT: [18, 'self-signed certificate'],
+  SELF_SIGNED_CERT_IN_CHAIN: [19, 'self-signed certificate in certificate chain'],
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: [20, 'unable to get local issuer certificate'],
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: [21, 'unable to verify the first certificate'],
+  CERT_CHAIN_TOO_LONG: [22, 'certificate chain too long'],
+  CERT_REVOKED: [23, 'certificate revoked'],
+  INVALID_CA: [24, 'invalid CA certificate'],
+  PATH_LENGTH_EXCEEDED: [25, 'path length constraint exceeded'],
+  INVALID_PURPOSE: [26, 'unsupported certificate purpose'],
+  CERT_UNTRUSTED: [27, 'certificate not trusted'],
+  CERT_REJECTED: [28, 'certificate rejected'],
+  HOSTNAME_MISMATCH: [62, 'hostname mismatch'],
+};
+
+/**
+ * The upstream's certificate failed nginx's checks after the handshake
+ * (`ngx_http_upstream_ssl_handshake`): `code` is a verification result as
+ * Node.js names it (`DEPTH_ZERO_SELF_SIGNED_CERT` …), or
+ * `ERR_TLS_CERT_ALTNAME_INVALID` when the certificate does not match `host`.
+ */
+export class UpstreamCertificateError extends Error {
+  constructor(
+    readonly code: string,
+    /** The name checked (`proxy_ssl_name`, or the host of `proxy_pass`). */
+    readonly host: string,
+    message?: string,
+  ) {
+    super(message ?? (code === 'ERR_TLS_CERT_ALTNAME_INVALID' ? `certificate does not match "${host}"` : code));
+    this.name = 'UpstreamCertificateError';
+  }
+}
+
+const SSL_HANDSHAKING = 'SSL handshaking to upstream';
 
 /**
  * nginx's report of a timeout at `stage` (`ngx_http_upstream_next` with
@@ -86,10 +154,20 @@ export function mapUpstreamError(err: Error & { code?: string }, stage: Upstream
       condition: 'invalid_header',
     };
   }
-  if (code.startsWith('ERR_SSL_') || (stage === 'connect' && sslErrorText(err))) {
-    return { status: 502, message: `SSL_do_handshake() failed ${sslErrorText(err) ?? `(SSL: ${err.message})`}`, action: 'SSL handshaking to upstream', condition: 'error' };
+  if (err instanceof UpstreamCertificateError) {
+    if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+      return { status: 502, message: `upstream SSL certificate does not match "${err.host}"`, action: SSL_HANDSHAKING, condition: 'error' };
+    }
+    const [n, text] = X509_ERRORS[code] ?? [1, err.message];
+    return { status: 502, message: `upstream SSL certificate verify error: (${n}:${text})`, action: SSL_HANDSHAKING, condition: 'error' };
   }
   const phaseAction = stage === 'body' ? READING_BODY : stage === 'header' ? READING_HEADER : 'connecting to upstream';
+  if (code.startsWith('ERR_SSL_') || sslErrorText(err)) {
+    // an OpenSSL error: in the handshake (until the connection is ready), or while reading
+    const text = sslErrorText(err) ?? `(SSL: ${err.message})`;
+    if (stage === 'connect') return { status: 502, message: `SSL_do_handshake() failed ${text}`, action: SSL_HANDSHAKING, condition: 'error' };
+    return { status: 502, message: `SSL_read() failed ${text}`, action: phaseAction, condition: 'error' };
+  }
   switch (code) {
     case 'ECONNREFUSED':
     case 'EHOSTUNREACH':

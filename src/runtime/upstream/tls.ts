@@ -1,0 +1,160 @@
+/**
+ * TLS to upstream servers, as `ngx_http_upstream_ssl_init_connection`,
+ * `ngx_http_upstream_ssl_name` and `ngx_http_upstream_ssl_handshake` do it
+ * (`src/http/ngx_http_upstream.c`): SNI only with `proxy_ssl_server_name on`
+ * and never for an IP address; with `proxy_ssl_verify on`, the chain's
+ * verification result first, then the name (`ngx_ssl_check_host`,
+ * `src/event/ngx_event_openssl.c`); sessions resumed unless
+ * `proxy_ssl_session_reuse off`.
+ *
+ * The connector wraps undici's `buildConnector` (which calls `tls.connect`
+ * and keeps resumable sessions, `maxCachedSessions`). The per-request name
+ * travels as undici's `servername` dispatch option, which undici hands to
+ * the connector; the connector decides whether it becomes SNI.
+ */
+import { isIPv4 } from 'node:net';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
+import { buildConnector } from 'undici';
+import type { UpstreamTlsConf } from '../../config/route-table.js';
+import { UpstreamCertificateError } from './errors.js';
+
+/** Stands for an empty name in undici's `servername` (undici would replace `''` by the Host header's name). */
+const EMPTY_NAME = '\u0000';
+
+/** What to pass as undici's `servername` for the name `name`. */
+export function servernameOption(name: string): string {
+  return name === '' ? EMPTY_NAME : name;
+}
+
+/**
+ * The name for SNI and the certificate check (`ngx_http_upstream_ssl_name`):
+ * `proxy_ssl_name` evaluated, or the host of `proxy_pass`, without a port
+ * (`$proxy_host` and `$http_host` may carry one; `[v6]:port` keeps its brackets).
+ */
+export function sslName(value: string): string {
+  let from = 0;
+  if (value.startsWith('[')) {
+    const close = value.indexOf(']');
+    if (close !== -1) from = close;
+  }
+  const colon = value.indexOf(':', from);
+  return colon === -1 ? value : value.slice(0, colon);
+}
+
+/** Whether a name may be sent as SNI: RFC 6066 forbids literal IPv4 and IPv6 addresses. */
+function sniAllowed(name: string): boolean {
+  return name !== '' && !name.startsWith('[') && !isIPv4(name);
+}
+
+type TlsVersion = 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
+const VERSIONS: readonly TlsVersion[] = ['TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'];
+
+/**
+ * The version range of `proxy_ssl_protocols`. OpenSSL uses the versions from
+ * the lowest enabled one up to the first disabled one (a hole disables what
+ * is above it); SSLv2 and SSLv3 are not available in Node.js.
+ */
+export function versionRange(protocols: readonly string[]): { minVersion: TlsVersion; maxVersion: TlsVersion } {
+  const first = VERSIONS.findIndex((v) => protocols.includes(v));
+  if (first === -1) return { minVersion: 'TLSv1.2', maxVersion: 'TLSv1.3' };
+  let last = first;
+  while (last + 1 < VERSIONS.length && protocols.includes(VERSIONS[last + 1]!)) last++;
+  return { minVersion: VERSIONS[first]!, maxVersion: VERSIONS[last]! };
+}
+
+/**
+ * The certificates of the verified chain, leaf first, up to the self-signed
+ * one at its top: those the server sent, completed from the trusted ones
+ * (Node.js's `getPeerCertificate(true)`).
+ */
+function chainLength(socket: TLSSocket): number {
+  const seen = new Set<string>();
+  let cert: PeerCertificate | undefined = socket.getPeerCertificate(true);
+  while (cert && cert.fingerprint256 && !seen.has(cert.fingerprint256)) {
+    seen.add(cert.fingerprint256);
+    cert = (cert as PeerCertificate & { issuerCertificate?: PeerCertificate }).issuerCertificate;
+  }
+  return seen.size;
+}
+
+/**
+ * nginx's checks after the handshake with `proxy_ssl_verify on`
+ * (`ngx_http_upstream_ssl_handshake`): `SSL_get_verify_result()` first, then
+ * `X509_check_host()` on the name (DNS names and, without them, the common
+ * name; never IP addresses: Node.js's `X509Certificate.checkHost` is that
+ * OpenSSL call with its default flags).
+ *
+ * Node.js verifies without a depth limit; OpenSSL's with
+ * `proxy_ssl_verify_depth N` builds chains of at most N + 2 certificates,
+ * trust anchor included, and reports a longer one as nginx's OpenSSL does:
+ * `(20:unable to get local issuer certificate)` (for a chain that would reach
+ * a trusted or a self-signed certificate only beyond the limit).
+ */
+export function verifyPeer(socket: TLSSocket, name: string, depth: number): UpstreamCertificateError | undefined {
+  // Node.js sets the verification result's code here (typed as an Error)
+  const result = socket.authorizationError as unknown as string | (Error & { code?: string }) | null | undefined;
+  let code = typeof result === 'string' ? result : result ? result.code ?? 'UNSPECIFIED' : undefined;
+  if ((code === undefined || code === 'SELF_SIGNED_CERT_IN_CHAIN') && chainLength(socket) > depth + 2) {
+    code = 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY';
+  }
+  if (code !== undefined) return new UpstreamCertificateError(code, name);
+  const cert = socket.getPeerX509Certificate();
+  if (name === '' || cert?.checkHost(name) === undefined) return new UpstreamCertificateError('ERR_TLS_CERT_ALTNAME_INVALID', name);
+  return undefined;
+}
+
+/**
+ * An undici connector for the TLS settings of a location. `timeoutMs` is
+ * `proxy_connect_timeout`; undici's connector applies it to the TCP connect
+ * and the handshake together.
+ */
+export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number): buildConnector.connector {
+  const base = buildConnector({
+    timeout: timeoutMs,
+    // verification is done after the handshake, as nginx does it (verifyPeer)
+    rejectUnauthorized: false,
+    checkServerIdentity: () => undefined,
+    ...(tls.verify && tls.trusted ? { ca: tls.trusted } : {}),
+    ...(tls.certificate ? { cert: tls.certificate.cert, key: tls.certificate.key } : {}),
+    ...versionRange(tls.protocols),
+    ciphers: tls.ciphers,
+    maxCachedSessions: tls.sessionReuse ? 100 : 0,
+  });
+  /**
+   * undici keeps cached sessions through weak references; the latest
+   * session per name is held here so that resumption does not depend on
+   * the garbage collector (nginx keeps the session of each peer).
+   */
+  const held = new Map<string, Buffer>();
+  const MAX_HELD_SESSIONS = 100;
+  return (opts, callback) => {
+    const name = opts.servername === EMPTY_NAME ? '' : opts.servername ?? '';
+    const sni = tls.serverName && sniAllowed(name) ? name : undefined;
+    const socket = base({ ...opts, servername: sni }, (err, connected) => {
+      if (err) {
+        callback(err, null);
+        return;
+      }
+      const tlsSocket = connected as TLSSocket;
+      const failure = tls.verify ? verifyPeer(tlsSocket, name, tls.verifyDepth) : undefined;
+      if (failure) {
+        tlsSocket.destroy();
+        callback(failure, null);
+        return;
+      }
+      callback(null, tlsSocket);
+    }) as unknown as TLSSocket | undefined;
+    if (tls.sessionReuse) {
+      socket?.on('session', (session: Buffer) => {
+        const key = sni ?? opts.hostname;
+        if (!held.has(key) && held.size >= MAX_HELD_SESSIONS) held.delete(held.keys().next().value!);
+        held.set(key, session);
+      });
+    }
+    // After a fatal alert Node.js emits the OpenSSL error, then the end of the stream, which undici would
+    // report as "other side closed" in its place: ending the socket at once keeps the OpenSSL error.
+    socket?.on('error', (err: Error & { code?: string }) => {
+      if (err.code?.startsWith('ERR_SSL_')) socket.destroy();
+    });
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * Throw-away certificates for TLS tests, made with the `openssl` command
+ * line in a temp directory (removed at cleanup): two unrelated root CAs,
+ * intermediates, server certificates for `backend.test` (with an IP SAN
+ * 127.0.0.1 too) issued directly by the root or through one or two
+ * intermediates, a self-signed one, and a client certificate.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { hasCommand, tempDir } from './harness.js';
+
+/** The certificates and keys made, by name: `root`, `other-root`, `leaf`, `chain1`, `chain2`, `self`, `client`. */
+export interface Pki {
+  readonly dir: string;
+  /** PEM text of `NAME.pem` or `NAME.key`. */
+  text(file: string): string;
+}
+
+function openssl(dir: string, args: readonly string[]): void {
+  const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')} failed: ${r.stderr}`);
+}
+
+/** Makes the test PKI, or returns undefined without the `openssl` command. */
+export function makePki(): Pki | undefined {
+  if (!hasCommand('openssl')) return undefined;
+  const dir = tempDir('jinx-pki-');
+  const key = (name: string): void => openssl(dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', `${name}.key`]);
+  writeFileSync(join(dir, 'ca.ext'), 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n');
+  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=DNS:backend.test,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
+  writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
+  const root = (name: string, cn: string): void => {
+    key(name);
+    openssl(dir, ['req', '-x509', '-new', '-key', `${name}.key`, '-days', '30', '-subj', `/CN=${cn}`, '-out', `${name}.pem`,
+      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  };
+  const issue = (name: string, cn: string, issuer: string, ext: string, keyName = name): void => {
+    if (keyName === name) key(name);
+    openssl(dir, ['req', '-new', '-key', `${keyName}.key`, '-subj', `/CN=${cn}`, '-out', `${name}.csr`]);
+    openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', `${issuer}.pem`, '-CAkey', `${issuer}.key`, '-CAcreateserial',
+      '-days', '30', '-extfile', ext, '-out', `${name}.pem`]);
+  };
+  root('root', 'Test Root');
+  root('other-root', 'Other Root');
+  issue('inter1', 'Test Intermediate 1', 'root', 'ca.ext');
+  issue('inter2', 'Test Intermediate 2', 'inter1', 'ca.ext');
+  issue('leaf', 'backend.test', 'root', 'server.ext');
+  issue('leaf1', 'backend.test', 'inter1', 'server.ext', 'leaf');
+  issue('leaf2', 'backend.test', 'inter2', 'server.ext', 'leaf');
+  issue('client', 'jinx-client', 'root', 'client.ext');
+  openssl(dir, ['req', '-x509', '-new', '-key', 'leaf.key', '-days', '30', '-subj', '/CN=backend.test',
+    '-addext', 'subjectAltName=DNS:backend.test', '-out', 'self.pem']);
+  const read = (f: string): string => readFileSync(join(dir, f), 'latin1');
+  // the chains a server sends: the certificate, then its intermediates
+  writeFileSync(join(dir, 'chain1.pem'), read('leaf1.pem') + read('inter1.pem'));
+  writeFileSync(join(dir, 'chain2.pem'), read('leaf2.pem') + read('inter2.pem') + read('inter1.pem'));
+  for (const k of ['chain1', 'chain2', 'self']) writeFileSync(join(dir, `${k}.key`), read('leaf.key'));
+  return { dir, text: read };
+}
