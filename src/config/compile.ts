@@ -40,7 +40,7 @@ import { ConfChain, type LevelConf, type Slot } from './spec.js';
 import { VariableRegistry, type ValueSource } from './variables.js';
 import type {
   AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
-  LocationConf, LocationTree, NextUpstreamConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
+  LocationConf, LocationTree, NextUpstreamConf, TlsServerConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
   VirtualServer,
 } from './route-table.js';
 
@@ -847,10 +847,29 @@ class Compiler {
             preferServerCiphers: chain.get(ssl.sslPreferServerCiphers),
             rejectHandshake: chain.get(ssl.sslRejectHandshake),
             sessionTimeoutSec: chain.get(ssl.sslSessionTimeoutSec),
+            ...this.clientVerification(node, chain),
           }
         : undefined,
       loc: node.directive!.loc,
     };
+  }
+
+  /**
+   * `ssl_verify_client` with its CA file (`ngx_http_ssl_merge_srv_conf`):
+   * `on` and `optional` need `ssl_client_certificate`; the file is read now
+   * (`ngx_ssl_client_certificate`).
+   * @throws ConfigError nginx's `[emerg]`s
+   */
+  private clientVerification(node: LevelNode, chain: ConfChain): Pick<TlsServerConf, 'verifyClient' | 'clientCa' | 'verifyDepth'> {
+    const verifyClient = chain.get(ssl.sslVerifyClient);
+    const caPath = chain.get(ssl.sslClientCertificate);
+    const verifyDepth = chain.get(ssl.sslVerifyDepth);
+    if (verifyClient === 'off') return { verifyClient, clientCa: undefined, verifyDepth };
+    if (caPath === undefined) {
+      if (verifyClient === 'optional_no_ca') return { verifyClient, clientCa: undefined, verifyDepth };
+      throw new ConfigError('invalid-value', 'no ssl_client_certificate for ssl_verify_client', node.directive!.loc);
+    }
+    return { verifyClient, clientCa: loadTrustedCertificates(caPath), verifyDepth };
   }
 
   private listenGroups(servers: readonly { node: LevelNode; server: VirtualServer }[]): ListenGroup[] {

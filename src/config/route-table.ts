@@ -95,6 +95,11 @@ export interface TlsServerConf {
   readonly preferServerCiphers: boolean;
   readonly rejectHandshake: boolean;
   readonly sessionTimeoutSec: number;
+  /** `ssl_verify_client`. */
+  readonly verifyClient: 'off' | 'on' | 'optional' | 'optional_no_ca';
+  /** PEM certificates of `ssl_client_certificate`, read when the configuration was loaded. */
+  readonly clientCa: Buffer | undefined;
+  readonly verifyDepth: number;
 }
 
 /** Locations of one level, indexed as `ngx_http_init_locations` does. */

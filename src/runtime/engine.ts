@@ -10,14 +10,14 @@ import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from 'node
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
-import type { ListenGroup, RouteTable } from '../config/route-table.js';
+import type { ErrorLogTarget, ListenGroup, RouteTable } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { AccessLogFiles } from '../log/access-log.js';
 import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, listenKey, TlsContexts, type Listener } from './listen.js';
+import { bindListener, createListener, listenKey, REJECT_HANDSHAKE, TlsContexts, type Listener } from './listen.js';
 import { serveClientRequest } from './phases.js';
 import { prepareFiles } from './prepare-files.js';
 import type { ClientConnection } from './request.js';
@@ -69,6 +69,15 @@ function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: T
   const tls = new TlsContexts(table);
   const cx: RuntimeContext = { table, errorLog, accessLog, upstreams: new UpstreamClients(numbers), resolver: new NameResolver(), tempFiles };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
+}
+
+/** What became of the client certificate of a TLS connection (`TlsDetails.clientVerify`). */
+function clientVerify(tls: TLSSocket): string {
+  const peer = tls.getPeerCertificate();
+  if (!peer || Object.keys(peer).length === 0) return 'none';
+  if (tls.authorized) return 'ok';
+  const err = tls.authorizationError as unknown as string | Error | null;
+  return (typeof err === 'string' ? err : (err as { code?: string } | null)?.code) ?? 'UNSPECIFIED';
 }
 
 export class Engine {
@@ -147,6 +156,7 @@ export class Engine {
         tls: () => this.generation.tls,
         onAccept: (socket) => this.accept(socket, key),
         onConnection: (socket) => this.secured(socket),
+        onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
         onSession: (session) => this.acceptSession(session),
         onRequest: (req, res) => this.request(key, req, res),
       });
@@ -168,6 +178,7 @@ export class Engine {
         serverName: (tls as TLSSocket & { servername?: string | false }).servername || undefined,
         protocol: tls.getProtocol() ?? undefined,
         cipher: tls.getCipher()?.name,
+        clientVerify: clientVerify(tls),
       },
       requests: 0,
       acceptedAtMs,
@@ -223,15 +234,39 @@ export class Engine {
     const group = this.generation.groups.get(groupKey);
     if (!group) return;
     const { info } = st;
-    const targets = (group.byLocalAddr.get(info.localAddr) ?? group.servers).defaultServer.conf.errorLogs;
-    const errorLog = this.generation.cx.errorLog;
     if (info.requests > 0) {
       if (!st.keptAlive) return;
-      errorLog.write(targets, 'info', `client ${info.peerAddr} closed keepalive connection`, info.id);
+      this.generation.cx.errorLog.write(this.defaultErrorLogs(group, info), 'info', `client ${info.peerAddr} closed keepalive connection`, info.id);
     } else if (group.ssl ? info.tls !== undefined : st.raw.bytesRead === 0) {
-      const listenAddr = group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
-      errorLog.write(targets, 'info', 'client closed connection while waiting for request', info.id, connectionContext(info.peerAddr, listenAddr));
+      this.logConnection(group, info, 'client closed connection while waiting for request');
+    } else if (st.raw.bytesRead === 0) {
+      // ngx_http_ssl_handshake: the connection closed before its first byte
+      this.logConnection(group, info, 'client closed connection while SSL handshaking');
     }
+  }
+
+  /** The error logs of the default server of the connection's address. */
+  private defaultErrorLogs(group: ListenGroup, info: ClientConnection): readonly ErrorLogTarget[] {
+    return (group.byLocalAddr.get(info.localAddr) ?? group.servers).defaultServer.conf.errorLogs;
+  }
+
+  /** Logs `message` at info with nginx's connection context (`client: ADDR, server: LISTEN_ADDR`), in the default server's logs. */
+  private logConnection(group: ListenGroup, info: ClientConnection, message: string): void {
+    const listenAddr = group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
+    this.generation.cx.errorLog.write(this.defaultErrorLogs(group, info), 'info', message, info.id, connectionContext(info.peerAddr, listenAddr));
+  }
+
+  /**
+   * A TLS handshake that failed: `ssl_reject_handshake` is nginx's info line
+   * `handshake rejected while SSL handshaking` (`ngx_http_ssl_servername`).
+   */
+  private handshakeFailed(err: Error, socket: TLSSocket, groupKey: string): void {
+    // the socket is closed by now: its accepted TCP socket (node:tls's `_parent`) finds the connection
+    const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
+    const st = raw && this.byHttpSocket.get(raw);
+    const group = this.generation.groups.get(groupKey);
+    if (!st || !group || err.message !== REJECT_HANDSHAKE) return;
+    this.logConnection(group, st.info, 'handshake rejected while SSL handshaking');
   }
 
   private drain(limit: number): void {

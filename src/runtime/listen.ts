@@ -7,13 +7,23 @@
 import { createServer as createHttpServer, ServerResponse, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
-import type { Socket } from 'node:net';
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
 import { allowTunnel } from './exchange.js';
 import { findServer } from './server-names.js';
+
+/** Every server on a listen group's address, whichever name or local address selects it. */
+function serversOf(group: ListenGroup): Set<VirtualServer> {
+  const out = new Set<VirtualServer>();
+  for (const set of [group.servers, ...group.byLocalAddr.values()]) {
+    for (const vs of [set.defaultServer, ...set.exact.values(), ...set.headWildcards.map((x) => x[1]),
+      ...set.tailWildcards.map((x) => x[1]), ...set.regexes.map((x) => x.server)]) out.add(vs);
+  }
+  return out;
+}
 
 /** TLS contexts of one configuration, by server. */
 export class TlsContexts {
@@ -22,15 +32,7 @@ export class TlsContexts {
 
   /** Builds a TLS context for every server on a TLS address. */
   constructor(table: RouteTable) {
-    for (const group of table.listens) {
-      if (!group.ssl) continue;
-      const sets = [group.servers, ...group.byLocalAddr.values()];
-      for (const set of sets) {
-        const servers = new Set<VirtualServer>([set.defaultServer, ...set.exact.values(), ...set.headWildcards.map((x) => x[1]),
-          ...set.tailWildcards.map((x) => x[1]), ...set.regexes.map((x) => x.server)]);
-        for (const server of servers) this.load(server);
-      }
-    }
+    for (const group of table.listens) if (group.ssl) for (const server of serversOf(group)) this.load(server);
   }
 
   private load(server: VirtualServer): void {
@@ -48,9 +50,20 @@ export class TlsContexts {
       minVersion,
       maxVersion,
       sessionTimeout: tls.sessionTimeoutSec,
+      // client certificates are checked against ssl_client_certificate; the phases refuse as nginx does
+      ...(tls.verifyClient !== 'off' && tls.clientCa ? { ca: tls.clientCa } : {}),
     };
     this.options.set(server, options);
     this.contexts.set(server, createSecureContext(options));
+  }
+
+  /**
+   * Whether handshakes on `group`'s address ask for a client certificate:
+   * Node.js sets this per listening socket, not per SNI context, so it is on
+   * when any server there has `ssl_verify_client`.
+   */
+  requestsCertificates(group: ListenGroup): boolean {
+    return [...serversOf(group)].some((vs) => (vs.tls?.verifyClient ?? 'off') !== 'off');
   }
 
   /** Options of a server's context, for the socket's default (clients without SNI). */
@@ -64,8 +77,13 @@ export class TlsContexts {
   }
 }
 
-/** A listening server: HTTP/1.x (plain or TLS), or TLS with HTTP/2 and HTTP/1.1 by ALPN. */
-export type Listener = HttpServer | ReturnType<typeof createSecureServer>;
+/**
+ * A listening server: node:http for plain HTTP; for TLS, a TCP server that
+ * looks at the first byte and hands the connection to node:https (or
+ * node:http2's secure server, HTTP/2 and HTTP/1.1 by ALPN) or, for plain
+ * HTTP sent to the TLS port, to node:http.
+ */
+export type Listener = HttpServer | NetServer;
 
 /** How a listening server reaches the current configuration. */
 export interface ListenHooks {
@@ -76,18 +94,24 @@ export interface ListenHooks {
   onAccept(socket: Socket): void;
   /** A TLS connection that speaks HTTP/1.x completed its handshake. */
   onConnection(socket: Socket): void;
+  /** A TLS handshake failed (or was refused by `ssl_reject_handshake`). */
+  onTlsError(err: Error, socket: TLSSocket): void;
   /** A new HTTP/2 connection. */
   onSession(session: Http2Session): void;
   onRequest(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void;
 }
+
+/** The error of a handshake refused by `ssl_reject_handshake`. */
+export const REJECT_HANDSHAKE = 'ssl_reject_handshake';
 
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
 
 /**
  * Creates (but does not bind) the server for a listen group: node:http for
- * plain HTTP, node:https for TLS, node:http2's secure server (HTTP/2 and
- * HTTP/1.1 chosen by ALPN) for TLS with `http2 on`.
+ * plain HTTP; for TLS, the TCP server of `Listener` in front of node:https,
+ * or node:http2's secure server (HTTP/2 and HTTP/1.1 chosen by ALPN) with
+ * `http2 on`.
  */
 export function createListener(group: ListenGroup, hooks: ListenHooks): Listener {
   const key = listenKey(group);
@@ -102,28 +126,46 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   }
   const tlsOptions = {
     ...hooks.tls().optionsOf(group.servers.defaultServer),
+    requestCert: hooks.tls().requestsCertificates(group),
+    rejectUnauthorized: false,
     SNICallback: (name: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
       const g = hooks.group(key) ?? group;
       const vs = findServer(g.servers, name.toLowerCase());
-      if (vs.tls?.rejectHandshake) return cb(new Error('ssl_reject_handshake'));
+      if (vs.tls?.rejectHandshake) return cb(new Error(REJECT_HANDSHAKE));
       cb(null, hooks.tls().get(vs) ?? hooks.tls().get(g.servers.defaultServer));
     },
   };
-  if (group.http2) {
-    const server = createSecureServer({ ...tlsOptions, allowHTTP1: true, settings: { maxConcurrentStreams: 128 } }, onRequest);
-    server.on('secureConnection', (socket: TLSSocket) => {
-      if (socket.alpnProtocol !== 'h2') hooks.onConnection(socket);
+  const tlsServer = group.http2
+    ? createSecureServer({ ...tlsOptions, allowHTTP1: true, settings: { maxConcurrentStreams: 128 } }, onRequest)
+    : createHttpsServer({ ...common, ...tlsOptions }, onRequest);
+  tlsServer.on('secureConnection', (socket: TLSSocket) => {
+    if (socket.alpnProtocol !== 'h2') hooks.onConnection(socket);
+  });
+  if (group.http2) tlsServer.on('session', (session: Http2Session) => hooks.onSession(session));
+  tlsServer.on('tlsClientError', (err: Error, socket: TLSSocket) => hooks.onTlsError(err, socket));
+  tlsServer.on('upgrade', onUpgrade);
+  // plain HTTP sent to the TLS port: answered by the phases (497, nginx's 400 page)
+  const plain = createHttpServer(common, onRequest);
+  plain.on('upgrade', onUpgrade);
+  return createNetServer({ pauseOnConnect: true }, (socket) => {
+    hooks.onAccept(socket);
+    if (socket.destroyed) return;
+    // ngx_http_ssl_handshake: a first byte of 0x16 (a TLS record) starts a handshake, anything else is plain HTTP
+    socket.once('data', (first: Buffer) => {
+      socket.pause();
+      socket.unshift(first);
+      if (first[0] === 0x16) {
+        // node:tls takes bytes already read from the socket (initRead)
+        tlsServer.emit('connection', socket);
+        return;
+      }
+      // node:http's parser would read past them from the handle: it reads the socket's 'data' events instead
+      (socket as unknown as { _handle?: { _consumed?: boolean } })._handle!._consumed = true;
+      plain.emit('connection', socket);
+      socket.resume();
     });
-    server.on('session', (session: Http2Session) => hooks.onSession(session));
-    server.on('connection', (socket: Socket) => hooks.onAccept(socket));
-    server.on('upgrade', onUpgrade);
-    return server;
-  }
-  const server = createHttpsServer({ ...common, ...tlsOptions }, onRequest);
-  server.on('secureConnection', (socket: TLSSocket) => hooks.onConnection(socket));
-  server.on('connection', (socket: Socket) => hooks.onAccept(socket));
-  server.on('upgrade', onUpgrade);
-  return server;
+    socket.resume();
+  });
 }
 
 /**

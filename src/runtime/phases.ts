@@ -8,7 +8,7 @@
  * locations at rewrite.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ListenGroup, ServerSet } from '../config/route-table.js';
+import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
 import { findLocation } from './locations.js';
 import { logRequest, type RuntimeContext } from './context.js';
 import { ClientTarget, type Exchange } from './exchange.js';
@@ -22,7 +22,8 @@ import { realClientAddress } from './handlers/realip.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
 import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage, type ClientRequest, type ClientResponse } from './respond.js';
 import { runScript } from './script.js';
-import { findServer } from './server-names.js';
+import { X509_ERRORS } from './upstream/errors.js';
+import { findServer, matchServer } from './server-names.js';
 import { normalizePath, validateHost } from './uri.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
@@ -56,7 +57,7 @@ export function serveClientRequest(
   r.server = set.defaultServer;
   r.loc = r.server.conf;
   r.host = r.server.name;
-  void runPhases(ex, set);
+  void runPhases(ex, set, listen.ssl);
 }
 
 /**
@@ -71,21 +72,62 @@ function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
   return out;
 }
 
-/** Why a request is refused before any phase, as nginx logs it (level info). */
-function requestError(ex: Exchange, message: string, whileReading: 'request line' | 'request headers'): Promise<void> {
+/** Why a request is refused before any phase, as nginx logs it (level info); 400 unless `status` says otherwise. */
+function requestError(ex: Exchange, message: string, whileReading: 'request line' | 'request headers', status = 400): Promise<void> {
   const { r } = ex;
   if (whileReading === 'request line') r.headersRead = false;
   r.action = `reading client ${whileReading}`;
   logRequest(ex.cx, r, 'info', message);
   r.action = undefined;
-  return finalize(ex, 400);
+  return finalize(ex, status);
+}
+
+/** Verification errors `ssl_verify_client optional_no_ca` lets through (`ngx_ssl_verify_error_optional`). */
+const OPTIONAL_NO_CA = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+/**
+ * The client certificate checks of `ngx_http_process_request` for a server
+ * with `ssl_verify_client`: a certificate that did not verify is 495
+ * (`client SSL certificate verify error: (N:text)`), none with `on` is 496
+ * (`client sent no required SSL certificate`); both answer 400 on the wire.
+ */
+function clientCertificateRefusal(r: HttpRequestState): { status: number; message: string } | undefined {
+  const verify = r.server.tls?.verifyClient ?? 'off';
+  const tls = r.conn.tls;
+  if (verify === 'off' || !tls) return undefined;
+  const result = tls.clientVerify;
+  if (result !== 'ok' && result !== 'none' && !(verify === 'optional_no_ca' && OPTIONAL_NO_CA.has(result))) {
+    const [n, text] = X509_ERRORS[result] ?? [1, result];
+    return { status: 495, message: `client SSL certificate verify error: (${n}:${text})` };
+  }
+  if (verify === 'on' && result === 'none') return { status: 496, message: 'client sent no required SSL certificate' };
+  return undefined;
+}
+
+/**
+ * nginx's 421 rule (`ngx_http_set_virtual_server`): when the TLS handshake
+ * chose a server by SNI and the Host names another one, a server that
+ * verifies client certificates (`ssl_verify_client`) may not be reached
+ * with the other's handshake. Returns the server SNI chose in that case.
+ */
+function misdirected(r: HttpRequestState, set: ServerSet, host: string): VirtualServer | undefined {
+  const sni = r.conn.tls?.serverName?.toLowerCase();
+  if (sni === undefined || host === '' || sni === host) return undefined;
+  const sniServer = matchServer(set, sni);
+  if (!sniServer) return undefined;
+  const hostServer = matchServer(set, host) ?? set.defaultServer;
+  return (hostServer.tls?.verifyClient ?? 'off') !== 'off' ? sniServer : undefined;
 }
 
 /**
  * The request line and headers as `ngx_http_process_request_line` and
- * `ngx_http_process_request_headers` check them, then the phases.
+ * `ngx_http_process_request_headers` check them, the TLS checks of
+ * `ngx_http_process_request` on a TLS port (`sslPort`), then the phases.
  */
-async function runPhases(ex: Exchange, set: ServerSet): Promise<void> {
+async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promise<void> {
   const { r, cx } = ex;
   try {
     let target = r.requestUri;
@@ -113,6 +155,13 @@ async function runPhases(ex: Exchange, set: ServerSet): Promise<void> {
     if (headerHost === undefined) return await requestError(ex, 'client sent invalid host header', 'request headers');
     const host = lineHostValid ?? headerHost;
     r.requestHost = host;
+    const sniServer = misdirected(r, set, host);
+    if (sniServer) {
+      r.server = sniServer;
+      r.loc = sniServer.conf;
+      r.host = host;
+      return await requestError(ex, 'client attempted to request the server name different from the one that was negotiated', 'request headers', 421);
+    }
     r.server = findServer(set, host, r);
     r.loc = r.server.conf;
     r.host = host || r.server.name;
@@ -122,6 +171,9 @@ async function runPhases(ex: Exchange, set: ServerSet): Promise<void> {
     if (hosts.length === 0 && lineHost === undefined && r.protocol === 'HTTP/1.1') {
       return await requestError(ex, 'client sent HTTP/1.1 request without "Host" header', 'request headers');
     }
+    if (sslPort && !r.conn.tls) return await requestError(ex, 'client sent plain HTTP request to HTTPS port', 'request headers', 497);
+    const refusal = clientCertificateRefusal(r);
+    if (refusal) return await requestError(ex, refusal.message, 'request headers', refusal.status);
     realClientAddress(r);
     await fromServerRewrite(ex);
   } catch (err) {

@@ -29,6 +29,12 @@ export interface TlsDetails {
   readonly serverName: string | undefined;
   readonly protocol: string | undefined;
   readonly cipher: string | undefined;
+  /**
+   * The client certificate: `none` when none was sent, `ok` when it
+   * verified against `ssl_client_certificate`, else the verification error
+   * as Node.js names it (`DEPTH_ZERO_SELF_SIGNED_CERT` …).
+   */
+  readonly clientVerify: string;
 }
 
 /** The upstream exchange of a request, for `$upstream_*` and the error log's `upstream:` field. */

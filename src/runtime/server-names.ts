@@ -8,28 +8,33 @@ import type { ServerSet, VirtualServer } from '../config/route-table.js';
 import type { HttpRequestState } from './request.js';
 
 /**
- * Picks the server for a validated, lowercased host name. Named captures of a
- * matching regex are stored in the request's variables when `r` is given.
+ * The server whose name matches a validated, lowercased host name, or
+ * undefined when none does. Named captures of a matching regex are stored in
+ * the request's variables when `r` is given.
  */
-export function findServer(set: ServerSet, host: string, r?: HttpRequestState): VirtualServer {
+export function matchServer(set: ServerSet, host: string, r?: HttpRequestState): VirtualServer | undefined {
   const exact = set.exact.get(host);
   if (exact) return exact;
-  if (host.length > 0) {
-    for (const [suffix, server] of set.headWildcards) {
-      if (host.length > suffix.length && host.endsWith(suffix)) return server;
-    }
-    for (const [prefix, server] of set.tailWildcards) {
-      if (host.length > prefix.length && host.startsWith(prefix)) return server;
-    }
-    for (const { regex, server, namedCaptures } of set.regexes) {
-      const m = regex.exec(host);
-      if (!m) continue;
-      if (r) {
-        r.captures = m;
-        for (const c of namedCaptures) r.vars[c.index] = m.groups?.[c.name] ?? '';
-      }
-      return server;
-    }
+  if (host.length === 0) return undefined;
+  for (const [suffix, server] of set.headWildcards) {
+    if (host.length > suffix.length && host.endsWith(suffix)) return server;
   }
-  return set.defaultServer;
+  for (const [prefix, server] of set.tailWildcards) {
+    if (host.length > prefix.length && host.startsWith(prefix)) return server;
+  }
+  for (const { regex, server, namedCaptures } of set.regexes) {
+    const m = regex.exec(host);
+    if (!m) continue;
+    if (r) {
+      r.captures = m;
+      for (const c of namedCaptures) r.vars[c.index] = m.groups?.[c.name] ?? '';
+    }
+    return server;
+  }
+  return undefined;
+}
+
+/** The server for a host name: the one whose name matches, else the default server. */
+export function findServer(set: ServerSet, host: string, r?: HttpRequestState): VirtualServer {
+  return matchServer(set, host, r) ?? set.defaultServer;
 }

@@ -7,7 +7,7 @@ import type { Directive } from '../../parser/ast.js';
 import { systemErrorText } from '../../os-errors.js';
 import { HTTP_SRV } from '../flags.js';
 import {
-  bitmaskSetter, DirectiveFailure, fail, flagSetter, listSlot, noEffect, parseSize, rule, secSetter, slot, strSetter,
+  bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, noEffect, numSetter, parseSize, rule, secSetter, slot, strSetter,
   type DirectiveSpec, type Rule, type SetContext,
 } from '../spec.js';
 
@@ -20,6 +20,11 @@ export const sslCiphers = slot('ssl_ciphers', 'HIGH:!aNULL:!MD5');
 export const sslPreferServerCiphers = slot('ssl_prefer_server_ciphers', false);
 export const sslRejectHandshake = slot('ssl_reject_handshake', false);
 export const sslSessionTimeoutSec = slot('ssl_session_timeout', 300);
+/** `ssl_verify_client`: whether and how client certificates are requested and checked. */
+export const sslVerifyClient = slot<'off' | 'on' | 'optional' | 'optional_no_ca'>('ssl_verify_client', 'off');
+/** `ssl_client_certificate`: CA certificates (full path) client certificates are verified against. */
+export const sslClientCertificate = slot<string | undefined>('ssl_client_certificate', undefined);
+export const sslVerifyDepth = slot('ssl_verify_depth', 1);
 /** The DH parameters file, as written: read (and checked) when a server with certificates is merged. */
 export const sslDhparam = slot<string | undefined>('ssl_dhparam', undefined);
 
@@ -100,9 +105,18 @@ export const sslDirectives: readonly DirectiveSpec[] = [
   none('ssl_stapling_file', ['TAKE1'], 'OCSP stapling is not implemented', rule.str),
   none('ssl_stapling_responder', ['TAKE1'], 'OCSP stapling is not implemented', rule.str),
   none('ssl_trusted_certificate', ['TAKE1'], 'client certificates and stapling are not implemented yet', rule.str),
-  none('ssl_client_certificate', ['TAKE1'], 'client certificates are not implemented yet', rule.str),
-  none('ssl_verify_client', ['TAKE1'], 'client certificates are not implemented yet', rule.enumOf('off', 'on', 'optional', 'optional_no_ca')),
-  none('ssl_verify_depth', ['TAKE1'], 'client certificates are not implemented yet', rule.num()),
+  {
+    name: 'ssl_client_certificate', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(sslClientCertificate)) throw new DirectiveFailure('is duplicate');
+      cx.level.set(sslClientCertificate, cx.scope.confPath(d.args[0]!), d.loc);
+    },
+  },
+  {
+    name: 'ssl_verify_client', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
+    set: enumSetter(sslVerifyClient, ['off', 'on', 'optional', 'optional_no_ca']),
+  },
+  { name: 'ssl_verify_depth', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: numSetter(sslVerifyDepth) },
   none('ssl_crl', ['TAKE1'], 'client certificates are not implemented yet', rule.str),
   none('ssl_password_file', ['TAKE1'], 'encrypted keys are not supported yet', rule.custom(readPasswordFile)),
   none('ssl_early_data', ['FLAG'], 'TLS 1.3 early data is not accepted', rule.flag),
