@@ -1,0 +1,107 @@
+/**
+ * HTTP/2 from clients over TLS, differential against nginx: ALPN `h2` and
+ * `http/1.1` on one port, a proxied GET and a 1 MiB POST through DATA frames
+ * (the upstream receives `Host` from `:authority` and the whole body), a
+ * `return`, an upstream failure logged with `request: "… HTTP/2.0"`, and the
+ * access log's `$request` / `$server_protocol`.
+ */
+import { strict as assert } from 'node:assert';
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect, type ClientHttp2Session } from 'node:http2';
+import { request } from 'node:https';
+import { after, describe, it } from 'node:test';
+import { cleanup, freePort, hasCommand, tempDir } from '../helpers/harness.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
+import { echoUpstream, type Echo } from '../helpers/upstreams.js';
+
+/** What a client saw of one HTTP/2 exchange. */
+interface H2Seen {
+  readonly status: number;
+  readonly body: string;
+}
+
+function h2(session: ClientHttp2Session, path: string, method = 'GET', body?: Buffer): Promise<H2Seen> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request({ ':path': path, ':method': method, ':authority': 'h2.test' });
+    let status = 0;
+    const chunks: Buffer[] = [];
+    stream.on('response', (h) => { status = Number(h[':status']); });
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString('latin1') }));
+    stream.on('error', reject);
+    stream.end(body);
+  });
+}
+
+/** The upstream's view of a proxied request: method, URL, Host header, body length and digest. */
+function echoed(seen: H2Seen): Pick<Echo, 'method' | 'url' | 'bodyLength' | 'bodySha1'> & { host: string | undefined } {
+  const e = JSON.parse(seen.body) as Echo;
+  return { method: e.method, url: e.url, host: e.headers.find(([n]) => n.toLowerCase() === 'host')?.[1], bodyLength: e.bodyLength, bodySha1: e.bodySha1 };
+}
+
+function http1(port: number, path: string): Promise<{ status: number; alpn: string | false }> {
+  return new Promise((resolve, reject) => {
+    const options = {
+      host: '127.0.0.1', port, path, servername: 'h2.test', rejectUnauthorized: false, agent: false, ALPNProtocols: ['http/1.1'], headers: { Host: 'h2.test' },
+    };
+    const req = request(options, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, alpn: (res.socket as unknown as { alpnProtocol: string | false }).alpnProtocol }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const NO_OPENSSL = hasCommand('openssl') ? false : 'no openssl command';
+
+describe('HTTP/2 over TLS (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
+  after(cleanup);
+
+  it('serves h2 and http/1.1 on one TLS port, proxies GET and a 1 MiB POST, and logs requests as HTTP/2.0', async () => {
+    const dir = tempDir('jinx-h2-');
+    const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
+      '-subj', '/CN=h2.test', '-keyout', 'h2.key', '-out', 'h2.pem'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const up = await echoUpstream('app');
+    const refused = await freePort();
+    const upload = Buffer.alloc(1024 * 1024, 0x5a);
+    const run = await differential({
+      files: { 'h2.pem': readFileSync(`${dir}/h2.pem`, 'utf8'), 'h2.key': readFileSync(`${dir}/h2.key`, 'utf8') },
+      conf: ({ port }) => httpConf(`
+  log_format proto '$request $server_protocol $status';
+  server { listen 127.0.0.1:${port} ssl; http2 on; server_name h2.test;
+    ssl_certificate h2.pem; ssl_certificate_key h2.key;
+    access_log logs/h2.log proto;
+    client_max_body_size 2m;
+    location /app/ { proxy_pass http://127.0.0.1:${up.port}; }
+    location /down/ { proxy_pass http://127.0.0.1:${refused}; }
+    location = /hello { return 200 "hello $server_protocol\\n"; }
+  }`),
+    }, async (s) => {
+      const session = connect(`https://127.0.0.1:${s.port}`, { servername: 'h2.test', rejectUnauthorized: false });
+      try {
+        const hello = await h2(session, '/hello');
+        const get = echoed(await h2(session, '/app/get?x=1'));
+        const post = echoed(await h2(session, '/app/post', 'POST', upload));
+        const down = (await h2(session, '/down/')).status;
+        const alpn = (session.socket as unknown as { alpnProtocol: string }).alpnProtocol;
+        return { hello, get, post, down, alpn, http1: await http1(s.port, '/hello') };
+      } finally {
+        session.close();
+      }
+    });
+    const n = run.nginx.result;
+    assert.deepEqual(n.hello, { status: 200, body: 'hello HTTP/2.0\n' });
+    assert.equal(n.alpn, 'h2');
+    assert.deepEqual(n.get, { method: 'GET', url: '/app/get?x=1', host: '127.0.0.1:' + up.port, bodyLength: 0, bodySha1: createHash('sha1').update('').digest('hex') });
+    assert.deepEqual([n.post.bodyLength, n.post.bodySha1], [upload.length, createHash('sha1').update(upload).digest('hex')]);
+    assert.equal(n.down, 502);
+    assert.deepEqual(n.http1, { status: 200, alpn: 'http/1.1' });
+    assert.ok(run.nginx.errorLog.some((l) => l.includes('connect() failed (111: Connection refused) while connecting to upstream') && l.includes('request: "GET /down/ HTTP/2.0"')));
+    assert.deepEqual(run.jinx.file('logs/h2.log'), run.nginx.file('logs/h2.log'));
+    assertSameAsNginx(run);
+  });
+});
