@@ -6,7 +6,7 @@
  */
 import { createServer as createHttpServer, ServerResponse, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
+import { createServer as createHttp2Server, createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
@@ -118,11 +118,19 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   const common = { keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, maxHeaderSize: 16 * 1024, requireHostHeader: false };
   const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => hooks.onRequest(req, res);
   const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer): void => onRequest(req, upgradeResponse(req, socket, head));
-  if (!group.ssl) {
+  if (!group.ssl && !group.http2) {
     const server = createHttpServer(common, onRequest);
     server.on('connection', (socket: Socket) => hooks.onAccept(socket));
     server.on('upgrade', onUpgrade);
     return server;
+  }
+  const plain = createHttpServer(common, onRequest);
+  plain.on('upgrade', onUpgrade);
+  if (!group.ssl) {
+    // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x
+    const h2c = createHttp2Server({ settings: { maxConcurrentStreams: 128 } }, onRequest);
+    h2c.on('session', (session: Http2Session) => hooks.onSession(session));
+    return frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? h2c : plain), plain);
   }
   const tlsOptions = {
     ...hooks.tls().optionsOf(group.servers.defaultServer),
@@ -144,24 +152,32 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   if (group.http2) tlsServer.on('session', (session: Http2Session) => hooks.onSession(session));
   tlsServer.on('tlsClientError', (err: Error, socket: TLSSocket) => hooks.onTlsError(err, socket));
   tlsServer.on('upgrade', onUpgrade);
-  // plain HTTP sent to the TLS port: answered by the phases (497, nginx's 400 page)
-  const plain = createHttpServer(common, onRequest);
-  plain.on('upgrade', onUpgrade);
+  // ngx_http_ssl_handshake: a first byte of 0x16 (a TLS record) starts a handshake; plain HTTP sent to
+  // the TLS port is answered by the phases (497, nginx's 400 page)
+  return frontServer(hooks, (first) => (first[0] === 0x16 ? tlsServer : plain), plain);
+}
+
+/**
+ * A TCP server that reads the first bytes of each connection and hands it to
+ * the server `pick` chooses for them, the bytes put back: node:tls and
+ * node:http2 take bytes already read from the socket; node:http's parser,
+ * which would read past them from the handle, is made to read the socket's
+ * 'data' events instead.
+ */
+function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer, http1: NetServer): NetServer {
   return createNetServer({ pauseOnConnect: true }, (socket) => {
     hooks.onAccept(socket);
     if (socket.destroyed) return;
-    // ngx_http_ssl_handshake: a first byte of 0x16 (a TLS record) starts a handshake, anything else is plain HTTP
     socket.once('data', (first: Buffer) => {
       socket.pause();
       socket.unshift(first);
-      if (first[0] === 0x16) {
-        // node:tls takes bytes already read from the socket (initRead)
-        tlsServer.emit('connection', socket);
+      const server = pick(first);
+      if (server !== http1) {
+        server.emit('connection', socket);
         return;
       }
-      // node:http's parser would read past them from the handle: it reads the socket's 'data' events instead
       (socket as unknown as { _handle?: { _consumed?: boolean } })._handle!._consumed = true;
-      plain.emit('connection', socket);
+      server.emit('connection', socket);
       socket.resume();
     });
     socket.resume();

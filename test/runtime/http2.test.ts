@@ -3,7 +3,8 @@
  * `http/1.1` on one port, a proxied GET and a 1 MiB POST through DATA frames
  * (the upstream receives `Host` from `:authority` and the whole body), a
  * `return`, an upstream failure logged with `request: "… HTTP/2.0"`, and the
- * access log's `$request` / `$server_protocol`.
+ * access log's `$request` / `$server_protocol`; h2c with prior knowledge and
+ * HTTP/1.1 on one plain port.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
@@ -102,6 +103,23 @@ describe('HTTP/2 over TLS (differential)', { skip: NO_ORACLE || NO_OPENSSL }, ()
     assert.deepEqual(n.http1, { status: 200, alpn: 'http/1.1' });
     assert.ok(run.nginx.errorLog.some((l) => l.includes('connect() failed (111: Connection refused) while connecting to upstream') && l.includes('request: "GET /down/ HTTP/2.0"')));
     assert.deepEqual(run.jinx.file('logs/h2.log'), run.nginx.file('logs/h2.log'));
+    assertSameAsNginx(run);
+  });
+  it('serves h2c with prior knowledge and HTTP/1.1 on one plain port with http2 on', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name h2c.test;
+    location = /hello { return 200 "hello $server_protocol $scheme\\n"; }
+  }`),
+    }, async (s) => {
+      const session = connect(`http://127.0.0.1:${s.port}`);
+      try {
+        return { h2c: await h2(session, '/hello'), http1: (await s.get('/hello', { headers: { Host: 'h2c.test' } })).body };
+      } finally {
+        session.close();
+      }
+    });
+    assert.deepEqual(run.nginx.result, { h2c: { status: 200, body: 'hello HTTP/2.0 http\n' }, http1: 'hello HTTP/1.1 http\n' });
     assertSameAsNginx(run);
   });
 });
