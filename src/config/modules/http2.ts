@@ -1,6 +1,8 @@
 /**
  * HTTP/2 settings (`src/http/v2/ngx_http_v2_module.c`): `http2 on|off` per
- * server (nginx 1.25.1 and later) and the stream limits.
+ * server (nginx 1.25.1 and later): HTTP/2 by ALPN on TLS addresses, h2c
+ * with prior knowledge on plain ones; the stream and buffer limits are
+ * checked, node:http2 applies its own.
  */
 import { HTTP_SRV, HTTP_SRV_LOC } from '../flags.js';
 import { DirectiveFailure, fail, flagSetter, noEffect, rule, slot, type DirectiveSpec, type Rule } from '../spec.js';
@@ -17,7 +19,7 @@ const obsolete = (name: string, args: DirectiveSpec['args'], instead: string | u
   )));
 
 const tuning = (name: string, contexts: DirectiveSpec['contexts'], r: Rule): DirectiveSpec =>
-  noEffect({ name, module: V2, contexts, args: ['TAKE1'], note: 'HTTP/2 is not served yet' }, r);
+  noEffect({ name, module: V2, contexts, args: ['TAKE1'], note: 'node:http2 sizes HTTP/2 buffers and frames itself; streams are limited to nginx\'s default 128' }, r);
 
 /** The post handlers of `src/http/v2/ngx_http_v2_module.c`, with its limits. */
 const recvBufferSize = (v: number): void => {
@@ -34,10 +36,7 @@ const streamsIndexMask = (v: number): void => {
 };
 
 export const http2Directives: readonly DirectiveSpec[] = [
-  {
-    name: 'http2', module: V2, contexts: HTTP_SRV, args: ['FLAG'], effect: 'none',
-    note: 'HTTP/2 from clients is not served yet: connections use HTTP/1.1', set: flagSetter(http2Enabled),
-  },
+  { name: 'http2', module: V2, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(http2Enabled) },
   tuning('http2_max_concurrent_streams', HTTP_SRV, rule.num()),
   tuning('http2_recv_buffer_size', ['http'], rule.size(recvBufferSize)),
   tuning('http2_chunk_size', ['http', 'server', 'location'], rule.size(chunkSize)),
