@@ -20,6 +20,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { createServer as createNetServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -42,6 +43,9 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --targets LIST    servers to measure: jinx,nginx,bare (default jinx,nginx); bare is
                     the smallest node:http + undici proxy, the ceiling of jinx's design
   --upstream KIND   nginx (default) or node
+  --protocol P      h1 (default: HTTP/1.1 over plain TCP, measured with wrk) or h2
+                    (HTTP/2 over TLS, \`http2 on\`, measured with h2load; no bare target)
+  --streams N       with h2: h2load -m, concurrent streams per connection (default 10)
   --sut-cpus LIST   taskset CPU list for jinx and nginx (default 0)
   --aux-cpus LIST   taskset CPU list for the upstream and wrk (default 1)
   --no-pin          do not use taskset
@@ -69,6 +73,8 @@ interface Options {
   sizes: number[];
   targets: Target[];
   upstream: 'nginx' | 'node';
+  protocol: 'h1' | 'h2';
+  streams: number;
   sutCpus: string | undefined;
   auxCpus: string | undefined;
   nginx: string;
@@ -107,7 +113,7 @@ function options(argv: string[]): Options {
       'aux-cpus': { type: 'string' }, 'no-pin': { type: 'boolean' }, nginx: { type: 'string' },
       'node-flags': { type: 'string' }, profile: { type: 'string' }, json: { type: 'string' },
       'max-other': { type: 'string' }, retries: { type: 'string' }, 'quiet-wait': { type: 'string' },
-      nice: { type: 'string' },
+      nice: { type: 'string' }, protocol: { type: 'string' }, streams: { type: 'string' },
       keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
   });
@@ -119,6 +125,9 @@ function options(argv: string[]): Options {
   for (const t of targets) if (t !== 'jinx' && t !== 'nginx' && t !== 'bare') throw new Error(`unknown target "${t}"`);
   const upstream = values.upstream ?? 'nginx';
   if (upstream !== 'nginx' && upstream !== 'node') throw new Error(`--upstream is nginx or node, not "${upstream}"`);
+  const protocol = values.protocol ?? 'h1';
+  if (protocol !== 'h1' && protocol !== 'h2') throw new Error(`--protocol is h1 or h2, not "${protocol}"`);
+  if (protocol === 'h2' && targets.includes('bare')) throw new Error('the bare target speaks HTTP/1.1 only: leave it out with --protocol h2');
   const nginx = values.nginx ?? ['/opt/nginx-oracle/nginx', '/usr/sbin/nginx'].find((p) => existsSync(p));
   if (!nginx) throw new Error('no reference nginx: install one or pass --nginx PATH');
   const pin = !values['no-pin'] && hasCommand('taskset');
@@ -132,6 +141,8 @@ function options(argv: string[]): Options {
     sizes: (values.sizes ?? '100,16k').split(',').map(parseSize),
     targets: targets as Target[],
     upstream,
+    protocol,
+    streams: Math.round(positive('streams', values.streams, 10)),
     sutCpus: pin ? values['sut-cpus'] ?? '0' : undefined,
     auxCpus: pin ? values['aux-cpus'] ?? '1' : undefined,
     nginx,
@@ -266,10 +277,11 @@ async function waitListening(proc: Proc, port: number): Promise<void> {
   throw new Error(`${proc.name} does not listen on 127.0.0.1:${port} after 15 s:\n${proc.stderr}`);
 }
 
-/** GET through a server; resolves to status and body length. */
-function get(port: number, path: string): Promise<{ status: number; length: number }> {
+/** GET through a server (over TLS with `tls`); resolves to status and body length. */
+function get(port: number, path: string, tls: boolean): Promise<{ status: number; length: number }> {
   return new Promise((res, rej) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false, timeout: 5000 }, (resp) => {
+    const send = tls ? httpsRequest : httpRequest;
+    const req = send({ host: '127.0.0.1', port, path, agent: false, timeout: 5000, rejectUnauthorized: false }, (resp) => {
       let length = 0;
       resp.on('data', (c: Buffer) => { length += c.length; });
       resp.on('end', () => res({ status: resp.statusCode ?? 0, length }));
@@ -324,8 +336,16 @@ ${locations}  }
 `;
 }
 
-/** The configuration under test, the same file for jinx and nginx. */
-function proxyConf(dir: string, port: number, upstreamPort: number): string {
+/**
+ * The configuration under test, the same file for jinx and nginx; with
+ * `tlsDir` (HTTP/2 runs) the server listens with TLS and `http2 on`, the
+ * certificate and key in that directory.
+ */
+function proxyConf(dir: string, port: number, upstreamPort: number, tlsDir?: string): string {
+  // h2load does not reconnect: a connection closed after keepalive_requests (1000) would end its share of the run
+  const tls = tlsDir
+    ? `\n    http2 on;\n    keepalive_requests 1000000;\n    ssl_certificate ${tlsDir}/cert.pem;\n    ssl_certificate_key ${tlsDir}/key.pem;`
+    : '';
   return `${mainBlock(dir)}http {
   access_log off;
 ${tempPaths(dir)}
@@ -334,7 +354,7 @@ ${tempPaths(dir)}
     keepalive 64;
   }
   server {
-    listen 127.0.0.1:${port} backlog=4096;
+    listen 127.0.0.1:${port}${tlsDir ? ' ssl' : ''} backlog=4096;${tls}
     location / {
       proxy_pass http://backend;
       proxy_http_version 1.1;
@@ -531,6 +551,26 @@ export function parseWrk(out: string): WrkResult {
   };
 }
 
+/**
+ * The figures of an h2load run: req/s from `finished in …, N req/s`, errors
+ * from `requests: … failed, … errored, … timeout`, non-2xx from `status
+ * codes:`. h2load prints no percentiles: p50 and p99 are NaN (printed "-").
+ */
+export function parseH2load(out: string): WrkResult {
+  const rps = /finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(out);
+  if (!rps) throw new Error(`cannot read h2load's output:\n${out}`);
+  const req = /requests: (\d+) total, \d+ started, \d+ done, \d+ succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(out);
+  const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(out);
+  return {
+    rps: Number(rps[1]),
+    requests: req ? Number(req[1]) : 0,
+    p50Ms: NaN,
+    p99Ms: NaN,
+    non2xx: codes ? Number(codes[2]) + Number(codes[3]) + Number(codes[4]) : 0,
+    socketErrors: req ? Number(req[2]) + Number(req[3]) + Number(req[4]) : 0,
+  };
+}
+
 interface Run extends WrkResult {
   target: Target;
   size: number;
@@ -580,13 +620,15 @@ async function waitQuiet(o: Options, servers: Servers): Promise<void> {
 
 async function runWrk(o: Options, servers: Servers, target: Target, size: number, seconds: number): Promise<Omit<Run, 'target' | 'size' | 'round' | 'attempt' | 'counted'>> {
   const { proc, port } = servers.sut.get(target)!;
-  const url = `http://127.0.0.1:${port}${bodyPath(size)}`;
+  const url = `${o.protocol === 'h2' ? 'https' : 'http'}://127.0.0.1:${port}${bodyPath(size)}`;
   const sut0 = procTicks(proc.child.pid);
   const sys0 = procStat(proc.child.pid!, 12);
   const up0 = procTicks(servers.upstream.child.pid);
   const children0 = childTicks();
   const load = new OtherLoad(o, servers);
-  const wrk = start('wrk', 'wrk', [`-c${o.connections}`, `-t${o.threads}`, `-d${seconds}s`, '--latency', url], o.auxCpus, 'pipe');
+  const wrk = o.protocol === 'h2'
+    ? start('wrk', 'h2load', [`-c${o.connections}`, `-t${o.threads}`, `-m${o.streams}`, `-D${seconds}`, url], o.auxCpus, 'pipe')
+    : start('wrk', 'wrk', [`-c${o.connections}`, `-t${o.threads}`, `-d${seconds}s`, '--latency', url], o.auxCpus, 'pipe');
   let out = '';
   wrk.child.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
   // wrk is bounded by -d; this only guards against a hung one
@@ -605,12 +647,17 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   if (proc.exitCode !== undefined) throw new Error(`${target} exited (${proc.exitCode}) during the run:\n${proc.stderr}`);
   const pct = (ticks: number): number => (100 * ticks) / CLK_TCK / elapsedS;
   return {
-    ...parseWrk(out),
+    ...(o.protocol === 'h2' ? parseH2load(out) : parseWrk(out)),
     sutCpu: pct(sutTicks), sutSysCpu: pct(sysTicks), upstreamCpu: pct(upTicks), wrkCpu: pct(wrkTicks), foreignCpu: other.machine, stolenCpu: other.onServerCpus,
   };
 }
 
 // ------------------------------------------------------------------- report
+
+/** The load generator and its settings, as the report names them. */
+const loadTool = (o: Options): string => (o.protocol === 'h2'
+  ? `h2load -c${o.connections} -t${o.threads} -m${o.streams} (HTTP/2 over TLS)`
+  : `wrk -c${o.connections} -t${o.threads}`);
 
 const median = (xs: number[]): number => {
   const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
@@ -648,7 +695,7 @@ const usPerReq = (r: Run, part: 'user' | 'sys'): number => (10_000 * (part === '
 function summary(o: Options, runs: Run[]): string {
   const lines: string[] = [];
   const counted = runs.filter((r) => r.counted);
-  lines.push('', `== summary: medians of ${o.rounds} rounds × ${o.durationS} s, wrk -c${o.connections} -t${o.threads}`
+  lines.push('', `== summary: medians of ${o.rounds} rounds × ${o.durationS} s, ${loadTool(o)}`
     + (o.sutCpus !== undefined ? `, servers on CPU ${o.sutCpus}, upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : ', unpinned'));
   lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(6)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}`);
   for (const size of o.sizes) {
@@ -706,13 +753,20 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
   }
   await waitListening(upstream, upPort);
 
+  const tlsDir = join(dir, 'tls');
+  if (o.protocol === 'h2') {
+    mkdirSync(tlsDir);
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
+      '-subj', '/CN=bench.test', '-keyout', join(tlsDir, 'key.pem'), '-out', join(tlsDir, 'cert.pem')], { encoding: 'utf8' });
+    if (made.status !== 0) throw new Error(`openssl could not make the test certificate:\n${made.stderr}`);
+  }
   const sut = new Map<Target, { proc: Proc; port: number }>();
   for (const t of o.targets) {
     const tDir = join(dir, t);
     mkdirSync(join(tDir, 'logs'), { recursive: true });
     const port = await freePort();
     const conf = join(tDir, 'nginx.conf');
-    writeFileSync(conf, proxyConf(tDir, port, upPort));
+    writeFileSync(conf, proxyConf(tDir, port, upPort, o.protocol === 'h2' ? tlsDir : undefined));
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, o.sutCpus);
@@ -731,7 +785,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
 async function check(o: Options, servers: Servers): Promise<void> {
   for (const [t, { port }] of servers.sut) {
     for (const size of o.sizes) {
-      const r = await get(port, bodyPath(size));
+      const r = await get(port, bodyPath(size), o.protocol === 'h2');
       if (r.status !== 200 || r.length !== size) throw new Error(`${t}: GET ${bodyPath(size)} gave ${r.status} with ${r.length} bytes, not 200 with ${size}`);
     }
   }
@@ -751,7 +805,7 @@ async function main(): Promise<number> {
   const servers = await startServers(o, tempRoot);
   await check(o, servers);
   const versions = `node ${process.version}, ${spawnSync(o.nginx, ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '')}`;
-  process.stdout.write(`jinx proxy benchmark: ${versions}, wrk -c${o.connections} -t${o.threads} -d${o.durationS}s, ${o.rounds} rounds, warm-up ${o.warmupS} s`
+  process.stdout.write(`jinx proxy benchmark: ${versions}, ${loadTool(o)} for ${o.durationS} s, ${o.rounds} rounds, warm-up ${o.warmupS} s`
     + (o.nice !== 0 ? `\nnice: ${o.nice} for the servers, the upstream and wrk` : '')
     + `\npinning: ${o.sutCpus !== undefined ? `jinx and nginx on CPU ${o.sutCpus}; upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : 'none'}`
     + `\nprefix: ${tempRoot}${o.keep ? ' (kept)' : ''}\n`);
