@@ -4,16 +4,17 @@
  * (the upstream receives `Host` from `:authority` and the whole body), a
  * `return`, an upstream failure logged with `request: "… HTTP/2.0"`, and the
  * access log's `$request` / `$server_protocol`; h2c with prior knowledge and
- * HTTP/1.1 on one plain port.
+ * HTTP/1.1 on one plain port; a 100 MiB upload to a slow upstream.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { connect, type ClientHttp2Session } from 'node:http2';
 import { request } from 'node:https';
 import { after, describe, it } from 'node:test';
-import { cleanup, freePort, hasCommand, tempDir } from '../helpers/harness.js';
+import { cleanup, freePort, hasCommand, startJinx, startUpstream, tempDir } from '../helpers/harness.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
 import { echoUpstream, type Echo } from '../helpers/upstreams.js';
 
@@ -123,3 +124,47 @@ describe('HTTP/2 over TLS (differential)', { skip: NO_ORACLE || NO_OPENSSL }, ()
     assertSameAsNginx(run);
   });
 });
+
+describe('HTTP/2 uploads', { skip: NO_OPENSSL }, () => {
+  after(cleanup);
+
+  it('passes a 100 MiB HTTP/2 upload whole to a slow upstream and leaves no temp file behind', async () => {
+    const dir = tempDir('jinx-h2up-');
+    const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
+      '-subj', '/CN=h2.test', '-keyout', 'h2.key', '-out', 'h2.pem'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    // reads the body 256 KiB at a time, 5 ms apart: about 2 s for 100 MiB
+    const slow = await startUpstream((req, res) => {
+      const hash = createHash('sha1');
+      let length = 0;
+      req.on('data', (c: Buffer) => {
+        hash.update(c);
+        length += c.length;
+        if (length % (256 * 1024) < c.length) {
+          req.pause();
+          setTimeout(() => req.resume(), 5);
+        }
+      });
+      req.on('end', () => res.end(JSON.stringify({ length, sha1: hash.digest('hex') })));
+    });
+    const port = await freePort();
+    const jinx = await startJinx(httpConf(`
+  server { listen 127.0.0.1:${port} ssl; http2 on; server_name h2.test;
+    ssl_certificate h2.pem; ssl_certificate_key h2.key;
+    client_max_body_size 200m;
+    location / { proxy_pass http://127.0.0.1:${slow.port}; }
+  }`), [port], { 'h2.pem': readFileSync(`${dir}/h2.pem`, 'utf8'), 'h2.key': readFileSync(`${dir}/h2.key`, 'utf8'), 'tmp/.keep': '' });
+    const body = Buffer.alloc(100 * 1024 * 1024, 0x61);
+    const session = connect(`https://127.0.0.1:${port}`, { servername: 'h2.test', rejectUnauthorized: false });
+    try {
+      const seen = await h2(session, '/upload', 'POST', body);
+      assert.equal(seen.status, 200);
+      assert.deepEqual(JSON.parse(seen.body), { length: body.length, sha1: createHash('sha1').update(body).digest('hex') });
+    } finally {
+      session.close();
+    }
+    assert.match(jinx.errorLog(), /a client request body is buffered to a temporary file .*\/tmp\/body\/\d{10}/);
+    assert.deepEqual(readdirSync(join(jinx.prefix, 'tmp/body')), []);
+  });
+});
+
