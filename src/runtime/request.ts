@@ -114,6 +114,8 @@ export class HttpRequestState {
   sentHeaders: Record<string, string | string[] | number | undefined> = {};
   /** The subrequest's parent, for `subrequest:` in the error log. */
   readonly parent: HttpRequestState | undefined;
+  /** The method of the request line. */
+  private readonly requestMethod: string;
   /** Start time in ms since the epoch, for `$request_time` and `$msec`. */
   readonly startMs: number;
 
@@ -134,6 +136,7 @@ export class HttpRequestState {
     varCount: number,
     parent?: HttpRequestState,
   ) {
+    this.requestMethod = method;
     this.clientAddr = conn.peerAddr;
     this.clientPort = conn.peerPort;
     const q = requestUri.indexOf('?');
@@ -144,9 +147,22 @@ export class HttpRequestState {
     this.startMs = Date.now();
   }
 
-  /** `$request`: the request line as nginx logs it. */
+  /**
+   * `$request`: the request line as received (nginx's `r->request_line`): an
+   * `error_page` redirect that turns the method into GET leaves it as it
+   * was, and a subrequest has its parent's.
+   */
   get requestLine(): string {
-    return `${this.method} ${this.requestUri} ${this.protocol}`;
+    if (this.parent) return this.parent.requestLine;
+    return `${this.requestMethod} ${this.requestUri} ${this.protocol}`;
+  }
+
+  /**
+   * `$request_method`: the method of the main request (a subrequest's own
+   * is GET, but nginx reports its parent's), GET after an `error_page` redirect.
+   */
+  get mainMethod(): string {
+    return this.parent ? this.parent.method : this.method;
   }
 
   /** `$document_root`: the `root` (or `alias`) of the location in effect. */
