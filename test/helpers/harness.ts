@@ -187,10 +187,11 @@ export function request(port: number, path: string, opts: { method?: string; hea
 /**
  * Error-log lines without what varies between runs: the timestamp and
  * `pid#tid` are dropped and the connection number becomes `*CONN`, so a line
- * reads `[level] *CONN message, client: …`.
+ * reads `[level] *CONN message, client: …`. A message with newlines in it
+ * (FastCGI stderr) stays one entry, its lines joined by `\n`.
  */
 export function logLines(text: string): string[] {
-  return text.split('\n').filter(Boolean)
+  return text.split(/\n(?=\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d \[)/).map((l) => l.replace(/\n$/, '')).filter(Boolean)
     .map((l) => l.replace(/^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d (\[\w+\]) \d+#\d+: /, '$1 ').replace(/^(\[\w+\]) \*\d+ /, '$1 *CONN '));
 }
 

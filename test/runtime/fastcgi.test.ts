@@ -1,0 +1,268 @@
+/**
+ * FastCGI against a real php-fpm, differential against nginx: both servers
+ * pass the same requests to the same php-fpm pool (started by the test on
+ * 127.0.0.1, and one on a unix socket) with Debian's `fastcgi_params`, and
+ * each case compares what the client got, what PHP saw (its `$_SERVER`, the
+ * body it read), and the error-log lines (`FastCGI sent in stderr: …`,
+ * timeouts, refused connections).
+ */
+import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { SHARED, cleanup, freePort } from '../helpers/harness.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side, type Snap } from '../helpers/differential.js';
+import { NO_PHP_FPM, countingRelay, startPhpFpm } from '../helpers/php-fpm.js';
+
+const DEBIAN = join(SHARED, 'corpus/debian/etc/nginx');
+
+/** The PHP site every case serves (under PREFIX/html), and Debian's parameter files next to nginx.conf. */
+const FILES: Record<string, string> = {
+  fastcgi_params: readFileSync(join(DEBIAN, 'fastcgi_params'), 'utf8'),
+  'fastcgi.conf': readFileSync(join(DEBIAN, 'fastcgi.conf'), 'utf8'),
+  // what PHP saw: every parameter but the ones that vary between the two runs, and the body it read
+  'html/dump.php': `<?php
+$body = file_get_contents('php://input');
+$server = $_SERVER;
+unset($server['REMOTE_PORT'], $server['REQUEST_TIME'], $server['REQUEST_TIME_FLOAT']);
+header('Content-Type: application/json');
+echo json_encode(['server' => $server, 'get' => $_GET, 'bodyLength' => strlen($body), 'bodySha1' => sha1($body)]);
+`,
+  'html/index.php': `<?php echo "index of ", $_SERVER['SCRIPT_NAME'], "\\n";\n`,
+  'html/slow.php': `<?php sleep((int) ($_GET['s'] ?? 3)); echo "late\\n";\n`,
+  'html/stderr.php': `<?php
+error_log("first line\\nsecond line\\n");
+for ($i = 0; $i < (int) ($_GET['n'] ?? 1); $i++) error_log(str_repeat(chr(97 + $i), 1000));
+echo "after stderr\\n";
+flush();
+error_log("once the header was sent");
+echo "done\\n";
+`,
+  'html/warning.php': `<?php echo $undefined ?? 'none', "\\n"; echo intdiv(1, 1) + $missing, "\\n";\n`,
+  'html/moved.php': `<?php header('Location: /elsewhere'); echo "moved\\n";\n`,
+  'html/status.php': `<?php
+if (isset($_GET['permanent'])) header('Location: https://php.test/new', true, 301);
+else if (isset($_GET['custom'])) header('Status: 299 Custom Thing');
+else http_response_code((int) ($_GET['code'] ?? 201));
+header('X-Accel-Expires: 10');
+header('X-Extra: extra');
+echo "status\\n";
+`,
+};
+
+/** The location every case uses for PHP, as in Debian's snippets/fastcgi-php.conf. */
+const PHP_LOCATION = (pass: string, extra = ''): string => `location ~ \\.php$ {
+      include fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+      fastcgi_pass ${pass};
+      ${extra}
+    }`;
+
+/** A response as compared: status line, headers and body (JSON bodies parsed). */
+const seen = async (s: Side, path: string, opts: Parameters<Side['get']>[1] = {}): Promise<Snap> => s.get(path, opts);
+
+describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_FPM }, () => {
+  after(cleanup);
+
+  it('runs a PHP script with the parameters of fastcgi_params: a GET with a query, a POST of 1 MiB read by PHP, a HEAD', async () => {
+    const fpm = await startPhpFpm();
+    const body = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 7 + (i >> 10)) & 0xff;
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    client_max_body_size 2m;
+    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
+  }`),
+      files: FILES,
+    }, async (s) => ({
+      get: await seen(s, '/dump.php?a=1&b=two%20words&a2[]=x', { headers: { 'X-Custom': 'v', Cookie: 'c=1', 'User-Agent': 'test' } }),
+      post: await seen(s, '/dump.php', { method: 'POST', body, headers: { 'Content-Type': 'application/octet-stream' } }),
+      head: await seen(s, '/dump.php', { method: 'HEAD' }),
+    }));
+    const n = run.nginx.result;
+    assert.equal(n.get.status, 200);
+    const php = JSON.parse(n.get.body) as { server: Record<string, string>; get: Record<string, unknown> };
+    assert.equal(php.server.QUERY_STRING, 'a=1&b=two%20words&a2[]=x');
+    assert.deepEqual(php.get, { a: '1', b: 'two words', a2: ['x'] });
+    assert.equal(php.server.HTTP_X_CUSTOM, 'v');
+    assert.equal(php.server.SCRIPT_FILENAME, `${php.server.DOCUMENT_ROOT}/dump.php`);
+    const post = JSON.parse(n.post.body) as { bodyLength: number; bodySha1: string; server: Record<string, string> };
+    assert.equal(post.bodyLength, body.length);
+    assert.equal(post.server.CONTENT_LENGTH, String(body.length));
+    assertSameAsNginx(run);
+  });
+
+  it('splits the path with fastcgi_split_path_info into $fastcgi_script_name and PATH_INFO, and appends fastcgi_index to a directory', async () => {
+    const fpm = await startPhpFpm();
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    location ~ ^(.+\\.php)(/.*)?$ {
+      fastcgi_split_path_info ^(.+\\.php)(/.+)$;
+      include fastcgi.conf;
+      fastcgi_param PATH_INFO $fastcgi_path_info;
+      fastcgi_pass 127.0.0.1:${fpm.port};
+    }
+    location / {
+      fastcgi_index index.php;
+      include fastcgi.conf;
+      fastcgi_pass 127.0.0.1:${fpm.port};
+    }
+  }`),
+      files: FILES,
+    }, async (s) => ({
+      pathInfo: await seen(s, '/dump.php/extra/path?x=1'),
+      plain: await seen(s, '/dump.php'),
+      index: await seen(s, '/'),
+    }));
+    const info = JSON.parse(run.nginx.result.pathInfo.body) as { server: Record<string, string> };
+    assert.equal(info.server.SCRIPT_NAME, '/dump.php');
+    assert.equal(info.server.PATH_INFO, '/extra/path');
+    assert.equal(run.nginx.result.index.body, 'index of /index.php\n');
+    assertSameAsNginx(run);
+  });
+
+  it('answers 404 "File not found." for a missing script and logs "Primary script unknown", over TCP and over a unix socket', async () => {
+    const fpm = await startPhpFpm();
+    const unix = await startPhpFpm({ unix: true });
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
+    location /unix/ { location ~ \\.php$ { include fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root/dump.php; fastcgi_pass unix:${unix.socket}; } }
+    location /unix-missing/ { ${PHP_LOCATION(`unix:${unix.socket}`)} }
+  }`),
+      files: FILES,
+    }, async (s) => ({
+      missing: await seen(s, '/wp-login.php', { headers: { Referer: 'http://php.test/' } }),
+      missingPost: await seen(s, '/vendor/phpunit/eval-stdin.php', { method: 'POST', body: '<?php echo 1;' }),
+      unix: (await seen(s, '/unix/x.php?via=unix')).status,
+      unixMissing: await seen(s, '/unix-missing/nothing.php'),
+    }));
+    const n = run.nginx.result;
+    assert.equal(n.missing.status, 404);
+    assert.equal(n.missing.body, 'File not found.\n');
+    assert.equal(n.unix, 200);
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN FastCGI sent in stderr: "Primary script unknown" while reading response header from upstream')
+      && l.includes(`upstream: "fastcgi://127.0.0.1:${fpm.port}"`)));
+    assert.ok(run.nginx.errorLog.some((l) => l.includes(`upstream: "fastcgi://unix:${unix.socket}:"`)));
+    assertSameAsNginx(run);
+  });
+
+  it('logs each stderr record as nginx does: multi-line messages, long ones in buffer-sized parts, and stderr after the header', async () => {
+    const fpm = await startPhpFpm();
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
+  }`),
+      files: FILES,
+    }, async (s) => ({
+      short: await seen(s, '/stderr.php'),
+      long: await seen(s, '/stderr.php?n=9'),
+      warning: await seen(s, '/warning.php'),
+    }));
+    for (const side of [run.nginx, run.jinx]) console.log(JSON.stringify(side.errorLog.map((l) => l.replace(/([a-z])\1{19,}/g, (m) => `<${m[0]}*${m.length}>`)), null, 1));
+    assert.equal(run.nginx.result.short.status, 200);
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN FastCGI sent in stderr: "PHP message: first line')));
+    assertSameAsNginx(run);
+  });
+
+  it('takes the status from Status:, 302 for a Location without one, hides Status and X-Accel-* (fastcgi_hide_header, fastcgi_pass_header), intercepts errors', async () => {
+    const fpm = await startPhpFpm();
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    error_page 404 /404.html;
+    location = /404.html { return 200 "own 404 page\\n"; }
+    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
+    location /hide/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_hide_header X-Extra; fastcgi_hide_header X-Powered-By; fastcgi_pass_header X-Accel-Expires;')} }
+    location /intercept/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_intercept_errors on;')} }
+  }`),
+      files: { ...FILES, 'html/hide/status.php': FILES['html/status.php']!, 'html/intercept/status.php': FILES['html/status.php']! },
+    }, async (s) => ({
+      moved: await seen(s, '/moved.php'),
+      created: await seen(s, '/status.php'),
+      permanent: await seen(s, '/status.php?permanent'),
+      custom: await seen(s, '/status.php?custom'),
+      hidden: await seen(s, '/hide/status.php'),
+      notIntercepted: await seen(s, '/status.php?code=404'),
+      intercepted: await seen(s, '/intercept/status.php?code=404'),
+      interceptedMissing: await seen(s, '/intercept/none.php'),
+    }));
+    const n = run.nginx.result;
+    assert.equal(n.moved.status, 302);
+    assert.equal(n.moved.reason, 'Found');
+    assert.equal(n.created.status, 201);
+    assert.equal(n.permanent.status, 301);
+    assert.equal(n.custom.reason, 'Custom Thing');
+    assert.equal(n.intercepted.body, 'own 404 page\n');
+    assertSameAsNginx(run);
+  });
+
+  it('answers 504 when a script runs past fastcgi_read_timeout, and 502 when nothing listens', async () => {
+    const fpm = await startPhpFpm();
+    const refused = await freePort();
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    location /slow/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_read_timeout 1s;')} }
+    location /refused/ { ${PHP_LOCATION(`127.0.0.1:${refused}`)} }
+  }`),
+      files: { ...FILES, 'html/slow/slow.php': FILES['html/slow.php']!, 'html/refused/x.php': '<?php echo 1;\n' },
+    }, async (s) => ({
+      slow: (await seen(s, '/slow/slow.php?s=3')).status,
+      inTime: await seen(s, '/slow/slow.php?s=0'),
+      refused: (await seen(s, '/refused/x.php')).status,
+    }));
+    assert.deepEqual([run.nginx.result.slow, run.nginx.result.refused], [504, 502]);
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while reading response header from upstream')));
+    assertSameAsNginx(run);
+  });
+
+  it('passes a request on to the next server of an upstream group with fastcgi_next_upstream', async () => {
+    const fpm = await startPhpFpm();
+    const refused = await freePort();
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  upstream php { server 127.0.0.1:${refused}; server 127.0.0.1:${fpm.port}; }
+  upstream nonext { server 127.0.0.1:${refused}; server 127.0.0.1:${fpm.port}; }
+  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    add_header X-Upstream "$upstream_addr | $upstream_status" always;
+    ${PHP_LOCATION('php')}
+    location /off/ { ${PHP_LOCATION('nonext', 'fastcgi_next_upstream off;')} }
+  }`),
+      files: { ...FILES, 'html/off/index.php': FILES['html/index.php']! },
+    }, async (s) => ({
+      first: await seen(s, '/index.php'),
+      second: await seen(s, '/index.php'),
+      off: (await seen(s, '/off/index.php')).status,
+      offAgain: (await seen(s, '/off/index.php')).status,
+    }));
+    const n = run.nginx.result;
+    assert.equal(n.first.status, 200);
+    assert.equal(n.first.headers['x-upstream'], `127.0.0.1:${refused}, 127.0.0.1:${fpm.port} | 502, 200`);
+    assert.equal(n.off, 502);
+    assertSameAsNginx(run);
+  });
+
+  it('keeps one connection to php-fpm for successive requests with fastcgi_keep_conn on in an upstream block, and a connection per request otherwise', async () => {
+    const fpm = await startPhpFpm();
+    const kept = await countingRelay(fpm.port!);
+    const closed = await countingRelay(fpm.port!);
+    const direct = await countingRelay(fpm.port!);
+    const counts: Record<string, number[]> = {};
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  upstream kept { server 127.0.0.1:${kept.port}; }
+  upstream closed { server 127.0.0.1:${closed.port}; }
+  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    location /kept/ { ${PHP_LOCATION('kept', 'fastcgi_keep_conn on;')} }
+    location /closed/ { ${PHP_LOCATION('closed')} }
+    location /direct/ { ${PHP_LOCATION(`127.0.0.1:${direct.port}`, 'fastcgi_keep_conn on;')} }
+  }`),
+      files: { ...FILES, 'html/kept/index.php': FILES['html/index.php']!, 'html/closed/index.php': FILES['html/index.php']!, 'html/direct/index.php': FILES['html/index.php']! },
+    }, async (s) => {
+      const before = [kept.connections(), closed.connections(), direct.connections()];
+      const out: Record<string, Snap> = {};
+      for (const where of ['kept', 'closed', 'direct']) for (let i = 0; i < 3; i++) out[`${where} ${i}`] = await seen(s, `/${where}/index.php`);
+      counts[s.kind] = [kept.connections() - before[0]!, closed.connections() - before[1]!, direct.connections() - before[2]!];
+      return out;
+    });
+    assert.deepEqual(counts, { nginx: counts.nginx, jinx: counts.nginx });
+    assertSameAsNginx(run);
+  });
+});
