@@ -23,7 +23,7 @@ import { HttpRequestState, type ClientConnection } from './request.js';
 import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage, type ClientRequest, type ClientResponse } from './respond.js';
 import { runScript } from './script.js';
 import { findServer } from './server-names.js';
-import { normalizePath, validateHost } from './uri.js';
+import { hostPort, normalizePath, validateHost } from './uri.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
 const MAX_URI_CHANGES = 10;
@@ -113,6 +113,7 @@ async function runPhases(ex: Exchange, set: ServerSet): Promise<void> {
     if (headerHost === undefined) return await requestError(ex, 'client sent invalid host header', 'request headers');
     const host = lineHostValid ?? headerHost;
     r.requestHost = host;
+    if (host) r.requestPort = hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!);
     r.server = findServer(set, host, r);
     r.loc = r.server.conf;
     r.host = host || r.server.name;

@@ -91,6 +91,8 @@ export class HttpRequestState {
   host = '';
   /** The validated host of the request line or Host header, '' when there was none (nginx's `headers_in.server`). */
   requestHost = '';
+  /** The port given with that host, '' when none (`$request_port`). */
+  requestPort = '';
   /** `$proxy_host` and `$proxy_port` of the upstream request being made. */
   proxyHost: string | undefined;
   proxyPort: string | undefined;
@@ -98,6 +100,8 @@ export class HttpRequestState {
   bodyBytesSent = 0;
   /** Bytes sent to the client, headers included, for `$bytes_sent`. */
   bytesSent = 0;
+  /** Length of the request body once it was read (nginx's `headers_in.content_length_n` after a chunked body). */
+  bodyLength: number | undefined;
   /** Bytes of the request (line, headers, body), for `$request_length`. */
   requestLength = 0;
   /** Whether the response was sent completely, for `$request_completion`. */

@@ -49,6 +49,29 @@ header('X-Accel-Expires: 10');
 header('X-Extra: extra');
 echo "status\\n";
 `,
+  'html/lengths.php': `<?php
+$len = (int) $_GET['declared'];
+header("Content-Length: $len");
+echo str_repeat('z', (int) $_GET['sent']);
+`,
+  'html/badheader.php': `<?php header($_GET['h']); echo "body\n";
+`,
+  'html/empty.php': `<?php http_response_code(204); error_log('no content');
+`,
+  'html/unbuffered.php': `<?php
+header('X-Accel-Buffering: no');
+echo "first\n";
+flush();
+usleep(300000);
+error_log('between the parts');
+echo "second\n";
+`,
+  'html/auth.php': `<?php
+if (($_COOKIE['user'] ?? '') === 'alice') { header('X-User: alice'); exit; }
+error_log('refused ' . $_SERVER['REQUEST_URI']);
+header('WWW-Authenticate: Basic realm="php"');
+http_response_code(401);
+`,
 };
 
 /** The location every case uses for PHP, as in Debian's snippets/fastcgi-php.conf. */
@@ -274,6 +297,96 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
       return out;
     });
     assert.deepEqual(counts, { nginx: counts.nginx, jinx: counts.nginx });
+    assertSameAsNginx(run);
+  });
+
+  it('holds the body to the script\'s Content-Length, refuses header lines nginx refuses, and ends HEAD and 204 responses at the header', async () => {
+    const fpm = await startPhpFpm();
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
+  }`),
+      files: FILES,
+    }, async (s) => {
+      const out: Record<string, Snap | undefined> = {};
+      out.exact = await seen(s, '/lengths.php?declared=5&sent=5');
+      out.longer = await seen(s, '/lengths.php?declared=5&sent=10');
+      out.zero = await seen(s, '/lengths.php?declared=0&sent=3');
+      out.shorter = await s.raw('GET /lengths.php?declared=100&sent=10 HTTP/1.1\r\nHost: php.test\r\nConnection: close\r\n\r\n');
+      for (const h of ['Bad Name: x', 'X-Ok: fine', 'NoColon', 'X-Tab:\tvalue', 'Status: abc', 'Status: 299']) {
+        out[`header ${h}`] = await seen(s, `/badheader.php?h=${encodeURIComponent(h)}`);
+      }
+      out.head = await seen(s, '/stderr.php', { method: 'HEAD' });
+      out.noContent = await seen(s, '/empty.php');
+      return out;
+    });
+    const n = run.nginx.result;
+    assert.equal(n.longer!.body, 'zzzzz');
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[warn] *CONN upstream sent more data than specified in "Content-Length" header while reading upstream')));
+    assert.equal(n.noContent!.status, 204);
+    // HEAD: the stderr PHP writes after the header is never read
+    assert.ok(!run.nginx.errorLog.some((l) => l.includes('once the header was sent') && l.includes('"HEAD ')));
+    assertSameAsNginx(run);
+  });
+
+  it('streams a response with X-Accel-Buffering: no, inherits fastcgi_param only when a level has none, and passes a variable address', async () => {
+    const fpm = await startPhpFpm();
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  fastcgi_param FROM_HTTP http;
+  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    include fastcgi_params;
+    fastcgi_param FROM_SERVER server;
+    fastcgi_param SCRIPT_FILENAME $document_root/dump.php;
+    fastcgi_param OPTIONAL $http_x_optional if_not_empty;
+    set $php 127.0.0.1:${fpm.port};
+    location /inherits/ { fastcgi_pass $php; }
+    location /own/ { fastcgi_param REQUEST_METHOD $request_method; fastcgi_param SCRIPT_FILENAME $document_root/dump.php; fastcgi_pass 127.0.0.1:${fpm.port}; }
+    location /noheaders/ { fastcgi_pass_request_headers off; fastcgi_pass 127.0.0.1:${fpm.port}; }
+    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
+  }`),
+      files: FILES,
+    }, async (s) => ({
+      inherits: await seen(s, '/inherits/x', { headers: { 'X-Optional': 'yes', 'X-Other': 'o' } }),
+      inheritsEmpty: await seen(s, '/inherits/x'),
+      own: await seen(s, '/own/x?q=1', { headers: { 'X-Other': 'o' } }),
+      noHeaders: await seen(s, '/noheaders/x', { headers: { 'X-Other': 'o' } }),
+      unbuffered: await seen(s, '/unbuffered.php'),
+    }));
+    const server = (snap: Snap): Record<string, string> => (JSON.parse(snap.body) as { server: Record<string, string> }).server;
+    const n = run.nginx.result;
+    assert.deepEqual([server(n.inherits).FROM_SERVER, server(n.inherits).FROM_HTTP, server(n.inherits).OPTIONAL], ['server', undefined, 'yes']);
+    assert.equal(server(n.inheritsEmpty).OPTIONAL, undefined);
+    assert.deepEqual([server(n.own).FROM_SERVER, server(n.own).QUERY_STRING], [undefined, undefined]);
+    assert.equal(server(n.noHeaders).HTTP_X_OTHER, undefined);
+    assert.equal(n.unbuffered.body, 'first\nsecond\n');
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN FastCGI sent in stderr: "PHP message: between the parts" while reading upstream,')));
+    assertSameAsNginx(run);
+  });
+
+  it('runs an auth_request subrequest through php-fpm: the script\'s 200 lets the request through, its 401 and WWW-Authenticate reach the client, its stderr is logged with the subrequest', async () => {
+    const fpm = await startPhpFpm();
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+    location = /auth { internal; include fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root/auth.php; fastcgi_pass 127.0.0.1:${fpm.port}; }
+    location /private/ {
+      auth_request /auth;
+      auth_request_set $user $upstream_http_x_user;
+      auth_request_set $auth $upstream_status;
+      add_header X-Auth "user=$user status=$auth" always;
+      try_files /private.txt =404;
+    }
+  }`),
+      files: { ...FILES, 'html/private.txt': 'private\n' },
+    }, async (s) => ({
+      allowed: await seen(s, '/private/doc', { headers: { Cookie: 'user=alice' } }),
+      refused: await seen(s, '/private/doc?x=1', { headers: { Cookie: 'user=mallory' } }),
+    }));
+    const n = run.nginx.result;
+    assert.deepEqual([n.allowed.status, n.allowed.headers['x-auth']], [200, 'user=alice status=200']);
+    assert.equal(n.refused.status, 401);
+    assert.equal(n.refused.headers['www-authenticate'], 'Basic realm="php"');
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN FastCGI sent in stderr: "PHP message: refused /private/doc?x=1" while reading response header from upstream')
+      && l.includes('subrequest: "/auth"')));
     assertSameAsNginx(run);
   });
 });

@@ -27,6 +27,8 @@ export async function checkAuthRequest(ex: Exchange): Promise<AccessResult> {
   sr.server = r.server;
   sr.loc = r.server.conf;
   sr.host = r.host;
+  sr.requestHost = r.requestHost;
+  sr.requestPort = r.requestPort;
   sr.clientAddr = r.clientAddr;
   sr.clientPort = r.clientPort;
   const out = new SubrequestTarget();

@@ -41,7 +41,12 @@ interface FastcgiChoice {
   readonly attempts: PeerAttempts | undefined;
 }
 
-/** The params of a request: `fastcgi_param` in order, then the request headers as `HTTP_*`. */
+/**
+ * The params of a request: `fastcgi_param` in order, then the request
+ * headers as `HTTP_*` (repeated ones joined), the Host header first and as
+ * nginx 1.30 rebuilds it: the validated host with the request's port
+ * (`$host$is_request_port$request_port`).
+ */
 function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
   const out: [string, string][] = [];
   for (const p of conf.params) {
@@ -50,11 +55,13 @@ function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
     out.push([p.name, v]);
   }
   if (!conf.passRequestHeaders) return out;
+  const main = r.parent ?? r;
+  if (main.requestHost && !conf.paramNames.has('HTTP_HOST')) out.push(['HTTP_HOST', main.requestPort ? `${main.requestHost}:${main.requestPort}` : main.requestHost]);
   const raw = r.rawHeaders;
   const seen = new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
     const name = `HTTP_${raw[i]!.toUpperCase().replace(/-/g, '_')}`;
-    if (conf.paramNames.has(name)) continue;
+    if (name === 'HTTP_HOST' || conf.paramNames.has(name)) continue;
     if (seen.has(name)) {
       const prev = out.find(([n]) => n === name)!;
       prev[1] += `${name === 'HTTP_COOKIE' ? '; ' : ', '}${raw[i + 1]}`;
@@ -234,6 +241,14 @@ async function attempt(
       r.action = failure.action;
       logRequest(cx, r, 'error', failure.message);
       r.action = 'sending to client';
+      if (spool && failure.message.startsWith('upstream prematurely closed')) {
+        // nginx's upstream_error: what arrived goes to the client, then the connection is closed
+        settled = true;
+        release(false);
+        spool.endCut();
+        void spool.done.then(done);
+        return;
+      }
       spool?.abort();
       if (out.started) {
         out.abort();
@@ -267,12 +282,12 @@ async function attempt(
       }
       attempts?.done();
       stage = 'body';
-      r.action = READING_BODY;
       up.status = parsed.status;
       up.headerTimeMs = Date.now() - started;
       up.headers = parsed.all.flat();
       if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
         stage = 'done';
+        r.action = 'sending to client';
         settled = true;
         release(false);
         void finalize(ex, parsed.status).then(done, done);
@@ -292,6 +307,8 @@ async function attempt(
       }
       const accel = conf.accelBuffering ? parsed.all.find(([n]) => n.toLowerCase() === 'x-accel-buffering') : undefined;
       const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
+      // unbuffered, what came with the header is read before nginx says it reads the body (`ngx_http_upstream_process_non_buffered_upstream`)
+      r.action = buffering ? READING_BODY : READING_HEADER;
       spool = new ResponseSpool(out, buffering === conf.buffering ? conf : { ...conf, buffering }, cx.tempFiles, {
         onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
         pauseUpstream: () => socket.pause(),
@@ -369,6 +386,7 @@ async function attempt(
     };
     const onData = (chunk: Buffer): void => {
       if (settled) return;
+      if (stage === 'body') r.action = READING_BODY;
       try {
         reader.push(chunk);
       } catch (err) {
