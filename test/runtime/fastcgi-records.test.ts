@@ -98,10 +98,17 @@ describe('FastCGI records (differential, scripted FastCGI server)', { skip: NO_O
       await s.get('/post', { method: 'POST', body: Buffer.alloc(200_000, 'p') });
       await s.get('/chunked', { method: 'POST', chunks: ['abc', 'def'] });
       await s.get('/keep/x');
+      // the Host header as nginx 1.30 passes it: the request line's host, lowercased, without a trailing dot, with the port as a number
+      await s.raw('GET http://Example.COM.:08080/abs HTTP/1.1\r\nX-First: 1\r\nHost: other\r\nConnection: close\r\n\r\n');
+      await s.raw('GET /ipv6 HTTP/1.1\r\nHost: [::1]:443\r\nConnection: close\r\n\r\n');
+      await s.raw('GET /old HTTP/1.0\r\n\r\n');
       return fcgi.requests.slice(before).map(received);
     });
     const n = run.nginx.result as { flags: number; params: [string, string][]; stdinLength: number }[];
-    assert.deepEqual(n.map((r) => r.flags), [0, 0, 0, 0, 1]);
+    assert.deepEqual(n.map((r) => r.flags), [0, 0, 0, 0, 1, 0, 0, 0]);
+    assert.deepEqual(n[5]!.params.filter(([k]) => k.startsWith('HTTP_')), [['HTTP_X_OVERRIDDEN', 'from-param'], ['HTTP_HOST', 'example.com:8080'], ['HTTP_X_FIRST', '1'], ['HTTP_CONNECTION', 'close']]);
+    assert.equal(n[6]!.params.find(([k]) => k === 'HTTP_HOST')![1], '[::1]:443');
+    assert.equal(n[7]!.params.find(([k]) => k === 'HTTP_HOST')![1], 'records.test');
     assert.deepEqual(n[2]!.stdinLength, 200_000);
     assertSameAsNginx(run);
   });

@@ -44,8 +44,8 @@ interface FastcgiChoice {
 /**
  * The params of a request: `fastcgi_param` in order, then the request
  * headers as `HTTP_*` (repeated ones joined), the Host header first and as
- * nginx 1.30 rebuilds it: the validated host with the request's port
- * (`$host$is_request_port$request_port`).
+ * nginx 1.30 rebuilds it: `$host$is_request_port$request_port` (the
+ * server's name for a request without a host).
  */
 function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
   const out: [string, string][] = [];
@@ -56,7 +56,7 @@ function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
   }
   if (!conf.passRequestHeaders) return out;
   const main = r.parent ?? r;
-  if (main.requestHost && !conf.paramNames.has('HTTP_HOST')) out.push(['HTTP_HOST', main.requestPort ? `${main.requestHost}:${main.requestPort}` : main.requestHost]);
+  if (main.host && !conf.paramNames.has('HTTP_HOST')) out.push(['HTTP_HOST', main.requestPort ? `${main.host}:${main.requestPort}` : main.host]);
   const raw = r.rawHeaders;
   const seen = new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
