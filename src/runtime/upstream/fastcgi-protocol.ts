@@ -159,7 +159,7 @@ export function stderrEnd(buf: Buffer, start: number, end: number): number {
  * Reads one FastCGI response from the bytes of a connection. `push` each
  * chunk as it arrives and `eof` when the connection closes; the sink gets
  * the stderr lines, the header, the body and the end.
- * @throws FastcgiResponseError from `push` and `eof` for what nginx refuses
+ * @throws FastcgiResponseError from `push` for what nginx refuses
  */
 export class ResponseReader {
   private state = St.Version;
@@ -184,23 +184,15 @@ export class ResponseReader {
   // the body: room left in the pipe buffer being filled, and the STDERR piece waiting for it to fill
   private buffered = true;
   private room = 0;
-  private rest = -1;
   private pendingStderr: Buffer[] = [];
+  /** Body bytes the response's `Content-Length` still promises, -1 when it has none (nginx's `f->rest`). */
+  private rest = -1;
 
   constructor(private readonly settings: ReaderSettings, private readonly sink: ResponseSink) {
     this.buf = Buffer.allocUnsafe(settings.bufferSize);
   }
 
-  /** Whether the header is still being read (a failure then may go to the next server). */
-  get inHeader(): boolean {
-    return this.phase === 'header';
-  }
-
-  /** Stops reading: later data is ignored. */
-  stop(): void {
-    this.phase = 'done';
-  }
-
+  /** Takes the next bytes read from the connection. */
   push(chunk: Buffer): void {
     let offset = 0;
     while (offset < chunk.length && this.phase === 'header') {
