@@ -28,6 +28,8 @@ unset($server['REMOTE_PORT'], $server['REQUEST_TIME'], $server['REQUEST_TIME_FLO
 header('Content-Type: application/json');
 echo json_encode(['server' => $server, 'get' => $_GET, 'bodyLength' => strlen($body), 'bodySha1' => sha1($body)]);
 `,
+  'html/big.php': `<?php for ($i = 0; $i < 65536; $i++) echo sprintf('%015x', $i), "\\n";
+`,
   'html/index.php': `<?php echo "index of ", $_SERVER['SCRIPT_NAME'], "\\n";\n`,
   'html/slow.php': `<?php sleep((int) ($_GET['s'] ?? 3)); echo "late\\n";\n`,
   'html/stderr.php': `<?php
@@ -88,7 +90,7 @@ const seen = async (s: Side, path: string, opts: Parameters<Side['get']>[1] = {}
 describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_FPM }, () => {
   after(cleanup);
 
-  it('runs a PHP script with the parameters of fastcgi_params: a GET with a query, a POST of 1 MiB read by PHP, a HEAD', async () => {
+  it('runs a PHP script with the parameters of fastcgi_params: a GET with a query, a POST of 1 MiB read by PHP, a HEAD, 1 MiB of output', async () => {
     const fpm = await startPhpFpm();
     const body = Buffer.alloc(1024 * 1024);
     for (let i = 0; i < body.length; i++) body[i] = (i * 7 + (i >> 10)) & 0xff;
@@ -96,12 +98,14 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
       conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
     client_max_body_size 2m;
     ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
+    location /big/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_max_temp_file_size 0;')} }
   }`),
-      files: FILES,
+      files: { ...FILES, 'html/big/big.php': FILES['html/big.php']! },
     }, async (s) => ({
       get: await seen(s, '/dump.php?a=1&b=two%20words&a2[]=x', { headers: { 'X-Custom': 'v', Cookie: 'c=1', 'User-Agent': 'test' } }),
       post: await seen(s, '/dump.php', { method: 'POST', body, headers: { 'Content-Type': 'application/octet-stream' } }),
       head: await seen(s, '/dump.php', { method: 'HEAD' }),
+      big: await seen(s, '/big/big.php'),
     }));
     const n = run.nginx.result;
     assert.equal(n.get.status, 200);
@@ -113,6 +117,10 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
     const post = JSON.parse(n.post.body) as { bodyLength: number; bodySha1: string; server: Record<string, string> };
     assert.equal(post.bodyLength, body.length);
     assert.equal(post.server.CONTENT_LENGTH, String(body.length));
+    // 1 MiB of output in STDOUT records of up to 64 KiB, php-fpm held back while the client reads (whether nginx writes a
+    // temporary file depends on how fast the client reads, so none is allowed)
+    assert.equal(n.big.body.length, 1024 * 1024);
+    assert.equal(n.big.body.slice(-16), `${(65535).toString(16).padStart(15, '0')}\n`);
     assertSameAsNginx(run);
   });
 
