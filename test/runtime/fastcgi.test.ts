@@ -302,9 +302,19 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
       const out: Record<string, Snap> = {};
       for (const where of ['kept', 'closed', 'direct']) for (let i = 0; i < 3; i++) out[`${where} ${i}`] = await seen(s, `/${where}/index.php`);
       counts[s.kind] = [kept.connections() - before[0]!, closed.connections() - before[1]!, direct.connections() - before[2]!];
+      // missing scripts, for error-log lines whose connection numbers count the connections opened in between
+      for (const where of ['kept', 'kept', 'closed', 'closed']) out[`missing ${where}`] = await seen(s, `/${where}/none.php`);
       return out;
     });
-    assert.deepEqual(counts, { nginx: counts.nginx, jinx: counts.nginx });
+    assert.deepEqual(counts.nginx, [1, 3, 3]);
+    assert.deepEqual(counts.jinx, counts.nginx);
+    const numbers = (lines: string[]): number[] => {
+      const ns = lines.filter((l) => l.includes('Primary script unknown')).map((l) => Number(/\*(\d+) /.exec(l)![1]));
+      return ns.map((n) => n - ns[0]!);
+    };
+    // a kept connection takes no new number: the second kept request's client is next, a closed one's upstream takes one more
+    assert.deepEqual(numbers(run.nginx.file('logs/error.log')), [0, 1, 2, 4]);
+    assert.deepEqual(numbers(run.jinx.file('logs/error.log')), numbers(run.nginx.file('logs/error.log')));
     assertSameAsNginx(run);
   });
 
