@@ -7,7 +7,7 @@
  * stderr of unbuffered responses.
  */
 import { strict as assert } from 'node:assert';
-import type { Socket } from 'node:net';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup, onCleanup } from '../helpers/harness.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
@@ -135,6 +135,31 @@ describe('FastCGI records (differential, scripted FastCGI server)', { skip: NO_O
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN FastCGI sent in stderr: "after the header" while reading upstream')));
     // 3000 bytes of stderr after 3000 of body: the header buffer (4096) ends inside it
     assert.ok(run.nginx.errorLog.some((l) => /^\[error\] \*CONN FastCGI sent in stderr: "y{1000,}" while reading upstream/.test(l)));
+    assertSameAsNginx(run);
+  });
+
+  it('answers 504 when the FastCGI server stops reading the request body for fastcgi_send_timeout', async () => {
+    // a server that accepts and never reads: the body fills the socket buffers
+    const sockets = new Set<Socket>();
+    const server = createServer((sock) => {
+      sockets.add(sock);
+      sock.pause();
+      sock.on('error', () => undefined);
+    });
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+    onCleanup(() => new Promise<void>((res) => {
+      for (const sock of sockets) sock.destroy();
+      server.close(() => res());
+    }));
+    const port = (server.address() as AddressInfo).port;
+    const run = await differential({
+      conf: ({ port: listen }) => httpConf(`  server { listen 127.0.0.1:${listen}; server_name records.test;
+    client_max_body_size 64m;
+    location / { fastcgi_send_timeout 1s; fastcgi_pass 127.0.0.1:${port}; }
+  }`),
+    }, async (s) => (await s.get('/upload', { method: 'POST', body: Buffer.alloc(32 * 1024 * 1024, 'u') })).status);
+    assert.equal(run.nginx.result, 504);
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while sending request to upstream')));
     assertSameAsNginx(run);
   });
 });
