@@ -13,6 +13,7 @@ import { after, describe, it } from 'node:test';
 import { SHARED, cleanup, freePort } from '../helpers/harness.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side, type Snap } from '../helpers/differential.js';
 import { NO_PHP_FPM, countingRelay, startPhpFpm } from '../helpers/php-fpm.js';
+import { unacceptingPort } from '../helpers/upstreams.js';
 
 const DEBIAN = join(SHARED, 'corpus/debian/etc/nginx');
 
@@ -238,22 +239,26 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
     assertSameAsNginx(run);
   });
 
-  it('answers 504 when a script runs past fastcgi_read_timeout, and 502 when nothing listens', async () => {
+  it('answers 504 when a script runs past fastcgi_read_timeout or the server never accepts within fastcgi_connect_timeout, and 502 when nothing listens', async () => {
     const fpm = await startPhpFpm();
     const refused = await freePort();
+    const never = await unacceptingPort();
     const run = await differential({
       conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
     location /slow/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_read_timeout 1s;')} }
     location /refused/ { ${PHP_LOCATION(`127.0.0.1:${refused}`)} }
+    location /never/ { ${PHP_LOCATION(`127.0.0.1:${never}`, 'fastcgi_connect_timeout 1s;')} }
   }`),
-      files: { ...FILES, 'html/slow/slow.php': FILES['html/slow.php']!, 'html/refused/x.php': '<?php echo 1;\n' },
+      files: { ...FILES, 'html/slow/slow.php': FILES['html/slow.php']!, 'html/refused/x.php': '<?php echo 1;\n', 'html/never/x.php': '<?php echo 1;\n' },
     }, async (s) => ({
       slow: (await seen(s, '/slow/slow.php?s=3')).status,
       inTime: await seen(s, '/slow/slow.php?s=0'),
       refused: (await seen(s, '/refused/x.php')).status,
+      never: (await seen(s, '/never/x.php')).status,
     }));
-    assert.deepEqual([run.nginx.result.slow, run.nginx.result.refused], [504, 502]);
+    assert.deepEqual([run.nginx.result.slow, run.nginx.result.refused, run.nginx.result.never], [504, 502, 504]);
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while reading response header from upstream')));
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while connecting to upstream')));
     assertSameAsNginx(run);
   });
 
