@@ -436,7 +436,7 @@ class Compiler {
         for (const a of addrs) peers.push(this.peer(a, s.port, s));
       }
       this.upstreams.set(decl.name.toLowerCase(), {
-        name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs,
+        name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs, keepaliveRequests: decl.keepaliveRequests,
       });
     }
     const visit = (n: LevelNode): void => {
@@ -480,7 +480,7 @@ class Compiler {
     const host = hostText.replace(/^\[|\]$/g, '');
     const addrs = isIP(host) ? [host] : this.scope.hosts.lookup(host);
     if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${hostText}"`, loc);
-    this.upstreams.set(key, { name: key, peers: addrs.map((a) => this.peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000 });
+    this.upstreams.set(key, { name: key, peers: addrs.map((a) => this.peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000 });
   }
 
   // --- locations -------------------------------------------------------------

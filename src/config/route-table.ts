@@ -413,8 +413,11 @@ export interface RouteTable {
 export interface UpstreamGroup {
   readonly name: string;
   readonly peers: readonly UpstreamPeer[];
+  /** Idle connections kept (`keepalive`; 0 for a group made from a `proxy_pass`/`fastcgi_pass` address). */
   readonly keepalive: number;
   readonly keepaliveTimeoutMs: number;
+  /** Requests a kept connection carries at most (`keepalive_requests`). */
+  readonly keepaliveRequests: number;
 }
 
 /** One address of an upstream group. */

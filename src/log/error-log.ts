@@ -70,13 +70,13 @@ export function connectionContext(clientAddr: string, listenAddrText: string): s
 
 /**
  * Formats one line without its newline: time, level, `pid#tid`, `*conn`,
- * message, context. Cut to nginx's maximum length.
+ * message, context. Cut to nginx's maximum length, in bytes: the line is a
+ * byte string (one character per byte, as it is written), so a character of
+ * a UTF-8 message may be cut as nginx cuts it.
  */
 export function formatErrorLine(level: LogLevel, message: string, connId: number | undefined, context = '', nowMs?: number): string {
   const line = `${errorLogTime(nowMs)} [${level}] ${process.pid}#${process.pid}: ${connId === undefined ? '' : `*${connId} `}${message}${context}`;
-  if (line.length < MAX_LINE_BYTES / 4) return line;
-  const bytes = Buffer.from(line);
-  return bytes.length <= MAX_LINE_BYTES - 1 ? line : bytes.subarray(0, MAX_LINE_BYTES - 1).toString();
+  return line.length <= MAX_LINE_BYTES - 1 ? line : line.slice(0, MAX_LINE_BYTES - 1);
 }
 
 interface LineFields {

@@ -9,6 +9,7 @@ import { requestContext, type ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import type { HttpRequestState } from './request.js';
 import type { UpstreamClients } from './upstream/clients.js';
+import type { FastcgiConnections } from './upstream/fastcgi-connections.js';
 import type { NameResolver } from './upstream/resolver.js';
 import type { TempFiles } from './temp-files.js';
 
@@ -18,6 +19,8 @@ export interface RuntimeContext {
   readonly errorLog: ErrorLogFiles;
   readonly accessLog: AccessLogFiles;
   readonly upstreams: UpstreamClients;
+  /** Idle FastCGI connections kept with `fastcgi_keep_conn`. */
+  readonly fastcgi: FastcgiConnections;
   readonly resolver: NameResolver;
   /** The process-wide temp-file counter. */
   readonly tempFiles: TempFiles;

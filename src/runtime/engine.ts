@@ -22,6 +22,7 @@ import { serveClientRequest } from './phases.js';
 import { prepareFiles } from './prepare-files.js';
 import type { ClientConnection } from './request.js';
 import { UpstreamClients } from './upstream/clients.js';
+import { FastcgiConnections } from './upstream/fastcgi-connections.js';
 import { NameResolver } from './upstream/resolver.js';
 import { TempFiles } from './temp-files.js';
 
@@ -67,7 +68,7 @@ function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: T
   const accessLog = new AccessLogFiles();
   accessLog.open(table.accessLogTargets);
   const tls = new TlsContexts(table);
-  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams: new UpstreamClients(numbers), resolver: new NameResolver(), tempFiles };
+  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams: new UpstreamClients(numbers), fastcgi: new FastcgiConnections(), resolver: new NameResolver(), tempFiles };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
 
@@ -369,6 +370,7 @@ export class Engine {
     }
     setTimeout(() => {
       void old.cx.upstreams.close();
+      old.cx.fastcgi.closeAll();
       old.cx.accessLog.close();
       old.cx.errorLog.close();
     }, 60_000).unref();
@@ -416,6 +418,7 @@ export class Engine {
   private async finish(): Promise<void> {
     const { cx } = this.generation;
     await cx.upstreams.close();
+    cx.fastcgi.closeAll();
     cx.accessLog.close();
     cx.errorLog.close();
   }

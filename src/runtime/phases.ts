@@ -24,7 +24,7 @@ import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage, type
 import { runScript } from './script.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
-import { normalizePath, validateHost } from './uri.js';
+import { hostPort, normalizePath, validateHost } from './uri.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
 const MAX_URI_CHANGES = 10;
@@ -155,6 +155,7 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
     if (headerHost === undefined) return await requestError(ex, 'client sent invalid host header', 'request headers');
     const host = lineHostValid ?? headerHost;
     r.requestHost = host;
+    if (host) r.requestPort = hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!);
     const sniServer = misdirected(r, set, host);
     if (sniServer) {
       r.server = sniServer;
@@ -261,7 +262,13 @@ async function checkedAccess(ex: Exchange): Promise<void> {
   return contentPhase(ex);
 }
 
-/** Returns the status to answer with when access is refused, or undefined. */
+/**
+ * Returns the status to answer with when access is refused, or undefined
+ * (`ngx_http_core_access_phase`, `ngx_http_core_post_access_phase`): under
+ * `satisfy any` the first check that allows wins (a `WWW-Authenticate` an
+ * earlier check set is dropped), 401 and 403 wait for the other checks (401
+ * is kept over 403), and any other status (a 500) answers at once.
+ */
 async function accessPhase(ex: Exchange): Promise<number | undefined> {
   const { r } = ex;
   if (r.parent) return undefined;
@@ -276,10 +283,13 @@ async function accessPhase(ex: Exchange): Promise<number | undefined> {
     const result = await check();
     if (result === 'declined') continue;
     if (result === 'ok') {
-      if (any) return undefined;
-      continue;
+      if (!any) continue;
+      for (let i = r.pendingHeaders.length - 1; i >= 0; i--) {
+        if (r.pendingHeaders[i]![0].toLowerCase() === 'www-authenticate') r.pendingHeaders.splice(i, 1);
+      }
+      return undefined;
     }
-    if (!any) return result;
+    if (!any || (result !== 401 && result !== 403)) return result;
     if (code !== 401) code = result;
   }
   if (any && code !== undefined) {
@@ -303,9 +313,14 @@ async function staticContent(ex: Exchange): Promise<void> {
   if (result.kind === 'moved') return finalize(ex, 301, result.location);
 }
 
-/** An internal redirect to `uri` (error_page, try_files fallback, index): back to server rewrite. */
+/**
+ * An internal redirect to `uri` (error_page, try_files fallback, index): back
+ * to server rewrite, with no action in log lines until a handler sets one
+ * (`ngx_http_internal_redirect`, `ngx_http_handler`).
+ */
 export function internalRedirect(ex: Exchange, uri: string, args: string): Promise<void> {
   const { r } = ex;
+  r.action = undefined;
   r.uri = uri;
   r.args = args;
   r.internal = true;

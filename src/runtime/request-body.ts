@@ -91,6 +91,8 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
     await file?.handle.close().catch(() => undefined);
     return { status: 0 };
   }
+  // the length read is the request's from now on (`$content_length` of a chunked body)
+  r.bodyLength = size;
   if (file) return { kind: 'file', file, size };
   return { kind: 'memory', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) };
 }

@@ -97,6 +97,8 @@ export class HttpRequestState {
   host = '';
   /** The validated host of the request line or Host header, '' when there was none (nginx's `headers_in.server`). */
   requestHost = '';
+  /** The port given with that host, '' when none (`$request_port`). */
+  requestPort = '';
   /** `$proxy_host` and `$proxy_port` of the upstream request being made. */
   proxyHost: string | undefined;
   proxyPort: string | undefined;
@@ -104,6 +106,8 @@ export class HttpRequestState {
   bodyBytesSent = 0;
   /** Bytes sent to the client, headers included, for `$bytes_sent`. */
   bytesSent = 0;
+  /** Length of the request body once it was read (nginx's `headers_in.content_length_n` after a chunked body). */
+  bodyLength: number | undefined;
   /** Bytes of the request (line, headers, body), for `$request_length`. */
   requestLength = 0;
   /** Whether the response was sent completely, for `$request_completion`. */
@@ -120,6 +124,8 @@ export class HttpRequestState {
   sentHeaders: Record<string, string | string[] | number | undefined> = {};
   /** The subrequest's parent, for `subrequest:` in the error log. */
   readonly parent: HttpRequestState | undefined;
+  /** The method of the request line. */
+  private readonly requestMethod: string;
   /** Start time in ms since the epoch, for `$request_time` and `$msec`. */
   readonly startMs: number;
 
@@ -140,6 +146,7 @@ export class HttpRequestState {
     varCount: number,
     parent?: HttpRequestState,
   ) {
+    this.requestMethod = method;
     this.clientAddr = conn.peerAddr;
     this.clientPort = conn.peerPort;
     const q = requestUri.indexOf('?');
@@ -150,9 +157,22 @@ export class HttpRequestState {
     this.startMs = Date.now();
   }
 
-  /** `$request`: the request line as nginx logs it. */
+  /**
+   * `$request`: the request line as received (nginx's `r->request_line`): an
+   * `error_page` redirect that turns the method into GET leaves it as it
+   * was, and a subrequest has its parent's.
+   */
   get requestLine(): string {
-    return `${this.method} ${this.requestUri} ${this.protocol}`;
+    if (this.parent) return this.parent.requestLine;
+    return `${this.requestMethod} ${this.requestUri} ${this.protocol}`;
+  }
+
+  /**
+   * `$request_method`: the method of the main request (a subrequest's own
+   * is GET, but nginx reports its parent's), GET after an `error_page` redirect.
+   */
+  get mainMethod(): string {
+    return this.parent ? this.parent.method : this.method;
   }
 
   /** `$document_root`: the `root` (or `alias`) of the location in effect. */

@@ -114,10 +114,12 @@ const HTTP_DATE = (ms: number): string => new Date(ms).toUTCString();
 /**
  * Adds the headers of the headers module to an outgoing header list:
  * `Expires`/`Cache-Control` per `expires`, then each `add_header`
- * (with an empty value meaning "not added").
+ * (with an empty value meaning "not added"). Subrequests get none
+ * (`ngx_http_headers_filter` passes them by).
  */
 export function applyHeadersModule(r: HttpRequestState, status: number, headers: [string, string][]): void {
   r.status = r.errStatus || status;
+  if (r.parent) return;
   const conf = r.loc;
   const normal = ADD_HEADER_STATUSES.has(status);
   const e = conf.expires;

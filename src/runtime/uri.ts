@@ -87,6 +87,17 @@ export function validateHost(host: string): string | undefined {
   return host.slice(0, hostLen).toLowerCase();
 }
 
+/**
+ * `$request_port`: the port after a valid host (`example.com:8080`,
+ * `[::1]:443`) as a number, or '' when there is none.
+ */
+export function hostPort(host: string): string {
+  const after = host.startsWith('[') ? host.indexOf(']') + 1 : host.indexOf(':');
+  if (after <= 0 || host[after] !== ':') return '';
+  const port = host.slice(after + 1);
+  return /^\d+$/.test(port) ? String(Number(port)) : '';
+}
+
 const URI_UNSAFE = /[\x00-\x20#%?\x7f-\uffff]/;
 
 /** Escapes a decoded URI for an upstream request line (`NGX_ESCAPE_URI`: controls, space, `#`, `%`, `?`, non-ASCII). */

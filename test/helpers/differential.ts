@@ -14,7 +14,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { JINX_VERSION } from '../../src/version.js';
-import { JINX, freePort, logLines, referenceNginx, startServer, tempDir, writeFiles, type Response, type ServerProcess } from './harness.js';
+import { JINX, freePort, logEntries, referenceNginx, startServer, tempDir, writeFiles, type Response, type ServerProcess } from './harness.js';
 
 /** The version a reference binary reports (`nginx -v`), e.g. `1.30.6`. */
 function versionOf(binary: string): string | undefined {
@@ -100,9 +100,9 @@ export interface Snap {
 /** What one side produced. */
 export interface SideResult<T> {
   readonly result: T;
-  /** Error-log lines of requests (`[level] *CONN …`), as `logLines` prints them. */
+  /** Error-log entries of requests (`[level] *CONN …`), as `logEntries` prints them. */
   readonly errorLog: readonly string[];
-  /** Every error-log line, with the timestamp and pid removed. */
+  /** Every error-log entry, with the timestamp and pid removed. */
   readonly allErrorLog: readonly string[];
   /** Reads a file of the prefix after the run (e.g. `logs/access.log`), lines with `[TIME]` for local times. */
   file(rel: string): string[];
@@ -265,7 +265,7 @@ export async function differential<T>(
     } finally {
       await server.stop('SIGQUIT');
     }
-    const all = logLines(server.errorLog()).map(comparable);
+    const all = logEntries(server.errorLog()).map(comparable);
     // the side's log files are read now: the next side starts with fresh ones
     const texts = new Map<string, string[]>();
     const logs = join(prefix, 'logs');

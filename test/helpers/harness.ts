@@ -190,9 +190,20 @@ export function request(port: number, path: string, opts: { method?: string; hea
  * reads `[level] *CONN message, client: …`.
  */
 export function logLines(text: string): string[] {
-  return text.split('\n').filter(Boolean)
-    .map((l) => l.replace(/^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d (\[\w+\]) \d+#\d+: /, '$1 ').replace(/^(\[\w+\]) \*\d+ /, '$1 *CONN '));
+  return text.split('\n').filter(Boolean).map(comparableLine);
 }
+
+/**
+ * The entries of an error-log file, as `logLines` prints lines, except that
+ * a message with newlines in it (FastCGI stderr) stays one entry, its lines
+ * joined by `\n`: an entry starts with a timestamp.
+ */
+export function logEntries(text: string): string[] {
+  return text.split(/\n(?=\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d \[)/).map((l) => l.replace(/\n$/, '')).filter(Boolean).map(comparableLine);
+}
+
+const comparableLine = (l: string): string =>
+  l.replace(/^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d (\[\w+\]) \d+#\d+: /, '$1 ').replace(/^(\[\w+\]) \*\d+ /, '$1 *CONN ');
 
 /** Whether a command is on PATH. */
 export function hasCommand(cmd: string): boolean {

@@ -3,7 +3,8 @@
  * configured URI, run through the same phases as any request (server
  * rewrite, location, handlers), with no body and the parent's headers. Its
  * status decides: 2xx allows, 401 and 403 are returned (401 with the
- * subrequest's `WWW-Authenticate`), anything else is 500 with
+ * subrequest's `WWW-Authenticate`, from its response or else from its
+ * upstream's), anything else is 500 with
  * `auth request unexpected status: N`. `auth_request_set` values are taken
  * from the subrequest once it has completed, whatever its status.
  */
@@ -26,6 +27,8 @@ export async function checkAuthRequest(ex: Exchange): Promise<AccessResult> {
   sr.server = r.server;
   sr.loc = r.server.conf;
   sr.host = r.host;
+  sr.requestHost = r.requestHost;
+  sr.requestPort = r.requestPort;
   sr.clientAddr = r.clientAddr;
   sr.clientPort = r.clientPort;
   const out = new SubrequestTarget();
@@ -41,14 +44,27 @@ export async function checkAuthRequest(ex: Exchange): Promise<AccessResult> {
   const status = out.status;
   if (status === 403) return 403;
   if (status === 401) {
-    for (const [name, value] of out.headers) {
-      if (name.toLowerCase() === 'www-authenticate') {
-        for (const v of Array.isArray(value) ? value : [value]) r.pendingHeaders.push([name, v]);
-      }
-    }
+    passChallenge(r, out.headers, sr.upstream?.headers);
     return 401;
   }
   if (status >= 200 && status < 300) return 'ok';
   logRequest(cx, r, 'error', `auth request unexpected status: ${status}`);
   return 500;
+}
+
+/**
+ * Passes the subrequest's `WWW-Authenticate` headers to the client's 401: the
+ * ones its response carries, else (hidden with `proxy_hide_header`) the
+ * ones its upstream sent.
+ */
+function passChallenge(r: HttpRequestState, headers: readonly [string, string | string[]][], upstream: readonly string[] | undefined): void {
+  const before = r.pendingHeaders.length;
+  for (const [name, value] of headers) {
+    if (name.toLowerCase() !== 'www-authenticate') continue;
+    for (const v of Array.isArray(value) ? value : [value]) r.pendingHeaders.push([name, v]);
+  }
+  if (r.pendingHeaders.length > before || !upstream) return;
+  for (let i = 0; i < upstream.length; i += 2) {
+    if (upstream[i]!.toLowerCase() === 'www-authenticate') r.pendingHeaders.push([upstream[i]!, upstream[i + 1]!]);
+  }
 }

@@ -1,13 +1,16 @@
 /**
  * The FastCGI handler (`ngx_http_fastcgi_module.c`): sends the request as
  * FastCGI records over TCP or a unix socket (params from `fastcgi_param`
- * plus the request headers as `HTTP_*`, the body as STDIN), logs every STDERR
- * record as `FastCGI sent in stderr: "…"`, turns the CGI header (`Status:`,
- * `Location:`) into the response status, and streams STDOUT to the client
- * through the same buffering as proxied responses.
+ * plus the request headers as `HTTP_*`, the body as STDIN), reads the
+ * response as nginx does (fastcgi-protocol.ts: STDERR logged as `FastCGI
+ * sent in stderr: "…"`, the CGI header, STDOUT), turns `Status:` and
+ * `Location:` into the response status, and streams the body to the client
+ * through the same buffering as proxied responses. With `fastcgi_keep_conn
+ * on` and an `upstream` block that keeps connections, the connection serves
+ * later requests (fastcgi-connections.ts).
  */
 import { connect, type Socket } from 'node:net';
-import type { FastcgiConf } from '../../config/route-table.js';
+import type { FastcgiConf, UpstreamGroup } from '../../config/route-table.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
@@ -17,17 +20,20 @@ import { bodyStream, readRequestBody, type RequestBody } from '../request-body.j
 import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
+import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
 import {
-  beginRequestBody, encodeParams, encodeRecords, FastcgiProtocolError, FCGI, RecordParser, stderrText,
+  beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, type BodyReading,
 } from '../upstream/fastcgi-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, firstPeer, nextUpstream, startAttempt } from './upstream-peer.js';
 
-const REQUEST_ID = 1;
 const READING_HEADER = 'reading response header from upstream';
+const READING_BODY = 'reading upstream';
 
-/** Where to connect: a TCP peer or a unix socket, and the name nginx logs. */
-type FastcgiAddress = { readonly host: string; readonly port: number; readonly name: string } | { readonly path: string; readonly name: string };
+/** Where to connect: a TCP peer (of a group when `group` is set) or a unix socket, and the name nginx logs. */
+type FastcgiAddress =
+  | { readonly host: string; readonly port: number; readonly name: string; readonly group: string | undefined }
+  | { readonly path: string; readonly name: string };
 
 /** The first address, and the group's attempts when it belongs to one. */
 interface FastcgiChoice {
@@ -35,7 +41,12 @@ interface FastcgiChoice {
   readonly attempts: PeerAttempts | undefined;
 }
 
-/** The params of a request: `fastcgi_param` in order, then the request headers as `HTTP_*`. */
+/**
+ * The params of a request: `fastcgi_param` in order, then the request
+ * headers as `HTTP_*` (repeated ones joined), the Host header first and as
+ * nginx 1.30 rebuilds it: `$host$is_request_port$request_port` (the
+ * server's name for a request without a host).
+ */
 function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
   const out: [string, string][] = [];
   for (const p of conf.params) {
@@ -44,11 +55,13 @@ function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
     out.push([p.name, v]);
   }
   if (!conf.passRequestHeaders) return out;
+  const main = r.parent ?? r;
+  if (main.host && !conf.paramNames.has('HTTP_HOST')) out.push(['HTTP_HOST', main.requestPort ? `${main.host}:${main.requestPort}` : main.host]);
   const raw = r.rawHeaders;
   const seen = new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
     const name = `HTTP_${raw[i]!.toUpperCase().replace(/-/g, '_')}`;
-    if (conf.paramNames.has(name)) continue;
+    if (name === 'HTTP_HOST' || conf.paramNames.has(name)) continue;
     if (seen.has(name)) {
       const prev = out.find(([n]) => n === name)!;
       prev[1] += `${name === 'HTTP_COOKIE' ? '; ' : ', '}${raw[i + 1]}`;
@@ -85,30 +98,45 @@ async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiChoice |
   return dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0, conf, 'fastcgi', '');
 }
 
-/** Parses the CGI header block: status and the headers to pass. */
-function parseHeader(text: string, conf: FastcgiConf): { status: number; reason: string | undefined; headers: [string, string][] } | undefined {
+/** The response header as nginx takes it (`ngx_http_fastcgi_process_header`): the status, its reason, the headers to pass. */
+interface CgiHeader {
+  readonly status: number;
+  readonly reason: string | undefined;
+  readonly headers: [string, string][];
+  /** Every header as sent, for `$upstream_http_*`. */
+  readonly all: [string, string][];
+  readonly contentLength: number;
+}
+
+/**
+ * The status from `Status:` (its first three characters, the whole value as
+ * the status line), 302 for a `Location:` without one, else 200.
+ * @throws FastcgiResponseError `upstream sent invalid status "…"`
+ */
+function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
   const headers: [string, string][] = [];
   let status: number | undefined;
   let reason: string | undefined;
   let location = false;
-  for (const line of text.split(/\r?\n/)) {
-    if (line === '') continue;
-    const colon = line.indexOf(':');
-    if (colon <= 0) return undefined;
-    const name = line.slice(0, colon);
-    const value = line.slice(colon + 1).trim();
+  let contentLength = -1;
+  for (const [name, value] of lines) {
     const lower = name.toLowerCase();
     if (lower === 'status') {
-      const m = /^(\d{3})(?:\s+(.*))?$/.exec(value);
-      if (!m) return undefined;
-      status = Number(m[1]);
-      reason = m[2];
-    }
-    if (lower === 'location') location = true;
+      if (!/^\d{3}/.test(value)) throw new FastcgiResponseError(`upstream sent invalid status "${value}"`);
+      status = Number(value.slice(0, 3));
+      reason = value.slice(3).trim() || undefined;
+    } else if (lower === 'location') location = true;
+    else if (lower === 'content-length' && /^\d+$/.test(value)) contentLength = Number(value);
     if (conf.hideHeaders.has(lower)) continue;
     headers.push([name, value]);
   }
-  return { status: status ?? (location ? 302 : 200), reason: status === undefined && location ? 'Moved Temporarily' : reason, headers };
+  return {
+    status: status ?? (location ? 302 : 200),
+    reason: status === undefined && location ? 'Moved Temporarily' : reason,
+    headers,
+    all: lines,
+    contentLength,
+  };
 }
 
 /** Sends the request to the FastCGI server. */
@@ -142,9 +170,17 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | und
   for (let retry = false; peer; retry = true) peer = await attempt(ex, conf, body, peer, choice.attempts, retry);
 }
 
+/** The group whose idle connections a request to `addr` may use and keep, when `fastcgi_keep_conn` is on. */
+function keepingGroup(ex: Exchange, conf: FastcgiConf, addr: FastcgiAddress): UpstreamGroup | undefined {
+  if (!conf.keepConn || 'path' in addr || addr.group === undefined) return undefined;
+  const group = ex.cx.table.upstreams.get(addr.group.toLowerCase());
+  return group && group.keepalive > 0 ? group : undefined;
+}
+
 /**
- * One attempt at `addr`: resolves when the response is done or answered, or
- * with the next address to try (`ngx_http_upstream_next`).
+ * One attempt at `addr`, on a kept connection or a new one: resolves when
+ * the response is done or answered, or with the next address to try
+ * (`ngx_http_upstream_next`).
  */
 async function attempt(
   ex: Exchange, conf: FastcgiConf, body: RequestBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
@@ -152,28 +188,42 @@ async function attempt(
   const { r, cx, out } = ex;
   startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
   const started = Date.now();
+  const group = keepingGroup(ex, conf, addr);
+  const kept = group ? cx.fastcgi.take(group, addr.name) : undefined;
+  let socket: Socket;
+  if (kept) socket = kept.socket;
+  else {
+    socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
+    socket.setNoDelay(true);
+    socket.once('close', cx.upstreams.track());
+  }
+  const connection: FastcgiConnection = { socket, requests: (kept?.requests ?? 0) + 1 };
   r.action = 'connecting to upstream';
-  const socket: Socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
-  socket.setNoDelay(true);
-  socket.once('close', cx.upstreams.track());
   let stage: 'connect' | 'header' | 'body' | 'done' = 'connect';
-  let headerBytes = Buffer.alloc(0);
   let spool: ResponseSpool | undefined;
   let settled = false;
+  let bodySent = !body;
 
   return new Promise<FastcgiAddress | undefined>((resolve) => {
+    const connectTimer = kept ? undefined : setTimeout(() => fail(upstreamTimeout('connect')), conf.connectTimeoutMs);
+    const done = (): void => resolve(undefined);
+    /** Stops listening to the socket; it is closed, or kept for the next request when `keep`. */
+    const release = (keep: boolean): void => {
+      clearTimeout(connectTimer);
+      socket.off('connect', onConnect).off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
+      if (keep && group) cx.fastcgi.keep(group, addr.name, connection);
+      else socket.destroy();
+    };
     const settle = (): void => {
       if (settled) return;
       settled = true;
-      socket.destroy();
+      release(false);
       resolve(undefined);
     };
-    const done = (): void => resolve(undefined);
     /** Gives up on this server for `condition`: the next one, or nginx's answer. */
     const next = (condition: NextCondition, failure: UpstreamFailure | undefined): void => {
       settled = true;
-      clearTimeout(connectTimer);
-      socket.destroy();
+      release(false);
       const following = nextUpstream(ex, attempts, { condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: false, scheme: 'fastcgi', uri: '' });
       if (typeof following !== 'number') {
         resolve(following);
@@ -191,18 +241,102 @@ async function attempt(
       r.action = failure.action;
       logRequest(cx, r, 'error', failure.message);
       r.action = 'sending to client';
+      if (spool && failure.message.startsWith('upstream prematurely closed')) {
+        // nginx's upstream_error: what arrived goes to the client, then the connection is closed
+        settled = true;
+        release(false);
+        spool.endCut();
+        void spool.done.then(done);
+        return;
+      }
       spool?.abort();
-      socket.destroy();
       if (out.started) {
         out.abort();
         settle();
         return;
       }
       settled = true;
+      release(false);
       void finalize(ex, failure.status).then(done, done);
     };
-    const connectTimer = setTimeout(() => fail(upstreamTimeout('connect')), conf.connectTimeoutMs);
-    socket.once('connect', () => {
+    const invalid = (message: string): void => {
+      const inHeader = stage !== 'body';
+      fail({ status: 502, message, action: inHeader ? READING_HEADER : READING_BODY, condition: inHeader ? 'invalid_header' : 'error' });
+    };
+
+    /** The CGI header: status, next server, intercepted errors, or the response head and how to read the body. */
+    const onHeader = (lines: [string, string][], room: number): BodyReading | 'stop' => {
+      let parsed: CgiHeader;
+      try {
+        parsed = cgiHeader(lines, conf);
+      } catch (err) {
+        invalid((err as Error).message);
+        return 'stop';
+      }
+      const up = r.upstream!;
+      const condition = nextConditionOf(parsed.status);
+      if (attempts && condition && attempts.mayRetry(condition, r.method, true, false, true)) {
+        up.status = parsed.status;
+        next(condition, undefined);
+        return 'stop';
+      }
+      attempts?.done();
+      stage = 'body';
+      up.status = parsed.status;
+      up.headerTimeMs = Date.now() - started;
+      up.headers = parsed.all.flat();
+      if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
+        stage = 'done';
+        r.action = 'sending to client';
+        settled = true;
+        release(false);
+        void finalize(ex, parsed.status).then(done, done);
+        return 'stop';
+      }
+      applyHeadersModule(r, parsed.status, parsed.headers);
+      out.head(r, parsed.status, parsed.headers, parsed.reason);
+      // nginx finalizes the upstream request once the header of a HEAD, 204 or 304 response is sent
+      if (out.headOnly || parsed.status === 204 || parsed.status === 304) {
+        stage = 'done';
+        r.action = 'sending to client';
+        settled = true;
+        release(false);
+        out.end();
+        done();
+        return 'stop';
+      }
+      const accel = conf.accelBuffering ? parsed.all.find(([n]) => n.toLowerCase() === 'x-accel-buffering') : undefined;
+      const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
+      // unbuffered, what came with the header is read before nginx says it reads the body (`ngx_http_upstream_process_non_buffered_upstream`)
+      r.action = buffering ? READING_BODY : READING_HEADER;
+      spool = new ResponseSpool(out, buffering === conf.buffering ? conf : { ...conf, buffering }, cx.tempFiles, {
+        onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
+        pauseUpstream: () => socket.pause(),
+        resumeUpstream: () => socket.resume(),
+        onFileError: (err, path) => fail({ status: 502, message: `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, action: READING_BODY, condition: 'error' }),
+      }, room);
+      return { contentLength: parsed.contentLength, buffered: buffering };
+    };
+
+    const reader = new ResponseReader({ bufferSize: conf.bufferSizeBytes, bodyBufferSize: conf.bufferBytes, keepConn: conf.keepConn }, {
+      stderr: (text) => logRequest(cx, r, 'error', `FastCGI sent in stderr: "${text}"`),
+      warn: (message) => logRequest(cx, r, 'warn', message),
+      header: onHeader,
+      stdout: (data) => {
+        r.bodyBytesSent += data.length;
+        spool!.push(data);
+      },
+      end: (reusable) => {
+        stage = 'done';
+        r.action = 'sending to client';
+        settled = true;
+        release(reusable && bodySent);
+        spool!.end();
+        void spool!.done.then(done);
+      },
+    });
+
+    const onConnect = (): void => {
       clearTimeout(connectTimer);
       stage = 'header';
       r.action = READING_HEADER;
@@ -213,118 +347,68 @@ async function attempt(
       encodeRecords(FCGI.PARAMS, REQUEST_ID, Buffer.alloc(0), records);
       if (!body) encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), records);
       socket.write(Buffer.concat(records));
-      if (body) void sendBody(socket, body, conf.sendTimeoutMs).catch((err: Error) => fail(mapUpstreamError(err as Error & { code?: string }, 'header')));
-    });
-    socket.on('timeout', () => fail(upstreamTimeout(stage === 'body' ? 'body' : 'header')));
-    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (body) {
+        sendBody(socket, body, conf.sendTimeoutMs).then(() => {
+          bodySent = true;
+        }, (err: Error) => fail(mapUpstreamError(err as Error & { code?: string }, 'header')));
+      }
+    };
+    const onTimeout = (): void => fail(upstreamTimeout(stage === 'body' ? 'body' : 'header'));
+    const onError = (err: NodeJS.ErrnoException): void => {
       clearTimeout(connectTimer);
       if (stage === 'connect') fail(mapUpstreamError(err, 'connect'));
       else fail(mapUpstreamError(err, stage === 'body' ? 'body' : 'header', conf.buffering));
-    });
-    socket.on('close', () => {
-      clearTimeout(connectTimer);
-      if (stage === 'header') fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_HEADER, condition: 'error' });
-      else if (stage === 'body') fail({ status: 502, message: 'upstream prematurely closed FastCGI request', action: 'reading upstream', condition: 'error' });
-    });
-
-    const parser = new RecordParser();
-    const onStdout = (data: Buffer): void => {
-      if (stage === 'body') {
-        if (!out.headOnly && spool) {
-          r.bodyBytesSent += data.length;
-          spool.push(data);
-        }
-        return;
-      }
-      headerBytes = Buffer.concat([headerBytes, data]);
-      const text = headerBytes.toString('latin1');
-      let end = text.indexOf('\r\n\r\n');
-      let sep = 4;
-      const lf = text.indexOf('\n\n');
-      if (lf !== -1 && (end === -1 || lf < end)) [end, sep] = [lf, 2];
-      if (end === -1) {
-        if (headerBytes.length > conf.bufferSizeBytes) fail({ status: 502, message: 'upstream sent too big header', action: READING_HEADER, condition: 'invalid_header' });
-        return;
-      }
-      if (end + sep > conf.bufferSizeBytes) {
-        fail({ status: 502, message: 'upstream sent too big header', action: READING_HEADER, condition: 'invalid_header' });
-        return;
-      }
-      const parsed = parseHeader(text.slice(0, end), conf);
-      if (!parsed) {
-        fail({ status: 502, message: 'upstream sent invalid header', action: READING_HEADER, condition: 'invalid_header' });
-        return;
-      }
-      const up = r.upstream!;
-      const condition = nextConditionOf(parsed.status);
-      if (attempts && condition && attempts.mayRetry(condition, r.method, true, false, true)) {
-        up.status = parsed.status;
-        next(condition, undefined);
-        return;
-      }
-      attempts?.done();
-      stage = 'body';
-      r.action = 'reading upstream';
-      up.status = parsed.status;
-      up.headerTimeMs = Date.now() - started;
-      up.headers = parsed.headers.flat();
-      if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
-        stage = 'done';
-        settled = true;
-        socket.destroy();
-        void finalize(ex, parsed.status).then(done, done);
-        return;
-      }
-      const headers = parsed.headers.filter(([n]) => n.toLowerCase() !== 'status');
-      applyHeadersModule(r, parsed.status, headers);
-      out.head(r, parsed.status, headers, parsed.reason);
-      const headerLength = Buffer.byteLength(text.slice(0, end + sep), 'latin1');
-      const accel = conf.accelBuffering ? parsed.headers.find(([n]) => n.toLowerCase() === 'x-accel-buffering') : undefined;
-      const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
-      spool = new ResponseSpool(out, buffering === conf.buffering ? conf : { ...conf, buffering }, cx.tempFiles, {
-        onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
-        pauseUpstream: () => socket.pause(),
-        resumeUpstream: () => socket.resume(),
-        onFileError: (err, path) => fail({ status: 502, message: `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, action: 'reading upstream', condition: 'error' }),
-      }, conf.bufferSizeBytes - headerLength);
-      const rest = headerBytes.subarray(headerLength);
-      headerBytes = Buffer.alloc(0);
-      if (rest.length > 0) onStdout(rest);
     };
-
-    socket.on('data', (chunk: Buffer) => {
-      let records;
-      try {
-        records = parser.push(chunk);
-      } catch (err) {
-        fail({ status: 502, message: (err as FastcgiProtocolError).message, action: READING_HEADER, condition: 'error' });
+    const onClose = (): void => {
+      clearTimeout(connectTimer);
+      if (settled) return;
+      if (stage === 'header') {
+        fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_HEADER, condition: 'error' });
         return;
       }
-      for (const rec of records) {
-        if (settled) return;
-        if (rec.type === FCGI.STDERR) {
-          if (rec.content.length > 0) logRequest(cx, r, 'error', `FastCGI sent in stderr: "${stderrText(rec.content)}"`);
-        } else if (rec.type === FCGI.STDOUT) {
-          if (rec.content.length > 0) onStdout(rec.content);
-        } else if (rec.type === FCGI.END_REQUEST) {
-          if (stage === 'header') {
-            fail({ status: 502, message: 'upstream prematurely closed FastCGI stdout', action: READING_HEADER, condition: 'error' });
-            return;
-          }
-          stage = 'done';
-          r.action = 'sending to client';
-          socket.destroy();
-          if (!spool) {
-            settle();
-            return;
-          }
-          spool.end();
-          settled = true;
-          void spool.done.then(done);
+      if (stage !== 'body') return;
+      // the connection's end is the response's without keep_conn (`ngx_http_upstream_process_request`)
+      try {
+        reader.eof();
+      } catch (err) {
+        invalid((err as Error).message);
+        return;
+      }
+      if (conf.keepConn) {
+        fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_BODY, condition: 'error' });
+        return;
+      }
+      stage = 'done';
+      r.action = 'sending to client';
+      settled = true;
+      spool!.end();
+      void spool!.done.then(done);
+    };
+    const onData = (chunk: Buffer): void => {
+      if (settled) return;
+      if (stage === 'body') r.action = READING_BODY;
+      try {
+        reader.push(chunk);
+      } catch (err) {
+        if (err instanceof FastcgiResponseError) {
+          invalid(err.message);
           return;
         }
+        logRequest(cx, r, 'crit', `jinx internal error reading a FastCGI response: ${(err as Error).stack ?? String(err)}`);
+        spool?.abort();
+        if (out.started) {
+          out.abort();
+          settle();
+          return;
+        }
+        settled = true;
+        release(false);
+        void finalize(ex, 500).then(done, done);
       }
-    });
+    };
+    socket.on('timeout', onTimeout).on('error', onError).on('close', onClose).on('data', onData);
+    if (kept) onConnect();
+    else socket.once('connect', onConnect);
     if (!conf.ignoreClientAbort) out.onAbort(() => {
       spool?.abort();
       settle();

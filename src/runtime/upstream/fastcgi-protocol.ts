@@ -1,8 +1,20 @@
 /**
- * The FastCGI wire protocol (FastCGI Specification 1.0, as nginx speaks it in
- * `ngx_http_fastcgi_module.c`): 8-byte record headers, content of at most
- * 65535 bytes padded to a multiple of 8, name-value pairs with 1- or 4-byte
- * lengths, and a streaming record parser.
+ * The FastCGI wire protocol as nginx speaks it (FastCGI Specification 1.0;
+ * `ngx_http_fastcgi_module.c`): records with an 8-byte header and content of
+ * at most 65535 bytes padded to a multiple of 8, name-value pairs with 1- or
+ * 4-byte lengths, and the reading of a response.
+ *
+ * The response reader follows nginx's buffers, because they decide what the
+ * error log shows and which status the client gets: the header is read into
+ * one buffer of `fastcgi_buffer_size` bytes (`ngx_http_fastcgi_process_header`),
+ * emptied each time STDERR before the header fills it (the allowance for many
+ * PHP warnings), and a header that does not fit is `upstream sent too big
+ * header`; the body goes through the event pipe's buffers
+ * (`ngx_http_fastcgi_input_filter`): what is left of the header buffer, then
+ * `fastcgi_buffers`-sized ones, each filtered once full (or at the end). A
+ * STDERR record is logged in one `FastCGI sent in stderr: "…"` line per
+ * buffer it spans, with trailing CR, LF, `.` and spaces cut off, its newlines
+ * kept as they are.
  */
 
 /** Record types. */
@@ -21,6 +33,10 @@ export const FCGI = {
 export const FCGI_RESPONDER = 1;
 export const FCGI_KEEP_CONN = 1;
 
+/** nginx sends one request per connection at a time, always with id 1. */
+export const REQUEST_ID = 1;
+
+const HEADER_BYTES = 8;
 const MAX_CONTENT = 65535;
 const ZERO_PADDING = Buffer.alloc(8);
 
@@ -30,7 +46,7 @@ export function encodeRecords(type: number, requestId: number, content: Buffer, 
   do {
     const len = Math.min(MAX_CONTENT, content.length - offset);
     const pad = (8 - (len % 8)) % 8;
-    const header = Buffer.allocUnsafe(8);
+    const header = Buffer.allocUnsafe(HEADER_BYTES);
     header[0] = 1;
     header[1] = type;
     header.writeUInt16BE(requestId, 2);
@@ -75,52 +91,461 @@ export function encodeParams(pairs: readonly (readonly [string, string])[]): Buf
   return Buffer.concat(out);
 }
 
-/** One record received. */
-export interface FastcgiRecord {
-  readonly type: number;
-  readonly requestId: number;
-  readonly content: Buffer;
+/** A response nginx refuses, in nginx's words (the message of its error-log line). */
+export class FastcgiResponseError extends Error {}
+
+/** What the reader hands on, in the order it reads it. */
+export interface ResponseSink {
+  /** The text of one `FastCGI sent in stderr: "…"` line (a byte string). */
+  stderr(text: string): void;
+  /** A warning to log (`upstream sent more data than specified in "Content-Length" header`). */
+  warn(message: string): void;
+  /**
+   * The header is complete: its lines as sent (byte strings), and what is
+   * left of the header buffer after it, where the body starts. Returns how to
+   * read the body, or `stop` when no more is read.
+   */
+  header(lines: [string, string][], room: number): BodyReading | 'stop';
+  /** Data of STDOUT records after the header. */
+  stdout(data: Buffer): void;
+  /**
+   * The response is complete (END_REQUEST; without `keep_conn` also the
+   * empty STDOUT record, after which nginx stops reading). `reusable`: the
+   * connection may serve another request (nginx's `u->keepalive`).
+   */
+  end(reusable: boolean): void;
 }
 
-/** A malformed record stream, worded as nginx reports it. */
-export class FastcgiProtocolError extends Error {}
+/** How the body is read, decided from the header. */
+export interface BodyReading {
+  /** The `Content-Length` of the response, -1 when it has none. */
+  readonly contentLength: number;
+  /** `fastcgi_buffering` (or `X-Accel-Buffering`): the event pipe's buffers; off: each read is filtered at once. */
+  readonly buffered: boolean;
+}
 
-/** Splits a byte stream into records; call `push` with each chunk read. */
-export class RecordParser {
-  private pending: Buffer = Buffer.alloc(0);
+/** Settings of the reader: `fastcgi_buffer_size`, the size of one of `fastcgi_buffers`, `fastcgi_keep_conn`. */
+export interface ReaderSettings {
+  readonly bufferSize: number;
+  readonly bodyBufferSize: number;
+  readonly keepConn: boolean;
+}
 
-  /**
-   * Returns the complete records in `data` (and earlier partial data).
-   * @throws FastcgiProtocolError for a version other than 1 or an unknown type
-   */
-  push(data: Buffer): FastcgiRecord[] {
-    let buf = this.pending.length === 0 ? data : Buffer.concat([this.pending, data]);
-    const records: FastcgiRecord[] = [];
-    while (buf.length >= 8) {
-      if (buf[0] !== 1) throw new FastcgiProtocolError(`upstream sent unsupported FastCGI protocol version: ${buf[0]}`);
-      const type = buf[1]!;
-      if (type < FCGI.BEGIN_REQUEST || type > 11) throw new FastcgiProtocolError(`upstream sent invalid FastCGI record type: ${type}`);
-      const len = buf.readUInt16BE(4);
-      const total = 8 + len + buf[6]!;
-      if (buf.length < total) break;
-      records.push({ type, requestId: buf.readUInt16BE(2), content: buf.subarray(8, 8 + len) });
-      buf = buf.subarray(total);
-    }
-    this.pending = buf.length > 0 ? Buffer.from(buf) : Buffer.alloc(0);
-    return records;
+/** States of the record reader (`ngx_http_fastcgi_state_e`). */
+const enum St { Version, Type, IdHi, IdLo, LengthHi, LengthLo, PaddingLength, Reserved, Data, Padding }
+
+/** States of a header line (`ngx_http_parse_header_line`). */
+const enum Hs { Start, Name, SpaceBeforeValue, Value, SpaceAfterValue, IgnoreLine, AlmostDone, HeaderAlmostDone }
+
+const CR = 0x0d;
+const LF = 0x0a;
+
+/** Characters of a header name nginx takes as they are (its `lowcase` table, and `_`). */
+const NAME_CHAR = new Uint8Array(256);
+for (const c of '-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_') NAME_CHAR[c.charCodeAt(0)] = 1;
+
+/** The end of a STDERR piece once trailing CR, LF, `.` and spaces are cut; the first byte always stays. */
+export function stderrEnd(buf: Buffer, start: number, end: number): number {
+  let m = end - 1;
+  while (start < m) {
+    const c = buf[m]!;
+    if (c !== LF && c !== CR && c !== 0x2e && c !== 0x20) break;
+    m--;
   }
+  return end > start ? m + 1 : start;
 }
 
 /**
- * The text nginx logs for a STDERR record: trailing CR, LF, `.` and spaces
- * removed (the first byte is always kept), as in `ngx_http_fastcgi_process_header`.
+ * Reads one FastCGI response from the bytes of a connection. `push` each
+ * chunk as it arrives and `eof` when the connection closes; the sink gets
+ * the stderr lines, the header, the body and the end.
+ * @throws FastcgiResponseError from `push` for what nginx refuses
  */
-export function stderrText(content: Buffer): string {
-  let end = content.length - 1;
-  while (end > 0) {
-    const c = content[end]!;
-    if (c !== 0x0a && c !== 0x0d && c !== 0x2e && c !== 0x20) break;
-    end--;
+export class ResponseReader {
+  private state = St.Version;
+  private type = 0;
+  private length = 0;
+  private padding = 0;
+  private phase: 'header' | 'body' | 'done' = 'header';
+
+  // the header buffer (nginx's u->buffer): bytes [0, last), read up to pos
+  private readonly buf: Buffer;
+  private pos = 0;
+  private last = 0;
+  private stdoutSeen = false;
+  private hs = Hs.Start;
+  /** Bytes of the header line being parsed that came in earlier STDOUT records or reads, and their number. */
+  private line: Buffer[] = [];
+  private lineLength = 0;
+  /** Offset in the line where its value ends (nginx's `r->header_end`). */
+  private headerEnd = 0;
+  private readonly lines: [string, string][] = [];
+
+  // the body: room left in the pipe buffer being filled, and the STDERR piece waiting for it to fill
+  private buffered = true;
+  private room = 0;
+  private pendingStderr: Buffer[] = [];
+  /** Body bytes the response's `Content-Length` still promises, -1 when it has none (nginx's `f->rest`). */
+  private rest = -1;
+
+  constructor(private readonly settings: ReaderSettings, private readonly sink: ResponseSink) {
+    this.buf = Buffer.allocUnsafe(settings.bufferSize);
   }
-  return content.subarray(0, end + 1).toString('latin1');
+
+  /** Takes the next bytes read from the connection. */
+  push(chunk: Buffer): void {
+    let offset = 0;
+    while (offset < chunk.length && this.phase === 'header') {
+      const n = Math.min(chunk.length - offset, this.buf.length - this.last);
+      chunk.copy(this.buf, this.last, offset, offset + n);
+      this.last += n;
+      offset += n;
+      if (!this.processHeader()) {
+        if (this.last === this.buf.length) throw new FastcgiResponseError('upstream sent too big header');
+        continue;
+      }
+      // the header is done: the rest of the header buffer is the first body buffer
+      const room = this.buf.length - this.pos;
+      const reading = this.sink.header(this.lines, room);
+      if (reading === 'stop') {
+        this.phase = 'done';
+        return;
+      }
+      this.phase = 'body';
+      this.buffered = reading.buffered;
+      this.rest = reading.contentLength;
+      this.room = room;
+      this.body(Buffer.from(this.buf.subarray(this.pos, this.last)));
+    }
+    if (offset < chunk.length && this.phase === 'body') this.body(chunk.subarray(offset));
+  }
+
+  /** The connection closed: a partly filled body buffer is filtered (`ngx_event_pipe_read_upstream` at EOF). */
+  eof(): void {
+    if (this.phase === 'body') this.flushStderr();
+  }
+
+  /**
+   * The header phase over the bytes in the header buffer
+   * (`ngx_http_fastcgi_process_header`); true once the header is complete.
+   */
+  private processHeader(): boolean {
+    for (;;) {
+      if (this.state < St.Data) {
+        const end = this.readRecordHeader(this.buf, this.pos, this.last);
+        this.pos = end;
+        if (this.state < St.Data) return false;
+        if (this.type !== FCGI.STDOUT && this.type !== FCGI.STDERR) {
+          throw new FastcgiResponseError(`upstream sent unexpected FastCGI record: ${this.type}`);
+        }
+        if (this.type === FCGI.STDOUT && this.length === 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout');
+      }
+      if (this.state === St.Padding) {
+        if (this.pos + this.padding < this.last) {
+          this.state = St.Version;
+          this.pos += this.padding;
+          continue;
+        }
+        if (this.pos + this.padding === this.last) {
+          this.state = St.Version;
+          this.pos = this.last;
+          return false;
+        }
+        this.padding -= this.last - this.pos;
+        this.pos = this.last;
+        return false;
+      }
+      if (this.type === FCGI.STDERR) {
+        if (this.length === 0) {
+          this.state = St.Padding;
+          continue;
+        }
+        const msg = this.pos;
+        if (this.pos + this.length <= this.last) {
+          this.pos += this.length;
+          this.length = 0;
+          this.state = St.Padding;
+        } else {
+          this.length -= this.last - this.pos;
+          this.pos = this.last;
+        }
+        this.sink.stderr(this.buf.toString('latin1', msg, stderrEnd(this.buf, msg, this.pos)));
+        if (this.pos === this.last) {
+          // nothing of the header yet: the buffer is emptied for more stderr
+          if (!this.stdoutSeen) this.pos = this.last = 0;
+          return false;
+        }
+        continue;
+      }
+      // STDOUT: header lines, up to the end of this record or of the bytes read
+      this.stdoutSeen = true;
+      const end = Math.min(this.last, this.pos + this.length);
+      const start = this.pos;
+      const done = this.parseHeaderLines(end);
+      this.length -= this.pos - start;
+      if (this.length === 0) this.state = St.Padding;
+      if (done) return true;
+      if (this.pos === this.last) return false;
+    }
+  }
+
+  /**
+   * Reads record-header bytes of `buf` from `from` to `to`
+   * (`ngx_http_fastcgi_process_record`); returns where it stopped: after the
+   * header (state Data), or at `to`.
+   */
+  private readRecordHeader(buf: Buffer, from: number, to: number): number {
+    for (let p = from; p < to; p++) {
+      const ch = buf[p]!;
+      switch (this.state) {
+        case St.Version:
+          if (ch !== 1) throw new FastcgiResponseError(`upstream sent unsupported FastCGI protocol version: ${ch}`);
+          this.state = St.Type;
+          break;
+        case St.Type:
+          if (ch !== FCGI.STDOUT && ch !== FCGI.STDERR && ch !== FCGI.END_REQUEST) {
+            throw new FastcgiResponseError(`upstream sent invalid FastCGI record type: ${ch}`);
+          }
+          this.type = ch;
+          this.state = St.IdHi;
+          break;
+        case St.IdHi:
+          if (ch !== 0) throw new FastcgiResponseError(`upstream sent unexpected FastCGI request id high byte: ${ch}`);
+          this.state = St.IdLo;
+          break;
+        case St.IdLo:
+          if (ch !== REQUEST_ID) throw new FastcgiResponseError(`upstream sent unexpected FastCGI request id low byte: ${ch}`);
+          this.state = St.LengthHi;
+          break;
+        case St.LengthHi:
+          this.length = ch << 8;
+          this.state = St.LengthLo;
+          break;
+        case St.LengthLo:
+          this.length |= ch;
+          this.state = St.PaddingLength;
+          break;
+        case St.PaddingLength:
+          this.padding = ch;
+          this.state = St.Reserved;
+          break;
+        default:
+          this.state = St.Data;
+          return p + 1;
+      }
+    }
+    return to;
+  }
+
+  /**
+   * Parses header lines in the header buffer from `pos` to `end`
+   * (`ngx_http_parse_header_line` with underscores allowed; a line split
+   * over records or reads is joined); true when the empty line ending the
+   * header was read.
+   * @throws FastcgiResponseError for a line nginx does not accept
+   */
+  private parseHeaderLines(end: number): boolean {
+    const buf = this.buf;
+    let lineStart = this.pos;
+    /** Offset in the line of byte `p`. */
+    const at = (p: number): number => this.lineLength + p - lineStart;
+    for (let p = this.pos; p < end; p++) {
+      const ch = buf[p]!;
+      switch (this.hs) {
+        case Hs.Start:
+          if (ch === CR || ch === LF) this.headerEnd = at(p);
+          if (ch === CR) this.hs = Hs.HeaderAlmostDone;
+          else if (ch === LF) {
+            this.pos = p + 1;
+            return true;
+          } else if (NAME_CHAR[ch] || (ch > 0x20 && ch !== 0x7f && ch !== 0x3a)) this.hs = Hs.Name;
+          else this.invalidHeader(lineStart, p, at(p));
+          break;
+        case Hs.Name:
+          if (NAME_CHAR[ch]) break;
+          if (ch === CR || ch === LF) this.headerEnd = at(p);
+          if (ch === 0x3a) this.hs = Hs.SpaceBeforeValue;
+          else if (ch === CR) this.hs = Hs.AlmostDone;
+          else if (ch === LF) lineStart = this.endLine(lineStart, p);
+          else if (ch === 0x2f && this.lineIs(lineStart, p, 'HTTP')) this.hs = Hs.IgnoreLine;
+          else if (ch <= 0x20 || ch === 0x7f) this.invalidHeader(lineStart, p, at(p));
+          break;
+        case Hs.SpaceBeforeValue:
+        case Hs.Value:
+        case Hs.SpaceAfterValue:
+          if (ch === 0) this.invalidHeader(lineStart, p, at(p));
+          if ((ch === CR || ch === LF) && this.hs !== Hs.SpaceAfterValue) this.headerEnd = at(p);
+          if (ch === CR) this.hs = Hs.AlmostDone;
+          else if (ch === LF) lineStart = this.endLine(lineStart, p);
+          else if (ch === 0x20) {
+            if (this.hs === Hs.Value) {
+              this.headerEnd = at(p);
+              this.hs = Hs.SpaceAfterValue;
+            }
+          } else this.hs = Hs.Value;
+          break;
+        case Hs.IgnoreLine:
+          if (ch === LF) {
+            this.hs = Hs.Start;
+            this.line = [];
+            this.lineLength = 0;
+            lineStart = p + 1;
+          }
+          break;
+        case Hs.AlmostDone:
+          if (ch === LF) lineStart = this.endLine(lineStart, p);
+          else if (ch !== CR) this.invalidHeader(lineStart, p, this.headerEnd);
+          break;
+        case Hs.HeaderAlmostDone:
+          if (ch !== LF) this.invalidHeader(lineStart, p, this.headerEnd);
+          this.pos = p + 1;
+          return true;
+      }
+    }
+    if (lineStart < end) {
+      this.line.push(Buffer.from(buf.subarray(lineStart, end)));
+      this.lineLength += end - lineStart;
+    }
+    this.pos = end;
+    return false;
+  }
+
+  /** The bytes of the line being parsed: its earlier parts, then the header buffer from `lineStart` up to `p`. */
+  private lineBytes(lineStart: number, p: number): Buffer {
+    return Buffer.concat([...this.line, this.buf.subarray(lineStart, p)]);
+  }
+
+  /** Whether the line so far is `text`. */
+  private lineIs(lineStart: number, p: number, text: string): boolean {
+    return this.lineLength + p - lineStart === text.length && this.lineBytes(lineStart, p).toString('latin1') === text;
+  }
+
+  /** Takes the header line ending with the LF at `p` (its value ends at nginx's `header_end`); returns where the next line starts. */
+  private endLine(lineStart: number, p: number): number {
+    const bytes = this.lineBytes(lineStart, p).toString('latin1', 0, this.headerEnd);
+    this.line = [];
+    this.lineLength = 0;
+    this.hs = Hs.Start;
+    const colon = bytes.indexOf(':');
+    if (colon === -1) this.lines.push([bytes, '']);
+    else this.lines.push([bytes.slice(0, colon), bytes.slice(colon + 1).replace(/^ +/, '')]);
+    return p + 1;
+  }
+
+  /**
+   * nginx's `upstream sent invalid header: "…\xNN..."`: the line up to
+   * `header_end` (offset `end` in the line), and the byte there.
+   */
+  private invalidHeader(lineStart: number, p: number, end: number): never {
+    const bytes = this.lineBytes(lineStart, p + 1);
+    const text = bytes.toString('latin1', 0, end);
+    const hex = bytes[end]!.toString(16).padStart(2, '0');
+    throw new FastcgiResponseError(`upstream sent invalid header: "${text}\\x${hex}..."`);
+  }
+
+  /**
+   * Body bytes, cut at the event pipe's buffer boundaries: a buffer is
+   * filtered once full (or at the end), so a STDERR piece is logged when its
+   * buffer is full; without buffering each read is filtered as it comes.
+   */
+  private body(data: Buffer): void {
+    let offset = 0;
+    while (offset < data.length && this.phase === 'body') {
+      const n = this.buffered ? Math.min(data.length - offset, this.room) : data.length - offset;
+      this.filter(data, offset, offset + n);
+      offset += n;
+      if (!this.buffered) this.flushStderr();
+      else if ((this.room -= n) === 0) {
+        this.room = this.settings.bodyBufferSize;
+        this.flushStderr();
+      }
+    }
+  }
+
+  /** Logs the STDERR piece read so far. */
+  private flushStderr(): void {
+    if (this.pendingStderr.length === 0) return;
+    const piece = this.pendingStderr.length === 1 ? this.pendingStderr[0]! : Buffer.concat(this.pendingStderr);
+    this.pendingStderr = [];
+    this.sink.stderr(piece.toString('latin1', 0, stderrEnd(piece, 0, piece.length)));
+  }
+
+  /** The body records in `data[from, to)` (`ngx_http_fastcgi_input_filter`). */
+  private filter(data: Buffer, from: number, to: number): void {
+    let pos = from;
+    for (;;) {
+      if (this.phase !== 'body') return;
+      if (this.state < St.Data) {
+        if (pos === to) return;
+        pos = this.readRecordHeader(data, pos, to);
+        if (this.state < St.Data) return;
+        if (this.type === FCGI.STDOUT && this.length === 0) {
+          this.state = St.Padding;
+          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout');
+          if (!this.settings.keepConn) this.finish(false);
+          continue;
+        }
+        if (this.type === FCGI.END_REQUEST) {
+          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI request');
+          if (!this.settings.keepConn) {
+            this.finish(false);
+            return;
+          }
+        }
+      }
+      if (this.state === St.Padding) {
+        if (this.type === FCGI.END_REQUEST) {
+          // the connection is kept only when nothing follows the end of the request
+          if (pos + this.padding <= to) this.finish(pos + this.padding === to);
+          else this.padding -= to - pos;
+          return;
+        }
+        if (pos + this.padding > to) {
+          this.padding -= to - pos;
+          return;
+        }
+        pos += this.padding;
+        this.state = St.Version;
+        continue;
+      }
+      if (this.length === 0) {
+        this.state = St.Padding;
+        continue;
+      }
+      if (pos === to) return;
+      const n = Math.min(this.length, to - pos);
+      if (this.type === FCGI.STDERR) this.pendingStderr.push(Buffer.from(data.subarray(pos, pos + n)));
+      else if (this.type === FCGI.STDOUT) this.stdout(data.subarray(pos, pos + n));
+      pos += n;
+      this.length -= n;
+      if (this.length === 0) {
+        if (this.type === FCGI.STDERR) this.flushStderr();
+        this.state = St.Padding;
+      }
+    }
+  }
+
+  /** STDOUT data, held to the response's `Content-Length` as nginx does. */
+  private stdout(data: Buffer): void {
+    if (this.rest === 0) {
+      this.sink.warn('upstream sent more data than specified in "Content-Length" header');
+      this.finish(false);
+      return;
+    }
+    if (this.rest > 0 && data.length > this.rest) {
+      this.sink.stdout(data.subarray(0, this.rest));
+      this.rest = 0;
+      this.sink.warn('upstream sent more data than specified in "Content-Length" header');
+      this.finish(false);
+      return;
+    }
+    if (this.rest > 0) this.rest -= data.length;
+    this.sink.stdout(data);
+  }
+
+  private finish(reusable: boolean): void {
+    this.flushStderr();
+    this.phase = 'done';
+    this.sink.end(reusable);
+  }
 }
