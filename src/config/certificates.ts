@@ -6,7 +6,7 @@
  * is not PEM, a key that does not match; trusted CA certificates
  * (`ngx_ssl_trusted_certificate`) and cipher lists (`ngx_ssl_ciphers`).
  */
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { ConfigError } from '../errors.js';
@@ -44,10 +44,12 @@ function readPem(path: string): Buffer {
  * Reads and checks a pair. `perConnection`: loaded for one connection
  * (`proxy_ssl_certificate` with variables, `ngx_ssl_connection_certificate`),
  * where OpenSSL's call is `SSL_use_PrivateKey` rather than `SSL_CTX_use_PrivateKey`.
+ * An encrypted key is decrypted with the first of `passwords`
+ * (`ssl_password_file`) that opens it.
  * @throws ConfigError `cannot load certificate "PATH": …`,
  *   `cannot load certificate key "PATH": …`, `SSL_CTX_use_PrivateKey("PATH") failed (…key values mismatch)`
  */
-export function loadCertificatePair(certPath: string, keyPath: string, perConnection = false): CertificatePair {
+export function loadCertificatePair(certPath: string, keyPath: string, perConnection = false, passwords?: readonly string[]): CertificatePair {
   let cert: Buffer;
   try {
     cert = readPem(certPath);
@@ -70,13 +72,45 @@ export function loadCertificatePair(certPath: string, keyPath: string, perConnec
   try {
     privateKey = createPrivateKey(key);
   } catch {
-    throw new ConfigError('file', `cannot load certificate key "${keyPath}": PEM_read_bio_PrivateKey() failed (SSL: error:1E08010C:DECODER routines::unsupported:No supported data to decode. Input type: PEM)`);
+    if (!ENCRYPTED_KEY.test(key.toString('latin1'))) {
+      throw new ConfigError('file', `cannot load certificate key "${keyPath}": PEM_read_bio_PrivateKey() failed (SSL: error:1E08010C:DECODER routines::unsupported:No supported data to decode. Input type: PEM)`);
+    }
+    privateKey = decryptKey(key, keyPath, passwords);
+    // the TLS context gets the key decrypted, as OpenSSL holds it after ngx_ssl_password_callback
+    key = Buffer.from(privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, 'latin1');
   }
   if (!x509.checkPrivateKey(privateKey)) {
     const call = perConnection ? 'SSL_use_PrivateKey' : 'SSL_CTX_use_PrivateKey';
     throw new ConfigError('file', `${call}("${keyPath}") failed (SSL: error:05800074:x509 certificate routines::key values mismatch)`);
   }
   return { certPath, keyPath, cert, key };
+}
+
+/** A PEM private key that needs a passphrase (PKCS#8 or OpenSSL's legacy `Proc-Type: 4,ENCRYPTED`). */
+const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/;
+
+/**
+ * `ngx_ssl_password_callback`: each passphrase in turn; with none, OpenSSL
+ * cannot ask for one (nginx runs without a terminal to prompt on).
+ * @throws ConfigError with OpenSSL 3's error queue as nginx prints it
+ */
+function decryptKey(key: Buffer, keyPath: string, passwords: readonly string[] | undefined): KeyObject {
+  for (const passphrase of passwords ?? []) {
+    try {
+      return createPrivateKey({ key, passphrase });
+    } catch {
+      // the next passphrase
+    }
+  }
+  const badDecrypt = 'error:1C800064:Provider routines::bad decrypt error:11800074:PKCS12 routines::pkcs12 cipherfinal error:maybe wrong password';
+  const queue = passwords
+    ? `${badDecrypt} ${badDecrypt}`
+    : 'error:1400006B:UI routines::processing error:while reading strings error:0480006D:PEM routines::problems getting password '
+      + 'error:07880109:common libcrypto routines::interrupted or cancelled error:07880109:common libcrypto routines::interrupted or cancelled '
+      + 'error:1C80009F:Provider routines::unable to get passphrase error:1400006B:UI routines::processing error:while reading strings '
+      + 'error:0480006D:PEM routines::problems getting password error:07880109:common libcrypto routines::interrupted or cancelled '
+      + 'error:04800068:PEM routines::bad password read';
+  throw new ConfigError('file', `cannot load certificate key "${keyPath}": PEM_read_bio_PrivateKey() failed (SSL: ${queue})`);
 }
 
 /**

@@ -805,11 +805,12 @@ class Compiler {
     if (keys.length < certs.length) {
       throw new ConfigError('file', `no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]}"`);
     }
+    const passwords = chain.get(ssl.sslPasswords);
     const pairs = certs.map((cert, i) => {
       const key = keys[i]!;
-      const cacheKey = `${cert}\0${key}`;
+      const cacheKey = `${cert}\0${key}\0${passwords?.join('\n') ?? ''}`;
       let pair = this.certificateCache.get(cacheKey);
-      if (!pair) this.certificateCache.set(cacheKey, (pair = loadCertificatePair(cert, key)));
+      if (!pair) this.certificateCache.set(cacheKey, (pair = loadCertificatePair(cert, key, false, passwords)));
       return pair;
     });
     const dhparam = chain.get(ssl.sslDhparam);

@@ -5,14 +5,17 @@
  * default server for unknown or missing SNI, nginx's 421 when Host names a
  * server that requires client certificates other than the one negotiated,
  * `ssl_reject_handshake` for unknown names, plain HTTP sent to the TLS port,
- * and the `$ssl_*` variables.
+ * the `$ssl_*` variables, and encrypted keys with `ssl_password_file`.
  */
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { request } from 'node:https';
 import { connect, type TLSSocket } from 'node:tls';
 import { after, describe, it } from 'node:test';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { cleanup, hasCommand, tempDir } from '../helpers/harness.js';
+import { compareConfigTest, type Comparison } from '../helpers/config-test.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, normalizeBody, parseRaw, rawExchange } from '../helpers/differential.js';
 
 /** A self-signed certificate for `name` (`rsa` or `ec` key) written as `DIR/NAME.pem` and `DIR/NAME.key`; returns the PEM files' contents. */
@@ -109,5 +112,31 @@ describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPEN
     assert.equal(n.known.status, 200);
     assert.equal(n.plain, 400);
     assertSameAsNginx(run);
+  });
+  it('opens an encrypted certificate key with ssl_password_file, and refuses wrong or missing passphrases with nginx\'s [emerg]', async () => {
+    const dir = tempDir('jinx-pw-');
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-passout', 'pass:right', '-days', '2', '-subj', '/CN=pw.test',
+      '-keyout', 'enc.key', '-out', 'enc.pem'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(made.status, 0, made.stderr);
+    writeFileSync(join(dir, 'good.txt'), 'wrong\nright\n');
+    writeFileSync(join(dir, 'bad.txt'), 'wrong\n');
+    mkdirSync(join(dir, 'logs'));
+    const conf = (passwords: string): string => `daemon off; error_log logs/error.log; pid logs/nginx.pid; events {}
+http { access_log off;
+  server { listen 127.0.0.1:1; ssl_certificate enc.pem; ssl_certificate_key enc.key; ${passwords} }
+}
+`;
+    const outcomes: Record<string, Comparison> = {};
+    for (const [name, line] of [['good', 'ssl_password_file good.txt;'], ['bad', 'ssl_password_file bad.txt;'], ['none', '']] as const) {
+      writeFileSync(join(dir, `${name}.conf`), conf(line));
+      outcomes[name] = compareConfigTest(dir, join(dir, `${name}.conf`), { hidePrefix: dir });
+    }
+    assert.equal(outcomes.good!.nginx!.status, 0);
+    assert.equal(outcomes.bad!.nginx!.status, 1);
+    assert.ok(outcomes.bad!.nginx!.lines.some((l) => l.includes('cannot load certificate key "PREFIX/enc.key": PEM_read_bio_PrivateKey() failed (SSL: error:1C800064:Provider routines::bad decrypt')));
+    assert.equal(outcomes.none!.nginx!.status, 1);
+    // without a password file OpenSSL prompts on stderr twice (no terminal answers); jinx has nothing to prompt
+    const noPrompt = (o: Comparison['jinx']): Comparison['jinx'] => ({ ...o, lines: o.lines.filter((l) => l !== 'Enter PEM pass phrase:') });
+    for (const name of Object.keys(outcomes)) assert.deepEqual(outcomes[name]!.jinx, noPrompt(outcomes[name]!.nginx!), name);
   });
 });

@@ -56,19 +56,27 @@ export function setSessionCache(d: Directive, cx: SetContext, tag: string): void
   }
 }
 
+/** `ssl_password_file`: the passphrases to try, in order, on encrypted certificate keys. */
+export const sslPasswords = slot<readonly string[] | undefined>('ssl_password_file', undefined);
+
 /**
  * `ngx_http_ssl_password_file` → `ngx_ssl_read_password_file`
- * (`src/event/ngx_event_openssl.c`): the file is read when the directive is:
- * `open() "PATH" failed (…)`.
+ * (`src/event/ngx_event_openssl.c`): the file is read when the directive is,
+ * one passphrase a line, trailing blanks cut: `open() "PATH" failed (…)`,
+ * `password file "PATH" is empty`.
  */
-function readPasswordFile(d: Directive, cx: SetContext): string {
+function setPasswordFile(d: Directive, cx: SetContext): void {
+  if (cx.level.own(sslPasswords)) throw new DirectiveFailure('is duplicate');
   const path = cx.scope.confPath(d.args[0]!);
+  let text = '';
   try {
-    readFileSync(path);
+    text = readFileSync(path, 'latin1');
   } catch (err) {
     fail(`open() "${path}" failed (${systemErrorText(err)})`);
   }
-  return path;
+  const passwords = text.split('\n').map((l) => l.replace(/[ \t\r]+$/, '')).filter((l, i, all) => l !== '' || i < all.length - 1);
+  if (passwords.length === 0) fail(`password file "${path}" is empty`);
+  cx.level.set(sslPasswords, passwords, d.loc);
 }
 
 export const sslDirectives: readonly DirectiveSpec[] = [
@@ -118,7 +126,7 @@ export const sslDirectives: readonly DirectiveSpec[] = [
   },
   { name: 'ssl_verify_depth', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: numSetter(sslVerifyDepth) },
   none('ssl_crl', ['TAKE1'], 'client certificates are not implemented yet', rule.str),
-  none('ssl_password_file', ['TAKE1'], 'encrypted keys are not supported yet', rule.custom(readPasswordFile)),
+  { name: 'ssl_password_file', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: setPasswordFile },
   none('ssl_early_data', ['FLAG'], 'TLS 1.3 early data is not accepted', rule.flag),
   none('ssl_conf_command', ['TAKE2'], 'OpenSSL configuration commands are not passed through', rule.array),
 ];
