@@ -304,6 +304,11 @@ export interface LocationConf {
   readonly clientMaxBodySizeBytes: number;
   readonly clientBodyBufferSizeBytes: number;
   readonly clientBodyTempPath: TempPathValue;
+  /** `client_body_in_file_only`: `on` keeps the file after the request, `clean` removes it. */
+  readonly clientBodyInFileOnly: 'off' | 'on' | 'clean';
+  readonly clientBodyTimeoutMs: number;
+  /** `client_header_timeout` (a server's; its locations carry it). */
+  readonly clientHeaderTimeoutMs: number;
   readonly logNotFound: boolean;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;
@@ -321,7 +326,14 @@ export interface LocationConf {
   readonly proxy: ProxyConf | undefined;
   readonly keepaliveTimeoutMs: number;
   readonly keepaliveRequests: number;
+  /** `keepalive_timeout`'s second argument, sent as `Keep-Alive: timeout=N`. */
+  readonly keepaliveHeaderSec: number | undefined;
+  /** `keepalive_time`: how long after it was accepted a connection may still be kept alive. */
+  readonly keepaliveTimeMs: number;
   readonly sendTimeoutMs: number;
+  /** `lingering_close`, `lingering_time`, `lingering_timeout`. */
+  readonly lingering: { readonly close: 'off' | 'on' | 'always'; readonly timeMs: number; readonly timeoutMs: number };
+  readonly resetTimedoutConnection: boolean;
   readonly chunkedTransferEncoding: boolean;
   readonly expires: ExpiresDef;
   readonly realIp: RealIpConf | undefined;

@@ -5,6 +5,7 @@
  * recorder that keeps the status and headers and drops the body.
  */
 import { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
 import type { HttpRequestState } from './request.js';
@@ -29,10 +30,10 @@ export interface ResponseTarget {
   end(chunk?: Buffer | string): void;
   /**
    * Closes the connection without completing the response (nginx's 444, or
-   * an upstream failure mid-body); with `afterWritten`, what was written goes
-   * out first.
+   * an upstream failure mid-body): with `flush`, what was written goes out
+   * first; with `reset`, the connection is reset (`reset_timedout_connection`).
    */
-  abort(afterWritten?: boolean): void;
+  abort(how?: 'flush' | 'reset'): void;
   /** Calls `cb` if the client goes away before the response is complete. */
   onAbort(cb: () => void): void;
   /**
@@ -48,6 +49,20 @@ const upgradeResponses = new WeakSet<ServerResponse>();
 /** Marks `res` as the response to a request with `Upgrade`, whose socket node:http has handed over. */
 export function allowTunnel(res: ServerResponse): void {
   upgradeResponses.add(res);
+}
+
+/**
+ * Closes a client connection with a TCP reset (nginx sets `SO_LINGER` to 0
+ * before closing): on the TCP socket under TLS, if any.
+ */
+export function resetConnection(socket: Socket): void {
+  const tcp = (socket as Socket & { _parent?: Socket | null })._parent ?? socket;
+  try {
+    tcp.resetAndDestroy();
+  } catch {
+    // not a TCP socket: closed normally
+  }
+  socket.destroy();
 }
 
 /** A response to a client. */
@@ -98,11 +113,14 @@ export class ClientTarget implements ResponseTarget {
     else (this.res as NodeJS.WritableStream).end(chunk);
   }
 
-  abort(afterWritten = false): void {
+  abort(how?: 'flush' | 'reset'): void {
     const stream = (this.res as { stream?: { close(code?: number): void } }).stream;
+    const socket = this.req.socket;
     if (stream) stream.close(2);
-    else if (afterWritten) this.req.socket?.destroySoon();
-    else this.req.socket?.destroy();
+    else if (!socket) return;
+    else if (how === 'flush') socket.destroySoon();
+    else if (how === 'reset') resetConnection(socket);
+    else socket.destroy();
   }
 
   onAbort(cb: () => void): void {

@@ -47,6 +47,7 @@ export function serveClientRequest(
   const out = new ClientTarget(req, res);
   const ex: Exchange = { cx, r, body: req, out };
   res.once('close', () => {
+    for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = (res as { writableFinished?: boolean }).writableFinished ?? res.finished;
     out.closed();
     cx.accessLog.write(r.loc.accessLogs, r);
@@ -329,7 +330,8 @@ export async function finalize(ex: Exchange, status: number, location?: string):
   }
   if (CLOSE_STATUSES.has(status)) {
     r.status = status;
-    ex.out.abort();
+    // nginx marks 444 and time-outs as timed out (`c->timedout`)
+    ex.out.abort((status === 444 || r.timedOut) && r.loc.resetTimedoutConnection ? 'reset' : undefined);
     return;
   }
   r.errStatus = status;

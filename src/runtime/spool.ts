@@ -291,7 +291,7 @@ export class ResponseSpool {
   private finish(): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.cut) this.out.abort(true);
+    if (this.cut) this.out.abort('flush');
     else this.out.end();
     this.release();
   }

@@ -166,7 +166,9 @@ function requestHasBody(ex: Exchange): boolean {
 export function proxyRequest(ex: Exchange): Promise<void> {
   const p = ex.r.loc.proxy!;
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
-  if (withBody && p.requestBuffering) return bufferedProxyRequest(ex, p);
+  // client_body_in_file_only makes a file even of an empty body
+  const inFile = ex.r.loc.clientBodyInFileOnly !== 'off' && ex.body !== undefined && ex.r.headers['content-length'] !== undefined;
+  if ((withBody && p.requestBuffering) || inFile) return bufferedProxyRequest(ex, p);
   return forward(ex, p, withBody, undefined);
 }
 
@@ -178,7 +180,7 @@ async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
     return;
   }
   try {
-    await forward(ex, p, true, body);
+    await forward(ex, p, p.passRequestBody, p.passRequestBody ? body : undefined);
   } finally {
     if (body.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
