@@ -96,6 +96,16 @@ function nextUpstreamConf(c: ConfChain, s: UpstreamMergeSlots): NextUpstreamConf
   };
 }
 
+/**
+ * `*_busy_buffers_size` and `*_temp_file_write_size` as nginx defaults them
+ * (`ngx_http_proxy_merge_loc_conf`): twice the larger of `*_buffer_size` and
+ * one of `*_buffers`.
+ */
+function spoolSizes(c: ConfChain, m: UpstreamMergeSlots): { busyBytes: number; tempFileWriteBytes: number } {
+  const size = Math.max(c.get(m.bufferSize), c.get(m.buffers).sizeBytes);
+  return { busyBytes: c.get(m.busyBuffersSize) ?? 2 * size, tempFileWriteBytes: c.get(m.tempFileWriteSize) ?? 2 * size };
+}
+
 const PROXY_MERGE: UpstreamMergeSlots = {
   prefix: 'proxy', buffers: proxy.proxyBuffers, bufferSize: proxy.proxyBufferSize, busyBuffersSize: proxy.proxyBusyBuffersSize,
   tempFileWriteSize: proxy.proxyTempFileWriteSize, maxTempFileSize: proxy.proxyMaxTempFileSize, cacheZone: cacheZoneRefs.proxy,
@@ -719,6 +729,7 @@ class Compiler {
       bufferBytes: c.get(proxy.proxyBuffers).sizeBytes,
       tempPath: c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp'), levels: [] },
       maxTempFileBytes: c.get(proxy.proxyMaxTempFileSize),
+      ...spoolSizes(c, PROXY_MERGE),
       ...nextUpstreamConf(c, PROXY_MERGE),
       tls: this.proxyTlsConf(node, c),
     };
@@ -767,6 +778,7 @@ class Compiler {
       bufferBytes: buffers.sizeBytes,
       tempPath: c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp'), levels: [] },
       maxTempFileBytes: c.get(fastcgi.fastcgiMaxTempFileSize),
+      ...spoolSizes(c, FASTCGI_MERGE),
       interceptErrors: c.get(fastcgi.fastcgiInterceptErrors),
       keepConn: c.get(fastcgi.fastcgiKeepConn),
       hideHeaders: hide,

@@ -249,6 +249,10 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly bufferBytes: number;
   readonly tempPath: TempPathValue;
   readonly maxTempFileBytes: number;
+  /** `proxy_busy_buffers_size`: bytes handed to the client connection and not yet sent, at most. */
+  readonly busyBytes: number;
+  /** `proxy_temp_file_write_size`: bytes written to the temp file at a time, at most. */
+  readonly tempFileWriteBytes: number;
   /**
    * The `proxy_ssl_*` settings, for a `proxy_pass https://…` or one with
    * variables (nginx's `plcf->ssl`); undefined for plain HTTP.
@@ -375,6 +379,10 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly bufferBytes: number;
   readonly tempPath: TempPathValue;
   readonly maxTempFileBytes: number;
+  /** `fastcgi_busy_buffers_size`. */
+  readonly busyBytes: number;
+  /** `fastcgi_temp_file_write_size`. */
+  readonly tempFileWriteBytes: number;
   readonly interceptErrors: boolean;
   readonly keepConn: boolean;
   /** Lowercase names of response headers not passed to the client. */

@@ -25,6 +25,11 @@ export interface ResponseTarget {
   write(chunk: Buffer | string): boolean;
   /** Bytes written but not yet taken by the client. */
   readonly bufferedBytes: number;
+  /** The client connection is closed: nothing more can be sent. */
+  readonly gone: boolean;
+  /** Buffered bytes above which `write` returns false (and `drain` follows). */
+  readonly highWaterMark: number;
+  /** Calls `cb` once the client has taken what was written, or once the connection is gone. */
   onDrain(cb: () => void): void;
   /** Ends the response. */
   end(chunk?: Buffer | string): void;
@@ -34,8 +39,11 @@ export interface ResponseTarget {
    * first; with `reset`, the connection is reset (`reset_timedout_connection`).
    */
   abort(how?: 'flush' | 'reset'): void;
-  /** Calls `cb` if the client goes away before the response is complete. */
-  onAbort(cb: () => void): void;
+  /**
+   * Calls `cb` if the client goes away before the response is complete, with
+   * the error the connection ended with (ECONNRESET for a reset), if any.
+   */
+  onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void;
   /**
    * The client connection, for a tunnel after `101 Switching Protocols` has
    * been sent with `head`: only an HTTP/1.1 request with `Upgrade` has one.
@@ -67,7 +75,7 @@ export function resetConnection(socket: Socket): void {
 
 /** A response to a client. */
 export class ClientTarget implements ResponseTarget {
-  private abortListener: (() => void) | undefined;
+  private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
   private bodyStarted = false;
 
   constructor(
@@ -103,8 +111,22 @@ export class ClientTarget implements ResponseTarget {
     return res.stream?.writableLength ?? res.writableLength ?? 0;
   }
 
+  get gone(): boolean {
+    return this.res.destroyed;
+  }
+
+  get highWaterMark(): number {
+    const res = this.res as { writableHighWaterMark?: number; stream?: { writableHighWaterMark: number } };
+    return res.stream?.writableHighWaterMark ?? res.writableHighWaterMark ?? 16 * 1024;
+  }
+
   onDrain(cb: () => void): void {
-    (this.res as NodeJS.EventEmitter).once('drain', cb);
+    const res = this.res as NodeJS.EventEmitter;
+    const fire = (): void => {
+      res.off('drain', fire).off('close', fire);
+      cb();
+    };
+    res.on('drain', fire).on('close', fire);
   }
 
   end(chunk?: Buffer | string): void {
@@ -114,6 +136,7 @@ export class ClientTarget implements ResponseTarget {
   }
 
   abort(how?: 'flush' | 'reset'): void {
+    this.abortListener = undefined;
     const stream = (this.res as { stream?: { close(code?: number): void } }).stream;
     const socket = this.req.socket;
     if (stream) stream.close(2);
@@ -123,7 +146,7 @@ export class ClientTarget implements ResponseTarget {
     else socket.destroy();
   }
 
-  onAbort(cb: () => void): void {
+  onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
     this.abortListener = cb;
   }
 
@@ -131,9 +154,11 @@ export class ClientTarget implements ResponseTarget {
     return this.res instanceof ServerResponse && upgradeResponses.has(this.res) ? this.res.socket ?? undefined : undefined;
   }
 
-  /** The response stream closed: calls the `onAbort` callback unless the response was complete. */
+  /** The response stream closed: calls the `onAbort` callback unless the response was complete or jinx closed it. */
   closed(): void {
-    if (this.abortListener && !this.res.writableFinished) this.abortListener();
+    if (!this.abortListener || this.res.writableFinished) return;
+    const socket = this.req.socket as (Socket & { errored?: Error | null }) | null;
+    this.abortListener((socket?.errored ?? undefined) as NodeJS.ErrnoException | undefined);
   }
 }
 
@@ -144,6 +169,8 @@ export class SubrequestTarget implements ResponseTarget {
   headers: [string, string | string[]][] = [];
   readonly headOnly = true;
   readonly bufferedBytes = 0;
+  readonly gone = false;
+  readonly highWaterMark = 0;
   private done: () => void = () => undefined;
   /** Resolves when the subrequest's response has ended. */
   readonly finished = new Promise<void>((resolve) => {

@@ -245,7 +245,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   }
   return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, { withBody, body }, resolve);
-    if (!p.ignoreClientAbort) ex.out.onAbort(() => handler.clientClosed());
+    ex.out.onAbort((err) => handler.clientClosed(err));
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch(options, handler);
   });
@@ -271,6 +271,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private spool: ResponseSpool | undefined;
   private expectedBytes: number | undefined;
   private receivedBytes = 0;
+  /** The whole response was read from the upstream. */
+  private complete = false;
+  /** The connection became a tunnel (`101 Switching Protocols`). */
+  private tunneled = false;
   private readonly startedMs = Date.now();
 
   constructor(
@@ -303,12 +307,47 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.abortUpstream?.(new SendTimeoutError());
   }
 
-  /** The client went away: the upstream request is aborted. */
-  clientClosed(): void {
+  /**
+   * The client went away before the response was complete. While the
+   * upstream is still being read, nginx notices it as its check of the
+   * client connection does (`ngx_http_upstream_check_broken_connection`,
+   * epoll's report of a closed peer): `epoll_wait() reported that client
+   * prematurely closed connection, so upstream connection is closed too`,
+   * 499 when no header was sent; with `proxy_ignore_client_abort on` it goes
+   * on reading the upstream. Once the response is read and only being sent,
+   * `ngx_http_test_reading` says `client prematurely closed connection while
+   * sending to client`. A reset adds `(104: Connection reset by peer)`.
+   */
+  clientClosed(err: NodeJS.ErrnoException | undefined): void {
+    const { r, cx, out } = this.ex;
+    // a tunnel watches both of its sides itself
+    if (this.tunneled) return;
+    const errno = err?.code !== undefined && err.code !== 'ERR_STREAM_PREMATURE_CLOSE' ? ` (${systemErrorText(err)})` : '';
+    if (this.complete) {
+      this.spool?.abort();
+      r.action = 'sending to client';
+      logRequest(cx, r, 'info', `client prematurely closed connection${errno}`);
+      return;
+    }
+    if (this.p.ignoreClientAbort) {
+      // the upstream is read to its end, its data dropped
+      this.spool?.abort();
+      return;
+    }
+    logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too${errno}`);
+    if (!out.started) r.status = 499;
+    // aborted while paused: a resume after the abort would have undici open a new connection
+    this.paused = false;
     this.abortUpstream?.(CLIENT_CLOSED);
+    this.spool?.abort();
   }
 
-  /** undici calls this when the request goes out on a connection that is ready (after the TLS handshake). */
+  /**
+   * undici calls this when the request goes out on a connection that is
+   * ready (after the TLS handshake). The action stays "sending request to
+   * upstream" until the response arrives: nginx changes it when it first
+   * reads from the upstream (`ngx_http_upstream_process_header`).
+   */
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
     this.requestSent = true;
@@ -316,15 +355,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.ex.r.action = 'sending request to upstream';
   }
 
-  /** The whole request, body included, was written. */
-  onRequestSent(): void {
-    this.ex.r.action = 'reading response header from upstream';
-  }
-
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
     if (statusCode < 200 && statusCode !== 101) return true;
     const { ex, p } = this;
     const { r, cx, out } = ex;
+    r.action = 'reading response header from upstream';
     const attempts = this.dest.attempts;
     const condition = attempts && nextConditionOf(statusCode);
     if (condition && attempts.mayRetry(condition, ex.r.method, true, this.request.withBody && this.request.body === undefined, true)) {
@@ -347,6 +382,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // the header's size in the header buffer: status line, header lines, blank line
     let headerBytes = 15 + statusText.length;
     let buffering = p.buffering;
+    let chunked = false;
     for (let i = 0; i < rawHeaders.length; i += 2) {
       const name = rawHeaders[i]!.toString('latin1');
       const value = rawHeaders[i + 1]!.toString('latin1');
@@ -355,6 +391,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       headerBytes += name.length + value.length + 4;
       const lower = name.toLowerCase();
       if (lower === 'content-length') this.expectedBytes = Number(value);
+      else if (lower === 'transfer-encoding') chunked = /chunked/i.test(value);
       else if (lower === 'x-accel-buffering' && p.accelBuffering) buffering = accelBuffering(value, buffering);
       if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
       if (lower === 'location' || lower === 'refresh') {
@@ -375,7 +412,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     applyHeadersModule(r, statusCode, outHeaders);
     out.head(r, statusCode, outHeaders, statusText);
-    this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes);
+    this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes, chunked);
     // body data that came with the header is taken first, in this same parser run
     queueMicrotask(() => out.flushHead());
     return true;
@@ -393,6 +430,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { r, cx, out } = ex;
     this.dest.attempts?.done();
     this.stage = 'body';
+    this.tunneled = true;
     const client = out.tunnel()!;
     const up = r.upstream!;
     up.status = statusCode;
@@ -433,6 +471,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   }
 
   onComplete(): void {
+    this.complete = true;
     this.ex.r.action = 'sending to client';
     if (!this.spool) {
       this.ex.out.end();

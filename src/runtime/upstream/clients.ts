@@ -35,6 +35,8 @@ export interface PoolPeer {
   readonly host: string;
   readonly port: number;
   readonly name: string;
+  /** Whether idle connections are kept (`keepalive` in its `upstream` block). */
+  readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
   /** The upstream group whose connection cache it uses; undefined for an address from variables. */
   readonly group: string | undefined;
@@ -95,15 +97,19 @@ export class UpstreamClients {
     const cached = entry[scheme];
     if (cached) return cached;
     const tls = scheme === 'https' ? settings.tls ?? DEFAULT_TLS : undefined;
-    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
+    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
       const host = peer.host.includes(':') ? `[${peer.host}]` : peer.host;
+      // Without keepalive every request closes its connection; the only idle
+      // one is the connection undici opens again after a request is aborted
+      // (its queue still counts the aborted request), closed at once here.
+      const idleMs = peer.keepalive ? peer.keepaliveTimeoutMs : 1;
       pool = new Pool(`${scheme}://${host}:${peer.port}`, {
         connect: tls ? tlsConnector(tls, settings.connectTimeoutMs) : { timeout: settings.connectTimeoutMs },
         maxHeaderSize: settings.bufferSizeBytes,
-        keepAliveTimeout: peer.keepaliveTimeoutMs,
-        keepAliveMaxTimeout: peer.keepaliveTimeoutMs,
+        keepAliveTimeout: idleMs,
+        keepAliveMaxTimeout: idleMs,
         pipelining: 1,
       });
       // every attempt to connect takes a connection number, successful or not
