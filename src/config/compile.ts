@@ -258,6 +258,7 @@ class Compiler {
       pidFile: this.scope.fullPath(mainChain.get(core.pidFile)),
       workerProcesses: mainChain.get(core.workerProcesses),
       workerConnections: new ConfChain(events.conf, undefined).get(core.workerConnections),
+      masterProcess: mainChain.get(core.masterProcess),
       errorLogs,
     };
     const sockets = listens.length + streamListens.length;

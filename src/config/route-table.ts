@@ -29,6 +29,8 @@ export interface MainConf {
   readonly pidFile: string;
   readonly workerProcesses: number;
   readonly workerConnections: number;
+  /** `master_process`: an nginx worker counts its channel to the master among its connections. */
+  readonly masterProcess: boolean;
   readonly errorLogs: readonly ErrorLogTarget[];
 }
 

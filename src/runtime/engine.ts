@@ -20,7 +20,9 @@ import type { RuntimeContext } from './context.js';
 import { bindListener, createListener, listenKey, TlsContexts, type Listener } from './listen.js';
 import { serveClientRequest } from './phases.js';
 import { prepareFiles } from './prepare-files.js';
-import type { ClientConnection } from './request.js';
+import { resetConnection } from './exchange.js';
+import type { ClientConnection, HttpRequestState } from './request.js';
+import { systemErrorText } from '../os-errors.js';
 import { UpstreamClients } from './upstream/clients.js';
 import { NameResolver } from './upstream/resolver.js';
 import { TempFiles } from './temp-files.js';
@@ -51,7 +53,20 @@ interface ConnectionState {
    */
   idleTimer: NodeJS.Timeout | undefined;
   idleTimeoutMs: number;
+  /** The HTTP/1.x request being served (or last served) and its state, for lingering close. */
+  current: { readonly req: IncomingMessage; readonly r: HttpRequestState } | undefined;
 }
+
+/**
+ * What node:http answers to a request it cannot parse (its `socketOnError`
+ * when no `clientError` listener takes over): the engine listens for header
+ * time-outs and keeps node's replies for the rest.
+ */
+const NODE_CLIENT_ERROR_REPLIES: Readonly<Record<string, string>> = {
+  HPE_HEADER_OVERFLOW: 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 'HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n\r\n',
+};
+const NODE_BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
 
 const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/;
 const plainAddr = (a: string | undefined): string => (a ? IPV4_MAPPED.exec(a)?.[1] ?? a : '');
@@ -150,9 +165,93 @@ export class Engine {
         onSession: (session) => this.acceptSession(session),
         onRequest: (req, res) => this.request(key, req, res),
       });
+      this.headerTimeout(server, group);
+      server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket, key));
       await bindListener(server, group);
       this.listeners.set(key, server);
     }
+  }
+
+  /** `client_header_timeout` of a listening address's default server, for node:http's header check. */
+  private headerTimeout(server: Listener, group: ListenGroup): void {
+    if ('headersTimeout' in server) server.headersTimeout = group.servers.defaultServer.conf.clientHeaderTimeoutMs;
+  }
+
+  /** The listening address as nginx prints it for connections without a request (`server: 127.0.0.1:80`). */
+  private static listenText(group: ListenGroup): string {
+    return group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
+  }
+
+  /**
+   * A client error node:http reports on a connection. A request header not
+   * complete within `client_header_timeout` closes the connection without a
+   * response, as `ngx_http_wait_request_handler` and
+   * `ngx_http_read_request_header` do, logging at info `client timed out
+   * (110: …) while waiting for request` (nothing received yet) or `while
+   * reading client request headers` (node keeps no partial request, so the
+   * line has no `request:` field and no access-log entry is written, where
+   * nginx has both); reset with `reset_timedout_connection`. Other errors get
+   * node's own reply.
+   */
+  private clientError(err: NodeJS.ErrnoException, socket: Socket, key: string): void {
+    const st = this.byHttpSocket.get(socket);
+    const group = this.generation.groups.get(key);
+    if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT' || !st || !group) {
+      const message = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;
+      if (socket.writable && !message?.headersSent) socket.write(NODE_CLIENT_ERROR_REPLIES[err.code ?? ''] ?? NODE_BAD_REQUEST);
+      socket.destroy(err);
+      return;
+    }
+    const { info } = st;
+    const server = (group.byLocalAddr.get(info.localAddr) ?? group.servers).defaultServer;
+    const timedOut = `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`;
+    const errorLog = this.generation.cx.errorLog;
+    if (info.requests === 0 && socket.bytesRead === 0) {
+      errorLog.write(server.conf.errorLogs, 'info', `${timedOut} while waiting for request`, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
+    } else {
+      errorLog.write(server.conf.errorLogs, 'info', `${timedOut} while reading client request headers`, info.id, connectionContext(info.peerAddr, server.name));
+    }
+    if (server.conf.resetTimedoutConnection) resetConnection(socket);
+    else socket.destroy();
+  }
+
+  /**
+   * Closing a connection that is not kept alive (node calls `destroySoon()`)
+   * as nginx does. A request body the response did not wait for (a refused
+   * upload) is still read and dropped before closing, as
+   * `ngx_http_discarded_request_body_handler` does, until it ends, nothing
+   * came for `lingering_timeout`, or `lingering_time` has passed, so that the
+   * client gets the response rather than a reset. With `lingering_close
+   * always` the connection is half-closed after the response and read until
+   * the client closes it, within the same limits (`ngx_http_set_lingering_close`).
+   * `lingering_close off` closes at once.
+   */
+  private lingerOnClose(socket: Socket, st: ConnectionState): void {
+    const destroySoon = socket.destroySoon.bind(socket);
+    socket.destroySoon = () => {
+      const current = st.current;
+      const lingering = current?.r.loc.lingering;
+      const discarding = current !== undefined && !current.req.complete;
+      if (!lingering || lingering.close === 'off' || (lingering.close === 'on' && !discarding)) {
+        destroySoon();
+        return;
+      }
+      if (discarding) current.req.once('end', () => destroySoon());
+      else socket.once('finish', () => socket.once('end', () => socket.destroy())).end();
+      const deadline = Date.now() + lingering.timeMs;
+      let seen = socket.bytesRead;
+      const check = (): void => {
+        if (socket.destroyed) return;
+        const now = Date.now();
+        if (socket.bytesRead === seen || now >= deadline) {
+          socket.destroy();
+          return;
+        }
+        seen = socket.bytesRead;
+        setTimeout(check, Math.min(lingering.timeoutMs, deadline - now)).unref();
+      };
+      setTimeout(check, Math.min(lingering.timeoutMs, lingering.timeMs)).unref();
+    };
   }
 
   /** What a request needs to know about its connection; `id` is a new connection number unless given. */
@@ -174,9 +273,13 @@ export class Engine {
     };
   }
 
-  /** Connections in use as nginx counts them: listening sockets, clients, upstreams. */
+  /**
+   * Connections in use as an nginx worker counts them: listening sockets,
+   * clients, upstreams, and with `master_process on` its channel to the master.
+   */
   private connectionsInUse(): number {
-    return this.listeners.size + this.connections.size + this.generation.cx.upstreams.connectionCount();
+    const channel = this.generation.table.main.masterProcess ? 1 : 0;
+    return channel + this.listeners.size + this.connections.size + this.generation.cx.upstreams.connectionCount();
   }
 
   /**
@@ -197,7 +300,10 @@ export class Engine {
       return;
     }
     raw.setNoDelay(true);
-    const st: ConnectionState = { info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0 };
+    const st: ConnectionState = {
+      info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0, current: undefined,
+    };
+    this.lingerOnClose(raw, st);
     const key = socketKey(raw);
     this.connections.set(raw, st);
     this.byKey.set(key, st);
@@ -229,8 +335,7 @@ export class Engine {
       if (!st.keptAlive) return;
       errorLog.write(targets, 'info', `client ${info.peerAddr} closed keepalive connection`, info.id);
     } else if (group.ssl ? info.tls !== undefined : st.raw.bytesRead === 0) {
-      const listenAddr = group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
-      errorLog.write(targets, 'info', 'client closed connection while waiting for request', info.id, connectionContext(info.peerAddr, listenAddr));
+      errorLog.write(targets, 'info', 'client closed connection while waiting for request', info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
     }
   }
 
@@ -256,6 +361,7 @@ export class Engine {
     if (!st) return;
     st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
     this.byHttpSocket.set(socket, st);
+    this.lingerOnClose(socket, st);
   }
 
   /** An HTTP/2 session: its connection gets the session and the TLS details. */
@@ -284,13 +390,13 @@ export class Engine {
     st.active++;
     st.info.requests++;
     if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
-    serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
+    const r = serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
       st.active--;
       if (session) {
         if (this.stopping && st.active === 0) session.close();
         return;
       }
-      st.keptAlive = (res as ServerResponse).shouldKeepAlive;
+      st.keptAlive = (res as ServerResponse).shouldKeepAlive && r.sentHeaders['connection'] !== 'close';
       if (st.active > 0 || socket.destroyed || !st.keptAlive) return;
       if (this.stopping) {
         socket.destroySoon();
@@ -308,6 +414,7 @@ export class Engine {
       }, timeoutMs);
       st.idleTimer.unref();
     });
+    if (!session) st.current = { req: req as IncomingMessage, r };
   }
 
   /**
@@ -328,6 +435,7 @@ export class Engine {
     }
     for (const [key, server] of this.listeners) {
       const group = gen.groups.get(key)!;
+      this.headerTimeout(server, group);
       if (group.ssl && 'setSecureContext' in server) {
         (server as unknown as { setSecureContext(o: object): void }).setSecureContext(gen.tls.optionsOf(group.servers.defaultServer));
       }

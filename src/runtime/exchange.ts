@@ -73,14 +73,27 @@ export function resetConnection(socket: Socket): void {
   socket.destroy();
 }
 
+/** `send_timeout` of a response: its length now, and what to do when it passes. */
+export interface SendTimeout {
+  ms(): number;
+  /** The client took nothing for `ms()`: the response is given up. */
+  expired(): void;
+}
+
 /** A response to a client. */
 export class ClientTarget implements ResponseTarget {
   private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
   private bodyStarted = false;
+  /**
+   * Runs while written data waits for the client: nginx's write timer,
+   * `send_timeout` between two writes that make progress.
+   */
+  private sendTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly req: ClientRequest,
     private readonly res: ClientResponse,
+    private readonly sendTimeout?: SendTimeout,
   ) {}
 
   get started(): boolean {
@@ -103,7 +116,34 @@ export class ClientTarget implements ResponseTarget {
 
   write(chunk: Buffer | string): boolean {
     this.bodyStarted = true;
-    return (this.res as NodeJS.WritableStream).write(chunk);
+    const ok = (this.res as NodeJS.WritableStream).write(chunk);
+    if (!ok && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
+    return ok;
+  }
+
+  private armSendTimer(timeout: SendTimeout): void {
+    const res = this.res as NodeJS.EventEmitter;
+    const disarm = (): void => {
+      clearTimeout(this.sendTimer);
+      this.sendTimer = undefined;
+      res.off('drain', disarm).off('close', disarm);
+    };
+    this.sendTimer = setTimeout(() => {
+      disarm();
+      timeout.expired();
+    }, timeout.ms());
+    res.on('drain', disarm).on('close', disarm);
+  }
+
+  /**
+   * Gives up a response the client stopped taking: the handler hears of it
+   * as of a client that left (with ETIMEDOUT), then the connection is closed.
+   */
+  timedOut(reset: boolean): void {
+    const listener = this.abortListener;
+    this.abortListener = undefined;
+    listener?.(Object.assign(new Error('client timed out'), { code: 'ETIMEDOUT' }));
+    this.abort(reset ? 'reset' : undefined);
   }
 
   get bufferedBytes(): number {
@@ -121,6 +161,10 @@ export class ClientTarget implements ResponseTarget {
   }
 
   onDrain(cb: () => void): void {
+    if (this.res.destroyed) {
+      queueMicrotask(cb);
+      return;
+    }
     const res = this.res as NodeJS.EventEmitter;
     const fire = (): void => {
       res.off('drain', fire).off('close', fire);

@@ -24,19 +24,21 @@ import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage, type
 import { runScript } from './script.js';
 import { findServer } from './server-names.js';
 import { normalizePath, validateHost } from './uri.js';
+import { systemErrorText } from '../os-errors.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
 const MAX_URI_CHANGES = 10;
 
 /**
- * Starts serving one client request (the phases run on). Failures become 500
- * with an error-log line, never exceptions. When the response stream closes,
- * the access log is written and `onClosed` is called with the request state.
+ * Starts serving one client request (the phases run on) and returns its
+ * state. Failures become 500 with an error-log line, never exceptions. When
+ * the response stream closes, the access log is written and `onClosed` is
+ * called with the request state.
  */
 export function serveClientRequest(
   cx: RuntimeContext, req: ClientRequest, res: ClientResponse, conn: ClientConnection, listen: ListenGroup,
   onClosed: (r: HttpRequestState) => void,
-): void {
+): HttpRequestState {
   const h2 = req.httpVersion === '2.0';
   const protocol = h2 ? 'HTTP/2.0' : `HTTP/${req.httpVersion}`;
   const headers = h2 ? http2Headers(req.headers) : req.headers;
@@ -44,7 +46,16 @@ export function serveClientRequest(
   const r = new HttpRequestState(
     conn, req.method ?? 'GET', req.url ?? '/', protocol, headers, rawHeaders, conn.tls ? 'https' : 'http', cx.table.variableCount,
   );
-  const out = new ClientTarget(req, res);
+  const out = new ClientTarget(req, res, {
+    ms: () => r.loc.sendTimeoutMs,
+    // ngx_http_writer (a response of its own) and ngx_http_upstream_process_downstream (a proxied one)
+    expired: () => {
+      r.timedOut = true;
+      r.action = r.upstream ? 'sending to client' : 'sending response to client';
+      logRequest(cx, r, 'info', `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`);
+      out.timedOut(r.loc.resetTimedoutConnection);
+    },
+  });
   const ex: Exchange = { cx, r, body: req, out };
   res.once('close', () => {
     for (const cleanup of r.cleanups.splice(0)) cleanup();
@@ -58,6 +69,7 @@ export function serveClientRequest(
   r.loc = r.server.conf;
   r.host = r.server.name;
   void runPhases(ex, set);
+  return r;
 }
 
 /**

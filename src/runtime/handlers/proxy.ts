@@ -322,6 +322,12 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { r, cx, out } = this.ex;
     // a tunnel watches both of its sides itself
     if (this.tunneled) return;
+    if (err?.code === 'ETIMEDOUT') {
+      // send_timeout passed (logged): the upstream goes with the client, silently
+      this.spool?.abort();
+      if (!this.complete) this.abortUpstream?.(CLIENT_CLOSED);
+      return;
+    }
     const errno = err?.code !== undefined && err.code !== 'ERR_STREAM_PREMATURE_CLOSE' ? ` (${systemErrorText(err)})` : '';
     if (this.complete) {
       this.spool?.abort();
