@@ -56,6 +56,27 @@ export function watchSendTimeout(stream: Readable, timeoutMs: number, onTimeout:
 }
 
 /**
+ * `client_body_timeout` for a body passed on as it arrives
+ * (`proxy_request_buffering off`, `ngx_http_read_unbuffered_request_body`):
+ * `onTimeout` is called when no data came for `timeoutMs` while the body was
+ * wanted; time spent paused because the upstream takes no more does not
+ * count. The stream is paused here: its consumer resumes it (undici does as
+ * it starts writing the body), so that watching takes no data away.
+ */
+export function watchReadTimeout(stream: Readable, timeoutMs: number, onTimeout: () => void): void {
+  stream.pause();
+  const timer: NodeJS.Timeout = setTimeout(() => {
+    if (stream.readableEnded || stream.destroyed) return;
+    if (stream.isPaused()) timer.refresh();
+    else onTimeout();
+  }, timeoutMs);
+  const disarm = (): void => clearTimeout(timer);
+  stream.on('data', () => timer.refresh());
+  stream.once('end', disarm);
+  stream.once('close', disarm);
+}
+
+/**
  * The bytes a body may take in memory; beyond them it goes to a temp file
  * (-1: always a file). nginx sizes its body buffer so that a body of known
  * length smaller than `client_body_buffer_size` and a quarter fits whole

@@ -11,9 +11,11 @@
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
+import { connect as connectHttp2 } from 'node:http2';
 import { join } from 'node:path';
 import { cleanup, waitFor } from '../helpers/harness.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
+import { makePki } from '../helpers/pki.js';
 import { echoOf, echoUpstream } from '../helpers/upstreams.js';
 import { listTree, openFiles, rawClient, servingPid, sleep, statusOf } from '../helpers/slow-clients.js';
 
@@ -142,18 +144,19 @@ describe('request bodies (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
-  it('closes the connection without a response (408) when the client stops sending its body for client_body_timeout', async () => {
+  it('closes the connection without a response (408) when the client stops sending its body for client_body_timeout, buffered or streamed upstream', async () => {
     const up = await echoUpstream('up');
     const run = await differential({
       conf: ({ port }) => httpConf(`  log_format st '$status';
   server { listen 127.0.0.1:${port}; server_name ${HOST}; access_log logs/access.log st;
     client_body_timeout 1s;
     location / { proxy_pass http://127.0.0.1:${up.port}; }
+    location /unbuffered/ { proxy_request_buffering off; proxy_pass http://127.0.0.1:${up.port}; }
   }`),
     }, async (s) => {
       const sockets = baseline(s);
       const out: Record<string, unknown> = {};
-      for (const [name, sent] of [['small', 100], ['spooled', 50_000]] as const) {
+      for (const [name, sent] of [['small', 100], ['spooled', 50_000], ['unbuffered/', 1000]] as const) {
         const c = await rawClient(s.port);
         await c.send(head('POST', `/${name}`, 100_000) + 'd'.repeat(sent));
         const end = await c.ended();
@@ -167,12 +170,13 @@ describe('request bodies (differential)', { skip: NO_ORACLE }, () => {
     assert.deepEqual(run.nginx.result, {
       small: { status: undefined, received: 0, reset: false, inTime: true },
       spooled: { status: undefined, received: 0, reset: false, inTime: true },
+      'unbuffered/': { status: undefined, received: 0, reset: false, inTime: true },
       left: { tempFiles: [], extraSockets: 0 },
       upstreamSaw: 0,
     });
     // nginx 1.30 logs nothing for this time-out; the access log says 408
     assert.deepEqual(run.nginx.errorLog.filter((l) => !l.includes('buffered to a temporary file')), []);
-    assert.deepEqual(run.nginx.file('logs/access.log'), ['408', '408']);
+    assert.deepEqual(run.nginx.file('logs/access.log'), ['408', '408', '408']);
     assertSameAsNginx(run);
     assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'));
   });
@@ -249,5 +253,52 @@ describe('request bodies (differential)', { skip: NO_ORACLE }, () => {
     });
     assert.deepEqual(run.nginx.result, { status: 200, length: 100_000 });
     assertSameAsNginx(run);
+  });
+
+  it('reads HTTP/2 request bodies the same way: in memory up to client_body_buffer_size, a temp file beyond, 413 for an undeclared length over client_max_body_size', async (t) => {
+    const pki = makePki();
+    if (!pki) return t.skip('no openssl');
+    const up = await echoUpstream('up');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port} ssl; http2 on; server_name ${HOST};
+    ssl_certificate cert.pem; ssl_certificate_key cert.key;
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+    location /small/ { client_max_body_size 1k; proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+      files: { 'cert.pem': pki.text('self.pem'), 'cert.key': pki.text('self.key') },
+    }, async (s) => {
+      const session = connectHttp2(`https://127.0.0.1:${s.port}`, { rejectUnauthorized: false });
+      session.on('error', () => undefined);
+      const post = (path: string, size: number, declared: boolean): Promise<number> => new Promise((res, rej) => {
+        const headers: Record<string, string> = { ':method': 'POST', ':path': path, ':authority': HOST };
+        if (declared) headers['content-length'] = String(size);
+        const req = session.request(headers);
+        req.on('response', (h) => {
+          req.resume();
+          req.on('end', () => res(Number(h[':status'])));
+        });
+        req.on('error', rej);
+        req.end(Buffer.alloc(size, 0x68));
+      });
+      const out = {
+        declared8000: await post('/a', 8000, true),
+        declared9000: await post('/b', 9000, true),
+        undeclared6000: await post('/c', 6000, false),
+        undeclared20000: await post('/d', 20_000, false),
+        small: await post('/small/', 2000, false),
+        echoed: up.seen.splice(0).map((e) => e.bodyLength),
+      };
+      session.close();
+      return out;
+    });
+    assert.deepEqual(run.nginx.result, { declared8000: 200, declared9000: 200, undeclared6000: 200, undeclared20000: 200, small: 413, echoed: [8000, 9000, 6000, 20_000] });
+    const lines = (all: readonly string[]): string[] => all.filter((l) => !l.includes('client closed connection')).map((l) => l.replace(/ \/\S+\/tmp\/body\//, ' tmp/body/'));
+    assert.deepEqual(lines(run.nginx.errorLog), [
+      `[warn] *CONN a client request body is buffered to a temporary file tmp/body/0000000001, client: 127.0.0.1, server: ${HOST}, request: "POST /b HTTP/2.0", host: "${HOST}"`,
+      `[warn] *CONN a client request body is buffered to a temporary file tmp/body/0000000002, client: 127.0.0.1, server: ${HOST}, request: "POST /d HTTP/2.0", host: "${HOST}"`,
+      `[error] *CONN client intended to send too large chunked body: 2000 bytes, client: 127.0.0.1, server: ${HOST}, request: "POST /small/ HTTP/2.0", host: "${HOST}"`,
+    ]);
+    assert.deepEqual(lines(run.jinx.errorLog), lines(run.nginx.errorLog));
+    assertSameAsNginx(run, { log: false });
   });
 });

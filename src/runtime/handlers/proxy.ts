@@ -4,7 +4,7 @@
  * undici, streams the response back with backpressure, and reports failures
  * with nginx's status and error-log line.
  */
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
@@ -15,7 +15,7 @@ import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
-import { bodyStream, readRequestBody, watchSendTimeout, type RequestBody } from '../request-body.js';
+import { bodyStream, readRequestBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
@@ -246,6 +246,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, { withBody, body }, resolve);
     ex.out.onAbort((err) => handler.clientClosed(err));
+    if (source && !body) watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch(options, handler);
   });
@@ -253,6 +254,8 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
 
 /** The reason a client abort is passed to undici, told apart from upstream failures. */
 const CLIENT_CLOSED = new Error('client closed');
+/** The same for a client that stopped sending its body (`client_body_timeout`). */
+const BODY_TIMED_OUT = new Error('client body timed out');
 
 /**
  * One upstream response on its way to the client, on undici's dispatch
@@ -308,6 +311,17 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   }
 
   /**
+   * The client sent none of its body for `client_body_timeout` while it was
+   * streamed upstream: nginx ends the request with 408, closing both
+   * connections without a response and without a log line.
+   */
+  bodyTimedOut(): void {
+    this.ex.r.timedOut = true;
+    this.paused = false;
+    this.abortUpstream?.(BODY_TIMED_OUT);
+  }
+
+  /**
    * The client went away before the response was complete. While the
    * upstream is still being read, nginx notices it as its check of the
    * client connection does (`ngx_http_upstream_check_broken_connection`,
@@ -328,7 +342,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       if (!this.complete) this.abortUpstream?.(CLIENT_CLOSED);
       return;
     }
-    const errno = err?.code !== undefined && err.code !== 'ERR_STREAM_PREMATURE_CLOSE' ? ` (${systemErrorText(err)})` : '';
+    // a system error (a reset) is printed with its number, not the parser's errors of an abandoned request
+    const errno = err?.code !== undefined && /^E[A-Z]+$/.test(err.code) ? ` (${systemErrorText(err)})` : '';
     if (this.complete) {
       this.spool?.abort();
       r.action = 'sending to client';
@@ -496,6 +511,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       r.action = 'sending to client';
       out.abort();
       this.resolve();
+      return;
+    }
+    if (err === BODY_TIMED_OUT) {
+      this.spool?.abort();
+      void finalize(this.ex, 408).then(this.resolve, this.resolve);
       return;
     }
     const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering);
