@@ -146,12 +146,15 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
   const chunks: Buffer[] = [];
   let size = 0;
   let file: TempFile | undefined;
-  let timedOut!: () => void;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timedOut = () => resolve('timeout');
-  });
-  // nginx's read timer: armed again whenever data arrives
-  const timer = setTimeout(() => timedOut(), r.loc.clientBodyTimeoutMs);
+  // nginx's read timer: armed again whenever data arrives; when it expires it
+  // wakes the read in progress (a promise of its own per read: racing each
+  // read against one long-lived promise would keep every chunk reachable)
+  let expired = false;
+  let wake: (() => void) | undefined;
+  const timer = setTimeout(() => {
+    expired = true;
+    wake?.();
+  }, r.loc.clientBodyTimeoutMs);
   const it = source.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
   // nginx: the read returned 0 or failed; the request ends as a 400 without a
   // response. Noted as the stream aborts, before the access log is written.
@@ -170,8 +173,12 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
       file = opened;
     }
     for (;;) {
-      const next = await Promise.race([it.next(), timeout]);
-      if (next === 'timeout') {
+      const next = expired ? undefined : await new Promise<IteratorResult<Buffer> | undefined>((resolve, reject) => {
+        wake = () => resolve(undefined);
+        it.next().then(resolve, reject);
+      });
+      wake = undefined;
+      if (!next) {
         r.timedOut = true;
         return { status: 408 };
       }
