@@ -75,14 +75,17 @@ const socketKey = (s: { remoteAddress?: string; remotePort?: number; localPort?:
   `${s.remoteAddress}|${s.remotePort}|${s.localPort}`;
 
 /** Opens the logs and reads the certificates of a compiled configuration. @throws Error when a file cannot be opened */
-function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles, numbers: ConnectionNumbers): Generation {
+function prepare(
+  compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles, numbers: ConnectionNumbers, admit: () => boolean,
+): Generation {
   const table = compiled.table;
   prepareFiles(table);
   errorLog.open(table.errorLogTargets);
   const accessLog = new AccessLogFiles();
   accessLog.open(table.accessLogTargets);
   const tls = new TlsContexts(table);
-  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams: new UpstreamClients(numbers), resolver: new NameResolver(), tempFiles };
+  const upstreams = new UpstreamClients(numbers, admit, table.main.workerConnections);
+  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, resolver: new NameResolver(), tempFiles };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
 
@@ -119,7 +122,7 @@ export class Engine {
   static async start(compiled: CompiledConfig, startupLog: { readonly isStderr: boolean }): Promise<Engine> {
     const tempFiles = new TempFiles();
     const numbers = new ConnectionNumbers();
-    const engine = new Engine(prepare(compiled, new ErrorLogFiles(), tempFiles, numbers), tempFiles, numbers);
+    const engine: Engine = new Engine(prepare(compiled, new ErrorLogFiles(), tempFiles, numbers, () => engine.admitUpstream()), tempFiles, numbers);
     const targets = compiled.table.main.errorLogs;
     const mirror = !startupLog.isStderr || !targets.some((t) => t.path === 'stderr');
     const startupMessage = (level: LogLevel, message: string): void => {
@@ -355,6 +358,17 @@ export class Engine {
     }
   }
 
+  /**
+   * Whether an upstream connection may be opened within `worker_connections`
+   * (`ngx_get_connection` for `ngx_event_connect_peer`): idle client
+   * connections are closed first when room is short, as for a client.
+   */
+  private admitUpstream(): boolean {
+    const limit = this.generation.table.main.workerConnections;
+    if (limit - this.connectionsInUse() <= Math.floor(limit / 16)) this.drain(limit);
+    return this.connectionsInUse() < limit;
+  }
+
   /** A TLS socket carrying HTTP/1.x: its connection gets the TLS details. */
   private secured(socket: Socket): void {
     const st = this.byKey.get(socketKey(socket));
@@ -424,7 +438,7 @@ export class Engine {
    */
   async reload(compiled: CompiledConfig): Promise<void> {
     const errorLog = new ErrorLogFiles();
-    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers);
+    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers, () => this.admitUpstream());
     await this.bindNew(gen);
     const old = this.generation;
     this.generation = gen;

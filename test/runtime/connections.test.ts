@@ -93,6 +93,30 @@ describe('connections (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('answers 500 with nginx\'s alert when no connection is left for the upstream, and counts upstream connections among worker_connections', async () => {
+    const silent = await scriptedUpstream(() => undefined);
+    const run = await differential({
+      conf: ({ port }) => withEvents('worker_connections 7;', `  log_format st '$status $upstream_status';
+  server { listen 127.0.0.1:${port}; server_name ${HOST}; access_log logs/access.log st;
+    location / { proxy_read_timeout 2s; proxy_pass http://127.0.0.1:${silent.port}; }
+  }`),
+    }, async (s) => {
+      // listening socket, the master's channel, then a client and an upstream connection per request
+      const busy: RawClient[] = [];
+      for (let i = 0; i < 3; i++) {
+        const c = await rawClient(s.port);
+        await c.send(get(`/busy/${i}`, 'Connection: close\r\n'));
+        busy.push(c);
+        await sleep(150);
+      }
+      return (await Promise.all(busy.map((b) => b.ended()))).map((e) => statusOf(e.text));
+    });
+    assert.deepEqual(run.nginx.result, [504, 504, 500]);
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[alert] *CONN 7 worker_connections are not enough while connecting to upstream, client: 127.0.0.1')));
+    assertSameAsNginx(run);
+    assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'));
+  });
+
   it('keeps a connection alive for keepalive_timeout with its Keep-Alive header, ends it after keepalive_requests, and not past keepalive_time', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};

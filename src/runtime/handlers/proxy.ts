@@ -17,7 +17,7 @@ import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
 import { bodyStream, readRequestBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
-import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
+import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
 import { ConfigError } from '../../errors.js';
@@ -516,6 +516,13 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (err === BODY_TIMED_OUT) {
       this.spool?.abort();
       void finalize(this.ex, 408).then(this.resolve, this.resolve);
+      return;
+    }
+    if (err instanceof WorkerConnectionsError) {
+      this.dest.attempts?.done();
+      r.action = 'connecting to upstream';
+      logRequest(cx, r, 'alert', err.message);
+      void finalize(this.ex, 500).then(this.resolve, this.resolve);
       return;
     }
     const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering);
