@@ -96,6 +96,16 @@ function nextUpstreamConf(c: ConfChain, s: UpstreamMergeSlots): NextUpstreamConf
   };
 }
 
+/**
+ * `*_busy_buffers_size` and `*_temp_file_write_size` as nginx defaults them
+ * (`ngx_http_proxy_merge_loc_conf`): twice the larger of `*_buffer_size` and
+ * one of `*_buffers`.
+ */
+function spoolSizes(c: ConfChain, m: UpstreamMergeSlots): { busyBytes: number; tempFileWriteBytes: number } {
+  const size = Math.max(c.get(m.bufferSize), c.get(m.buffers).sizeBytes);
+  return { busyBytes: c.get(m.busyBuffersSize) ?? 2 * size, tempFileWriteBytes: c.get(m.tempFileWriteSize) ?? 2 * size };
+}
+
 const PROXY_MERGE: UpstreamMergeSlots = {
   prefix: 'proxy', buffers: proxy.proxyBuffers, bufferSize: proxy.proxyBufferSize, busyBuffersSize: proxy.proxyBusyBuffersSize,
   tempFileWriteSize: proxy.proxyTempFileWriteSize, maxTempFileSize: proxy.proxyMaxTempFileSize, cacheZone: cacheZoneRefs.proxy,
@@ -248,6 +258,7 @@ class Compiler {
       pidFile: this.scope.fullPath(mainChain.get(core.pidFile)),
       workerProcesses: mainChain.get(core.workerProcesses),
       workerConnections: new ConfChain(events.conf, undefined).get(core.workerConnections),
+      masterProcess: mainChain.get(core.masterProcess),
       errorLogs,
     };
     const sockets = listens.length + streamListens.length;
@@ -582,6 +593,9 @@ class Compiler {
       clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
       clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
       clientBodyTempPath: bodyTemp,
+      clientBodyInFileOnly: c.get(http.clientBodyInFileOnly),
+      clientBodyTimeoutMs: c.get(http.clientBodyTimeoutMs),
+      clientHeaderTimeoutMs: c.get(http.clientHeaderTimeoutMs),
       logNotFound: c.get(http.logNotFound),
       serverTokens: c.get(http.serverTokens),
       absoluteRedirect: c.get(http.absoluteRedirect),
@@ -605,7 +619,11 @@ class Compiler {
       proxy: this.proxyConf(node, c),
       keepaliveTimeoutMs: c.get(http.keepaliveTimeoutMs),
       keepaliveRequests: c.get(http.keepaliveRequests),
+      keepaliveHeaderSec: c.get(http.keepaliveHeaderSec),
+      keepaliveTimeMs: c.get(http.keepaliveTimeMs),
       sendTimeoutMs: c.get(http.sendTimeoutMs),
+      lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
+      resetTimedoutConnection: c.get(http.resetTimedoutConnection),
       chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
       expires: c.get(expires),
       realIp: realIpSources.length > 0
@@ -712,6 +730,7 @@ class Compiler {
       bufferBytes: c.get(proxy.proxyBuffers).sizeBytes,
       tempPath: c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp'), levels: [] },
       maxTempFileBytes: c.get(proxy.proxyMaxTempFileSize),
+      ...spoolSizes(c, PROXY_MERGE),
       ...nextUpstreamConf(c, PROXY_MERGE),
       tls: this.proxyTlsConf(node, c),
     };
@@ -760,6 +779,7 @@ class Compiler {
       bufferBytes: buffers.sizeBytes,
       tempPath: c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp'), levels: [] },
       maxTempFileBytes: c.get(fastcgi.fastcgiMaxTempFileSize),
+      ...spoolSizes(c, FASTCGI_MERGE),
       interceptErrors: c.get(fastcgi.fastcgiInterceptErrors),
       keepConn: c.get(fastcgi.fastcgiKeepConn),
       hideHeaders: hide,

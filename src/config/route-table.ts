@@ -29,6 +29,8 @@ export interface MainConf {
   readonly pidFile: string;
   readonly workerProcesses: number;
   readonly workerConnections: number;
+  /** `master_process`: an nginx worker counts its channel to the master among its connections. */
+  readonly masterProcess: boolean;
   readonly errorLogs: readonly ErrorLogTarget[];
 }
 
@@ -254,6 +256,10 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly bufferBytes: number;
   readonly tempPath: TempPathValue;
   readonly maxTempFileBytes: number;
+  /** `proxy_busy_buffers_size`: bytes handed to the client connection and not yet sent, at most. */
+  readonly busyBytes: number;
+  /** `proxy_temp_file_write_size`: bytes written to the temp file at a time, at most. */
+  readonly tempFileWriteBytes: number;
   /**
    * The `proxy_ssl_*` settings, for a `proxy_pass https://…` or one with
    * variables (nginx's `plcf->ssl`); undefined for plain HTTP.
@@ -309,6 +315,11 @@ export interface LocationConf {
   readonly clientMaxBodySizeBytes: number;
   readonly clientBodyBufferSizeBytes: number;
   readonly clientBodyTempPath: TempPathValue;
+  /** `client_body_in_file_only`: `on` keeps the file after the request, `clean` removes it. */
+  readonly clientBodyInFileOnly: 'off' | 'on' | 'clean';
+  readonly clientBodyTimeoutMs: number;
+  /** `client_header_timeout` (a server's; its locations carry it). */
+  readonly clientHeaderTimeoutMs: number;
   readonly logNotFound: boolean;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;
@@ -326,7 +337,14 @@ export interface LocationConf {
   readonly proxy: ProxyConf | undefined;
   readonly keepaliveTimeoutMs: number;
   readonly keepaliveRequests: number;
+  /** `keepalive_timeout`'s second argument, sent as `Keep-Alive: timeout=N`. */
+  readonly keepaliveHeaderSec: number | undefined;
+  /** `keepalive_time`: how long after it was accepted a connection may still be kept alive. */
+  readonly keepaliveTimeMs: number;
   readonly sendTimeoutMs: number;
+  /** `lingering_close`, `lingering_time`, `lingering_timeout`. */
+  readonly lingering: { readonly close: 'off' | 'on' | 'always'; readonly timeMs: number; readonly timeoutMs: number };
+  readonly resetTimedoutConnection: boolean;
   readonly chunkedTransferEncoding: boolean;
   readonly expires: ExpiresDef;
   readonly realIp: RealIpConf | undefined;
@@ -368,6 +386,10 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly bufferBytes: number;
   readonly tempPath: TempPathValue;
   readonly maxTempFileBytes: number;
+  /** `fastcgi_busy_buffers_size`. */
+  readonly busyBytes: number;
+  /** `fastcgi_temp_file_write_size`. */
+  readonly tempFileWriteBytes: number;
   readonly interceptErrors: boolean;
   readonly keepConn: boolean;
   /** Lowercase names of response headers not passed to the client. */

@@ -17,10 +17,12 @@ import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, listenKey, REJECT_HANDSHAKE, TlsContexts, type Listener } from './listen.js';
+import { bindListener, createListener, httpServers, listenKey, REJECT_HANDSHAKE, TlsContexts, type Listener } from './listen.js';
 import { serveClientRequest } from './phases.js';
 import { prepareFiles } from './prepare-files.js';
-import type { ClientConnection } from './request.js';
+import { resetConnection } from './exchange.js';
+import type { ClientConnection, HttpRequestState } from './request.js';
+import { systemErrorText } from '../os-errors.js';
 import { UpstreamClients } from './upstream/clients.js';
 import { FastcgiConnections } from './upstream/fastcgi-connections.js';
 import { NameResolver } from './upstream/resolver.js';
@@ -52,7 +54,20 @@ interface ConnectionState {
    */
   idleTimer: NodeJS.Timeout | undefined;
   idleTimeoutMs: number;
+  /** The HTTP/1.x request being served (or last served) and its state, for lingering close. */
+  current: { readonly req: IncomingMessage; readonly r: HttpRequestState } | undefined;
 }
+
+/**
+ * What node:http answers to a request it cannot parse (its `socketOnError`
+ * when no `clientError` listener takes over): the engine listens for header
+ * time-outs and keeps node's replies for the rest.
+ */
+const NODE_CLIENT_ERROR_REPLIES: Readonly<Record<string, string>> = {
+  HPE_HEADER_OVERFLOW: 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 'HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n\r\n',
+};
+const NODE_BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
 
 const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/;
 const plainAddr = (a: string | undefined): string => (a ? IPV4_MAPPED.exec(a)?.[1] ?? a : '');
@@ -61,14 +76,17 @@ const socketKey = (s: { remoteAddress?: string; remotePort?: number; localPort?:
   `${s.remoteAddress}|${s.remotePort}|${s.localPort}`;
 
 /** Opens the logs and reads the certificates of a compiled configuration. @throws Error when a file cannot be opened */
-function prepare(compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles, numbers: ConnectionNumbers): Generation {
+function prepare(
+  compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles, numbers: ConnectionNumbers, admit: () => boolean,
+): Generation {
   const table = compiled.table;
   prepareFiles(table);
   errorLog.open(table.errorLogTargets);
   const accessLog = new AccessLogFiles();
   accessLog.open(table.accessLogTargets);
   const tls = new TlsContexts(table);
-  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams: new UpstreamClients(numbers), fastcgi: new FastcgiConnections(), resolver: new NameResolver(), tempFiles };
+  const upstreams = new UpstreamClients(numbers, admit, table.main.workerConnections);
+  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver: new NameResolver(), tempFiles };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
 
@@ -114,7 +132,7 @@ export class Engine {
   static async start(compiled: CompiledConfig, startupLog: { readonly isStderr: boolean }): Promise<Engine> {
     const tempFiles = new TempFiles();
     const numbers = new ConnectionNumbers();
-    const engine = new Engine(prepare(compiled, new ErrorLogFiles(), tempFiles, numbers), tempFiles, numbers);
+    const engine: Engine = new Engine(prepare(compiled, new ErrorLogFiles(), tempFiles, numbers, () => engine.admitUpstream()), tempFiles, numbers);
     const targets = compiled.table.main.errorLogs;
     const mirror = !startupLog.isStderr || !targets.some((t) => t.path === 'stderr');
     const startupMessage = (level: LogLevel, message: string): void => {
@@ -161,9 +179,97 @@ export class Engine {
         onSession: (session) => this.acceptSession(session),
         onRequest: (req, res) => this.request(key, req, res),
       });
+      this.headerTimeout(server, group);
+      for (const http of httpServers(server)) {
+        http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket, key));
+      }
       await bindListener(server, group);
       this.listeners.set(key, server);
     }
+  }
+
+  /** `client_header_timeout` of a listening address's default server, for node:http's header check. */
+  private headerTimeout(server: Listener, group: ListenGroup): void {
+    for (const http of httpServers(server)) {
+      (http as { headersTimeout?: number }).headersTimeout = group.servers.defaultServer.conf.clientHeaderTimeoutMs;
+    }
+  }
+
+  /** The listening address as nginx prints it for connections without a request (`server: 127.0.0.1:80`). */
+  private static listenText(group: ListenGroup): string {
+    return group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
+  }
+
+  /**
+   * A client error node:http reports on a connection. A request header not
+   * complete within `client_header_timeout` closes the connection without a
+   * response, as `ngx_http_wait_request_handler` and
+   * `ngx_http_read_request_header` do, logging at info `client timed out
+   * (110: …) while waiting for request` (nothing received yet) or `while
+   * reading client request headers` (node keeps no partial request, so the
+   * line has no `request:` field and no access-log entry is written, where
+   * nginx has both); reset with `reset_timedout_connection`. Other errors get
+   * node's own reply.
+   */
+  private clientError(err: NodeJS.ErrnoException, socket: Socket, key: string): void {
+    const st = this.byHttpSocket.get(socket);
+    const group = this.generation.groups.get(key);
+    if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT' || !st || !group) {
+      const message = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;
+      if (socket.writable && !message?.headersSent) socket.write(NODE_CLIENT_ERROR_REPLIES[err.code ?? ''] ?? NODE_BAD_REQUEST);
+      socket.destroy(err);
+      return;
+    }
+    const { info } = st;
+    const server = (group.byLocalAddr.get(info.localAddr) ?? group.servers).defaultServer;
+    const timedOut = `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`;
+    const errorLog = this.generation.cx.errorLog;
+    if (info.requests === 0 && socket.bytesRead === 0) {
+      errorLog.write(server.conf.errorLogs, 'info', `${timedOut} while waiting for request`, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
+    } else {
+      errorLog.write(server.conf.errorLogs, 'info', `${timedOut} while reading client request headers`, info.id, connectionContext(info.peerAddr, server.name));
+    }
+    if (server.conf.resetTimedoutConnection) resetConnection(socket);
+    else socket.destroy();
+  }
+
+  /**
+   * Closing a connection that is not kept alive (node calls `destroySoon()`)
+   * as nginx does. A request body the response did not wait for (a refused
+   * upload) is still read and dropped before closing, as
+   * `ngx_http_discarded_request_body_handler` does, until it ends, nothing
+   * came for `lingering_timeout`, or `lingering_time` has passed, so that the
+   * client gets the response rather than a reset. With `lingering_close
+   * always` the connection is half-closed after the response and read until
+   * the client closes it, within the same limits (`ngx_http_set_lingering_close`).
+   * `lingering_close off` closes at once.
+   */
+  private lingerOnClose(socket: Socket, st: ConnectionState): void {
+    const destroySoon = socket.destroySoon.bind(socket);
+    socket.destroySoon = () => {
+      const current = st.current;
+      const lingering = current?.r.loc.lingering;
+      const discarding = current !== undefined && !current.req.complete;
+      if (!lingering || lingering.close === 'off' || (lingering.close === 'on' && !discarding)) {
+        destroySoon();
+        return;
+      }
+      if (discarding) current.req.once('end', () => destroySoon());
+      else socket.once('finish', () => socket.once('end', () => socket.destroy())).end();
+      const deadline = Date.now() + lingering.timeMs;
+      let seen = socket.bytesRead;
+      const check = (): void => {
+        if (socket.destroyed) return;
+        const now = Date.now();
+        if (socket.bytesRead === seen || now >= deadline) {
+          socket.destroy();
+          return;
+        }
+        seen = socket.bytesRead;
+        setTimeout(check, Math.min(lingering.timeoutMs, deadline - now)).unref();
+      };
+      setTimeout(check, Math.min(lingering.timeoutMs, lingering.timeMs)).unref();
+    };
   }
 
   /** What a request needs to know about its connection; `id` is a new connection number unless given. */
@@ -186,9 +292,13 @@ export class Engine {
     };
   }
 
-  /** Connections in use as nginx counts them: listening sockets, clients, upstreams. */
+  /**
+   * Connections in use as an nginx worker counts them: listening sockets,
+   * clients, upstreams, and with `master_process on` its channel to the master.
+   */
   private connectionsInUse(): number {
-    return this.listeners.size + this.connections.size + this.generation.cx.upstreams.connectionCount();
+    const channel = this.generation.table.main.masterProcess ? 1 : 0;
+    return channel + this.listeners.size + this.connections.size + this.generation.cx.upstreams.connectionCount();
   }
 
   /**
@@ -209,7 +319,10 @@ export class Engine {
       return;
     }
     raw.setNoDelay(true);
-    const st: ConnectionState = { info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0 };
+    const st: ConnectionState = {
+      info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0, current: undefined,
+    };
+    this.lingerOnClose(raw, st);
     const key = socketKey(raw);
     this.connections.set(raw, st);
     this.byKey.set(key, st);
@@ -228,7 +341,8 @@ export class Engine {
    * for request, client: ADDR, server: LISTEN_ADDR`, in the default server's
    * `error_log`) and `ngx_http_keepalive_handler` (`client ADDR closed
    * keepalive connection`, no context) do. HTTP/2 sessions log nothing here,
-   * as in nginx; a TLS connection closed before its handshake is not logged.
+   * as in nginx; a TLS connection closed before its first byte is `client
+   * closed connection while SSL handshaking`.
    */
   private clientClosed(st: ConnectionState, groupKey: string): void {
     if (st.session || st.active > 0) return;
@@ -253,8 +367,7 @@ export class Engine {
 
   /** Logs `message` at info with nginx's connection context (`client: ADDR, server: LISTEN_ADDR`), in the default server's logs. */
   private logConnection(group: ListenGroup, info: ClientConnection, message: string): void {
-    const listenAddr = group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
-    this.generation.cx.errorLog.write(this.defaultErrorLogs(group, info), 'info', message, info.id, connectionContext(info.peerAddr, listenAddr));
+    this.generation.cx.errorLog.write(this.defaultErrorLogs(group, info), 'info', message, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
   }
 
   /**
@@ -286,12 +399,24 @@ export class Engine {
     }
   }
 
+  /**
+   * Whether an upstream connection may be opened within `worker_connections`
+   * (`ngx_get_connection` for `ngx_event_connect_peer`): idle client
+   * connections are closed first when room is short, as for a client.
+   */
+  private admitUpstream(): boolean {
+    const limit = this.generation.table.main.workerConnections;
+    if (limit - this.connectionsInUse() <= Math.floor(limit / 16)) this.drain(limit);
+    return this.connectionsInUse() < limit;
+  }
+
   /** A TLS socket carrying HTTP/1.x: its connection gets the TLS details. */
   private secured(socket: Socket): void {
     const st = this.byKey.get(socketKey(socket));
     if (!st) return;
     st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
     this.byHttpSocket.set(socket, st);
+    this.lingerOnClose(socket, st);
   }
 
   /** An HTTP/2 session: its connection gets the session and the TLS details. */
@@ -320,13 +445,13 @@ export class Engine {
     st.active++;
     st.info.requests++;
     if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
-    serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
+    const r = serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
       st.active--;
       if (session) {
         if (this.stopping && st.active === 0) session.close();
         return;
       }
-      st.keptAlive = (res as ServerResponse).shouldKeepAlive;
+      st.keptAlive = (res as ServerResponse).shouldKeepAlive && r.sentHeaders['connection'] !== 'close';
       if (st.active > 0 || socket.destroyed || !st.keptAlive) return;
       if (this.stopping) {
         socket.destroySoon();
@@ -344,6 +469,7 @@ export class Engine {
       }, timeoutMs);
       st.idleTimer.unref();
     });
+    if (!session) st.current = { req: req as IncomingMessage, r };
   }
 
   /**
@@ -353,7 +479,7 @@ export class Engine {
    */
   async reload(compiled: CompiledConfig): Promise<void> {
     const errorLog = new ErrorLogFiles();
-    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers);
+    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers, () => this.admitUpstream());
     await this.bindNew(gen);
     const old = this.generation;
     this.generation = gen;
@@ -364,8 +490,11 @@ export class Engine {
     }
     for (const [key, server] of this.listeners) {
       const group = gen.groups.get(key)!;
-      if (group.ssl && 'setSecureContext' in server) {
-        (server as unknown as { setSecureContext(o: object): void }).setSecureContext(gen.tls.optionsOf(group.servers.defaultServer));
+      this.headerTimeout(server, group);
+      for (const http of httpServers(server)) {
+        if (group.ssl && 'setSecureContext' in http) {
+          (http as unknown as { setSecureContext(o: object): void }).setSecureContext(gen.tls.optionsOf(group.servers.defaultServer));
+        }
       }
     }
     setTimeout(() => {

@@ -5,6 +5,7 @@
  * recorder that keeps the status and headers and drops the body.
  */
 import { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
 import type { HttpRequestState } from './request.js';
@@ -24,17 +25,25 @@ export interface ResponseTarget {
   write(chunk: Buffer | string): boolean;
   /** Bytes written but not yet taken by the client. */
   readonly bufferedBytes: number;
+  /** The client connection is closed: nothing more can be sent. */
+  readonly gone: boolean;
+  /** Buffered bytes above which `write` returns false (and `drain` follows). */
+  readonly highWaterMark: number;
+  /** Calls `cb` once the client has taken what was written, or once the connection is gone. */
   onDrain(cb: () => void): void;
   /** Ends the response. */
   end(chunk?: Buffer | string): void;
   /**
    * Closes the connection without completing the response (nginx's 444, or
-   * an upstream failure mid-body); with `afterWritten`, what was written goes
-   * out first.
+   * an upstream failure mid-body): with `flush`, what was written goes out
+   * first; with `reset`, the connection is reset (`reset_timedout_connection`).
    */
-  abort(afterWritten?: boolean): void;
-  /** Calls `cb` if the client goes away before the response is complete. */
-  onAbort(cb: () => void): void;
+  abort(how?: 'flush' | 'reset'): void;
+  /**
+   * Calls `cb` if the client goes away before the response is complete, with
+   * the error the connection ended with (ECONNRESET for a reset), if any.
+   */
+  onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void;
   /**
    * The client connection, for a tunnel after `101 Switching Protocols` has
    * been sent with `head`: only an HTTP/1.1 request with `Upgrade` has one.
@@ -50,14 +59,41 @@ export function allowTunnel(res: ServerResponse): void {
   upgradeResponses.add(res);
 }
 
+/**
+ * Closes a client connection with a TCP reset (nginx sets `SO_LINGER` to 0
+ * before closing): on the TCP socket under TLS, if any.
+ */
+export function resetConnection(socket: Socket): void {
+  const tcp = (socket as Socket & { _parent?: Socket | null })._parent ?? socket;
+  try {
+    tcp.resetAndDestroy();
+  } catch {
+    // not a TCP socket: closed normally
+  }
+  socket.destroy();
+}
+
+/** `send_timeout` of a response: its length now, and what to do when it passes. */
+export interface SendTimeout {
+  ms(): number;
+  /** The client took nothing for `ms()`: the response is given up. */
+  expired(): void;
+}
+
 /** A response to a client. */
 export class ClientTarget implements ResponseTarget {
-  private abortListener: (() => void) | undefined;
+  private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
   private bodyStarted = false;
+  /**
+   * Runs while written data waits for the client: nginx's write timer,
+   * `send_timeout` between two writes that make progress.
+   */
+  private sendTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly req: ClientRequest,
     private readonly res: ClientResponse,
+    private readonly sendTimeout?: SendTimeout,
   ) {}
 
   get started(): boolean {
@@ -80,7 +116,34 @@ export class ClientTarget implements ResponseTarget {
 
   write(chunk: Buffer | string): boolean {
     this.bodyStarted = true;
-    return (this.res as NodeJS.WritableStream).write(chunk);
+    const ok = (this.res as NodeJS.WritableStream).write(chunk);
+    if (!ok && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
+    return ok;
+  }
+
+  private armSendTimer(timeout: SendTimeout): void {
+    const res = this.res as NodeJS.EventEmitter;
+    const disarm = (): void => {
+      clearTimeout(this.sendTimer);
+      this.sendTimer = undefined;
+      res.off('drain', disarm).off('close', disarm);
+    };
+    this.sendTimer = setTimeout(() => {
+      disarm();
+      timeout.expired();
+    }, timeout.ms());
+    res.on('drain', disarm).on('close', disarm);
+  }
+
+  /**
+   * Gives up a response the client stopped taking: the handler hears of it
+   * as of a client that left (with ETIMEDOUT), then the connection is closed.
+   */
+  timedOut(reset: boolean): void {
+    const listener = this.abortListener;
+    this.abortListener = undefined;
+    listener?.(Object.assign(new Error('client timed out'), { code: 'ETIMEDOUT' }));
+    this.abort(reset ? 'reset' : undefined);
   }
 
   get bufferedBytes(): number {
@@ -88,8 +151,26 @@ export class ClientTarget implements ResponseTarget {
     return res.stream?.writableLength ?? res.writableLength ?? 0;
   }
 
+  get gone(): boolean {
+    return this.res.destroyed;
+  }
+
+  get highWaterMark(): number {
+    const res = this.res as { writableHighWaterMark?: number; stream?: { writableHighWaterMark: number } };
+    return res.stream?.writableHighWaterMark ?? res.writableHighWaterMark ?? 16 * 1024;
+  }
+
   onDrain(cb: () => void): void {
-    (this.res as NodeJS.EventEmitter).once('drain', cb);
+    if (this.res.destroyed) {
+      queueMicrotask(cb);
+      return;
+    }
+    const res = this.res as NodeJS.EventEmitter;
+    const fire = (): void => {
+      res.off('drain', fire).off('close', fire);
+      cb();
+    };
+    res.on('drain', fire).on('close', fire);
   }
 
   end(chunk?: Buffer | string): void {
@@ -98,14 +179,18 @@ export class ClientTarget implements ResponseTarget {
     else (this.res as NodeJS.WritableStream).end(chunk);
   }
 
-  abort(afterWritten = false): void {
+  abort(how?: 'flush' | 'reset'): void {
+    this.abortListener = undefined;
     const stream = (this.res as { stream?: { close(code?: number): void } }).stream;
+    const socket = this.req.socket;
     if (stream) stream.close(2);
-    else if (afterWritten) this.req.socket?.destroySoon();
-    else this.req.socket?.destroy();
+    else if (!socket) return;
+    else if (how === 'flush') socket.destroySoon();
+    else if (how === 'reset') resetConnection(socket);
+    else socket.destroy();
   }
 
-  onAbort(cb: () => void): void {
+  onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
     this.abortListener = cb;
   }
 
@@ -113,9 +198,11 @@ export class ClientTarget implements ResponseTarget {
     return this.res instanceof ServerResponse && upgradeResponses.has(this.res) ? this.res.socket ?? undefined : undefined;
   }
 
-  /** The response stream closed: calls the `onAbort` callback unless the response was complete. */
+  /** The response stream closed: calls the `onAbort` callback unless the response was complete or jinx closed it. */
   closed(): void {
-    if (this.abortListener && !this.res.writableFinished) this.abortListener();
+    if (!this.abortListener || this.res.writableFinished) return;
+    const socket = this.req.socket as (Socket & { errored?: Error | null }) | null;
+    this.abortListener((socket?.errored ?? undefined) as NodeJS.ErrnoException | undefined);
   }
 }
 
@@ -126,6 +213,8 @@ export class SubrequestTarget implements ResponseTarget {
   headers: [string, string | string[]][] = [];
   readonly headOnly = true;
   readonly bufferedBytes = 0;
+  readonly gone = false;
+  readonly highWaterMark = 0;
   private done: () => void = () => undefined;
   /** Resolves when the subrequest's response has ended. */
   readonly finished = new Promise<void>((resolve) => {

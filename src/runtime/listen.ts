@@ -115,7 +115,10 @@ export const listenKey = (g: { host: string; port: number }): string => `${g.hos
  */
 export function createListener(group: ListenGroup, hooks: ListenHooks): Listener {
   const key = listenKey(group);
-  const common = { keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, maxHeaderSize: 16 * 1024, requireHostHeader: false };
+  // headersTimeout is the default server's client_header_timeout (set by the engine), checked every 100 ms
+  const common = {
+    keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, connectionsCheckingInterval: 100, maxHeaderSize: 16 * 1024, requireHostHeader: false,
+  };
   const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => hooks.onRequest(req, res);
   const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer): void => onRequest(req, upgradeResponse(req, socket, head));
   if (!group.ssl && !group.http2) {
@@ -130,7 +133,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x
     const h2c = createHttp2Server({ settings: { maxConcurrentStreams: 128 } }, onRequest);
     h2c.on('session', (session: Http2Session) => hooks.onSession(session));
-    return frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? h2c : plain), plain);
+    return withServers(frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? h2c : plain), plain), [plain, h2c]);
   }
   const tlsOptions = {
     ...hooks.tls().optionsOf(group.servers.defaultServer),
@@ -154,7 +157,24 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   tlsServer.on('upgrade', onUpgrade);
   // ngx_http_ssl_handshake: a first byte of 0x16 (a TLS record) starts a handshake; plain HTTP sent to
   // the TLS port is answered by the phases (497, nginx's 400 page)
-  return frontServer(hooks, (first) => (first[0] === 0x16 ? tlsServer : plain), plain);
+  return withServers(frontServer(hooks, (first) => (first[0] === 0x16 ? tlsServer : plain), plain), [tlsServer, plain]);
+}
+
+/** The HTTP servers behind a TCP front (see `httpServers`). */
+const behindFront = new WeakMap<Listener, readonly NetServer[]>();
+
+function withServers(front: NetServer, servers: readonly NetServer[]): NetServer {
+  behindFront.set(front, servers);
+  return front;
+}
+
+/**
+ * The node:http, node:https and node:http2 servers that parse a listener's
+ * requests (the listener itself when it is one): where `clientError`,
+ * `headersTimeout` and a reloaded default TLS context apply.
+ */
+export function httpServers(listener: Listener): readonly NetServer[] {
+  return behindFront.get(listener) ?? [listener];
 }
 
 /**

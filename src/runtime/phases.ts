@@ -25,19 +25,21 @@ import { runScript } from './script.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
 import { hostPort, normalizePath, validateHost } from './uri.js';
+import { systemErrorText } from '../os-errors.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
 const MAX_URI_CHANGES = 10;
 
 /**
- * Starts serving one client request (the phases run on). Failures become 500
- * with an error-log line, never exceptions. When the response stream closes,
- * the access log is written and `onClosed` is called with the request state.
+ * Starts serving one client request (the phases run on) and returns its
+ * state. Failures become 500 with an error-log line, never exceptions. When
+ * the response stream closes, the access log is written and `onClosed` is
+ * called with the request state.
  */
 export function serveClientRequest(
   cx: RuntimeContext, req: ClientRequest, res: ClientResponse, conn: ClientConnection, listen: ListenGroup,
   onClosed: (r: HttpRequestState) => void,
-): void {
+): HttpRequestState {
   const h2 = req.httpVersion === '2.0';
   const protocol = h2 ? 'HTTP/2.0' : `HTTP/${req.httpVersion}`;
   const headers = h2 ? http2Headers(req.headers) : req.headers;
@@ -45,9 +47,19 @@ export function serveClientRequest(
   const r = new HttpRequestState(
     conn, req.method ?? 'GET', req.url ?? '/', protocol, headers, rawHeaders, conn.tls ? 'https' : 'http', cx.table.variableCount,
   );
-  const out = new ClientTarget(req, res);
+  const out = new ClientTarget(req, res, {
+    ms: () => r.loc.sendTimeoutMs,
+    // ngx_http_writer (a response of its own) and ngx_http_upstream_process_downstream (a proxied one)
+    expired: () => {
+      r.timedOut = true;
+      r.action = r.upstream ? 'sending to client' : 'sending response to client';
+      logRequest(cx, r, 'info', `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`);
+      out.timedOut(r.loc.resetTimedoutConnection);
+    },
+  });
   const ex: Exchange = { cx, r, body: req, out };
   res.once('close', () => {
+    for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = (res as { writableFinished?: boolean }).writableFinished ?? res.finished;
     out.closed();
     cx.accessLog.write(r.loc.accessLogs, r);
@@ -58,6 +70,7 @@ export function serveClientRequest(
   r.loc = r.server.conf;
   r.host = r.server.name;
   void runPhases(ex, set, listen.ssl);
+  return r;
 }
 
 /**
@@ -396,7 +409,8 @@ export async function finalize(ex: Exchange, status: number, location?: string):
   }
   if (CLOSE_STATUSES.has(status)) {
     r.status = status;
-    ex.out.abort();
+    // nginx marks 444 and time-outs as timed out (`c->timedout`)
+    ex.out.abort((status === 444 || r.timedOut) && r.loc.resetTimedoutConnection ? 'reset' : undefined);
     return;
   }
   r.errStatus = status;

@@ -1,16 +1,21 @@
 /**
  * Reading a client request body whole before it is proxied, as nginx does
  * with `proxy_request_buffering on` (`ngx_http_read_client_request_body` in
- * `src/http/ngx_http_request_body.c`): up to `client_body_buffer_size` in
- * memory, beyond that in a temporary file under `client_body_temp_path`,
+ * `src/http/ngx_http_request_body.c`): in memory while it fits nginx's body
+ * buffer, beyond that in a temporary file under `client_body_temp_path`,
  * announced by the warning `a client request body is buffered to a
- * temporary file PATH`. A chunked body larger than `client_max_body_size`
- * is refused with 413.
+ * temporary file PATH` (with `client_body_in_file_only`, always in a file,
+ * announced at notice level). A body without a declared length (chunked, or
+ * HTTP/2 without `Content-Length`) larger than `client_max_body_size` is
+ * refused with 413; a client that sends nothing for `client_body_timeout`
+ * gets 408 (the connection is closed without a response).
  */
 import type { Readable } from 'node:stream';
+import { unlink } from 'node:fs/promises';
 import { systemErrorText } from '../os-errors.js';
 import { logRequest } from './context.js';
 import type { Exchange } from './exchange.js';
+import type { HttpRequestState } from './request.js';
 import type { TempFile } from './temp-files.js';
 
 /** A request body read whole. */
@@ -26,6 +31,7 @@ export interface BodyFailure {
 /** The body as a stream for the upstream request; the caller closes the file afterwards. */
 export function bodyStream(body: RequestBody): Buffer | Readable {
   if (body.kind === 'memory') return body.data;
+  if (body.size === 0) return Buffer.alloc(0);
   return body.file.handle.createReadStream({ start: 0, end: body.size - 1, autoClose: false });
 }
 
@@ -49,50 +55,166 @@ export function watchSendTimeout(stream: Readable, timeoutMs: number, onTimeout:
   stream.once('end', disarm);
 }
 
+/**
+ * `client_body_timeout` for a body passed on as it arrives
+ * (`proxy_request_buffering off`, `ngx_http_read_unbuffered_request_body`):
+ * `onTimeout` is called when no data came for `timeoutMs` while the body was
+ * wanted; time spent paused because the upstream takes no more does not
+ * count. The stream is paused here: its consumer resumes it (undici does as
+ * it starts writing the body), so that watching takes no data away.
+ */
+export function watchReadTimeout(stream: Readable, timeoutMs: number, onTimeout: () => void): void {
+  stream.pause();
+  const timer: NodeJS.Timeout = setTimeout(() => {
+    if (stream.readableEnded || stream.destroyed) return;
+    if (stream.isPaused()) timer.refresh();
+    else onTimeout();
+  }, timeoutMs);
+  const disarm = (): void => clearTimeout(timer);
+  stream.on('data', () => timer.refresh());
+  stream.once('end', disarm);
+  stream.once('close', disarm);
+}
+
+/**
+ * The bytes a body may take in memory; beyond them it goes to a temp file
+ * (-1: always a file). nginx sizes its body buffer so that a body of known
+ * length smaller than `client_body_buffer_size` and a quarter fits whole
+ * (over HTTP/2, one no larger than the buffer, `ngx_http_v2_read_request_body`);
+ * otherwise the buffer is `client_body_buffer_size`, and once it is full with
+ * more to come, the body goes to the file. (nginx also keeps in memory what
+ * arrived with the request header, up to `client_header_buffer_size`: a body
+ * at most that much larger than this limit may stay in memory in nginx.)
+ */
+function memoryLimit(r: HttpRequestState): number {
+  const { loc } = r;
+  if (loc.clientBodyInFileOnly !== 'off') return -1;
+  const buffer = loc.clientBodyBufferSizeBytes;
+  const declared = r.headers['content-length'];
+  if (declared === undefined || r.headers['transfer-encoding'] !== undefined) return buffer;
+  const length = Number(declared);
+  if (r.protocol === 'HTTP/2.0') return length <= buffer ? length : buffer;
+  return length < buffer + (buffer >> 2) ? length : buffer;
+}
+
+/** Opens the body's temp file and has it closed (and removed with `client_body_in_file_only clean`) when the request ends. */
+async function openBodyFile(ex: Exchange): Promise<TempFile | BodyFailure> {
+  const { r, cx } = ex;
+  const { loc } = r;
+  const persistent = loc.clientBodyInFileOnly !== 'off';
+  let file: TempFile;
+  try {
+    file = await cx.tempFiles.create(loc.clientBodyTempPath, persistent);
+  } catch (err) {
+    logRequest(cx, r, 'crit', `open() "${(err as NodeJS.ErrnoException).path ?? loc.clientBodyTempPath.dir}" failed (${systemErrorText(err)})`);
+    return { status: 500 };
+  }
+  logRequest(cx, r, persistent ? 'notice' : 'warn', `a client request body is buffered to a temporary file ${file.path}`);
+  r.cleanups.push(() => {
+    void file.handle.close().catch(() => undefined);
+    if (loc.clientBodyInFileOnly === 'clean') void unlink(file.path).catch(() => undefined);
+  });
+  return file;
+}
+
+/** Writes all of `data` at `position`. */
+async function write(file: TempFile, data: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < data.length;) {
+    const { bytesWritten } = await file.handle.write(data, done, data.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+/**
+ * Stops reading a body that is refused: the rest is read and dropped while
+ * the response goes out (nginx discards it, then closes lingering).
+ */
+function discard(it: AsyncIterator<Buffer>, source: Readable, failure: BodyFailure): BodyFailure {
+  void it.return?.();
+  source.resume();
+  return failure;
+}
+
 /** Reads the body of `ex` completely. */
 export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyFailure> {
   const { r, cx } = ex;
   const source = ex.body!;
-  const limit = r.loc.clientBodyBufferSizeBytes;
+  const limit = memoryLimit(r);
   const max = r.loc.clientMaxBodySizeBytes;
+  // a length declared too large was refused before; one not declared is counted here
+  const undeclared = r.headers['content-length'] === undefined;
   const chunks: Buffer[] = [];
   let size = 0;
   let file: TempFile | undefined;
-  let written = 0;
+  // nginx's read timer: armed again whenever data arrives; when it expires it
+  // wakes the read in progress (a promise of its own per read: racing each
+  // read against one long-lived promise would keep every chunk reachable)
+  let expired = false;
+  let wake: (() => void) | undefined;
+  const timer = setTimeout(() => {
+    expired = true;
+    wake?.();
+  }, r.loc.clientBodyTimeoutMs);
+  const it = source.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
+  // nginx: the read returned 0 or failed; the request ends as a 400 without a
+  // response. Noted as the stream aborts, before the access log is written.
+  let gone = false;
+  const clientGone = (): void => {
+    if (gone) return;
+    gone = true;
+    logRequest(cx, r, 'info', 'client prematurely closed connection');
+    r.status = 400;
+  };
+  source.once('aborted', clientGone);
   try {
-    for await (const chunk of source as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (max > 0 && size > max) {
-        logRequest(cx, r, 'error', `client intended to send too large chunked body: ${size} bytes`);
-        await file?.handle.close();
-        return { status: 413 };
+    if (limit < 0) {
+      const opened = await openBodyFile(ex);
+      if ('status' in opened) return discard(it, source, opened);
+      file = opened;
+    }
+    for (;;) {
+      const next = expired ? undefined : await new Promise<IteratorResult<Buffer> | undefined>((resolve, reject) => {
+        wake = () => resolve(undefined);
+        it.next().then(resolve, reject);
+      });
+      wake = undefined;
+      if (!next) {
+        r.timedOut = true;
+        return { status: 408 };
       }
-      if (!file && size <= limit) {
+      if (next.done) break;
+      timer.refresh();
+      const chunk = next.value;
+      if (max > 0 && undeclared && size + chunk.length > max) {
+        // nginx checks each chunk's size as its header arrives (HTTP/1.1), or the total (HTTP/2)
+        const amount = r.protocol === 'HTTP/2.0' ? `${size + chunk.length}` : `${size}+${chunk.length}`;
+        logRequest(cx, r, 'error', `client intended to send too large chunked body: ${amount} bytes`);
+        return discard(it, source, { status: 413 });
+      }
+      if (!file && size + chunk.length <= limit) {
         chunks.push(chunk);
+        size += chunk.length;
         continue;
       }
       if (!file) {
-        try {
-          file = await cx.tempFiles.create(r.loc.clientBodyTempPath);
-        } catch (err) {
-          logRequest(cx, r, 'crit', `open() "${(err as NodeJS.ErrnoException).path ?? r.loc.clientBodyTempPath.dir}" failed (${systemErrorText(err)})`);
-          return { status: 500 };
-        }
-        logRequest(cx, r, 'warn', `a client request body is buffered to a temporary file ${file.path}`);
-        const head = Buffer.concat(chunks);
+        const opened = await openBodyFile(ex);
+        if ('status' in opened) return discard(it, source, opened);
+        file = opened;
+        await write(file, Buffer.concat(chunks, size), 0);
         chunks.length = 0;
-        await file.handle.write(head, 0, head.length, 0);
-        written = head.length;
       }
-      await file.handle.write(chunk, 0, chunk.length, written);
-      written += chunk.length;
+      await write(file, chunk, size);
+      size += chunk.length;
     }
   } catch {
-    await file?.handle.close().catch(() => undefined);
+    clientGone();
     return { status: 0 };
+  } finally {
+    clearTimeout(timer);
+    source.off('aborted', clientGone);
   }
   // the length read is the request's from now on (`$content_length` of a chunked body)
   r.bodyLength = size;
   if (file) return { kind: 'file', file, size };
-  return { kind: 'memory', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) };
+  return { kind: 'memory', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
 }

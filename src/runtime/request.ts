@@ -122,6 +122,16 @@ export class HttpRequestState {
   errStatus: number | undefined;
   /** Headers the response was sent with (lowercase names), for `$sent_http_*`. */
   sentHeaders: Record<string, string | string[] | number | undefined> = {};
+  /**
+   * The connection timed out (nginx's `c->timedout`): it is closed with a
+   * reset when `reset_timedout_connection` is on.
+   */
+  timedOut = false;
+  /**
+   * What to undo when the request ends, whatever the handler did (nginx's
+   * request pool cleanups): temp files closed or removed.
+   */
+  readonly cleanups: (() => void)[] = [];
   /** The subrequest's parent, for `subrequest:` in the error log. */
   readonly parent: HttpRequestState | undefined;
   /** The method of the request line. */

@@ -158,7 +158,9 @@ const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
  * Sends status and headers on a client response, recording them for
  * `$status` and `$sent_http_*`. jinx's `Server` comes first unless the list
  * has one (`proxy_pass_header Server`), then `Connection: close` when the
- * connection ends after this response, then `headers` in order; repeated
+ * connection ends after this response (or `Connection: keep-alive` with
+ * `Keep-Alive: timeout=N` for `keepalive_timeout`'s second argument), then
+ * `headers` in order; repeated
  * names become separate lines except `SINGLE_VALUED` ones. HTTP/1.x heads
  * go out in one `writeHead` call with a flat name/value list.
  */
@@ -174,7 +176,17 @@ export function writeHead(r: HttpRequestState, res: ClientResponse, status: numb
     flat.push('Server', server);
     sent['server'] = server;
   }
-  if (h1 && (r.loc.keepaliveTimeoutMs === 0 || r.conn.requests >= r.loc.keepaliveRequests)) flat.push('Connection', 'close');
+  if (h1) {
+    // ngx_http_update_location_config: keep-alive ends with keepalive_timeout 0, after
+    // keepalive_requests, and once the connection is older than keepalive_time
+    const { loc } = r;
+    if (loc.keepaliveTimeoutMs === 0 || r.conn.requests >= loc.keepaliveRequests || Date.now() - r.conn.acceptedAtMs > loc.keepaliveTimeMs) {
+      flat.push('Connection', 'close');
+      sent['connection'] = 'close';
+    } else if (loc.keepaliveHeaderSec !== undefined && (res as ServerResponse).shouldKeepAlive) {
+      flat.push('Connection', 'keep-alive', 'Keep-Alive', `timeout=${loc.keepaliveHeaderSec}`);
+    }
+  }
   for (const [name, value] of headers) {
     const lower = name.toLowerCase();
     let at = sent[lower] === undefined ? flat.length : 0;

@@ -1,19 +1,26 @@
 /**
  * Buffering of an upstream response on its way to a slower client, as
- * nginx's event pipe does with `proxy_buffering on` (`src/event/ngx_event_pipe.c`):
- * the upstream is read as fast as it sends; what the client has not taken
- * yet is kept in memory up to the size of `proxy_buffers`, and beyond that
- * written to one temporary file (logged once: `an upstream response is
- * buffered to a temporary file PATH`), which is then sent from disk. With
- * `proxy_buffering off`, or when `proxy_max_temp_file_size` is reached, the
- * upstream is paused instead until the client catches up.
+ * nginx's event pipe does with `proxy_buffering on` (`src/event/ngx_event_pipe.c`),
+ * for `proxy_pass` and `fastcgi_pass` alike: the upstream is read as fast as
+ * it sends; at most `proxy_busy_buffers_size` is handed to the client
+ * connection at a time; what the client has not taken yet is kept in memory
+ * up to the size of `proxy_buffers`, and beyond that written to one
+ * temporary file, `proxy_temp_file_write_size` bytes at a time (logged once:
+ * `an upstream response is buffered to a temporary file PATH`), which is then
+ * sent from disk. The upstream is paused instead when the file would grow
+ * past `proxy_max_temp_file_size` (0: no file), when the disk falls behind,
+ * and always with `proxy_buffering off`, until the client catches up; the
+ * memory a response takes stays bounded either way.
  *
  * With buffering, the body reaches the client in whole buffers, as the event
  * pipe passes on only filled ones (`ngx_event_pipe_read_upstream`): the first
  * is what is left of the header buffer (`proxy_buffer_size`) after the
  * header, the next ones are `proxy_buffers`-sized; a partly filled buffer
  * waits for more data or the end of the response, so a response cut in the
- * middle loses it.
+ * middle loses it. A chunked response is the exception: nginx parses a
+ * partly filled buffer as soon as it holds a whole chunk (its `p->length` is
+ * the rest of the chunk), so each chunk passes as it arrives (server-sent
+ * events, SockJS streams).
  */
 import type { ResponseTarget } from './exchange.js';
 import type { TempFile, TempFiles, TempPath } from './temp-files.js';
@@ -25,9 +32,13 @@ export interface SpoolSettings {
   readonly bufferBytes: number;
   /** Bytes kept in memory for the client before spooling (`proxy_buffers` number × size). */
   readonly memoryBytes: number;
+  /** Bytes handed to the client connection and not yet sent, at most (`proxy_busy_buffers_size`). */
+  readonly busyBytes: number;
   readonly tempPath: TempPath;
   /** Largest temp file (`proxy_max_temp_file_size`); 0 disables temp files. */
   readonly maxTempFileBytes: number;
+  /** Bytes written to the temp file at a time (`proxy_temp_file_write_size`). */
+  readonly tempFileWriteBytes: number;
 }
 
 /** What the spool needs from its owner. */
@@ -49,6 +60,7 @@ export function accelBuffering(value: string, current: boolean): boolean {
   return v === 'yes' ? true : v === 'no' ? false : current;
 }
 
+/** Bytes read back from the temp file at a time. */
 const READ_CHUNK_BYTES = 64 * 1024;
 
 /** Moves one response body from the upstream to the client. */
@@ -59,22 +71,34 @@ export class ResponseSpool {
   private queuedBytes = 0;
   private file: TempFile | undefined;
   private fileCreating: Promise<TempFile | undefined> | undefined;
+  /** Data appended to the file and not yet written, and its size. */
+  private readonly unwritten: Buffer[] = [];
+  private unwrittenBytes = 0;
+  private writing = false;
   /** Bytes appended to the file, bytes confirmed written, bytes read back. */
   private fileAppended = 0;
   private fileWritten = 0;
   private fileRead = 0;
-  private writes: Promise<void> = Promise.resolve();
   private pumping = false;
   private upstreamDone = false;
   /** Set by `endCut`: the response ends by closing the connection. */
   private cut = false;
-  private paused = false;
+  /** The upstream is paused for lack of memory, or because the disk is behind. */
+  private pausedForMemory = false;
+  private pausedForDisk = false;
   private closed = false;
   private resolveDone: () => void = () => undefined;
   /** Chunks of the buffer being filled (buffering only), and how many more bytes fill it. */
   private readonly filling: Buffer[] = [];
   private fillingBytes = 0;
   private room: number;
+  private drainArmed = false;
+  /**
+   * Bytes handed to the client connection at most: `proxy_busy_buffers_size`,
+   * but no less than the connection's high-water mark, below which no
+   * `drain` would say that the client took them.
+   */
+  private readonly busyBytes: number;
   /** Resolves once the body has been handed to the client and the response ended (or aborted). */
   readonly done = new Promise<void>((resolve) => {
     this.resolveDone = resolve;
@@ -82,7 +106,8 @@ export class ResponseSpool {
 
   /**
    * `headerBufferRoomBytes`: what the header left free of its buffer, the
-   * room of the first body buffer.
+   * room of the first body buffer. `eachChunk`: the upstream response is
+   * chunked, and each piece passes on as it comes.
    */
   constructor(
     private readonly out: ResponseTarget,
@@ -90,13 +115,13 @@ export class ResponseSpool {
     private readonly tempFiles: TempFiles,
     private readonly hooks: SpoolHooks,
     headerBufferRoomBytes: number,
+    private readonly eachChunk = false,
   ) {
     this.room = headerBufferRoomBytes > 0 ? headerBufferRoomBytes : settings.bufferBytes;
+    this.busyBytes = Math.max(settings.busyBytes, out.highWaterMark);
   }
 
-  private drainArmed = false;
-
-  /** Pumps again when the client has taken its buffered data. */
+  /** Pumps again when the client has taken its buffered data (or is gone). */
   private armDrain(): void {
     if (this.drainArmed) return;
     this.drainArmed = true;
@@ -106,6 +131,7 @@ export class ResponseSpool {
     });
   }
 
+  /** Data is waiting for the temp file to be created, written or read back. */
   private get fileBacklog(): boolean {
     return this.fileCreating !== undefined || this.fileRead < this.fileAppended;
   }
@@ -113,7 +139,7 @@ export class ResponseSpool {
   /** Takes one chunk from the upstream. */
   push(chunk: Buffer): void {
     if (this.closed) return;
-    if (!this.settings.buffering) {
+    if (!this.settings.buffering || this.eachChunk) {
       this.forward(chunk);
       return;
     }
@@ -133,13 +159,14 @@ export class ResponseSpool {
 
   /** Passes body data on: to the client, a memory queue or the temp file. */
   private forward(chunk: Buffer): void {
-    const memory = this.settings.memoryBytes;
+    const { memoryBytes } = this.settings;
+    const busyBytes = this.busyBytes;
     const idle = !this.fileBacklog && this.tail.length === 0;
-    if (idle && this.head.length === 0 && this.out.bufferedBytes < memory) {
+    if (idle && this.head.length === 0 && this.out.bufferedBytes < busyBytes) {
       if (!this.out.write(chunk)) this.armDrain();
       return;
     }
-    if (idle && this.out.bufferedBytes + this.queuedBytes + chunk.length <= memory) {
+    if (idle && this.out.bufferedBytes + this.queuedBytes + chunk.length <= memoryBytes) {
       this.enqueue(this.head, chunk);
       this.armDrain();
       return;
@@ -153,9 +180,9 @@ export class ResponseSpool {
     }
     this.enqueue(this.fileBacklog ? this.tail : this.head, chunk);
     this.armDrain();
-    if (!this.paused) {
-      this.paused = true;
-      this.hooks.pauseUpstream();
+    if (!this.pausedForMemory) {
+      this.pausedForMemory = true;
+      this.updatePause(false);
     }
   }
 
@@ -181,6 +208,7 @@ export class ResponseSpool {
     this.queuedBytes += chunk.length;
   }
 
+  /** Appends a chunk to the temp file, creating it first. */
   private append(chunk: Buffer): void {
     if (!this.file && !this.fileCreating) {
       const path = this.tempFiles.reserve(this.settings.tempPath);
@@ -188,22 +216,69 @@ export class ResponseSpool {
       this.fileCreating = this.tempFiles.open(path, this.settings.tempPath).then((f) => {
         this.file = f;
         this.fileCreating = undefined;
+        if (this.closed) void f.handle.close().catch(() => undefined);
+        else void this.writeOut();
         return f;
       }, (err: Error) => {
         this.fileCreating = undefined;
-        this.fail(err);
+        this.fail(err, undefined);
         return undefined;
       });
     }
-    const at = this.fileAppended;
+    this.unwritten.push(chunk);
+    this.unwrittenBytes += chunk.length;
     this.fileAppended += chunk.length;
-    this.writes = this.writes.then(async () => {
-      const f = this.file ?? (await this.fileCreating);
-      if (!f || this.closed) return;
-      await f.handle.write(chunk, 0, chunk.length, at);
-      this.fileWritten = at + chunk.length;
-      this.pump();
-    }).catch((err: Error) => this.fail(err));
+    if (!this.pausedForDisk && this.unwrittenBytes > Math.max(this.settings.memoryBytes, this.settings.tempFileWriteBytes)) {
+      this.pausedForDisk = true;
+      this.updatePause(false);
+    }
+    void this.writeOut();
+  }
+
+  /** Writes what was appended, `tempFileWriteBytes` at a time, one write after the other. */
+  private async writeOut(): Promise<void> {
+    const f = this.file;
+    if (this.writing || !f) return;
+    this.writing = true;
+    const unit = this.settings.tempFileWriteBytes;
+    try {
+      while (this.unwrittenBytes > 0 && !this.closed) {
+        const parts: Buffer[] = [];
+        let size = 0;
+        while (size < unit && this.unwritten.length > 0) {
+          const next = this.unwritten[0]!;
+          const take = Math.min(next.length, unit - size);
+          parts.push(take === next.length ? next : next.subarray(0, take));
+          if (take === next.length) this.unwritten.shift();
+          else this.unwritten[0] = next.subarray(take);
+          size += take;
+        }
+        this.unwrittenBytes -= size;
+        for (let at = 0; at < parts.length;) {
+          const { bytesWritten } = await f.handle.writev(parts.slice(at), this.fileWritten);
+          this.fileWritten += bytesWritten;
+          // a short write leaves the rest of the parts for the next call
+          let left = bytesWritten;
+          while (at < parts.length && left >= parts[at]!.length) left -= parts[at++]!.length;
+          if (left > 0) parts[at] = parts[at]!.subarray(left);
+        }
+        if (this.pausedForDisk && this.unwrittenBytes <= Math.max(this.settings.memoryBytes, this.settings.tempFileWriteBytes) / 2) {
+          this.pausedForDisk = false;
+          this.updatePause(true);
+        }
+        this.pump();
+      }
+    } catch (err) {
+      this.fail(err as Error, f.path);
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  /** Pauses the upstream while memory or the disk is short, resumes it when neither is. */
+  private updatePause(relief: boolean): void {
+    if (!relief) this.hooks.pauseUpstream();
+    else if (!this.pausedForMemory && !this.pausedForDisk) this.hooks.resumeUpstream();
   }
 
   /**
@@ -233,10 +308,14 @@ export class ResponseSpool {
   /** Sends what the client can take: queued chunks, the temp file, then chunks queued after it. */
   private pump(): void {
     if (this.pumping || this.closed) return;
+    if (this.out.gone) {
+      this.abort();
+      return;
+    }
     this.pumping = true;
     void this.pumpAsync().finally(() => {
       this.pumping = false;
-      if (!this.closed && this.out.bufferedBytes < this.settings.memoryBytes && this.hasMore()) this.pump();
+      if (!this.closed && this.out.bufferedBytes < this.busyBytes && this.hasMore()) this.pump();
     });
   }
 
@@ -247,7 +326,7 @@ export class ResponseSpool {
   private async pumpAsync(): Promise<void> {
     for (;;) {
       if (this.closed) return;
-      if (this.out.bufferedBytes >= this.settings.memoryBytes) {
+      if (this.out.bufferedBytes >= this.busyBytes) {
         this.armDrain();
         return;
       }
@@ -265,9 +344,10 @@ export class ResponseSpool {
         try {
           ({ bytesRead: n } = await this.file.handle.read(buf, 0, len, this.fileRead));
         } catch (err) {
-          this.fail(err as Error);
+          this.fail(err as Error, this.file?.path);
           return;
         }
+        if (this.closed) return;
         this.fileRead += n;
         this.out.write(n === len ? buf : buf.subarray(0, n));
         continue;
@@ -282,45 +362,51 @@ export class ResponseSpool {
   }
 
   private maybeResume(): void {
-    if (this.paused && this.queuedBytes < this.settings.memoryBytes / 2) {
-      this.paused = false;
-      this.hooks.resumeUpstream();
+    if (this.pausedForMemory && this.queuedBytes < this.settings.memoryBytes / 2) {
+      this.pausedForMemory = false;
+      this.updatePause(true);
     }
   }
 
   private finish(): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.cut) this.out.abort(true);
+    if (this.cut) this.out.abort('flush');
     else this.out.end();
     this.release();
   }
 
   /** Closes the temp file if there is one, then resolves `done`. */
   private release(): void {
-    if (!this.file && !this.fileCreating) this.resolveDone();
-    else void this.closeFile().then(this.resolveDone);
+    this.head.length = 0;
+    this.tail.length = 0;
+    this.unwritten.length = 0;
+    this.queuedBytes = 0;
+    this.unwrittenBytes = 0;
+    const f = this.file;
+    this.file = undefined;
+    if (f) void f.handle.close().catch(() => undefined).then(this.resolveDone);
+    else this.resolveDone();
   }
 
-  private fail(err: Error): void {
+  private fail(err: Error, path: string | undefined): void {
     if (this.closed) return;
-    this.hooks.onFileError(err, this.file?.path);
+    this.hooks.onFileError(err, path);
     this.abort();
   }
 
-  /** Stops: the client or the upstream went away. The temp file is closed. */
+  /**
+   * Stops: the client or the upstream went away. The temp file is closed; a
+   * paused upstream is resumed, what it still sends is dropped.
+   */
   abort(): void {
     if (this.closed) return;
     this.closed = true;
-    this.head.length = 0;
-    this.tail.length = 0;
     this.release();
-  }
-
-  private async closeFile(): Promise<void> {
-    const f = this.file ?? (await this.fileCreating?.catch(() => undefined));
-    this.file = undefined;
-    await this.writes.catch(() => undefined);
-    await f?.handle.close().catch(() => undefined);
+    if (this.pausedForMemory || this.pausedForDisk) {
+      this.pausedForMemory = false;
+      this.pausedForDisk = false;
+      this.hooks.resumeUpstream();
+    }
   }
 }

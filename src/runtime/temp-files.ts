@@ -5,7 +5,8 @@
  * under level directories taken from the end of the number
  * (`proxy_temp_path /tmp/proxy 1 2` → `/tmp/proxy/1/00/0000000001`). The file
  * is unlinked as soon as it is open, as nginx does for non-persistent temp
- * files, so nothing is left behind whatever happens to the request.
+ * files (`ngx_open_tempfile`), so nothing is left behind whatever happens to
+ * the request; only `client_body_in_file_only` asks for a persistent one.
  */
 import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -45,10 +46,11 @@ export class TempFiles {
 
   /**
    * Creates a temp file at a reserved path (or, if that name is taken, at the
-   * next free one), making level directories as needed.
+   * next free one), making level directories as needed; unless `persistent`,
+   * its name is removed at once.
    * @throws the system error when the file cannot be created
    */
-  async open(reserved: string, tp: TempPath): Promise<TempFile> {
+  async open(reserved: string, tp: TempPath, persistent = false): Promise<TempFile> {
     let path = reserved;
     for (;;) {
       let handle: FileHandle;
@@ -64,13 +66,13 @@ export class TempFiles {
         await mkdir(dirname(path), { recursive: true, mode: 0o700 });
         handle = await open(path, 'wx+', 0o600);
       }
-      await unlink(path);
+      if (!persistent) await unlink(path);
       return { path, handle };
     }
   }
 
   /** Reserves and creates the next temp file under `tp`. */
-  create(tp: TempPath): Promise<TempFile> {
-    return this.open(this.reserve(tp), tp);
+  create(tp: TempPath, persistent = false): Promise<TempFile> {
+    return this.open(this.reserve(tp), tp, persistent);
   }
 }

@@ -24,6 +24,8 @@ const MAIN: readonly Context[] = ['main'];
 const EVENT: readonly Context[] = ['events'];
 
 export const daemon = slot('daemon', true);
+/** `master_process`: nginx's worker then holds one connection, its channel to the master. */
+export const masterProcess = slot('master_process', true);
 export const pidFile = slot('pid', 'logs/nginx.pid');
 /** `auto` is the number of CPUs this process may run on (nginx's `ngx_ncpu`). */
 export const workerProcesses = slot('worker_processes', 1);
@@ -211,7 +213,11 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   none('worker_cpu_affinity', MAIN, ['1MORE'], 'jinx runs one process', rule.custom(parseCpuAffinity, cpuAffinity)),
   none('worker_shutdown_timeout', MAIN, ['TAKE1'], 'graceful shutdown waits for in-flight requests', rule.msec),
   none('working_directory', MAIN, ['TAKE1'], 'jinx does not change directory', rule.str),
-  none('master_process', MAIN, ['FLAG'], 'jinx runs one process', rule.flag),
+  {
+    name: 'master_process', module: CORE, contexts: MAIN, args: ['FLAG'], effect: 'runtime',
+    note: 'jinx runs one process; with on (the default) one of worker_connections stands for the channel an nginx worker keeps to its master',
+    set: flagSetter(masterProcess),
+  },
   none('timer_resolution', MAIN, ['TAKE1'], 'timers are the runtime\'s', rule.msec),
   none('lock_file', MAIN, ['TAKE1'], 'jinx runs one process', rule.str),
   none('thread_pool', MAIN, ['TAKE2', 'TAKE3'], 'file I/O uses the runtime\'s thread pool', rule.repeatable(setThreadPool), 'ngx_thread_pool_module'),

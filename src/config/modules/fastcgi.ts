@@ -127,12 +127,12 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   runtime('fastcgi_pass_request_headers', ['FLAG'], flagSetter(fastcgiPassRequestHeaders)),
   runtime('fastcgi_ignore_client_abort', ['FLAG'], flagSetter(fastcgiIgnoreClientAbort)),
   {
-    name: 'fastcgi_busy_buffers_size', module: FASTCGI, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
-    note: 'jinx hands data to the client as soon as it can take it', set: sizeSetter(fastcgiBusyBuffersSize),
+    name: 'fastcgi_busy_buffers_size', module: FASTCGI, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: sizeSetter(fastcgiBusyBuffersSize),
   },
   {
-    name: 'fastcgi_temp_file_write_size', module: FASTCGI, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
-    note: 'temp files are written chunk by chunk as data arrives', set: sizeSetter(fastcgiTempFileWriteSize),
+    name: 'fastcgi_temp_file_write_size', module: FASTCGI, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: sizeSetter(fastcgiTempFileWriteSize),
   },
   runtime('fastcgi_next_upstream', ['1MORE'], bitmaskSetter(fastcgiNextUpstream, NEXT_UPSTREAM)),
   runtime('fastcgi_next_upstream_tries', ['TAKE1'], numSetter(fastcgiNextUpstreamTries)),

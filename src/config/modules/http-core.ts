@@ -237,16 +237,24 @@ function setErrorPage(d: Directive, cx: SetContext): void {
 export const internal = slot('internal', false, false);
 export const defaultType = slot('default_type', 'text/plain');
 export const clientMaxBodySize = slot('client_max_body_size', 1024 * 1024);
-/** Two memory pages, nginx's default on x86_64 Linux. */
-export const clientBodyBufferSize = slot('client_body_buffer_size', 16 * 1024);
+/** Two memory pages (`2 * ngx_pagesize`), nginx's default: 8k with x86_64's 4k pages. */
+export const clientBodyBufferSize = slot('client_body_buffer_size', 8 * 1024);
+/** `off`, `on` (the file is kept) or `clean` (removed when the request ends). */
+export const clientBodyInFileOnly = slot<'off' | 'on' | 'clean'>('client_body_in_file_only', 'off');
 /** Resolved against the prefix when the configuration is compiled. */
 export const clientBodyTempPath = slot<TempPathValue | undefined>('client_body_temp_path', undefined);
 export const keepaliveTimeoutMs = slot('keepalive_timeout', 75_000);
+/** The second argument of `keepalive_timeout`: the `Keep-Alive: timeout=N` header, in seconds. */
+export const keepaliveHeaderSec = slot<number | undefined>('keepalive_timeout header', undefined);
 export const keepaliveRequests = slot('keepalive_requests', 1000);
 export const keepaliveTimeMs = slot('keepalive_time', 3_600_000);
 export const sendTimeoutMs = slot('send_timeout', 60_000);
 export const clientHeaderTimeoutMs = slot('client_header_timeout', 60_000);
 export const clientBodyTimeoutMs = slot('client_body_timeout', 60_000);
+export const lingeringClose = slot<'off' | 'on' | 'always'>('lingering_close', 'on');
+export const lingeringTimeMs = slot('lingering_time', 30_000);
+export const lingeringTimeoutMs = slot('lingering_timeout', 5_000);
+export const resetTimedoutConnection = slot('reset_timedout_connection', false);
 export const logNotFound = slot('log_not_found', true);
 export const serverTokens = slot<'on' | 'off' | 'build'>('server_tokens', 'on');
 export const absoluteRedirect = slot('absolute_redirect', true);
@@ -310,8 +318,10 @@ function setKeepaliveTimeout(d: Directive, cx: SetContext): void {
   if (cx.level.own(keepaliveTimeoutMs)) throw new DirectiveFailure('is duplicate');
   const v = parseTime(d.args[0]!, false);
   if (v === undefined) throw new DirectiveFailure('invalid value');
-  if (d.args[1] !== undefined && parseTime(d.args[1], true) === undefined) throw new DirectiveFailure('invalid value');
+  const header = d.args[1] !== undefined ? parseTime(d.args[1], true) : undefined;
+  if (d.args[1] !== undefined && header === undefined) throw new DirectiveFailure('invalid value');
   cx.level.set(keepaliveTimeoutMs, v, d.loc);
+  if (header !== undefined) cx.level.set(keepaliveHeaderSec, header, d.loc);
 }
 
 const none = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
@@ -496,13 +506,18 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
     name: 'client_body_temp_path', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
     set: (d, cx) => pathSetter(clientBodyTempPath, (p) => cx.scope.fullPath(p))(d, cx),
   },
-  none('client_body_in_file_only', HTTP_SRV_LOC, ['TAKE1'],
-    'request bodies are kept in a temporary file only when they exceed client_body_buffer_size', rule.enumOf('off', 'on', 'clean')),
+  {
+    name: 'client_body_in_file_only', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: enumSetter(clientBodyInFileOnly, ['off', 'on', 'clean']),
+  },
   none('client_body_in_single_buffer', HTTP_SRV_LOC, ['FLAG'], TUNING, rule.flag),
-  none('lingering_close', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime', rule.enumOf('off', 'on', 'always')),
-  none('lingering_time', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime', rule.msec),
-  none('lingering_timeout', HTTP_SRV_LOC, ['TAKE1'], 'closing connections is left to the runtime', rule.msec),
-  none('reset_timedout_connection', HTTP_SRV_LOC, ['FLAG'], 'timed-out connections are closed normally', rule.flag),
+  { name: 'lingering_close', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: enumSetter(lingeringClose, ['off', 'on', 'always']) },
+  { name: 'lingering_time', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(lingeringTimeMs) },
+  { name: 'lingering_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(lingeringTimeoutMs) },
+  {
+    name: 'reset_timedout_connection', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime',
+    set: flagSetter(resetTimedoutConnection),
+  },
   none('sendfile', HTTP_SRV_LOC_LIF, ['FLAG'], 'files are streamed by the runtime', rule.flag),
   none('sendfile_max_chunk', HTTP_SRV_LOC, ['TAKE1'], 'files are streamed by the runtime', rule.size()),
   none('tcp_nopush', HTTP_SRV_LOC, ['FLAG'], TUNING, rule.flag),

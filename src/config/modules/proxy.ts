@@ -209,8 +209,8 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   { name: 'proxy_request_buffering', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyRequestBuffering) },
   { name: 'proxy_buffers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE2'], effect: 'runtime', set: bufsSetter(proxyBuffers) },
   {
-    name: 'proxy_busy_buffers_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
-    note: 'jinx hands data to the client as soon as it can take it', set: sizeSetter(proxyBusyBuffersSize),
+    name: 'proxy_busy_buffers_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: sizeSetter(proxyBusyBuffersSize),
   },
   {
     name: 'proxy_temp_path', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
@@ -218,8 +218,8 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   },
   { name: 'proxy_max_temp_file_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(proxyMaxTempFileSize) },
   {
-    name: 'proxy_temp_file_write_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'none',
-    note: 'temp files are written chunk by chunk as data arrives', set: sizeSetter(proxyTempFileWriteSize),
+    name: 'proxy_temp_file_write_size', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: sizeSetter(proxyTempFileWriteSize),
   },
   {
     name: 'proxy_next_upstream', module: PROXY, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime',

@@ -4,7 +4,7 @@
  * undici, streams the response back with backpressure, and reports failures
  * with nginx's status and error-log line.
  */
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
@@ -15,9 +15,9 @@ import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
-import { bodyStream, readRequestBody, watchSendTimeout, type RequestBody } from '../request-body.js';
+import { bodyStream, readRequestBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
-import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
+import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
 import { ConfigError } from '../../errors.js';
@@ -166,7 +166,9 @@ function requestHasBody(ex: Exchange): boolean {
 export function proxyRequest(ex: Exchange): Promise<void> {
   const p = ex.r.loc.proxy!;
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
-  if (withBody && p.requestBuffering) return bufferedProxyRequest(ex, p);
+  // client_body_in_file_only makes a file even of an empty body
+  const inFile = ex.r.loc.clientBodyInFileOnly !== 'off' && ex.body !== undefined && ex.r.headers['content-length'] !== undefined;
+  if ((withBody && p.requestBuffering) || inFile) return bufferedProxyRequest(ex, p);
   return forward(ex, p, withBody, undefined);
 }
 
@@ -178,7 +180,7 @@ async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
     return;
   }
   try {
-    await forward(ex, p, true, body);
+    await forward(ex, p, p.passRequestBody, p.passRequestBody ? body : undefined);
   } finally {
     if (body.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
@@ -243,7 +245,8 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   }
   return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, { withBody, body }, resolve);
-    if (!p.ignoreClientAbort) ex.out.onAbort(() => handler.clientClosed());
+    ex.out.onAbort((err) => handler.clientClosed(err));
+    if (source && !body) watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch(options, handler);
   });
@@ -251,6 +254,8 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
 
 /** The reason a client abort is passed to undici, told apart from upstream failures. */
 const CLIENT_CLOSED = new Error('client closed');
+/** The same for a client that stopped sending its body (`client_body_timeout`). */
+const BODY_TIMED_OUT = new Error('client body timed out');
 
 /**
  * One upstream response on its way to the client, on undici's dispatch
@@ -269,6 +274,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private spool: ResponseSpool | undefined;
   private expectedBytes: number | undefined;
   private receivedBytes = 0;
+  /** The whole response was read from the upstream. */
+  private complete = false;
+  /** The connection became a tunnel (`101 Switching Protocols`). */
+  private tunneled = false;
   private readonly startedMs = Date.now();
 
   constructor(
@@ -301,12 +310,65 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.abortUpstream?.(new SendTimeoutError());
   }
 
-  /** The client went away: the upstream request is aborted. */
-  clientClosed(): void {
-    this.abortUpstream?.(CLIENT_CLOSED);
+  /**
+   * The client sent none of its body for `client_body_timeout` while it was
+   * streamed upstream: nginx ends the request with 408, closing both
+   * connections without a response and without a log line.
+   */
+  bodyTimedOut(): void {
+    this.ex.r.timedOut = true;
+    this.paused = false;
+    this.abortUpstream?.(BODY_TIMED_OUT);
   }
 
-  /** undici calls this when the request goes out on a connection that is ready (after the TLS handshake). */
+  /**
+   * The client went away before the response was complete. While the
+   * upstream is still being read, nginx notices it as its check of the
+   * client connection does (`ngx_http_upstream_check_broken_connection`,
+   * epoll's report of a closed peer): `epoll_wait() reported that client
+   * prematurely closed connection, so upstream connection is closed too`,
+   * 499 when no header was sent; with `proxy_ignore_client_abort on` it goes
+   * on reading the upstream. Once the response is read and only being sent,
+   * `ngx_http_test_reading` says `client prematurely closed connection while
+   * sending to client`. A reset adds `(104: Connection reset by peer)`.
+   */
+  clientClosed(err: NodeJS.ErrnoException | undefined): void {
+    const { r, cx, out } = this.ex;
+    // a tunnel watches both of its sides itself
+    if (this.tunneled) return;
+    if (err?.code === 'ETIMEDOUT') {
+      // send_timeout passed (logged): the upstream goes with the client, silently
+      this.spool?.abort();
+      if (!this.complete) this.abortUpstream?.(CLIENT_CLOSED);
+      return;
+    }
+    // a system error (a reset) is printed with its number, not the parser's errors of an abandoned request
+    const errno = err?.code !== undefined && /^E[A-Z]+$/.test(err.code) ? ` (${systemErrorText(err)})` : '';
+    if (this.complete) {
+      this.spool?.abort();
+      r.action = 'sending to client';
+      logRequest(cx, r, 'info', `client prematurely closed connection${errno}`);
+      return;
+    }
+    if (this.p.ignoreClientAbort) {
+      // the upstream is read to its end, its data dropped
+      this.spool?.abort();
+      return;
+    }
+    logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too${errno}`);
+    if (!out.started) r.status = 499;
+    // aborted while paused: a resume after the abort would have undici open a new connection
+    this.paused = false;
+    this.abortUpstream?.(CLIENT_CLOSED);
+    this.spool?.abort();
+  }
+
+  /**
+   * undici calls this when the request goes out on a connection that is
+   * ready (after the TLS handshake). The action stays "sending request to
+   * upstream" until the response arrives: nginx changes it when it first
+   * reads from the upstream (`ngx_http_upstream_process_header`).
+   */
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
     this.requestSent = true;
@@ -314,15 +376,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.ex.r.action = 'sending request to upstream';
   }
 
-  /** The whole request, body included, was written. */
-  onRequestSent(): void {
-    this.ex.r.action = 'reading response header from upstream';
-  }
-
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
     if (statusCode < 200 && statusCode !== 101) return true;
     const { ex, p } = this;
     const { r, cx, out } = ex;
+    r.action = 'reading response header from upstream';
     const attempts = this.dest.attempts;
     const condition = attempts && nextConditionOf(statusCode);
     if (condition && attempts.mayRetry(condition, ex.r.method, true, this.request.withBody && this.request.body === undefined, true)) {
@@ -345,6 +403,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // the header's size in the header buffer: status line, header lines, blank line
     let headerBytes = 15 + statusText.length;
     let buffering = p.buffering;
+    let chunked = false;
     for (let i = 0; i < rawHeaders.length; i += 2) {
       const name = rawHeaders[i]!.toString('latin1');
       const value = rawHeaders[i + 1]!.toString('latin1');
@@ -353,6 +412,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       headerBytes += name.length + value.length + 4;
       const lower = name.toLowerCase();
       if (lower === 'content-length') this.expectedBytes = Number(value);
+      else if (lower === 'transfer-encoding') chunked = /chunked/i.test(value);
       else if (lower === 'x-accel-buffering' && p.accelBuffering) buffering = accelBuffering(value, buffering);
       if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
       if (lower === 'location' || lower === 'refresh') {
@@ -373,7 +433,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     applyHeadersModule(r, statusCode, outHeaders);
     out.head(r, statusCode, outHeaders, statusText);
-    this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes);
+    this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes, chunked);
     // body data that came with the header is taken first, in this same parser run
     queueMicrotask(() => out.flushHead());
     return true;
@@ -391,6 +451,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { r, cx, out } = ex;
     this.dest.attempts?.done();
     this.stage = 'body';
+    this.tunneled = true;
     const client = out.tunnel()!;
     const up = r.upstream!;
     up.status = statusCode;
@@ -431,6 +492,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   }
 
   onComplete(): void {
+    this.complete = true;
     this.ex.r.action = 'sending to client';
     if (!this.spool) {
       this.ex.out.end();
@@ -449,6 +511,18 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       r.action = 'sending to client';
       out.abort();
       this.resolve();
+      return;
+    }
+    if (err === BODY_TIMED_OUT) {
+      this.spool?.abort();
+      void finalize(this.ex, 408).then(this.resolve, this.resolve);
+      return;
+    }
+    if (err instanceof WorkerConnectionsError) {
+      this.dest.attempts?.done();
+      r.action = 'connecting to upstream';
+      logRequest(cx, r, 'alert', err.message);
+      void finalize(this.ex, 500).then(this.resolve, this.resolve);
       return;
     }
     const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering);

@@ -186,11 +186,17 @@ async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticRe
   }
   await new Promise<void>((resolve) => {
     const stream = createReadStream(fsPath(path));
+    // the client went away (or send_timeout passed): the file is closed
+    const stop = (): void => {
+      stream.destroy();
+      resolve();
+    };
     stream.on('data', (chunk) => {
+      if (out.gone) return stop();
       r.bodyBytesSent += chunk.length;
       if (!out.write(chunk as Buffer)) {
         stream.pause();
-        out.onDrain(() => stream.resume());
+        out.onDrain(() => (out.gone ? stop() : stream.resume()));
       }
     });
     stream.on('end', () => {

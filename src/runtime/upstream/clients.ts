@@ -2,11 +2,12 @@
  * Connections to upstream servers: one undici `Pool` per peer and connection
  * settings, and the peers' balancing state (round-robin.ts).
  */
-import { Pool } from 'undici';
+import { buildConnector, Pool } from 'undici';
 import { isAbsolute } from 'node:path';
 import { loadCertificatePair, type CertificatePair } from '../../config/certificates.js';
 import type { UpstreamTlsConf } from '../../config/route-table.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
+import { WorkerConnectionsError } from './errors.js';
 import { RoundRobin } from './round-robin.js';
 import { tlsConnector } from './tls.js';
 
@@ -35,6 +36,8 @@ export interface PoolPeer {
   readonly host: string;
   readonly port: number;
   readonly name: string;
+  /** Whether idle connections are kept (`keepalive` in its `upstream` block). */
+  readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
   /** The upstream group whose connection cache it uses; undefined for an address from variables. */
   readonly group: string | undefined;
@@ -49,8 +52,16 @@ export class UpstreamClients {
   /** The peers' round-robin and failure state. */
   readonly roundRobin = new RoundRobin();
 
-  /** @param numbers takes a number for every connection opened, as nginx's connection counter */
-  constructor(private readonly numbers: ConnectionNumbers) {}
+  /**
+   * @param numbers takes a number for every connection opened, as nginx's connection counter
+   * @param admit tells whether one more connection fits in `worker_connections`
+   *   (`workerConnections`), after closing idle ones to make room
+   */
+  constructor(
+    private readonly numbers: ConnectionNumbers,
+    private readonly admit: () => boolean,
+    private readonly workerConnections: number,
+  ) {}
   /** Client certificates of `proxy_ssl_certificate` with variables, by file pair, read once for this configuration. */
   private readonly clientCertificates = new Map<string, CertificatePair>();
   /** Settings with such a certificate, by the settings and file pair: their pools are found by object as the others. */
@@ -95,19 +106,30 @@ export class UpstreamClients {
     const cached = entry[scheme];
     if (cached) return cached;
     const tls = scheme === 'https' ? settings.tls ?? DEFAULT_TLS : undefined;
-    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
+    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
       const host = peer.host.includes(':') ? `[${peer.host}]` : peer.host;
+      // Without keepalive every request closes its connection; the only idle
+      // one is the connection undici opens again after a request is aborted
+      // (its queue still counts the aborted request), closed at once here.
+      const idleMs = peer.keepalive ? peer.keepaliveTimeoutMs : 1;
+      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs) : buildConnector({ timeout: settings.connectTimeoutMs });
       pool = new Pool(`${scheme}://${host}:${peer.port}`, {
-        connect: tls ? tlsConnector(tls, settings.connectTimeoutMs) : { timeout: settings.connectTimeoutMs },
+        // a new connection needs room within worker_connections, as nginx's ngx_get_connection
+        connect: (opts, callback) => {
+          if (this.admit()) connector(opts, callback);
+          else callback(new WorkerConnectionsError(this.workerConnections), null);
+        },
         maxHeaderSize: settings.bufferSizeBytes,
-        keepAliveTimeout: peer.keepaliveTimeoutMs,
-        keepAliveMaxTimeout: peer.keepaliveTimeoutMs,
+        keepAliveTimeout: idleMs,
+        keepAliveMaxTimeout: idleMs,
         pipelining: 1,
       });
-      // every attempt to connect takes a connection number, successful or not
-      pool.on('connect', () => this.numbers.next()).on('connectionError', () => this.numbers.next());
+      // every attempt to connect takes a connection number, successful or not (one refused for want of room never started)
+      pool.on('connect', () => this.numbers.next()).on('connectionError', (_origin, _targets, err) => {
+        if (!(err instanceof WorkerConnectionsError)) this.numbers.next();
+      });
       this.pools.set(key, pool);
     }
     entry[scheme] = pool;

@@ -52,6 +52,17 @@ function sslErrorText(err: Error): string | undefined {
 }
 
 /**
+ * No connection was left within `worker_connections` to open one to the
+ * upstream (`ngx_get_connection` failing in `ngx_event_connect_peer`): nginx
+ * logs this alert and answers 500, trying no other server.
+ */
+export class WorkerConnectionsError extends Error {
+  constructor(limit: number) {
+    super(`${limit} worker_connections are not enough`);
+  }
+}
+
+/**
  * The upstream did not take any of the request for `proxy_send_timeout`
  * (`fastcgi_send_timeout`) while jinx had more to write.
  */

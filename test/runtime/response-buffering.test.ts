@@ -1,0 +1,342 @@
+/**
+ * Upstream responses on their way to slow clients, differential against
+ * nginx: with `proxy_buffering on` what the client cannot take yet goes to a
+ * temp file under `proxy_temp_path` (nginx's warning, once per response) and
+ * the upstream connection is released as soon as the response is read;
+ * `proxy_max_temp_file_size` limits or disables the file; with
+ * `proxy_buffering off` or `X-Accel-Buffering: no` nothing is spooled and
+ * streamed events pass at once; a client that hangs up in the middle leaves
+ * no temp file or socket behind. The same through `fastcgi_pass`.
+ */
+import { strict as assert } from 'node:assert';
+import { after, describe, it } from 'node:test';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { cleanup, onCleanup, waitFor } from '../helpers/harness.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
+import { listTree, openFiles, rawClient, servingPid, sleep, statusOf } from '../helpers/slow-clients.js';
+import { scriptedUpstream } from '../helpers/upstreams.js';
+
+const HOST = 'spool.test';
+const MiB = 1024 * 1024;
+/** A response larger than what the kernel's socket buffers between the three parties can hold. */
+const BIG = 32 * MiB;
+
+/** An upstream that answers every request with `size` bytes and tells when each of its connections closed. */
+interface BigUpstream {
+  readonly port: number;
+  /** Connections accepted so far. */
+  accepted(): number;
+  /** Connections closed so far. */
+  closed(): number;
+}
+
+/**
+ * Starts an upstream that answers every request with a `size`-byte body
+ * (`Content-Length`), as fast as the connection takes it. Stopped at cleanup.
+ */
+async function bigUpstream(size: number): Promise<BigUpstream> {
+  let accepted = 0;
+  let closed = 0;
+  const sockets = new Set<Socket>();
+  const body = Buffer.alloc(size, 0x7a);
+  const server = createNetServer((sock) => {
+    accepted++;
+    sockets.add(sock);
+    sock.on('close', () => {
+      closed++;
+      sockets.delete(sock);
+    });
+    sock.on('error', () => undefined);
+    let head = '';
+    sock.on('data', (d: Buffer) => {
+      head += d.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      head = '';
+      sock.write(`HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`);
+      sock.write(body);
+    });
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => {
+    for (const s of sockets) s.destroy();
+    server.close(() => res());
+  }));
+  return { port: (server.address() as AddressInfo).port, accepted: () => accepted, closed: () => closed };
+}
+
+/** What a slow client saw of one download. */
+interface Download {
+  readonly status: number | undefined;
+  /** Body bytes received. */
+  readonly bodyBytes: number;
+  /** The upstream connection was closed while the client had read nothing. */
+  readonly releasedBeforeRead: boolean;
+  /** Temp files the server held open while the client was not reading (under PREFIX/tmp, `(deleted)` kept). */
+  readonly tempFilesDuring: string[];
+}
+
+/**
+ * GETs `path` without reading for `holdMs` (the response fills the socket
+ * buffers, then the server's), then reads everything.
+ */
+async function slowDownload(s: Side, up: BigUpstream, path: string, holdMs: number): Promise<Download> {
+  const closedBefore = up.closed();
+  const c = await rawClient(s.port, { paused: true });
+  await c.send(`GET ${path} HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
+  const deadline = Date.now() + holdMs;
+  while (Date.now() < deadline && up.closed() === closedBefore) await sleep(20);
+  const releasedBeforeRead = up.closed() > closedBefore;
+  const tempFilesDuring = openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).tempFiles;
+  c.socket.resume();
+  const end = await c.ended(30_000);
+  const bodyStart = end.text.indexOf('\r\n\r\n') + 4;
+  return { status: statusOf(end.text), bodyBytes: end.text.length - bodyStart, releasedBeforeRead, tempFilesDuring };
+}
+
+/** Sockets beyond `baseline` and temp files the serving process still holds. */
+function leftOpen(s: Side, baseline: number): { tempFiles: string[]; extraSockets: number } {
+  const open = openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp'));
+  return { tempFiles: open.tempFiles, extraSockets: Math.max(0, open.sockets - baseline) };
+}
+
+const socketsNow = (s: Side): number => openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).sockets;
+
+/** The temp-file warnings of a log: `PATH-UNDER-tmp request-uri`. */
+const spoolLines = (lines: readonly string[]): string[] => lines.flatMap((l) => {
+  const m = /^\[warn\] \*CONN an upstream response is buffered to a temporary file \/.*?\/tmp\/(\S+) while reading upstream, client: 127\.0\.0\.1, server: spool\.test, request: "GET (\S+) HTTP\/1\.1", upstream: "http:\/\/127\.0\.0\.1:\d+\S*", host: "spool\.test"$/.exec(l);
+  return m ? [`${m[1]} ${m[2]}`] : [];
+});
+
+/** A FastCGI record (version 1, request id 1). */
+function fcgiRecord(type: number, content: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt8(1, 0);
+  head.writeUInt8(type, 1);
+  head.writeUInt16BE(1, 2);
+  head.writeUInt16BE(content.length, 4);
+  return Buffer.concat([head, content]);
+}
+
+/**
+ * A FastCGI responder that answers every request, once its empty STDIN
+ * record arrived, with `size` bytes (`Content-Length`) in STDOUT records,
+ * then END_REQUEST, and closes; `written()` counts the responses it wrote
+ * whole (the socket took the last byte).
+ */
+async function fastcgiUpstream(size: number): Promise<{ port: number; written(): number }> {
+  const sockets = new Set<Socket>();
+  let written = 0;
+  const server = createNetServer((sock) => {
+    sockets.add(sock);
+    sock.on('close', () => sockets.delete(sock));
+    sock.on('error', () => undefined);
+    let input = Buffer.alloc(0);
+    sock.on('data', (d: Buffer) => {
+      input = Buffer.concat([input, d]);
+      for (;;) {
+        if (input.length < 8) return;
+        const type = input[1]!;
+        const length = input.readUInt16BE(4) + input[6]!;
+        if (input.length < 8 + length) return;
+        input = input.subarray(8 + length);
+        if (type !== 5 || length !== 0) continue;
+        const records = [fcgiRecord(6, Buffer.from(`Status: 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`))];
+        const chunk = Buffer.alloc(32 * 1024, 0x66);
+        for (let sent = 0; sent < size; sent += chunk.length) records.push(fcgiRecord(6, chunk.subarray(0, Math.min(chunk.length, size - sent))));
+        records.push(fcgiRecord(3, Buffer.alloc(8)));
+        sock.end(Buffer.concat(records), () => { written++; });
+        return;
+      }
+    });
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => { for (const x of sockets) x.destroy(); server.close(() => res()); }));
+  return { port: (server.address() as AddressInfo).port, written: () => written };
+}
+
+describe('response buffering (differential)', { skip: NO_ORACLE }, () => {
+  after(cleanup);
+
+  it('spools what a slow client cannot take to one temp file under proxy_temp_path\'s levels, logs it once, and releases the upstream at once', async () => {
+    const up = await bigUpstream(BIG);
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location / { proxy_temp_path tmp/levels 1 2; proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+    }, async (s) => {
+      const sockets = socketsNow(s);
+      const download = await slowDownload(s, up, '/image', 5000);
+      await sleep(200);
+      return { download, tree: listTree(join(s.prefix, 'tmp/levels')), left: leftOpen(s, sockets) };
+    });
+    assert.deepEqual(run.nginx.result, {
+      download: { status: 200, bodyBytes: BIG, releasedBeforeRead: true, tempFilesDuring: ['/levels/1/00/0000000001 (deleted)'] },
+      tree: ['1/', '1/00/'],
+      left: { tempFiles: [], extraSockets: 0 },
+    });
+    assert.deepEqual(spoolLines(run.nginx.errorLog), ['levels/1/00/0000000001 /image']);
+    assertSameAsNginx(run);
+  });
+
+  it('keeps the upstream waiting instead of spooling with proxy_max_temp_file_size 0 or proxy_buffering off', async () => {
+    const up = await bigUpstream(BIG);
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location /nofile/ { proxy_max_temp_file_size 0; proxy_pass http://127.0.0.1:${up.port}; }
+    location /unbuffered/ { proxy_buffering off; proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+    }, async (s) => ({
+      nofile: await slowDownload(s, up, '/nofile/', 1500),
+      unbuffered: await slowDownload(s, up, '/unbuffered/', 1500),
+      tree: listTree(join(s.prefix, 'tmp/proxy')),
+    }));
+    const waited = { status: 200, bodyBytes: BIG, releasedBeforeRead: false, tempFilesDuring: [] };
+    assert.deepEqual(run.nginx.result, { nofile: waited, unbuffered: waited, tree: [] });
+    assert.deepEqual(spoolLines(run.nginx.errorLog), []);
+    assertSameAsNginx(run);
+  });
+
+  it('spools up to proxy_max_temp_file_size, then keeps the upstream waiting', async () => {
+    const up = await bigUpstream(BIG);
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location / { proxy_max_temp_file_size 1m; proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+    }, async (s) => slowDownload(s, up, '/limited', 1500));
+    assert.deepEqual(run.nginx.result, { status: 200, bodyBytes: BIG, releasedBeforeRead: false, tempFilesDuring: ['/proxy/0000000001 (deleted)'] });
+    assert.deepEqual(spoolLines(run.nginx.errorLog), ['proxy/0000000001 /limited']);
+    assertSameAsNginx(run);
+  });
+
+  it('leaves no temp file or socket behind when a client hangs up in the middle of a download or before the header (499)', async () => {
+    const up = await bigUpstream(BIG);
+    const silent = await scriptedUpstream(() => undefined);
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  log_format st '$status $upstream_status';
+  server { listen 127.0.0.1:${port}; server_name ${HOST}; access_log logs/access.log st;
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+    location /nofile/ { proxy_max_temp_file_size 0; proxy_pass http://127.0.0.1:${up.port}; }
+    location /silent/ { proxy_pass http://127.0.0.1:${silent.port}; }
+  }`),
+    }, async (s) => {
+      const sockets = socketsNow(s);
+      const out: Record<string, unknown> = {};
+      const c = await rawClient(s.port);
+      await c.send(`GET /silent/ HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`);
+      await waitFor(() => silent.requestLines.length > (s.kind === 'nginx' ? 0 : 1), 5000, 'the request upstream');
+      c.socket.destroy();
+      await sleep(300);
+      out['/silent/'] = leftOpen(s, sockets);
+      for (const path of ['/spooled', '/nofile/']) {
+        const closed = up.closed();
+        const c = await rawClient(s.port, { paused: true });
+        await c.send(`GET ${path} HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`);
+        await sleep(700);
+        c.socket.destroy();
+        await waitFor(() => up.closed() > closed, 5000, 'the upstream connection to close');
+        await sleep(200);
+        out[path] = leftOpen(s, sockets);
+      }
+      return out;
+    });
+    const none = { tempFiles: [], extraSockets: 0 };
+    assert.deepEqual(run.nginx.result, { '/silent/': none, '/spooled': none, '/nofile/': none });
+    assert.deepEqual(run.nginx.file('logs/access.log'), ['499 -', '200 200', '200 200']);
+    assertSameAsNginx(run);
+    assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'));
+  });
+
+  it('passes server-sent events at once: chunk by chunk with buffering, as they come with X-Accel-Buffering: no or proxy_buffering off; a stream with a length waits for whole buffers', async () => {
+    const timers = new Set<NodeJS.Timeout>();
+    onCleanup(() => { for (const t of timers) clearTimeout(t); });
+    const sockets = new Set<Socket>();
+    const server = createNetServer((sock) => {
+      sockets.add(sock);
+      sock.on('close', () => sockets.delete(sock));
+      sock.on('error', () => undefined);
+      sock.once('data', (d: Buffer) => {
+        const line = d.toString('latin1');
+        const accel = line.includes('/accel') ? 'X-Accel-Buffering: no\r\n' : '';
+        // events of a fixed length: 4 of them make the whole body when it has a Content-Length
+        const event = (n: number): string => `data: {"n":${n},"at":${Date.now()}}\n\n`;
+        const length = line.includes('/length');
+        const framing = length ? `Content-Length: ${4 * event(0).length}` : 'Transfer-Encoding: chunked';
+        sock.write(`HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n${accel}${framing}\r\n\r\n`);
+        let n = 0;
+        const tick = (): void => {
+          const e = event(n);
+          sock.write(length ? e : `${e.length.toString(16)}\r\n${e}\r\n`);
+          if (++n < 4) timers.add(setTimeout(tick, 250));
+          else if (!length) sock.end('0\r\n\r\n');
+        };
+        tick();
+      });
+    });
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+    onCleanup(() => new Promise<void>((res) => { for (const s of sockets) s.destroy(); server.close(() => res()); }));
+    const upPort = (server.address() as AddressInfo).port;
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location /accel/ { proxy_pass http://127.0.0.1:${upPort}; }
+    location /off/ { proxy_buffering off; proxy_pass http://127.0.0.1:${upPort}; }
+    location /on/ { proxy_pass http://127.0.0.1:${upPort}; }
+  }`),
+    }, async (s) => {
+      const out: Record<string, unknown> = {};
+      for (const path of ['/accel/', '/off/', '/on/', '/on/length', '/off/length']) {
+        const c = await rawClient(s.port);
+        const prompt: boolean[] = [];
+        let seen = 0;
+        c.socket.on('data', () => {
+          const events = [...c.received().matchAll(/data: \{"n":(\d+),"at":(\d+)\}/g)];
+          for (const e of events.slice(seen)) prompt.push(Date.now() - Number(e[2]) < 150);
+          seen = events.length;
+        });
+        await c.send(`GET ${path} HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
+        const end = await c.ended();
+        out[path] = { status: statusOf(end.text), events: seen, prompt };
+      }
+      return out;
+    });
+    const prompt = { status: 200, events: 4, prompt: [true, true, true, true] };
+    // with buffering, a chunked response passes chunk by chunk; one with a length fills a buffer first
+    assert.deepEqual(run.nginx.result, {
+      '/accel/': prompt, '/off/': prompt, '/on/': prompt, '/on/length': { status: 200, events: 4, prompt: [false, false, false, true] }, '/off/length': prompt,
+    });
+    assertSameAsNginx(run);
+  });
+
+  it('spools a FastCGI response to fastcgi_temp_path the same way, and keeps the server waiting with fastcgi_buffering off', async () => {
+    const up = await fastcgiUpstream(BIG);
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location / { fastcgi_temp_path tmp/fcgi 1 2; fastcgi_pass 127.0.0.1:${up.port}; }
+    location /off/ { fastcgi_buffering off; fastcgi_pass 127.0.0.1:${up.port}; }
+  }`),
+    }, async (s) => {
+      const out: Record<string, unknown> = {};
+      for (const path of ['/script', '/off/script']) {
+        const before = up.written();
+        const c = await rawClient(s.port, { paused: true });
+        await c.send(`GET ${path} HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
+        const deadline = Date.now() + 1500;
+        while (Date.now() < deadline && up.written() === before) await sleep(20);
+        const readWhole = up.written() > before;
+        const tempFiles = openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).tempFiles;
+        c.socket.resume();
+        const end = await c.ended(30_000);
+        out[path] = { status: statusOf(end.text), bodyBytes: end.text.length - end.text.indexOf('\r\n\r\n') - 4, readWhole, tempFiles };
+      }
+      out.tree = listTree(join(s.prefix, 'tmp/fcgi'));
+      return out;
+    });
+    assert.deepEqual(run.nginx.result, {
+      '/script': { status: 200, bodyBytes: BIG, readWhole: true, tempFiles: ['/fcgi/1/00/0000000001 (deleted)'] },
+      '/off/script': { status: 200, bodyBytes: BIG, readWhole: false, tempFiles: [] },
+      tree: ['1/', '1/00/'],
+    });
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[warn] *CONN an upstream response is buffered to a temporary file ') && l.includes('/tmp/fcgi/1/00/0000000001 while reading upstream')));
+    assertSameAsNginx(run);
+  });
+});
