@@ -39,7 +39,7 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --rounds N        measured runs per server and body size (default 5)
   --connections N   wrk -c (default 64)
   --threads N       wrk -t (default 2)
-  --sizes LIST      body sizes in bytes, k suffix allowed (default 100,16k)
+  --sizes LIST      body sizes in bytes, k and m suffixes allowed (default 100,16k; 1m for 1 MiB)
   --targets LIST    servers to measure: jinx,nginx,bare (default jinx,nginx); bare is
                     the smallest node:http + undici proxy, the ceiling of jinx's design
   --upstream KIND   nginx (default) or node
@@ -669,7 +669,7 @@ const median = (xs: number[]): number => {
 const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 const fmtMs = (n: number): string => (!Number.isFinite(n) ? '-' : n < 1 ? `${(n * 1000).toFixed(0)} us` : `${n.toFixed(2)} ms`);
 const fmtPct = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(0)}%` : '-');
-const fmtSize = (n: number): string => (n % 1024 === 0 ? `${n / 1024} KiB` : `${n} B`);
+const fmtSize = (n: number): string => (n % (1024 * 1024) === 0 ? `${n / 1024 / 1024} MiB` : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} B`);
 const pad = (s: string, n: number): string => s.padStart(n);
 
 function runLine(r: Run): string {

@@ -157,8 +157,8 @@ export class ResponseSpool {
     this.forward(full === all.length ? all : all.subarray(0, full));
   }
 
-  /** Passes body data on: to the client, a memory queue or the temp file. */
-  private forward(chunk: Buffer): void {
+  /** Passes body data on: to the client, a memory queue or (unless `last`) the temp file. */
+  private forward(chunk: Buffer, last = false): void {
     const { memoryBytes } = this.settings;
     const busyBytes = this.busyBytes;
     const idle = !this.fileBacklog && this.tail.length === 0;
@@ -167,6 +167,11 @@ export class ResponseSpool {
       return;
     }
     if (idle && this.out.bufferedBytes + this.queuedBytes + chunk.length <= memoryBytes) {
+      this.enqueue(this.head, chunk);
+      this.armDrain();
+      return;
+    }
+    if (last) {
       this.enqueue(this.head, chunk);
       this.armDrain();
       return;
@@ -291,14 +296,19 @@ export class ResponseSpool {
     this.end();
   }
 
-  /** The upstream has sent everything. */
+  /**
+   * The upstream has sent everything. The partly filled buffer goes out
+   * last; nginx writes to a temp file only to free buffers for reading the
+   * upstream, so at its end no file is started: the buffer waits in memory.
+   */
   end(): void {
     if (this.closed) return;
     if (this.fillingBytes > 0) {
       const rest = this.filling.length === 1 ? this.filling[0]! : Buffer.concat(this.filling, this.fillingBytes);
       this.filling.length = 0;
       this.fillingBytes = 0;
-      this.forward(rest);
+      if (this.file || this.fileCreating || this.tail.length > 0) this.enqueue(this.fileBacklog ? this.tail : this.head, rest);
+      else this.forward(rest, true);
     }
     this.upstreamDone = true;
     if (!this.pumping && this.head.length === 0 && this.tail.length === 0 && !this.file && !this.fileCreating) this.finish();
