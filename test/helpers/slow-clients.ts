@@ -79,6 +79,22 @@ export const statusOf = (text: string): number | undefined => {
 export const sleep = (ms: number): Promise<void> => new Promise((res) => setTimeout(res, ms));
 
 /**
+ * `listTree` once the server is done with the request's files: the client
+ * may have the whole response a moment before jinx removes a temp file
+ * (nginx removes it in the same event-loop turn), so files still listed are
+ * waited for, up to `timeoutMs`.
+ */
+export async function settledTree(dir: string, timeoutMs = 2000): Promise<string[]> {
+  const end = Date.now() + timeoutMs;
+  let tree = listTree(dir);
+  while (tree.some((e) => !e.endsWith('/')) && Date.now() < end) {
+    await sleep(20);
+    tree = listTree(dir);
+  }
+  return tree;
+}
+
+/**
  * Files and directories under `dir`, relative, sorted; directories end with
  * `/`. Empty when `dir` does not exist.
  */

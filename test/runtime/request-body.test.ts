@@ -17,7 +17,7 @@ import { cleanup, waitFor } from '../helpers/harness.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
 import { makePki } from '../helpers/pki.js';
 import { echoOf, echoUpstream } from '../helpers/upstreams.js';
-import { listTree, openFiles, rawClient, servingPid, sleep, statusOf } from '../helpers/slow-clients.js';
+import { listTree, openFiles, rawClient, servingPid, settledTree, sleep, statusOf } from '../helpers/slow-clients.js';
 
 const HOST = 'body.test';
 
@@ -122,9 +122,9 @@ describe('request bodies (differential)', { skip: NO_ORACLE }, () => {
       keep: await post(s, '/keep/', Buffer.alloc(10, 0x63)),
       keepEmpty: await post(s, '/keep/empty', Buffer.alloc(0)),
       clean: await post(s, '/clean/', Buffer.alloc(30_000, 0x63)),
-      levelsTree: listTree(join(s.prefix, 'tmp/levels')),
+      levelsTree: await settledTree(join(s.prefix, 'tmp/levels')),
       keptTree: listTree(join(s.prefix, 'tmp/kept')),
-      cleanedTree: listTree(join(s.prefix, 'tmp/cleaned')),
+      cleanedTree: await settledTree(join(s.prefix, 'tmp/cleaned')),
       echoed: up.seen.splice(0).map((e) => e.bodyLength),
     }));
     assert.deepEqual(run.nginx.result, {
