@@ -11,6 +11,7 @@
  * gets 408 (the connection is closed without a response).
  */
 import type { Readable } from 'node:stream';
+import { unlinkSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { systemErrorText } from '../os-errors.js';
 import { logRequest } from './context.js';
@@ -21,7 +22,26 @@ import type { TempFile } from './temp-files.js';
 /** A request body read whole. */
 export type RequestBody =
   | { readonly kind: 'memory'; readonly data: Buffer }
-  | { readonly kind: 'file'; readonly file: TempFile; readonly size: number };
+  | {
+    readonly kind: 'file'; readonly file: TempFile; readonly size: number;
+    /** `client_body_in_file_only clean`: the file is removed once the response starts (and at the latest when the request ends). */
+    readonly clean: boolean;
+  };
+
+/**
+ * Removes the temp file of a `client_body_in_file_only clean` body, as
+ * nginx does when the upstream's response header goes to the client
+ * (`ngx_http_upstream_send_response` runs the file's pool cleanup).
+ */
+export function removeCleanBody(body: RequestBody | undefined): void {
+  if (body?.kind !== 'file' || !body.clean) return;
+  try {
+    // at once, as nginx's unlink(): the client may look for the file as soon as it has the response
+    unlinkSync(body.file.path);
+  } catch {
+    // already removed
+  }
+}
 
 /** Why a body could not be read: a status to answer with, or the client went away (0). */
 export interface BodyFailure {
@@ -215,6 +235,6 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
   }
   // the length read is the request's from now on (`$content_length` of a chunked body)
   r.bodyLength = size;
-  if (file) return { kind: 'file', file, size };
+  if (file) return { kind: 'file', file, size, clean: r.loc.clientBodyInFileOnly === 'clean' };
   return { kind: 'memory', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
 }

@@ -15,7 +15,7 @@ import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
-import { bodyStream, readRequestBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
+import { bodyStream, readRequestBody, removeCleanBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
@@ -392,6 +392,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       return false;
     }
     attempts?.done();
+    removeCleanBody(this.request.body);
     this.resumeReading = resume;
     this.stage = 'body';
     r.action = 'reading upstream';
