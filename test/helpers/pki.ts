@@ -58,3 +58,16 @@ export function makePki(): Pki | undefined {
   for (const k of ['chain1', 'chain2', 'self']) writeFileSync(join(dir, `${k}.key`), read('leaf.key'));
   return { dir, text: read };
 }
+
+/**
+ * A self-signed certificate for `name` (SAN `DNS:name`) with an `rsa` or
+ * `ec` key, made in a temp directory: the PEM texts of the certificate and key.
+ * @throws Error when openssl fails
+ */
+export function selfSigned(name: string, kind: 'rsa' | 'ec' = 'ec'): { cert: string; key: string } {
+  const dir = tempDir('jinx-cert-');
+  const keyArgs = kind === 'rsa' ? ['-newkey', 'rsa:2048'] : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1'];
+  openssl(dir, ['req', '-x509', ...keyArgs, '-nodes', '-days', '2', '-subj', `/CN=${name}`, '-addext', `subjectAltName=DNS:${name}`,
+    '-keyout', 'cert.key', '-out', 'cert.pem']);
+  return { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'cert.key'), 'utf8') };
+}

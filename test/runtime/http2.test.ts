@@ -8,13 +8,13 @@
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type ClientHttp2Session } from 'node:http2';
 import { request } from 'node:https';
 import { after, describe, it } from 'node:test';
-import { cleanup, freePort, hasCommand, startJinx, startUpstream, tempDir } from '../helpers/harness.js';
+import { cleanup, freePort, hasCommand, startJinx, startUpstream } from '../helpers/harness.js';
+import { selfSigned } from '../helpers/pki.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
 import { echoUpstream, type Echo } from '../helpers/upstreams.js';
 
@@ -63,15 +63,12 @@ describe('HTTP/2 over TLS (differential)', { skip: NO_ORACLE || NO_OPENSSL }, ()
   after(cleanup);
 
   it('serves h2 and http/1.1 on one TLS port, proxies GET and a 1 MiB POST, and logs requests as HTTP/2.0', async () => {
-    const dir = tempDir('jinx-h2-');
-    const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
-      '-subj', '/CN=h2.test', '-keyout', 'h2.key', '-out', 'h2.pem'], { cwd: dir, encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
+    const tls = selfSigned('h2.test');
     const up = await echoUpstream('app');
     const refused = await freePort();
     const upload = Buffer.alloc(1024 * 1024, 0x5a);
     const run = await differential({
-      files: { 'h2.pem': readFileSync(`${dir}/h2.pem`, 'utf8'), 'h2.key': readFileSync(`${dir}/h2.key`, 'utf8') },
+      files: { 'h2.pem': tls.cert, 'h2.key': tls.key },
       conf: ({ port }) => httpConf(`
   log_format proto '$request $server_protocol $status';
   server { listen 127.0.0.1:${port} ssl; http2 on; server_name h2.test;
@@ -129,10 +126,7 @@ describe('HTTP/2 uploads', { skip: NO_OPENSSL }, () => {
   after(cleanup);
 
   it('passes a 100 MiB HTTP/2 upload whole to a slow upstream and leaves no temp file behind', async () => {
-    const dir = tempDir('jinx-h2up-');
-    const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
-      '-subj', '/CN=h2.test', '-keyout', 'h2.key', '-out', 'h2.pem'], { cwd: dir, encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
+    const tls = selfSigned('h2.test');
     // reads the body 256 KiB at a time, 5 ms apart: about 2 s for 100 MiB
     const slow = await startUpstream((req, res) => {
       const hash = createHash('sha1');
@@ -153,7 +147,7 @@ describe('HTTP/2 uploads', { skip: NO_OPENSSL }, () => {
     ssl_certificate h2.pem; ssl_certificate_key h2.key;
     client_max_body_size 200m;
     location / { proxy_pass http://127.0.0.1:${slow.port}; }
-  }`), [port], { 'h2.pem': readFileSync(`${dir}/h2.pem`, 'utf8'), 'h2.key': readFileSync(`${dir}/h2.key`, 'utf8'), 'tmp/.keep': '' });
+  }`), [port], { 'h2.pem': tls.cert, 'h2.key': tls.key, 'tmp/.keep': '' });
     const body = Buffer.alloc(100 * 1024 * 1024, 0x61);
     const session = connect(`https://127.0.0.1:${port}`, { servername: 'h2.test', rejectUnauthorized: false });
     try {

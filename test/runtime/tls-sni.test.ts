@@ -16,16 +16,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cleanup, hasCommand, tempDir } from '../helpers/harness.js';
 import { compareConfigTest, type Comparison } from '../helpers/config-test.js';
+import { selfSigned } from '../helpers/pki.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, normalizeBody, parseRaw, rawExchange } from '../helpers/differential.js';
-
-/** A self-signed certificate for `name` (`rsa` or `ec` key) written as `DIR/NAME.pem` and `DIR/NAME.key`; returns the PEM files' contents. */
-function selfSigned(dir: string, name: string, kind: 'rsa' | 'ec'): { cert: string; key: string } {
-  const keyArgs = kind === 'rsa' ? ['-newkey', 'rsa:2048'] : ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1'];
-  const r = spawnSync('openssl', ['req', '-x509', ...keyArgs, '-nodes', '-days', '2', '-subj', `/CN=${name}`,
-    '-addext', `subjectAltName=DNS:${name}`, '-keyout', `${name}.key`, '-out', `${name}.pem`], { cwd: dir, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(r.stderr);
-  return { cert: spawnSync('cat', [`${dir}/${name}.pem`], { encoding: 'utf8' }).stdout, key: spawnSync('cat', [`${dir}/${name}.key`], { encoding: 'utf8' }).stdout };
-}
 
 /** What a client saw of one HTTPS request: the certificate's CN, status and body; or the TLS error. */
 interface TlsSeen {
@@ -71,10 +63,9 @@ describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPEN
   after(cleanup);
 
   it('picks the certificate by SNI and the server by Host, answers 421 across client-certificate servers, and rejects unknown names with ssl_reject_handshake', async () => {
-    const dir = tempDir('jinx-sni-');
     const files: Record<string, string> = {};
     for (const [name, kind] of [['a.test', 'rsa'], ['b.test', 'ec'], ['c.test', 'ec'], ['known.test', 'ec']] as const) {
-      const { cert, key } = selfSigned(dir, name, kind);
+      const { cert, key } = selfSigned(name, kind);
       files[`certs/${name}.pem`] = cert;
       files[`certs/${name}.key`] = key;
     }
