@@ -32,6 +32,16 @@ async function exchange(port: number, path: string, host: string): Promise<Seen>
   return { status: 200, bodyBytes: Buffer.byteLength(text.slice(end + 4), 'latin1'), contentLength: parsed.headers['content-length'] as string | undefined };
 }
 
+/**
+ * A server whose `/` goes to the misbehaving upstream on `upPort` and `/ok/`
+ * to a healthy one on `okPort`, with server-level `settings`.
+ */
+const faultsConf = (port: number, upPort: number, okPort: number, settings: string): string => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
+    ${settings}
+    location / { proxy_pass http://127.0.0.1:${upPort}; }
+    location /ok/ { proxy_pass http://127.0.0.1:${okPort}; }
+  }`);
+
 const HEAD_200 = (length: number): string => `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${length}\r\n\r\n`;
 
 describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
@@ -53,11 +63,7 @@ describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
     });
     const ok = await echoUpstream('ok');
     const run = await differential({
-      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
-    proxy_read_timeout 1s;
-    location / { proxy_pass http://127.0.0.1:${up.port}; }
-    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
-  }`),
+      conf: ({ port }) => faultsConf(port, up.port, ok.port, 'proxy_read_timeout 1s;'),
     }, async (s) => ({
       never: await exchange(s.port, '/never', 'faults.test'),
       slow: await exchange(s.port, '/slow', 'faults.test'),
@@ -77,11 +83,7 @@ describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
     });
     const ok = await echoUpstream('ok');
     const run = await differential({
-      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
-    proxy_read_timeout 1s;
-    location / { proxy_pass http://127.0.0.1:${up.port}; }
-    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
-  }`),
+      conf: ({ port }) => faultsConf(port, up.port, ok.port, 'proxy_read_timeout 1s;'),
     }, async (s) => ({
       stall: await exchange(s.port, '/stall', 'faults.test'),
       reset: await exchange(s.port, '/reset', 'faults.test'),
@@ -177,12 +179,7 @@ describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
     const up = await scriptedUpstream((_line, sock) => sock.pause());
     const ok = await echoUpstream('ok');
     const run = await differential({
-      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
-    client_max_body_size 64m;
-    proxy_send_timeout 1s;
-    location / { proxy_pass http://127.0.0.1:${up.port}; }
-    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
-  }`),
+      conf: ({ port }) => faultsConf(port, up.port, ok.port, 'client_max_body_size 64m; proxy_send_timeout 1s;'),
     }, async (s) => ({
       upload: (await s.get('/upload', { method: 'POST', body: Buffer.alloc(32 * 1024 * 1024, 0x61) })).status,
       ok: (await s.get('/ok/')).status,
@@ -195,11 +192,7 @@ describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
     const port = await unacceptingPort();
     const ok = await echoUpstream('ok');
     const run = await differential({
-      conf: ({ port: listen }) => httpConf(`  server { listen 127.0.0.1:${listen}; server_name faults.test;
-    proxy_connect_timeout 1s;
-    location / { proxy_pass http://127.0.0.1:${port}; }
-    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
-  }`),
+      conf: ({ port: listen }) => faultsConf(listen, port, ok.port, 'proxy_connect_timeout 1s;'),
     }, async (s) => ({ slow: (await s.get('/slow')).status, ok: (await s.get('/ok/')).status }));
     assert.deepEqual(run.nginx.result, { slow: 504, ok: 200 });
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while connecting to upstream')));
