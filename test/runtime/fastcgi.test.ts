@@ -78,6 +78,10 @@ http_response_code(401);
 };
 
 /** The location every case uses for PHP, as in Debian's snippets/fastcgi-php.conf. */
+/** A server for php.test on `port` with its root under `prefix`, and `body` inside it. */
+const phpConf = (port: number, prefix: string, body: string): string =>
+  httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;${body}\n  }`);
+
 const PHP_LOCATION = (pass: string, extra = ''): string => `location ~ \\.php$ {
       include fastcgi_params;
       fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
@@ -96,11 +100,10 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
     const body = Buffer.alloc(1024 * 1024);
     for (let i = 0; i < body.length; i++) body[i] = (i * 7 + (i >> 10)) & 0xff;
     const run = await differential({
-      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+      conf: ({ port, prefix }) => phpConf(port, prefix, `
     client_max_body_size 2m;
     ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
-    location /big/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_max_temp_file_size 0;')} }
-  }`),
+    location /big/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_max_temp_file_size 0;')} }`),
       files: { ...FILES, 'html/big/big.php': FILES['html/big.php']! },
     }, async (s) => ({
       get: await seen(s, '/dump.php?a=1&b=two%20words&a2[]=x', { headers: { 'X-Custom': 'v', Cookie: 'c=1', 'User-Agent': 'test' } }),
@@ -128,7 +131,7 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
   it('splits the path with fastcgi_split_path_info into $fastcgi_script_name and PATH_INFO, and appends fastcgi_index to a directory', async () => {
     const fpm = await startPhpFpm();
     const run = await differential({
-      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+      conf: ({ port, prefix }) => phpConf(port, prefix, `
     location ~ ^(.+\\.php)(/.*)?$ {
       fastcgi_split_path_info ^(.+\\.php)(/.+)$;
       include fastcgi.conf;
@@ -139,8 +142,7 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
       fastcgi_index index.php;
       include fastcgi.conf;
       fastcgi_pass 127.0.0.1:${fpm.port};
-    }
-  }`),
+    }`),
       files: FILES,
     }, async (s) => ({
       pathInfo: await seen(s, '/dump.php/extra/path?x=1'),
@@ -158,11 +160,10 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
     const fpm = await startPhpFpm();
     const unix = await startPhpFpm({ unix: true });
     const run = await differential({
-      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+      conf: ({ port, prefix }) => phpConf(port, prefix, `
     ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
     location /unix/ { location ~ \\.php$ { include fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root/dump.php; fastcgi_pass unix:${unix.socket}; } }
-    location /unix-missing/ { ${PHP_LOCATION(`unix:${unix.socket}`)} }
-  }`),
+    location /unix-missing/ { ${PHP_LOCATION(`unix:${unix.socket}`)} }`),
       files: FILES,
     }, async (s) => ({
       missing: await seen(s, '/wp-login.php', { headers: { Referer: 'http://php.test/' } }),
@@ -183,9 +184,8 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
   it('logs each stderr record as nginx does: multi-line messages, long ones in buffer-sized parts, and stderr after the header', async () => {
     const fpm = await startPhpFpm();
     const run = await differential({
-      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
-    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
-  }`),
+      conf: ({ port, prefix }) => phpConf(port, prefix, `
+    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}`),
       files: FILES,
     }, async (s) => ({
       short: await seen(s, '/stderr.php'),
@@ -211,13 +211,12 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
   it('takes the status from Status:, 302 for a Location without one, hides Status and X-Accel-* (fastcgi_hide_header, fastcgi_pass_header), intercepts errors', async () => {
     const fpm = await startPhpFpm();
     const run = await differential({
-      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+      conf: ({ port, prefix }) => phpConf(port, prefix, `
     error_page 404 /404.html;
     location = /404.html { return 200 "own 404 page\\n"; }
     ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
     location /hide/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_hide_header X-Extra; fastcgi_hide_header X-Powered-By; fastcgi_pass_header X-Accel-Expires;')} }
-    location /intercept/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_intercept_errors on;')} }
-  }`),
+    location /intercept/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_intercept_errors on;')} }`),
       files: { ...FILES, 'html/hide/status.php': FILES['html/status.php']!, 'html/intercept/status.php': FILES['html/status.php']! },
     }, async (s) => ({
       moved: await seen(s, '/moved.php'),
@@ -244,11 +243,10 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
     const refused = await freePort();
     const never = await unacceptingPort();
     const run = await differential({
-      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+      conf: ({ port, prefix }) => phpConf(port, prefix, `
     location /slow/ { ${PHP_LOCATION(`127.0.0.1:${fpm.port}`, 'fastcgi_read_timeout 1s;')} }
     location /refused/ { ${PHP_LOCATION(`127.0.0.1:${refused}`)} }
-    location /never/ { ${PHP_LOCATION(`127.0.0.1:${never}`, 'fastcgi_connect_timeout 1s;')} }
-  }`),
+    location /never/ { ${PHP_LOCATION(`127.0.0.1:${never}`, 'fastcgi_connect_timeout 1s;')} }`),
       files: { ...FILES, 'html/slow/slow.php': FILES['html/slow.php']!, 'html/refused/x.php': '<?php echo 1;\n', 'html/never/x.php': '<?php echo 1;\n' },
     }, async (s) => ({
       slow: (await seen(s, '/slow/slow.php?s=3')).status,
@@ -326,9 +324,8 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
   it('holds the body to the script\'s Content-Length, refuses header lines nginx refuses, and ends HEAD and 204 responses at the header', async () => {
     const fpm = await startPhpFpm();
     const run = await differential({
-      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
-    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}
-  }`),
+      conf: ({ port, prefix }) => phpConf(port, prefix, `
+    ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}`),
       files: FILES,
     }, async (s) => {
       const out: Record<string, Snap | undefined> = {};
@@ -389,7 +386,7 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
   it('runs an auth_request subrequest through php-fpm: the script\'s 200 lets the request through, its 401 and WWW-Authenticate reach the client, its stderr is logged with the subrequest', async () => {
     const fpm = await startPhpFpm();
     const run = await differential({
-      conf: ({ port, prefix }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
+      conf: ({ port, prefix }) => phpConf(port, prefix, `
     location = /auth { internal; include fastcgi_params; fastcgi_param SCRIPT_FILENAME $document_root/auth.php; fastcgi_pass 127.0.0.1:${fpm.port}; }
     location /private/ {
       auth_request /auth;
@@ -397,8 +394,7 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
       auth_request_set $auth $upstream_status;
       add_header X-Auth "user=$user status=$auth" always;
       try_files /private.txt =404;
-    }
-  }`),
+    }`),
       files: { ...FILES, 'html/private.txt': 'private\n' },
     }, async (s) => ({
       allowed: await seen(s, '/private/doc', { headers: { Cookie: 'user=alice' } }),
