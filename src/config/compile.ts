@@ -40,7 +40,7 @@ import { ConfChain, type LevelConf, type Slot } from './spec.js';
 import { VariableRegistry, type ValueSource } from './variables.js';
 import type {
   AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
-  LocationConf, LocationTree, NextUpstreamConf, TlsServerConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
+  LocationConf, LocationTree, NextUpstreamConf, PerHandshakeCertificates, TlsServerConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
   VirtualServer,
 } from './route-table.js';
 
@@ -179,6 +179,13 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   const checked = checkConfig(loaded.nodes, registry, scope, onWarning);
   const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
   return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files };
+}
+
+/** A server's certificates: read now, or (with variables) to be read per handshake. */
+interface ServerCertificates {
+  readonly loaded: CertificatePair[];
+  readonly perHandshake: readonly { readonly cert: ValueSource; readonly key: ValueSource }[] | undefined;
+  readonly passwords: readonly string[] | undefined;
 }
 
 /** A location's upstream TLS settings as read before variables are bound (`proxy_ssl_name` and certificates with variables are bound later). */
@@ -816,42 +823,49 @@ class Compiler {
   /**
    * Loads a server's certificates (merged from http level), pairing
    * `ssl_certificate` and `ssl_certificate_key` in order
-   * (`ngx_http_ssl_merge_srv_conf`).
+   * (`ngx_http_ssl_merge_srv_conf`). When any of them has variables, none
+   * is read now: all are bound to be read per handshake
+   * (`ngx_http_ssl_compile_certificates`).
+   * @throws ConfigError `no "ssl_certificate_key" is defined for certificate "…"`, and the loading errors of `loadCertificatePair`
    */
-  private certificates(node: LevelNode): CertificatePair[] {
+  private certificates(node: LevelNode): ServerCertificates {
     const chain = this.chain(node);
     const certs = chain.list(ssl.sslCertificates);
     const keys = chain.list(ssl.sslCertificateKeys);
     if (keys.length < certs.length) {
-      throw new ConfigError('file', `no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]}"`);
+      throw new ConfigError('file', `no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.text}"`);
     }
     const passwords = chain.get(ssl.sslPasswords);
-    const pairs = certs.map((cert, i) => {
-      const key = keys[i]!;
+    const perHandshake = certs.some((c, i) => hasVariables(c) || hasVariables(keys[i]!))
+      ? certs.map((cert, i) => ({ cert, key: keys[i]! }))
+      : undefined;
+    const loaded = perHandshake ? [] : certs.map((c, i) => {
+      const [cert, key] = [this.scope.confPath(c.text), this.scope.confPath(keys[i]!.text)];
       const cacheKey = `${cert}\0${key}\0${passwords?.join('\n') ?? ''}`;
       let pair = this.certificateCache.get(cacheKey);
       if (!pair) this.certificateCache.set(cacheKey, (pair = loadCertificatePair(cert, key, false, passwords)));
       return pair;
     });
     const dhparam = chain.get(ssl.sslDhparam);
-    if (dhparam !== undefined && (pairs.length > 0 || chain.get(ssl.sslRejectHandshake))) checkDhparam(this.scope.confPath(dhparam));
-    return pairs;
+    if (dhparam !== undefined && (certs.length > 0 || chain.get(ssl.sslRejectHandshake))) checkDhparam(this.scope.confPath(dhparam));
+    return { loaded, perHandshake, passwords };
   }
 
   /** Every server on a `listen … ssl` address needs a certificate or `ssl_reject_handshake on` (`ngx_http_ssl_init`). */
-  private checkSslListens(servers: readonly LevelNode[], certificates: readonly CertificatePair[][]): void {
+  private checkSslListens(servers: readonly LevelNode[], certificates: readonly ServerCertificates[]): void {
     const sslAddrs = new Set<string>();
     for (const s of servers) {
       for (const l of s.conf.ownList(http.listens) ?? []) if (l.value.ssl) sslAddrs.add(`${l.value.host}|${l.value.port}`);
     }
     servers.forEach((s, i) => {
       const onSsl = (s.conf.ownList(http.listens) ?? []).some((l) => sslAddrs.has(`${l.value.host}|${l.value.port}`));
-      if (!onSsl || certificates[i]!.length > 0 || this.chain(s).get(ssl.sslRejectHandshake)) return;
+      const { loaded, perHandshake } = certificates[i]!;
+      if (!onSsl || loaded.length > 0 || perHandshake || this.chain(s).get(ssl.sslRejectHandshake)) return;
       throw new ConfigError('file', 'no "ssl_certificate" is defined for the "listen ... ssl" directive', s.directive!.loc);
     });
   }
 
-  private server(node: LevelNode, certificates: CertificatePair[]): VirtualServer {
+  private server(node: LevelNode, certificates: ServerCertificates): VirtualServer {
     const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [];
     const first = names[0]?.name ?? '';
     const chain = this.chain(node);
@@ -860,9 +874,10 @@ class Compiler {
       script: this.script(node.conf),
       locations: this.locationTree(node) ?? emptyTree(),
       conf: this.locationConf(node),
-      tls: certificates.length > 0 || chain.get(ssl.sslRejectHandshake)
+      tls: certificates.loaded.length > 0 || certificates.perHandshake || chain.get(ssl.sslRejectHandshake)
         ? {
-            certificates,
+            certificates: certificates.loaded,
+            certificateValues: this.perHandshakeCertificates(node, certificates),
             protocols: chain.get(ssl.sslProtocols),
             ciphers: chain.get(ssl.sslCiphers),
             preferServerCiphers: chain.get(ssl.sslPreferServerCiphers),
@@ -872,6 +887,17 @@ class Compiler {
           }
         : undefined,
       loc: node.directive!.loc,
+    };
+  }
+
+  private perHandshakeCertificates(node: LevelNode, { perHandshake, passwords }: ServerCertificates): PerHandshakeCertificates | undefined {
+    if (!perHandshake) return undefined;
+    const vars = this.scope.variables;
+    return {
+      pairs: perHandshake.map((p) => ({ cert: vars.bind(p.cert), key: vars.bind(p.key) })),
+      confPrefix: this.scope.confPrefix,
+      passwords,
+      cache: this.chain(node).get(ssl.sslCertificateCache),
     };
   }
 

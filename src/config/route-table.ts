@@ -9,6 +9,7 @@ import type { ConfigWarning } from '../errors.js';
 import type { LogLevel } from '../log/levels.js';
 import type { CompiledValue } from './variables.js';
 import type { HttpRequestState } from '../runtime/request.js';
+import type { CertificateCacheConf } from './modules/ssl.js';
 import type { CertificatePair } from './certificates.js';
 import type { Cidr } from './cidr.js';
 import type { ExpiresDef } from './modules/headers.js';
@@ -92,6 +93,13 @@ export interface VirtualServer {
 export interface TlsServerConf {
   /** Certificate chains and keys, read when the configuration was loaded. */
   readonly certificates: readonly CertificatePair[];
+  /**
+   * `ssl_certificate` / `ssl_certificate_key` pairs when any has variables
+   * (`$ssl_server_name` …): evaluated and read at every handshake, relative
+   * paths against `confPrefix`, encrypted keys opened with `passwords`
+   * (`ngx_http_ssl_certificate`); `certificates` is then empty.
+   */
+  readonly certificateValues: PerHandshakeCertificates | undefined;
   readonly protocols: readonly string[];
   readonly ciphers: string;
   readonly preferServerCiphers: boolean;
@@ -102,6 +110,15 @@ export interface TlsServerConf {
   /** PEM certificates of `ssl_client_certificate`, read when the configuration was loaded. */
   readonly clientCa: Buffer | undefined;
   readonly verifyDepth: number;
+}
+
+/** `ssl_certificate` pairs with variables, read per handshake (or taken from `ssl_certificate_cache`). */
+export interface PerHandshakeCertificates {
+  readonly pairs: readonly { readonly cert: CompiledValue; readonly key: CompiledValue }[];
+  readonly confPrefix: string;
+  readonly passwords: readonly string[] | undefined;
+  /** `ssl_certificate_cache`, undefined when off. */
+  readonly cache: CertificateCacheConf | undefined;
 }
 
 /** Locations of one level, indexed as `ngx_http_init_locations` does. */

@@ -8,20 +8,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import type { SecureContext, TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
-import type { ErrorLogTarget, ListenGroup, RouteTable } from '../config/route-table.js';
+import type { ErrorLogTarget, ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { AccessLogFiles } from '../log/access-log.js';
 import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, httpServers, listenKey, REJECT_HANDSHAKE, TlsContexts, type Listener } from './listen.js';
+import { bindListener, createListener, httpServers, handshakeRejected, listenKey, sentSni, TlsContexts, type Listener } from './listen.js';
 import { serveClientRequest } from './phases.js';
 import { prepareFiles } from './prepare-files.js';
 import { resetConnection } from './exchange.js';
-import type { ClientConnection, HttpRequestState } from './request.js';
+import { HttpRequestState, type ClientConnection } from './request.js';
 import { systemErrorText } from '../os-errors.js';
 import { UpstreamClients } from './upstream/clients.js';
 import { FastcgiConnections } from './upstream/fastcgi-connections.js';
@@ -107,6 +107,8 @@ export class Engine {
   private readonly byKey = new Map<string, ConnectionState>();
   private readonly byHttpSocket = new WeakMap<Socket, ConnectionState>();
   private readonly bySession = new WeakMap<Http2Session, ConnectionState>();
+  /** Handshakes whose certificates could not be read, with the server they were read for. */
+  private readonly certificateFailed = new WeakMap<TLSSocket, VirtualServer>();
   /** The second in which the last "reusing connections" warning was written. */
   private reuseWarnedSec = -1;
   private stopping = false;
@@ -174,7 +176,8 @@ export class Engine {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
         onAccept: (socket) => this.accept(socket, key),
-        onConnection: (socket) => this.secured(socket),
+        onConnection: (socket) => this.secured(socket, key),
+        handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
         onSession: (session) => this.acceptSession(session),
         onRequest: (req, res) => this.request(key, req, res),
@@ -370,17 +373,71 @@ export class Engine {
     this.generation.cx.errorLog.write(this.defaultErrorLogs(group, info), 'info', message, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
   }
 
+  /** The connection of a TLS socket still handshaking: its accepted TCP socket (node:tls's `_parent`) finds it. */
+  private handshaking(socket: TLSSocket): ConnectionState | undefined {
+    const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
+    return raw && this.byHttpSocket.get(raw);
+  }
+
+  /**
+   * `ngx_http_ssl_certificate`: the certificates of `server` (which have
+   * variables) read for one handshake, the variables evaluated for a request
+   * of the connection whose `$ssl_server_name` is `serverName`. When they
+   * cannot be read, nginx's error line `cannot load certificate "…": … while
+   * SSL handshaking` goes to the server's error_log, and the handshake gets
+   * no certificate and fails (`handshakeFailed`).
+   */
+  private handshakeContext(server: VirtualServer, socket: TLSSocket, serverName: string, groupKey: string): SecureContext {
+    const tls = this.generation.tls;
+    const st = this.handshaking(socket);
+    const group = this.generation.groups.get(groupKey);
+    if (!st || !group) return tls.withoutCertificate(server);
+    const info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
+    const conn = { ...info, tls: info.tls && { ...info.tls, serverName: serverName || undefined } };
+    const r = new HttpRequestState(conn, 'GET', '', 'HTTP/1.0', {}, [], 'https', this.generation.table.variableCount);
+    r.server = server;
+    r.loc = server.conf;
+    r.headersRead = false;
+    try {
+      return tls.forHandshake(server, r);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      const context = connectionContext(info.peerAddr, Engine.listenText(group));
+      this.generation.cx.errorLog.write(server.conf.errorLogs, 'error', `${err.message} while SSL handshaking`, info.id, context);
+      this.certificateFailed.set(socket, server);
+      return tls.withoutCertificate(server);
+    }
+  }
+
   /**
    * A TLS handshake that failed: `ssl_reject_handshake` is nginx's info line
-   * `handshake rejected while SSL handshaking` (`ngx_http_ssl_servername`).
+   * `handshake rejected while SSL handshaking` (`ngx_http_ssl_servername`);
+   * a client that closes the connection after its first bytes is `peer
+   * closed connection in SSL handshake` (`ngx_ssl_handshake`); certificates that could not be read for it (`handshakeContext`) end it
+   * with OpenSSL's `cert cb error` (`ngx_ssl_handshake`). A client without
+   * SNI on an address whose default server reads its certificates per
+   * handshake got no certificate from node:tls, which asks for none then:
+   * they are read now for the error line nginx writes.
    */
   private handshakeFailed(err: Error, socket: TLSSocket, groupKey: string): void {
-    // the socket is closed by now: its accepted TCP socket (node:tls's `_parent`) finds the connection
-    const raw = (socket as TLSSocket & { _parent?: Socket })._parent;
-    const st = raw && this.byHttpSocket.get(raw);
+    const st = this.handshaking(socket);
     const group = this.generation.groups.get(groupKey);
-    if (!st || !group || err.message !== REJECT_HANDSHAKE) return;
-    this.logConnection(group, st.info, 'handshake rejected while SSL handshaking');
+    if (!st || !group) return;
+    if (handshakeRejected(socket)) {
+      this.logConnection(group, st.info, 'handshake rejected while SSL handshaking');
+      return;
+    }
+    if ((err as NodeJS.ErrnoException).code === 'ECONNRESET' && (err as NodeJS.ErrnoException).syscall === undefined && st.raw.bytesRead > 0) {
+      // node:tls's "Client network socket disconnected before secure TLS connection was established": an end of file
+      this.logConnection(group, st.info, 'peer closed connection in SSL handshake while SSL handshaking');
+      return;
+    }
+    const defaultServer = (group.byLocalAddr.get(st.info.localAddr) ?? group.servers).defaultServer;
+    if (!sentSni(socket) && this.generation.tls.perHandshake(defaultServer)) this.handshakeContext(defaultServer, socket, '', groupKey);
+    const server = this.certificateFailed.get(socket);
+    if (!server) return;
+    const context = connectionContext(st.info.peerAddr, Engine.listenText(group));
+    this.generation.cx.errorLog.write(server.conf.errorLogs, 'info', 'SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error) while SSL handshaking', st.info.id, context);
   }
 
   private drain(limit: number): void {
@@ -410,12 +467,17 @@ export class Engine {
     return this.connectionsInUse() < limit;
   }
 
-  /** A TLS socket carrying HTTP/1.x: its connection gets the TLS details. */
-  private secured(socket: Socket): void {
+  /**
+   * A TLS socket carrying HTTP/1.x: its connection gets the TLS details; the
+   * client's end of it is read from the TLS socket (the TCP socket below
+   * sees none).
+   */
+  private secured(socket: Socket, groupKey: string): void {
     const st = this.byKey.get(socketKey(socket));
     if (!st) return;
     st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
     this.byHttpSocket.set(socket, st);
+    socket.once('end', () => this.clientClosed(st, groupKey));
     this.lingerOnClose(socket, st);
   }
 

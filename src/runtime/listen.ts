@@ -8,11 +8,16 @@ import { createServer as createHttpServer, ServerResponse, type IncomingMessage,
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createHttp2Server, createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { isAbsolute } from 'node:path';
 import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
+import { loadCertificatePair, type CertificatePair } from '../config/certificates.js';
+import type { CertificateCacheConf } from '../config/modules/ssl.js';
+import { CertificateCache } from './certificate-cache.js';
 import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
 import { allowTunnel } from './exchange.js';
+import type { HttpRequestState } from './request.js';
 import { findServer } from './server-names.js';
 
 /** Every server on a listen group's address, whichever name or local address selects it. */
@@ -29,6 +34,9 @@ function serversOf(group: ListenGroup): Set<VirtualServer> {
 export class TlsContexts {
   private readonly contexts = new Map<VirtualServer, SecureContext>();
   private readonly options = new Map<VirtualServer, SecureContextOptions>();
+  private readonly certificateless = new Map<VirtualServer, SecureContext>();
+  /** `ssl_certificate_cache`s, one per directive (servers inheriting one share it). */
+  private readonly caches = new Map<CertificateCacheConf, CertificateCache>();
 
   /** Builds a TLS context for every server on a TLS address. */
   constructor(table: RouteTable) {
@@ -36,8 +44,8 @@ export class TlsContexts {
   }
 
   private load(server: VirtualServer): void {
-    if (this.contexts.has(server) || !server.tls || server.tls.certificates.length === 0) return;
     const tls = server.tls;
+    if (this.options.has(server) || !tls || (tls.certificates.length === 0 && !tls.certificateValues)) return;
     const minVersion = tls.protocols.includes('TLSv1') ? 'TLSv1' : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1'
       : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2' : 'TLSv1.3';
     const maxVersion = tls.protocols.includes('TLSv1.3') ? 'TLSv1.3' : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2'
@@ -54,7 +62,47 @@ export class TlsContexts {
       ...(tls.verifyClient !== 'off' && tls.clientCa ? { ca: tls.clientCa } : {}),
     };
     this.options.set(server, options);
-    this.contexts.set(server, createSecureContext(options));
+    if (!tls.certificateValues) this.contexts.set(server, createSecureContext(options));
+  }
+
+  /**
+   * The context for one handshake with a server whose certificates have
+   * variables (`ngx_http_ssl_certificate`): every pair is evaluated for `r`
+   * (a request of the connection, `$ssl_server_name` set) and read from its
+   * files now (or taken from `ssl_certificate_cache`), relative paths against
+   * the configuration's directory.
+   * @throws ConfigError nginx's message for the first pair that cannot be
+   *   used (`cannot load certificate "PATH": …`, `SSL_use_PrivateKey("PATH") failed (…)`)
+   */
+  forHandshake(server: VirtualServer, r: HttpRequestState): SecureContext {
+    const values = server.tls!.certificateValues!;
+    const full = (p: string): string => (isAbsolute(p) ? p : values.confPrefix + p);
+    let cache = values.cache && this.caches.get(values.cache);
+    if (values.cache && !cache) this.caches.set(values.cache, (cache = new CertificateCache(values.cache)));
+    const pairs = values.pairs.map((p) => {
+      const [cert, key] = [full(p.cert.evaluate(r)), full(p.key.evaluate(r))];
+      const load = (): CertificatePair => loadCertificatePair(cert, key, true, values.passwords);
+      return cache ? cache.fetch(cert, key, load) : load();
+    });
+    return createSecureContext({ ...this.options.get(server), cert: pairs.map((p) => p.cert), key: pairs.map((p) => p.key) });
+  }
+
+  /**
+   * A server's settings without any certificate: a handshake given it ends
+   * with OpenSSL's `handshake_failure` alert, as nginx's ends with an alert
+   * when `ngx_http_ssl_certificate` fails (`internal_error`) or
+   * `ssl_reject_handshake` refuses it (`unrecognized_name`), where a
+   * `SNICallback` error would reset the connection.
+   */
+  withoutCertificate(server: VirtualServer): SecureContext {
+    let ctx = this.certificateless.get(server);
+    if (!ctx) this.certificateless.set(server, (ctx = createSecureContext(this.options.get(server))));
+    return ctx;
+  }
+
+  /** Whether a server's certificates are read per handshake (they have variables). */
+  perHandshake(server: VirtualServer): boolean {
+    return server.tls?.certificateValues !== undefined;
   }
 
   /**
@@ -94,6 +142,13 @@ export interface ListenHooks {
   onAccept(socket: Socket): void;
   /** A TLS connection that speaks HTTP/1.x completed its handshake. */
   onConnection(socket: Socket): void;
+  /**
+   * The context for a handshake with `server`, whose certificates have
+   * variables (`TlsContexts.forHandshake`), on `socket`, for the SNI name
+   * `serverName` ('' without SNI); when they cannot be read (the hook logs
+   * why), a context without certificates, which fails the handshake.
+   */
+  handshakeContext(server: VirtualServer, socket: TLSSocket, serverName: string): SecureContext;
   /** A TLS handshake failed (or was refused by `ssl_reject_handshake`). */
   onTlsError(err: Error, socket: TLSSocket): void;
   /** A new HTTP/2 connection. */
@@ -101,8 +156,17 @@ export interface ListenHooks {
   onRequest(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void;
 }
 
-/** The error of a handshake refused by `ssl_reject_handshake`. */
-export const REJECT_HANDSHAKE = 'ssl_reject_handshake';
+/** TLS sockets whose client sent SNI (node:tls calls `SNICallback` only then). */
+const withSni = new WeakSet<TLSSocket>();
+
+/** Whether the client of a TLS socket sent a server name (known before the handshake completes). */
+export const sentSni = (socket: TLSSocket): boolean => withSni.has(socket);
+
+/** TLS sockets whose handshake `ssl_reject_handshake` refused. */
+const rejected = new WeakSet<TLSSocket>();
+
+/** Whether `ssl_reject_handshake` refused the handshake of a TLS socket. */
+export const handshakeRejected = (socket: TLSSocket): boolean => rejected.has(socket);
 
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
@@ -139,11 +203,20 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     ...hooks.tls().optionsOf(group.servers.defaultServer),
     requestCert: hooks.tls().requestsCertificates(group),
     rejectUnauthorized: false,
-    SNICallback: (name: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
+    // node:tls calls it on the socket being handshaken
+    SNICallback(this: TLSSocket, name: string, cb: (err: Error | null, ctx?: SecureContext) => void) {
+      withSni.add(this);
       const g = hooks.group(key) ?? group;
       const vs = findServer(g.servers, name.toLowerCase());
-      if (vs.tls?.rejectHandshake) return cb(new Error(REJECT_HANDSHAKE));
-      cb(null, hooks.tls().get(vs) ?? hooks.tls().get(g.servers.defaultServer));
+      const tls = hooks.tls();
+      if (vs.tls?.rejectHandshake) {
+        // a context without certificates: OpenSSL ends the handshake with an alert, as nginx's refusal does
+        rejected.add(this);
+        return cb(null, tls.withoutCertificate(vs));
+      }
+      // ngx_http_ssl_servername: a server without certificates keeps the default server's
+      const own = tls.get(vs) !== undefined || tls.perHandshake(vs) ? vs : g.servers.defaultServer;
+      cb(null, tls.perHandshake(own) ? hooks.handshakeContext(own, this, name) : tls.get(own));
     },
   };
   const tlsServer = group.http2

@@ -6,15 +6,17 @@ import { readFileSync } from 'node:fs';
 import type { Directive } from '../../parser/ast.js';
 import { systemErrorText } from '../../os-errors.js';
 import { HTTP_SRV } from '../flags.js';
+import type { ValueSource } from '../variables.js';
 import {
-  bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, noEffect, numSetter, parseSize, rule, secSetter, slot, strSetter,
+  bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, noEffect, numSetter, parseSize, parseTime, rule, secSetter, slot, strSetter,
   type DirectiveSpec, type Rule, type SetContext,
 } from '../spec.js';
 
 const SSL = 'ngx_http_ssl_module';
 
-export const sslCertificates = listSlot<string>('ssl_certificate');
-export const sslCertificateKeys = listSlot<string>('ssl_certificate_key');
+/** `ssl_certificate` files as written: with variables they are read per handshake (`ngx_http_ssl_compile_certificates`). */
+export const sslCertificates = listSlot<ValueSource>('ssl_certificate');
+export const sslCertificateKeys = listSlot<ValueSource>('ssl_certificate_key');
 export const sslProtocols = slot<readonly string[]>('ssl_protocols', ['TLSv1.2', 'TLSv1.3']);
 export const sslCiphers = slot('ssl_ciphers', 'HIGH:!aNULL:!MD5');
 export const sslPreferServerCiphers = slot('ssl_prefer_server_ciphers', false);
@@ -56,6 +58,39 @@ export function setSessionCache(d: Directive, cx: SetContext, tag: string): void
   }
 }
 
+/** `ssl_certificate_cache`: how long certificates read per handshake are kept (`ngx_ssl_cache_init`). */
+export interface CertificateCacheConf {
+  readonly maxEntries: number;
+  readonly inactiveSec: number;
+  readonly validSec: number;
+}
+
+/** `ssl_certificate_cache`; undefined is `off` (the default): read at every handshake. */
+export const sslCertificateCache = slot<CertificateCacheConf | undefined>('ssl_certificate_cache', undefined);
+
+/**
+ * `ngx_http_ssl_certificate_cache`: `off`, or `max=N [inactive=TIME]
+ * [valid=TIME]` (defaults 10 s and 60 s).
+ */
+function setCertificateCache(d: Directive, cx: SetContext): void {
+  if (cx.level.own(sslCertificateCache)) throw new DirectiveFailure('is duplicate');
+  let [maxEntries, inactiveSec, validSec, off] = [0, 10, 60, false];
+  for (const p of d.args) {
+    const time = (prefix: string): number | undefined => (p.startsWith(prefix) ? parseTime(p.slice(prefix.length), true) : undefined);
+    if (p.startsWith('max=') && /^\d+$/.test(p.slice(4)) && Number(p.slice(4)) > 0) maxEntries = Number(p.slice(4));
+    else if (time('inactive=') !== undefined) inactiveSec = time('inactive=')!;
+    else if (time('valid=') !== undefined) validSec = time('valid=')!;
+    else if (p === 'off') off = true;
+    else fail(`invalid parameter "${p}"`);
+  }
+  if (off) {
+    cx.level.set(sslCertificateCache, undefined, d.loc);
+    return;
+  }
+  if (maxEntries === 0) fail('"ssl_certificate_cache" must have the "max" parameter');
+  cx.level.set(sslCertificateCache, { maxEntries, inactiveSec, validSec }, d.loc);
+}
+
 /** `ssl_password_file`: the passphrases to try, in order, on encrypted certificate keys. */
 export const sslPasswords = slot<readonly string[] | undefined>('ssl_password_file', undefined);
 
@@ -82,11 +117,11 @@ function setPasswordFile(d: Directive, cx: SetContext): void {
 export const sslDirectives: readonly DirectiveSpec[] = [
   {
     name: 'ssl_certificate', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
-    set: (d, cx) => cx.level.append(sslCertificates, cx.scope.confPath(d.args[0]!), d.loc),
+    set: (d, cx) => cx.level.append(sslCertificates, cx.scope.variables.value(d.args[0]!, d.loc), d.loc),
   },
   {
     name: 'ssl_certificate_key', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
-    set: (d, cx) => cx.level.append(sslCertificateKeys, cx.scope.confPath(d.args[0]!), d.loc),
+    set: (d, cx) => cx.level.append(sslCertificateKeys, cx.scope.variables.value(d.args[0]!, d.loc), d.loc),
   },
   {
     name: 'ssl_protocols', module: SSL, contexts: HTTP_SRV, args: ['1MORE'], effect: 'runtime',
@@ -127,6 +162,7 @@ export const sslDirectives: readonly DirectiveSpec[] = [
   { name: 'ssl_verify_depth', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: numSetter(sslVerifyDepth) },
   none('ssl_crl', ['TAKE1'], 'client certificates are not implemented yet', rule.str),
   { name: 'ssl_password_file', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: setPasswordFile },
+  { name: 'ssl_certificate_cache', module: SSL, contexts: HTTP_SRV, args: ['TAKE1', 'TAKE2', 'TAKE3'], effect: 'runtime', set: setCertificateCache },
   none('ssl_early_data', ['FLAG'], 'TLS 1.3 early data is not accepted', rule.flag),
   none('ssl_conf_command', ['TAKE2'], 'OpenSSL configuration commands are not passed through', rule.array),
 ];
