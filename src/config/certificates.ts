@@ -115,12 +115,12 @@ function decryptKey(key: Buffer, keyPath: string, passwords: readonly string[] |
 
 /**
  * Reads `ssl_dhparam` as `ngx_ssl_dhparam` does when a server's TLS context
- * is made: `BIO_new_file("PATH") failed (…)` when the file cannot be
+ * is made, returning its PEM: `BIO_new_file("PATH") failed (…)` when the file cannot be
  * opened, `PEM_read_bio_DHparams("PATH") failed (…)` when it holds no DH
  * parameters.
  * @throws ConfigError
  */
-export function checkDhparam(path: string): void {
+export function loadDhparam(path: string): Buffer {
   let text: string;
   try {
     text = readFileSync(path, 'latin1');
@@ -132,6 +132,46 @@ export function checkDhparam(path: string): void {
   }
   if (!text.includes('-----BEGIN DH PARAMETERS-----')) {
     throw new ConfigError('file', `PEM_read_bio_DHparams("${path}") failed (SSL: error:0480006C:PEM routines::no start line:Expecting: DH PARAMETERS)`);
+  }
+  return Buffer.from(text, 'latin1');
+}
+
+/**
+ * Reads `ssl_crl` as `ngx_ssl_crl` does (`X509_load_crl_file` through nginx
+ * 1.30's cache): every PEM CRL of the file.
+ * @throws ConfigError `cannot load CRL "PATH": BIO_new_file() failed (…)`,
+ *   `cannot load CRL "PATH": PEM_read_bio_X509_CRL() failed (…no start line…)`
+ */
+export function loadCrl(path: string): Buffer {
+  let text: string;
+  try {
+    text = readFileSync(path, 'latin1');
+  } catch (err) {
+    throw new ConfigError('file', `cannot load CRL "${path}": ${fopenFailure(path, err as NodeJS.ErrnoException)}`);
+  }
+  const crl = Buffer.from(text, 'latin1');
+  let valid = text.includes('-----BEGIN X509 CRL-----');
+  try {
+    if (valid) createSecureContext({ crl });
+  } catch {
+    valid = false;
+  }
+  if (!valid) {
+    throw new ConfigError('file', `cannot load CRL "${path}": PEM_read_bio_X509_CRL() failed (SSL: error:0480006C:PEM routines::no start line:Expecting: X509 CRL)`);
+  }
+  return crl;
+}
+
+/**
+ * Checks `ssl_ecdh_curve` as `ngx_ssl_ecdh_curve` sets it (`auto` is
+ * OpenSSL's default list).
+ * @throws ConfigError `SSL_CTX_set1_curves_list("LIST") failed`
+ */
+export function checkEcdhCurve(curves: string): void {
+  try {
+    createSecureContext({ ecdhCurve: curves });
+  } catch {
+    throw new ConfigError('file', `SSL_CTX_set1_curves_list("${curves}") failed`);
   }
 }
 

@@ -15,7 +15,9 @@ import type { ConfigNode, SourceLoc } from '../parser/ast.js';
 import { loadConfig, type LoadedFile } from '../parser/load.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { compileLogFormat } from '../log/access-log.js';
-import { checkCiphers, checkDhparam, loadCertificatePair, loadTrustedCertificates, type CertificatePair } from './certificates.js';
+import {
+  checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTrustedCertificates, type CertificatePair,
+} from './certificates.js';
 import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
 import type { LocationDef } from './modules/http-core.js';
 import * as core from './modules/core.js';
@@ -186,7 +188,12 @@ interface ServerCertificates {
   readonly loaded: CertificatePair[];
   readonly perHandshake: readonly { readonly cert: ValueSource; readonly key: ValueSource }[] | undefined;
   readonly passwords: readonly string[] | undefined;
+  /** The other files of a TLS server, read after its certificates; undefined for a server without TLS. */
+  readonly files: TlsFiles | undefined;
 }
+
+/** What a TLS server reads besides its certificates. */
+type TlsFiles = Pick<TlsServerConf, 'verifyClient' | 'clientCa' | 'trusted' | 'verifyDepth' | 'crl' | 'dhparam'>;
 
 /** A location's upstream TLS settings as read before variables are bound (`proxy_ssl_name` and certificates with variables are bound later). */
 type LoadedTls = Omit<UpstreamTlsConf, 'name' | 'certificateFiles'> & {
@@ -207,6 +214,7 @@ class Compiler {
   private readonly certificateCache = new Map<string, CertificatePair>();
   private readonly trustedCache = new Map<string, Buffer>();
   private readonly checkedCiphers = new Set<string>();
+  private readonly checkedCurves = new Set<string>();
   /** The upstream TLS settings of every level that proxies over TLS, read by `loadProxyTls` (the name is bound later). */
   private readonly proxyTls = new Map<LevelNode, LoadedTls>();
   /** Every temp path of every level, default or set: nginx creates them all. */
@@ -846,9 +854,8 @@ class Compiler {
       if (!pair) this.certificateCache.set(cacheKey, (pair = loadCertificatePair(cert, key, false, passwords)));
       return pair;
     });
-    const dhparam = chain.get(ssl.sslDhparam);
-    if (dhparam !== undefined && (certs.length > 0 || chain.get(ssl.sslRejectHandshake))) checkDhparam(this.scope.confPath(dhparam));
-    return { loaded, perHandshake, passwords };
+    if (certs.length === 0 && !chain.get(ssl.sslRejectHandshake)) return { loaded, perHandshake, passwords, files: undefined };
+    return { loaded, perHandshake, passwords, files: this.tlsFiles(chain) };
   }
 
   /** Every server on a `listen … ssl` address needs a certificate or `ssl_reject_handshake on` (`ngx_http_ssl_init`). */
@@ -883,7 +890,9 @@ class Compiler {
             preferServerCiphers: chain.get(ssl.sslPreferServerCiphers),
             rejectHandshake: chain.get(ssl.sslRejectHandshake),
             sessionTimeoutSec: chain.get(ssl.sslSessionTimeoutSec),
-            ...this.clientVerification(node, chain),
+            sessionTickets: chain.get(ssl.sslSessionTickets),
+            ecdhCurve: chain.get(ssl.sslEcdhCurve),
+            ...certificates.files!,
           }
         : undefined,
       loc: node.directive!.loc,
@@ -902,21 +911,32 @@ class Compiler {
   }
 
   /**
-   * `ssl_verify_client` with its CA file (`ngx_http_ssl_merge_srv_conf`):
-   * `on` and `optional` need `ssl_client_certificate`; the file is read now
-   * (`ngx_ssl_client_certificate`).
+   * The files of a TLS server after its certificates, in the order of
+   * `ngx_http_ssl_merge_srv_conf`: with `ssl_verify_client`, the CA
+   * certificates of `ssl_client_certificate` (`on` and `optional` need them
+   * or `ssl_trusted_certificate`); then `ssl_trusted_certificate`,
+   * `ssl_crl`, `ssl_dhparam` and the `ssl_ecdh_curve` list, each read or
+   * checked whether or not client certificates are asked for.
    * @throws ConfigError nginx's `[emerg]`s
    */
-  private clientVerification(node: LevelNode, chain: ConfChain): Pick<TlsServerConf, 'verifyClient' | 'clientCa' | 'verifyDepth'> {
+  private tlsFiles(chain: ConfChain): TlsFiles {
     const verifyClient = chain.get(ssl.sslVerifyClient);
     const caPath = chain.get(ssl.sslClientCertificate);
-    const verifyDepth = chain.get(ssl.sslVerifyDepth);
-    if (verifyClient === 'off') return { verifyClient, clientCa: undefined, verifyDepth };
-    if (caPath === undefined) {
-      if (verifyClient === 'optional_no_ca') return { verifyClient, clientCa: undefined, verifyDepth };
-      throw new ConfigError('invalid-value', 'no ssl_client_certificate for ssl_verify_client', node.directive!.loc);
+    const trustedPath = chain.get(ssl.sslTrustedCertificate);
+    if (verifyClient !== 'off' && verifyClient !== 'optional_no_ca' && caPath === undefined && trustedPath === undefined) {
+      throw new ConfigError('invalid-value', 'no ssl_client_certificate or ssl_trusted_certificate for ssl_verify_client');
     }
-    return { verifyClient, clientCa: loadTrustedCertificates(caPath), verifyDepth };
+    const clientCa = verifyClient !== 'off' && caPath !== undefined ? loadTrustedCertificates(caPath) : undefined;
+    const read = <T>(path: string | undefined, load: (full: string) => T): T | undefined => (path === undefined ? undefined : load(this.scope.confPath(path)));
+    const trusted = read(trustedPath, loadTrustedCertificates);
+    const crl = read(chain.get(ssl.sslCrl), loadCrl);
+    const dhparam = read(chain.get(ssl.sslDhparam), loadDhparam);
+    const curves = chain.get(ssl.sslEcdhCurve);
+    if (!this.checkedCurves.has(curves)) {
+      checkEcdhCurve(curves);
+      this.checkedCurves.add(curves);
+    }
+    return { verifyClient, clientCa, trusted, verifyDepth: chain.get(ssl.sslVerifyDepth), crl, dhparam };
   }
 
   private listenGroups(servers: readonly { node: LevelNode; server: VirtualServer }[]): ListenGroup[] {

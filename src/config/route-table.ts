@@ -107,9 +107,19 @@ export interface TlsServerConf {
   readonly sessionTimeoutSec: number;
   /** `ssl_verify_client`. */
   readonly verifyClient: 'off' | 'on' | 'optional' | 'optional_no_ca';
-  /** PEM certificates of `ssl_client_certificate`, read when the configuration was loaded. */
+  /** PEM certificates of `ssl_client_certificate`, read when the configuration was loaded (only with `ssl_verify_client`). */
   readonly clientCa: Buffer | undefined;
+  /** PEM certificates of `ssl_trusted_certificate`: client certificates may chain to them too. */
+  readonly trusted: Buffer | undefined;
   readonly verifyDepth: number;
+  /** PEM CRLs of `ssl_crl`. */
+  readonly crl: Buffer | undefined;
+  /** PEM DH parameters of `ssl_dhparam` (DHE ciphers are offered only with them). */
+  readonly dhparam: Buffer | undefined;
+  /** `ssl_ecdh_curve`: an OpenSSL curve list, or `auto`. */
+  readonly ecdhCurve: string;
+  /** `ssl_session_tickets`. */
+  readonly sessionTickets: boolean;
 }
 
 /** `ssl_certificate` pairs with variables, read per handshake (or taken from `ssl_certificate_cache`). */

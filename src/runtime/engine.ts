@@ -24,6 +24,7 @@ import { resetConnection } from './exchange.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
 import { systemErrorText } from '../os-errors.js';
 import { UpstreamClients } from './upstream/clients.js';
+import { sslErrorText } from './upstream/errors.js';
 import { FastcgiConnections } from './upstream/fastcgi-connections.js';
 import { NameResolver } from './upstream/resolver.js';
 import { TempFiles } from './temp-files.js';
@@ -98,6 +99,15 @@ function clientVerify(tls: TLSSocket): string {
   const err = tls.authorizationError as unknown as string | Error | null;
   return (typeof err === 'string' ? err : (err as { code?: string } | null)?.code) ?? 'UNSPECIFIED';
 }
+
+/**
+ * OpenSSL's reasons (of the SSL library) that `ngx_ssl_connection_error`
+ * (`src/event/ngx_event_openssl.c`) logs at info as a client's handshake
+ * failure, besides the alerts (1000 and up); others are logged at crit.
+ */
+const HANDSHAKE_FAILURES = new Set([
+  101, 103, 118, 129, 149, 151, 152, 155, 156, 159, 182, 183, 187, 193, 213, 226, 227, 234, 235, 244, 245, 246, 252, 253, 258, 266, 267, 281,
+]);
 
 export class Engine {
   private readonly listeners = new Map<string, Listener>();
@@ -435,9 +445,16 @@ export class Engine {
     const defaultServer = (group.byLocalAddr.get(st.info.localAddr) ?? group.servers).defaultServer;
     if (!sentSni(socket) && this.generation.tls.perHandshake(defaultServer)) this.handshakeContext(defaultServer, socket, '', groupKey);
     const server = this.certificateFailed.get(socket);
-    if (!server) return;
     const context = connectionContext(st.info.peerAddr, Engine.listenText(group));
-    this.generation.cx.errorLog.write(server.conf.errorLogs, 'info', 'SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error) while SSL handshaking', st.info.id, context);
+    if (server) {
+      this.generation.cx.errorLog.write(server.conf.errorLogs, 'info', 'SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error) while SSL handshaking', st.info.id, context);
+      return;
+    }
+    const text = sslErrorText(err);
+    const reason = /error:0A([0-9A-F]{6}):/i.exec(err.message);
+    if (!text || !reason) return;
+    const level = HANDSHAKE_FAILURES.has(parseInt(reason[1]!, 16)) || parseInt(reason[1]!, 16) >= 1000 ? 'info' : 'crit';
+    this.generation.cx.errorLog.write(this.defaultErrorLogs(group, st.info), level, `SSL_do_handshake() failed ${text} while SSL handshaking`, st.info.id, context);
   }
 
   private drain(limit: number): void {

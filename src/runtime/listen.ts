@@ -8,6 +8,7 @@ import { createServer as createHttpServer, ServerResponse, type IncomingMessage,
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createHttp2Server, createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { constants as cryptoConstants } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import { loadCertificatePair, type CertificatePair } from '../config/certificates.js';
@@ -58,8 +59,13 @@ export class TlsContexts {
       minVersion,
       maxVersion,
       sessionTimeout: tls.sessionTimeoutSec,
-      // client certificates are checked against ssl_client_certificate; the phases refuse as nginx does
-      ...(tls.verifyClient !== 'off' && tls.clientCa ? { ca: tls.clientCa } : {}),
+      ecdhCurve: tls.ecdhCurve,
+      ...(tls.dhparam ? { dhparam: tls.dhparam } : {}),
+      ...(tls.sessionTickets ? {} : { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
+      // client certificates are checked against ssl_client_certificate and ssl_trusted_certificate (both named
+      // to clients: node:tls has one list); the phases refuse as nginx does
+      ...(tls.verifyClient !== 'off' && (tls.clientCa || tls.trusted) ? { ca: [tls.clientCa, tls.trusted].filter((b) => b !== undefined) } : {}),
+      ...(tls.crl ? { crl: tls.crl } : {}),
     };
     this.options.set(server, options);
     if (!tls.certificateValues) this.contexts.set(server, createSecureContext(options));

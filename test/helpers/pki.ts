@@ -3,14 +3,15 @@
  * line in a temp directory (removed at cleanup): two unrelated root CAs,
  * intermediates, server certificates for `backend.test` (with an IP SAN
  * 127.0.0.1 too) issued directly by the root or through one or two
- * intermediates, a self-signed one, and a client certificate.
+ * intermediates, a self-signed one, a client certificate, and a second
+ * client certificate the root's CRL (`root.crl`) revokes.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hasCommand, tempDir } from './harness.js';
 
-/** The certificates and keys made, by name: `root`, `other-root`, `leaf`, `chain1`, `chain2`, `self`, `client`. */
+/** The certificates and keys made, by name: `root`, `other-root`, `leaf`, `chain1`, `chain2`, `self`, `client`, `revoked-client`; and `root.crl`. */
 export interface Pki {
   readonly dir: string;
   /** PEM text of `NAME.pem` or `NAME.key`. */
@@ -49,6 +50,12 @@ export function makePki(): Pki | undefined {
   issue('leaf1', 'backend.test', 'inter1', 'server.ext', 'leaf');
   issue('leaf2', 'backend.test', 'inter2', 'server.ext', 'leaf');
   issue('client', 'jinx-client', 'root', 'client.ext');
+  issue('revoked-client', 'revoked-client', 'root', 'client.ext');
+  writeFileSync(join(dir, 'crl.cnf'), '[ca]\ndefault_ca=root\n[root]\ndatabase=index.txt\ncrlnumber=crlnumber\ndefault_md=sha256\ndefault_crl_days=30\n');
+  writeFileSync(join(dir, 'index.txt'), '');
+  writeFileSync(join(dir, 'crlnumber'), '01\n');
+  openssl(dir, ['ca', '-config', 'crl.cnf', '-cert', 'root.pem', '-keyfile', 'root.key', '-revoke', 'revoked-client.pem']);
+  openssl(dir, ['ca', '-config', 'crl.cnf', '-cert', 'root.pem', '-keyfile', 'root.key', '-gencrl', '-out', 'root.crl']);
   openssl(dir, ['req', '-x509', '-new', '-key', 'leaf.key', '-days', '30', '-subj', '/CN=backend.test',
     '-addext', 'subjectAltName=DNS:backend.test', '-out', 'self.pem']);
   const read = (f: string): string => readFileSync(join(dir, f), 'latin1');

@@ -12,11 +12,11 @@ import { spawnSync } from 'node:child_process';
 import { request } from 'node:https';
 import { connect, type TLSSocket } from 'node:tls';
 import { after, describe, it } from 'node:test';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cleanup, hasCommand, tempDir } from '../helpers/harness.js';
 import { compareConfigTest, type Comparison } from '../helpers/config-test.js';
-import { selfSigned } from '../helpers/pki.js';
+import { makePki, selfSigned } from '../helpers/pki.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, normalizeBody, parseRaw, rawExchange } from '../helpers/differential.js';
 
 /** What a client saw of one HTTPS request: the certificate's CN, status and body; or the TLS error. */
@@ -66,6 +66,38 @@ function fingerprint(port: number, servername: string): Promise<string> {
       s.destroy();
     });
     s.on('error', reject);
+  });
+}
+
+/** What a client saw of one HTTPS exchange, with the handshake's curve and session. */
+interface TlsExchange {
+  readonly status?: number;
+  readonly body?: string;
+  readonly error?: string;
+  readonly curve?: string;
+  readonly reused?: boolean;
+  readonly session?: Buffer;
+}
+
+/** One `GET /` over TLS with `options` (client certificate, versions, ciphers, a session to resume). */
+function tlsExchange(port: number, options: { cert?: string; key?: string; maxVersion?: 'TLSv1.2'; ciphers?: string; session?: Buffer }): Promise<TlsExchange> {
+  return new Promise((resolve) => {
+    let session: Buffer | undefined;
+    const req = request({ host: '127.0.0.1', port, path: '/', rejectUnauthorized: false, agent: false, headers: { Connection: 'close' }, ...options }, (res) => {
+      const socket = res.socket as TLSSocket;
+      socket.on('session', (s: Buffer) => { session = s; });
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const curve = socket.getEphemeralKeyInfo();
+        resolve({
+          status: res.statusCode, body: normalizeBody(Buffer.concat(chunks).toString()), curve: curve && 'name' in curve ? curve.name : undefined,
+          reused: socket.isSessionReused(), session: session ?? socket.getSession(),
+        });
+      });
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+    req.end();
   });
 }
 
@@ -210,6 +242,72 @@ http { access_log off;
       return { cachedKept: before[0] === after[0], freshReplaced: before[1] !== after[1] };
     });
     assert.deepEqual(run.nginx.result, { cachedKept: true, freshReplaced: true });
+    assertSameAsNginx(run);
+  });
+
+  it('verifies client certificates against ssl_trusted_certificate and refuses one ssl_crl revokes with nginx\'s 400 and log line', async (t) => {
+    const pki = makePki();
+    if (!pki) return t.skip('no openssl command');
+    const files = {
+      'server.pem': pki.text('leaf.pem'), 'server.key': pki.text('leaf.key'), 'root.pem': pki.text('root.pem'), 'root.crl': pki.text('root.crl'),
+    };
+    const run = await differential({
+      files,
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port} ssl; ssl_certificate server.pem; ssl_certificate_key server.key;
+    ssl_verify_client on; ssl_trusted_certificate root.pem; ssl_crl root.crl;
+    return 200 "verified\n"; }`),
+    }, async (s) => {
+      const seen = async (client: { cert?: string; key?: string }): Promise<Pick<TlsExchange, 'status' | 'body' | 'error'>> => {
+        const { status, body, error } = await tlsExchange(s.port, client);
+        return { status, body, error };
+      };
+      return {
+        client: await seen({ cert: pki.text('client.pem'), key: pki.text('client.key') }),
+        revoked: await seen({ cert: pki.text('revoked-client.pem'), key: pki.text('revoked-client.key') }),
+        none: await seen({}),
+      };
+    });
+    const n = run.nginx.result;
+    assert.deepEqual([n.client.status, n.client.body], [200, 'verified\n']);
+    assert.equal(n.revoked.status, 400);
+    assert.equal(n.none.status, 400);
+    assert.ok(run.nginx.errorLog.some((l) => l.includes('client SSL certificate verify error: (23:certificate revoked)')), run.nginx.errorLog.join('\n'));
+    assertSameAsNginx(run);
+  });
+
+  it('applies ssl_ecdh_curve, ssl_dhparam and ssl_session_tickets to the handshake', async () => {
+    const rsa = selfSigned('dh.test', 'rsa');
+    const dir = tempDir('jinx-dh-');
+    const made = spawnSync('openssl', ['genpkey', '-genparam', '-algorithm', 'DH', '-pkeyopt', 'group:ffdhe2048', '-out', 'dh.pem'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(made.status, 0, made.stderr);
+    const files = { 'rsa.pem': rsa.cert, 'rsa.key': rsa.key, 'dh.pem': readFileSync(join(dir, 'dh.pem'), 'latin1') };
+    const cert = 'ssl_certificate rsa.pem; ssl_certificate_key rsa.key; return 200;';
+    const run = await differential({
+      files,
+      extraPorts: 2,
+      conf: ({ port, ports }) => httpConf(`
+  server { listen 127.0.0.1:${port} ssl; ${cert} ssl_ecdh_curve secp384r1; ssl_dhparam dh.pem; }
+  server { listen 127.0.0.1:${ports[0]} ssl; ${cert} }
+  server { listen 127.0.0.1:${ports[1]} ssl; ${cert} ssl_session_tickets off; }`),
+    }, async (s) => {
+      const dhe = { maxVersion: 'TLSv1.2' as const, ciphers: 'DHE-RSA-AES128-GCM-SHA256' };
+      const resumed = async (port: number): Promise<boolean | undefined> => {
+        const first = await tlsExchange(port, {});
+        return (await tlsExchange(port, { session: first.session })).reused;
+      };
+      return {
+        curve: (await tlsExchange(s.port, {})).curve,
+        defaultCurve: (await tlsExchange(s.ports[0]!, {})).curve,
+        dheWithDhparam: (await tlsExchange(s.port, dhe)).status,
+        dheWithout: (await tlsExchange(s.ports[0]!, dhe)).error === undefined ? 'completed' : 'failed',
+        resumedWithTickets: await resumed(s.ports[0]!),
+        resumedWithoutTickets: await resumed(s.ports[1]!),
+      };
+    });
+    assert.deepEqual(run.nginx.result, {
+      curve: 'secp384r1', defaultCurve: 'X25519', dheWithDhparam: 200, dheWithout: 'failed', resumedWithTickets: true, resumedWithoutTickets: false,
+    });
     assertSameAsNginx(run);
   });
 });

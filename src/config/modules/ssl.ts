@@ -29,6 +29,14 @@ export const sslClientCertificate = slot<string | undefined>('ssl_client_certifi
 export const sslVerifyDepth = slot('ssl_verify_depth', 1);
 /** The DH parameters file, as written: read (and checked) when a server with certificates is merged. */
 export const sslDhparam = slot<string | undefined>('ssl_dhparam', undefined);
+/** `ssl_ecdh_curve`: an OpenSSL curve list, `auto` for OpenSSL's default. */
+export const sslEcdhCurve = slot('ssl_ecdh_curve', 'auto');
+/** `ssl_session_tickets`. */
+export const sslSessionTickets = slot('ssl_session_tickets', true);
+/** `ssl_trusted_certificate`: CA certificates (as written) client certificates may chain to, not named to clients. */
+export const sslTrustedCertificate = slot<string | undefined>('ssl_trusted_certificate', undefined);
+/** `ssl_crl`: revoked client certificates (as written). */
+export const sslCrl = slot<string | undefined>('ssl_crl', undefined);
 
 const PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
 
@@ -135,19 +143,16 @@ export const sslDirectives: readonly DirectiveSpec[] = [
   { name: 'ssl_reject_handshake', module: SSL, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(sslRejectHandshake) },
   { name: 'ssl_session_timeout', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: secSetter(sslSessionTimeoutSec) },
   none('ssl_session_cache', ['TAKE1', 'TAKE2'], 'sessions are cached by the TLS library per process', rule.repeatable((d, cx) => setSessionCache(d, cx, SSL))),
-  none('ssl_session_tickets', ['FLAG'], 'session tickets follow the TLS library\'s default', rule.flag),
+  { name: 'ssl_session_tickets', module: SSL, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(sslSessionTickets) },
   none('ssl_session_ticket_key', ['TAKE1'], 'session tickets follow the TLS library\'s default', rule.array),
   none('ssl_buffer_size', ['TAKE1'], 'TLS records are sized by the runtime', rule.size()),
-  {
-    name: 'ssl_dhparam', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'none',
-    note: 'DHE key exchange is not configured yet; the file is checked', set: strSetter(sslDhparam),
-  },
-  none('ssl_ecdh_curve', ['TAKE1'], 'curves follow the TLS library\'s default', rule.str),
+  { name: 'ssl_dhparam', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslDhparam) },
+  { name: 'ssl_ecdh_curve', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslEcdhCurve) },
   none('ssl_stapling', ['FLAG'], 'OCSP stapling needs network access and is not implemented', rule.flag),
   none('ssl_stapling_verify', ['FLAG'], 'OCSP stapling needs network access and is not implemented', rule.flag),
   none('ssl_stapling_file', ['TAKE1'], 'OCSP stapling is not implemented', rule.str),
   none('ssl_stapling_responder', ['TAKE1'], 'OCSP stapling is not implemented', rule.str),
-  none('ssl_trusted_certificate', ['TAKE1'], 'client certificates and stapling are not implemented yet', rule.str),
+  { name: 'ssl_trusted_certificate', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslTrustedCertificate) },
   {
     name: 'ssl_client_certificate', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
@@ -160,7 +165,7 @@ export const sslDirectives: readonly DirectiveSpec[] = [
     set: enumSetter(sslVerifyClient, ['off', 'on', 'optional', 'optional_no_ca']),
   },
   { name: 'ssl_verify_depth', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: numSetter(sslVerifyDepth) },
-  none('ssl_crl', ['TAKE1'], 'client certificates are not implemented yet', rule.str),
+  { name: 'ssl_crl', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslCrl) },
   { name: 'ssl_password_file', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: setPasswordFile },
   { name: 'ssl_certificate_cache', module: SSL, contexts: HTTP_SRV, args: ['TAKE1', 'TAKE2', 'TAKE3'], effect: 'runtime', set: setCertificateCache },
   none('ssl_early_data', ['FLAG'], 'TLS 1.3 early data is not accepted', rule.flag),

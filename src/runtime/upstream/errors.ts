@@ -44,7 +44,7 @@ function errnoText(code: string, fallback: string): string {
  * OpenSSL 3.2 renamed the alert reasons `sslv3 alert …` to `ssl/tls alert …`:
  * jinx prints the name nginx 1.30's OpenSSL prints.
  */
-function sslErrorText(err: Error): string | undefined {
+export function sslErrorText(err: Error): string | undefined {
   const m = /error:([0-9A-Fa-f]+):([^:]*):([^:]*):([^:\n]*)(?::[^:\n]*:\d+:([^\n]*))?/.exec(err.message);
   if (!m) return undefined;
   const reason = m[4]!.replace(/^sslv3 alert /, 'ssl/tls alert ');
