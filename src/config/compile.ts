@@ -891,6 +891,7 @@ class Compiler {
             rejectHandshake: chain.get(ssl.sslRejectHandshake),
             sessionTimeoutSec: chain.get(ssl.sslSessionTimeoutSec),
             sessionTickets: chain.get(ssl.sslSessionTickets),
+            sessionCache: chain.get(ssl.sslSessionCache),
             ecdhCurve: chain.get(ssl.sslEcdhCurve),
             ...certificates.files!,
           }

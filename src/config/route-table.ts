@@ -9,7 +9,7 @@ import type { ConfigWarning } from '../errors.js';
 import type { LogLevel } from '../log/levels.js';
 import type { CompiledValue } from './variables.js';
 import type { HttpRequestState } from '../runtime/request.js';
-import type { CertificateCacheConf } from './modules/ssl.js';
+import type { CertificateCacheConf, SessionCacheConf } from './modules/ssl.js';
 import type { CertificatePair } from './certificates.js';
 import type { Cidr } from './cidr.js';
 import type { ExpiresDef } from './modules/headers.js';
@@ -120,6 +120,8 @@ export interface TlsServerConf {
   readonly ecdhCurve: string;
   /** `ssl_session_tickets`. */
   readonly sessionTickets: boolean;
+  /** `ssl_session_cache`, undefined for `off`/`none`. */
+  readonly sessionCache: SessionCacheConf | undefined;
 }
 
 /** `ssl_certificate` pairs with variables, read per handshake (or taken from `ssl_certificate_cache`). */

@@ -14,6 +14,7 @@ import { createSecureContext, type SecureContext, type SecureContextOptions, typ
 import { loadCertificatePair, type CertificatePair } from '../config/certificates.js';
 import type { CertificateCacheConf } from '../config/modules/ssl.js';
 import { CertificateCache } from './certificate-cache.js';
+import { SessionCache } from './session-cache.js';
 import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
@@ -228,6 +229,9 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   const tlsServer = group.http2
     ? createSecureServer({ ...tlsOptions, allowHTTP1: true, settings: { maxConcurrentStreams: 128 } }, onRequest)
     : createHttpsServer({ ...common, ...tlsOptions }, onRequest);
+  // ssl_session_cache of the address's default server (nginx's is per server chosen by SNI)
+  const sessions = group.servers.defaultServer.tls;
+  if (sessions?.sessionCache) new SessionCache(sessions.sessionCache.maxSessions, sessions.sessionTimeoutSec * 1000).serve(tlsServer);
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
     if (socket.alpnProtocol !== 'h2') hooks.onConnection(socket);
   });

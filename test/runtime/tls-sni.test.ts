@@ -276,7 +276,7 @@ http { access_log off;
     assertSameAsNginx(run);
   });
 
-  it('applies ssl_ecdh_curve, ssl_dhparam and ssl_session_tickets to the handshake', async () => {
+  it('applies ssl_ecdh_curve, ssl_dhparam, ssl_session_tickets and ssl_session_cache to the handshake', async () => {
     const rsa = selfSigned('dh.test', 'rsa');
     const dir = tempDir('jinx-dh-');
     const made = spawnSync('openssl', ['genpkey', '-genparam', '-algorithm', 'DH', '-pkeyopt', 'group:ffdhe2048', '-out', 'dh.pem'], { cwd: dir, encoding: 'utf8' });
@@ -285,16 +285,17 @@ http { access_log off;
     const cert = 'ssl_certificate rsa.pem; ssl_certificate_key rsa.key; return 200;';
     const run = await differential({
       files,
-      extraPorts: 2,
+      extraPorts: 3,
       conf: ({ port, ports }) => httpConf(`
   server { listen 127.0.0.1:${port} ssl; ${cert} ssl_ecdh_curve secp384r1; ssl_dhparam dh.pem; }
   server { listen 127.0.0.1:${ports[0]} ssl; ${cert} }
-  server { listen 127.0.0.1:${ports[1]} ssl; ${cert} ssl_session_tickets off; }`),
+  server { listen 127.0.0.1:${ports[1]} ssl; ${cert} ssl_session_tickets off; }
+  server { listen 127.0.0.1:${ports[2]} ssl; ${cert} ssl_session_tickets off; ssl_session_cache shared:SSL:1m; }`),
     }, async (s) => {
       const dhe = { maxVersion: 'TLSv1.2' as const, ciphers: 'DHE-RSA-AES128-GCM-SHA256' };
-      const resumed = async (port: number): Promise<boolean | undefined> => {
-        const first = await tlsExchange(port, {});
-        return (await tlsExchange(port, { session: first.session })).reused;
+      const resumed = async (port: number, maxVersion?: 'TLSv1.2'): Promise<boolean | undefined> => {
+        const first = await tlsExchange(port, { maxVersion });
+        return (await tlsExchange(port, { maxVersion, session: first.session })).reused;
       };
       return {
         curve: (await tlsExchange(s.port, {})).curve,
@@ -303,10 +304,13 @@ http { access_log off;
         dheWithout: (await tlsExchange(s.ports[0]!, dhe)).error === undefined ? 'completed' : 'failed',
         resumedWithTickets: await resumed(s.ports[0]!),
         resumedWithoutTickets: await resumed(s.ports[1]!),
+        // TLS 1.3 sessions are not resumed from the cache by jinx (see README)
+        resumedFromCacheTls12: await resumed(s.ports[2]!, 'TLSv1.2'),
       };
     });
     assert.deepEqual(run.nginx.result, {
       curve: 'secp384r1', defaultCurve: 'X25519', dheWithDhparam: 200, dheWithout: 'failed', resumedWithTickets: true, resumedWithoutTickets: false,
+      resumedFromCacheTls12: true,
     });
     assertSameAsNginx(run);
   });

@@ -47,15 +47,38 @@ const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule):
 const MIN_SHARED_CACHE = 8 * 4096;
 
 /**
+ * `ssl_session_cache`: whether sessions are kept for resumption by session
+ * id (and TLS 1.3's stateful tickets), and how many. `off` and `none` (the
+ * default) keep none.
+ */
+export interface SessionCacheConf {
+  readonly maxSessions: number;
+}
+
+export const sslSessionCache = slot<SessionCacheConf | undefined>('ssl_session_cache', undefined);
+
+/** `builtin` without a size: OpenSSL's default cache size. */
+const BUILTIN_SESSIONS = 20480;
+/** Sessions per byte of a shared zone: nginx's documentation counts about 4000 per megabyte. */
+const SHARED_SESSION_BYTES = 256;
+
+/**
  * `ngx_http_ssl_session_cache` (and the stream module's): `off`, `none`,
  * `builtin[:N]`, `shared:NAME:SIZE`, in any combination; may be repeated.
- * `tag` is the module the shared zone is declared for.
+ * `tag` is the module the shared zone is declared for. Returns how many
+ * sessions the cache keeps, undefined for `off`/`none`.
  */
-export function setSessionCache(d: Directive, cx: SetContext, tag: string): void {
+export function setSessionCache(d: Directive, cx: SetContext, tag: string): SessionCacheConf | undefined {
+  let maxSessions = 0;
   for (const p of d.args) {
-    if (p === 'off' || p === 'none' || p === 'builtin') continue;
+    if (p === 'off' || p === 'none') continue;
+    if (p === 'builtin') {
+      maxSessions += BUILTIN_SESSIONS;
+      continue;
+    }
     if (p.startsWith('builtin:') && p.length > 8) {
       if (!/^\d+$/.test(p.slice(8))) fail(`invalid session cache "${p}"`);
+      maxSessions += Number(p.slice(8));
       continue;
     }
     const shared = p.length > 7 && p.startsWith('shared:') ? /^shared:([^:]+):(.*)$/.exec(p) : null;
@@ -63,7 +86,9 @@ export function setSessionCache(d: Directive, cx: SetContext, tag: string): void
     if (!shared || size === undefined) fail(`invalid session cache "${p}"`);
     if (size < MIN_SHARED_CACHE) fail(`session cache "${p}" is too small`);
     cx.scope.sharedZone(shared[1]!, size, tag);
+    maxSessions += Math.floor(size / SHARED_SESSION_BYTES);
   }
+  return maxSessions > 0 ? { maxSessions } : undefined;
 }
 
 /** `ssl_certificate_cache`: how long certificates read per handshake are kept (`ngx_ssl_cache_init`). */
@@ -142,7 +167,10 @@ export const sslDirectives: readonly DirectiveSpec[] = [
   { name: 'ssl_prefer_server_ciphers', module: SSL, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(sslPreferServerCiphers) },
   { name: 'ssl_reject_handshake', module: SSL, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(sslRejectHandshake) },
   { name: 'ssl_session_timeout', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: secSetter(sslSessionTimeoutSec) },
-  none('ssl_session_cache', ['TAKE1', 'TAKE2'], 'sessions are cached by the TLS library per process', rule.repeatable((d, cx) => setSessionCache(d, cx, SSL))),
+  {
+    name: 'ssl_session_cache', module: SSL, contexts: HTTP_SRV, args: ['TAKE1', 'TAKE2'], effect: 'runtime',
+    set: (d, cx) => cx.level.set(sslSessionCache, setSessionCache(d, cx, SSL), d.loc),
+  },
   { name: 'ssl_session_tickets', module: SSL, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(sslSessionTickets) },
   none('ssl_session_ticket_key', ['TAKE1'], 'session tickets follow the TLS library\'s default', rule.array),
   none('ssl_buffer_size', ['TAKE1'], 'TLS records are sized by the runtime', rule.size()),
