@@ -5,7 +5,12 @@
  * default server for unknown or missing SNI, nginx's 421 when Host names a
  * server that requires client certificates other than the one negotiated,
  * `ssl_reject_handshake` for unknown names, plain HTTP sent to the TLS port,
- * the `$ssl_*` variables, and encrypted keys with `ssl_password_file`.
+ * the `$ssl_*` variables, encrypted keys with `ssl_password_file`,
+ * certificates named by `$ssl_server_name` (with and without
+ * `ssl_certificate_cache`), client certificates against
+ * `ssl_trusted_certificate` and `ssl_crl`, the handshake settings
+ * (`ssl_ecdh_curve`, `ssl_dhparam`, session tickets and cache), and curl over
+ * HTTP/2 and HTTP/1.1.
  */
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
@@ -311,6 +316,35 @@ http { access_log off;
     assert.deepEqual(run.nginx.result, {
       curve: 'secp384r1', defaultCurve: 'X25519', dheWithDhparam: 200, dheWithout: 'failed', resumedWithTickets: true, resumedWithoutTickets: false,
       resumedFromCacheTls12: true,
+    });
+    assertSameAsNginx(run);
+  });
+
+  it('serves curl over HTTP/2 and HTTP/1.1 on one TLS port, each name with its own certificate', { skip: hasCommand('curl') ? false : 'no curl command' }, async () => {
+    const files: Record<string, string> = {};
+    for (const [name, kind] of [['a.test', 'rsa'], ['b.test', 'ec']] as const) {
+      const { cert, key } = selfSigned(name, kind);
+      files[`${name}.pem`] = cert;
+      files[`${name}.key`] = key;
+    }
+    const server = (name: string, first = false): string => `server { listen 127.0.0.1:PORT ssl${first ? ' default_server' : ''}; http2 on; server_name ${name};
+    ssl_certificate ${name}.pem; ssl_certificate_key ${name}.key; return 200 "${name} $server_protocol\n"; }`;
+    const run = await differential({
+      files,
+      conf: ({ port }) => httpConf(`${server('a.test', true)}\n${server('b.test')}`.replaceAll('PORT', String(port))),
+    }, async (s) => {
+      const curl = (name: string, version: '--http2' | '--http1.1'): { out: string; subject: string | undefined } => {
+        const r = spawnSync('curl', ['-sv', '-k', version, '--resolve', `${name}:${s.port}:127.0.0.1`, `https://${name}:${s.port}/`,
+          '-w', '%{http_version} %{http_code}'], { encoding: 'utf8', timeout: 10_000 });
+        return { out: r.stdout, subject: /subject: CN=(\S+)/.exec(r.stderr)?.[1] };
+      };
+      return { a2: curl('a.test', '--http2'), b2: curl('b.test', '--http2'), a1: curl('a.test', '--http1.1'), b1: curl('b.test', '--http1.1') };
+    });
+    assert.deepEqual(run.nginx.result, {
+      a2: { out: 'a.test HTTP/2.0\n2 200', subject: 'a.test' },
+      b2: { out: 'b.test HTTP/2.0\n2 200', subject: 'b.test' },
+      a1: { out: 'a.test HTTP/1.1\n1.1 200', subject: 'a.test' },
+      b1: { out: 'b.test HTTP/1.1\n1.1 200', subject: 'b.test' },
     });
     assertSameAsNginx(run);
   });
