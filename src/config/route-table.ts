@@ -320,6 +320,8 @@ export interface LocationConf {
   readonly clientBodyTimeoutMs: number;
   /** `client_header_timeout` (a server's; its locations carry it). */
   readonly clientHeaderTimeoutMs: number;
+  /** `http2_max_concurrent_streams` (a server's; its locations carry it). */
+  readonly http2MaxConcurrentStreams: number;
   readonly logNotFound: boolean;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;

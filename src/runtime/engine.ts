@@ -10,15 +10,16 @@ import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from 'node
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
-import type { ErrorLogTarget, ListenGroup, RouteTable } from '../config/route-table.js';
+import type { ErrorLogTarget, ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { AccessLogFiles } from '../log/access-log.js';
 import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, httpServers, listenKey, REJECT_HANDSHAKE, TlsContexts, type Listener } from './listen.js';
+import { bindListener, createListener, H2_SESSION_OPTIONS, httpServers, listenKey, REJECT_HANDSHAKE, TlsContexts, type Listener } from './listen.js';
 import { serveClientRequest } from './phases.js';
+import { findServer } from './server-names.js';
 import { prepareFiles } from './prepare-files.js';
 import { resetConnection } from './exchange.js';
 import type { ClientConnection, HttpRequestState } from './request.js';
@@ -43,6 +44,12 @@ interface ConnectionState {
   readonly raw: Socket;
   /** The HTTP/2 session on it, once there is one. */
   session: Http2Session | undefined;
+  /**
+   * The server an HTTP/2 connection belongs to (the default server of its
+   * address, or the one its SNI name chose): its limits apply to every
+   * stream, whatever `:authority` says (`hc->conf_ctx` in nginx).
+   */
+  h2Server: VirtualServer | undefined;
   /** Requests in progress. */
   active: number;
   /** Whether the connection stays open after its last response (HTTP/1.x keep-alive). */
@@ -176,7 +183,7 @@ export class Engine {
         onAccept: (socket) => this.accept(socket, key),
         onConnection: (socket) => this.secured(socket),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
-        onSession: (session) => this.acceptSession(session),
+        onSession: (session) => this.acceptSession(session, key),
         onRequest: (req, res) => this.request(key, req, res),
       });
       this.headerTimeout(server, group);
@@ -320,7 +327,8 @@ export class Engine {
     }
     raw.setNoDelay(true);
     const st: ConnectionState = {
-      info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0, current: undefined,
+      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0,
+      current: undefined,
     };
     this.lingerOnClose(raw, st);
     const key = socketKey(raw);
@@ -419,17 +427,37 @@ export class Engine {
     this.lingerOnClose(socket, st);
   }
 
-  /** An HTTP/2 session: its connection gets the session and the TLS details. */
-  private acceptSession(session: Http2Session): void {
+  /**
+   * The server a connection belongs to, as `ngx_http_init_connection` and,
+   * for TLS, `ngx_http_ssl_servername` choose it: the default server of its
+   * address, or the server its SNI name selects there.
+   */
+  private static connectionServer(group: ListenGroup, info: ClientConnection): VirtualServer {
+    const set = group.byLocalAddr.get(info.localAddr) ?? group.servers;
+    const name = info.tls?.serverName;
+    return name ? findServer(set, name.toLowerCase()) : set.defaultServer;
+  }
+
+  /**
+   * An HTTP/2 session: its connection gets the session, the TLS details and
+   * its server, whose `http2_max_concurrent_streams` is sent in a second
+   * SETTINGS frame when it is not the 128 every session starts with
+   * (`ngx_http_v2_init` sends the server's value in its first one).
+   */
+  private acceptSession(session: Http2Session, key: string): void {
     const socket = session.socket as Socket;
     const st = this.byKey.get(socketKey(socket));
-    if (!st) {
+    const group = this.generation.groups.get(key);
+    if (!st || !group) {
       session.destroy();
       return;
     }
     st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
     st.session = session;
+    st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);
+    const maxConcurrentStreams = st.h2Server.conf.http2MaxConcurrentStreams;
+    if (maxConcurrentStreams !== H2_SESSION_OPTIONS.settings.maxConcurrentStreams) session.settings({ maxConcurrentStreams });
   }
 
   private request(key: string, req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {

@@ -104,6 +104,13 @@ export interface ListenHooks {
 /** The error of a handshake refused by `ssl_reject_handshake`. */
 export const REJECT_HANDSHAKE = 'ssl_reject_handshake';
 
+/**
+ * What every HTTP/2 session starts with: nginx's default
+ * `http2_max_concurrent_streams` in its SETTINGS (the engine sends a
+ * server's own value after it).
+ */
+export const H2_SESSION_OPTIONS = { settings: { maxConcurrentStreams: 128 } };
+
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
 
@@ -131,7 +138,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   plain.on('upgrade', onUpgrade);
   if (!group.ssl) {
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x
-    const h2c = createHttp2Server({ settings: { maxConcurrentStreams: 128 } }, onRequest);
+    const h2c = createHttp2Server(H2_SESSION_OPTIONS, onRequest);
     h2c.on('session', (session: Http2Session) => hooks.onSession(session));
     return withServers(frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? h2c : plain), plain), [plain, h2c]);
   }
@@ -147,7 +154,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     },
   };
   const tlsServer = group.http2
-    ? createSecureServer({ ...tlsOptions, allowHTTP1: true, settings: { maxConcurrentStreams: 128 } }, onRequest)
+    ? createSecureServer({ ...tlsOptions, allowHTTP1: true, ...H2_SESSION_OPTIONS }, onRequest)
     : createHttpsServer({ ...common, ...tlsOptions }, onRequest);
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
     if (socket.alpnProtocol !== 'h2') hooks.onConnection(socket);

@@ -4,18 +4,22 @@
  * (the upstream receives `Host` from `:authority` and the whole body), a
  * `return`, an upstream failure logged with `request: "… HTTP/2.0"`, and the
  * access log's `$request` / `$server_protocol`; h2c with prior knowledge and
- * HTTP/1.1 on one plain port; a 100 MiB upload to a slow upstream.
+ * HTTP/1.1 on one plain port; the limits nginx applies per connection from
+ * the connection's server (`http2_max_concurrent_streams`); a 100 MiB
+ * upload to a slow upstream.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, type ClientHttp2Session } from 'node:http2';
+import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
 import { request } from 'node:https';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, hasCommand, startJinx, startUpstream } from '../helpers/harness.js';
 import { selfSigned } from '../helpers/pki.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
+import { H2_ERROR, RawH2, getFields, type Field } from '../helpers/h2-frames.js';
 import { echoUpstream, type Echo } from '../helpers/upstreams.js';
 
 /** What a client saw of one HTTP/2 exchange. */
@@ -119,6 +123,93 @@ describe('HTTP/2 over TLS (differential)', { skip: NO_ORACLE || NO_OPENSSL }, ()
     });
     assert.deepEqual(run.nginx.result, { h2c: { status: 200, body: 'hello HTTP/2.0 http\n' }, http1: 'hello HTTP/1.1 http\n' });
     assertSameAsNginx(run);
+  });
+});
+
+/** What a client saw of one HTTP/2 request: the status, or the error that ended its stream. */
+type H2Outcome = { readonly status: number } | { readonly error: string };
+
+function h2Outcome(session: ClientHttp2Session, headers: OutgoingHttpHeaders): Promise<H2Outcome> {
+  return new Promise((resolve) => {
+    let stream;
+    try {
+      stream = session.request(headers);
+    } catch (err) {
+      resolve({ error: (err as NodeJS.ErrnoException).code ?? 'thrown' });
+      return;
+    }
+    let status = 0;
+    stream.on('response', (h) => { status = Number(h[':status']); });
+    stream.resume();
+    stream.on('end', () => resolve({ status }));
+    stream.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+    stream.end();
+  });
+}
+
+describe('HTTP/2 limits per connection (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
+  after(cleanup);
+
+  it('advertises the SNI server\'s http2_max_concurrent_streams, refuses a stream beyond it with RST_STREAM REFUSED_STREAM, and a client that respects it gets every response', async () => {
+    const files: Record<string, string> = {};
+    for (const name of ['a.test', 'b.test']) {
+      const { cert, key } = selfSigned(name);
+      files[`${name}.pem`] = cert;
+      files[`${name}.key`] = key;
+    }
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const slow = await startUpstream((_req, res) => {
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
+      setTimeout(() => {
+        inFlight--;
+        res.end('slow\n');
+      }, 300);
+    });
+    const run = await differential({
+      files,
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port} ssl default_server; http2 on; server_name a.test; ssl_certificate a.test.pem; ssl_certificate_key a.test.key;
+    location / { proxy_pass http://127.0.0.1:${slow.port}; }
+  }
+  server { listen 127.0.0.1:${port} ssl; http2 on; server_name b.test; ssl_certificate b.test.pem; ssl_certificate_key b.test.key;
+    http2_max_concurrent_streams 2;
+    location / { proxy_pass http://127.0.0.1:${slow.port}; }
+  }`),
+    }, async (s) => {
+      const get = (stream: number): [number, Field[]] => [stream, getFields('/slow', 'b.test', 'https')];
+      // the default server's connections: nginx's default 128
+      const a = await RawH2.open(s.port, { servername: 'a.test' });
+      await a.until((f) => f.length > 0);
+      const defaultLimit = a.settings().get(3);
+      a.close();
+      // three streams at once where two are allowed: the third is refused, the others answered
+      const raw = await RawH2.open(s.port, { servername: 'b.test' });
+      raw.requests([get(1), get(3), get(5)]);
+      await raw.until(() => raw.ended().length >= 2);
+      const refused = { limit: raw.settings().get(3), outcomes: raw.outcomes(), ended: raw.ended().sort() };
+      raw.close();
+      // node's client, once it has the server's SETTINGS, waits for a stream to end before opening a third
+      maxInFlight = 0;
+      const session = connect(`https://127.0.0.1:${s.port}`, { servername: 'b.test', rejectUnauthorized: false });
+      try {
+        await once(session, 'remoteSettings');
+        const three = await Promise.all([1, 2, 3].map(() => h2Outcome(session, { ':path': '/slow', ':authority': 'b.test' })));
+        return { defaultLimit, refused, respected: { three, remoteLimit: session.remoteSettings.maxConcurrentStreams, maxInFlight } };
+      } finally {
+        session.close();
+      }
+    });
+    assert.deepEqual(run.nginx.result, {
+      defaultLimit: 128,
+      refused: { limit: 2, outcomes: { 1: 'response', 3: 'response', 5: `rst:${H2_ERROR.REFUSED_STREAM}` }, ended: [1, 3] },
+      respected: { three: [{ status: 200 }, { status: 200 }, { status: 200 }], remoteLimit: 2, maxInFlight: 2 },
+    });
+    // nginx logs the refusal at info; node:http2 refuses the stream itself and tells jinx nothing (README)
+    const refusal = /^\[info\] \*CONN concurrent streams exceeded 2 while processing HTTP\/2 connection, client: 127\.0\.0\.1, server: 127\.0\.0\.1:\d+$/;
+    assert.equal(run.nginx.errorLog.filter((l) => refusal.test(l)).length, 1);
+    assert.deepEqual(run.jinx.errorLog, run.nginx.errorLog.filter((l) => !refusal.test(l)));
+    assertSameAsNginx(run, { log: false });
   });
 });
 
