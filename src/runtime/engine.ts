@@ -6,7 +6,7 @@
  * they started with.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from 'node:http2';
+import { constants as h2, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
@@ -50,6 +50,8 @@ interface ConnectionState {
    * stream, whatever `:authority` says (`hc->conf_ctx` in nginx).
    */
   h2Server: VirtualServer | undefined;
+  /** The last stream an HTTP/2 GOAWAY for `keepalive_requests` named: later ones are not served. */
+  h2LastStream: number | undefined;
   /** Requests in progress. */
   active: number;
   /** Whether the connection stays open after its last response (HTTP/1.x keep-alive). */
@@ -327,7 +329,7 @@ export class Engine {
     }
     raw.setNoDelay(true);
     const st: ConnectionState = {
-      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0,
+      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0,
       current: undefined,
     };
     this.lingerOnClose(raw, st);
@@ -460,6 +462,29 @@ export class Engine {
     if (maxConcurrentStreams !== H2_SESSION_OPTIONS.settings.maxConcurrentStreams) session.settings({ maxConcurrentStreams });
   }
 
+  /**
+   * What nginx does with a new HTTP/2 stream before its request runs
+   * (`ngx_http_v2_state_headers`), with the limits of the connection's
+   * server. The stream that reaches
+   * `keepalive_requests` (or any stream with `keepalive_timeout 0`, or once
+   * the connection is older than `keepalive_time`) gets GOAWAY NO_ERROR
+   * naming it as the last stream, before its response: it and the streams
+   * before it finish, then the connection closes (`request` does). Streams
+   * after it that node:http2 had already read are not served: node:http2
+   * closes them without a frame once the GOAWAY is out, as nginx skips them.
+   * @returns false when the stream is not to be served
+   */
+  private admitStream(st: ConnectionState, group: ListenGroup, req: Http2ServerRequest, session: Http2Session): boolean {
+    const id = req.stream.id ?? 0;
+    if (st.h2LastStream !== undefined && id > st.h2LastStream) return false;
+    const { conf } = st.h2Server ?? Engine.connectionServer(group, st.info);
+    if (conf.keepaliveTimeoutMs === 0 || st.info.requests + 1 >= conf.keepaliveRequests || Date.now() - st.info.acceptedAtMs > conf.keepaliveTimeMs) {
+      st.h2LastStream = id;
+      session.goaway(h2.NGHTTP2_NO_ERROR, id);
+    }
+    return true;
+  }
+
   private request(key: string, req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
     const session = (req as Http2ServerRequest).stream?.session;
     const socket = req.socket;
@@ -470,13 +495,16 @@ export class Engine {
       socket.destroy();
       return;
     }
+    if (session && !this.admitStream(st, group, req as Http2ServerRequest, session)) return;
     st.active++;
     st.info.requests++;
     if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
     const r = serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
       st.active--;
       if (session) {
-        if (this.stopping && st.active === 0) session.close();
+        // the streams up to the GOAWAY's are closed: so is the connection (a last GOAWAY, then FIN)
+        if (st.h2LastStream !== undefined && st.active === 0) session.destroy();
+        else if (this.stopping && st.active === 0) session.close();
         return;
       }
       st.keptAlive = (res as ServerResponse).shouldKeepAlive && r.sentHeaders['connection'] !== 'close';

@@ -5,8 +5,8 @@
  * `return`, an upstream failure logged with `request: "… HTTP/2.0"`, and the
  * access log's `$request` / `$server_protocol`; h2c with prior knowledge and
  * HTTP/1.1 on one plain port; the limits nginx applies per connection from
- * the connection's server (`http2_max_concurrent_streams`); a 100 MiB
- * upload to a slow upstream.
+ * the connection's server (`http2_max_concurrent_streams`,
+ * `keepalive_requests`); a 100 MiB upload to a slow upstream.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
@@ -147,6 +147,14 @@ function h2Outcome(session: ClientHttp2Session, headers: OutgoingHttpHeaders): P
   });
 }
 
+/** The GOAWAY frames a node:http2 client session received (error code, last stream), and whether it closed. */
+function goaways(session: ClientHttp2Session): { code: number; last: number }[] {
+  const seen: { code: number; last: number }[] = [];
+  session.on('goaway', (code, last) => seen.push({ code, last }));
+  session.on('error', () => undefined);
+  return seen;
+}
+
 describe('HTTP/2 limits per connection (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
   after(cleanup);
 
@@ -210,6 +218,37 @@ describe('HTTP/2 limits per connection (differential)', { skip: NO_ORACLE || NO_
     assert.equal(run.nginx.errorLog.filter((l) => refusal.test(l)).length, 1);
     assert.deepEqual(run.jinx.errorLog, run.nginx.errorLog.filter((l) => !refusal.test(l)));
     assertSameAsNginx(run, { log: false });
+  });
+
+  it('sends GOAWAY once the connection carried keepalive_requests streams (the server\'s, not the location\'s), answers that stream and those before it, and closes the connection', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name h2c.test; keepalive_requests 3;
+    location / { keepalive_requests 1; return 200 "ok\\n"; }
+  }`),
+    }, async (s) => {
+      // one request after another: the fourth finds the connection going away
+      const session = connect(`http://127.0.0.1:${s.port}`);
+      const seen = goaways(session);
+      const sequential: H2Outcome[] = [];
+      for (let i = 0; i < 4; i++) sequential.push(await h2Outcome(session, { ':path': '/', ':authority': 'h2c.test' }));
+      session.destroy();
+      // four at once: the fourth is after the GOAWAY's last stream, and not answered
+      const raw = await RawH2.open(s.port);
+      raw.requests([1, 3, 5, 7].map((id) => [id, getFields('/', 'h2c.test')]));
+      await raw.until(() => raw.closed, 3000);
+      const all = raw.goaways();
+      raw.close();
+      return {
+        sequential: sequential.map((o) => ('error' in o ? 'refused' : o.status)), goaway: seen[0],
+        together: { outcomes: raw.outcomes(), ended: raw.ended().sort(), goaway: all[0], sameGoaways: all.every((g) => g.lastStream === 5 && g.code === 0), closed: raw.closed },
+      };
+    });
+    assert.deepEqual(run.nginx.result, {
+      sequential: [200, 200, 200, 'refused'], goaway: { code: H2_ERROR.NO_ERROR, last: 5 },
+      together: { outcomes: { 1: 'response', 3: 'response', 5: 'response' }, ended: [1, 3, 5], goaway: { lastStream: 5, code: 0 }, sameGoaways: true, closed: true },
+    });
+    assertSameAsNginx(run);
   });
 });
 
