@@ -596,6 +596,7 @@ class Compiler {
       clientBodyInFileOnly: c.get(http.clientBodyInFileOnly),
       clientBodyTimeoutMs: c.get(http.clientBodyTimeoutMs),
       clientHeaderTimeoutMs: c.get(http.clientHeaderTimeoutMs),
+      largeClientHeaderBuffers: c.get(http.largeClientHeaderBuffers),
       http2MaxConcurrentStreams: c.get(http2MaxConcurrentStreams),
       logNotFound: c.get(http.logNotFound),
       serverTokens: c.get(http.serverTokens),

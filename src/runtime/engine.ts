@@ -18,10 +18,11 @@ import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
 import { bindListener, createListener, H2_SESSION_OPTIONS, httpServers, listenKey, REJECT_HANDSHAKE, TlsContexts, type Listener } from './listen.js';
-import { serveClientRequest } from './phases.js';
+import { logUnreadStream, serveClientRequest } from './phases.js';
 import { findServer } from './server-names.js';
 import { prepareFiles } from './prepare-files.js';
 import { resetConnection } from './exchange.js';
+import { headerBlockError } from './h2-limits.js';
 import type { ClientConnection, HttpRequestState } from './request.js';
 import { systemErrorText } from '../os-errors.js';
 import { UpstreamClients } from './upstream/clients.js';
@@ -464,8 +465,13 @@ export class Engine {
 
   /**
    * What nginx does with a new HTTP/2 stream before its request runs
-   * (`ngx_http_v2_state_headers`), with the limits of the connection's
-   * server. The stream that reaches
+   * (`ngx_http_v2_state_headers`, `ngx_http_v2_state_field_len`,
+   * `ngx_http_v2_state_process_header`), with the limits of the connection's
+   * server. A header block over `large_client_header_buffers` ends the
+   * connection with GOAWAY ENHANCE_YOUR_CALM and an info line (`client sent
+   * too large header field while processing HTTP/2 connection, client: …,
+   * server: LISTEN_ADDR`); the stream is not served, its access-log entry
+   * has no request line and status 000. The stream that reaches
    * `keepalive_requests` (or any stream with `keepalive_timeout 0`, or once
    * the connection is older than `keepalive_time`) gets GOAWAY NO_ERROR
    * naming it as the last stream, before its response: it and the streams
@@ -477,7 +483,17 @@ export class Engine {
   private admitStream(st: ConnectionState, group: ListenGroup, req: Http2ServerRequest, session: Http2Session): boolean {
     const id = req.stream.id ?? 0;
     if (st.h2LastStream !== undefined && id > st.h2LastStream) return false;
-    const { conf } = st.h2Server ?? Engine.connectionServer(group, st.info);
+    const server = st.h2Server ?? Engine.connectionServer(group, st.info);
+    const { conf } = server;
+    const tooLarge = headerBlockError(req.rawHeaders, conf.largeClientHeaderBuffers);
+    if (tooLarge) {
+      const { cx } = this.generation;
+      cx.errorLog.write(conf.errorLogs, 'info', `${tooLarge.message} while processing HTTP/2 connection`, st.info.id,
+        connectionContext(st.info.peerAddr, Engine.listenText(group)));
+      logUnreadStream(cx, st.info, server, req.rawHeaders.slice(0, 2 * tooLarge.fieldsBefore));
+      session.destroy(new Error(tooLarge.message), h2.NGHTTP2_ENHANCE_YOUR_CALM);
+      return false;
+    }
     if (conf.keepaliveTimeoutMs === 0 || st.info.requests + 1 >= conf.keepaliveRequests || Date.now() - st.info.acceptedAtMs > conf.keepaliveTimeMs) {
       st.h2LastStream = id;
       session.goaway(h2.NGHTTP2_NO_ERROR, id);

@@ -107,9 +107,11 @@ export const REJECT_HANDSHAKE = 'ssl_reject_handshake';
 /**
  * What every HTTP/2 session starts with: nginx's default
  * `http2_max_concurrent_streams` in its SETTINGS (the engine sends a
- * server's own value after it).
+ * server's own value after it), and room for as many header fields as
+ * `large_client_header_buffers` lets through (node:http2 resets a stream
+ * with more than 128 by default; the engine checks nginx's limits).
  */
-export const H2_SESSION_OPTIONS = { settings: { maxConcurrentStreams: 128 } };
+export const H2_SESSION_OPTIONS = { settings: { maxConcurrentStreams: 128 }, maxHeaderListPairs: 65_536 };
 
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;

@@ -6,7 +6,8 @@
  * access log's `$request` / `$server_protocol`; h2c with prior knowledge and
  * HTTP/1.1 on one plain port; the limits nginx applies per connection from
  * the connection's server (`http2_max_concurrent_streams`,
- * `keepalive_requests`); a 100 MiB upload to a slow upstream.
+ * `keepalive_requests`, `large_client_header_buffers`); a 100 MiB upload to
+ * a slow upstream.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
@@ -249,6 +250,84 @@ describe('HTTP/2 limits per connection (differential)', { skip: NO_ORACLE || NO_
       together: { outcomes: { 1: 'response', 3: 'response', 5: 'response' }, ended: [1, 3, 5], goaway: { lastStream: 5, code: 0 }, sameGoaways: true, closed: true },
     });
     assertSameAsNginx(run);
+  });
+
+  it('ends the connection with GOAWAY ENHANCE_YOUR_CALM for a header field or header block over the connection server\'s large_client_header_buffers', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  log_format h2 '$request $status';
+  server { listen 127.0.0.1:${port} default_server; http2 on; server_name small.test; large_client_header_buffers 2 1k;
+    access_log logs/h2.log h2;
+    location / { return 200 "small\\n"; }
+  }
+  server { listen 127.0.0.1:${port}; http2 on; server_name big.test; large_client_header_buffers 4 8k;
+    access_log logs/h2.log h2;
+    location / { return 200 "big\\n"; }
+  }`),
+    }, async (s) => {
+      const viaNode = async (value: string): Promise<{ outcome: H2Outcome; goaway: { code: number; last: number } | undefined }> => {
+        const session = connect(`http://127.0.0.1:${s.port}`);
+        const seen = goaways(session);
+        try {
+          // :authority picks big.test for the request, not the connection's limits
+          const outcome = await h2Outcome(session, { ':path': '/', ':authority': 'big.test', 'x-long': value });
+          return { outcome: 'error' in outcome ? { error: 'failed' } : outcome, goaway: seen[0] };
+        } finally {
+          session.destroy();
+        }
+      };
+      const viaRaw = async (fields: Field[]): Promise<{ outcomes: Record<number, string>; goaways: { lastStream: number; code: number }[] }> => {
+        const raw = await RawH2.open(s.port);
+        raw.request(1, [...getFields('/', 'small.test'), ...fields]);
+        await raw.until(() => raw.closed || raw.ended().length > 0, 3000);
+        raw.close();
+        return { outcomes: raw.outcomes(), goaways: raw.goaways() };
+      };
+      // the pseudo-headers (:method GET, :path /, :scheme http, :authority small.test) count 7+3+5+1+7+4+10+10 = 47 of 2048
+      const fill = (n: number): Field[] => [['x-a', 'a'.repeat(1000), true], ['x-b', 'b'.repeat(n - 47 - 1003 - 3), true]];
+      return {
+        // 'a' is 5 bits in HPACK's Huffman code: 1600 of them are 1000 octets on the wire, 1700 are 1063
+        fieldFits: await viaNode('a'.repeat(1600)),
+        fieldTooLarge: await viaNode('a'.repeat(1700)),
+        blockFits: await viaRaw(fill(2048)),
+        blockTooLarge: await viaRaw(fill(2049)),
+        // nginx counts octets, not fields
+        manyFields: await viaRaw(Array.from({ length: 200 }, (_, i): Field => [`x-${i}`, ''])),
+      };
+    });
+    const calm = [{ lastStream: 1, code: H2_ERROR.ENHANCE_YOUR_CALM }];
+    assert.deepEqual(run.nginx.result, {
+      fieldFits: { outcome: { status: 200 }, goaway: undefined },
+      fieldTooLarge: { outcome: { error: 'failed' }, goaway: { code: H2_ERROR.ENHANCE_YOUR_CALM, last: 1 } },
+      blockFits: { outcomes: { 1: 'response' }, goaways: [] },
+      blockTooLarge: { outcomes: {}, goaways: calm },
+      manyFields: { outcomes: { 1: 'response' }, goaways: [] },
+    });
+    const context = /, client: 127\.0\.0\.1, server: 127\.0\.0\.1:\d+$/;
+    assert.deepEqual(run.nginx.errorLog.map((l) => l.replace(context, '')), [
+      '[info] *CONN client sent too large header field while processing HTTP/2 connection',
+      '[info] *CONN client sent too large header while processing HTTP/2 connection',
+    ]);
+    assert.deepEqual(run.jinx.file('logs/h2.log'), run.nginx.file('logs/h2.log'));
+    assertSameAsNginx(run);
+  });
+
+  it('differs from nginx (README): a header value sent raw, longer than the buffer but not Huffman-coded where that is shorter, is served', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name small.test; large_client_header_buffers 2 1k;
+    location / { return 200 "small\n"; }
+  }`),
+    }, async (s) => {
+      const raw = await RawH2.open(s.port);
+      // 1025 octets raw; node:http2 hands jinx the decoded value only, which Huffman-codes in 641
+      raw.request(1, [...getFields('/', 'small.test'), ['x-raw', 'a'.repeat(1025)]]);
+      await raw.until(() => raw.closed || raw.ended().length > 0, 3000);
+      raw.close();
+      return { outcomes: raw.outcomes(), goaways: raw.goaways() };
+    });
+    assert.deepEqual(run.nginx.result, { outcomes: {}, goaways: [{ lastStream: 1, code: H2_ERROR.ENHANCE_YOUR_CALM }] });
+    assert.deepEqual(run.jinx.result, { outcomes: { 1: 'response' }, goaways: [] });
   });
 });
 
