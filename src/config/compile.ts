@@ -35,7 +35,7 @@ import { cacheZoneRefs } from './modules/cache.js';
 import * as proxy from './modules/proxy.js';
 import { realIpFrom, realIpHeader, realIpRecursive } from './modules/realip.js';
 import * as ssl from './modules/ssl.js';
-import { http2Enabled } from './modules/http2.js';
+import { http2Enabled, http2MaxConcurrentStreams } from './modules/http2.js';
 import { splitHostPort } from './modules/upstream.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf, type Slot } from './spec.js';
@@ -611,6 +611,8 @@ class Compiler {
       clientBodyInFileOnly: c.get(http.clientBodyInFileOnly),
       clientBodyTimeoutMs: c.get(http.clientBodyTimeoutMs),
       clientHeaderTimeoutMs: c.get(http.clientHeaderTimeoutMs),
+      largeClientHeaderBuffers: c.get(http.largeClientHeaderBuffers),
+      http2MaxConcurrentStreams: c.get(http2MaxConcurrentStreams),
       logNotFound: c.get(http.logNotFound),
       serverTokens: c.get(http.serverTokens),
       absoluteRedirect: c.get(http.absoluteRedirect),

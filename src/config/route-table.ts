@@ -349,6 +349,13 @@ export interface LocationConf {
   readonly clientBodyTimeoutMs: number;
   /** `client_header_timeout` (a server's; its locations carry it). */
   readonly clientHeaderTimeoutMs: number;
+  /**
+   * `large_client_header_buffers` (a server's; its locations carry it): over
+   * HTTP/2, the largest header field and, times `count`, header block.
+   */
+  readonly largeClientHeaderBuffers: { readonly count: number; readonly sizeBytes: number };
+  /** `http2_max_concurrent_streams` (a server's; its locations carry it). */
+  readonly http2MaxConcurrentStreams: number;
   readonly logNotFound: boolean;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;

@@ -6,7 +6,7 @@
  * they started with.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from 'node:http2';
+import { constants as h2, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
@@ -17,10 +17,12 @@ import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, httpServers, handshakeRejected, listenKey, sentSni, TlsContexts, type Listener } from './listen.js';
-import { serveClientRequest } from './phases.js';
+import { bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, httpServers, listenKey, sentSni, TlsContexts, type Listener } from './listen.js';
+import { logUnreadStream, serveClientRequest } from './phases.js';
+import { findServer } from './server-names.js';
 import { prepareFiles } from './prepare-files.js';
 import { resetConnection } from './exchange.js';
+import { headerBlockError } from './h2-limits.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
 import { systemErrorText } from '../os-errors.js';
 import { UpstreamClients } from './upstream/clients.js';
@@ -44,6 +46,14 @@ interface ConnectionState {
   readonly raw: Socket;
   /** The HTTP/2 session on it, once there is one. */
   session: Http2Session | undefined;
+  /**
+   * The server an HTTP/2 connection belongs to (the default server of its
+   * address, or the one its SNI name chose): its limits apply to every
+   * stream, whatever `:authority` says (`hc->conf_ctx` in nginx).
+   */
+  h2Server: VirtualServer | undefined;
+  /** The last stream an HTTP/2 GOAWAY for `keepalive_requests` named: later ones are not served. */
+  h2LastStream: number | undefined;
   /** Requests in progress. */
   active: number;
   /** Whether the connection stays open after its last response (HTTP/1.x keep-alive). */
@@ -189,7 +199,7 @@ export class Engine {
         onConnection: (socket) => this.secured(socket, key),
         handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
-        onSession: (session) => this.acceptSession(session),
+        onSession: (session) => this.acceptSession(session, key),
         onRequest: (req, res) => this.request(key, req, res),
       });
       this.headerTimeout(server, group);
@@ -333,7 +343,8 @@ export class Engine {
     }
     raw.setNoDelay(true);
     const st: ConnectionState = {
-      info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0, current: undefined,
+      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0,
+      current: undefined,
     };
     this.lingerOnClose(raw, st);
     const key = socketKey(raw);
@@ -498,17 +509,75 @@ export class Engine {
     this.lingerOnClose(socket, st);
   }
 
-  /** An HTTP/2 session: its connection gets the session and the TLS details. */
-  private acceptSession(session: Http2Session): void {
+  /**
+   * The server a connection belongs to, as `ngx_http_init_connection` and,
+   * for TLS, `ngx_http_ssl_servername` choose it: the default server of its
+   * address, or the server its SNI name selects there.
+   */
+  private static connectionServer(group: ListenGroup, info: ClientConnection): VirtualServer {
+    const set = group.byLocalAddr.get(info.localAddr) ?? group.servers;
+    const name = info.tls?.serverName;
+    return name ? findServer(set, name.toLowerCase()) : set.defaultServer;
+  }
+
+  /**
+   * An HTTP/2 session: its connection gets the session, the TLS details and
+   * its server, whose `http2_max_concurrent_streams` is sent in a second
+   * SETTINGS frame when it is not the 128 every session starts with
+   * (`ngx_http_v2_init` sends the server's value in its first one).
+   */
+  private acceptSession(session: Http2Session, key: string): void {
     const socket = session.socket as Socket;
     const st = this.byKey.get(socketKey(socket));
-    if (!st) {
+    const group = this.generation.groups.get(key);
+    if (!st || !group) {
       session.destroy();
       return;
     }
     st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
     st.session = session;
+    st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);
+    const maxConcurrentStreams = st.h2Server.conf.http2MaxConcurrentStreams;
+    if (maxConcurrentStreams !== H2_SESSION_OPTIONS.settings.maxConcurrentStreams) session.settings({ maxConcurrentStreams });
+  }
+
+  /**
+   * What nginx does with a new HTTP/2 stream before its request runs
+   * (`ngx_http_v2_state_headers`, `ngx_http_v2_state_field_len`,
+   * `ngx_http_v2_state_process_header`), with the limits of the connection's
+   * server. A header block over `large_client_header_buffers` ends the
+   * connection with GOAWAY ENHANCE_YOUR_CALM and an info line (`client sent
+   * too large header field while processing HTTP/2 connection, client: …,
+   * server: LISTEN_ADDR`); the stream is not served, its access-log entry
+   * has no request line and status 000. The stream that reaches
+   * `keepalive_requests` (or any stream with `keepalive_timeout 0`, or once
+   * the connection is older than `keepalive_time`) gets GOAWAY NO_ERROR
+   * naming it as the last stream, before its response: it and the streams
+   * before it finish, then the connection closes (`request` does). Streams
+   * after it that node:http2 had already read are not served: node:http2
+   * closes them without a frame once the GOAWAY is out, as nginx skips them.
+   * @returns false when the stream is not to be served
+   */
+  private admitStream(st: ConnectionState, group: ListenGroup, req: Http2ServerRequest, session: Http2Session): boolean {
+    const id = req.stream.id ?? 0;
+    if (st.h2LastStream !== undefined && id > st.h2LastStream) return false;
+    const server = st.h2Server ?? Engine.connectionServer(group, st.info);
+    const { conf } = server;
+    const tooLarge = headerBlockError(req.rawHeaders, conf.largeClientHeaderBuffers);
+    if (tooLarge) {
+      const { cx } = this.generation;
+      cx.errorLog.write(conf.errorLogs, 'info', `${tooLarge.message} while processing HTTP/2 connection`, st.info.id,
+        connectionContext(st.info.peerAddr, Engine.listenText(group)));
+      logUnreadStream(cx, st.info, server, req.rawHeaders.slice(0, 2 * tooLarge.fieldsBefore));
+      session.destroy(new Error(tooLarge.message), h2.NGHTTP2_ENHANCE_YOUR_CALM);
+      return false;
+    }
+    if (conf.keepaliveTimeoutMs === 0 || st.info.requests + 1 >= conf.keepaliveRequests || Date.now() - st.info.acceptedAtMs > conf.keepaliveTimeMs) {
+      st.h2LastStream = id;
+      session.goaway(h2.NGHTTP2_NO_ERROR, id);
+    }
+    return true;
   }
 
   private request(key: string, req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
@@ -521,13 +590,16 @@ export class Engine {
       socket.destroy();
       return;
     }
+    if (session && !this.admitStream(st, group, req as Http2ServerRequest, session)) return;
     st.active++;
     st.info.requests++;
     if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
     const r = serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
       st.active--;
       if (session) {
-        if (this.stopping && st.active === 0) session.close();
+        // the streams up to the GOAWAY's are closed: so is the connection (a last GOAWAY, then FIN)
+        if (st.h2LastStream !== undefined && st.active === 0) session.destroy();
+        else if (this.stopping && st.active === 0) session.close();
         return;
       }
       st.keptAlive = (res as ServerResponse).shouldKeepAlive && r.sentHeaders['connection'] !== 'close';

@@ -175,6 +175,15 @@ const rejected = new WeakSet<TLSSocket>();
 /** Whether `ssl_reject_handshake` refused the handshake of a TLS socket. */
 export const handshakeRejected = (socket: TLSSocket): boolean => rejected.has(socket);
 
+/**
+ * What every HTTP/2 session starts with: nginx's default
+ * `http2_max_concurrent_streams` in its SETTINGS (the engine sends a
+ * server's own value after it), and room for as many header fields as
+ * `large_client_header_buffers` lets through (node:http2 resets a stream
+ * with more than 128 by default; the engine checks nginx's limits).
+ */
+export const H2_SESSION_OPTIONS = { settings: { maxConcurrentStreams: 128 }, maxHeaderListPairs: 65_536 };
+
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
 
@@ -202,7 +211,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   plain.on('upgrade', onUpgrade);
   if (!group.ssl) {
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x
-    const h2c = createHttp2Server({ settings: { maxConcurrentStreams: 128 } }, onRequest);
+    const h2c = createHttp2Server(H2_SESSION_OPTIONS, onRequest);
     h2c.on('session', (session: Http2Session) => hooks.onSession(session));
     return withServers(frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? h2c : plain), plain), [plain, h2c]);
   }
@@ -227,7 +236,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     },
   };
   const tlsServer = group.http2
-    ? createSecureServer({ ...tlsOptions, allowHTTP1: true, settings: { maxConcurrentStreams: 128 } }, onRequest)
+    ? createSecureServer({ ...tlsOptions, allowHTTP1: true, ...H2_SESSION_OPTIONS }, onRequest)
     : createHttpsServer({ ...common, ...tlsOptions }, onRequest);
   // ssl_session_cache of the address's default server (nginx's is per server chosen by SNI)
   const sessions = group.servers.defaultServer.tls;

@@ -74,6 +74,39 @@ export function serveClientRequest(
 }
 
 /**
+ * Writes the access-log entry nginx writes for an HTTP/2 stream it ended
+ * while reading the stream's header block (a connection error in
+ * `ngx_http_v2_state_process_header` closes the stream's request): in the
+ * logs of the connection's server, with no request line (`$request` is
+ * "-") and status 000, knowing the header fields read before the one that
+ * ended it (`rawHeaders`, pseudo-headers first).
+ */
+export function logUnreadStream(cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[]): void {
+  const pseudo = new Map<string, string>();
+  const headers: IncomingHttpHeaders = {};
+  const raw: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    const value = rawHeaders[i + 1]!;
+    if (name.charCodeAt(0) === 58) {
+      pseudo.set(name, value);
+      continue;
+    }
+    raw.push(name, value);
+    const seen = headers[name];
+    headers[name] = seen === undefined ? value : `${String(seen)}${name === 'cookie' ? '; ' : ', '}${value}`;
+  }
+  const authority = pseudo.get(':authority');
+  if (headers.host === undefined && authority !== undefined) headers.host = authority;
+  const r = new HttpRequestState(conn, pseudo.get(':method') ?? '', pseudo.get(':path') ?? '', 'HTTP/2.0', headers, raw, conn.tls ? 'https' : 'http', cx.table.variableCount);
+  r.lineRead = false;
+  r.server = server;
+  r.loc = server.conf;
+  r.host = server.name;
+  cx.accessLog.write(r.loc.accessLogs, r);
+}
+
+/**
  * The headers of an HTTP/2 request as nginx sees them: pseudo-headers
  * removed, `:authority` as the Host header when there is none.
  */

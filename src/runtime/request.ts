@@ -114,6 +114,11 @@ export class HttpRequestState {
   completed = false;
   /** False while the request line is being read: error-log lines then have no `host:`/`referrer:`. */
   headersRead = true;
+  /**
+   * False for an HTTP/2 stream that ended before its header block was read
+   * (nginx's empty `r->request_line`): `$request` is then not found.
+   */
+  lineRead = true;
   /** Headers to add to the response this request ends with (`WWW-Authenticate` of a 401). */
   readonly pendingHeaders: [string, string][] = [];
   /** Set once an `error_page` was followed (nginx's `r->error_page`). */
@@ -174,6 +179,7 @@ export class HttpRequestState {
    */
   get requestLine(): string {
     if (this.parent) return this.parent.requestLine;
+    if (!this.lineRead) return '';
     return `${this.requestMethod} ${this.requestUri} ${this.protocol}`;
   }
 

@@ -4,18 +4,23 @@
  * (the upstream receives `Host` from `:authority` and the whole body), a
  * `return`, an upstream failure logged with `request: "… HTTP/2.0"`, and the
  * access log's `$request` / `$server_protocol`; h2c with prior knowledge and
- * HTTP/1.1 on one plain port; a 100 MiB upload to a slow upstream.
+ * HTTP/1.1 on one plain port; the limits nginx applies per connection from
+ * the connection's server (`http2_max_concurrent_streams`,
+ * `keepalive_requests`, `large_client_header_buffers`); a 100 MiB upload to
+ * a slow upstream.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, type ClientHttp2Session } from 'node:http2';
+import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
 import { request } from 'node:https';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, hasCommand, startJinx, startUpstream } from '../helpers/harness.js';
 import { selfSigned } from '../helpers/pki.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
+import { H2_ERROR, RawH2, getFields, type Field } from '../helpers/h2-frames.js';
 import { echoUpstream, type Echo } from '../helpers/upstreams.js';
 
 /** What a client saw of one HTTP/2 exchange. */
@@ -119,6 +124,210 @@ describe('HTTP/2 over TLS (differential)', { skip: NO_ORACLE || NO_OPENSSL }, ()
     });
     assert.deepEqual(run.nginx.result, { h2c: { status: 200, body: 'hello HTTP/2.0 http\n' }, http1: 'hello HTTP/1.1 http\n' });
     assertSameAsNginx(run);
+  });
+});
+
+/** What a client saw of one HTTP/2 request: the status, or the error that ended its stream. */
+type H2Outcome = { readonly status: number } | { readonly error: string };
+
+function h2Outcome(session: ClientHttp2Session, headers: OutgoingHttpHeaders): Promise<H2Outcome> {
+  return new Promise((resolve) => {
+    let stream;
+    try {
+      stream = session.request(headers);
+    } catch (err) {
+      resolve({ error: (err as NodeJS.ErrnoException).code ?? 'thrown' });
+      return;
+    }
+    let status = 0;
+    stream.on('response', (h) => { status = Number(h[':status']); });
+    stream.resume();
+    stream.on('end', () => resolve({ status }));
+    stream.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+    stream.end();
+  });
+}
+
+/** The GOAWAY frames a node:http2 client session received (error code, last stream), and whether it closed. */
+function goaways(session: ClientHttp2Session): { code: number; last: number }[] {
+  const seen: { code: number; last: number }[] = [];
+  session.on('goaway', (code, last) => seen.push({ code, last }));
+  session.on('error', () => undefined);
+  return seen;
+}
+
+describe('HTTP/2 limits per connection (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
+  after(cleanup);
+
+  it('advertises the SNI server\'s http2_max_concurrent_streams, refuses a stream beyond it with RST_STREAM REFUSED_STREAM, and a client that respects it gets every response', async () => {
+    const files: Record<string, string> = {};
+    for (const name of ['a.test', 'b.test']) {
+      const { cert, key } = selfSigned(name);
+      files[`${name}.pem`] = cert;
+      files[`${name}.key`] = key;
+    }
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const slow = await startUpstream((_req, res) => {
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
+      setTimeout(() => {
+        inFlight--;
+        res.end('slow\n');
+      }, 300);
+    });
+    const run = await differential({
+      files,
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port} ssl default_server; http2 on; server_name a.test; ssl_certificate a.test.pem; ssl_certificate_key a.test.key;
+    location / { proxy_pass http://127.0.0.1:${slow.port}; }
+  }
+  server { listen 127.0.0.1:${port} ssl; http2 on; server_name b.test; ssl_certificate b.test.pem; ssl_certificate_key b.test.key;
+    http2_max_concurrent_streams 2;
+    location / { proxy_pass http://127.0.0.1:${slow.port}; }
+  }`),
+    }, async (s) => {
+      const get = (stream: number): [number, Field[]] => [stream, getFields('/slow', 'b.test', 'https')];
+      // the default server's connections: nginx's default 128
+      const a = await RawH2.open(s.port, { servername: 'a.test' });
+      await a.until((f) => f.length > 0);
+      const defaultLimit = a.settings().get(3);
+      a.close();
+      // three streams at once where two are allowed: the third is refused, the others answered
+      const raw = await RawH2.open(s.port, { servername: 'b.test' });
+      raw.requests([get(1), get(3), get(5)]);
+      await raw.until(() => raw.ended().length >= 2);
+      const refused = { limit: raw.settings().get(3), outcomes: raw.outcomes(), ended: raw.ended().sort() };
+      raw.close();
+      // node's client, once it has the server's SETTINGS, waits for a stream to end before opening a third
+      maxInFlight = 0;
+      const session = connect(`https://127.0.0.1:${s.port}`, { servername: 'b.test', rejectUnauthorized: false });
+      try {
+        await once(session, 'remoteSettings');
+        const three = await Promise.all([1, 2, 3].map(() => h2Outcome(session, { ':path': '/slow', ':authority': 'b.test' })));
+        return { defaultLimit, refused, respected: { three, remoteLimit: session.remoteSettings.maxConcurrentStreams, maxInFlight } };
+      } finally {
+        session.close();
+      }
+    });
+    assert.deepEqual(run.nginx.result, {
+      defaultLimit: 128,
+      refused: { limit: 2, outcomes: { 1: 'response', 3: 'response', 5: `rst:${H2_ERROR.REFUSED_STREAM}` }, ended: [1, 3] },
+      respected: { three: [{ status: 200 }, { status: 200 }, { status: 200 }], remoteLimit: 2, maxInFlight: 2 },
+    });
+    // nginx logs the refusal at info; node:http2 refuses the stream itself and tells jinx nothing (README)
+    const refusal = /^\[info\] \*CONN concurrent streams exceeded 2 while processing HTTP\/2 connection, client: 127\.0\.0\.1, server: 127\.0\.0\.1:\d+$/;
+    assert.equal(run.nginx.errorLog.filter((l) => refusal.test(l)).length, 1);
+    assert.deepEqual(run.jinx.errorLog, run.nginx.errorLog.filter((l) => !refusal.test(l)));
+    assertSameAsNginx(run, { log: false });
+  });
+
+  it('sends GOAWAY once the connection carried keepalive_requests streams (the server\'s, not the location\'s), answers that stream and those before it, and closes the connection', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name h2c.test; keepalive_requests 3;
+    location / { keepalive_requests 1; return 200 "ok\\n"; }
+  }`),
+    }, async (s) => {
+      // one request after another: the fourth finds the connection going away
+      const session = connect(`http://127.0.0.1:${s.port}`);
+      const seen = goaways(session);
+      const sequential: H2Outcome[] = [];
+      for (let i = 0; i < 4; i++) sequential.push(await h2Outcome(session, { ':path': '/', ':authority': 'h2c.test' }));
+      session.destroy();
+      // four at once: the fourth is after the GOAWAY's last stream, and not answered
+      const raw = await RawH2.open(s.port);
+      raw.requests([1, 3, 5, 7].map((id) => [id, getFields('/', 'h2c.test')]));
+      await raw.until(() => raw.closed, 3000);
+      const all = raw.goaways();
+      raw.close();
+      return {
+        sequential: sequential.map((o) => ('error' in o ? 'refused' : o.status)), goaway: seen[0],
+        together: { outcomes: raw.outcomes(), ended: raw.ended().sort(), goaway: all[0], sameGoaways: all.every((g) => g.lastStream === 5 && g.code === 0), closed: raw.closed },
+      };
+    });
+    assert.deepEqual(run.nginx.result, {
+      sequential: [200, 200, 200, 'refused'], goaway: { code: H2_ERROR.NO_ERROR, last: 5 },
+      together: { outcomes: { 1: 'response', 3: 'response', 5: 'response' }, ended: [1, 3, 5], goaway: { lastStream: 5, code: 0 }, sameGoaways: true, closed: true },
+    });
+    assertSameAsNginx(run);
+  });
+
+  it('ends the connection with GOAWAY ENHANCE_YOUR_CALM for a header field or header block over the connection server\'s large_client_header_buffers', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  log_format h2 '$request $status';
+  server { listen 127.0.0.1:${port} default_server; http2 on; server_name small.test; large_client_header_buffers 2 1k;
+    access_log logs/h2.log h2;
+    location / { return 200 "small\\n"; }
+  }
+  server { listen 127.0.0.1:${port}; http2 on; server_name big.test; large_client_header_buffers 4 8k;
+    access_log logs/h2.log h2;
+    location / { return 200 "big\\n"; }
+  }`),
+    }, async (s) => {
+      const viaNode = async (value: string): Promise<{ outcome: H2Outcome; goaway: { code: number; last: number } | undefined }> => {
+        const session = connect(`http://127.0.0.1:${s.port}`);
+        const seen = goaways(session);
+        try {
+          // :authority picks big.test for the request, not the connection's limits
+          const outcome = await h2Outcome(session, { ':path': '/', ':authority': 'big.test', 'x-long': value });
+          return { outcome: 'error' in outcome ? { error: 'failed' } : outcome, goaway: seen[0] };
+        } finally {
+          session.destroy();
+        }
+      };
+      const viaRaw = async (fields: Field[]): Promise<{ outcomes: Record<number, string>; goaways: { lastStream: number; code: number }[] }> => {
+        const raw = await RawH2.open(s.port);
+        raw.request(1, [...getFields('/', 'small.test'), ...fields]);
+        await raw.until(() => raw.closed || raw.ended().length > 0, 3000);
+        raw.close();
+        return { outcomes: raw.outcomes(), goaways: raw.goaways() };
+      };
+      // the pseudo-headers (:method GET, :path /, :scheme http, :authority small.test) count 7+3+5+1+7+4+10+10 = 47 of 2048
+      const fill = (n: number): Field[] => [['x-a', 'a'.repeat(1000), true], ['x-b', 'b'.repeat(n - 47 - 1003 - 3), true]];
+      return {
+        // 'a' is 5 bits in HPACK's Huffman code: 1600 of them are 1000 octets on the wire, 1700 are 1063
+        fieldFits: await viaNode('a'.repeat(1600)),
+        fieldTooLarge: await viaNode('a'.repeat(1700)),
+        blockFits: await viaRaw(fill(2048)),
+        blockTooLarge: await viaRaw(fill(2049)),
+        // nginx counts octets, not fields
+        manyFields: await viaRaw(Array.from({ length: 200 }, (_, i): Field => [`x-${i}`, ''])),
+      };
+    });
+    const calm = [{ lastStream: 1, code: H2_ERROR.ENHANCE_YOUR_CALM }];
+    assert.deepEqual(run.nginx.result, {
+      fieldFits: { outcome: { status: 200 }, goaway: undefined },
+      fieldTooLarge: { outcome: { error: 'failed' }, goaway: { code: H2_ERROR.ENHANCE_YOUR_CALM, last: 1 } },
+      blockFits: { outcomes: { 1: 'response' }, goaways: [] },
+      blockTooLarge: { outcomes: {}, goaways: calm },
+      manyFields: { outcomes: { 1: 'response' }, goaways: [] },
+    });
+    const context = /, client: 127\.0\.0\.1, server: 127\.0\.0\.1:\d+$/;
+    assert.deepEqual(run.nginx.errorLog.map((l) => l.replace(context, '')), [
+      '[info] *CONN client sent too large header field while processing HTTP/2 connection',
+      '[info] *CONN client sent too large header while processing HTTP/2 connection',
+    ]);
+    assert.deepEqual(run.jinx.file('logs/h2.log'), run.nginx.file('logs/h2.log'));
+    assertSameAsNginx(run);
+  });
+
+  it('differs from nginx (README): a header value sent raw, longer than the buffer but not Huffman-coded where that is shorter, is served', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name small.test; large_client_header_buffers 2 1k;
+    location / { return 200 "small\n"; }
+  }`),
+    }, async (s) => {
+      const raw = await RawH2.open(s.port);
+      // 1025 octets raw; node:http2 hands jinx the decoded value only, which Huffman-codes in 641
+      raw.request(1, [...getFields('/', 'small.test'), ['x-raw', 'a'.repeat(1025)]]);
+      await raw.until(() => raw.closed || raw.ended().length > 0, 3000);
+      raw.close();
+      return { outcomes: raw.outcomes(), goaways: raw.goaways() };
+    });
+    assert.deepEqual(run.nginx.result, { outcomes: {}, goaways: [{ lastStream: 1, code: H2_ERROR.ENHANCE_YOUR_CALM }] });
+    assert.deepEqual(run.jinx.result, { outcomes: { 1: 'response' }, goaways: [] });
   });
 });
 

@@ -1,16 +1,22 @@
 /**
  * HTTP/2 settings (`src/http/v2/ngx_http_v2_module.c`): `http2 on|off` per
  * server (nginx 1.25.1 and later): HTTP/2 by ALPN on TLS addresses, h2c
- * with prior knowledge on plain ones; the stream and buffer limits are
- * checked, node:http2 applies its own.
+ * with prior knowledge on plain ones; `http2_max_concurrent_streams` per
+ * server; the buffer and frame sizes are checked, node:http2 applies its own.
  */
 import { HTTP_SRV, HTTP_SRV_LOC } from '../flags.js';
-import { DirectiveFailure, fail, flagSetter, noEffect, rule, slot, type DirectiveSpec, type Rule } from '../spec.js';
+import { DirectiveFailure, fail, flagSetter, noEffect, numSetter, rule, slot, type DirectiveSpec, type Rule } from '../spec.js';
 import { poolSize } from './http-core.js';
 
 const V2 = 'ngx_http_v2_module';
 
 export const http2Enabled = slot('http2', false);
+/**
+ * `http2_max_concurrent_streams` (`ngx_conf_set_num_slot`, default 128): sent
+ * in SETTINGS and enforced per connection, from the server the connection
+ * belongs to (`ngx_http_v2_init`, `ngx_http_v2_state_headers`).
+ */
+export const http2MaxConcurrentStreams = slot('http2_max_concurrent_streams', 128);
 
 /** `ngx_http_v2_obsolete`: a warning, whatever the value, as often as given. */
 const obsolete = (name: string, args: DirectiveSpec['args'], instead: string | undefined, contexts = HTTP_SRV): DirectiveSpec =>
@@ -19,7 +25,7 @@ const obsolete = (name: string, args: DirectiveSpec['args'], instead: string | u
   )));
 
 const tuning = (name: string, contexts: DirectiveSpec['contexts'], r: Rule): DirectiveSpec =>
-  noEffect({ name, module: V2, contexts, args: ['TAKE1'], note: 'node:http2 sizes HTTP/2 buffers and frames itself; streams are limited to nginx\'s default 128' }, r);
+  noEffect({ name, module: V2, contexts, args: ['TAKE1'], note: 'node:http2 sizes HTTP/2 buffers and frames itself' }, r);
 
 /** The post handlers of `src/http/v2/ngx_http_v2_module.c`, with its limits. */
 const recvBufferSize = (v: number): void => {
@@ -37,7 +43,10 @@ const streamsIndexMask = (v: number): void => {
 
 export const http2Directives: readonly DirectiveSpec[] = [
   { name: 'http2', module: V2, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(http2Enabled) },
-  tuning('http2_max_concurrent_streams', HTTP_SRV, rule.num()),
+  {
+    name: 'http2_max_concurrent_streams', module: V2, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
+    set: numSetter(http2MaxConcurrentStreams),
+  },
   tuning('http2_recv_buffer_size', ['http'], rule.size(recvBufferSize)),
   tuning('http2_chunk_size', ['http', 'server', 'location'], rule.size(chunkSize)),
   tuning('http2_body_preread_size', HTTP_SRV, rule.size(prereadSize)),
