@@ -22,6 +22,7 @@ import { serveClientRequest } from './phases.js';
 import { prepareFiles } from './prepare-files.js';
 import { resetConnection } from './exchange.js';
 import type { ClientConnection, HttpRequestState } from './request.js';
+import { TlsDetails } from './tls-details.js';
 import { systemErrorText } from '../os-errors.js';
 import { UpstreamClients } from './upstream/clients.js';
 import { FastcgiConnections } from './upstream/fastcgi-connections.js';
@@ -56,6 +57,8 @@ interface ConnectionState {
   idleTimeoutMs: number;
   /** The HTTP/1.x request being served (or last served) and its state, for lingering close. */
   current: { readonly req: IncomingMessage; readonly r: HttpRequestState } | undefined;
+  /** The first TLS record the client sent (its ClientHello), for the `$ssl_*` variables Node.js has no answer for. */
+  clientHello: Buffer | undefined;
 }
 
 /**
@@ -88,15 +91,6 @@ function prepare(
   const upstreams = new UpstreamClients(numbers, admit, table.main.workerConnections);
   const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver: new NameResolver(), tempFiles };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
-}
-
-/** What became of the client certificate of a TLS connection (`TlsDetails.clientVerify`). */
-function clientVerify(tls: TLSSocket): string {
-  const peer = tls.getPeerCertificate();
-  if (!peer || Object.keys(peer).length === 0) return 'none';
-  if (tls.authorized) return 'ok';
-  const err = tls.authorizationError as unknown as string | Error | null;
-  return (typeof err === 'string' ? err : (err as { code?: string } | null)?.code) ?? 'UNSPECIFIED';
 }
 
 export class Engine {
@@ -174,6 +168,10 @@ export class Engine {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
         onAccept: (socket) => this.accept(socket, key),
+        onClientHello: (socket, bytes) => {
+          const st = this.connections.get(socket);
+          if (st) st.clientHello = bytes;
+        },
         onConnection: (socket) => this.secured(socket),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
         onSession: (session) => this.acceptSession(session),
@@ -273,7 +271,7 @@ export class Engine {
   }
 
   /** What a request needs to know about its connection; `id` is a new connection number unless given. */
-  private connectionInfo(socket: Socket, id?: number, acceptedAtMs = Date.now()): ClientConnection {
+  private connectionInfo(socket: Socket, id?: number, acceptedAtMs = Date.now(), clientHello?: Buffer): ClientConnection {
     const tls = (socket as TLSSocket).encrypted ? (socket as TLSSocket) : undefined;
     return {
       id: id ?? this.numbers.next(),
@@ -281,12 +279,7 @@ export class Engine {
       peerPort: socket.remotePort ?? 0,
       localAddr: plainAddr(socket.localAddress),
       localPort: socket.localPort ?? 0,
-      tls: tls && {
-        serverName: (tls as TLSSocket & { servername?: string | false }).servername || undefined,
-        protocol: tls.getProtocol() ?? undefined,
-        cipher: tls.getCipher()?.name,
-        clientVerify: clientVerify(tls),
-      },
+      tls: tls && new TlsDetails(tls, clientHello),
       requests: 0,
       acceptedAtMs,
     };
@@ -321,6 +314,7 @@ export class Engine {
     raw.setNoDelay(true);
     const st: ConnectionState = {
       info: this.connectionInfo(raw), raw, session: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0, current: undefined,
+      clientHello: undefined,
     };
     this.lingerOnClose(raw, st);
     const key = socketKey(raw);
@@ -414,7 +408,7 @@ export class Engine {
   private secured(socket: Socket): void {
     const st = this.byKey.get(socketKey(socket));
     if (!st) return;
-    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
+    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
     this.byHttpSocket.set(socket, st);
     this.lingerOnClose(socket, st);
   }
@@ -427,7 +421,7 @@ export class Engine {
       session.destroy();
       return;
     }
-    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
+    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
     st.session = session;
     this.bySession.set(session, st);
   }
