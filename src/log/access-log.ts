@@ -101,11 +101,13 @@ export class AccessLogFiles {
     for (const s of this.streams.values()) s.reopen();
   }
 
+  /**
+   * Closes every file once the lines written so far are in it, in order:
+   * `end()` lets a write in flight finish, then writes the rest (a
+   * `flushSync()` during a write would put the lines queued behind it first).
+   */
   close(): void {
-    for (const s of this.streams.values()) {
-      s.flushSync();
-      s.end();
-    }
+    for (const s of this.streams.values()) s.end();
     this.streams.clear();
   }
 }

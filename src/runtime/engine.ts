@@ -24,6 +24,7 @@ import { prepareFiles } from './prepare-files.js';
 import { resetConnection } from './exchange.js';
 import { headerBlockError } from './h2-limits.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
+import { TlsDetails } from './tls-details.js';
 import { systemErrorText } from '../os-errors.js';
 import { UpstreamClients } from './upstream/clients.js';
 import { sslErrorText } from './upstream/errors.js';
@@ -67,6 +68,8 @@ interface ConnectionState {
   idleTimeoutMs: number;
   /** The HTTP/1.x request being served (or last served) and its state, for lingering close. */
   current: { readonly req: IncomingMessage; readonly r: HttpRequestState } | undefined;
+  /** The first TLS record the client sent (its ClientHello), for the `$ssl_*` variables Node.js has no answer for. */
+  clientHello: Buffer | undefined;
 }
 
 /**
@@ -99,15 +102,6 @@ function prepare(
   const upstreams = new UpstreamClients(numbers, admit, table.main.workerConnections);
   const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver: new NameResolver(), tempFiles };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
-}
-
-/** What became of the client certificate of a TLS connection (`TlsDetails.clientVerify`). */
-function clientVerify(tls: TLSSocket): string {
-  const peer = tls.getPeerCertificate();
-  if (!peer || Object.keys(peer).length === 0) return 'none';
-  if (tls.authorized) return 'ok';
-  const err = tls.authorizationError as unknown as string | Error | null;
-  return (typeof err === 'string' ? err : (err as { code?: string } | null)?.code) ?? 'UNSPECIFIED';
 }
 
 /**
@@ -196,6 +190,10 @@ export class Engine {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
         onAccept: (socket) => this.accept(socket, key),
+        onClientHello: (socket, bytes) => {
+          const st = this.connections.get(socket);
+          if (st) st.clientHello = bytes;
+        },
         onConnection: (socket) => this.secured(socket, key),
         handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
@@ -296,7 +294,7 @@ export class Engine {
   }
 
   /** What a request needs to know about its connection; `id` is a new connection number unless given. */
-  private connectionInfo(socket: Socket, id?: number, acceptedAtMs = Date.now()): ClientConnection {
+  private connectionInfo(socket: Socket, id?: number, acceptedAtMs = Date.now(), clientHello?: Buffer): ClientConnection {
     const tls = (socket as TLSSocket).encrypted ? (socket as TLSSocket) : undefined;
     return {
       id: id ?? this.numbers.next(),
@@ -304,12 +302,7 @@ export class Engine {
       peerPort: socket.remotePort ?? 0,
       localAddr: plainAddr(socket.localAddress),
       localPort: socket.localPort ?? 0,
-      tls: tls && {
-        serverName: (tls as TLSSocket & { servername?: string | false }).servername || undefined,
-        protocol: tls.getProtocol() ?? undefined,
-        cipher: tls.getCipher()?.name,
-        clientVerify: clientVerify(tls),
-      },
+      tls: tls && new TlsDetails(tls, clientHello),
       requests: 0,
       acceptedAtMs,
     };
@@ -344,7 +337,7 @@ export class Engine {
     raw.setNoDelay(true);
     const st: ConnectionState = {
       info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0,
-      current: undefined,
+      current: undefined, clientHello: undefined,
     };
     this.lingerOnClose(raw, st);
     const key = socketKey(raw);
@@ -413,8 +406,7 @@ export class Engine {
     const st = this.handshaking(socket);
     const group = this.generation.groups.get(groupKey);
     if (!st || !group) return tls.withoutCertificate(server);
-    const info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
-    const conn = { ...info, tls: info.tls && { ...info.tls, serverName: serverName || undefined } };
+    const conn = { ...st.info, tls: new TlsDetails(socket, st.clientHello, serverName) };
     const r = new HttpRequestState(conn, 'GET', '', 'HTTP/1.0', {}, [], 'https', this.generation.table.variableCount);
     r.server = server;
     r.loc = server.conf;
@@ -423,8 +415,8 @@ export class Engine {
       return tls.forHandshake(server, r);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      const context = connectionContext(info.peerAddr, Engine.listenText(group));
-      this.generation.cx.errorLog.write(server.conf.errorLogs, 'error', `${err.message} while SSL handshaking`, info.id, context);
+      const context = connectionContext(conn.peerAddr, Engine.listenText(group));
+      this.generation.cx.errorLog.write(server.conf.errorLogs, 'error', `${err.message} while SSL handshaking`, conn.id, context);
       this.certificateFailed.set(socket, server);
       return tls.withoutCertificate(server);
     }
@@ -503,7 +495,7 @@ export class Engine {
   private secured(socket: Socket, groupKey: string): void {
     const st = this.byKey.get(socketKey(socket));
     if (!st) return;
-    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
+    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
     this.byHttpSocket.set(socket, st);
     socket.once('end', () => this.clientClosed(st, groupKey));
     this.lingerOnClose(socket, st);
@@ -534,7 +526,7 @@ export class Engine {
       session.destroy();
       return;
     }
-    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs);
+    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
     st.session = session;
     st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);

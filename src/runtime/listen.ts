@@ -147,6 +147,8 @@ export interface ListenHooks {
   tls(): TlsContexts;
   /** A TCP connection was accepted (before any TLS handshake); it may be refused or may make room. */
   onAccept(socket: Socket): void;
+  /** The first TLS record of a connection (its ClientHello), before the handshake starts. */
+  onClientHello(socket: Socket, bytes: Buffer): void;
   /** A TLS connection that speaks HTTP/1.x completed its handshake. */
   onConnection(socket: Socket): void;
   /**
@@ -269,20 +271,36 @@ export function httpServers(listener: Listener): readonly NetServer[] {
   return behindFront.get(listener) ?? [listener];
 }
 
+/** The largest TLS record a ClientHello can come in: 2^14 bytes and a header (RFC 8446 section 5.1). */
+const MAX_RECORD = 5 + 16384;
+
+/**
+ * The bytes a TLS connection starts with, when they are not yet a whole
+ * record: waiting for the rest of its ClientHello.
+ */
+const incompleteRecord = (b: Buffer): boolean =>
+  b[0] === 0x16 && (b.length < 5 || (b.length < 5 + b.readUInt16BE(3) && 5 + b.readUInt16BE(3) <= MAX_RECORD));
+
 /**
  * A TCP server that reads the first bytes of each connection and hands it to
  * the server `pick` chooses for them, the bytes put back: node:tls and
  * node:http2 take bytes already read from the socket; node:http's parser,
  * which would read past them from the handle, is made to read the socket's
- * 'data' events instead.
+ * 'data' events instead. A TLS connection is handed over once its first
+ * record (the ClientHello) is in, which `hooks.onClientHello` gets.
  */
 function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer, http1: NetServer): NetServer {
   return createNetServer({ pauseOnConnect: true }, (socket) => {
     hooks.onAccept(socket);
     if (socket.destroyed) return;
-    socket.once('data', (first: Buffer) => {
+    let first: Buffer | undefined;
+    const onData = (chunk: Buffer): void => {
+      first = first ? Buffer.concat([first, chunk]) : chunk;
+      if (incompleteRecord(first)) return;
+      socket.off('data', onData);
       socket.pause();
       socket.unshift(first);
+      if (first[0] === 0x16) hooks.onClientHello(socket, first);
       const server = pick(first);
       if (server !== http1) {
         server.emit('connection', socket);
@@ -291,7 +309,8 @@ function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer, htt
       (socket as unknown as { _handle?: { _consumed?: boolean } })._handle!._consumed = true;
       server.emit('connection', socket);
       socket.resume();
-    });
+    };
+    socket.on('data', onData);
     socket.resume();
   });
 }

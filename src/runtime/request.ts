@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';
+import type { TlsDetails } from './tls-details.js';
 
 /** The client connection a request arrived on (nginx's `ngx_connection_t`). */
 export interface ClientConnection {
@@ -22,19 +23,6 @@ export interface ClientConnection {
   requests: number;
   /** When the connection was accepted, in ms since the epoch. */
   readonly acceptedAtMs: number;
-}
-
-/** What the `$ssl_*` variables and `$https` report. */
-export interface TlsDetails {
-  readonly serverName: string | undefined;
-  readonly protocol: string | undefined;
-  readonly cipher: string | undefined;
-  /**
-   * The client certificate: `none` when none was sent, `ok` when it
-   * verified against `ssl_client_certificate`, else the verification error
-   * as Node.js names it (`DEPTH_ZERO_SELF_SIGNED_CERT` …).
-   */
-  readonly clientVerify: string;
 }
 
 /** The upstream exchange of a request, for `$upstream_*` and the error log's `upstream:` field. */

@@ -167,7 +167,8 @@ const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
 export function writeHead(r: HttpRequestState, res: ClientResponse, status: number, headers: [string, string | string[]][], reason?: string): void {
   const final = r.errStatus || status;
   const wire = wireStatus(final);
-  r.status = final;
+  // ngx_http_special_response_handler: nginx's internal 494–497 are `err_status` 400, which `$status` reports
+  r.status = wire;
   const sent = r.sentHeaders;
   const h1 = r.protocol !== 'HTTP/2.0';
   const flat: (string | string[])[] = [];

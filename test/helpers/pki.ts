@@ -78,3 +78,24 @@ export function selfSigned(name: string, kind: 'rsa' | 'ec' = 'ec'): { cert: str
     '-keyout', 'cert.key', '-out', 'cert.pem']);
   return { cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), key: readFileSync(join(dir, 'cert.key'), 'utf8') };
 }
+
+/**
+ * A client certificate `NAME.pem` (key `NAME.key`) issued by the PKI's root,
+ * with a subject in openssl's `-subj` form (`subj`: read as UTF-8, with
+ * multi-valued RDNs, `/OU=a+OU=b`; `\+` and `\/` for those characters in a
+ * value) or made by an openssl `req` configuration (`config`, written to
+ * `NAME.cnf`), and optionally the serial number given (`-set_serial`).
+ * @throws Error when openssl fails
+ */
+export function issueClientCertificate(pki: Pki, name: string, subject: { subj: string } | { config: string }, serial?: string): void {
+  openssl(pki.dir, ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', `${name}.key`]);
+  let request: string[];
+  if ('subj' in subject) request = ['-utf8', '-multivalue-rdn', '-subj', subject.subj];
+  else {
+    writeFileSync(join(pki.dir, `${name}.cnf`), subject.config);
+    request = ['-config', `${name}.cnf`];
+  }
+  openssl(pki.dir, ['req', '-new', ...request, '-key', `${name}.key`, '-out', `${name}.csr`]);
+  openssl(pki.dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', 'root.pem', '-CAkey', 'root.key',
+    ...(serial === undefined ? ['-CAcreateserial'] : ['-set_serial', serial]), '-days', '30', '-extfile', 'client.ext', '-out', `${name}.pem`]);
+}

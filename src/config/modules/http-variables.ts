@@ -2,6 +2,13 @@
  * The variables nginx's http modules define (`src/http/ngx_http_variables.c`,
  * and the proxy, upstream, log, realip, gzip and ssl modules), as getters on a
  * request. A getter returns undefined where nginx's variable is "not found".
+ *
+ * `$ssl_sigalg` and `$ssl_client_sigalg` are empty, as in nginx built with
+ * an OpenSSL older than 3.5 (Node.js 20 has 3.0, and no way to ask for the
+ * signature algorithm of a handshake); `$ssl_early_data` is empty because
+ * jinx accepts no early data; `$ssl_ech_status` and
+ * `$ssl_ech_outer_server_name` are empty, as in nginx 1.30 with an OpenSSL
+ * without Encrypted Client Hello.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -11,6 +18,7 @@ import type { HttpRequestState } from '../../runtime/request.js';
 import { NGINX_VERSION } from '../../version.js';
 import { fastcgiSplit } from '../../runtime/fastcgi-split.js';
 import { basicCredentials } from '../../runtime/credentials.js';
+import type { ClientCertificate } from '../../runtime/tls-details.js';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
@@ -105,6 +113,17 @@ function upstreamStatus(r: HttpRequestState): string | undefined {
   return up.status === undefined ? undefined : status;
 }
 
+/**
+ * The client certificate of the request's connection, when the server asks
+ * for one (`ssl_verify_client`): Node.js asks for it on every handshake of
+ * an address where some server does (README, "Differences from nginx"), and
+ * a server that does not ask ignores it, as if it had not been sent.
+ */
+function clientCertificate(r: HttpRequestState): ClientCertificate | undefined {
+  if ((r.server.tls?.verifyClient ?? 'off') === 'off') return undefined;
+  return r.conn.tls?.clientCertificate;
+}
+
 const requestIds = new WeakMap<HttpRequestState, string>();
 
 /** The variables jinx defines. */
@@ -186,9 +205,34 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'upstream_connect_time', get: upstreamTime },
   { name: 'upstream_header_time', get: upstreamTime },
   { name: 'gzip_ratio', get: () => undefined },
-  { name: 'ssl_server_name', get: (r) => r.conn.tls?.serverName },
-  { name: 'ssl_protocol', get: (r) => r.conn.tls?.protocol },
-  { name: 'ssl_cipher', get: (r) => r.conn.tls?.cipher },
+  // ngx_http_ssl_vars (src/http/modules/ngx_http_ssl_module.c), all changeable as there; not found without TLS
+  { name: 'ssl_protocol', get: (r) => r.conn.tls?.protocol, changeable: true },
+  { name: 'ssl_cipher', get: (r) => r.conn.tls?.cipher, changeable: true },
+  { name: 'ssl_ciphers', get: (r) => r.conn.tls?.ciphers, changeable: true },
+  { name: 'ssl_curve', get: (r) => r.conn.tls?.curve(r.server.tls?.preferServerCiphers ?? false, r.server.tls?.ecdhCurve), changeable: true },
+  { name: 'ssl_curves', get: (r) => r.conn.tls?.curves, changeable: true },
+  { name: 'ssl_sigalg', get: () => undefined, changeable: true },
+  { name: 'ssl_session_id', get: (r) => r.conn.tls?.sessionId, changeable: true },
+  { name: 'ssl_session_reused', get: (r) => (r.conn.tls ? (r.conn.tls.sessionReused ? 'r' : '.') : undefined), changeable: true },
+  { name: 'ssl_early_data', get: () => undefined, changeable: true },
+  { name: 'ssl_server_name', get: (r) => r.conn.tls?.serverName, changeable: true },
+  { name: 'ssl_alpn_protocol', get: (r) => r.conn.tls?.alpnProtocol, changeable: true },
+  { name: 'ssl_ech_status', get: () => undefined, changeable: true },
+  { name: 'ssl_ech_outer_server_name', get: () => undefined, changeable: true },
+  { name: 'ssl_client_cert', get: (r) => clientCertificate(r)?.tabbed, changeable: true },
+  { name: 'ssl_client_raw_cert', get: (r) => clientCertificate(r)?.raw, changeable: true },
+  { name: 'ssl_client_escaped_cert', get: (r) => clientCertificate(r)?.escaped, changeable: true },
+  { name: 'ssl_client_s_dn', get: (r) => clientCertificate(r)?.subject || undefined, changeable: true },
+  { name: 'ssl_client_i_dn', get: (r) => clientCertificate(r)?.issuer || undefined, changeable: true },
+  { name: 'ssl_client_s_dn_legacy', get: (r) => clientCertificate(r)?.subjectLegacy || undefined, changeable: true },
+  { name: 'ssl_client_i_dn_legacy', get: (r) => clientCertificate(r)?.issuerLegacy || undefined, changeable: true },
+  { name: 'ssl_client_serial', get: (r) => clientCertificate(r)?.serial, changeable: true },
+  { name: 'ssl_client_fingerprint', get: (r) => clientCertificate(r)?.fingerprint, changeable: true },
+  { name: 'ssl_client_verify', get: (r) => (r.conn.tls ? (clientCertificate(r) ? r.conn.tls.verifyResult : 'NONE') : undefined), changeable: true },
+  { name: 'ssl_client_v_start', get: (r) => clientCertificate(r)?.validFrom, changeable: true },
+  { name: 'ssl_client_v_end', get: (r) => clientCertificate(r)?.validTo, changeable: true },
+  { name: 'ssl_client_v_remain', get: (r) => clientCertificate(r)?.daysLeft(Date.now()), changeable: true },
+  { name: 'ssl_client_sigalg', get: () => undefined, changeable: true },
   { name: 'fastcgi_script_name', get: (r) => fastcgiSplit(r).script },
   { name: 'fastcgi_path_info', get: (r) => fastcgiSplit(r).pathInfo },
 ];
