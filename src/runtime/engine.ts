@@ -246,7 +246,7 @@ export class Engine {
     const timedOut = `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`;
     const errorLog = this.generation.cx.errorLog;
     if (info.requests === 0 && socket.bytesRead === 0) {
-      errorLog.write(server.conf.errorLogs, 'info', `${timedOut} while waiting for request`, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
+      this.logConnection(group, info, `${timedOut} while waiting for request`, 'info', server.conf.errorLogs);
     } else {
       errorLog.write(server.conf.errorLogs, 'info', `${timedOut} while reading client request headers`, info.id, connectionContext(info.peerAddr, server.name));
     }
@@ -383,8 +383,10 @@ export class Engine {
   }
 
   /** Logs `message` at info with nginx's connection context (`client: ADDR, server: LISTEN_ADDR`), in the default server's logs. */
-  private logConnection(group: ListenGroup, info: ClientConnection, message: string): void {
-    this.generation.cx.errorLog.write(this.defaultErrorLogs(group, info), 'info', message, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
+  private logConnection(
+    group: ListenGroup, info: ClientConnection, message: string, level: LogLevel = 'info', logs = this.defaultErrorLogs(group, info),
+  ): void {
+    this.generation.cx.errorLog.write(logs, level, message, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
   }
 
   /** The connection of a TLS socket still handshaking: its accepted TCP socket (node:tls's `_parent`) finds it. */
@@ -415,8 +417,7 @@ export class Engine {
       return tls.forHandshake(server, r);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      const context = connectionContext(conn.peerAddr, Engine.listenText(group));
-      this.generation.cx.errorLog.write(server.conf.errorLogs, 'error', `${err.message} while SSL handshaking`, conn.id, context);
+      this.logConnection(group, conn, `${err.message} while SSL handshaking`, 'error', server.conf.errorLogs);
       this.certificateFailed.set(socket, server);
       return tls.withoutCertificate(server);
     }
@@ -426,8 +427,10 @@ export class Engine {
    * A TLS handshake that failed: `ssl_reject_handshake` is nginx's info line
    * `handshake rejected while SSL handshaking` (`ngx_http_ssl_servername`);
    * a client that closes the connection after its first bytes is `peer
-   * closed connection in SSL handshake` (`ngx_ssl_handshake`); certificates that could not be read for it (`handshakeContext`) end it
-   * with OpenSSL's `cert cb error` (`ngx_ssl_handshake`). A client without
+   * closed connection in SSL handshake` (`ngx_ssl_handshake`); certificates
+   * that could not be read for it (`handshakeContext`) end it with OpenSSL's
+   * `cert cb error`; other OpenSSL failures are `SSL_do_handshake() failed
+   * (SSL: …)`, at info for a client's (`ngx_ssl_connection_error`). A client without
    * SNI on an address whose default server reads its certificates per
    * handshake got no certificate from node:tls, which asks for none then:
    * they are read now for the error line nginx writes.
@@ -448,16 +451,17 @@ export class Engine {
     const defaultServer = (group.byLocalAddr.get(st.info.localAddr) ?? group.servers).defaultServer;
     if (!sentSni(socket) && this.generation.tls.perHandshake(defaultServer)) this.handshakeContext(defaultServer, socket, '', groupKey);
     const server = this.certificateFailed.get(socket);
-    const context = connectionContext(st.info.peerAddr, Engine.listenText(group));
     if (server) {
-      this.generation.cx.errorLog.write(server.conf.errorLogs, 'info', 'SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error) while SSL handshaking', st.info.id, context);
+      const certCbError = 'SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error) while SSL handshaking';
+      this.logConnection(group, st.info, certCbError, 'info', server.conf.errorLogs);
       return;
     }
     const text = sslErrorText(err);
-    const reason = /error:0A([0-9A-F]{6}):/i.exec(err.message);
-    if (!text || !reason) return;
-    const level = HANDSHAKE_FAILURES.has(parseInt(reason[1]!, 16)) || parseInt(reason[1]!, 16) >= 1000 ? 'info' : 'crit';
-    this.generation.cx.errorLog.write(this.defaultErrorLogs(group, st.info), level, `SSL_do_handshake() failed ${text} while SSL handshaking`, st.info.id, context);
+    const reasonHex = /error:0A([0-9A-F]{6}):/i.exec(err.message)?.[1];
+    if (!text || !reasonHex) return;
+    const reason = parseInt(reasonHex, 16);
+    const level = HANDSHAKE_FAILURES.has(reason) || reason >= 1000 ? 'info' : 'crit';
+    this.logConnection(group, st.info, `SSL_do_handshake() failed ${text} while SSL handshaking`, level);
   }
 
   private drain(limit: number): void {
@@ -558,10 +562,8 @@ export class Engine {
     const { conf } = server;
     const tooLarge = headerBlockError(req.rawHeaders, conf.largeClientHeaderBuffers);
     if (tooLarge) {
-      const { cx } = this.generation;
-      cx.errorLog.write(conf.errorLogs, 'info', `${tooLarge.message} while processing HTTP/2 connection`, st.info.id,
-        connectionContext(st.info.peerAddr, Engine.listenText(group)));
-      logUnreadStream(cx, st.info, server, req.rawHeaders.slice(0, 2 * tooLarge.fieldsBefore));
+      this.logConnection(group, st.info, `${tooLarge.message} while processing HTTP/2 connection`, 'info', conf.errorLogs);
+      logUnreadStream(this.generation.cx, st.info, server, req.rawHeaders.slice(0, 2 * tooLarge.fieldsBefore));
       session.destroy(new Error(tooLarge.message), h2.NGHTTP2_ENHANCE_YOUR_CALM);
       return false;
     }
