@@ -1009,7 +1009,7 @@ class Compiler {
       const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [{ name: '', regex: undefined }];
       for (const n of names) {
         if (n.regex) {
-          regexes.push({ regex: n.regex.regex, server, namedCaptures: rewrite.namedCaptures(n.regex, this.scope.variables) });
+          regexes.push({ regex: n.regex.regex, captureCount: n.regex.captureCount, server, namedCaptures: rewrite.namedCaptures(n.regex, this.scope.variables) });
           continue;
         }
         const add = (list: [string, VirtualServer][] | Map<string, VirtualServer>, key: string): void => {
@@ -1030,6 +1030,9 @@ class Compiler {
         else add(exact, n.name);
       }
     }
+    // ngx_http_optimize_servers: one server on an address gets no name table unless a regex of its names captures,
+    // so neither SNI nor Host is looked up there (and nginx's 421 rule never applies)
+    if (servers.length === 1 && !regexes.some((x) => x.captureCount > 0)) return { defaultServer, exact: new Map(), headWildcards: [], tailWildcards: [], regexes: [] };
     heads.sort((a, b) => b[0].length - a[0].length);
     tails.sort((a, b) => b[0].length - a[0].length);
     return { defaultServer, exact, headWildcards: heads, tailWildcards: tails, regexes };

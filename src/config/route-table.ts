@@ -65,6 +65,8 @@ export interface ServerSet {
 /** A `server_name ~regex`. */
 export interface ServerRegex {
   readonly regex: RegExp;
+  /** Capture groups of the regex: any makes nginx build a name table even for a lone server. */
+  readonly captureCount: number;
   readonly server: VirtualServer;
   /** Indexes of the named captures that become variables. */
   readonly namedCaptures: readonly NamedCapture[];

@@ -111,9 +111,9 @@ const NO_OPENSSL = hasCommand('openssl') ? false : 'no openssl command';
 describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
   after(cleanup);
 
-  it('picks the certificate by SNI and the server by Host, answers 421 across client-certificate servers, and rejects unknown names with ssl_reject_handshake', async () => {
+  it('picks the certificate by SNI and the server by Host, answers 421 across client-certificate servers (not on an address with one server and no capturing name), and rejects unknown names with ssl_reject_handshake', async () => {
     const files: Record<string, string> = {};
-    for (const [name, kind] of [['a.test', 'rsa'], ['b.test', 'ec'], ['c.test', 'ec'], ['known.test', 'ec']] as const) {
+    for (const [name, kind] of [['a.test', 'rsa'], ['b.test', 'ec'], ['c.test', 'ec'], ['known.test', 'ec'], ['v.test', 'ec']] as const) {
       const { cert, key } = selfSigned(name, kind);
       files[`certs/${name}.pem`] = cert;
       files[`certs/${name}.key`] = key;
@@ -121,7 +121,7 @@ describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPEN
     const cert = (name: string): string => `ssl_certificate certs/${name}.pem; ssl_certificate_key certs/${name}.key;`;
     const answer = (id: string): string => `return 200 "${id} sni=$ssl_server_name host=$host proto=$ssl_protocol https=$https\\n";`;
     const run = await differential({
-      extraPorts: 1,
+      extraPorts: 3,
       files,
       conf: ({ port, ports }) => httpConf(`
   server { listen 127.0.0.1:${port} ssl default_server; server_name a.test; ${cert('a.test')} ${answer('a')} }
@@ -129,7 +129,11 @@ describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPEN
   server { listen 127.0.0.1:${port} ssl; server_name c.test; ${cert('c.test')}
     ssl_verify_client optional; ssl_client_certificate certs/c.test.pem; ${answer('c')} }
   server { listen 127.0.0.1:${ports[0]} ssl default_server; ssl_reject_handshake on; }
-  server { listen 127.0.0.1:${ports[0]} ssl; server_name known.test; ${cert('known.test')} ${answer('known')} }`),
+  server { listen 127.0.0.1:${ports[0]} ssl; server_name known.test; ${cert('known.test')} ${answer('known')} }
+  server { listen 127.0.0.1:${ports[1]} ssl; server_name v.test; ${cert('v.test')}
+    ssl_verify_client optional; ssl_client_certificate certs/v.test.pem; ${answer('lone')} }
+  server { listen 127.0.0.1:${ports[2]} ssl; server_name ~^(v)\.test$; ${cert('v.test')}
+    ssl_verify_client optional; ssl_client_certificate certs/v.test.pem; ${answer('captures')} }`),
     }, async (s) => ({
       a: await get(s.port, 'a.test', 'a.test'),
       b: await get(s.port, 'b.test', 'b.test'),
@@ -139,6 +143,8 @@ describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPEN
       verifyingHost: await get(s.port, 'a.test', 'c.test'),
       rejected: await handshake(s.ports[0]!, 'unknown.test'),
       known: await get(s.ports[0]!, 'known.test', 'known.test'),
+      loneVerifying: await get(s.ports[1]!, 'v.test', '127.0.0.1'),
+      capturingVerifying: await get(s.ports[2]!, 'v.test', '127.0.0.1'),
       plain: parseRaw(await rawExchange(s.port, 'GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n'))?.status,
     }));
     const n = run.nginx.result;
@@ -150,6 +156,7 @@ describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPEN
     assert.equal(n.verifyingHost.status, 421);
     assert.equal(n.rejected, 'failed');
     assert.equal(n.known.status, 200);
+    assert.deepEqual([n.loneVerifying.status, n.capturingVerifying.status], [200, 421]);
     assert.equal(n.plain, 400);
     // nginx's lingering close after the 421 races the client's close: under load its shutdown() finds the peer gone
     const raced = (l: string): boolean => l.includes('shutdown() failed (107: Transport endpoint is not connected)');
