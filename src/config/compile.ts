@@ -35,7 +35,7 @@ import { cacheZoneRefs } from './modules/cache.js';
 import * as proxy from './modules/proxy.js';
 import { realIpFrom, realIpHeader, realIpRecursive } from './modules/realip.js';
 import * as ssl from './modules/ssl.js';
-import { http2Enabled, http2MaxConcurrentStreams } from './modules/http2.js';
+import { http2BodyPrereadSize, http2Enabled, http2MaxConcurrentStreams } from './modules/http2.js';
 import { splitHostPort } from './modules/upstream.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf, type Slot } from './spec.js';
@@ -613,6 +613,7 @@ class Compiler {
       clientHeaderTimeoutMs: c.get(http.clientHeaderTimeoutMs),
       largeClientHeaderBuffers: c.get(http.largeClientHeaderBuffers),
       http2MaxConcurrentStreams: c.get(http2MaxConcurrentStreams),
+      http2BodyPrereadSizeBytes: c.get(http2BodyPrereadSize),
       logNotFound: c.get(http.logNotFound),
       serverTokens: c.get(http.serverTokens),
       absoluteRedirect: c.get(http.absoluteRedirect),

@@ -358,6 +358,8 @@ export interface LocationConf {
   readonly largeClientHeaderBuffers: { readonly count: number; readonly sizeBytes: number };
   /** `http2_max_concurrent_streams` (a server's; its locations carry it). */
   readonly http2MaxConcurrentStreams: number;
+  /** `http2_body_preread_size` (a server's; its locations carry it): the streams' initial window. */
+  readonly http2BodyPrereadSizeBytes: number;
   readonly logNotFound: boolean;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;

@@ -83,6 +83,11 @@ const NODE_CLIENT_ERROR_REPLIES: Readonly<Record<string, string>> = {
 };
 const NODE_BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
 
+/** `NGX_HTTP_V2_MAX_WINDOW`: the connection window `ngx_http_v2_init` opens. */
+const MAX_WINDOW_BYTES = 2 ** 31 - 1;
+/** The smallest initial stream window jinx advertises (RFC 9113's default, node:http2's). */
+const NODE_DEFAULT_WINDOW_BYTES = 65_535;
+
 const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/;
 const plainAddr = (a: string | undefined): string => (a ? IPV4_MAPPED.exec(a)?.[1] ?? a : '');
 /** Identifies a TCP connection across the raw socket, its TLS socket and its HTTP/2 session. */
@@ -518,9 +523,13 @@ export class Engine {
 
   /**
    * An HTTP/2 session: its connection gets the session, the TLS details and
-   * its server, whose `http2_max_concurrent_streams` is sent in a second
-   * SETTINGS frame when it is not the 128 every session starts with
-   * (`ngx_http_v2_init` sends the server's value in its first one).
+   * its server, whose `http2_max_concurrent_streams` and
+   * `http2_body_preread_size` are sent in a second SETTINGS frame where they
+   * differ from what every session starts with (`ngx_http_v2_init` sends the
+   * server's values in its first one); the connection's window opens to the
+   * largest, as `ngx_http_v2_init` opens it. A preread size under node's
+   * 65535 is sent as 65535: nginx opens a stream's window once its body is
+   * read, node:http2 cannot, and a smaller window would slow or stall uploads.
    */
   private acceptSession(session: Http2Session, key: string): void {
     const socket = session.socket as Socket;
@@ -534,8 +543,13 @@ export class Engine {
     st.session = session;
     st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);
-    const maxConcurrentStreams = st.h2Server.conf.http2MaxConcurrentStreams;
-    if (maxConcurrentStreams !== H2_SESSION_OPTIONS.settings.maxConcurrentStreams) session.settings({ maxConcurrentStreams });
+    const start = H2_SESSION_OPTIONS.settings;
+    const own = {
+      maxConcurrentStreams: st.h2Server.conf.http2MaxConcurrentStreams,
+      initialWindowSize: Math.max(st.h2Server.conf.http2BodyPrereadSizeBytes, NODE_DEFAULT_WINDOW_BYTES),
+    };
+    if (own.maxConcurrentStreams !== start.maxConcurrentStreams || own.initialWindowSize !== start.initialWindowSize) session.settings(own);
+    session.setLocalWindowSize(MAX_WINDOW_BYTES);
   }
 
   /**

@@ -178,13 +178,17 @@ const rejected = new WeakSet<TLSSocket>();
 export const handshakeRejected = (socket: TLSSocket): boolean => rejected.has(socket);
 
 /**
- * What every HTTP/2 session starts with: nginx's default
- * `http2_max_concurrent_streams` in its SETTINGS (the engine sends a
- * server's own value after it), and room for as many header fields as
+ * What every HTTP/2 session starts with: the SETTINGS of
+ * `ngx_http_v2_send_settings` with nginx's defaults (the engine sends a
+ * server's own `http2_max_concurrent_streams` and `http2_body_preread_size`
+ * after them), and room for as many header fields as
  * `large_client_header_buffers` lets through (node:http2 resets a stream
  * with more than 128 by default; the engine checks nginx's limits).
  */
-export const H2_SESSION_OPTIONS = { settings: { maxConcurrentStreams: 128 }, maxHeaderListPairs: 65_536 };
+export const H2_SESSION_OPTIONS = {
+  settings: { maxConcurrentStreams: 128, initialWindowSize: 65_536, maxFrameSize: 16_777_215 },
+  maxHeaderListPairs: 65_536,
+};
 
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;

@@ -6,8 +6,8 @@
  * access log's `$request` / `$server_protocol`; h2c with prior knowledge and
  * HTTP/1.1 on one plain port; the limits nginx applies per connection from
  * the connection's server (`http2_max_concurrent_streams`,
- * `keepalive_requests`, `large_client_header_buffers`); a 100 MiB upload to
- * a slow upstream.
+ * `keepalive_requests`, `large_client_header_buffers`), its SETTINGS and
+ * windows (`http2_body_preread_size`); a 100 MiB upload to a slow upstream.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
@@ -20,7 +20,7 @@ import { after, describe, it } from 'node:test';
 import { cleanup, freePort, hasCommand, startJinx, startUpstream } from '../helpers/harness.js';
 import { selfSigned } from '../helpers/pki.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
-import { H2_ERROR, RawH2, getFields, type Field } from '../helpers/h2-frames.js';
+import { FRAME, H2_ERROR, RawH2, getFields, type Field } from '../helpers/h2-frames.js';
 import { echoUpstream, type Echo } from '../helpers/upstreams.js';
 
 /** What a client saw of one HTTP/2 exchange. */
@@ -219,6 +219,40 @@ describe('HTTP/2 limits per connection (differential)', { skip: NO_ORACLE || NO_
     assert.equal(run.nginx.errorLog.filter((l) => refusal.test(l)).length, 1);
     assert.deepEqual(run.jinx.errorLog, run.nginx.errorLog.filter((l) => !refusal.test(l)));
     assertSameAsNginx(run, { log: false });
+  });
+
+  it('advertises the server\'s http2_body_preread_size as the initial stream window and opens the connection window to 2^31-1, and uploads go through either window', async () => {
+    const up = await echoUpstream('app');
+    const run = await differential({
+      extraPorts: 1,
+      conf: ({ port, ports }) => httpConf(`
+  client_max_body_size 4m;
+  server { listen 127.0.0.1:${port}; http2 on; location / { proxy_pass http://127.0.0.1:${up.port}; } }
+  server { listen 127.0.0.1:${ports[0]}; http2 on; http2_body_preread_size 1m; location / { proxy_pass http://127.0.0.1:${up.port}; } }`),
+    }, async (s) => {
+      const body = Buffer.alloc(3 * 1024 * 1024, 'x');
+      const windows = async (port: number): Promise<Record<string, number | undefined>> => {
+        const raw = await RawH2.open(port);
+        await raw.until((f) => f.some((x) => x.type === FRAME.WINDOW_UPDATE && x.stream === 0));
+        const increment = raw.frames.find((x) => x.type === FRAME.WINDOW_UPDATE && x.stream === 0)?.payload.readUInt32BE(0);
+        const settings = raw.settings();
+        raw.close();
+        const session = connect(`http://127.0.0.1:${port}`);
+        try {
+          const upload = await h2(session, '/upload', 'POST', body);
+          return { initialWindow: settings.get(4), maxFrameSize: settings.get(5), connectionIncrement: increment, uploaded: echoed(upload).bodyLength };
+        } finally {
+          session.close();
+        }
+      };
+      return { defaults: await windows(s.port), preread1m: await windows(s.ports[0]!) };
+    });
+    const uploaded = 3 * 1024 * 1024;
+    assert.deepEqual(run.nginx.result, {
+      defaults: { initialWindow: 65_536, maxFrameSize: 16_777_215, connectionIncrement: 2 ** 31 - 1 - 65_535, uploaded },
+      preread1m: { initialWindow: 1_048_576, maxFrameSize: 16_777_215, connectionIncrement: 2 ** 31 - 1 - 65_535, uploaded },
+    });
+    assertSameAsNginx(run);
   });
 
   it('sends GOAWAY once the connection carried keepalive_requests streams (the server\'s, not the location\'s), answers that stream and those before it, and closes the connection', async () => {

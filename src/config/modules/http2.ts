@@ -2,10 +2,11 @@
  * HTTP/2 settings (`src/http/v2/ngx_http_v2_module.c`): `http2 on|off` per
  * server (nginx 1.25.1 and later): HTTP/2 by ALPN on TLS addresses, h2c
  * with prior knowledge on plain ones; `http2_max_concurrent_streams` per
- * server; the buffer and frame sizes are checked, node:http2 applies its own.
+ * server; `http2_body_preread_size` as the streams' initial window; the
+ * buffer and frame sizes are checked, node:http2 applies its own.
  */
 import { HTTP_SRV, HTTP_SRV_LOC } from '../flags.js';
-import { DirectiveFailure, fail, flagSetter, noEffect, numSetter, rule, slot, type DirectiveSpec, type Rule } from '../spec.js';
+import { DirectiveFailure, fail, flagSetter, noEffect, numSetter, rule, sizeSetter, slot, type DirectiveSpec, type Rule } from '../spec.js';
 import { poolSize } from './http-core.js';
 
 const V2 = 'ngx_http_v2_module';
@@ -17,6 +18,11 @@ export const http2Enabled = slot('http2', false);
  * belongs to (`ngx_http_v2_init`, `ngx_http_v2_state_headers`).
  */
 export const http2MaxConcurrentStreams = slot('http2_max_concurrent_streams', 128);
+/**
+ * `http2_body_preread_size` (`ngx_conf_set_size_slot`, default 65536): the
+ * SETTINGS_INITIAL_WINDOW_SIZE of the connection's server (`ngx_http_v2_send_settings`).
+ */
+export const http2BodyPrereadSize = slot('http2_body_preread_size', 65_536);
 
 /** `ngx_http_v2_obsolete`: a warning, whatever the value, as often as given. */
 const obsolete = (name: string, args: DirectiveSpec['args'], instead: string | undefined, contexts = HTTP_SRV): DirectiveSpec =>
@@ -49,7 +55,13 @@ export const http2Directives: readonly DirectiveSpec[] = [
   },
   tuning('http2_recv_buffer_size', ['http'], rule.size(recvBufferSize)),
   tuning('http2_chunk_size', ['http', 'server', 'location'], rule.size(chunkSize)),
-  tuning('http2_body_preread_size', HTTP_SRV, rule.size(prereadSize)),
+  {
+    name: 'http2_body_preread_size', module: V2, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      sizeSetter(http2BodyPrereadSize)(d, cx);
+      prereadSize(cx.level.own(http2BodyPrereadSize)!.value);
+    },
+  },
   tuning('http2_pool_size', HTTP_SRV, rule.size(poolSize)),
   tuning('http2_streams_index_size', HTTP_SRV, rule.num(streamsIndexMask)),
   obsolete('http2_recv_timeout', ['TAKE1'], 'client_header_timeout'),
