@@ -31,18 +31,11 @@
  * it starts is stopped by its pid, also on SIGINT/SIGTERM/SIGHUP; the
  * temporary prefix is removed unless `--keep`. See bench/README.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, mkdirSync, existsSync, statSync } from 'node:fs';
-import { connect, createServer as createNetServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, existsSync, statSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-
-/** The checkout (bench/ is compiled to dist/bench/). */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const JINX = join(ROOT, 'bin/jinx');
-const MiB = 1024 * 1024;
+import { JINX, MiB, freePort, makeTemp, parseSize, removeTemp, sleep, start, stop, stopAll, waitListening } from './procs.js';
 
 const USAGE = `usage: node dist/bench/memory.js [options]
   --size SIZE        response and request body size, k/m/g suffix allowed (default 1g)
@@ -65,13 +58,6 @@ interface Options {
   limits: Record<'download' | 'upload' | 'idle', number>;
   json: string | undefined;
   keep: boolean;
-}
-
-function parseSize(s: string): number {
-  const m = /^(\d+)([kKmMgG]?)$/.exec(s.trim());
-  if (!m) throw new Error(`bad size "${s}"`);
-  const unit = (m[2] ?? '').toLowerCase();
-  return Number(m[1]) * (unit === 'k' ? 1024 : unit === 'm' ? MiB : unit === 'g' ? 1024 * MiB : 1);
 }
 
 function options(argv: string[]): Options {
@@ -100,97 +86,6 @@ function options(argv: string[]): Options {
     json: values.json,
     keep: values.keep ?? false,
   };
-}
-
-// ------------------------------------------------------------------ processes
-
-interface Proc {
-  readonly name: string;
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  exitCode: number | null | undefined;
-  stderr: string;
-}
-
-const procs: Proc[] = [];
-
-function start(name: string, cmd: string, args: string[]): Proc {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const proc: Proc = {
-    name, child, exitCode: undefined, stderr: '',
-    exited: new Promise((res) => child.once('exit', (code, signal) => {
-      proc.exitCode = code ?? (signal ? 128 : null);
-      res(proc.exitCode);
-    })),
-  };
-  child.once('error', (err) => { proc.stderr += `${err.message}\n`; });
-  child.stderr!.on('data', (d: Buffer) => { if (proc.stderr.length < 64 * 1024) proc.stderr += d.toString(); });
-  procs.push(proc);
-  return proc;
-}
-
-/** Stops a process by its pid with `signal`, then SIGKILL after `graceMs`. */
-async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGQUIT', graceMs = 10_000): Promise<void> {
-  if (proc.exitCode === undefined && proc.child.pid !== undefined) {
-    process.kill(proc.child.pid, signal);
-    const timer = setTimeout(() => { if (proc.exitCode === undefined) process.kill(proc.child.pid!, 'SIGKILL'); }, graceMs);
-    await proc.exited;
-    clearTimeout(timer);
-  }
-  const i = procs.indexOf(proc);
-  if (i >= 0) procs.splice(i, 1);
-}
-
-const stopAll = (): Promise<void> => Promise.all([...procs].reverse().map((p) => stop(p))).then(() => undefined);
-
-let tempRoot: string | undefined;
-let keepTemp = false;
-const removeTemp = (): void => {
-  if (tempRoot && !keepTemp) rmSync(tempRoot, { recursive: true, force: true });
-};
-
-process.on('exit', () => {
-  for (const p of procs) if (p.exitCode === undefined && p.child.pid !== undefined) process.kill(p.child.pid, 'SIGKILL');
-});
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(sig, () => {
-    if (interrupted) return;
-    interrupted = true;
-    process.stderr.write(`\nbench: ${sig}, stopping the servers\n`);
-    void stopAll().finally(() => {
-      removeTemp();
-      process.exit(sig === 'SIGINT' ? 130 : 143);
-    });
-  });
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createNetServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-async function waitListening(proc: Proc, port: number): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== undefined) throw new Error(`${proc.name} exited (${proc.exitCode}) during start:\n${proc.stderr}`);
-    const open = await new Promise<boolean>((res) => {
-      const s = connect({ host: '127.0.0.1', port });
-      s.once('connect', () => { s.destroy(); res(true); });
-      s.once('error', () => res(false));
-    });
-    if (open) return;
-    await sleep(25);
-  }
-  throw new Error(`${proc.name} does not listen on 127.0.0.1:${port} after 15 s:\n${proc.stderr}`);
 }
 
 // ------------------------------------------------------------------ memory
@@ -413,13 +308,11 @@ async function main(): Promise<number> {
     process.stderr.write(`bench: ${(err as Error).message}\n${USAGE}\n`);
     return 1;
   }
-  keepTemp = o.keep;
-  tempRoot = mkdtempSync(join(tmpdir(), 'jinx-memory-'));
-  const dir = tempRoot;
+  const dir = makeTemp('jinx-memory-', o.keep);
   mkdirSync(join(dir, 'logs'));
   mkdirSync(join(dir, 'tmp'));
   const [port, upstreamPort] = [await freePort(), await freePort()];
-  const upstream = start('upstream', process.execPath, ['-e', UPSTREAM, String(upstreamPort), String(o.size)]);
+  const upstream = start('upstream', process.execPath, ['-e', UPSTREAM, String(upstreamPort), String(o.size)], { stdout: 'pipe' });
   let upstreamSent = 0;
   upstream.child.stdout!.on('data', (d: Buffer) => { upstreamSent += (d.toString().match(/sent/g) ?? []).length; });
   writeFileSync(join(dir, 'nginx.conf'), jinxConf(dir, port, upstreamPort, o.idle));

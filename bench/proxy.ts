@@ -17,20 +17,16 @@
  * load (its figures are then not a throughput of the proxy).
  * See bench/README.md.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createServer as createNetServer, connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarizeProfile, formatSummary } from './cpuprofile.js';
-
-/** The checkout (bench/ is compiled to dist/bench/). */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const JINX = join(ROOT, 'bin/jinx');
+import {
+  JINX, ROOT, freePort, hasCommand, interrupted, makeTemp, parseSize, removeTemp, sleep, start, stop, stopAll, waitListening, type Proc,
+} from './procs.js';
 
 const USAGE = `usage: node dist/bench/proxy.js [options]
 
@@ -89,12 +85,6 @@ interface Options {
 }
 
 type Target = 'jinx' | 'nginx' | 'bare';
-
-function parseSize(s: string): number {
-  const m = /^(\d+)([kKmM]?)$/.exec(s.trim());
-  if (!m) throw new Error(`bad size "${s}"`);
-  return Number(m[1]) * (m[2] === '' ? 1 : m[2]!.toLowerCase() === 'k' ? 1024 : 1024 * 1024);
-}
 
 function positive(name: string, v: string | undefined, dflt: number): number {
   if (v === undefined) return dflt;
@@ -156,125 +146,6 @@ function options(argv: string[]): Options {
     json: values.json,
     keep: values.keep ?? false,
   };
-}
-
-function hasCommand(cmd: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-}
-
-// ---------------------------------------------------------------- processes
-
-/** A process this script started; every one is stopped on exit, error or signal. */
-interface Proc {
-  readonly name: string;
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  exitCode: number | null | undefined;
-  stderr: string;
-}
-
-const procs: Proc[] = [];
-
-let niceness = 0;
-
-function start(name: string, cmd: string, args: string[], cpus: string | undefined, stdout: 'ignore' | 'pipe' = 'ignore'): Proc {
-  let [file, argv] = [cmd, args];
-  if (niceness !== 0) [file, argv] = ['nice', ['-n', String(niceness), file, ...argv]];
-  if (cpus !== undefined) [file, argv] = ['taskset', ['-c', cpus, file, ...argv]];
-  // taskset and nice exec the command, so the pid is the server's own. With
-  // autogroup scheduling (Linux' default), nice only ranks processes of one
-  // session: with --nice each process gets a session of its own (detached) and
-  // that session's autogroup gets the nice value too.
-  const child = spawn(file, argv, { stdio: ['ignore', stdout, 'pipe'], detached: niceness !== 0 });
-  if (niceness !== 0 && child.pid !== undefined && existsSync(`/proc/${child.pid}/autogroup`)) {
-    try {
-      writeFileSync(`/proc/${child.pid}/autogroup`, String(niceness));
-    } catch (err) {
-      process.stderr.write(`bench: cannot set the autogroup nice of ${name}: ${(err as Error).message}\n`);
-    }
-  }
-  const proc: Proc = {
-    name, child, exitCode: undefined, stderr: '',
-    exited: new Promise((res) => child.once('exit', (code, signal) => {
-      proc.exitCode = code ?? (signal ? 128 : null);
-      res(proc.exitCode);
-    })),
-  };
-  child.once('error', (err) => { proc.stderr += `${err.message}\n`; });
-  child.stderr!.on('data', (d: Buffer) => { if (proc.stderr.length < 64 * 1024) proc.stderr += d.toString(); });
-  procs.push(proc);
-  return proc;
-}
-
-/** Stops a process with `signal`, then SIGKILL after `graceMs`. */
-async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGQUIT', graceMs = 10_000): Promise<void> {
-  if (proc.exitCode === undefined && proc.child.pid !== undefined) {
-    proc.child.kill(signal);
-    const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);
-    await proc.exited;
-    clearTimeout(timer);
-  }
-  const i = procs.indexOf(proc);
-  if (i >= 0) procs.splice(i, 1);
-}
-
-async function stopAll(): Promise<void> {
-  await Promise.all([...procs].reverse().map((p) => stop(p, p.name === 'wrk' ? 'SIGKILL' : 'SIGQUIT')));
-}
-
-let tempRoot: string | undefined;
-let keepTemp = false;
-
-function removeTemp(): void {
-  if (tempRoot && !keepTemp) rmSync(tempRoot, { recursive: true, force: true });
-}
-
-process.on('exit', () => {
-  // last resort (e.g. process.exit from a signal handler that did not finish)
-  for (const p of procs) if (p.exitCode === undefined) p.child.kill('SIGKILL');
-});
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(sig, () => {
-    if (interrupted) return;
-    interrupted = true;
-    process.stderr.write(`\nbench: ${sig}, stopping the servers\n`);
-    void stopAll().finally(() => {
-      removeTemp();
-      process.exit(sig === 'SIGINT' ? 130 : 143);
-    });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createNetServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = connect({ host: '127.0.0.1', port });
-    s.once('connect', () => { s.destroy(); res(true); });
-    s.once('error', () => res(false));
-  });
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function waitListening(proc: Proc, port: number): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== undefined) throw new Error(`${proc.name} exited (${proc.exitCode}) during start:\n${proc.stderr}`);
-    if (await portOpen(port)) return;
-    await sleep(25);
-  }
-  throw new Error(`${proc.name} does not listen on 127.0.0.1:${port} after 15 s:\n${proc.stderr}`);
 }
 
 /** GET through a server (over TLS with `tls`); resolves to status and body length. */
@@ -627,8 +498,8 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const children0 = childTicks();
   const load = new OtherLoad(o, servers);
   const wrk = o.protocol === 'h2'
-    ? start('wrk', 'h2load', [`-c${o.connections}`, `-t${o.threads}`, `-m${o.streams}`, `-D${seconds}`, url], o.auxCpus, 'pipe')
-    : start('wrk', 'wrk', [`-c${o.connections}`, `-t${o.threads}`, `-d${seconds}s`, '--latency', url], o.auxCpus, 'pipe');
+    ? start('wrk', 'h2load', [`-c${o.connections}`, `-t${o.threads}`, `-m${o.streams}`, `-D${seconds}`, url], { cpus: o.auxCpus, niceness: o.nice, stdout: 'pipe', stopSignal: 'SIGKILL' })
+    : start('wrk', 'wrk', [`-c${o.connections}`, `-t${o.threads}`, `-d${seconds}s`, '--latency', url], { cpus: o.auxCpus, niceness: o.nice, stdout: 'pipe', stopSignal: 'SIGKILL' });
   let out = '';
   wrk.child.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
   // wrk is bounded by -d; this only guards against a hung one
@@ -747,9 +618,9 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     mkdirSync(join(upDir, 'html'));
     for (const size of o.sizes) writeFileSync(join(upDir, 'html', bodyPath(size).slice(1)), Buffer.alloc(size, 'x'));
     writeFileSync(join(upDir, 'nginx.conf'), upstreamNginxConf(upDir, upPort, o.sizes));
-    upstream = start('upstream', o.nginx, ['-p', `${upDir}/`, '-c', join(upDir, 'nginx.conf')], o.auxCpus);
+    upstream = start('upstream', o.nginx, ['-p', `${upDir}/`, '-c', join(upDir, 'nginx.conf')], { cpus: o.auxCpus, niceness: o.nice });
   } else {
-    upstream = start('upstream', process.execPath, ['-e', NODE_UPSTREAM, String(upPort), ...o.sizes.map(String)], o.auxCpus);
+    upstream = start('upstream', process.execPath, ['-e', NODE_UPSTREAM, String(upPort), ...o.sizes.map(String)], { cpus: o.auxCpus, niceness: o.nice });
   }
   await waitListening(upstream, upPort);
 
@@ -769,11 +640,11 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     writeFileSync(conf, proxyConf(tDir, port, upPort, o.protocol === 'h2' ? tlsDir : undefined));
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
-    if (t === 'nginx') proc = start('nginx', o.nginx, args, o.sutCpus);
-    else if (t === 'bare') proc = start('bare', process.execPath, ['-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], o.sutCpus);
+    if (t === 'nginx') proc = start('nginx', o.nginx, args, { cpus: o.sutCpus, niceness: o.nice });
+    else if (t === 'bare') proc = start('bare', process.execPath, ['-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], { cpus: o.sutCpus, niceness: o.nice });
     else {
       const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
-      proc = start('jinx', process.execPath, [...o.nodeFlags, ...prof, JINX, ...args], o.sutCpus);
+      proc = start('jinx', process.execPath, [...o.nodeFlags, ...prof, JINX, ...args], { cpus: o.sutCpus, niceness: o.nice });
     }
     await waitListening(proc, port);
     sut.set(t, { proc, port });
@@ -795,10 +666,8 @@ async function main(): Promise<number> {
   const o = options(process.argv.slice(2));
   if (!hasCommand('wrk')) throw new Error('wrk is not installed (apt-get install -y wrk)');
   if (!existsSync(join(ROOT, 'dist/src/cli/main.js'))) throw new Error(`no build in ${ROOT}/dist: run npx tsc -p . first`);
-  keepTemp = o.keep;
-  niceness = o.nice;
   if (!Number.isInteger(o.nice) || o.nice < -20 || o.nice > 19) throw new Error(`--nice wants an integer from -20 to 19`);
-  tempRoot = mkdtempSync(join(tmpdir(), 'jinx-bench-'));
+  const tempRoot = makeTemp('jinx-bench-', o.keep);
   if (o.profileDir) mkdirSync(o.profileDir, { recursive: true });
   const profilesBefore = new Set(o.profileDir ? readdirSync(o.profileDir) : []);
 
@@ -873,7 +742,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => { removeTemp(); process.exitCode = code; },
   async (err: unknown) => {
-    if (interrupted) return; // the signal handler stops everything and exits
+    if (interrupted()) return; // the signal handler stops everything and exits
     process.stderr.write(`bench: ${process.env.BENCH_DEBUG ? (err as Error)?.stack ?? err : (err as Error)?.message ?? err}\n`);
     await stopAll();
     removeTemp();

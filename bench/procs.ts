@@ -1,0 +1,173 @@
+/**
+ * What the benchmark scripts share: the processes they start (servers,
+ * upstreams, load generators), each stopped by its pid on exit, error or
+ * signal; the temp directory they run in, removed unless kept; and the
+ * small helpers around them (free ports, waiting for a listener, sizes).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createNetServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The project checkout (this file runs from `dist/bench/`). */
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The jinx binary under test. */
+export const JINX = join(ROOT, 'bin/jinx');
+export const MiB = 1024 * 1024;
+
+/** A process a script started; every one is stopped on exit, error or signal. */
+export interface Proc {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  /** The signal `stopAll` stops it with. */
+  readonly stopSignal: NodeJS.Signals;
+  exitCode: number | null | undefined;
+  /** Its first 64 KiB of stderr. */
+  stderr: string;
+}
+
+/** How `start` runs a process. */
+export interface StartOptions {
+  /** A `taskset -c` CPU list to pin it to. */
+  readonly cpus?: string;
+  /** A nice value (-20 to 19); 0 runs it as is. */
+  readonly niceness?: number;
+  /** `pipe` to read its stdout from `child.stdout`. */
+  readonly stdout?: 'ignore' | 'pipe';
+  /** The signal `stopAll` stops it with (default SIGQUIT, nginx's graceful stop). */
+  readonly stopSignal?: NodeJS.Signals;
+}
+
+const procs: Proc[] = [];
+let tempDir: string | undefined;
+let keepTemp = false;
+let interruptedBy: NodeJS.Signals | undefined;
+
+/** Starts `cmd args` as `name`. */
+export function start(name: string, cmd: string, args: string[], options: StartOptions = {}): Proc {
+  const niceness = options.niceness ?? 0;
+  let [file, argv] = [cmd, args];
+  if (niceness !== 0) [file, argv] = ['nice', ['-n', String(niceness), file, ...argv]];
+  if (options.cpus !== undefined) [file, argv] = ['taskset', ['-c', options.cpus, file, ...argv]];
+  // taskset and nice exec the command, so the pid is the server's own. With
+  // autogroup scheduling (Linux' default), nice only ranks processes of one
+  // session: a niced process gets a session of its own (detached) and that
+  // session's autogroup gets the nice value too.
+  const child = spawn(file, argv, { stdio: ['ignore', options.stdout ?? 'ignore', 'pipe'], detached: niceness !== 0 });
+  if (niceness !== 0 && child.pid !== undefined && existsSync(`/proc/${child.pid}/autogroup`)) {
+    try {
+      writeFileSync(`/proc/${child.pid}/autogroup`, String(niceness));
+    } catch (err) {
+      process.stderr.write(`bench: cannot set the autogroup nice of ${name}: ${(err as Error).message}\n`);
+    }
+  }
+  const proc: Proc = {
+    name, child, stopSignal: options.stopSignal ?? 'SIGQUIT', exitCode: undefined, stderr: '',
+    exited: new Promise((res) => child.once('exit', (code, signal) => {
+      proc.exitCode = code ?? (signal ? 128 : null);
+      res(proc.exitCode);
+    })),
+  };
+  child.once('error', (err) => { proc.stderr += `${err.message}\n`; });
+  child.stderr!.on('data', (d: Buffer) => { if (proc.stderr.length < 64 * 1024) proc.stderr += d.toString(); });
+  procs.push(proc);
+  return proc;
+}
+
+/** Stops a process by its pid with `signal`, then SIGKILL after `graceMs`. */
+export async function stop(proc: Proc, signal: NodeJS.Signals = proc.stopSignal, graceMs = 10_000): Promise<void> {
+  if (proc.exitCode === undefined && proc.child.pid !== undefined) {
+    proc.child.kill(signal);
+    const timer = setTimeout(() => { if (proc.exitCode === undefined) proc.child.kill('SIGKILL'); }, graceMs);
+    await proc.exited;
+    clearTimeout(timer);
+  }
+  const i = procs.indexOf(proc);
+  if (i >= 0) procs.splice(i, 1);
+}
+
+/** Stops every process still running, the last started first. */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...procs].reverse().map((p) => stop(p)));
+}
+
+/** Makes the directory a run works in (`/tmp/PREFIX…`); `removeTemp` deletes it unless `keep`. */
+export function makeTemp(prefix: string, keep: boolean): string {
+  keepTemp = keep;
+  tempDir = mkdtempSync(join(tmpdir(), prefix));
+  return tempDir;
+}
+
+/** Deletes the run's directory, unless it is to be kept. */
+export function removeTemp(): void {
+  if (tempDir && !keepTemp) rmSync(tempDir, { recursive: true, force: true });
+}
+
+/** Whether SIGINT, SIGTERM or SIGHUP came: its handler stops everything and exits (130 or 143). */
+export const interrupted = (): boolean => interruptedBy !== undefined;
+
+process.on('exit', () => {
+  // last resort (e.g. process.exit from a signal handler that did not finish)
+  for (const p of procs) if (p.exitCode === undefined) p.child.kill('SIGKILL');
+});
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(sig, () => {
+    if (interruptedBy) return;
+    interruptedBy = sig;
+    process.stderr.write(`\nbench: ${sig}, stopping the servers\n`);
+    void stopAll().finally(() => {
+      removeTemp();
+      process.exit(sig === 'SIGINT' ? 130 : 143);
+    });
+  });
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Whether `cmd` is on the PATH. */
+export function hasCommand(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+}
+
+/** A size with an optional `k`, `m` or `g` suffix (powers of 1024), in bytes. @throws Error on anything else. */
+export function parseSize(s: string): number {
+  const m = /^(\d+)([kKmMgG]?)$/.exec(s.trim());
+  if (!m) throw new Error(`bad size "${s}"`);
+  const unit = m[2]!.toLowerCase();
+  return Number(m[1]) * (unit === 'k' ? 1024 : unit === 'm' ? MiB : unit === 'g' ? 1024 * MiB : 1);
+}
+
+/** A TCP port free on 127.0.0.1 when asked. */
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createNetServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** Whether something accepts connections on 127.0.0.1:`port`. */
+export function portOpen(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const s = connect({ host: '127.0.0.1', port });
+    s.once('connect', () => { s.destroy(); res(true); });
+    s.once('error', () => res(false));
+  });
+}
+
+/** Waits up to 15 s for `proc` to listen on `port`. @throws Error with its stderr when it exits or does not listen. */
+export async function waitListening(proc: Proc, port: number): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== undefined) throw new Error(`${proc.name} exited (${proc.exitCode}) during start:\n${proc.stderr}`);
+    if (await portOpen(port)) return;
+    await sleep(25);
+  }
+  throw new Error(`${proc.name} does not listen on 127.0.0.1:${port} after 15 s:\n${proc.stderr}`);
+}
