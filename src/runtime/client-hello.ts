@@ -9,6 +9,8 @@
 
 /** What the parts of a ClientHello that could be read list; undefined when absent or cut off. */
 export interface ClientHello {
+  /** `legacy_version`: 0x0303 from every TLS 1.2 and 1.3 client. */
+  readonly legacyVersion: number;
   readonly cipherSuites: readonly number[] | undefined;
   readonly supportedGroups: readonly number[] | undefined;
   /** Groups of the client's key shares (TLS 1.3), in its order. */
@@ -45,23 +47,26 @@ function u16List(b: Buffer, at: number, end: number): number[] | undefined {
 }
 
 /** A ClientHello cut off before its cipher suites. */
-const NOTHING: ClientHello = { cipherSuites: undefined, supportedGroups: undefined, keyShareGroups: undefined, serverName: undefined };
+const cutOff = (legacyVersion: number): ClientHello => ({
+  legacyVersion, cipherSuites: undefined, supportedGroups: undefined, keyShareGroups: undefined, serverName: undefined,
+});
 
 /**
  * Reads a ClientHello from the bytes a TLS connection started with; what is
  * cut off or malformed is left undefined. Undefined when the bytes are not
- * a ClientHello at all.
+ * a ClientHello at all, or too short to show its version.
  */
 export function parseClientHello(bytes: Buffer): ClientHello | undefined {
   const hs = handshakeBytes(bytes);
-  if (hs.length < 4 || hs[0] !== CLIENT_HELLO) return undefined;
+  if (hs.length < 6 || hs[0] !== CLIENT_HELLO) return undefined;
   const end = Math.min(hs.length, 4 + hs.readUIntBE(1, 3));
+  const legacyVersion = hs.readUInt16BE(4);
   // legacy_version, random
   let at = 4 + 2 + 32;
-  if (at + 1 > end) return NOTHING;
+  if (at + 1 > end) return cutOff(legacyVersion);
   at += 1 + hs[at]!; // legacy_session_id
   const cipherSuites = u16List(hs, at, end);
-  if (!cipherSuites) return NOTHING;
+  if (!cipherSuites) return cutOff(legacyVersion);
   at += 2 + cipherSuites.length * 2;
   let supportedGroups: number[] | undefined;
   let keyShareGroups: number[] | undefined;
@@ -86,5 +91,5 @@ export function parseClientHello(bytes: Buffer): ClientHello | undefined {
       p = body + len;
     }
   }
-  return { cipherSuites, supportedGroups, keyShareGroups, serverName };
+  return { legacyVersion, cipherSuites, supportedGroups, keyShareGroups, serverName };
 }

@@ -19,6 +19,7 @@ import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
 import { bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, httpServers, listenKey, sentSni, TlsContexts, type Listener } from './listen.js';
 import { logUnreadStream, serveClientRequest } from './phases.js';
+import { parseClientHello } from './client-hello.js';
 import { findServer } from './server-names.js';
 import { prepareFiles } from './prepare-files.js';
 import { resetConnection } from './exchange.js';
@@ -83,6 +84,8 @@ const NODE_CLIENT_ERROR_REPLIES: Readonly<Record<string, string>> = {
 };
 const NODE_BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
 
+/** `TLS1_2_VERSION`, a ClientHello's `legacy_version` from TLS 1.2 and 1.3 clients. */
+const TLS1_2_VERSION = 0x0303;
 /** `NGX_HTTP_V2_MAX_WINDOW`: the connection window `ngx_http_v2_init` opens. */
 const MAX_WINDOW_BYTES = 2 ** 31 - 1;
 /** The smallest initial stream window jinx advertises (RFC 9113's default, node:http2's). */
@@ -195,10 +198,7 @@ export class Engine {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
         onAccept: (socket) => this.accept(socket, key),
-        onClientHello: (socket, bytes) => {
-          const st = this.connections.get(socket);
-          if (st) st.clientHello = bytes;
-        },
+        onClientHello: (socket, bytes) => this.clientHello(socket, bytes, key),
         onConnection: (socket) => this.secured(socket, key),
         handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
@@ -426,6 +426,28 @@ export class Engine {
       this.certificateFailed.set(socket, server);
       return tls.withoutCertificate(server);
     }
+  }
+
+  /**
+   * The ClientHello of a TLS connection, kept for the `$ssl_*` variables.
+   * Returns true when the server its SNI name selects (the default server
+   * without SNI) has `ssl_reject_handshake on`: nginx's refusal, logged at
+   * info as `handshake rejected while SSL handshaking`
+   * (`ngx_http_ssl_servername`), before OpenSSL answers. A client older than
+   * TLS 1.2 is left to OpenSSL, which refuses its version first.
+   */
+  private clientHello(socket: Socket, bytes: Buffer, groupKey: string): boolean {
+    const st = this.connections.get(socket);
+    const group = this.generation.groups.get(groupKey);
+    if (!st || !group) return false;
+    st.clientHello = bytes;
+    const hello = parseClientHello(bytes);
+    if (!hello || hello.legacyVersion < TLS1_2_VERSION) return false;
+    const set = group.byLocalAddr.get(st.info.localAddr) ?? group.servers;
+    const server = hello.serverName ? findServer(set, hello.serverName.toLowerCase()) : set.defaultServer;
+    if (!server.tls?.rejectHandshake) return false;
+    this.logConnection(group, st.info, 'handshake rejected while SSL handshaking');
+    return true;
   }
 
   /**

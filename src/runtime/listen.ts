@@ -147,8 +147,12 @@ export interface ListenHooks {
   tls(): TlsContexts;
   /** A TCP connection was accepted (before any TLS handshake); it may be refused or may make room. */
   onAccept(socket: Socket): void;
-  /** The first TLS record of a connection (its ClientHello), before the handshake starts. */
-  onClientHello(socket: Socket, bytes: Buffer): void;
+  /**
+   * The first TLS record of a connection (its ClientHello), before the
+   * handshake starts. True refuses the handshake (`ssl_reject_handshake`):
+   * the client gets nginx's `unrecognized_name` alert and the connection closes.
+   */
+  onClientHello(socket: Socket, bytes: Buffer): boolean;
   /** A TLS connection that speaks HTTP/1.x completed its handshake. */
   onConnection(socket: Socket): void;
   /**
@@ -232,7 +236,8 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
       const vs = findServer(g.servers, name.toLowerCase());
       const tls = hooks.tls();
       if (vs.tls?.rejectHandshake) {
-        // a context without certificates: OpenSSL ends the handshake with an alert, as nginx's refusal does
+        // a name the ClientHello's first record did not show (`onClientHello` refuses the others):
+        // a context without certificates, so that OpenSSL ends the handshake with an alert
         rejected.add(this);
         return cb(null, tls.withoutCertificate(vs));
       }
@@ -286,12 +291,20 @@ const incompleteRecord = (b: Buffer): boolean =>
   b[0] === 0x16 && (b.length < 5 || (b.length < 5 + b.readUInt16BE(3) && 5 + b.readUInt16BE(3) <= MAX_RECORD));
 
 /**
+ * The record OpenSSL sends for nginx's refusal (`ngx_http_ssl_servername`
+ * answers `SSL_AD_UNRECOGNIZED_NAME`): a fatal `unrecognized_name` alert in
+ * a TLS 1.2 record (RFC 8446 sections 5.1 and 6).
+ */
+const UNRECOGNIZED_NAME_ALERT = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70]);
+
+/**
  * A TCP server that reads the first bytes of each connection and hands it to
  * the server `pick` chooses for them, the bytes put back: node:tls and
  * node:http2 take bytes already read from the socket; node:http's parser,
  * which would read past them from the handle, is made to read the socket's
  * 'data' events instead. A TLS connection is handed over once its first
- * record (the ClientHello) is in, which `hooks.onClientHello` gets.
+ * record (the ClientHello) is in, which `hooks.onClientHello` gets and may
+ * refuse.
  */
 function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer, http1: NetServer): NetServer {
   return createNetServer({ pauseOnConnect: true }, (socket) => {
@@ -303,8 +316,11 @@ function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer, htt
       if (incompleteRecord(first)) return;
       socket.off('data', onData);
       socket.pause();
+      if (first[0] === 0x16 && hooks.onClientHello(socket, first)) {
+        socket.end(UNRECOGNIZED_NAME_ALERT, () => socket.destroy());
+        return;
+      }
       socket.unshift(first);
-      if (first[0] === 0x16) hooks.onClientHello(socket, first);
       const server = pick(first);
       if (server !== http1) {
         server.emit('connection', socket);

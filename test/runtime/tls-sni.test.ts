@@ -48,17 +48,18 @@ function get(port: number, servername: string | undefined, host: string, path = 
 }
 
 /**
- * Whether a TLS handshake with `servername` completes. A refused one fails
- * with nginx's alert `unrecognized_name`, with a reset from jinx (see README).
+ * How a TLS handshake with `servername` (none when empty), up to
+ * `maxVersion`, ends: `completed`,
+ * or the client's error code (an alert: `ERR_SSL_TLSV1_UNRECOGNIZED_NAME`).
  */
-function handshake(port: number, servername: string): Promise<'completed' | 'failed'> {
+function handshake(port: number, servername: string, maxVersion?: 'TLSv1.2'): Promise<string> {
   return new Promise((resolve) => {
-    const s = connect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false });
+    const s = connect({ host: '127.0.0.1', port, servername, maxVersion, rejectUnauthorized: false });
     s.on('secureConnect', () => {
       resolve('completed');
       s.destroy();
     });
-    s.on('error', () => resolve('failed'));
+    s.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
   });
 }
 
@@ -142,6 +143,8 @@ describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPEN
       hostDiffers: await get(s.port, 'a.test', 'b.test'),
       verifyingHost: await get(s.port, 'a.test', 'c.test'),
       rejected: await handshake(s.ports[0]!, 'unknown.test'),
+      rejectedWithoutSni: await handshake(s.ports[0]!, ''),
+      rejectedTls12: await handshake(s.ports[0]!, 'unknown.test', 'TLSv1.2'),
       known: await get(s.ports[0]!, 'known.test', 'known.test'),
       loneVerifying: await get(s.ports[1]!, 'v.test', '127.0.0.1'),
       capturingVerifying: await get(s.ports[2]!, 'v.test', '127.0.0.1'),
@@ -154,7 +157,7 @@ describe('TLS termination with SNI (differential)', { skip: NO_ORACLE || NO_OPEN
     assert.deepEqual([n.noSni.cert, n.noSni.body?.split(' ')[0]], ['a.test', 'b']);
     assert.deepEqual([n.hostDiffers.cert, n.hostDiffers.body?.split(' ')[0]], ['a.test', 'b']);
     assert.equal(n.verifyingHost.status, 421);
-    assert.equal(n.rejected, 'failed');
+    assert.deepEqual([n.rejected, n.rejectedWithoutSni, n.rejectedTls12], Array(3).fill('ERR_SSL_TLSV1_UNRECOGNIZED_NAME'));
     assert.equal(n.known.status, 200);
     assert.deepEqual([n.loneVerifying.status, n.capturingVerifying.status], [200, 421]);
     assert.equal(n.plain, 400);
