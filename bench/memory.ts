@@ -321,7 +321,7 @@ async function main(): Promise<number> {
   const tmp = join(dir, 'tmp');
   process.stdout.write(`node ${process.version}, size ${mib(o.size)} MiB, rate ${mib(o.rate)} MiB/s, ${o.idle} idle connections; a fresh jinx per phase\n`);
   for (const phase of o.phases) {
-    const jinx = start('jinx', process.execPath, [JINX, '-p', `${dir}/`, '-c', join(dir, 'nginx.conf')]);
+    const jinx = start('jinx', JINX, ['-p', `${dir}/`, '-c', join(dir, 'nginx.conf')]);
     await waitListening(jinx, port);
     const pid = jinx.child.pid!;
     // a small request of each kind first, so that code paths and pools exist before the baseline

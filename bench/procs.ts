@@ -39,6 +39,8 @@ export interface StartOptions {
   readonly stdout?: 'ignore' | 'pipe';
   /** The signal `stopAll` stops it with (default SIGQUIT, nginx's graceful stop). */
   readonly stopSignal?: NodeJS.Signals;
+  /** Its environment (default this process's). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 const procs: Proc[] = [];
@@ -56,7 +58,7 @@ export function start(name: string, cmd: string, args: string[], options: StartO
   // autogroup scheduling (Linux' default), nice only ranks processes of one
   // session: a niced process gets a session of its own (detached) and that
   // session's autogroup gets the nice value too.
-  const child = spawn(file, argv, { stdio: ['ignore', options.stdout ?? 'ignore', 'pipe'], detached: niceness !== 0 });
+  const child = spawn(file, argv, { stdio: ['ignore', options.stdout ?? 'ignore', 'pipe'], detached: niceness !== 0, env: options.env });
   if (niceness !== 0 && child.pid !== undefined && existsSync(`/proc/${child.pid}/autogroup`)) {
     try {
       writeFileSync(`/proc/${child.pid}/autogroup`, String(niceness));

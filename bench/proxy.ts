@@ -54,7 +54,7 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
                     below --max-other (default 60; 0 with a negative --nice)
   --nice N          run the servers, the upstream and wrk under nice -n N (default 0;
                     negative values need root and take CPU from everything else)
-  --node-flags STR  extra node flags for jinx, e.g. "--max-semi-space-size=32"
+  --node-flags STR  extra node flags for jinx (bin/jinx's JINX_NODE_FLAGS), e.g. "--max-semi-space-size=16"
   --profile DIR     run jinx under --cpu-prof, write the profile to DIR and print its top functions
   --json FILE       write every run's figures to FILE
   --keep            keep the temporary prefix directory
@@ -644,7 +644,8 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     else if (t === 'bare') proc = start('bare', process.execPath, ['-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], { cpus: o.sutCpus, niceness: o.nice });
     else {
       const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
-      proc = start('jinx', process.execPath, [...o.nodeFlags, ...prof, JINX, ...args], { cpus: o.sutCpus, niceness: o.nice });
+      const env = { ...process.env, JINX_NODE_FLAGS: [...o.nodeFlags, ...prof].join(' ') };
+      proc = start('jinx', JINX, args, { cpus: o.sutCpus, niceness: o.nice, env });
     }
     await waitListening(proc, port);
     sut.set(t, { proc, port });

@@ -158,7 +158,8 @@ async function signalProcess(paths: ConfPaths, flags: Flags, sig: NodeJS.Signals
 /** Starts a detached copy of this process for `daemon on` and waits until it serves or fails. */
 function daemonize(pidFile: string): Promise<number> {
   return new Promise((resolveExit) => {
-    const child = spawn(process.execPath, process.argv.slice(1), {
+    // node with the flags bin/jinx gave it (process.execArgv), on the same script and arguments
+    const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
       detached: true, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, JINX_DAEMON_CHILD: '1' },
     });
     const poll = setInterval(() => {

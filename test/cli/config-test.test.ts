@@ -178,7 +178,7 @@ describe('jinx -T', () => {
   it('-T into a pipe closed early (jinx -T | head -1) prints no stack trace', async () => {
     const big = Array.from({ length: 20000 }, (_, i) => `# comment line ${i} padding padding padding padding\n`).join('');
     const p = makePrefix({ ...GOOD, 'conf.d/big.conf': big });
-    const child = spawn(process.execPath, [JINX_IMPL.binary, '-p', `${p}/`, '-c', 'nginx.conf', '-T'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(JINX_IMPL.binary, ['-p', `${p}/`, '-c', 'nginx.conf', '-T'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
     child.stdout.once('data', () => child.stdout.destroy());

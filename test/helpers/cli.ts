@@ -15,7 +15,6 @@ export interface Impl {
   /** `jinx`, or `nginx X.Y.Z (reference)`. */
   readonly name: string;
   readonly binary: string;
-  readonly isJinx: boolean;
 }
 
 /** The version line of a reference nginx binary (`1.30.6`). */
@@ -24,12 +23,12 @@ export function nginxVersion(binary: string): string {
   return /nginx\/(\S+)/.exec(r.stderr)?.[1] ?? 'unknown';
 }
 
-export const JINX_IMPL: Impl = { name: 'jinx', binary: JINX, isJinx: true };
+export const JINX_IMPL: Impl = { name: 'jinx', binary: JINX };
 
 /** The reference nginx as an `Impl`, or undefined when none is installed. */
 export function referenceImpl(): Impl | undefined {
   const ref = referenceNginx();
-  return ref ? { name: `nginx ${nginxVersion(ref)} (reference)`, binary: ref, isJinx: false } : undefined;
+  return ref ? { name: `nginx ${nginxVersion(ref)} (reference)`, binary: ref } : undefined;
 }
 
 /** jinx, then the reference nginx when installed: lifecycle tests run on both so that the expectation is nginx's. */
@@ -40,8 +39,7 @@ export function impls(): Impl[] {
 
 /** Runs `impl ARGS` to completion. */
 export function runImpl(impl: Impl, args: readonly string[], opts: { cwd?: string } = {}): RunResult {
-  const [cmd, argv] = impl.isJinx ? [process.execPath, [JINX, ...args]] : [impl.binary, [...args]];
-  const r = spawnSync(cmd, argv, { cwd: opts.cwd, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(impl.binary, args, { cwd: opts.cwd, encoding: 'utf8', timeout: 30_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -80,8 +78,7 @@ export interface Proc {
 
 /** Starts `impl ARGS` and keeps its output; at cleanup it (and any worker of it) is killed by pid. */
 export function spawnImpl(impl: Impl, args: readonly string[], opts: { cwd?: string } = {}): Proc {
-  const [cmd, argv] = impl.isJinx ? [process.execPath, [JINX, ...args]] : [impl.binary, [...args]];
-  const child = spawn(cmd, argv, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(impl.binary, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });

@@ -79,12 +79,11 @@ export interface ConfTestOptions {
 
 /**
  * Runs `binary` (`JINX` or a reference nginx path) with `-t` on `prefix`.
- * jinx is run with the current node, nginx directly.
+ * Both are run directly (`bin/jinx` finds node on the PATH).
  */
 export function confTest(binary: string, prefix: string, opts: ConfTestOptions = {}): ConfTestResult {
   const args = opts.args ?? ['-t', '-p', `${prefix}/`, '-c', `${prefix}/nginx.conf`, ...(opts.extra ?? [])];
-  const [cmd, argv] = binary === JINX ? [process.execPath, [JINX, ...args]] : [binary, args];
-  const r = spawnSync(cmd, argv, { cwd: opts.cwd ?? prefix, encoding: 'latin1', timeout: 30_000 });
+  const r = spawnSync(binary, args, { cwd: opts.cwd ?? prefix, encoding: 'latin1', timeout: 30_000 });
   const replace = { [prefix]: 'PREFIX', ...opts.replace };
   return {
     status: r.status,

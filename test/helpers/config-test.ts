@@ -92,7 +92,7 @@ function runAsync(cmd: string, args: readonly string[]): Promise<{ status: numbe
  */
 export async function compareConfigTestAsync(dir: string, conf: string, opts: ConfigTestOptions = {}): Promise<Comparison> {
   const args = ['-t', ...(opts.flags ?? []), '-p', `${dir}/`, '-c', conf];
-  const jinx = outcome(await runAsync(process.execPath, [JINX, ...args]), opts.hidePrefix);
+  const jinx = outcome(await runAsync(JINX, args), opts.hidePrefix);
   const bin = referenceNginx();
   const nginx = bin ? outcome(await runAsync(bin, args), opts.hidePrefix) : undefined;
   return { jinx, nginx };

@@ -89,7 +89,7 @@ export interface RunResult {
 
 /** Runs `bin/jinx ARGS` to completion (for `-t`, `-v`, `lint` …). */
 export function runJinx(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): RunResult {
-  const r = spawnSync(process.execPath, [JINX, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(JINX, args, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, encoding: 'utf8', timeout: 30_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -111,8 +111,7 @@ export interface ServerProcess {
  */
 export async function startServer(binary: string, prefix: string, conf: string, ports: readonly number[]): Promise<ServerProcess> {
   const args = ['-p', `${prefix}/`, '-c', conf];
-  const child = binary === JINX ? spawn(process.execPath, [JINX, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
-    : spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
   let exited: number | null | undefined;

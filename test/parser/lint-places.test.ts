@@ -18,7 +18,7 @@ interface LintResult {
 /** Runs `jinx lint` (JSON and text) on PREFIX/nginx.conf, with the prefix written `PREFIX`. */
 function lint(files: PrefixFiles): LintResult {
   const prefix = makePrefix(files);
-  const run = (format: string) => spawnSync(process.execPath, [JINX, 'lint', '--format', format, '-p', `${prefix}/`, '-c', `${prefix}/nginx.conf`], {
+  const run = (format: string) => spawnSync(JINX, ['lint', '--format', format, '-p', `${prefix}/`, '-c', `${prefix}/nginx.conf`], {
     encoding: 'utf8', timeout: 30_000,
   });
   const json = run('json');
