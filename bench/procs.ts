@@ -2,14 +2,17 @@
  * What the benchmark scripts share: the processes they start (servers,
  * upstreams, load generators), each stopped by its pid on exit, error or
  * signal; the temp directory they run in, removed unless kept; and the
- * small helpers around them (free ports, waiting for a listener, sizes).
+ * small helpers around them (waiting for a listener, sizes; free ports are
+ * the tests' `freePort`).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createNetServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, portOpen } from '../test/helpers/harness.js';
+
+export { freePort };
 
 /** The project checkout (this file runs from `dist/bench/`). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -140,27 +143,6 @@ export function parseSize(s: string): number {
   if (!m) throw new Error(`bad size "${s}"`);
   const unit = m[2]!.toLowerCase();
   return Number(m[1]) * (unit === 'k' ? 1024 : unit === 'm' ? MiB : unit === 'g' ? 1024 * MiB : 1);
-}
-
-/** A TCP port free on 127.0.0.1 when asked. */
-export function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createNetServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-/** Whether something accepts connections on 127.0.0.1:`port`. */
-export function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const s = connect({ host: '127.0.0.1', port });
-    s.once('connect', () => { s.destroy(); res(true); });
-    s.once('error', () => res(false));
-  });
 }
 
 /** Waits up to 15 s for `proc` to listen on `port`. @throws Error with its stderr when it exits or does not listen. */
