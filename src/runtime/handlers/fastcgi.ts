@@ -232,6 +232,18 @@ async function attempt(
       r.action = 'sending to client';
       void finalize(ex, following).then(done, done);
     };
+    /** Ends the request after a failure: a response already started is cut off, else `status` is sent. */
+    const giveUp = (status: number): void => {
+      spool?.abort();
+      if (out.started) {
+        out.abort();
+        settle();
+        return;
+      }
+      settled = true;
+      release(false);
+      void finalize(ex, status).then(done, done);
+    };
     const fail = (failure: UpstreamFailure): void => {
       if (settled) return;
       if ((stage === 'connect' || stage === 'header') && !out.started) {
@@ -249,15 +261,7 @@ async function attempt(
         void spool.done.then(done);
         return;
       }
-      spool?.abort();
-      if (out.started) {
-        out.abort();
-        settle();
-        return;
-      }
-      settled = true;
-      release(false);
-      void finalize(ex, failure.status).then(done, done);
+      giveUp(failure.status);
     };
     const invalid = (message: string): void => {
       const inHeader = stage !== 'body';
@@ -395,15 +399,7 @@ async function attempt(
           return;
         }
         logRequest(cx, r, 'crit', `jinx internal error reading a FastCGI response: ${(err as Error).stack ?? String(err)}`);
-        spool?.abort();
-        if (out.started) {
-          out.abort();
-          settle();
-          return;
-        }
-        settled = true;
-        release(false);
-        void finalize(ex, 500).then(done, done);
+        giveUp(500);
       }
     };
     socket.on('timeout', onTimeout).on('error', onError).on('close', onClose).on('data', onData);
