@@ -207,7 +207,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   const key = listenKey(group);
   // headersTimeout is the default server's client_header_timeout (set by the engine), checked every 100 ms
   const common = {
-    keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, connectionsCheckingInterval: 100, maxHeaderSize: 16 * 1024, requireHostHeader: false,
+    keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, connectionsCheckingInterval: 100, maxHeaderSize: 16 * 1024, requireHostHeader: false, insecureHTTPParser: true,
   };
   const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => hooks.onRequest(req, res);
   const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer): void => onRequest(req, upgradeResponse(req, socket, head));

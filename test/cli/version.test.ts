@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ROOT, runJinx } from '../helpers/harness.js';
 import { referenceImpl, runImpl } from '../helpers/cli.js';
+import { moduleOptions } from '../../src/cli/build-info.js';
+import type { DirectiveSpec } from '../../src/config/spec.js';
 
 const PKG_VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const VERSION_LINE = /^nginx version: nginx\/(\d+\.\d+\.\d+) \(jinx (\d+\.\d+\.\d+)\)$/;
@@ -84,6 +86,24 @@ describe('jinx -v and -V', () => {
     assert.ok(args.includes('--with-http_ssl_module'));
     assert.ok(args.includes('--with-http_auth_request_module'));
     assert.ok(args.includes('--without-http_gzip_module'));
+    // HTTP/2 and FastCGI are implemented: tools (and nginx's test suite) must not believe them missing
+    assert.ok(args.includes('--with-http_v2_module'));
+    assert.ok(!args.includes('--without-http_fastcgi_module'));
+  });
+
+  it('-V derives each module from its key directive: --with- when it takes effect, --without- for a default module when it does not', () => {
+    const spec = (module: string, name: string, effect: 'runtime' | 'none'): DirectiveSpec =>
+      ({ name, module, effect, contexts: [], args: [], set: () => undefined });
+    const options = moduleOptions([
+      spec('ngx_http_v2_module', 'http2', 'runtime'),
+      spec('ngx_http_gzip_filter_module', 'gzip', 'none'),
+      spec('ngx_http_proxy_module', 'proxy_pass', 'runtime'),
+    ]);
+    assert.ok(options.includes('--with-http_v2_module'));
+    assert.ok(!options.includes('--with-http_ssl_module'), 'an optional module without directives is not named');
+    assert.ok(options.includes('--without-http_gzip_module'), 'a default module accepted with no effect');
+    assert.ok(options.includes('--without-http_fastcgi_module'), 'a default module with no directives');
+    assert.ok(!options.includes('--without-http_proxy_module'));
   });
 
   it('-V names only module options that nginx\'s configure accepts', () => {
