@@ -356,6 +356,12 @@ export interface LocationConf {
    * HTTP/2, the largest header field and, times `count`, header block.
    */
   readonly largeClientHeaderBuffers: { readonly count: number; readonly sizeBytes: number };
+  /** `client_header_buffer_size` (a server's; its locations carry it): the first buffer a request's head is read into. */
+  readonly clientHeaderBufferSizeBytes: number;
+  /** `merge_slashes`, `underscores_in_headers`, `ignore_invalid_headers` (a server's; its locations carry them). */
+  readonly mergeSlashes: boolean;
+  readonly underscoresInHeaders: boolean;
+  readonly ignoreInvalidHeaders: boolean;
   /** `http2_max_concurrent_streams` (a server's; its locations carry it). */
   readonly http2MaxConcurrentStreams: number;
   /** `http2_body_preread_size` (a server's; its locations carry it): the streams' initial window. */

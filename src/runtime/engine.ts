@@ -5,9 +5,9 @@
  * when all of that succeeded; connections in flight finish on the generation
  * they started with.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { constants as h2, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import type { SecureContext, TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
 import type { ErrorLogTarget, ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
@@ -17,12 +17,14 @@ import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, httpServers, listenKey, sentSni, TlsContexts, type Listener } from './listen.js';
-import { logUnreadStream, serveClientRequest } from './phases.js';
+import { bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, listenKey, sentSni, tlsServerOf, TlsContexts, type Listener } from './listen.js';
+import { http2Headers, logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
+import { Http2Target, resetConnection } from './exchange.js';
+import { Http1Connection, type Http1Head } from './http1/connection.js';
+import type { Http1Target } from './http1/response.js';
 import { parseClientHello } from './client-hello.js';
 import { findServer } from './server-names.js';
 import { prepareFiles } from './prepare-files.js';
-import { resetConnection } from './exchange.js';
 import { headerBlockError } from './h2-limits.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
 import { TlsDetails } from './tls-details.js';
@@ -58,31 +60,11 @@ interface ConnectionState {
   h2LastStream: number | undefined;
   /** Requests in progress. */
   active: number;
-  /** Whether the connection stays open after its last response (HTTP/1.x keep-alive). */
-  keptAlive: boolean;
-  /**
-   * Closes the connection `keepalive_timeout` after its last response; one
-   * timer per connection, re-armed with `refresh()`, ignored while a request
-   * is in progress.
-   */
-  idleTimer: NodeJS.Timeout | undefined;
-  idleTimeoutMs: number;
-  /** The HTTP/1.x request being served (or last served) and its state, for lingering close. */
-  current: { readonly req: IncomingMessage; readonly r: HttpRequestState } | undefined;
+  /** The HTTP/1.x connection on it, once there is one. */
+  http1: Http1Connection | undefined;
   /** The first TLS record the client sent (its ClientHello), for the `$ssl_*` variables Node.js has no answer for. */
   clientHello: Buffer | undefined;
 }
-
-/**
- * What node:http answers to a request it cannot parse (its `socketOnError`
- * when no `clientError` listener takes over): the engine listens for header
- * time-outs and keeps node's replies for the rest.
- */
-const NODE_CLIENT_ERROR_REPLIES: Readonly<Record<string, string>> = {
-  HPE_HEADER_OVERFLOW: 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n',
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: 'HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n\r\n',
-};
-const NODE_BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
 
 /** `TLS1_2_VERSION`, a ClientHello's `legacy_version` from TLS 1.2 and 1.3 clients. */
 const TLS1_2_VERSION = 0x0303;
@@ -197,27 +179,18 @@ export class Engine {
       const server = createListener(group, {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
-        onAccept: (socket) => this.accept(socket, key),
+        onAccept: (socket) => this.accept(socket),
+        onNothingRead: (socket, why) => this.nothingRead(socket, why, key),
+        firstByteTimeoutMs: () => (this.generation.groups.get(key) ?? group).servers.defaultServer.conf.clientHeaderTimeoutMs,
         onClientHello: (socket, bytes) => this.clientHello(socket, bytes, key),
-        onConnection: (socket) => this.secured(socket, key),
+        onHttp1: (socket, first) => this.http1(socket, first, key),
         handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
         onSession: (session) => this.acceptSession(session, key),
-        onRequest: (req, res) => this.request(key, req, res),
+        onStream: (req, res) => this.stream(key, req, res),
       });
-      this.headerTimeout(server, group);
-      for (const http of httpServers(server)) {
-        http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket, key));
-      }
       await bindListener(server, group);
       this.listeners.set(key, server);
-    }
-  }
-
-  /** `client_header_timeout` of a listening address's default server, for node:http's header check. */
-  private headerTimeout(server: Listener, group: ListenGroup): void {
-    for (const http of httpServers(server)) {
-      (http as { headersTimeout?: number }).headersTimeout = group.servers.defaultServer.conf.clientHeaderTimeoutMs;
     }
   }
 
@@ -227,75 +200,23 @@ export class Engine {
   }
 
   /**
-   * A client error node:http reports on a connection. A request header not
-   * complete within `client_header_timeout` closes the connection without a
-   * response, as `ngx_http_wait_request_handler` and
-   * `ngx_http_read_request_header` do, logging at info `client timed out
-   * (110: …) while waiting for request` (nothing received yet) or `while
-   * reading client request headers` (node keeps no partial request, so the
-   * line has no `request:` field and no access-log entry is written, where
-   * nginx has both); reset with `reset_timedout_connection`. Other errors get
-   * node's own reply.
+   * A connection that sent nothing before it closed or `client_header_timeout`
+   * passed, logged at info as `ngx_http_wait_request_handler` does (`client
+   * closed connection while waiting for request`, `client timed out (110: …)
+   * while waiting for request`) or, on a TLS address, `ngx_http_ssl_handshake`
+   * (`… while SSL handshaking`); a timed-out one is reset with
+   * `reset_timedout_connection`.
    */
-  private clientError(err: NodeJS.ErrnoException, socket: Socket, key: string): void {
-    const st = this.byHttpSocket.get(socket);
-    const group = this.generation.groups.get(key);
-    if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT' || !st || !group) {
-      const message = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;
-      if (socket.writable && !message?.headersSent) socket.write(NODE_CLIENT_ERROR_REPLIES[err.code ?? ''] ?? NODE_BAD_REQUEST);
-      socket.destroy(err);
-      return;
+  private nothingRead(socket: Socket, why: 'closed' | 'timed out', groupKey: string): void {
+    const st = this.connections.get(socket);
+    const group = this.generation.groups.get(groupKey);
+    if (!st || !group) return;
+    const phase = group.ssl ? 'SSL handshaking' : 'waiting for request';
+    const what = why === 'closed' ? 'client closed connection' : `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`;
+    this.logConnection(group, st.info, `${what} while ${phase}`);
+    if (why === 'timed out' && (group.byLocalAddr.get(st.info.localAddr) ?? group.servers).defaultServer.conf.resetTimedoutConnection) {
+      resetConnection(socket);
     }
-    const { info } = st;
-    const server = (group.byLocalAddr.get(info.localAddr) ?? group.servers).defaultServer;
-    const timedOut = `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`;
-    const errorLog = this.generation.cx.errorLog;
-    if (info.requests === 0 && socket.bytesRead === 0) {
-      this.logConnection(group, info, `${timedOut} while waiting for request`, 'info', server.conf.errorLogs);
-    } else {
-      errorLog.write(server.conf.errorLogs, 'info', `${timedOut} while reading client request headers`, info.id, connectionContext(info.peerAddr, server.name));
-    }
-    if (server.conf.resetTimedoutConnection) resetConnection(socket);
-    else socket.destroy();
-  }
-
-  /**
-   * Closing a connection that is not kept alive (node calls `destroySoon()`)
-   * as nginx does. A request body the response did not wait for (a refused
-   * upload) is still read and dropped before closing, as
-   * `ngx_http_discarded_request_body_handler` does, until it ends, nothing
-   * came for `lingering_timeout`, or `lingering_time` has passed, so that the
-   * client gets the response rather than a reset. With `lingering_close
-   * always` the connection is half-closed after the response and read until
-   * the client closes it, within the same limits (`ngx_http_set_lingering_close`).
-   * `lingering_close off` closes at once.
-   */
-  private lingerOnClose(socket: Socket, st: ConnectionState): void {
-    const destroySoon = socket.destroySoon.bind(socket);
-    socket.destroySoon = () => {
-      const current = st.current;
-      const lingering = current?.r.loc.lingering;
-      const discarding = current !== undefined && !current.req.complete;
-      if (!lingering || lingering.close === 'off' || (lingering.close === 'on' && !discarding)) {
-        destroySoon();
-        return;
-      }
-      if (discarding) current.req.once('end', () => destroySoon());
-      else socket.once('finish', () => socket.once('end', () => socket.destroy())).end();
-      const deadline = Date.now() + lingering.timeMs;
-      let seen = socket.bytesRead;
-      const check = (): void => {
-        if (socket.destroyed) return;
-        const now = Date.now();
-        if (socket.bytesRead === seen || now >= deadline) {
-          socket.destroy();
-          return;
-        }
-        seen = socket.bytesRead;
-        setTimeout(check, Math.min(lingering.timeoutMs, deadline - now)).unref();
-      };
-      setTimeout(check, Math.min(lingering.timeoutMs, lingering.timeMs)).unref();
-    };
   }
 
   /** What a request needs to know about its connection; `id` is a new connection number unless given. */
@@ -331,7 +252,7 @@ export class Engine {
    * most once a second); when none is free, the new one is closed with the
    * alert `N worker_connections are not enough`.
    */
-  private accept(raw: Socket, groupKey: string): void {
+  private accept(raw: Socket): void {
     const limit = this.generation.table.main.workerConnections;
     if (limit - this.connectionsInUse() <= Math.floor(limit / 16)) this.drain(limit);
     if (this.connectionsInUse() >= limit) {
@@ -341,45 +262,17 @@ export class Engine {
     }
     raw.setNoDelay(true);
     const st: ConnectionState = {
-      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, keptAlive: false, idleTimer: undefined, idleTimeoutMs: 0,
-      current: undefined, clientHello: undefined,
+      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, http1: undefined,
+      clientHello: undefined,
     };
-    this.lingerOnClose(raw, st);
     const key = socketKey(raw);
     this.connections.set(raw, st);
     this.byKey.set(key, st);
     this.byHttpSocket.set(raw, st);
-    raw.once('end', () => this.clientClosed(st, groupKey));
     raw.once('close', () => {
-      if (st.idleTimer) clearTimeout(st.idleTimer);
       this.connections.delete(raw);
       this.byKey.delete(key);
     });
-  }
-
-  /**
-   * Logs, at info, a client that closed an idle connection, as
-   * `ngx_http_wait_request_handler` (`client closed connection while waiting
-   * for request, client: ADDR, server: LISTEN_ADDR`, in the default server's
-   * `error_log`) and `ngx_http_keepalive_handler` (`client ADDR closed
-   * keepalive connection`, no context) do. HTTP/2 sessions log nothing here,
-   * as in nginx; a TLS connection closed before its first byte is `client
-   * closed connection while SSL handshaking`.
-   */
-  private clientClosed(st: ConnectionState, groupKey: string): void {
-    if (st.session || st.active > 0) return;
-    const group = this.generation.groups.get(groupKey);
-    if (!group) return;
-    const { info } = st;
-    if (info.requests > 0) {
-      if (!st.keptAlive) return;
-      this.generation.cx.errorLog.write(this.defaultErrorLogs(group, info), 'info', `client ${info.peerAddr} closed keepalive connection`, info.id);
-    } else if (group.ssl ? info.tls !== undefined : st.raw.bytesRead === 0) {
-      this.logConnection(group, info, 'client closed connection while waiting for request');
-    } else if (st.raw.bytesRead === 0) {
-      // ngx_http_ssl_handshake: the connection closed before its first byte
-      this.logConnection(group, info, 'client closed connection while SSL handshaking');
-    }
   }
 
   /** The error logs of the default server of the connection's address. */
@@ -492,7 +385,7 @@ export class Engine {
   }
 
   private drain(limit: number): void {
-    const idle = [...this.connections.values()].filter((c) => c.active === 0);
+    const idle = [...this.connections.values()].filter((c) => (c.http1 ? c.http1.idle : c.active === 0));
     if (idle.length === 0) return;
     const second = Math.floor(Date.now() / 1000);
     if (second !== this.reuseWarnedSec) {
@@ -519,17 +412,54 @@ export class Engine {
   }
 
   /**
-   * A TLS socket carrying HTTP/1.x: its connection gets the TLS details; the
-   * client's end of it is read from the TLS socket (the TCP socket below
-   * sees none).
+   * A connection that speaks HTTP/1.x (a TLS one once its handshake is done:
+   * it gets the TLS details): jinx's own HTTP/1.x connection reads its
+   * requests and hands them to the phases.
    */
-  private secured(socket: Socket, groupKey: string): void {
+  private http1(socket: Socket, first: Buffer | undefined, groupKey: string): void {
     const st = this.byKey.get(socketKey(socket));
-    if (!st) return;
-    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
-    this.byHttpSocket.set(socket, st);
-    socket.once('end', () => this.clientClosed(st, groupKey));
-    this.lingerOnClose(socket, st);
+    if (!st) {
+      socket.destroy();
+      return;
+    }
+    if ((socket as TLSSocket).encrypted) {
+      st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
+      this.byHttpSocket.set(socket, st);
+    }
+    const group = (): ListenGroup | undefined => this.generation.groups.get(groupKey);
+    st.http1 = new Http1Connection(socket, {
+      servers: () => {
+        const g = group()!;
+        return g.byLocalAddr.get(st.info.localAddr) ?? g.servers;
+      },
+      request: (head, body, out) => this.http1Request(st, groupKey, head, body, out),
+      log: (level, message, bare) => {
+        const g = group();
+        if (!g) return;
+        if (bare) this.generation.cx.errorLog.write(this.defaultErrorLogs(g, st.info), level, message, st.info.id);
+        else this.logConnection(g, st.info, message, level);
+      },
+    }, first, st.info.peerAddr);
+    if (this.stopping) st.http1.stop();
+  }
+
+  /** Serves a request an HTTP/1.x connection read (or refused). */
+  private http1Request(st: ConnectionState, groupKey: string, head: Http1Head, body: Readable, out: Http1Target): void {
+    const group = this.generation.groups.get(groupKey);
+    if (!group) {
+      out.abort();
+      return;
+    }
+    st.active++;
+    st.info.requests++;
+    const clientHead = {
+      ...head,
+      keepalive: head.keepalive && !this.stopping,
+      parsed: { uri: head.uri, args: head.args, host: head.host, requestPort: head.requestPort },
+    };
+    serveClientRequest(this.generation.cx, clientHead, body, out, st.info, group, () => {
+      st.active--;
+    });
   }
 
   /**
@@ -610,47 +540,32 @@ export class Engine {
     return true;
   }
 
-  private request(key: string, req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
-    const session = (req as Http2ServerRequest).stream?.session;
-    const socket = req.socket;
-    const st = session ? this.bySession.get(session) : this.byHttpSocket.get(socket);
+  /** A request on an HTTP/2 stream: admitted within the connection's limits, then served. */
+  private stream(key: string, req: Http2ServerRequest, res: Http2ServerResponse): void {
+    const session = req.stream.session;
+    const st = session ? this.bySession.get(session) : undefined;
     const gen = this.generation;
     const group = gen.groups.get(key);
-    if (!st || !group) {
-      socket.destroy();
+    if (!st || !group || !session) {
+      req.stream.close();
       return;
     }
-    if (session && !this.admitStream(st, group, req as Http2ServerRequest, session)) return;
+    if (!this.admitStream(st, group, req, session)) return;
     st.active++;
     st.info.requests++;
-    if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
-    const r = serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
+    const head: ClientRequestHead = {
+      method: req.method ?? 'GET',
+      requestUri: req.url ?? '/',
+      protocol: 'HTTP/2.0',
+      headers: http2Headers(req.headers),
+      rawHeaders: req.rawHeaders.filter((_, i, a) => !a[i - (i % 2)]!.startsWith(':')),
+    };
+    serveClientRequest(gen.cx, head, req, new Http2Target(req, res), st.info, group, () => {
       st.active--;
-      if (session) {
-        // the streams up to the GOAWAY's are closed: so is the connection (a last GOAWAY, then FIN)
-        if (st.h2LastStream !== undefined && st.active === 0) session.destroy();
-        else if (this.stopping && st.active === 0) session.close();
-        return;
-      }
-      st.keptAlive = (res as ServerResponse).shouldKeepAlive && r.sentHeaders['connection'] !== 'close';
-      if (st.active > 0 || socket.destroyed || !st.keptAlive) return;
-      if (this.stopping) {
-        socket.destroySoon();
-        return;
-      }
-      const timeoutMs = r.loc.keepaliveTimeoutMs;
-      if (st.idleTimer && st.idleTimeoutMs === timeoutMs) {
-        st.idleTimer.refresh();
-        return;
-      }
-      if (st.idleTimer) clearTimeout(st.idleTimer);
-      st.idleTimeoutMs = timeoutMs;
-      st.idleTimer = setTimeout(() => {
-        if (st.active === 0) socket.destroy();
-      }, timeoutMs);
-      st.idleTimer.unref();
+      // the streams up to the GOAWAY's are closed: so is the connection (a last GOAWAY, then FIN)
+      if (st.h2LastStream !== undefined && st.active === 0) session.destroy();
+      else if (this.stopping && st.active === 0) session.close();
     });
-    if (!session) st.current = { req: req as IncomingMessage, r };
   }
 
   /**
@@ -671,12 +586,7 @@ export class Engine {
     }
     for (const [key, server] of this.listeners) {
       const group = gen.groups.get(key)!;
-      this.headerTimeout(server, group);
-      for (const http of httpServers(server)) {
-        if (group.ssl && 'setSecureContext' in http) {
-          (http as unknown as { setSecureContext(o: object): void }).setSecureContext(gen.tls.optionsOf(group.servers.defaultServer));
-        }
-      }
+      tlsServerOf(server)?.setSecureContext(gen.tls.optionsOf(group.servers.defaultServer));
     }
     setTimeout(() => {
       void old.cx.upstreams.close();
@@ -707,7 +617,8 @@ export class Engine {
     const closed = this.closeListeners();
     for (const st of this.connections.values()) {
       if (st.session) st.session.close();
-      else if (st.active === 0) st.raw.destroy();
+      else if (st.http1) st.http1.stop();
+      else st.raw.destroy();
     }
     await closed;
     await this.finish();

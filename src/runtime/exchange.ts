@@ -1,15 +1,17 @@
 /**
  * One request in flight: its state, where its body comes from and where its
- * response goes. The response side is either a client connection (node:http
- * or node:http2's compatibility API) or, for an `auth_request` subrequest, a
- * recorder that keeps the status and headers and drops the body.
+ * response goes. The response side is either a client connection (an
+ * HTTP/1.x connection of jinx's own, `http1/response.ts`, or an HTTP/2
+ * stream of node:http2's compatibility API) or, for an `auth_request`
+ * subrequest, a recorder that keeps the status and headers and drops the
+ * body.
  */
-import { ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
 import type { HttpRequestState } from './request.js';
-import { writeHead, type ClientRequest, type ClientResponse } from './respond.js';
+import { writeHead } from './respond.js';
 
 /** Where a response goes. */
 export interface ResponseTarget {
@@ -44,19 +46,29 @@ export interface ResponseTarget {
    * the error the connection ended with (ECONNRESET for a reset), if any.
    */
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void;
+  /** Whether the client connection can become a tunnel: an HTTP/1.x request with `Upgrade`. */
+  readonly tunnelable: boolean;
   /**
    * The client connection, for a tunnel after `101 Switching Protocols` has
-   * been sent with `head`: only an HTTP/1.1 request with `Upgrade` has one.
+   * been sent with `head` (undefined unless `tunnelable`).
    */
   tunnel(): Duplex | undefined;
 }
 
-/** Responses on the socket of a request with `Upgrade` (see listen.ts): the ones a tunnel can take over. */
-const upgradeResponses = new WeakSet<ServerResponse>();
-
-/** Marks `res` as the response to a request with `Upgrade`, whose socket node:http has handed over. */
-export function allowTunnel(res: ServerResponse): void {
-  upgradeResponses.add(res);
+/** The response to a client's request: a `ResponseTarget` that also reports when it is over. */
+export interface ClientResponseTarget extends ResponseTarget {
+  /** Calls `cb` once the response is over (ended, aborted, or its tunnel closed); `completed` when it was sent whole. */
+  whenClosed(cb: (completed: boolean) => void): void;
+  /**
+   * Gives up a response the client stopped taking (`send_timeout`): the
+   * handler hears of it as of a client that left (with ETIMEDOUT), then the
+   * connection (or stream) is closed, with a reset when `reset` is set.
+   */
+  timedOut(reset: boolean): void;
+  /** Calls `timeout.expired()` when written data waits for the client longer than `timeout.ms()` (nginx's write timer, `send_timeout`). */
+  watchSend(timeout: SendTimeout): void;
+  /** Bytes sent to the client for this response, status line and headers included (`$bytes_sent`). */
+  readonly bytesSent: number;
 }
 
 /**
@@ -80,8 +92,8 @@ export interface SendTimeout {
   expired(): void;
 }
 
-/** A response to a client. */
-export class ClientTarget implements ResponseTarget {
+/** A response on an HTTP/2 stream (node:http2's compatibility API). */
+export class Http2Target implements ClientResponseTarget {
   private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
   private bodyStarted = false;
   /**
@@ -90,11 +102,29 @@ export class ClientTarget implements ResponseTarget {
    */
   private sendTimer: NodeJS.Timeout | undefined;
 
+  private sendTimeout: SendTimeout | undefined;
+  /** node:http2 does not count a stream's bytes; `$bytes_sent` counts what jinx wrote of the body. */
+  bytesSent = 0;
+
   constructor(
-    private readonly req: ClientRequest,
-    private readonly res: ClientResponse,
-    private readonly sendTimeout?: SendTimeout,
-  ) {}
+    private readonly req: Http2ServerRequest,
+    private readonly res: Http2ServerResponse,
+  ) {
+    res.once('close', () => {
+      this.closed();
+      for (const cb of this.closeListeners.splice(0)) cb(res.writableFinished);
+    });
+  }
+
+  private readonly closeListeners: ((completed: boolean) => void)[] = [];
+
+  whenClosed(cb: (completed: boolean) => void): void {
+    this.closeListeners.push(cb);
+  }
+
+  watchSend(timeout: SendTimeout): void {
+    this.sendTimeout = timeout;
+  }
 
   get started(): boolean {
     return this.res.headersSent;
@@ -104,18 +134,20 @@ export class ClientTarget implements ResponseTarget {
     return this.req.method === 'HEAD';
   }
 
-  head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
-    writeHead(r, this.res, status, headers, reason);
+  head(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
+    writeHead(r, this.res, status, headers);
   }
 
   flushHead(): void {
     if (this.bodyStarted || this.res.writableEnded) return;
     this.bodyStarted = true;
-    if ('flushHeaders' in this.res) this.res.flushHeaders();
+    // node:http2's compatibility response has flushHeaders at run time (not in @types/node 20)
+    (this.res as unknown as { flushHeaders(): void }).flushHeaders();
   }
 
   write(chunk: Buffer | string): boolean {
     this.bodyStarted = true;
+    this.bytesSent += chunk.length;
     const ok = (this.res as NodeJS.WritableStream).write(chunk);
     if (!ok && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
     return ok;
@@ -139,16 +171,15 @@ export class ClientTarget implements ResponseTarget {
    * Gives up a response the client stopped taking: the handler hears of it
    * as of a client that left (with ETIMEDOUT), then the connection is closed.
    */
-  timedOut(reset: boolean): void {
+  timedOut(): void {
     const listener = this.abortListener;
     this.abortListener = undefined;
     listener?.(Object.assign(new Error('client timed out'), { code: 'ETIMEDOUT' }));
-    this.abort(reset ? 'reset' : undefined);
+    this.abort();
   }
 
   get bufferedBytes(): number {
-    const res = this.res as { writableLength?: number; stream?: { writableLength: number } };
-    return res.stream?.writableLength ?? res.writableLength ?? 0;
+    return this.res.stream.writableLength;
   }
 
   get gone(): boolean {
@@ -156,8 +187,7 @@ export class ClientTarget implements ResponseTarget {
   }
 
   get highWaterMark(): number {
-    const res = this.res as { writableHighWaterMark?: number; stream?: { writableHighWaterMark: number } };
-    return res.stream?.writableHighWaterMark ?? res.writableHighWaterMark ?? 16 * 1024;
+    return this.res.stream.writableHighWaterMark;
   }
 
   onDrain(cb: () => void): void {
@@ -175,31 +205,29 @@ export class ClientTarget implements ResponseTarget {
 
   end(chunk?: Buffer | string): void {
     this.bodyStarted = true;
+    if (chunk !== undefined) this.bytesSent += chunk.length;
     if (chunk === undefined) this.res.end();
     else (this.res as NodeJS.WritableStream).end(chunk);
   }
 
-  abort(how?: 'flush' | 'reset'): void {
+  /** Resets the stream (RST_STREAM INTERNAL_ERROR, as nginx resets a stream it gives up); the connection stays. */
+  abort(): void {
     this.abortListener = undefined;
-    const stream = (this.res as { stream?: { close(code?: number): void } }).stream;
-    const socket = this.req.socket;
-    if (stream) stream.close(2);
-    else if (!socket) return;
-    else if (how === 'flush') socket.destroySoon();
-    else if (how === 'reset') resetConnection(socket);
-    else socket.destroy();
+    this.res.stream.close(2);
   }
 
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
     this.abortListener = cb;
   }
 
-  tunnel(): Duplex | undefined {
-    return this.res instanceof ServerResponse && upgradeResponses.has(this.res) ? this.res.socket ?? undefined : undefined;
+  readonly tunnelable = false;
+
+  tunnel(): undefined {
+    return undefined;
   }
 
   /** The response stream closed: calls the `onAbort` callback unless the response was complete or jinx closed it. */
-  closed(): void {
+  private closed(): void {
     if (!this.abortListener || this.res.writableFinished) return;
     const socket = this.req.socket as (Socket & { errored?: Error | null }) | null;
     this.abortListener((socket?.errored ?? undefined) as NodeJS.ErrnoException | undefined);
@@ -251,6 +279,8 @@ export class SubrequestTarget implements ResponseTarget {
   onAbort(): void {
     // a subrequest has no client of its own
   }
+
+  readonly tunnelable = false;
 
   tunnel(): undefined {
     return undefined;

@@ -4,13 +4,11 @@
  * the certificate by SNI with nginx's server-name rules, and refuse the
  * handshake for a server with `ssl_reject_handshake on`.
  */
-import { createServer as createHttpServer, ServerResponse, type IncomingMessage, type Server as HttpServer } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import { createServer as createHttp2Server, createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
+import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { constants as cryptoConstants } from 'node:crypto';
 import { isAbsolute } from 'node:path';
-import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
+import { createSecureContext, createServer as createTlsServer, type SecureContext, type SecureContextOptions, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import { loadCertificatePair, type CertificatePair } from '../config/certificates.js';
 import type { CertificateCacheConf } from '../config/modules/ssl.js';
 import { CertificateCache } from './certificate-cache.js';
@@ -18,7 +16,6 @@ import { SessionCache } from './session-cache.js';
 import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
-import { allowTunnel } from './exchange.js';
 import type { HttpRequestState } from './request.js';
 import { findServer } from './server-names.js';
 
@@ -133,12 +130,12 @@ export class TlsContexts {
 }
 
 /**
- * A listening server: node:http for plain HTTP; for TLS, a TCP server that
- * looks at the first byte and hands the connection to node:https (or
- * node:http2's secure server, HTTP/2 and HTTP/1.1 by ALPN) or, for plain
- * HTTP sent to the TLS port, to node:http.
+ * A listening server: a TCP server that hands each connection to jinx's
+ * HTTP/1.x connection (`http1/connection.ts`), to node:http2 (h2c with
+ * prior knowledge, with `http2 on`), or to node:tls first (a TLS address),
+ * whose secured connections go to HTTP/2 or HTTP/1.x by ALPN.
  */
-export type Listener = HttpServer | NetServer;
+export type Listener = NetServer;
 
 /** How a listening server reaches the current configuration. */
 export interface ListenHooks {
@@ -148,13 +145,23 @@ export interface ListenHooks {
   /** A TCP connection was accepted (before any TLS handshake); it may be refused or may make room. */
   onAccept(socket: Socket): void;
   /**
+   * A connection that sent nothing: it closed, or `client_header_timeout`
+   * (of the address's default server) passed; the socket is closed after.
+   */
+  onNothingRead(socket: Socket, why: 'closed' | 'timed out'): void;
+  /** `client_header_timeout` of the address's default server, in ms: how long a new connection may send nothing. */
+  firstByteTimeoutMs(): number;
+  /**
    * The first TLS record of a connection (its ClientHello), before the
    * handshake starts. True refuses the handshake (`ssl_reject_handshake`):
    * the client gets nginx's `unrecognized_name` alert and the connection closes.
    */
   onClientHello(socket: Socket, bytes: Buffer): boolean;
-  /** A TLS connection that speaks HTTP/1.x completed its handshake. */
-  onConnection(socket: Socket): void;
+  /**
+   * A connection that speaks HTTP/1.x: a plain one (with the bytes the front
+   * already read), or a TLS one whose handshake completed.
+   */
+  onHttp1(socket: Socket, first: Buffer | undefined): void;
   /**
    * The context for a handshake with `server`, whose certificates have
    * variables (`TlsContexts.forHandshake`), on `socket`, for the SNI name
@@ -166,7 +173,8 @@ export interface ListenHooks {
   onTlsError(err: Error, socket: TLSSocket): void;
   /** A new HTTP/2 connection. */
   onSession(session: Http2Session): void;
-  onRequest(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void;
+  /** A request on an HTTP/2 stream. */
+  onStream(req: Http2ServerRequest, res: Http2ServerResponse): void;
 }
 
 /** TLS sockets whose client sent SNI (node:tls calls `SNICallback` only then). */
@@ -198,37 +206,33 @@ export const H2_SESSION_OPTIONS = {
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
 
 /**
- * Creates (but does not bind) the server for a listen group: node:http for
- * plain HTTP; for TLS, the TCP server of `Listener` in front of node:https,
- * or node:http2's secure server (HTTP/2 and HTTP/1.1 chosen by ALPN) with
- * `http2 on`.
+ * Creates (but does not bind) the server for a listen group: a TCP server
+ * whose connections are HTTP/1.x, or with `http2 on` HTTP/2 when they start
+ * with the connection preface (h2c); on a TLS address, node:tls takes the
+ * connections that start with a TLS record (HTTP/2 or HTTP/1.1 chosen by
+ * ALPN with `http2 on`), and plain HTTP sent to the TLS port goes to HTTP/1.x
+ * (which the phases answer with 497).
  */
 export function createListener(group: ListenGroup, hooks: ListenHooks): Listener {
   const key = listenKey(group);
-  // headersTimeout is the default server's client_header_timeout (set by the engine), checked every 100 ms
-  const common = {
-    keepAliveTimeout: 0, requestTimeout: 0, headersTimeout: 60_000, connectionsCheckingInterval: 100, maxHeaderSize: 16 * 1024, requireHostHeader: false, insecureHTTPParser: true,
-  };
-  const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => hooks.onRequest(req, res);
-  const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer): void => onRequest(req, upgradeResponse(req, socket, head));
-  if (!group.ssl && !group.http2) {
-    const server = createHttpServer(common, onRequest);
-    server.on('connection', (socket: Socket) => hooks.onAccept(socket));
-    server.on('upgrade', onUpgrade);
-    return server;
-  }
-  const plain = createHttpServer(common, onRequest);
-  plain.on('upgrade', onUpgrade);
+  const onStream = (req: Http2ServerRequest, res: Http2ServerResponse): void => hooks.onStream(req, res);
+  const h2 = group.http2 ? createHttp2Server(H2_SESSION_OPTIONS, onStream) : undefined;
+  h2?.on('session', (session: Http2Session) => hooks.onSession(session));
   if (!group.ssl) {
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x
-    const h2c = createHttp2Server(H2_SESSION_OPTIONS, onRequest);
-    h2c.on('session', (session: Http2Session) => hooks.onSession(session));
-    return withServers(frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? h2c : plain), plain), [plain, h2c]);
+    return frontServer(hooks, (socket, first) => {
+      if (h2 && first.toString('latin1', 0, 4) === 'PRI ') {
+        socket.unshift(first);
+        h2.emit('connection', socket);
+      } else hooks.onHttp1(socket, first);
+    });
   }
   const tlsOptions = {
     ...hooks.tls().optionsOf(group.servers.defaultServer),
     requestCert: hooks.tls().requestsCertificates(group),
     rejectUnauthorized: false,
+    allowHalfOpen: true,
+    ...(group.http2 ? { ALPNProtocols: ['h2', 'http/1.1'] } : {}),
     // node:tls calls it on the socket being handshaken
     SNICallback(this: TLSSocket, name: string, cb: (err: Error | null, ctx?: SecureContext) => void) {
       withSni.add(this);
@@ -246,38 +250,39 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
       cb(null, tls.perHandshake(own) ? hooks.handshakeContext(own, this, name) : tls.get(own));
     },
   };
-  const tlsServer = group.http2
-    ? createSecureServer({ ...tlsOptions, allowHTTP1: true, ...H2_SESSION_OPTIONS }, onRequest)
-    : createHttpsServer({ ...common, ...tlsOptions }, onRequest);
+  const tlsServer = createTlsServer(tlsOptions);
   // ssl_session_cache of the address's default server (nginx's is per server chosen by SNI)
   const sessions = group.servers.defaultServer.tls;
   if (sessions?.sessionCache) new SessionCache(sessions.sessionCache.maxSessions, sessions.sessionTimeoutSec * 1000).serve(tlsServer);
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
-    if (socket.alpnProtocol !== 'h2') hooks.onConnection(socket);
+    if (h2 && socket.alpnProtocol === 'h2') h2.emit('connection', socket);
+    else hooks.onHttp1(socket, undefined);
   });
-  if (group.http2) tlsServer.on('session', (session: Http2Session) => hooks.onSession(session));
   tlsServer.on('tlsClientError', (err: Error, socket: TLSSocket) => hooks.onTlsError(err, socket));
-  tlsServer.on('upgrade', onUpgrade);
   // ngx_http_ssl_handshake: a first byte of 0x16 (a TLS record) starts a handshake; plain HTTP sent to
   // the TLS port is answered by the phases (497, nginx's 400 page)
-  return withServers(frontServer(hooks, (first) => (first[0] === 0x16 ? tlsServer : plain), plain), [tlsServer, plain]);
-}
-
-/** The HTTP servers behind a TCP front (see `httpServers`). */
-const behindFront = new WeakMap<Listener, readonly NetServer[]>();
-
-function withServers(front: NetServer, servers: readonly NetServer[]): NetServer {
-  behindFront.set(front, servers);
+  const front = frontServer(hooks, (socket, first) => {
+    if (first[0] !== 0x16) {
+      hooks.onHttp1(socket, first);
+      return;
+    }
+    if (hooks.onClientHello(socket, first)) {
+      socket.end(UNRECOGNIZED_NAME_ALERT, () => socket.destroy());
+      return;
+    }
+    socket.unshift(first);
+    tlsServer.emit('connection', socket);
+  });
+  tlsServers.set(front, tlsServer);
   return front;
 }
 
-/**
- * The node:http, node:https and node:http2 servers that parse a listener's
- * requests (the listener itself when it is one): where `clientError`,
- * `headersTimeout` and a reloaded default TLS context apply.
- */
-export function httpServers(listener: Listener): readonly NetServer[] {
-  return behindFront.get(listener) ?? [listener];
+/** The node:tls server behind each TLS listener, whose default context a reload replaces. */
+const tlsServers = new WeakMap<Listener, TlsServer>();
+
+/** The node:tls server behind a listener on a TLS address, if it is one. */
+export function tlsServerOf(listener: Listener): TlsServer | undefined {
+  return tlsServers.get(listener);
 }
 
 /** The largest TLS record a ClientHello can come in: 2^14 bytes and a header (RFC 8446 section 5.1). */
@@ -298,61 +303,42 @@ const incompleteRecord = (b: Buffer): boolean =>
 const UNRECOGNIZED_NAME_ALERT = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70]);
 
 /**
- * A TCP server that reads the first bytes of each connection and hands it to
- * the server `pick` chooses for them, the bytes put back: node:tls and
- * node:http2 take bytes already read from the socket; node:http's parser,
- * which would read past them from the handle, is made to read the socket's
- * 'data' events instead. A TLS connection is handed over once its first
- * record (the ClientHello) is in, which `hooks.onClientHello` gets and may
- * refuse.
+ * A TCP server that reads the first bytes of each connection and hands it,
+ * with them, to `route` (paused: whoever takes it reads on): a TLS
+ * connection once its first record (the ClientHello) is in. Connections are half-open capable: a client that
+ * shuts down its side still gets its response.
  */
-function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer, http1: NetServer): NetServer {
-  return createNetServer({ pauseOnConnect: true }, (socket) => {
+function frontServer(hooks: ListenHooks, route: (socket: Socket, first: Buffer) => void): NetServer {
+  return createNetServer({ pauseOnConnect: true, allowHalfOpen: true }, (socket) => {
     hooks.onAccept(socket);
     if (socket.destroyed) return;
     let first: Buffer | undefined;
+    const timer = setTimeout(() => nothing('timed out'), hooks.firstByteTimeoutMs());
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('end', onEnd);
+      socket.off('close', onClose);
+    };
     const onData = (chunk: Buffer): void => {
       first = first ? Buffer.concat([first, chunk]) : chunk;
       if (incompleteRecord(first)) return;
-      socket.off('data', onData);
+      done();
       socket.pause();
-      if (first[0] === 0x16 && hooks.onClientHello(socket, first)) {
-        socket.end(UNRECOGNIZED_NAME_ALERT, () => socket.destroy());
-        return;
-      }
-      socket.unshift(first);
-      const server = pick(first);
-      if (server !== http1) {
-        server.emit('connection', socket);
-        return;
-      }
-      (socket as unknown as { _handle?: { _consumed?: boolean } })._handle!._consumed = true;
-      server.emit('connection', socket);
-      socket.resume();
+      route(socket, first);
     };
+    const nothing = (why: 'closed' | 'timed out'): void => {
+      done();
+      hooks.onNothingRead(socket, why);
+      socket.destroy();
+    };
+    const onEnd = (): void => nothing('closed');
+    const onClose = (): void => done();
     socket.on('data', onData);
+    socket.once('end', onEnd);
+    socket.once('close', onClose);
     socket.resume();
   });
-}
-
-/**
- * The response to an HTTP/1.1 request with `Upgrade`, which node:http hands
- * over with its socket and no response: one on that socket, so that the
- * request goes through the phases like any other. A proxied WebSocket
- * handshake the upstream accepts becomes a tunnel (`ResponseTarget.tunnel`);
- * any other response closes the connection after it (`Connection: close`),
- * node:http no longer reading requests from it.
- */
-function upgradeResponse(req: IncomingMessage, socket: Socket, head: Buffer): ServerResponse {
-  // nothing is read until a tunnel takes the socket; bytes read past the header go back
-  socket.pause();
-  if (head.length > 0) socket.unshift(head);
-  const res = new ServerResponse(req);
-  res.shouldKeepAlive = false;
-  res.assignSocket(socket);
-  res.once('finish', () => socket.end());
-  allowTunnel(res);
-  return res;
 }
 
 /**

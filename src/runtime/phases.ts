@@ -8,10 +8,11 @@
  * locations at rewrite.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
 import { findLocation } from './locations.js';
 import { logRequest, type RuntimeContext } from './context.js';
-import { ClientTarget, type Exchange } from './exchange.js';
+import type { ClientResponseTarget, Exchange } from './exchange.js';
 import { checkAccessRules } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
 import { checkAuthRequest } from './handlers/auth-request.js';
@@ -19,8 +20,8 @@ import { fastcgiRequest } from './handlers/fastcgi.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { realClientAddress } from './handlers/realip.js';
-import { HttpRequestState, type ClientConnection } from './request.js';
-import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage, type ClientRequest, type ClientResponse } from './respond.js';
+import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
+import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage } from './respond.js';
 import { runScript } from './script.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
@@ -31,23 +32,47 @@ import { systemErrorText } from '../os-errors.js';
 const MAX_URI_CHANGES = 10;
 
 /**
+ * A client's request as its protocol layer read it: the request line's parts
+ * and the headers, and, where the layer already did it (HTTP/1.x, as
+ * `ngx_http_process_request_line` and `ngx_http_process_request_headers`),
+ * the URI, the validated host and the refusal of a request nginx refuses.
+ * Without `parsed` (HTTP/2) the phases check the target and host themselves.
+ */
+export interface ClientRequestHead {
+  readonly method: string;
+  /** The request target as received (`$request_uri`). */
+  readonly requestUri: string;
+  /** `$request` as received, when the layer has it. */
+  readonly requestLine?: string;
+  /** `$server_protocol`. */
+  readonly protocol: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders: readonly string[];
+  readonly parsed?: { readonly uri: string; readonly args: string; readonly host: string; readonly requestPort: string };
+  /** Whether the client asked to keep the connection (HTTP/1.x). */
+  readonly keepalive?: boolean;
+  /** Bytes of the request line and headers. */
+  readonly headLength?: number;
+  readonly refusal?: Refusal;
+}
+
+/**
  * Starts serving one client request (the phases run on) and returns its
  * state. Failures become 500 with an error-log line, never exceptions. When
- * the response stream closes, the access log is written and `onClosed` is
- * called with the request state.
+ * the response is over, the access log is written and `onClosed` is called
+ * with the request state.
  */
 export function serveClientRequest(
-  cx: RuntimeContext, req: ClientRequest, res: ClientResponse, conn: ClientConnection, listen: ListenGroup,
-  onClosed: (r: HttpRequestState) => void,
+  cx: RuntimeContext, head: ClientRequestHead, body: Readable | undefined, out: ClientResponseTarget, conn: ClientConnection,
+  listen: ListenGroup, onClosed: (r: HttpRequestState) => void,
 ): HttpRequestState {
-  const h2 = req.httpVersion === '2.0';
-  const protocol = h2 ? 'HTTP/2.0' : `HTTP/${req.httpVersion}`;
-  const headers = h2 ? http2Headers(req.headers) : req.headers;
-  const rawHeaders = h2 ? req.rawHeaders.filter((_, i, a) => !a[i - (i % 2)]!.startsWith(':')) : req.rawHeaders;
   const r = new HttpRequestState(
-    conn, req.method ?? 'GET', req.url ?? '/', protocol, headers, rawHeaders, conn.tls ? 'https' : 'http', cx.table.variableCount,
+    conn, head.method, head.requestUri, head.protocol, head.headers, head.rawHeaders, conn.tls ? 'https' : 'http', cx.table.variableCount,
   );
-  const out = new ClientTarget(req, res, {
+  r.rawRequestLine = head.requestLine;
+  r.keepalive = head.keepalive ?? false;
+  r.requestLength = head.headLength ?? 0;
+  out.watchSend({
     ms: () => r.loc.sendTimeoutMs,
     // ngx_http_writer (a response of its own) and ngx_http_upstream_process_downstream (a proxied one)
     expired: () => {
@@ -57,11 +82,11 @@ export function serveClientRequest(
       out.timedOut(r.loc.resetTimedoutConnection);
     },
   });
-  const ex: Exchange = { cx, r, body: req, out };
-  res.once('close', () => {
+  const ex: Exchange = { cx, r, body, out };
+  out.whenClosed((completed) => {
     for (const cleanup of r.cleanups.splice(0)) cleanup();
-    r.completed = (res as { writableFinished?: boolean }).writableFinished ?? res.finished;
-    out.closed();
+    r.completed = completed;
+    r.bytesSent = out.bytesSent;
     cx.accessLog.write(r.loc.accessLogs, r);
     onClosed(r);
   });
@@ -69,7 +94,7 @@ export function serveClientRequest(
   r.server = set.defaultServer;
   r.loc = r.server.conf;
   r.host = r.server.name;
-  void runPhases(ex, set, listen.ssl);
+  void runPhases(ex, set, listen.ssl, head);
   return r;
 }
 
@@ -110,7 +135,7 @@ export function logUnreadStream(cx: RuntimeContext, conn: ClientConnection, serv
  * The headers of an HTTP/2 request as nginx sees them: pseudo-headers
  * removed, `:authority` as the Host header when there is none.
  */
-function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
+export function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
   for (const name of Object.keys(raw)) if (name.charCodeAt(0) !== 58) out[name] = raw[name];
   const authority = raw[':authority'];
@@ -169,39 +194,73 @@ function misdirected(r: HttpRequestState, set: ServerSet, host: string): Virtual
 }
 
 /**
- * The request line and headers as `ngx_http_process_request_line` and
- * `ngx_http_process_request_headers` check them, the TLS checks of
- * `ngx_http_process_request` on a TLS port (`sslPort`), then the phases.
+ * A request refused while its head was read: answered with nginx's status
+ * and page (or, `silent`, only logged, as `ngx_http_close_request` logs a
+ * client that went away or timed out) from the server its host selected.
  */
-async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promise<void> {
+async function refuse(ex: Exchange, set: ServerSet, host: string, refusal: Refusal): Promise<void> {
+  const { r } = ex;
+  r.server = findServer(set, host, r);
+  r.loc = r.server.conf;
+  r.host = host || r.server.name;
+  r.keepalive = false;
+  if (!refusal.silent) return requestError(ex, refusal.message, refusal.reading, refusal.status);
+  if (refusal.reading === 'request line') r.headersRead = false;
+  r.action = `reading client ${refusal.reading}`;
+  logRequest(ex.cx, r, 'info', refusal.message);
+  r.action = undefined;
+  r.status = refusal.status;
+  if (refusal.status === 408) r.timedOut = true;
+  ex.out.abort();
+}
+
+/**
+ * The target and Host of an HTTP/2 request as `ngx_http_v2_state_process_header`
+ * and `ngx_http_process_request_header` check them (HTTP/1.x requests come
+ * checked by their connection): the URI and arguments, and the validated
+ * host, or the refusal nginx answers with.
+ */
+function http2Target(r: HttpRequestState): { uri: string; args: string; host: string; requestPort: string } | Refusal {
+  let target = r.requestUri;
+  let lineHost: string | undefined;
+  const absolute = /^https?:\/\/([^/?#]*)(.*)$/i.exec(target);
+  if (absolute) {
+    lineHost = absolute[1]!;
+    target = absolute[2] || '/';
+  }
+  const q = target.indexOf('?');
+  const uri = normalizePath(q === -1 ? target : target.slice(0, q), true);
+  if (uri === undefined) return { status: 400, message: 'client sent invalid request', reading: 'request line' };
+  const hosts: string[] = [];
+  for (let i = 0; i < r.rawHeaders.length; i += 2) if (r.rawHeaders[i]!.toLowerCase() === 'host') hosts.push(r.rawHeaders[i + 1]!);
+  if (hosts.length === 0 && r.headers.host !== undefined) hosts.push(r.headers.host);
+  const lineHostValid = lineHost !== undefined ? validateHost(lineHost) : undefined;
+  if (lineHost !== undefined && lineHostValid === undefined) return { status: 400, message: 'client sent invalid host in request line', reading: 'request line' };
+  const headerHost = hosts.length > 0 ? validateHost(hosts[0]!) : '';
+  if (headerHost === undefined) return { status: 400, message: 'client sent invalid host header', reading: 'request headers' };
+  if (hosts.length > 1) {
+    return { status: 400, message: `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"`, reading: 'request headers' };
+  }
+  const host = lineHostValid ?? headerHost;
+  return { uri, args: q === -1 ? '' : target.slice(q + 1), host, requestPort: host ? hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!) : '' };
+}
+
+/**
+ * The checks of `ngx_http_process_request` after the head was read (the
+ * 421 rule, plain HTTP on a TLS port (`sslPort`), client certificates),
+ * then the phases.
+ */
+async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: ClientRequestHead): Promise<void> {
   const { r, cx } = ex;
   try {
-    let target = r.requestUri;
-    let lineHost: string | undefined;
-    const absolute = /^https?:\/\/([^/?#]*)(.*)$/i.exec(target);
-    if (absolute) {
-      lineHost = absolute[1]!;
-      target = absolute[2] || '/';
-    }
-    const q = target.indexOf('?');
-    const uri = normalizePath(q === -1 ? target : target.slice(0, q), true);
-    if (uri === undefined) return await requestError(ex, 'client sent invalid request', 'request line');
-    r.uri = uri;
-    r.args = q === -1 ? '' : target.slice(q + 1);
-    const hosts: string[] = [];
-    for (let i = 0; i < r.rawHeaders.length; i += 2) if (r.rawHeaders[i]!.toLowerCase() === 'host') hosts.push(r.rawHeaders[i + 1]!);
-    if (r.protocol === 'HTTP/2.0' && hosts.length === 0 && r.headers.host !== undefined) hosts.push(r.headers.host);
-    // ngx_http_process_host: the first Host header is validated even after an
-    // absolute request line; the server is selected as soon as a valid host is
-    // known (the request line's, else that header's), so a second Host header
-    // is refused in the selected server
-    const lineHostValid = lineHost !== undefined ? validateHost(lineHost) : undefined;
-    if (lineHost !== undefined && lineHostValid === undefined) return await requestError(ex, 'client sent invalid host in request line', 'request line');
-    const headerHost = hosts.length > 0 ? validateHost(hosts[0]!) : '';
-    if (headerHost === undefined) return await requestError(ex, 'client sent invalid host header', 'request headers');
-    const host = lineHostValid ?? headerHost;
+    if (head.refusal) return await refuse(ex, set, head.parsed?.host ?? '', head.refusal);
+    const target = head.parsed ?? http2Target(r);
+    if ('status' in target) return await refuse(ex, set, '', target);
+    r.uri = target.uri;
+    r.args = target.args;
+    const host = target.host;
     r.requestHost = host;
-    if (host) r.requestPort = hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!);
+    r.requestPort = target.requestPort;
     const sniServer = misdirected(r, set, host);
     if (sniServer) {
       r.server = sniServer;
@@ -212,12 +271,6 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
     r.server = findServer(set, host, r);
     r.loc = r.server.conf;
     r.host = host || r.server.name;
-    if (hosts.length > 1) {
-      return await requestError(ex, `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"`, 'request headers');
-    }
-    if (hosts.length === 0 && lineHost === undefined && r.protocol === 'HTTP/1.1') {
-      return await requestError(ex, 'client sent HTTP/1.1 request without "Host" header', 'request headers');
-    }
     if (sslPort && !r.conn.tls) return await requestError(ex, 'client sent plain HTTP request to HTTPS port', 'request headers', 497);
     const refusal = clientCertificateRefusal(r);
     if (refusal) return await requestError(ex, refusal.message, 'request headers', refusal.status);
@@ -476,7 +529,7 @@ function sendSpecial(ex: Exchange, status: number, location: string | undefined)
   headers.push(['Content-Length', String(body?.length ?? 0)]);
   if (body !== undefined) headers.push(['Content-Type', 'text/html']);
   if (location !== undefined) headers.push(['Location', location.startsWith('/') ? absoluteLocation(r, location) : location]);
-  if (NO_KEEPALIVE.has(status) && r.protocol !== 'HTTP/2.0') headers.push(['Connection', 'close']);
+  if (NO_KEEPALIVE.has(status)) r.keepalive = false;
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
   r.bodyBytesSent = body && !ex.out.headOnly ? body.length : 0;

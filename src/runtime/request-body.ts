@@ -226,7 +226,13 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
       await write(file, chunk, size);
       size += chunk.length;
     }
-  } catch {
+  } catch (err) {
+    // a body nginx refuses (an invalid chunked body): its status, with nginx's info line
+    const status = (err as { status?: number }).status;
+    if (status !== undefined && !gone) {
+      logRequest(cx, r, 'info', (err as Error).message);
+      return { status };
+    }
     clientGone();
     return { status: 0 };
   } finally {

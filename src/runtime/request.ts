@@ -44,6 +44,20 @@ export interface UpstreamState {
   readonly earlier?: { readonly addrs: string; readonly statuses: string } | undefined;
 }
 
+/**
+ * Why a request is refused before any phase runs (while its head was read),
+ * as nginx logs it at info (`client sent invalid request while reading
+ * client request line`).
+ */
+export interface Refusal {
+  readonly status: number;
+  readonly message: string;
+  /** The `while reading client …` part of the log line. */
+  readonly reading: 'request line' | 'request headers';
+  /** No response is sent (the client went away or timed out); the request is only logged. */
+  readonly silent?: boolean;
+}
+
 /** The phase a request is in, for the ` while …` part of error-log lines. */
 export type LogAction = string | undefined;
 
@@ -125,6 +139,15 @@ export class HttpRequestState {
    * request pool cleanups): temp files closed or removed.
    */
   readonly cleanups: (() => void)[] = [];
+  /**
+   * Whether the connection may serve another request after this one (nginx's
+   * `r->keepalive`): what the client asked for, cleared by responses that end
+   * the connection (`ngx_http_special_response_handler`); the location's
+   * `keepalive_*` settings apply when the response goes out.
+   */
+  keepalive = false;
+  /** `$request` as received, when the protocol layer has it (HTTP/1.x: the line's own spacing, or what was read of it). */
+  rawRequestLine: string | undefined;
   /** The subrequest's parent, for `subrequest:` in the error log. */
   readonly parent: HttpRequestState | undefined;
   /** The method of the request line. */
@@ -168,6 +191,7 @@ export class HttpRequestState {
   get requestLine(): string {
     if (this.parent) return this.parent.requestLine;
     if (!this.lineRead) return '';
+    if (this.rawRequestLine !== undefined) return this.rawRequestLine;
     return `${this.requestMethod} ${this.requestUri} ${this.protocol}`;
   }
 

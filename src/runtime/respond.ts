@@ -5,16 +5,10 @@
  * and redirect pages (naming jinx), the `Server` header per `server_tokens`,
  * absolute `Location` per `absolute_redirect`, `add_header` and `expires`.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Http2ServerResponse } from 'node:http2';
 import type { LocationConf } from '../config/route-table.js';
 import { JINX_VERSION } from '../version.js';
 import type { HttpRequestState } from './request.js';
-
-/** The request side of a client exchange: node:http or node:http2's compatibility API. */
-export type ClientRequest = IncomingMessage | Http2ServerRequest;
-/** The response side of a client exchange. */
-export type ClientResponse = ServerResponse | Http2ServerResponse;
 
 /** Reason phrases of nginx's status lines (`ngx_http_status_lines`); other codes get an empty one. */
 export const STATUS_TEXT: Readonly<Record<number, string>> = {
@@ -155,56 +149,45 @@ export function applyHeadersModule(r: HttpRequestState, status: number, headers:
 const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
 
 /**
- * Sends status and headers on a client response, recording them for
- * `$status` and `$sent_http_*`. jinx's `Server` comes first unless the list
- * has one (`proxy_pass_header Server`), then `Connection: close` when the
- * connection ends after this response (or `Connection: keep-alive` with
- * `Keep-Alive: timeout=N` for `keepalive_timeout`'s second argument), then
- * `headers` in order; repeated
- * names become separate lines except `SINGLE_VALUED` ones. HTTP/1.x heads
- * go out in one `writeHead` call with a flat name/value list.
+ * The status sent on the wire and the response headers in order, recorded
+ * for `$status` and `$sent_http_*`: jinx's `Server` first unless the list
+ * has one (`proxy_pass_header Server`), then `headers` in order; repeated
+ * names become separate lines except `SINGLE_VALUED` ones, where the last
+ * value wins. Each protocol writes the list its own way
+ * (`Http1Target.head`, `writeHead` for HTTP/2).
  */
-export function writeHead(r: HttpRequestState, res: ClientResponse, status: number, headers: [string, string | string[]][], reason?: string): void {
+export function responseHeaders(
+  r: HttpRequestState, status: number, headers: [string, string | string[]][],
+): { wire: number; list: [string, string | string[]][] } {
   const final = r.errStatus || status;
   const wire = wireStatus(final);
   // ngx_http_special_response_handler: nginx's internal 494–497 are `err_status` 400, which `$status` reports
   r.status = wire;
   const sent = r.sentHeaders;
-  const h1 = r.protocol !== 'HTTP/2.0';
-  const flat: (string | string[])[] = [];
+  const list: [string, string | string[]][] = [];
   if (!headers.some(([n]) => n.length === 6 && n.toLowerCase() === 'server')) {
     const server = serverHeader(r.loc);
-    flat.push('Server', server);
+    list.push(['Server', server]);
     sent['server'] = server;
-  }
-  if (h1) {
-    // ngx_http_update_location_config: keep-alive ends with keepalive_timeout 0, after
-    // keepalive_requests, and once the connection is older than keepalive_time
-    const { loc } = r;
-    if (loc.keepaliveTimeoutMs === 0 || r.conn.requests >= loc.keepaliveRequests || Date.now() - r.conn.acceptedAtMs > loc.keepaliveTimeMs) {
-      flat.push('Connection', 'close');
-      sent['connection'] = 'close';
-    } else if (loc.keepaliveHeaderSec !== undefined && (res as ServerResponse).shouldKeepAlive) {
-      flat.push('Connection', 'keep-alive', 'Keep-Alive', `timeout=${loc.keepaliveHeaderSec}`);
-    }
   }
   for (const [name, value] of headers) {
     const lower = name.toLowerCase();
-    let at = sent[lower] === undefined ? flat.length : 0;
-    while (at < flat.length && (flat[at] as string).toLowerCase() !== lower) at += 2;
-    if (at === flat.length) {
-      flat.push(name, value);
+    const at = sent[lower] === undefined ? -1 : list.findIndex(([n]) => n.toLowerCase() === lower);
+    if (at === -1) {
+      list.push([name, value]);
       sent[lower] = value;
       continue;
     }
-    const merged = SINGLE_VALUED.has(lower) ? value : ([] as string[]).concat(flat[at + 1]!, value);
-    flat[at + 1] = merged;
+    const merged = SINGLE_VALUED.has(lower) ? value : ([] as string[]).concat(list[at]![1], value);
+    list[at]![1] = merged;
     sent[lower] = merged;
   }
-  if (h1) {
-    (res as ServerResponse).writeHead(wire, reason ?? STATUS_TEXT[wire] ?? '', flat as string[]);
-    return;
-  }
-  for (let i = 0; i < flat.length; i += 2) res.setHeader(flat[i] as string, flat[i + 1]!);
+  return { wire, list };
+}
+
+/** Sends status and headers on an HTTP/2 response (node:http2's compatibility API), as `responseHeaders` lists them. */
+export function writeHead(r: HttpRequestState, res: Http2ServerResponse, status: number, headers: [string, string | string[]][]): void {
+  const { wire, list } = responseHeaders(r, status, headers);
+  for (const [name, value] of list) res.setHeader(name, value);
   res.writeHead(wire);
 }

@@ -52,34 +52,62 @@ export function normalizePath(raw: string, mergeSlashes: boolean): string | unde
   return '/' + out.join('/');
 }
 
+/** Bytes of an RFC 3986 reg-name besides letters and digits: unreserved, `%` of pct-encoded, sub-delims. */
+const REG_NAME = new Set([...'-._~%!$&\'()*+,;=']);
+/** Bytes of an IP literal (`[…]`) besides letters and digits, as nginx's request-line parser takes them. */
+const IP_LITERAL = new Set([...':-._~!$&\'()*+,;=']);
+
+const isAlnum = (code: number): boolean =>
+  (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
+
 /**
- * Validates a Host value and returns the name nginx uses: lowercased, port
- * and one trailing dot removed. Undefined when invalid (nginx: 400
- * "client sent invalid host header").
+ * Validates a Host value as nginx 1.30's `ngx_http_validate_host` does (for
+ * a Host header, an absolute request target and HTTP/2's `:authority`) and
+ * returns the name nginx uses: lowercased, port and one trailing dot
+ * removed. The name is a reg-name (letters, digits, unreserved,
+ * pct-encoded, sub-delims) or an IP literal in brackets; no two dots in a
+ * row; the port, if any, digits up to 65535. Undefined when invalid (nginx:
+ * 400 "client sent invalid host header").
  */
 export function validateHost(host: string): string | undefined {
   let hostLen = host.length;
   let dotPos = host.length;
-  let state: 'usual' | 'literal' | 'rest' = 'usual';
+  let port = 0;
+  let state: 'usual' | 'literal' | 'after-literal' | 'port' = 'usual';
   for (let i = 0; i < host.length; i++) {
     const ch = host[i]!;
     const code = host.charCodeAt(i);
+    if (state === 'port') {
+      if (code < 0x30 || code > 0x39) return undefined;
+      port = port * 10 + (code - 0x30);
+      if (port > 65_535) return undefined;
+      continue;
+    }
     if (ch === '.') {
-      if (dotPos === i - 1) return undefined;
+      if (dotPos === i - 1 || state === 'after-literal') return undefined;
       dotPos = i;
-    } else if (ch === ':') {
-      if (state === 'usual') {
-        hostLen = i;
-        state = 'rest';
-      }
-    } else if (ch === '[') {
-      if (i === 0) state = 'literal';
-    } else if (ch === ']') {
-      if (state === 'literal') {
-        hostLen = i + 1;
-        state = 'rest';
-      }
-    } else if (ch === '/' || ch === '\\' || code <= 0x20 || code === 0x7f) return undefined;
+      continue;
+    }
+    if (ch === ':') {
+      if (state === 'literal') continue;
+      hostLen = state === 'usual' ? i : hostLen;
+      state = 'port';
+      continue;
+    }
+    if (state === 'after-literal') return undefined;
+    if (ch === '[') {
+      if (i !== 0) return undefined;
+      state = 'literal';
+      continue;
+    }
+    if (ch === ']') {
+      if (state !== 'literal') return undefined;
+      hostLen = i + 1;
+      state = 'after-literal';
+      continue;
+    }
+    if (isAlnum(code) || (state === 'usual' ? REG_NAME : IP_LITERAL).has(ch)) continue;
+    return undefined;
   }
   if (state === 'literal') return undefined;
   if (dotPos === hostLen - 1) hostLen--;
@@ -89,13 +117,13 @@ export function validateHost(host: string): string | undefined {
 
 /**
  * `$request_port`: the port after a valid host (`example.com:8080`,
- * `[::1]:443`) as a number, or '' when there is none.
+ * `[::1]:443`) as a number from 1 to 65535, or '' when there is none.
  */
 export function hostPort(host: string): string {
   const after = host.startsWith('[') ? host.indexOf(']') + 1 : host.indexOf(':');
   if (after <= 0 || host[after] !== ':') return '';
-  const port = host.slice(after + 1);
-  return /^\d+$/.test(port) ? String(Number(port)) : '';
+  const port = Number(host.slice(after + 1));
+  return /^\d+$/.test(host.slice(after + 1)) && port >= 1 && port <= 65_535 ? String(port) : '';
 }
 
 const URI_UNSAFE = /[\x00-\x20#%?\x7f-\uffff]/;

@@ -236,7 +236,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     bodyTimeout: p.readTimeoutMs,
     reset: !reuse,
     // only a client connection that can become a tunnel asks the upstream to upgrade
-    upgrade: upgrade !== undefined && ex.out.tunnel() ? upgrade : null,
+    upgrade: upgrade !== undefined && ex.out.tunnelable ? upgrade : null,
   };
   if (dest.scheme === 'https') {
     // the name for SNI and the certificate check, per request (undici's Request reads `servername`)

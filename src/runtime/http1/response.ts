@@ -1,0 +1,311 @@
+/**
+ * Responses on an HTTP/1.x connection, written as nginx's header filter and
+ * chunked filter write them (`ngx_http_header_filter_module.c`,
+ * `ngx_http_chunked_filter_module.c`): the status line `HTTP/1.1 CODE
+ * REASON`, then `Server`, `Date`, `Content-Type`, `Content-Length`,
+ * `Last-Modified`, `Location`, `Transfer-Encoding: chunked`, `Connection`
+ * and `Keep-Alive` in that order, then the other headers in the order they
+ * were set. A body without a length goes chunked to an HTTP/1.1 client
+ * (`chunked_transfer_encoding on`), otherwise the connection closes after
+ * it. An HTTP/0.9 request gets the body alone.
+ */
+import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+import type { HttpRequestState } from '../request.js';
+import { resetConnection, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
+import { responseHeaders, STATUS_TEXT } from '../respond.js';
+
+/** What the target tells its connection. */
+export interface Http1ResponseOwner {
+  /** The response ended (all of it handed to the socket); `keepalive` says whether the connection may serve another request. */
+  responseDone(keepalive: boolean): void;
+  /** The response was given up: the connection is closed (`how` as in `ResponseTarget.abort`). */
+  responseAborted(how: 'flush' | 'reset' | undefined): void;
+  /** A 101 response went out: the socket leaves HTTP for a tunnel. */
+  upgraded(): Duplex;
+}
+
+/** nginx's cached `Date` value, made once per second. */
+let dateSecond = -1;
+let dateText = '';
+function httpDate(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = new Date(second * 1000).toUTCString();
+  }
+  return dateText;
+}
+
+/** The headers nginx's header filter writes first, in its order, before those set by modules. */
+const LEADING = ['server', 'date', 'content-type', 'content-length', 'last-modified', 'location'];
+
+/** The response to one request on an HTTP/1.x connection. */
+export class Http1Target implements ClientResponseTarget {
+  private headBytes: string | undefined;
+  private headSent = false;
+  private chunked = false;
+  private keepalive = false;
+  private ended = false;
+  private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
+  private sendTimer: NodeJS.Timeout | undefined;
+  private closeListeners: ((completed: boolean) => void)[] = [];
+  private closedOnce = false;
+  /** Bytes written for this response: status line and headers, body and chunk framing (`$bytes_sent`). */
+  bytesSent = 0;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly owner: Http1ResponseOwner,
+    /** `HEAD`: the header alone. */
+    private readonly head0: { readonly method: string; readonly httpVersion: number },
+    /** The request asked to upgrade (`Upgrade`): a 101 may turn the connection into a tunnel. */
+    readonly tunnelable: boolean,
+  ) {}
+
+  private sendTimeout: SendTimeout | undefined;
+
+  watchSend(timeout: SendTimeout): void {
+    this.sendTimeout = timeout;
+  }
+
+  get started(): boolean {
+    return this.headBytes !== undefined;
+  }
+
+  get headOnly(): boolean {
+    return this.head0.method === 'HEAD';
+  }
+
+  /**
+   * Builds the status line and headers (sent with the first body bytes, or
+   * at `flushHead`/`end`): the connection is kept alive when the request
+   * allows it (`r.keepalive`), the location's `keepalive_timeout`,
+   * `keepalive_requests` and `keepalive_time` do, and the body's end is
+   * known to the client (a length, or chunks).
+   */
+  head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
+    const { wire, list } = responseHeaders(r, status, headers);
+    const sent = r.sentHeaders;
+    if (this.head0.httpVersion < 1000) {
+      // HTTP/0.9: no status line and no headers (ngx_http_header_filter)
+      this.headBytes = '';
+      this.keepalive = false;
+      return;
+    }
+    const { loc } = r;
+    let keepalive = r.keepalive && loc.keepaliveTimeoutMs > 0 && r.conn.requests < loc.keepaliveRequests
+      && Date.now() - r.conn.acceptedAtMs <= loc.keepaliveTimeMs;
+    const byName = new Map<string, string | string[]>();
+    for (const [name, value] of list) byName.set(name.toLowerCase(), value);
+    const bodyless = this.headOnly || status === 204 || status === 304 || status < 200;
+    const lengthKnown = byName.has('content-length');
+    if (!bodyless && !lengthKnown && status !== 101) {
+      if (this.head0.httpVersion >= 1001 && loc.chunkedTransferEncoding) this.chunked = true;
+      else keepalive = false;
+    }
+    let text = `HTTP/1.1 ${wire} ${reason ?? STATUS_TEXT[wire] ?? ''}\r\n`;
+    const line = (name: string, value: string | string[]): void => {
+      if (Array.isArray(value)) for (const v of value) text += `${name}: ${v}\r\n`;
+      else text += `${name}: ${value}\r\n`;
+    };
+    const emitted = new Set<string>();
+    for (const lower of LEADING) {
+      if (lower === 'date' && !byName.has('date')) {
+        const date = httpDate();
+        line('Date', date);
+        sent['date'] = date;
+        continue;
+      }
+      for (const [name, value] of list) {
+        if (name.length === lower.length && name.toLowerCase() === lower) {
+          line(name, value);
+          emitted.add(lower);
+        }
+      }
+    }
+    if (this.chunked) {
+      line('Transfer-Encoding', 'chunked');
+      sent['transfer-encoding'] = 'chunked';
+    }
+    if (status === 101) {
+      line('Connection', 'upgrade');
+      sent['connection'] = 'upgrade';
+      keepalive = false;
+    } else if (keepalive) {
+      line('Connection', 'keep-alive');
+      sent['connection'] = 'keep-alive';
+      if (loc.keepaliveHeaderSec !== undefined) line('Keep-Alive', `timeout=${loc.keepaliveHeaderSec}`);
+    } else {
+      line('Connection', 'close');
+      sent['connection'] = 'close';
+    }
+    for (const [name, value] of list) {
+      const lower = name.toLowerCase();
+      if (emitted.has(lower) || lower === 'connection' || lower === 'keep-alive' || lower === 'transfer-encoding') continue;
+      line(name, value);
+    }
+    this.headBytes = text + '\r\n';
+    this.keepalive = keepalive;
+  }
+
+  flushHead(): void {
+    if (this.headSent || this.headBytes === undefined || this.ended) return;
+    this.sendHead();
+  }
+
+  private sendHead(): boolean {
+    this.headSent = true;
+    const text = this.headBytes!;
+    if (text === '') return true;
+    this.bytesSent += text.length;
+    return this.socket.write(text, 'latin1');
+  }
+
+  write(chunk: Buffer | string): boolean {
+    if (this.socket.destroyed) return false;
+    const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
+    if (this.headOnly || data.length === 0) return this.headSent ? !this.socket.writableNeedDrain : this.sendHead();
+    this.socket.cork();
+    if (!this.headSent) this.sendHead();
+    let ok: boolean;
+    if (this.chunked) {
+      const size = `${data.length.toString(16)}\r\n`;
+      this.socket.write(size, 'latin1');
+      this.socket.write(data);
+      ok = this.socket.write('\r\n', 'latin1');
+      this.bytesSent += size.length + data.length + 2;
+    } else {
+      ok = this.socket.write(data);
+      this.bytesSent += data.length;
+    }
+    this.socket.uncork();
+    if (!ok && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
+    return ok;
+  }
+
+  private armSendTimer(timeout: SendTimeout): void {
+    const socket = this.socket;
+    const disarm = (): void => {
+      clearTimeout(this.sendTimer);
+      this.sendTimer = undefined;
+      socket.off('drain', disarm).off('close', disarm);
+    };
+    this.sendTimer = setTimeout(() => {
+      disarm();
+      timeout.expired();
+    }, timeout.ms());
+    socket.on('drain', disarm).on('close', disarm);
+  }
+
+  /**
+   * Gives up a response the client stopped taking: the handler hears of it
+   * as of a client that left (with ETIMEDOUT), then the connection is closed.
+   */
+  timedOut(reset: boolean): void {
+    const listener = this.abortListener;
+    this.abortListener = undefined;
+    listener?.(Object.assign(new Error('client timed out'), { code: 'ETIMEDOUT' }));
+    this.abort(reset ? 'reset' : undefined);
+  }
+
+  get bufferedBytes(): number {
+    return this.socket.writableLength;
+  }
+
+  get gone(): boolean {
+    return this.socket.destroyed;
+  }
+
+  get highWaterMark(): number {
+    return this.socket.writableHighWaterMark;
+  }
+
+  onDrain(cb: () => void): void {
+    if (this.socket.destroyed) {
+      queueMicrotask(cb);
+      return;
+    }
+    const fire = (): void => {
+      this.socket.off('drain', fire).off('close', fire);
+      cb();
+    };
+    this.socket.on('drain', fire).on('close', fire);
+  }
+
+  end(chunk?: Buffer | string): void {
+    if (this.ended) return;
+    if (chunk !== undefined) this.write(chunk);
+    this.ended = true;
+    this.abortListener = undefined;
+    if (this.socket.destroyed) {
+      this.closed(false);
+      return;
+    }
+    this.socket.cork();
+    if (!this.headSent) this.sendHead();
+    if (this.chunked && !this.headOnly) {
+      this.socket.write('0\r\n\r\n', 'latin1');
+      this.bytesSent += 5;
+    }
+    this.socket.uncork();
+    this.closed(true);
+    this.owner.responseDone(this.keepalive);
+  }
+
+  abort(how?: 'flush' | 'reset'): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.abortListener = undefined;
+    clearTimeout(this.sendTimer);
+    this.closed(false);
+    this.owner.responseAborted(how);
+  }
+
+  onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
+    this.abortListener = cb;
+  }
+
+  /**
+   * The connection went away before the response ended: the handler hears
+   * of it (`onAbort`) with the socket's error (ECONNRESET for a reset).
+   */
+  clientGone(err: NodeJS.ErrnoException | undefined): void {
+    if (this.ended) return;
+    this.ended = true;
+    const listener = this.abortListener;
+    this.abortListener = undefined;
+    clearTimeout(this.sendTimer);
+    listener?.(err);
+    this.closed(false);
+  }
+
+  tunnel(): Duplex | undefined {
+    if (!this.started || this.ended) return undefined;
+    this.flushHead();
+    this.ended = true;
+    const socket = this.owner.upgraded();
+    socket.once('close', () => this.closed(true));
+    return socket;
+  }
+
+  /** Calls `cb` once, when the response is over: `completed` when it was sent whole. */
+  whenClosed(cb: (completed: boolean) => void): void {
+    this.closeListeners.push(cb);
+  }
+
+  /** The response is over (or the tunnel that replaced it is). */
+  closed(completed: boolean): void {
+    if (this.closedOnce) return;
+    this.closedOnce = true;
+    for (const cb of this.closeListeners.splice(0)) cb(completed);
+  }
+
+  /** Closes the connection at once, with a reset when asked (`reset_timedout_connection`). */
+  static destroy(socket: Socket, how: 'flush' | 'reset' | undefined): void {
+    if (how === 'flush') socket.destroySoon();
+    else if (how === 'reset') resetConnection(socket);
+    else socket.destroy();
+  }
+}
