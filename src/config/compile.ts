@@ -613,6 +613,7 @@ class Compiler {
       clientHeaderTimeoutMs: c.get(http.clientHeaderTimeoutMs),
       largeClientHeaderBuffers: c.get(http.largeClientHeaderBuffers),
       clientHeaderBufferSizeBytes: c.get(http.clientHeaderBufferSize),
+      maxHeaders: c.get(http.maxHeaders),
       mergeSlashes: c.get(http.mergeSlashes),
       underscoresInHeaders: c.get(http.underscoresInHeaders),
       ignoreInvalidHeaders: c.get(http.ignoreInvalidHeaders),

@@ -358,6 +358,8 @@ export interface LocationConf {
   readonly largeClientHeaderBuffers: { readonly count: number; readonly sizeBytes: number };
   /** `client_header_buffer_size` (a server's; its locations carry it): the first buffer a request's head is read into. */
   readonly clientHeaderBufferSizeBytes: number;
+  /** `max_headers` (a server's; its locations carry it). */
+  readonly maxHeaders: number;
   /** `merge_slashes`, `underscores_in_headers`, `ignore_invalid_headers` (a server's; its locations carry them). */
   readonly mergeSlashes: boolean;
   readonly underscoresInHeaders: boolean;

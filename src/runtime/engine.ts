@@ -19,6 +19,7 @@ import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
 import { bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, listenKey, sentSni, tlsServerOf, TlsContexts, type Listener } from './listen.js';
 import { http2Headers, logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
+import { logRequest } from './context.js';
 import { Http2Target, resetConnection } from './exchange.js';
 import { Http1Connection, type Http1Head } from './http1/connection.js';
 import type { Http1Target } from './http1/response.js';
@@ -433,6 +434,14 @@ export class Engine {
         return g.byLocalAddr.get(st.info.localAddr) ?? g.servers;
       },
       request: (head, body, out) => this.http1Request(st, groupKey, head, body, out),
+      requestLog: (message, head) => {
+        const r = new HttpRequestState(st.info, '', '', '', head.headers, [], st.info.tls ? 'https' : 'http', this.generation.table.variableCount);
+        r.rawRequestLine = head.requestLine;
+        r.server = head.server;
+        r.loc = head.server.conf;
+        r.action = 'reading client request headers';
+        logRequest(this.generation.cx, r, 'info', message);
+      },
       log: (level, message, bare) => {
         const g = group();
         if (!g) return;

@@ -69,6 +69,8 @@ export interface ClientResponseTarget extends ResponseTarget {
   watchSend(timeout: SendTimeout): void;
   /** Bytes sent to the client for this response, status line and headers included (`$bytes_sent`). */
   readonly bytesSent: number;
+  /** Bytes of the request body read from the client, framing included (added to `$request_length`). */
+  readonly requestBodyBytes: number;
 }
 
 /**
@@ -105,6 +107,8 @@ export class Http2Target implements ClientResponseTarget {
   private sendTimeout: SendTimeout | undefined;
   /** node:http2 does not count a stream's bytes; `$bytes_sent` counts what jinx wrote of the body. */
   bytesSent = 0;
+  /** node:http2 does not count a stream's bytes read: `$request_length` has the header part only. */
+  readonly requestBodyBytes = 0;
 
   constructor(
     private readonly req: Http2ServerRequest,

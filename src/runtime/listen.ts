@@ -232,7 +232,8 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     requestCert: hooks.tls().requestsCertificates(group),
     rejectUnauthorized: false,
     allowHalfOpen: true,
-    ...(group.http2 ? { ALPNProtocols: ['h2', 'http/1.1'] } : {}),
+    // ngx_http_ssl_alpn_select: the server's order, h2 first with `http2 on`
+    ALPNProtocols: [...(group.http2 ? ['h2'] : []), 'http/1.1', 'http/1.0', 'http/0.9'],
     // node:tls calls it on the socket being handshaken
     SNICallback(this: TLSSocket, name: string, cb: (err: Error | null, ctx?: SecureContext) => void) {
       withSni.add(this);

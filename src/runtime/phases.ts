@@ -20,6 +20,7 @@ import { fastcgiRequest } from './handlers/fastcgi.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { realClientAddress } from './handlers/realip.js';
+import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
 import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage } from './respond.js';
 import { runScript } from './script.js';
@@ -87,6 +88,7 @@ export function serveClientRequest(
     for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = completed;
     r.bytesSent = out.bytesSent;
+    r.requestLength += out.requestBodyBytes;
     cx.accessLog.write(r.loc.accessLogs, r);
     onClosed(r);
   });
@@ -406,6 +408,9 @@ function contentPhase(ex: Exchange): Promise<void> {
 }
 
 async function staticContent(ex: Exchange): Promise<void> {
+  // ngx_http_static_handler and ngx_http_index_handler discard the body first
+  const failed = discardRequestBody(ex);
+  if (failed !== undefined) return finalize(ex, failed);
   const result = await serveStatic(ex);
   if (result.kind === 'code') return finalize(ex, result.code);
   if (result.kind === 'redirect') return internalRedirect(ex, result.uri, result.args);
@@ -465,9 +470,14 @@ async function scriptResponse(
   return sendText(ex, o.code, o.text ?? '');
 }
 
-/** Sends `return CODE [TEXT]`: the text typed by the URI's extension or `default_type`. */
-function sendText(ex: Exchange, status: number, text: string): void {
+/**
+ * Sends `return CODE [TEXT]` (`ngx_http_send_response`, which discards the
+ * body first): the text typed by the URI's extension or `default_type`.
+ */
+function sendText(ex: Exchange, status: number, text: string): Promise<void> | void {
   const { r } = ex;
+  const failed = discardRequestBody(ex);
+  if (failed !== undefined) return finalize(ex, failed);
   const headers: [string, string][] = [];
   if (status !== 204) {
     headers.push(['Content-Type', contentTypeFor(r)]);
@@ -523,6 +533,8 @@ export async function finalize(ex: Exchange, status: number, location?: string):
 /** Sends nginx's page for a status, if it has one; Last-Modified, ETag and Accept-Ranges are never sent with it. */
 function sendSpecial(ex: Exchange, status: number, location: string | undefined): void {
   const { r } = ex;
+  // ngx_http_special_response_handler: the body is discarded; an invalid one ends keep-alive
+  if (discardRequestBody(ex) !== undefined) r.keepalive = false;
   const ua = r.headers['user-agent'];
   const body = specialPage(status, r.loc, typeof ua === 'string' && ua.includes('MSIE '));
   const headers: [string, string][] = [...r.pendingHeaders];

@@ -19,6 +19,31 @@ import type { Exchange } from './exchange.js';
 import type { HttpRequestState } from './request.js';
 import type { TempFile } from './temp-files.js';
 
+/**
+ * A request body a handler may discard instead of reading (an HTTP/1.x
+ * connection's; HTTP/2 streams just drop their data).
+ */
+export interface DiscardableBody {
+  /**
+   * `ngx_http_discard_request_body`: the body is read and dropped from now
+   * on. Returns 400 when what has arrived is an invalid chunked body.
+   */
+  discard(): number | undefined;
+}
+
+/**
+ * Discards the body of `ex`'s request, as nginx does before a response of
+ * its own (`return`, static files, error pages). Returns 400, with nginx's
+ * error line `client sent invalid chunked body`, when the body is invalid.
+ */
+export function discardRequestBody(ex: Exchange): number | undefined {
+  const body = ex.body as (Readable & Partial<DiscardableBody>) | undefined;
+  if (ex.r.parent || typeof body?.discard !== 'function') return undefined;
+  const failed = body.discard();
+  if (failed !== undefined) logRequest(ex.cx, ex.r, 'error', 'client sent invalid chunked body');
+  return failed;
+}
+
 /** A request body read whole. */
 export type RequestBody =
   | { readonly kind: 'memory'; readonly data: Buffer }
@@ -161,8 +186,11 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
   const source = ex.body!;
   const limit = memoryLimit(r);
   const max = r.loc.clientMaxBodySizeBytes;
-  // a length declared too large was refused before; one not declared is counted here
+  // a length declared too large was refused before; one not declared is counted here (an HTTP/1.x
+  // connection checks each chunk's size itself, as nginx's chunked filter does)
   const undeclared = r.headers['content-length'] === undefined;
+  if ('maxBytes' in source) (source as Readable & { maxBytes: number }).maxBytes = max;
+  const countHere = undeclared && !('maxBytes' in source);
   const chunks: Buffer[] = [];
   let size = 0;
   let file: TempFile | undefined;
@@ -205,10 +233,9 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
       if (next.done) break;
       timer.refresh();
       const chunk = next.value;
-      if (max > 0 && undeclared && size + chunk.length > max) {
-        // nginx checks each chunk's size as its header arrives (HTTP/1.1), or the total (HTTP/2)
-        const amount = r.protocol === 'HTTP/2.0' ? `${size + chunk.length}` : `${size}+${chunk.length}`;
-        logRequest(cx, r, 'error', `client intended to send too large chunked body: ${amount} bytes`);
+      if (max > 0 && countHere && size + chunk.length > max) {
+        // nginx checks the total of an HTTP/2 body without a length
+        logRequest(cx, r, 'error', `client intended to send too large chunked body: ${size + chunk.length} bytes`);
         return discard(it, source, { status: 413 });
       }
       if (!file && size + chunk.length <= limit) {
@@ -230,7 +257,7 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
     // a body nginx refuses (an invalid chunked body): its status, with nginx's info line
     const status = (err as { status?: number }).status;
     if (status !== undefined && !gone) {
-      logRequest(cx, r, 'info', (err as Error).message);
+      logRequest(cx, r, 'error', (err as Error).message);
       return { status };
     }
     clientGone();

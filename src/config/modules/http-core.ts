@@ -269,6 +269,8 @@ export const underscoresInHeaders = slot('underscores_in_headers', false);
 export const ignoreInvalidHeaders = slot('ignore_invalid_headers', true);
 export const largeClientHeaderBuffers = slot('large_client_header_buffers', { count: 4, sizeBytes: 8192 });
 export const clientHeaderBufferSize = slot('client_header_buffer_size', 1024);
+/** `max_headers` (nginx 1.29.6): the most header lines a request may have. */
+export const maxHeaders = slot('max_headers', 1000);
 export const resolverTimeoutMs = slot('resolver_timeout', 30_000);
 
 /** `resolver ADDRESS … [valid=TIME] [ipv4=on|off] [ipv6=on|off] [status_zone=…]`. */
@@ -499,6 +501,7 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
     },
   },
   { name: 'client_header_buffer_size', module: CORE, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(clientHeaderBufferSize) },
+  { name: 'max_headers', module: CORE, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: numSetter(maxHeaders) },
   { name: 'resolver', module: CORE, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime', set: setResolver },
   { name: 'resolver_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(resolverTimeoutMs) },
   { name: 'client_body_buffer_size', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(clientBodyBufferSize) },

@@ -17,13 +17,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable, type Duplex } from 'node:stream';
-import type { ServerSet, VirtualServer } from '../../config/route-table.js';
+import type { LocationConf, ServerSet, VirtualServer } from '../../config/route-table.js';
 import type { LogLevel } from '../../log/levels.js';
 import { systemErrorText } from '../../os-errors.js';
 import type { Refusal } from '../request.js';
 import { findServer } from '../server-names.js';
 import { hostPort, validateHost } from '../uri.js';
 import { ChunkedParser, HeaderLineParser, ParseResult, parseComplexUri, RequestLineParser } from './parse.js';
+import type { DiscardableBody } from '../request-body.js';
 import { Http1Target } from './response.js';
 
 /** A request as its line and headers were read (or as far as they were, for a refusal). */
@@ -65,6 +66,12 @@ export interface Http1Owner {
   request(head: Http1Head, body: Readable, out: Http1Target): void;
   /** A line about the connection, with nginx's connection context (`client: ADDR, server: LISTEN_ADDR`) unless `bare`. */
   log(level: LogLevel, message: string, bare?: boolean): void;
+  /**
+   * An info line about the request whose head is being read, with nginx's
+   * request context (`while reading client request headers, client: …,
+   * server: NAME, request: "LINE", host: …`).
+   */
+  requestLog(message: string, head: { readonly server: VirtualServer; readonly requestLine: string; readonly headers: IncomingHttpHeaders }): void;
 }
 
 /** nginx's `ngx_http_client_errors`, by parse result. */
@@ -72,11 +79,11 @@ const LINE_ERRORS: Partial<Record<ParseResult, string>> = {
   [ParseResult.InvalidMethod]: 'client sent invalid method',
   [ParseResult.InvalidRequest]: 'client sent invalid request',
   [ParseResult.Invalid09Method]: 'client sent invalid method in HTTP/0.9 request',
-  [ParseResult.InvalidVersion]: 'client sent invalid request',
+  [ParseResult.InvalidVersion]: 'client sent invalid version',
 };
 
 /** Headers of which nginx keeps one and refuses a second (`ngx_http_process_unique_header_line`). */
-const UNIQUE = new Set(['if-modified-since', 'content-length', 'if-range', 'expect', 'authorization']);
+const UNIQUE = new Set(['if-modified-since', 'content-length', 'if-range', 'transfer-encoding', 'expect', 'authorization']);
 
 /** Headers node:http (and jinx's phases after it) keep the first of, dropping repeats. */
 const FIRST_ONLY = new Set([
@@ -139,6 +146,9 @@ export class Http1Connection {
   /** How the body of the request being served is framed, and what is left of it. */
   private body: { kind: 'length'; remaining: number } | { kind: 'chunked'; parser: ChunkedParser } | undefined;
   private bodyStream: Http1Body | undefined;
+  /** The body is read and dropped as it arrives (`ngx_http_discard_request_body`). */
+  private discarding = false;
+  /** `Expect: 100-continue` not answered yet (`ngx_http_test_expect`). */
   private expectContinue = false;
   /** Bytes of the body read, framing included (`$request_length` after the head). */
   bodyBytesRead = 0;
@@ -150,6 +160,9 @@ export class Http1Connection {
   private lingeringDeadline = 0;
   private stopping = false;
   private readonly onData = (chunk: Buffer): void => this.received(chunk);
+  private readonly onEnd = (): void => this.ended(undefined);
+  private readonly onError = (err: NodeJS.ErrnoException): void => this.ended(err);
+  private readonly onClose = (): void => this.closed();
 
   constructor(
     private readonly socket: Socket,
@@ -160,9 +173,9 @@ export class Http1Connection {
     private readonly peerAddr: string,
   ) {
     socket.on('data', this.onData);
-    socket.on('end', () => this.ended(undefined));
-    socket.on('error', (err: NodeJS.ErrnoException) => this.ended(err));
-    socket.on('close', () => this.closed());
+    socket.on('end', this.onEnd);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
     this.armTimer(this.defaultServer().conf.clientHeaderTimeoutMs, () => this.headerTimedOut());
     if (first && first.length > 0) this.received(first);
     if (this.phase !== Phase.Request) socket.resume();
@@ -213,7 +226,8 @@ export class Http1Connection {
         this.readHead();
         break;
       case Phase.Request:
-        if (this.bodyStream?.wanted) this.pumpBody();
+        if (this.discarding) this.dropBody();
+        else if (this.bodyStream?.wanted) this.pumpBody();
         if (this.pendingBytes > READ_AHEAD_BYTES) this.socket.pause();
         break;
       case Phase.Discard:
@@ -242,9 +256,13 @@ export class Http1Connection {
     this.server = undefined;
     this.body = undefined;
     this.bodyStream = undefined;
+    this.discarding = false;
+    this.invalidBody = false;
     this.expectContinue = false;
     this.bodyBytesRead = 0;
+    this.chunkedReceived = 0;
     this.target = undefined;
+    this.finalConf = undefined;
     // ngx_http_read_request_header: client_header_timeout from the first read that finds nothing (after
     // keep-alive), or from the connection's start (the first request, ngx_http_init_connection)
     if (wasKeepalive) this.armTimer(this.defaultServer().conf.clientHeaderTimeoutMs, () => this.headerTimedOut());
@@ -280,6 +298,8 @@ export class Http1Connection {
         this.pos = pos;
         if (result === ParseResult.Again) continue;
         if (result !== ParseResult.Ok) {
+          // an HTTP/0.9 line with another method than GET is answered the HTTP/0.9 way (a page alone)
+          if (result === ParseResult.Invalid09Method) this.httpVersion = this.line.httpVersion;
           this.refuse(result === ParseResult.InvalidVersion ? 505 : 400, LINE_ERRORS[result]!, 'request line', this.partialLine());
           return;
         }
@@ -415,8 +435,14 @@ export class Http1Connection {
     const name = this.buf.toString('latin1', h.nameStart, h.nameEnd);
     const value = this.buf.toString('latin1', h.valueStart, h.valueEnd);
     if (h.invalid && server.conf.ignoreInvalidHeaders) {
-      this.owner.log('info', `client sent invalid header line: "${this.buf.toString('latin1', h.nameStart, h.valueEnd)}"`, true);
+      this.owner.requestLog(`client sent invalid header line: "${this.buf.toString('latin1', h.nameStart, h.valueEnd)}"`, {
+        server, requestLine: this.requestLine, headers: this.headers,
+      });
       return true;
+    }
+    if (this.rawHeaders.length >= 2 * server.conf.maxHeaders) {
+      this.refuse(494, 'client sent too many header lines', 'request headers');
+      return false;
     }
     const lower = name.toLowerCase();
     this.rawHeaders.push(name, value);
@@ -482,7 +508,7 @@ export class Http1Connection {
     let chunked = false;
     const te = headers['transfer-encoding'];
     if (te !== undefined) {
-      const first = this.firstRaw('transfer-encoding')[1];
+      const first = te as string;
       if (this.httpVersion < 1001) {
         this.refuse(400, 'client sent HTTP/1.0 request with "Transfer-Encoding" header', 'request headers');
         return;
@@ -523,6 +549,7 @@ export class Http1Connection {
   private serve(keepalive: boolean, refusal: Refusal | undefined): void {
     clearTimeout(this.timer);
     this.phase = Phase.Request;
+    this.prereadBytes = this.last - this.pos;
     if (this.pos < this.last) {
       this.pending.unshift(this.buf.subarray(this.pos, this.last));
       this.pendingBytes += this.last - this.pos;
@@ -566,11 +593,8 @@ export class Http1Connection {
    */
   pumpBody(): void {
     const stream = this.bodyStream;
-    if (!stream) return;
-    if (this.expectContinue) {
-      this.expectContinue = false;
-      if (this.target && !this.target.started && this.body) this.socket.write('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
-    }
+    if (!stream || this.discarding) return;
+    this.continueIfExpected();
     while (stream.wanted) {
       if (!this.body) {
         stream.finish();
@@ -583,7 +607,12 @@ export class Http1Connection {
       }
       if (data === 'invalid') {
         this.body = undefined;
-        stream.fail('client sent invalid chunked body');
+        this.invalidBody = true;
+        stream.fail(400, 'client sent invalid chunked body');
+        return;
+      }
+      if (data === 'too-large') {
+        stream.fail(413, `client intended to send too large chunked body: ${this.chunkedReceived}+${(this.body as { parser: ChunkedParser }).parser.size} bytes`);
         return;
       }
       if (data !== undefined) stream.deliver(data);
@@ -596,7 +625,7 @@ export class Http1Connection {
    * all there was, 'again' when nothing more has arrived, 'invalid' for a
    * chunked body nginx refuses. The body's end leaves `body` unset.
    */
-  private takeBody(): Buffer | undefined | 'again' | 'invalid' {
+  private takeBody(): Buffer | undefined | 'again' | 'invalid' | 'too-large' {
     const body = this.body!;
     const chunk = this.pending[0];
     if (!chunk) return 'again';
@@ -613,20 +642,35 @@ export class Http1Connection {
       const n = Math.min(parser.size, chunk.length);
       parser.take(n);
       this.bodyBytesRead += n;
+      this.chunkedReceived += n;
       if (parser.size === 0) this.chunkDataReady = false;
       return this.consume(n);
     }
     const { result, pos } = parser.parse(chunk, 0, chunk.length);
     this.bodyBytesRead += pos;
     this.consume(pos);
-    if (result === ParseResult.Invalid) return 'invalid';
+    if (result === ParseResult.Invalid) {
+      // nginx counts the body bytes that came with the head only once they passed its chunked filter
+      if (this.bodyBytesRead <= this.prereadBytes) this.bodyBytesRead = 0;
+      return 'invalid';
+    }
     if (result === ParseResult.Done) {
       this.body = undefined;
       return undefined;
     }
-    if (result === ParseResult.Ok) this.chunkDataReady = true;
+    if (result === ParseResult.Ok) {
+      this.chunkDataReady = true;
+      // ngx_http_request_body_chunked_filter: client_max_body_size is checked at each chunk's size
+      const max = this.discarding ? 0 : this.bodyStream?.maxBytes ?? 0;
+      if (max > 0 && max - this.chunkedReceived < parser.size) return 'too-large';
+    }
     return undefined;
   }
+
+  /** Data bytes of a chunked body read so far (nginx's `content_length_n` while it reads chunks). */
+  private chunkedReceived = 0;
+  /** Bytes of the body that arrived with the head (nginx's preread part of `header_in`). */
+  private prereadBytes = 0;
 
   /** The chunked parser stopped at chunk data not yet taken. */
   private chunkDataReady = false;
@@ -643,6 +687,52 @@ export class Http1Connection {
     return chunk.subarray(0, n);
   }
 
+  /**
+   * `ngx_http_test_expect`: a client that waits for `100 Continue` before it
+   * sends its body gets it once, when the body is first read or discarded,
+   * or before the response (whose handler discarded the body).
+   */
+  continueIfExpected(): void {
+    if (!this.expectContinue) return;
+    this.expectContinue = false;
+    this.socket.write('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
+  }
+
+  /**
+   * `ngx_http_discard_request_body`, for a handler that does not read the
+   * body: from now on it is read and dropped as it arrives. Returns 400
+   * when what has arrived is an invalid chunked body (the connection then
+   * closes after the response).
+   */
+  discardBody(): number | undefined {
+    if (this.phase !== Phase.Request || this.discarding || this.bodyStream?.reading) return undefined;
+    this.continueIfExpected();
+    this.discarding = true;
+    this.bodyStream?.detach();
+    return this.dropBody() ? undefined : 400;
+  }
+
+  /** Drops what has arrived of a body being discarded; false (the body unset) when it is an invalid chunked body. */
+  private dropBody(): boolean {
+    while (this.body) {
+      const data = this.takeBody();
+      if (data === 'again') {
+        this.socket.resume();
+        return true;
+      }
+      if (data === 'invalid') {
+        this.body = undefined;
+        this.invalidBody = true;
+        return false;
+      }
+    }
+    return true;
+  }
+
+
+  /** The body turned out to be an invalid chunked body: the connection closes after the response. */
+  private invalidBody = false;
+
   /** The client is reading the body no more for now: reading pauses once enough is buffered. */
   bodyPaused(): void {
     if (this.pendingBytes > READ_AHEAD_BYTES) this.socket.pause();
@@ -653,14 +743,15 @@ export class Http1Connection {
    * (`ngx_http_discard_request_body`); then the connection is kept for the
    * next request, or closed (lingering when a body may still be coming).
    */
-  responseDone(keepalive: boolean): void {
+  responseDone(keepalive: boolean, conf: LocationConf | undefined): void {
     if (this.phase !== Phase.Request) return;
-    this.keepAfter = keepalive && !this.stopping;
-    this.lingerAfter = this.bodyOpen;
+    this.finalConf = conf;
+    this.keepAfter = keepalive && !this.stopping && !this.invalidBody;
+    this.lingerAfter = this.bodyOpen || this.invalidBody;
     this.bodyStream?.detach();
     if (this.bodyOpen) {
       this.phase = Phase.Discard;
-      const conf = (this.server ?? this.defaultServer()).conf;
+      const conf = this.requestConf();
       this.lingeringDeadline = Date.now() + conf.lingering.timeMs;
       this.socket.resume();
       this.discard();
@@ -673,12 +764,12 @@ export class Http1Connection {
   private discard(): void {
     while (this.body) {
       const data = this.takeBody();
-      if (data === 'invalid') {
+      if (data === 'invalid' || data === 'too-large') {
         this.close();
         return;
       }
       if (data === 'again') {
-        const conf = (this.server ?? this.defaultServer()).conf;
+        const conf = this.requestConf();
         const left = this.lingeringDeadline - Date.now();
         if (left <= 0) {
           this.close();
@@ -699,7 +790,12 @@ export class Http1Connection {
    * are waiting, or a plain close.
    */
   private afterRequest(): void {
-    const conf = (this.server ?? this.defaultServer()).conf;
+    const conf = this.requestConf();
+    if (this.clientEnded) {
+      this.phase = Phase.Closed;
+      this.socket.destroySoon();
+      return;
+    }
     if (this.keepAfter) {
       this.phase = Phase.Keepalive;
       this.socket.resume();
@@ -731,7 +827,7 @@ export class Http1Connection {
 
   /** Bytes arrived during lingering close: dropped, the time-out armed again within `lingering_time`. */
   private lingered(): void {
-    const conf = (this.server ?? this.defaultServer()).conf;
+    const conf = this.requestConf();
     const left = this.lingeringDeadline - Date.now();
     if (left <= 0) {
       this.close();
@@ -751,7 +847,7 @@ export class Http1Connection {
   upgraded(): Duplex {
     this.phase = Phase.Tunnel;
     clearTimeout(this.timer);
-    this.socket.off('data', this.onData);
+    this.socket.off('data', this.onData).off('end', this.onEnd).off('error', this.onError).off('close', this.onClose);
     this.socket.pause();
     for (let i = this.pending.length - 1; i >= 0; i--) this.socket.unshift(this.pending[i]!);
     this.pending.length = 0;
@@ -766,7 +862,7 @@ export class Http1Connection {
    */
   private headerTimedOut(): void {
     const timedOut = `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`;
-    const reset = (this.server ?? this.defaultServer()).conf.resetTimedoutConnection;
+    const reset = this.requestConf().resetTimedoutConnection;
     if (this.phase === Phase.Wait) {
       this.owner.log('info', `${timedOut} while waiting for request`);
       this.phase = Phase.Closed;
@@ -801,6 +897,14 @@ export class Http1Connection {
         break;
       }
       case Phase.Request:
+        if (!err) {
+          // the client shut down its side: the response goes on (a proxied one is cut, as nginx's
+          // check of a broken connection cuts it), the connection closes after it
+          this.clientEnded = true;
+          if (this.body && !this.discarding) this.bodyStream?.aborted(undefined);
+          this.target?.clientHalfClosed();
+          return;
+        }
         this.bodyStream?.aborted(err);
         this.target?.clientGone(err);
         break;
@@ -811,6 +915,19 @@ export class Http1Connection {
     clearTimeout(this.timer);
     this.socket.destroy();
   }
+
+  /**
+   * The settings that end the request in progress: its location's, once its
+   * response went out (`keepalive_timeout`, `lingering_*`), else its server's.
+   */
+  private requestConf(): LocationConf {
+    return this.finalConf ?? (this.server ?? this.defaultServer()).conf;
+  }
+
+  private finalConf: LocationConf | undefined;
+
+  /** The client shut down its side while a request was served: no keep-alive after it. */
+  private clientEnded = false;
 
   private closed(): void {
     clearTimeout(this.timer);
@@ -828,19 +945,30 @@ export class Http1Connection {
  * (`client sent invalid chunked body`, 400); a client that goes away emits
  * `aborted` first.
  */
-export class Http1Body extends Readable {
+export class Http1Body extends Readable implements DiscardableBody {
   /** The stream asked for data and has room for it. */
   wanted = false;
+  /** Reading has begun (a handler consumes the body). */
+  reading = false;
+  /** `client_max_body_size` for a chunked body, checked at each chunk's size (0: no limit). */
+  maxBytes = 0;
   private detached = false;
 
   constructor(private readonly conn: Http1Connection) {
     super({ highWaterMark: 64 * 1024 });
+    // a handler that reads the body hears of its failure; one that does not is not failed by it
+    this.on('error', () => undefined);
   }
 
   override _read(): void {
     if (this.detached) return;
     this.wanted = true;
+    this.reading = true;
     this.conn.pumpBody();
+  }
+
+  discard(): number | undefined {
+    return this.conn.discardBody();
   }
 
   /** Body bytes from the connection. */
@@ -857,10 +985,10 @@ export class Http1Body extends Readable {
     this.push(null);
   }
 
-  /** The body is refused as nginx refuses it: 400 with `message`. */
-  fail(message: string): void {
+  /** The body is refused as nginx refuses it: `status` (400, 413) with `message`, an error line. */
+  fail(status: number, message: string): void {
     this.wanted = false;
-    this.destroy(Object.assign(new Error(message), { status: 400 }));
+    this.destroy(Object.assign(new Error(message), { status }));
   }
 
   /** The connection went away before the body ended. */

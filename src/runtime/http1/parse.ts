@@ -543,9 +543,9 @@ export class HeaderLineParser {
           this.invalid = true;
           break;
         case Hl.SpaceBeforeValue:
+          // nginx 1.30 skips spaces only: a tab is part of the value
           switch (ch) {
             case SP:
-            case 0x09:
               break;
             case CR:
               this.valueStart = this.valueEnd = p;
@@ -565,7 +565,6 @@ export class HeaderLineParser {
         case Hl.Value:
           switch (ch) {
             case SP:
-            case 0x09:
               this.valueEnd = p;
               state = Hl.SpaceAfterValue;
               break;
@@ -584,7 +583,6 @@ export class HeaderLineParser {
         case Hl.SpaceAfterValue:
           switch (ch) {
             case SP:
-            case 0x09:
               break;
             case CR:
               state = Hl.AlmostDone;
@@ -599,13 +597,12 @@ export class HeaderLineParser {
           }
           break;
         case Hl.AlmostDone:
+          // the line is reported up to its CR (`header_end` stays there)
           if (ch === LF) return this.lineDone(p);
           if (ch === CR) break;
-          this.valueEnd = p;
           return { result: ParseResult.InvalidHeader, pos: p };
         case Hl.HeaderAlmostDone:
           if (ch === LF) return this.headerDone(p);
-          this.valueEnd = p;
           return { result: ParseResult.InvalidHeader, pos: p };
       }
     }

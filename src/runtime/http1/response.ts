@@ -11,18 +11,27 @@
  */
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
+import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
 import { resetConnection, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
 import { responseHeaders, STATUS_TEXT } from '../respond.js';
 
 /** What the target tells its connection. */
 export interface Http1ResponseOwner {
-  /** The response ended (all of it handed to the socket); `keepalive` says whether the connection may serve another request. */
-  responseDone(keepalive: boolean): void;
+  /**
+   * The response ended (all of it handed to the socket); `keepalive` says
+   * whether the connection may serve another request; `conf` is the
+   * location it ended in (undefined when it had no head).
+   */
+  responseDone(keepalive: boolean, conf: LocationConf | undefined): void;
   /** The response was given up: the connection is closed (`how` as in `ResponseTarget.abort`). */
   responseAborted(how: 'flush' | 'reset' | undefined): void;
   /** A 101 response went out: the socket leaves HTTP for a tunnel. */
   upgraded(): Duplex;
+  /** The response's head is about to go out: a pending `100 Continue` goes first. */
+  continueIfExpected(): void;
+  /** Bytes of the request body read so far, framing included. */
+  readonly bodyBytesRead: number;
 }
 
 /** nginx's cached `Date` value, made once per second. */
@@ -44,6 +53,8 @@ const LEADING = ['server', 'date', 'content-type', 'content-length', 'last-modif
 /** The response to one request on an HTTP/1.x connection. */
 export class Http1Target implements ClientResponseTarget {
   private headBytes: string | undefined;
+  /** The location the response was made in. */
+  private conf: LocationConf | undefined;
   private headSent = false;
   private chunked = false;
   private keepalive = false;
@@ -54,6 +65,10 @@ export class Http1Target implements ClientResponseTarget {
   private closedOnce = false;
   /** Bytes written for this response: status line and headers, body and chunk framing (`$bytes_sent`). */
   bytesSent = 0;
+
+  get requestBodyBytes(): number {
+    return this.owner.bodyBytesRead;
+  }
 
   constructor(
     private readonly socket: Socket,
@@ -148,6 +163,7 @@ export class Http1Target implements ClientResponseTarget {
     }
     this.headBytes = text + '\r\n';
     this.keepalive = keepalive;
+    this.conf = loc;
   }
 
   flushHead(): void {
@@ -159,6 +175,7 @@ export class Http1Target implements ClientResponseTarget {
     this.headSent = true;
     const text = this.headBytes!;
     if (text === '') return true;
+    this.owner.continueIfExpected();
     this.bytesSent += text.length;
     return this.socket.write(text, 'latin1');
   }
@@ -251,7 +268,7 @@ export class Http1Target implements ClientResponseTarget {
     }
     this.socket.uncork();
     this.closed(true);
-    this.owner.responseDone(this.keepalive);
+    this.owner.responseDone(this.keepalive, this.conf);
   }
 
   abort(how?: 'flush' | 'reset'): void {
@@ -281,10 +298,24 @@ export class Http1Target implements ClientResponseTarget {
     this.closed(false);
   }
 
+  /**
+   * The client shut down its side (FIN): the handler hears of it as of a
+   * client that left (nginx's `ngx_http_upstream_check_broken_connection`
+   * sees the end of file), but what it still sends is sent.
+   */
+  clientHalfClosed(): void {
+    const listener = this.abortListener;
+    this.abortListener = undefined;
+    listener?.(undefined);
+  }
+
+  /**
+   * Takes the socket out of HTTP for a tunnel (the caller sends the 101
+   * head with `head` and `flushHead`); the response is over when the socket
+   * closes.
+   */
   tunnel(): Duplex | undefined {
-    if (!this.started || this.ended) return undefined;
-    this.flushHead();
-    this.ended = true;
+    if (this.ended || !this.tunnelable) return undefined;
     const socket = this.owner.upgraded();
     socket.once('close', () => this.closed(true));
     return socket;
