@@ -437,4 +437,24 @@ describe('proxy (differential)', { skip: NO_ORACLE }, () => {
       `[error] *CONN upstream sent no valid HTTP/1.0 header while reading response header from upstream, client: 127.0.0.1, server: proxy.test, request: "GET /garbage HTTP/1.1", upstream: "http://127.0.0.1:${rawPort}/garbage", host: "proxy.test"`,
     ]);
   });
+
+  it('takes an upstream response whose lines end with a bare LF, as nginx does', async () => {
+    const { createServer } = await import('node:net');
+    const { onCleanup } = await import('../helpers/harness.js');
+    const lf = createServer((sock) => {
+      sock.on('error', () => undefined);
+      sock.once('data', () => sock.end('HTTP/1.1 200 OK\nConnection: close\nX-Lf: yes\nContent-Length: 3\n\nlf\n'));
+    });
+    await new Promise<void>((res) => lf.listen(0, '127.0.0.1', () => res()));
+    onCleanup(() => new Promise<void>((res) => lf.close(() => res())));
+    const upstream = (lf.address() as { port: number }).port;
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name proxy.test;
+    location / { proxy_pass http://127.0.0.1:${upstream}; }
+  }`),
+    }, async (s) => ({ lf: await s.get('/lf', { headers: { Host: 'proxy.test' } }) }));
+    assert.equal(run.nginx.result.lf.status, 200);
+    assert.equal(run.nginx.result.lf.headers['x-lf'], 'yes');
+    assertSameAsNginx(run);
+  });
 });
