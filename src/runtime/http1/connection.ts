@@ -177,8 +177,9 @@ export class Http1Connection {
     socket.on('error', this.onError);
     socket.on('close', this.onClose);
     this.armTimer(this.defaultServer().conf.clientHeaderTimeoutMs, () => this.headerTimedOut());
+    // reading goes on while a request is served (bounded by READ_AHEAD_BYTES), so that a client that leaves is seen
+    socket.resume();
     if (first && first.length > 0) this.received(first);
-    if (this.phase !== Phase.Request) socket.resume();
   }
 
   /** No request is in progress (waiting for the first one, or kept alive between two): the connection may be closed. */
