@@ -644,6 +644,7 @@ class Compiler {
       keepaliveRequests: c.get(http.keepaliveRequests),
       keepaliveHeaderSec: c.get(http.keepaliveHeaderSec),
       keepaliveTimeMs: c.get(http.keepaliveTimeMs),
+      keepaliveDisable: { msie6: c.get(http.keepaliveDisable).includes('msie6'), safari: c.get(http.keepaliveDisable).includes('safari') },
       sendTimeoutMs: c.get(http.sendTimeoutMs),
       lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
       resetTimedoutConnection: c.get(http.resetTimedoutConnection),

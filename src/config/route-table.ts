@@ -389,6 +389,8 @@ export interface LocationConf {
   readonly keepaliveHeaderSec: number | undefined;
   /** `keepalive_time`: how long after it was accepted a connection may still be kept alive. */
   readonly keepaliveTimeMs: number;
+  /** `keepalive_disable`: no keep-alive for POSTs from MSIE 6 and older, or for Safari on Mac OS X. */
+  readonly keepaliveDisable: { readonly msie6: boolean; readonly safari: boolean };
   readonly sendTimeoutMs: number;
   /** `lingering_close`, `lingering_time`, `lingering_timeout`. */
   readonly lingering: { readonly close: 'off' | 'on' | 'always'; readonly timeMs: number; readonly timeoutMs: number };

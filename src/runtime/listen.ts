@@ -231,7 +231,6 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     ...hooks.tls().optionsOf(group.servers.defaultServer),
     requestCert: hooks.tls().requestsCertificates(group),
     rejectUnauthorized: false,
-    allowHalfOpen: true,
     // ngx_http_ssl_alpn_select: the server's order, h2 first with `http2 on`
     ALPNProtocols: [...(group.http2 ? ['h2'] : []), 'http/1.1', 'http/1.0', 'http/0.9'],
     // node:tls calls it on the socket being handshaken
@@ -257,7 +256,11 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   if (sessions?.sessionCache) new SessionCache(sessions.sessionCache.maxSessions, sessions.sessionTimeoutSec * 1000).serve(tlsServer);
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
     if (h2 && socket.alpnProtocol === 'h2') h2.emit('connection', socket);
-    else hooks.onHttp1(socket, undefined);
+    else {
+      // as on plain connections: a client that shuts down its side after a request still gets the response
+      socket.allowHalfOpen = true;
+      hooks.onHttp1(socket, undefined);
+    }
   });
   tlsServer.on('tlsClientError', (err: Error, socket: TLSSocket) => hooks.onTlsError(err, socket));
   // ngx_http_ssl_handshake: a first byte of 0x16 (a TLS record) starts a handshake; plain HTTP sent to
@@ -272,6 +275,8 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
       return;
     }
     socket.unshift(first);
+    // a client that closes in the handshake is seen at once (node:tls closes a half-open socket only then)
+    socket.allowHalfOpen = false;
     tlsServer.emit('connection', socket);
   });
   tlsServers.set(front, tlsServer);

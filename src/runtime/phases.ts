@@ -24,6 +24,7 @@ import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
 import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage } from './respond.js';
 import { runScript } from './script.js';
+import { browserOf } from './user-agent.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
 import { hostPort, normalizePath, validateHost } from './uri.js';
@@ -535,8 +536,7 @@ function sendSpecial(ex: Exchange, status: number, location: string | undefined)
   const { r } = ex;
   // ngx_http_special_response_handler: the body is discarded; an invalid one ends keep-alive
   if (discardRequestBody(ex) !== undefined) r.keepalive = false;
-  const ua = r.headers['user-agent'];
-  const body = specialPage(status, r.loc, typeof ua === 'string' && ua.includes('MSIE '));
+  const body = specialPage(status, r.loc, browserOf(r.headers['user-agent']).msie);
   const headers: [string, string][] = [...r.pendingHeaders];
   headers.push(['Content-Length', String(body?.length ?? 0)]);
   if (body !== undefined) headers.push(['Content-Type', 'text/html']);

@@ -156,6 +156,34 @@ describe('connections (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('ends keep-alive for POSTs from MSIE 6 and older, and for Safari where keepalive_disable says so', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location / { return 200 "ok\\n"; }
+    location /safari { keepalive_disable safari; return 200 "ok\\n"; }
+    location /none { keepalive_disable none; return 200 "ok\\n"; }
+  }`),
+    }, async (s) => {
+      const out: Record<string, unknown> = {};
+      const agents = { msie5: 'MSIE 5.0', msie6sv1: 'Mozilla/4.0 (compatible; MSIE 6.0; SV1)', msie7: 'MSIE 7.0', safari: 'Mac OS X Safari/7534.48.3', opera: 'MSIE 5.0 Opera' };
+      for (const path of ['/', '/safari', '/none']) {
+        for (const method of ['GET', 'POST']) {
+          for (const [name, ua] of Object.entries(agents)) {
+            const c = await rawClient(s.port);
+            await c.send(`${method} ${path} HTTP/1.1\r\nHost: ${HOST}\r\nUser-Agent: ${ua}\r\nContent-Length: 0\r\n\r\n`);
+            const [answer] = await responses(c, 1);
+            out[`${method} ${path} ${name}`] = connectionHeaders(answer ?? '');
+            c.socket.destroy();
+          }
+        }
+      }
+      return out;
+    });
+    assert.deepEqual(run.nginx.result['POST / msie5'], ['connection: close']);
+    assert.deepEqual(run.nginx.result['GET /safari safari'], ['connection: close']);
+    assertSameAsNginx(run, { log: false });
+  });
+
   it('closes a connection whose request header does not arrive within client_header_timeout, logged at info', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  log_format st '$status "$request"';

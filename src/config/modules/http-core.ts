@@ -10,7 +10,7 @@ import { HTTP_SRV, HTTP_SRV_LOC, HTTP_SRV_LOC_LIF, type Context } from '../flags
 import { parseListenAddress, parseListenParams, type ListenAddress, type ListenParams } from '../listen.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
-  DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, offSetter,
+  bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, offSetter,
   parseNumber, parseOffset, parseSize, parseTime, pathSetter, rule, slot, sizeSetter, type DirectiveSpec, type PostCheck,
   type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
@@ -248,6 +248,8 @@ export const keepaliveTimeoutMs = slot('keepalive_timeout', 75_000);
 export const keepaliveHeaderSec = slot<number | undefined>('keepalive_timeout header', undefined);
 export const keepaliveRequests = slot('keepalive_requests', 1000);
 export const keepaliveTimeMs = slot('keepalive_time', 3_600_000);
+/** `keepalive_disable`: the browsers keep-alive is disabled for (`none` alone: none). */
+export const keepaliveDisable = slot<readonly ('none' | 'msie6' | 'safari')[]>('keepalive_disable', ['msie6']);
 export const sendTimeoutMs = slot('send_timeout', 60_000);
 export const clientHeaderTimeoutMs = slot('client_header_timeout', 60_000);
 export const clientBodyTimeoutMs = slot('client_body_timeout', 60_000);
@@ -475,6 +477,10 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   { name: 'keepalive_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setKeepaliveTimeout },
   { name: 'keepalive_requests', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: numSetter(keepaliveRequests) },
   { name: 'keepalive_time', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(keepaliveTimeMs) },
+  {
+    name: 'keepalive_disable', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime',
+    set: bitmaskSetter(keepaliveDisable, ['none', 'msie6', 'safari']),
+  },
   { name: 'send_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(sendTimeoutMs) },
   { name: 'client_header_timeout', module: CORE, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: msecSetter(clientHeaderTimeoutMs) },
   { name: 'client_body_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(clientBodyTimeoutMs) },
@@ -556,7 +562,6 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('msie_refresh', HTTP_SRV_LOC, ['FLAG'], 'redirects are answered with Location', rule.flag),
-  none('keepalive_disable', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'keep-alive is not disabled per browser', rule.bitmaskOf('none', 'msie6', 'safari')),
   none('gzip_vary', HTTP_SRV_LOC, ['FLAG'], 'jinx does not compress responses', rule.flag),
   none('gzip_http_version', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not compress responses', rule.enumOf('1.0', '1.1')),
   none('gzip_proxied', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.bitmaskOf(

@@ -15,6 +15,7 @@ import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
 import { resetConnection, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
 import { responseHeaders, STATUS_TEXT } from '../respond.js';
+import { browserOf } from '../user-agent.js';
 
 /** What the target tells its connection. */
 export interface Http1ResponseOwner {
@@ -110,8 +111,11 @@ export class Http1Target implements ClientResponseTarget {
       return;
     }
     const { loc } = r;
+    // ngx_http_update_location_config
+    const browser = browserOf(r.headers['user-agent']);
     let keepalive = r.keepalive && loc.keepaliveTimeoutMs > 0 && r.conn.requests < loc.keepaliveRequests
-      && Date.now() - r.conn.acceptedAtMs <= loc.keepaliveTimeMs;
+      && Date.now() - r.conn.acceptedAtMs <= loc.keepaliveTimeMs
+      && !(loc.keepaliveDisable.msie6 && browser.msie6 && r.mainMethod === 'POST') && !(loc.keepaliveDisable.safari && browser.safari);
     const byName = new Map<string, string | string[]>();
     for (const [name, value] of list) byName.set(name.toLowerCase(), value);
     const bodyless = this.headOnly || status === 204 || status === 304 || status < 200;
