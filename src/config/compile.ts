@@ -41,7 +41,7 @@ import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf, type Slot } from './spec.js';
 import { VariableRegistry, type ValueSource } from './variables.js';
 import type {
-  AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
+  AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, CookieFlags, CookieMatch, CookieRewrite, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
   LocationConf, LocationTree, NextUpstreamConf, PerHandshakeCertificates, TlsServerConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
   VirtualServer,
 } from './route-table.js';
@@ -396,6 +396,7 @@ class Compiler {
     }
     let certificate: CertificatePair | undefined;
     let certificateSources: LoadedTls['certificateSources'];
+    const passwords = c.get(proxy.proxySslPasswords);
     const cert = c.get(proxy.proxySslCertificate);
     const key = c.get(proxy.proxySslCertificateKey);
     if (cert !== undefined && cert.text !== '') {
@@ -405,9 +406,9 @@ class Compiler {
         certificateSources = { cert, key };
       } else {
         const [certPath, keyPath] = [this.scope.confPath(cert.text), this.scope.confPath(key.text)];
-        const cacheKey = `${certPath}\0${keyPath}`;
+        const cacheKey = `${certPath}\0${keyPath}\0${passwords?.join('\n') ?? ''}`;
         certificate = this.certificateCache.get(cacheKey);
-        if (!certificate) this.certificateCache.set(cacheKey, (certificate = loadCertificatePair(certPath, keyPath)));
+        if (!certificate) this.certificateCache.set(cacheKey, (certificate = loadCertificatePair(certPath, keyPath, false, passwords)));
       }
     }
     const verify = c.get(proxy.proxySslVerify);
@@ -419,6 +420,8 @@ class Compiler {
       trusted = this.trustedCache.get(path);
       if (!trusted) this.trustedCache.set(path, (trusted = loadTrustedCertificates(path)));
     }
+    const crlFile = c.get(proxy.proxySslCrl);
+    const crl = verify && crlFile !== undefined ? loadCrl(this.scope.confPath(crlFile)) : undefined;
     const settings = {
       serverName: c.get(proxy.proxySslServerName),
       verify,
@@ -426,14 +429,16 @@ class Compiler {
       trusted,
       certificate,
       certificateSources,
+      passwords,
+      crl,
       protocols: c.get(proxy.proxySslProtocols),
       ciphers,
       sessionReuse: c.get(proxy.proxySslSessionReuse),
     };
     return {
       key: JSON.stringify([
-        settings.serverName, verify, settings.verifyDepth, verify ? trustedFile : '', certificate?.certPath ?? cert?.text ?? '',
-        certificate?.keyPath ?? key?.text ?? '', settings.protocols, ciphers, settings.sessionReuse,
+        settings.serverName, verify, settings.verifyDepth, verify ? trustedFile : '', verify ? crlFile ?? '' : '', certificate?.certPath ?? cert?.text ?? '',
+        certificate?.keyPath ?? key?.text ?? '', passwords ?? [], settings.protocols, ciphers, settings.sessionReuse,
       ]),
       ...settings,
     };
@@ -713,6 +718,8 @@ class Compiler {
     for (const h of c.list(proxy.proxyHideHeader)) hide.add(h.toLowerCase());
     for (const h of c.list(proxy.proxyPassHeader)) hide.delete(h.toLowerCase());
     const redirects = c.list(proxy.proxyRedirect);
+    const method = c.get(proxy.proxyMethod);
+    const setBody = c.get(proxy.proxySetBody);
     return {
       target: pass.kind === 'static'
         ? {
@@ -751,7 +758,34 @@ class Compiler {
       ...spoolSizes(c, PROXY_MERGE),
       ...nextUpstreamConf(c, PROXY_MERGE),
       tls: this.proxyTlsConf(node, c),
+      method: method && vars.bind(method),
+      setBody: setBody && vars.bind(setBody),
+      cookieDomains: this.cookieRewrites(c.list(proxy.proxyCookieDomain)),
+      cookiePaths: this.cookieRewrites(c.list(proxy.proxyCookiePath)),
+      cookieFlags: this.cookieFlags(c.list(proxy.proxyCookieFlags)),
     };
+  }
+
+  /** The bound `proxy_cookie_domain`/`_path` rules of a location; undefined for none or `off`. */
+  private cookieRewrites(rules: readonly (proxy.CookieRewriteDef | 'off')[]): CookieRewrite[] | undefined {
+    const vars = this.scope.variables;
+    const bound = rules.filter((r): r is proxy.CookieRewriteDef => r !== 'off').map((r) => ({
+      match: this.cookieMatch(r.match), replacement: vars.bind(r.replacement),
+    }));
+    return bound.length > 0 ? bound : undefined;
+  }
+
+  /** The bound `proxy_cookie_flags` rules of a location; undefined for none or `off`. */
+  private cookieFlags(rules: readonly (proxy.CookieFlagsDef | 'off')[]): CookieFlags[] | undefined {
+    const vars = this.scope.variables;
+    const bound = rules.filter((r): r is proxy.CookieFlagsDef => r !== 'off').map((r) => ({
+      cookie: this.cookieMatch(r.cookie), flags: r.flags.map((f) => vars.bind(f)),
+    }));
+    return bound.length > 0 ? bound : undefined;
+  }
+
+  private cookieMatch(m: proxy.CookieRewriteDef['match']): CookieMatch {
+    return m.kind === 'regex' ? { kind: 'regex', regex: m.regex.regex } : { kind: 'value', value: this.scope.variables.bind(m.value) };
   }
 
   /** The upstream TLS settings read for `node`, with `proxy_ssl_name` bound. */

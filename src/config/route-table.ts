@@ -296,6 +296,35 @@ export interface ProxyConf extends NextUpstreamConf {
    * variables (nginx's `plcf->ssl`); undefined for plain HTTP.
    */
   readonly tls: UpstreamTlsConf | undefined;
+  /** `proxy_method`: the upstream request's method; undefined: the client's. */
+  readonly method: CompiledValue | undefined;
+  /** `proxy_set_body`: the body sent in place of the client's. */
+  readonly setBody: CompiledValue | undefined;
+  /** `proxy_cookie_domain`, `proxy_cookie_path`, `proxy_cookie_flags` rules; undefined when there are none (or `off`). */
+  readonly cookieDomains: readonly CookieRewrite[] | undefined;
+  readonly cookiePaths: readonly CookieRewrite[] | undefined;
+  readonly cookieFlags: readonly CookieFlags[] | undefined;
+}
+
+/** What a cookie rule matches: a value (with variables) or a regex. */
+export type CookieMatch =
+  | { readonly kind: 'value'; readonly value: CompiledValue }
+  | { readonly kind: 'regex'; readonly regex: RegExp };
+
+/**
+ * A rule of `proxy_cookie_domain` (`kind: 'value'` matches the whole domain,
+ * case-insensitively) or `proxy_cookie_path` (a prefix); a regex replaces
+ * the whole value, `$1`… taken from it.
+ */
+export interface CookieRewrite {
+  readonly match: CookieMatch;
+  readonly replacement: CompiledValue;
+}
+
+/** A rule of `proxy_cookie_flags`: the cookie's name (case-insensitive) or a regex, and its flags. */
+export interface CookieFlags {
+  readonly cookie: CookieMatch;
+  readonly flags: readonly CompiledValue[];
 }
 
 /**
@@ -329,6 +358,10 @@ export interface UpstreamTlsConf {
   readonly protocols: readonly string[];
   /** `proxy_ssl_ciphers` (an OpenSSL cipher list, TLS 1.2 and older). */
   readonly ciphers: string;
+  /** `proxy_ssl_password_file`: the passphrases of an encrypted `proxy_ssl_certificate_key`. */
+  readonly passwords: readonly string[] | undefined;
+  /** `proxy_ssl_crl`: revoked certificates, read when `verify` is on. */
+  readonly crl: Buffer | undefined;
   /** `proxy_ssl_session_reuse`: resume TLS sessions on new connections. */
   readonly sessionReuse: boolean;
 }

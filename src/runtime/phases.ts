@@ -235,11 +235,16 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
 // each async layer would add promise ticks to every request. Their
 // exceptions reach runPhases' try/catch either way.
 
+/** Logs what a script's `set` of a built-in variable refused, at level error as nginx. */
+function scriptErrors(ex: Exchange): (message: string) => void {
+  return (message) => logRequest(ex.cx, ex.r, 'error', message);
+}
+
 /** Runs a request from the server rewrite phase (a new request, or after an internal redirect). */
 export function fromServerRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   r.loc = r.server.conf;
-  const outcome = runScript(r.server.script, r);
+  const outcome = runScript(r.server.script, r, scriptErrors(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   return findConfig(ex);
 }
@@ -262,7 +267,7 @@ function findConfig(ex: Exchange): Promise<void> {
       logRequest(ex.cx, r, 'error', `client intended to send too large body: ${length} bytes`);
       return finalize(ex, 413);
     }
-    const outcome = runScript(r.loc.script, r);
+    const outcome = runScript(r.loc.script, r, scriptErrors(ex));
     if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
     if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) {
       if (!countUriChange(ex, 'processing')) return finalize(ex, 500);
@@ -387,7 +392,7 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
   r.location = loc;
   r.loc = loc.conf;
   r.internal = true;
-  const outcome = runScript(r.loc.script, r);
+  const outcome = runScript(r.loc.script, r, scriptErrors(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) return findConfig(ex);
   return afterRewrite(ex);

@@ -28,7 +28,7 @@ export interface PoolSettings {
 /** `proxy_ssl_*` as nginx defaults them, for an `https` pool whose settings have none. */
 const DEFAULT_TLS: UpstreamTlsConf = {
   key: 'default', serverName: false, name: undefined, verify: false, verifyDepth: 1, trusted: undefined, certificate: undefined,
-  certificateFiles: undefined, protocols: ['TLSv1.2', 'TLSv1.3'], ciphers: 'DEFAULT', sessionReuse: true,
+  certificateFiles: undefined, passwords: undefined, crl: undefined, protocols: ['TLSv1.2', 'TLSv1.3'], ciphers: 'DEFAULT', sessionReuse: true,
 };
 
 /** A peer as the proxy connects to it: address, its `IP:port` name, keepalive timeout, group. */
@@ -86,7 +86,7 @@ export class UpstreamClients {
     let derived = mine.get(files);
     if (!derived) {
       let pair = this.clientCertificates.get(files);
-      if (!pair) this.clientCertificates.set(files, (pair = loadCertificatePair(certPath, keyPath, true)));
+      if (!pair) this.clientCertificates.set(files, (pair = loadCertificatePair(certPath, keyPath, true, tls.passwords)));
       derived = {
         connectTimeoutMs: settings.connectTimeoutMs,
         bufferSizeBytes: settings.bufferSizeBytes,
