@@ -598,6 +598,7 @@ class Compiler {
     this.tempDirs.add(bodyTemp.dir);
     this.tempDirs.add((c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp') }).dir);
     this.tempDirs.add((c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp') }).dir);
+    const expiresConf = c.get(expires);
     const conf: LocationConf = {
       root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: (docRoot?.alias ?? false) && locDef?.regex !== undefined },
       index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
@@ -648,7 +649,7 @@ class Compiler {
       lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
       resetTimedoutConnection: c.get(http.resetTimedoutConnection),
       chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
-      expires: c.get(expires),
+      expires: expiresConf.kind === 'variable' ? { ...expiresConf, value: this.scope.variables.bind(expiresConf.value) } : expiresConf,
       realIp: realIpSources.length > 0
         ? { from: realIpSources, header: c.get(realIpHeader).toLowerCase(), recursive: c.get(realIpRecursive) }
         : undefined,
@@ -895,18 +896,37 @@ class Compiler {
     return { loaded, perHandshake, passwords, files: this.tlsFiles(chain) };
   }
 
-  /** Every server on a `listen … ssl` address needs a certificate or `ssl_reject_handshake on` (`ngx_http_ssl_init`). */
+  /**
+   * `ngx_http_ssl_init`: on every `listen … ssl` address, the default server
+   * needs a certificate, or `ssl_reject_handshake on`, in which case every
+   * other server of the address needs one of the two (a handshake's
+   * certificate comes from the server SNI names, else the default server's).
+   * @throws ConfigError `no "ssl_certificate" is defined for the "listen ... ssl" directive`, at the server
+   */
   private checkSslListens(servers: readonly LevelNode[], certificates: readonly ServerCertificates[]): void {
-    const sslAddrs = new Set<string>();
-    for (const s of servers) {
-      for (const l of s.conf.ownList(http.listens) ?? []) if (l.value.ssl) sslAddrs.add(`${l.value.host}|${l.value.port}`);
-    }
+    const addrs = new Map<string, { ssl: boolean; defaultServer: number | undefined; servers: number[] }>();
     servers.forEach((s, i) => {
-      const onSsl = (s.conf.ownList(http.listens) ?? []).some((l) => sslAddrs.has(`${l.value.host}|${l.value.port}`));
-      const { loaded, perHandshake } = certificates[i]!;
-      if (!onSsl || loaded.length > 0 || perHandshake || this.chain(s).get(ssl.sslRejectHandshake)) return;
-      throw new ConfigError('file', 'no "ssl_certificate" is defined for the "listen ... ssl" directive', s.directive!.loc);
+      for (const { value: l } of s.conf.ownList(http.listens) ?? []) {
+        const key = `${l.host}|${l.port}`;
+        let a = addrs.get(key);
+        if (!a) addrs.set(key, (a = { ssl: false, defaultServer: undefined, servers: [] }));
+        a.ssl ||= l.ssl;
+        if (l.defaultServer && a.defaultServer === undefined) a.defaultServer = i;
+        if (!a.servers.includes(i)) a.servers.push(i);
+      }
     });
+    const hasCertificate = (i: number): boolean => certificates[i]!.loaded.length > 0 || certificates[i]!.perHandshake !== undefined;
+    const rejects = (i: number): boolean => this.chain(servers[i]!).get(ssl.sslRejectHandshake);
+    const refuse = (i: number): never => {
+      throw new ConfigError('file', 'no "ssl_certificate" is defined for the "listen ... ssl" directive', servers[i]!.directive!.loc);
+    };
+    for (const a of addrs.values()) {
+      if (!a.ssl) continue;
+      const first = a.defaultServer ?? a.servers[0]!;
+      if (hasCertificate(first)) continue;
+      if (!rejects(first)) refuse(first);
+      for (const i of a.servers) if (!hasCertificate(i) && !rejects(i)) refuse(i);
+    }
   }
 
   private server(node: LevelNode, certificates: ServerCertificates): VirtualServer {

@@ -419,7 +419,8 @@ export interface LocationConf {
   readonly lingering: { readonly close: 'off' | 'on' | 'always'; readonly timeMs: number; readonly timeoutMs: number };
   readonly resetTimedoutConnection: boolean;
   readonly chunkedTransferEncoding: boolean;
-  readonly expires: ExpiresDef;
+  /** `expires`; with variables, parsed per response. */
+  readonly expires: ExpiresDef | { readonly kind: 'variable'; readonly modified: boolean; readonly value: CompiledValue };
   readonly realIp: RealIpConf | undefined;
   readonly authRequest: AuthRequestConf | undefined;
   readonly fastcgi: FastcgiConf | undefined;

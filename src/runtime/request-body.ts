@@ -235,6 +235,11 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
   }
   // the length read is the request's from now on (`$content_length` of a chunked body)
   r.bodyLength = size;
-  if (file) return { kind: 'file', file, size, clean: r.loc.clientBodyInFileOnly === 'clean' };
-  return { kind: 'memory', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
+  if (file) {
+    r.requestBody = { kind: 'file', path: file.path };
+    return { kind: 'file', file, size, clean: r.loc.clientBodyInFileOnly === 'clean' };
+  }
+  const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  r.requestBody = { kind: 'memory', data };
+  return { kind: 'memory', data };
 }

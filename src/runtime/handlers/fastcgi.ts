@@ -25,7 +25,7 @@ import {
   beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, type BodyReading,
 } from '../upstream/fastcgi-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, firstPeer, nextUpstream, startAttempt } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt } from './upstream-peer.js';
 
 const READING_HEADER = 'reading response header from upstream';
 const READING_BODY = 'reading upstream';
@@ -186,8 +186,7 @@ async function attempt(
   ex: Exchange, conf: FastcgiConf, body: RequestBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
 ): Promise<FastcgiAddress | undefined> {
   const { r, cx, out } = ex;
-  startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
-  const started = Date.now();
+  const state = startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
   const group = keepingGroup(ex, conf, addr);
   const kept = group ? cx.fastcgi.take(group, addr.name) : undefined;
   let socket: Socket;
@@ -198,6 +197,10 @@ async function attempt(
     socket.once('close', cx.upstreams.track());
   }
   const connection: FastcgiConnection = { socket, requests: (kept?.requests ?? 0) + 1 };
+  // this attempt's bytes on the connection, for $upstream_bytes_sent and _received
+  const [readAtStart, writtenAtStart] = [socket.bytesRead, socket.bytesWritten];
+  const wire = { get sent(): number { return socket.bytesWritten - writtenAtStart; }, get received(): number { return socket.bytesRead - readAtStart; } };
+  let bodyBytes = 0;
   r.action = 'connecting to upstream';
   let stage: 'connect' | 'header' | 'body' | 'done' = 'connect';
   let spool: ResponseSpool | undefined;
@@ -209,6 +212,7 @@ async function attempt(
     const done = (): void => resolve(undefined);
     /** Stops listening to the socket; it is closed, or kept for the next request when `keep`. */
     const release = (keep: boolean): void => {
+      endAttempt(state, wire, bodyBytes);
       clearTimeout(connectTimer);
       socket.off('connect', onConnect).off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
       if (keep && group) cx.fastcgi.keep(group, addr.name, connection);
@@ -277,7 +281,7 @@ async function attempt(
         invalid((err as Error).message);
         return 'stop';
       }
-      const up = r.upstream!;
+      const up = state;
       const condition = nextConditionOf(parsed.status);
       if (attempts && condition && attempts.mayRetry(condition, r.method, true, false, true)) {
         up.status = parsed.status;
@@ -287,7 +291,8 @@ async function attempt(
       attempts?.done();
       stage = 'body';
       up.status = parsed.status;
-      up.headerTimeMs = Date.now() - started;
+      up.headerTimeMs = Date.now() - up.startMs;
+      up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
       if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
         stage = 'done';
@@ -327,6 +332,7 @@ async function attempt(
       warn: (message) => logRequest(cx, r, 'warn', message),
       header: onHeader,
       stdout: (data) => {
+        bodyBytes += data.length;
         r.bodyBytesSent += data.length;
         spool!.push(data);
       },
@@ -342,6 +348,7 @@ async function attempt(
 
     const onConnect = (): void => {
       clearTimeout(connectTimer);
+      state.connectTimeMs = Date.now() - state.startMs;
       stage = 'header';
       r.action = READING_HEADER;
       socket.setTimeout(conf.readTimeoutMs);
@@ -385,6 +392,7 @@ async function attempt(
       stage = 'done';
       r.action = 'sending to client';
       settled = true;
+      endAttempt(state, wire, bodyBytes);
       spool!.end();
       void spool!.done.then(done);
     };

@@ -10,7 +10,7 @@ import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
-import type { HttpRequestState } from '../request.js';
+import type { HttpRequestState, UpstreamState } from '../request.js';
 import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
@@ -22,7 +22,9 @@ import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
+import { WireMeter } from '../upstream/wire-bytes.js';
 
 /** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
@@ -168,8 +170,9 @@ export function proxyRequest(ex: Exchange): Promise<void> {
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
   // client_body_in_file_only makes a file even of an empty body
   const inFile = ex.r.loc.clientBodyInFileOnly !== 'off' && ex.body !== undefined && ex.r.headers['content-length'] !== undefined;
-  if ((withBody && p.requestBuffering) || inFile) return bufferedProxyRequest(ex, p);
-  return forward(ex, p, withBody, undefined);
+  // with proxy_set_body the client's body is read (for $request_body) but not sent
+  if ((withBody && (p.requestBuffering || p.setBody)) || inFile) return bufferedProxyRequest(ex, p);
+  return forward(ex, p, withBody && !p.setBody, undefined);
 }
 
 async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
@@ -180,7 +183,8 @@ async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
     return;
   }
   try {
-    await forward(ex, p, p.passRequestBody, p.passRequestBody ? body : undefined);
+    const passed = p.passRequestBody && !p.setBody;
+    await forward(ex, p, passed, passed ? body : undefined);
   } finally {
     if (body.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
@@ -209,9 +213,12 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   const { r, cx } = ex;
   r.proxyHost = dest.hostHeader;
   r.proxyPort = String(dest.port);
-  startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
+  const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
   const { headers, reuse, upgrade } = requestHeaders(r, p, dest);
-  if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
+  // proxy_set_body: its value is the body, whatever the client sent (ngx_http_proxy_create_request)
+  const setBody = p.setBody && Buffer.from(p.setBody.evaluate(r), 'latin1');
+  if (setBody) headers.push('Content-Length', String(setBody.length));
+  else if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
   r.action = 'connecting to upstream';
   let settings: PoolSettings = p;
@@ -226,10 +233,11 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     }
   }
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
-  const source = body ? bodyStream(body) : withBody ? ex.body! : null;
+  const source = setBody || (body ? bodyStream(body) : withBody ? ex.body! : null);
   const options: Dispatcher.DispatchOptions & { servername?: string } = {
     path: dest.uri,
-    method: r.method,
+    // proxy_method, else the client's (an empty value too: undici refuses an empty method)
+    method: p.method?.evaluate(r) || r.method,
     headers,
     body: source,
     headersTimeout: p.readTimeoutMs,
@@ -244,7 +252,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
   }
   return new Promise<void>((resolve) => {
-    const handler = new ProxyResponse(ex, p, dest, { withBody, body }, resolve);
+    const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve);
     ex.out.onAbort((err) => handler.clientClosed(err));
     if (source && !body) watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
@@ -278,15 +286,23 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private complete = false;
   /** The connection became a tunnel (`101 Switching Protocols`). */
   private tunneled = false;
-  private readonly startedMs = Date.now();
+  /** The bytes of this attempt on its connection. */
+  private readonly wire = new WireMeter();
 
   constructor(
     private readonly ex: Exchange,
     private readonly p: ProxyConf,
     private readonly dest: Destination,
     private readonly request: { readonly withBody: boolean; readonly body: RequestBody | undefined },
+    /** This attempt's `$upstream_*` state. */
+    private readonly state: UpstreamState,
     private readonly resolve: () => void,
   ) {}
+
+  /** Ends the attempt's `$upstream_*` state: its time, the bytes of its connection, its body's length. */
+  private endState(): void {
+    endAttempt(this.state, this.wire, this.receivedBytes);
+  }
 
   /**
    * `ngx_http_upstream_next`: gives up on this peer for `condition` and
@@ -294,6 +310,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
    */
   private next(condition: NextCondition, failure: UpstreamFailure | undefined): void {
     const { ex, p, dest, request } = this;
+    this.endState();
     const next = nextUpstream(ex, dest.attempts, {
       condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: dest.scheme, uri: dest.uri,
     });
@@ -372,6 +389,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
     this.requestSent = true;
+    this.wire.arm();
+    this.state.connectTimeMs ??= Date.now() - this.state.startMs;
     if (this.stage === 'connect') this.stage = 'header';
     this.ex.r.action = 'sending request to upstream';
   }
@@ -396,15 +415,17 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.resumeReading = resume;
     this.stage = 'body';
     r.action = 'reading upstream';
-    const up = r.upstream!;
+    const up = this.state;
     up.status = statusCode;
-    up.headerTimeMs = Date.now() - this.startedMs;
+    up.headerTimeMs = Date.now() - up.startMs;
+    up.bytesReceived = this.wire.received;
     const received: string[] = new Array<string>(rawHeaders.length);
     const outHeaders: [string, string][] = [];
     // the header's size in the header buffer: status line, header lines, blank line
     let headerBytes = 15 + statusText.length;
     let buffering = p.buffering;
     let chunked = false;
+    const cookies = rewritesCookies(p);
     for (let i = 0; i < rawHeaders.length; i += 2) {
       const name = rawHeaders[i]!.toString('latin1');
       const value = rawHeaders[i + 1]!.toString('latin1');
@@ -422,11 +443,15 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
           outHeaders.push([name, lower === 'location' ? absoluteLocation(r, rewritten) : rewritten]);
           continue;
         }
+      } else if (lower === 'set-cookie' && cookies) {
+        outHeaders.push([name, rewriteSetCookie(r, p, value) ?? value]);
+        continue;
       }
       outHeaders.push([name, value]);
     }
     up.headers = received;
     if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
+      this.endState();
       this.stage = 'intercepted';
       this.abortUpstream?.(new Error('intercepted'));
       void finalize(ex, statusCode).then(this.resolve, this.resolve);
@@ -454,9 +479,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.stage = 'body';
     this.tunneled = true;
     const client = out.tunnel()!;
-    const up = r.upstream!;
+    const up = this.state;
     up.status = statusCode;
-    up.headerTimeMs = Date.now() - this.startedMs;
+    up.headerTimeMs = Date.now() - up.startMs;
     const received: string[] = [];
     const headers: [string, string][] = [['Connection', 'upgrade']];
     for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -478,7 +503,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
         r.bodyBytesSent += bytes;
       },
       idle: () => logRequest(cx, r, 'info', upstreamTimeout('body').message),
-      closed: this.resolve,
+      closed: () => {
+        this.endState();
+        this.resolve();
+      },
     });
   }
 
@@ -492,8 +520,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     return !this.paused;
   }
 
-  onComplete(): void {
+  /** `trailers`: names and values alternating, as Buffers (undici's types say strings). */
+  onComplete(trailers: string[] | null): void {
     this.complete = true;
+    if (trailers) this.state.trailers = (trailers as (string | Buffer)[]).map((b) => (typeof b === 'string' ? b : b.toString('latin1')));
+    this.endState();
     this.ex.r.action = 'sending to client';
     if (!this.spool) {
       this.ex.out.end();
@@ -506,6 +537,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   onError(err: Error): void {
     if (this.stage === 'intercepted') return;
+    this.endState();
     const { r, cx, out } = this.ex;
     if (err === CLIENT_CLOSED) {
       this.spool?.abort();
