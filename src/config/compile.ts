@@ -953,6 +953,7 @@ class Compiler {
             ...certificates.files!,
           }
         : undefined,
+      verifyClient: chain.get(ssl.sslVerifyClient),
       loc: node.directive!.loc,
     };
   }

@@ -88,6 +88,11 @@ export interface VirtualServer {
   /** The server-level merged settings, in effect until a location is chosen. */
   readonly conf: LocationConf;
   readonly tls: TlsServerConf | undefined;
+  /**
+   * `ssl_verify_client` of the server, with or without a certificate of its
+   * own (nginx's `sscf->verify`, checked per request in `ngx_http_process_request`).
+   */
+  readonly verifyClient: 'off' | 'on' | 'optional' | 'optional_no_ca';
   readonly loc: SourceLoc;
 }
 

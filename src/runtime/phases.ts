@@ -141,7 +141,7 @@ const OPTIONAL_NO_CA = new Set([
  * (`client sent no required SSL certificate`); both answer 400 on the wire.
  */
 function clientCertificateRefusal(r: HttpRequestState): { status: number; message: string } | undefined {
-  const verify = r.server.tls?.verifyClient ?? 'off';
+  const verify = r.server.verifyClient;
   const tls = r.conn.tls;
   if (verify === 'off' || !tls) return undefined;
   const result = tls.clientVerify;
@@ -165,7 +165,7 @@ function misdirected(r: HttpRequestState, set: ServerSet, host: string): Virtual
   const sniServer = matchServer(set, sni);
   if (!sniServer) return undefined;
   const hostServer = matchServer(set, host) ?? set.defaultServer;
-  return (hostServer.tls?.verifyClient ?? 'off') !== 'off' ? sniServer : undefined;
+  return hostServer.verifyClient !== 'off' ? sniServer : undefined;
 }
 
 /**

@@ -225,7 +225,7 @@ function binaryAddress(addr: string): string {
  * a server that does not ask ignores it, as if it had not been sent.
  */
 function clientCertificate(r: HttpRequestState): ClientCertificate | undefined {
-  if ((r.server.tls?.verifyClient ?? 'off') === 'off') return undefined;
+  if (r.server.verifyClient === 'off') return undefined;
   return r.conn.tls?.clientCertificate;
 }
 

@@ -24,7 +24,7 @@ import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
-import { WireMeter } from '../upstream/wire-bytes.js';
+import { WireMeter } from '../upstream/undici-socket.js';
 
 /** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);

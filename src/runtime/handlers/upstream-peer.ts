@@ -17,7 +17,7 @@ import { finalize } from '../phases.js';
 import { upstreamAttempt, type UpstreamState } from '../request.js';
 import type { UpstreamFailure } from '../upstream/errors.js';
 import { ResolveError } from '../upstream/resolver.js';
-import { PeerAttempts, type NextCondition } from '../upstream/round-robin.js';
+import { PeerAttempts, RoundRobin, type NextCondition } from '../upstream/round-robin.js';
 
 /** The peer to connect to, and how the connection may be kept. */
 export interface ChosenPeer {
@@ -158,6 +158,21 @@ export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | {
 }
 
 /**
+ * The addresses a name resolved to at request time, as one request's group
+ * (`ngx_http_upstream_create_round_robin_peer`: weight 1, `max_fails=1`,
+ * `fail_timeout=10s`): another address is tried after a failure. Their
+ * balancing state is the request's own.
+ */
+function resolvedGroup(name: string, addrs: readonly string[], port: number, conf: NextUpstreamConf): PeerChoice {
+  const group: UpstreamGroup = {
+    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 0,
+    peers: addrs.map((addr) => ({ name: peerName(addr, port), host: addr, port, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000 })),
+  };
+  const attempts = new PeerAttempts(new RoundRobin(), group, conf);
+  return { peer: chosen(group, attempts.pick()!), attempts };
+}
+
+/**
  * The peer for a host and port computed at request time; answers the request
  * (502) and returns undefined when the name cannot be resolved.
  */
@@ -187,7 +202,8 @@ export async function dynamicPeer(
   }
   try {
     const addrs = await cx.resolver.resolve(hostText, resolverConf, r.loc.resolverTimeoutMs);
-    return fixed(addrs[0]!);
+    if (addrs.length === 1) return fixed(addrs[0]!);
+    return resolvedGroup(hostText, addrs, effectivePort, conf);
   } catch (err) {
     logRequest(cx, r, 'error', err instanceof ResolveError ? err.message : `${hostText} could not be resolved`);
     await finalize(ex, 502);

@@ -10,6 +10,8 @@ import type { ConnectionNumbers } from '../connection-numbers.js';
 import { WorkerConnectionsError } from './errors.js';
 import { RoundRobin } from './round-robin.js';
 import { tlsConnector } from './tls.js';
+import { carriedRequest } from './undici-socket.js';
+import type { Socket } from 'node:net';
 
 /**
  * Connection settings of a location (`proxy_connect_timeout`,
@@ -118,8 +120,18 @@ export class UpstreamClients {
       pool = new Pool(`${scheme}://${host}:${peer.port}`, {
         // a new connection needs room within worker_connections, as nginx's ngx_get_connection
         connect: (opts, callback) => {
-          if (this.admit()) connector(opts, callback);
-          else callback(new WorkerConnectionsError(this.workerConnections), null);
+          if (!this.admit()) {
+            callback(new WorkerConnectionsError(this.workerConnections), null);
+            return;
+          }
+          connector(opts, (...args) => {
+            callback(...args);
+            const socket = args[1];
+            // undici writes the request it connected for at once; a connection it opened for a request
+            // aborted meanwhile (after proxy_next_upstream gave up on a response) stays idle and is
+            // never closed: an upstream serving one connection at a time would wait on it
+            if (socket) setImmediate(() => carriedRequest(socket as Socket) || socket.destroy());
+          });
         },
         maxHeaderSize: settings.bufferSizeBytes,
         keepAliveTimeout: idleMs,
