@@ -42,13 +42,26 @@ export function timeIso8601(ms: number): string {
   return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}T${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`;
 }
 
-/** A request header by its variable name (`http_user_agent` → `user-agent`); repeated headers are joined. */
+/**
+ * `$http_NAME`: the request header(s) whose name, lowercased with `-` as
+ * `_`, is NAME, as received; repeated ones joined with ", " (`; ` for
+ * Cookie), as `ngx_http_variable_unknown_header` and
+ * `ngx_http_variable_cookies` do (node:http keeps only the first of some
+ * headers, so the raw list is read).
+ */
 function requestHeader(r: HttpRequestState, name: string): string | undefined {
-  const key = name.replace(/_/g, '-');
-  const v = r.headers[key];
-  if (v === undefined) return undefined;
-  if (Array.isArray(v)) return v.join(key === 'cookie' ? '; ' : ', ');
-  return v;
+  const raw = r.rawHeaders;
+  const sep = name === 'cookie' ? '; ' : ', ';
+  let out: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i]!;
+    if (n.length !== name.length || n.toLowerCase().replace(/-/g, '_') !== name) continue;
+    out = out === undefined ? raw[i + 1]! : `${out}${sep}${raw[i + 1]!}`;
+  }
+  if (out !== undefined || name !== 'host') return out;
+  // an HTTP/2 request's :authority, which node:http2 shows as its host
+  const host = r.headers.host;
+  return Array.isArray(host) ? host.join(', ') : host;
 }
 
 /** One argument of the query string (`$arg_NAME`), matched case-insensitively as nginx does. */

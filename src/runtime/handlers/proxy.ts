@@ -15,7 +15,7 @@ import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
-import { bodyStream, readRequestBody, removeCleanBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
+import { bodyStream, keepPassedBody, readRequestBody, removeCleanBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
@@ -168,11 +168,17 @@ function requestHasBody(ex: Exchange): boolean {
 export function proxyRequest(ex: Exchange): Promise<void> {
   const p = ex.r.loc.proxy!;
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
+  // ngx_http_proxy_handler: the body is passed on as it arrives (r->request_body_no_buffering) with
+  // proxy_request_buffering off, unless proxy_set_body replaces it or a chunked body meets HTTP/1.0;
+  // then client_body_in_file_only does not apply
+  const unbuffered = withBody && !p.requestBuffering && !p.setBody
+    && (ex.r.headers['transfer-encoding'] === undefined || p.httpVersion === '1.1');
+  if (unbuffered) return forward(ex, p, true, undefined);
   // client_body_in_file_only makes a file even of an empty body
   const inFile = ex.r.loc.clientBodyInFileOnly !== 'off' && ex.body !== undefined && ex.r.headers['content-length'] !== undefined;
   // with proxy_set_body the client's body is read (for $request_body) but not sent
-  if ((withBody && (p.requestBuffering || p.setBody)) || inFile) return bufferedProxyRequest(ex, p);
-  return forward(ex, p, withBody && !p.setBody, undefined);
+  if (withBody || inFile) return bufferedProxyRequest(ex, p);
+  return forward(ex, p, false, undefined);
 }
 
 async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
@@ -254,7 +260,10 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve);
     ex.out.onAbort((err) => handler.clientClosed(err));
-    if (source && !body) watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
+    if (source && !body && !setBody) {
+      watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
+      keepPassedBody(r, source as Readable);
+    }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch(options, handler);
   });
