@@ -839,6 +839,7 @@ class Compiler {
       passRequestBody: c.get(fastcgi.fastcgiPassRequestBody),
       passRequestHeaders: c.get(fastcgi.fastcgiPassRequestHeaders),
       ignoreClientAbort: c.get(fastcgi.fastcgiIgnoreClientAbort),
+      catchStderr: c.list(fastcgi.fastcgiCatchStderr),
       ...nextUpstreamConf(c, FASTCGI_MERGE),
     };
   }

@@ -476,6 +476,8 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly passRequestBody: boolean;
   readonly passRequestHeaders: boolean;
   readonly ignoreClientAbort: boolean;
+  /** `fastcgi_catch_stderr`: a header-time STDERR record with one of these strings makes the response invalid. */
+  readonly catchStderr: readonly string[];
 }
 
 /** Real client address settings of the realip module. */

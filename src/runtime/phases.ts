@@ -185,7 +185,11 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
     }
     const q = target.indexOf('?');
     const uri = normalizePath(q === -1 ? target : target.slice(0, q), true);
-    if (uri === undefined) return await requestError(ex, 'client sent invalid request', 'request line');
+    if (uri === undefined) {
+      // nginx never set r->uri: $uri is empty in the access log
+      r.uri = '';
+      return await requestError(ex, 'client sent invalid request', 'request line');
+    }
     r.uri = uri;
     r.args = q === -1 ? '' : target.slice(q + 1);
     const hosts: string[] = [];

@@ -185,8 +185,12 @@ describe('FastCGI responses as jinx reads them', () => {
     assert.deepEqual(unbuffered.filter((e) => e[0] === 'stderr').map((e) => (e[1] as string).length), [4000 - start, 1000, 1000, start + 3000 - 6000]);
   });
 
-  it('ends at END_REQUEST: without fastcgi_keep_conn at the empty STDOUT already, with it reusable only when nothing follows', () => {
+  it('ends once the END_REQUEST record is read whole, with or without fastcgi_keep_conn; with it reusable only when nothing follows', () => {
     assert.deepEqual(read([response()]).at(-1), ['end', false]);
+    // nginx 1.30 reads on after the empty STDOUT record
+    const stdoutClosed = Buffer.concat([fcgiRecord(STDOUT, 'Content-Type: text/plain\r\n\r\nx'), fcgiRecord(STDOUT, '')]);
+    assert.equal(read([stdoutClosed]).some((e) => e[0] === 'end'), false);
+    assert.deepEqual(read(pieces(response(), 5)).at(-1), ['end', false]);
     const kept = read([response()], { settings: { keepConn: true } });
     assert.deepEqual(kept.at(-1), ['end', true]);
     assert.deepEqual(read([Buffer.concat([response(), fcgiRecord(STDOUT, 'more')])], { settings: { keepConn: true } }).at(-1), ['end', false]);

@@ -49,6 +49,8 @@ export const fastcgiPassHeader = listSlot<string>('fastcgi_pass_header');
 export const fastcgiPassRequestBody = slot('fastcgi_pass_request_body', true);
 export const fastcgiPassRequestHeaders = slot('fastcgi_pass_request_headers', true);
 export const fastcgiIgnoreClientAbort = slot('fastcgi_ignore_client_abort', false);
+/** `fastcgi_catch_stderr`: strings that make a response whose header is not read yet invalid when its stderr has them. */
+export const fastcgiCatchStderr = listSlot<string>('fastcgi_catch_stderr');
 /** Checked against the buffers when the configuration is merged; not used otherwise. */
 export const fastcgiBusyBuffersSize = slot<number | undefined>('fastcgi_busy_buffers_size', undefined);
 export const fastcgiTempFileWriteSize = slot<number | undefined>('fastcgi_temp_file_write_size', undefined);
@@ -163,6 +165,6 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   none('fastcgi_limit_rate', ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('fastcgi_force_ranges', ['FLAG'], 'byte ranges of FastCGI responses are not served', rule.flag),
   none('fastcgi_send_lowat', ['TAKE1'], 'a kernel tuning knob with no counterpart in jinx', rule.size(lowatIgnored)),
-  none('fastcgi_catch_stderr', ['TAKE1'], 'stderr of FastCGI servers is logged, not matched', rule.array),
+  runtime('fastcgi_catch_stderr', ['TAKE1'], (d, cx) => cx.level.append(fastcgiCatchStderr, d.args[0]!, d.loc)),
   none('fastcgi_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),
 ];

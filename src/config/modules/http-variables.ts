@@ -202,7 +202,8 @@ function proxyBodyLength(r: HttpRequestState): string | undefined {
 /** `$request_body`: the body when it was read into memory (`ngx_http_variable_request_body`). */
 function requestBody(r: HttpRequestState): string | undefined {
   const body = (r.parent ?? r).requestBody;
-  return body?.kind === 'memory' ? body.data.toString('latin1') : undefined;
+  // an empty body leaves nginx's buffer chain empty: not found
+  return body?.kind === 'memory' && body.data.length > 0 ? body.data.toString('latin1') : undefined;
 }
 
 /** `$request_body_file`: the temp file holding the body, when it was written to one. */
@@ -273,8 +274,9 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'document_root', get: (r) => r.documentRoot() },
   { name: 'realpath_root', get: (r) => r.documentRoot() },
   { name: 'request_filename', get: (r) => r.requestFilename() },
-  { name: 'args', get: (r) => r.args, changeable: true },
-  { name: 'query_string', get: (r) => r.args },
+  // without arguments, "not found" (nginx's args.data is NULL without a `?`; jinx does not tell `/?` apart)
+  { name: 'args', get: (r) => r.args || undefined, changeable: true },
+  { name: 'query_string', get: (r) => r.args || undefined },
   { name: 'is_args', get: (r) => (r.args ? '?' : '') },
   { name: 'request_method', get: (r) => r.mainMethod },
   { name: 'content_type', get: (r) => requestHeader(r, 'content_type') },
