@@ -27,7 +27,7 @@ import { accessRules } from './modules/access.js';
 import { authBasicRealm, authBasicUserFile } from './modules/auth-basic.js';
 import { authRequestSets, authRequestUri } from './modules/auth-request.js';
 import * as fastcgi from './modules/fastcgi.js';
-import { addHeaders, expires } from './modules/headers.js';
+import { addHeaders, addTrailers, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { accessLogs, COMBINED_FORMAT } from './modules/log.js';
 import { bindMap } from './modules/map.js';
@@ -640,6 +640,7 @@ class Compiler {
       satisfy: c.get(http.satisfy),
       authBasic: realm && userFile ? { realm: vars.bind(realm), userFile: vars.bind(userFile) } : undefined,
       addHeaders: c.list(addHeaders).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
+      addTrailers: c.list(addTrailers).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
       proxy: this.proxyConf(node, c),
       keepaliveTimeoutMs: c.get(http.keepaliveTimeoutMs),
       keepaliveRequests: c.get(http.keepaliveRequests),

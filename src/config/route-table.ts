@@ -412,6 +412,8 @@ export interface LocationConf {
   readonly satisfy: 'all' | 'any';
   readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue } | undefined;
   readonly addHeaders: readonly AddHeader[];
+  /** `add_trailer`: trailers of responses sent in chunks (HTTP/1.1) or over HTTP/2. */
+  readonly addTrailers: readonly AddHeader[];
   readonly proxy: ProxyConf | undefined;
   readonly keepaliveTimeoutMs: number;
   readonly keepaliveRequests: number;

@@ -153,6 +153,8 @@ export class HttpRequestState {
   outHeaders: readonly (readonly [string, string | readonly string[]])[] | undefined;
   /** The trailers of the response (`add_trailer`), once made, for `$sent_trailer_*`. */
   outTrailers: readonly (readonly [string, string])[] | undefined;
+  /** The response ends with `add_trailer`'s trailers (nginx's `r->expect_trailers`). */
+  expectTrailers = false;
   /**
    * The connection timed out (nginx's `c->timedout`): it is closed with a
    * reset when `reset_timedout_connection` is on.

@@ -203,6 +203,11 @@ export function applyHeadersModule(r: HttpRequestState, status: number, headers:
   const conf = r.loc;
   const normal = ADD_HEADER_STATUSES.has(status);
   if (normal && conf.expires.kind !== 'off') setExpires(r, headers);
+  // trailers go in the last chunk: an HTTP/1.1 response with them is sent in chunks (ngx_http_chunked_header_filter)
+  if (conf.addTrailers.some((t) => t.always || normal) && r.protocol !== 'HTTP/1.0') {
+    r.expectTrailers = true;
+    if (r.protocol === 'HTTP/1.1') dropHeader(headers, 'content-length');
+  }
   if (conf.addHeaders.length === 0) return;
   r.outHeaders = headers;
   try {
@@ -216,6 +221,23 @@ export function applyHeadersModule(r: HttpRequestState, status: number, headers:
   } finally {
     r.outHeaders = undefined;
   }
+}
+
+/**
+ * The trailers of a response that expects them (`ngx_http_trailers_filter`):
+ * each `add_trailer` that applies to the status, with a value; while they
+ * are made, `$sent_trailer_*` sees those made before.
+ */
+export function responseTrailers(r: HttpRequestState): [string, string][] {
+  const normal = ADD_HEADER_STATUSES.has(r.status);
+  const trailers: [string, string][] = [];
+  r.outTrailers = trailers;
+  for (const t of r.loc.addTrailers) {
+    if (!t.always && !normal) continue;
+    const v = sanitize(t.value.evaluate(r));
+    if (v !== '') trailers.push([t.name, v]);
+  }
+  return trailers;
 }
 
 /** Headers of which a later value replaces an earlier one instead of adding a line. */

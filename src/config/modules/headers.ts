@@ -4,12 +4,13 @@
  */
 import { HTTP_SRV_LOC_LIF } from '../flags.js';
 import type { Directive } from '../../parser/ast.js';
-import { DirectiveFailure, fail, listSlot, noEffect, parseTime, rule, slot, type DirectiveSpec, type SetContext } from '../spec.js';
+import { DirectiveFailure, fail, listSlot, parseTime, slot, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
 const HEADERS = 'ngx_http_headers_module';
 
 export const addHeaders = listSlot<{ readonly name: string; readonly value: ValueSource; readonly always: boolean }>('add_header');
+export const addTrailers = listSlot<{ readonly name: string; readonly value: ValueSource; readonly always: boolean }>('add_trailer');
 
 /**
  * `expires` as nginx parses it (`ngx_http_parse_expires`): `off`, `epoch`,
@@ -87,8 +88,8 @@ export const headersDirectives: readonly DirectiveSpec[] = [
     name: 'expires', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE1', 'TAKE2'], effect: 'runtime',
     set: setExpires,
   },
-  noEffect(
-    { name: 'add_trailer', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE2', 'TAKE3'], note: 'responses are sent without trailers' },
-    rule.repeatable((d, cx) => void parseHeader(d, cx)),
-  ),
+  {
+    name: 'add_trailer', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE2', 'TAKE3'], effect: 'runtime',
+    set: (d, cx) => cx.level.append(addTrailers, parseHeader(d, cx), d.loc),
+  },
 ];
