@@ -655,7 +655,7 @@ class Compiler {
         ? { from: realIpSources, header: c.get(realIpHeader).toLowerCase(), recursive: c.get(realIpRecursive) }
         : undefined,
       authRequest: authUri === 'off' ? undefined : {
-        uri: authUri, sets: c.list(authRequestSets).map((s) => ({ index: s.index, value: vars.bind(s.value) })),
+        uri: authUri, sets: c.list(authRequestSets).map((s) => ({ index: s.index, value: vars.bind(s.value), handler: s.handler })),
       },
       fastcgi: this.fastcgiConf(node, c),
       fastcgiSplit: { regex: c.get(fastcgi.fastcgiSplitPathInfo)?.regex, index: c.get(fastcgi.fastcgiIndex) },
@@ -748,7 +748,7 @@ class Compiler {
         : redirects.includes('off')
           ? 'off'
           : redirects.filter((r): r is Exclude<typeof r, string> => typeof r !== 'string')
-            .map((r) => ({ from: vars.bind(r.from), to: vars.bind(r.to) })),
+            .map((r) => ('regex' in r ? { regex: r.regex.regex, to: vars.bind(r.to) } : { from: vars.bind(r.from), to: vars.bind(r.to) })),
       ignoreClientAbort: c.get(proxy.proxyIgnoreClientAbort),
       buffering: c.get(proxy.proxyBuffering),
       accelBuffering: !c.get(proxy.proxyIgnoreHeaders).includes('X-Accel-Buffering'),

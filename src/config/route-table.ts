@@ -278,7 +278,10 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly readTimeoutMs: number;
   readonly bufferSizeBytes: number;
   readonly interceptErrors: boolean;
-  readonly redirect: 'default' | 'off' | readonly { readonly from: CompiledValue; readonly to: CompiledValue }[];
+  /** `proxy_redirect`: rules replace a prefix of the value, or (a regex) the whole value. */
+  readonly redirect: 'default' | 'off' | readonly (
+    { readonly from: CompiledValue; readonly to: CompiledValue } | { readonly regex: RegExp; readonly to: CompiledValue }
+  )[];
   readonly ignoreClientAbort: boolean;
   /** `proxy_buffering`: read the upstream at full speed, spooling what the client has not taken. */
   readonly buffering: boolean;
@@ -493,7 +496,11 @@ export interface RealIpConf {
 /** `auth_request URI` with its `auth_request_set` assignments. */
 export interface AuthRequestConf {
   readonly uri: string;
-  readonly sets: readonly { readonly index: number; readonly value: CompiledValue }[];
+  /** `auth_request_set`: the variable's index, the value, and the variable's set handler if it has one (`$args`). */
+  readonly sets: readonly {
+    readonly index: number; readonly value: CompiledValue;
+    readonly handler: ((r: HttpRequestState, value: string) => string | undefined) | undefined;
+  }[];
 }
 
 /** The compiled configuration. */

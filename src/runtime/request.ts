@@ -98,6 +98,11 @@ export class HttpRequestState {
   internal = false;
   /** Cleared by `rewrite … break`: the location prefix no longer applies to `proxy_pass` URIs (nginx's `r->valid_location`). */
   validLocation = true;
+  /**
+   * Cleared when `$args` is set (nginx's `r->valid_unparsed_uri`): a
+   * `proxy_pass` without a URI then sends `$uri?$args`, not the request URI.
+   */
+  validUnparsedUri = true;
   /** Internal redirects and `rewrite … last` cycles so far (nginx allows 10). */
   uriChanges = 0;
   upstream: UpstreamState | undefined;

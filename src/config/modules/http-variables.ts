@@ -275,7 +275,15 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'realpath_root', get: (r) => r.documentRoot() },
   { name: 'request_filename', get: (r) => r.requestFilename() },
   // without arguments, "not found" (nginx's args.data is NULL without a `?`; jinx does not tell `/?` apart)
-  { name: 'args', get: (r) => r.args || undefined, changeable: true },
+  {
+    // ngx_http_variable_set_args: the request's arguments change, and so does the URI proxy_pass sends
+    name: 'args', get: (r) => r.args || undefined, changeable: true,
+    set: (r, value) => {
+      r.args = value;
+      r.validUnparsedUri = false;
+      return undefined;
+    },
+  },
   { name: 'query_string', get: (r) => r.args || undefined },
   { name: 'is_args', get: (r) => (r.args ? '?' : '') },
   { name: 'request_method', get: (r) => r.mainMethod },

@@ -68,7 +68,12 @@ export const proxyNextUpstreamTries = slot('proxy_next_upstream_tries', 0);
 /** 0: no time limit for passing a request to the next server. */
 export const proxyNextUpstreamTimeoutMs = slot('proxy_next_upstream_timeout', 0);
 /** `proxy_redirect`: `default`, `off`, or FROM TO pairs (list semantics; `off` clears). */
-export const proxyRedirect = listSlot<{ readonly from: ValueSource; readonly to: ValueSource } | 'default' | 'off'>('proxy_redirect');
+export const proxyRedirect = listSlot<RedirectDef | 'default' | 'off'>('proxy_redirect');
+
+/** A `proxy_redirect REDIRECT REPLACEMENT` rule: a prefix with variables, or `~REGEX` (`~*` case-insensitive). */
+export type RedirectDef =
+  | { readonly from: ValueSource; readonly to: ValueSource }
+  | { readonly regex: NginxRegex; readonly to: ValueSource };
 
 // Upstream TLS, with the defaults of `ngx_http_proxy_merge_loc_conf`
 // (`src/http/modules/ngx_http_proxy_module.c`); read when the configuration
@@ -239,9 +244,13 @@ function setRedirect(d: Directive, cx: SetContext): void {
     return;
   }
   if (own?.some((e) => e.value === 'off')) throw new DirectiveFailure('is duplicate');
-  cx.level.append(proxyRedirect, {
-    from: cx.scope.variables.value(d.args[0]!, d.loc), to: cx.scope.variables.value(d.args[1]!, d.loc),
-  }, d.loc);
+  const [from, to] = [d.args[0]!, cx.scope.variables.value(d.args[1]!, d.loc)];
+  if (from.startsWith('~')) {
+    const caseless = from.startsWith('~*');
+    cx.level.append(proxyRedirect, { regex: compileRegex(from.slice(caseless ? 2 : 1), caseless), to }, d.loc);
+    return;
+  }
+  cx.level.append(proxyRedirect, { from: cx.scope.variables.value(from, d.loc), to }, d.loc);
 }
 
 const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>

@@ -51,7 +51,7 @@ interface Destination {
  * request URI as received, unless a rewrite or redirect changed it.
  */
 function upstreamUri(r: HttpRequestState, p: ProxyConf, uriPart: string | undefined): string {
-  if (uriPart === undefined && !r.internal && !r.parent) return r.requestUri;
+  if (uriPart === undefined && !r.internal && !r.parent && r.validUnparsedUri) return r.requestUri;
   const prefixLen = r.validLocation && uriPart !== undefined ? p.locationPrefix.length : 0;
   const rest = escapeUri(r.uri.slice(Math.min(prefixLen, r.uri.length)));
   return (r.validLocation ? uriPart ?? '' : '') + rest + (r.args ? `?${r.args}` : '');
@@ -144,6 +144,13 @@ function rewriteLocation(r: HttpRequestState, p: ProxyConf, dest: Destination, v
     return value.startsWith(from) ? to + value.slice(from.length) : undefined;
   }
   for (const rule of p.redirect) {
+    if ('regex' in rule) {
+      // ngx_http_proxy_rewrite_regex_handler: the whole value is replaced, with the match's captures
+      const m = rule.regex.exec(value);
+      if (!m) continue;
+      r.captures = m;
+      return rule.to.evaluate(r);
+    }
     const from = rule.from.evaluate(r);
     if (value.startsWith(from)) return rule.to.evaluate(r) + value.slice(from.length);
   }

@@ -187,8 +187,11 @@ export async function dynamicPeer(
     attempts: undefined,
   });
   if (isIP(host)) return fixed(host);
-  const group = cx.table.upstreams.get(hostText.toLowerCase());
-  if (group && port === undefined) {
+  // ngx_http_upstream_init_request: an upstream block by its name without a port, or the
+  // implicit upstream of a static proxy_pass/fastcgi_pass to the same host and port
+  const key = hostText.toLowerCase();
+  const group = cx.table.upstreams.get(port === undefined ? key : `${key}:${port}`);
+  if (group) {
     const choice = firstPeer(ex, group, conf, scheme, uri);
     if (typeof choice !== 'number') return choice;
     await finalize(ex, choice);
