@@ -157,6 +157,38 @@ function rewriteLocation(r: HttpRequestState, p: ProxyConf, dest: Destination, v
   return undefined;
 }
 
+/** Upstream headers of which nginx takes the first and ignores the others, with a warning (`ngx_http_upstream_process_unique_header`). */
+const UNIQUE = new Set(['date', 'etag', 'location', 'expires', 'last-modified', 'content-type', 'refresh']);
+
+/**
+ * nginx's checks of an upstream response header that undici's parser lets
+ * through (`ngx_http_upstream_headers_in`): a second `Transfer-Encoding`, or
+ * one other than `chunked`, makes it invalid (502 or the next server); a
+ * repeated unique header is ignored with a warning. Returns the indexes
+ * (into the name/value list) of the lines to ignore.
+ */
+function checkUpstreamHeaders(raw: readonly Buffer[]): { invalid: string | undefined; warnings: string[]; ignored: Set<number> } {
+  const first = new Map<string, number>();
+  const warnings: string[] = [];
+  const ignored = new Set<number>();
+  const line = (i: number): string => `"${raw[i]!.toString('latin1')}: ${raw[i + 1]!.toString('latin1')}"`;
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i]!.toString('latin1').toLowerCase();
+    const seen = first.get(lower);
+    if (lower === 'transfer-encoding') {
+      if (seen !== undefined) return { invalid: `upstream sent duplicate header line: ${line(i)}, previous value: ${line(seen)}`, warnings, ignored };
+      const value = raw[i + 1]!.toString('latin1');
+      if (value.toLowerCase() !== 'chunked') return { invalid: `upstream sent unknown "Transfer-Encoding": "${value}"`, warnings, ignored };
+    } else if (seen !== undefined && UNIQUE.has(lower)) {
+      warnings.push(`upstream sent duplicate header line: ${line(i)}, previous value: ${line(seen)}, ignored`);
+      ignored.add(i);
+      continue;
+    }
+    if (seen === undefined) first.set(lower, i);
+  }
+  return { invalid: undefined, warnings, ignored };
+}
+
 /** Whether the client request carries a body. */
 function requestHasBody(ex: Exchange): boolean {
   const { r } = ex;
@@ -416,6 +448,14 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { ex, p } = this;
     const { r, cx, out } = ex;
     r.action = 'reading response header from upstream';
+    const checked = checkUpstreamHeaders(rawHeaders);
+    for (const warning of checked.warnings) logRequest(cx, r, 'warn', warning);
+    if (checked.invalid) {
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('invalid header'));
+      this.next('invalid_header', { status: 502, message: checked.invalid, action: r.action, condition: 'invalid_header' });
+      return false;
+    }
     const attempts = this.dest.attempts;
     const condition = attempts && nextConditionOf(statusCode);
     if (condition && attempts.mayRetry(condition, ex.r.method, true, this.request.withBody && this.request.body === undefined, true)) {
@@ -435,7 +475,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     up.status = statusCode;
     up.headerTimeMs = Date.now() - up.startMs;
     up.bytesReceived = this.wire.received;
-    const received: string[] = new Array<string>(rawHeaders.length);
+    const received: string[] = [];
     const outHeaders: [string, string][] = [];
     // the header's size in the header buffer: status line, header lines, blank line
     let headerBytes = 15 + statusText.length;
@@ -443,10 +483,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     let chunked = false;
     const cookies = rewritesCookies(p);
     for (let i = 0; i < rawHeaders.length; i += 2) {
+      if (checked.ignored.has(i)) continue;
       const name = rawHeaders[i]!.toString('latin1');
       const value = rawHeaders[i + 1]!.toString('latin1');
-      received[i] = name;
-      received[i + 1] = value;
+      received.push(name, value);
       headerBytes += name.length + value.length + 4;
       const lower = name.toLowerCase();
       if (lower === 'content-length') this.expectedBytes = Number(value);
