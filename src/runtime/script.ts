@@ -75,6 +75,8 @@ export function runScript(ops: readonly ScriptOp[], r: HttpRequestState, onError
           break;
         }
         case 'break':
+          // ngx_http_script_break_code: after a rewrite changed the URI, proxy_pass no longer replaces the location prefix
+          if (uriChanged) r.validLocation = false;
           return { kind: 'break' };
         case 'return':
           return { kind: 'return', code: op.code, text: op.text?.evaluate(r) };
