@@ -180,20 +180,15 @@ function setExpires(r: HttpRequestState, headers: [string, string | string[]][])
   headers.push(['Expires', HTTP_DATE(expiresAt * 1000)], ['Cache-Control', configuredSec < 0 || maxAge < 0 ? 'no-cache' : `max-age=${maxAge}`]);
 }
 
-/** `ngx_http_sanitize_header_value`: NUL, CR and LF become spaces. */
-function sanitize(value: string): string {
-  return /[\0\r\n]/.test(value) ? value.replace(/[\0\r\n]/g, ' ') : value;
-}
-
 /** Headers `add_header` sets in place of the response's (`ngx_http_set_headers`): an empty value removes it. */
 const REPLACED = new Set(['etag', 'last-modified']);
 
 /**
  * Adds the headers of the headers module to an outgoing header list
  * (`ngx_http_headers_filter`): `Expires`/`Cache-Control` per `expires`,
- * then each `add_header`, its value with NUL, CR and LF made spaces; an
- * empty value adds nothing, and for `ETag` and `Last-Modified` removes the
- * response's. Both apply to 200, 201, 204, 206, 301, 302, 303, 304, 307 and
+ * then each `add_header`, its value as it is (nginx 1.30 sends CR and LF in
+ * a value too); an empty value adds nothing, and for `ETag` and
+ * `Last-Modified` removes the response's. Both apply to 200, 201, 204, 206, 301, 302, 303, 304, 307 and
  * 308 only, `add_header … always` to every status. Subrequests get none.
  * While the values are evaluated, `$sent_http_*` sees the list built so far.
  */
@@ -213,7 +208,7 @@ export function applyHeadersModule(r: HttpRequestState, status: number, headers:
   try {
     for (const h of conf.addHeaders) {
       if (!h.always && !normal) continue;
-      const v = sanitize(h.value.evaluate(r));
+      const v = h.value.evaluate(r);
       const lower = h.name.toLowerCase();
       if (REPLACED.has(lower)) dropHeader(headers, lower);
       if (v !== '') headers.push([h.name, v]);
@@ -234,7 +229,7 @@ export function responseTrailers(r: HttpRequestState): [string, string][] {
   r.outTrailers = trailers;
   for (const t of r.loc.addTrailers) {
     if (!t.always && !normal) continue;
-    const v = sanitize(t.value.evaluate(r));
+    const v = t.value.evaluate(r);
     if (v !== '') trailers.push([t.name, v]);
   }
   return trailers;

@@ -305,17 +305,19 @@ export function parseStore(d: Directive, cx: SetContext): string {
 
 /**
  * `ngx_conf_set_access_slot` (`proxy_store_access`): `user:rw`, `group:r`,
- * `all:rw` …, the user's rights read and write only.
+ * `all:rw` …; the user reads and writes unless `user:` says otherwise.
  * @throws DirectiveFailure `invalid value "…"`
  */
 export function parseAccess(d: Directive): number {
   let mode = 0;
+  let user = 0o600;
   for (const a of d.args) {
     const m = /^(user|group|all):(rw|r)$/.exec(a);
-    if (!m || (m[1] === 'user' && m[2] !== 'rw')) fail(`invalid value "${a}"`);
-    mode |= (m[2] === 'rw' ? 6 : 4) << (m[1] === 'user' ? 6 : m[1] === 'group' ? 3 : 0);
+    if (!m) fail(`invalid value "${a}"`);
+    if (m[1] === 'user') user = 0;
+    mode += (m[2] === 'rw' ? 6 : 4) << (m[1] === 'user' ? 6 : m[1] === 'group' ? 3 : 0);
   }
-  return mode;
+  return mode | user;
 }
 
 const NO_STORE = 'responses are not stored as files';
