@@ -147,7 +147,8 @@ export async function fastcgiRequest(ex: Exchange): Promise<void> {
   const hasBody = conf.passRequestBody && ex.body !== undefined
     && (r.headers['content-length'] !== undefined ? r.headers['content-length'] !== '0' : r.headers['transfer-encoding'] !== undefined);
   let body: FastcgiBody | undefined;
-  if (hasBody && !conf.requestBuffering) {
+  // ngx_http_fastcgi_handler: a body without a length (chunked) is read first whatever fastcgi_request_buffering says
+  if (hasBody && !conf.requestBuffering && r.headers['content-length'] !== undefined) {
     // fastcgi_request_buffering off: STDIN records go out as the body arrives (read by sendBody; paused until then)
     ex.body!.pause();
     keepPassedBody(r, ex.body!);

@@ -116,10 +116,10 @@ export interface ResponseSink {
   /** Data of STDOUT records after the header. */
   stdout(data: Buffer): void;
   /**
-   * The response is complete: its END_REQUEST record was read whole (nginx
-   * 1.30 reads on after the empty STDOUT record, with or without
-   * `keep_conn`). `reusable`: the connection may serve another request
-   * (nginx's `u->keepalive`).
+   * The response is complete: with `keep_conn`, its END_REQUEST record was
+   * read whole (nginx 1.30 reads on after the empty STDOUT record); without,
+   * nothing is said: the connection's end ends the response. `reusable`: the
+   * connection may serve another request (nginx's `u->keepalive`).
    */
   end(reusable: boolean): void;
 }
@@ -495,12 +495,20 @@ export class ResponseReader {
           if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout');
           continue;
         }
-        if (this.type === FCGI.END_REQUEST && this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI request');
+        if (this.type === FCGI.END_REQUEST) {
+          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI request');
+          if (!this.settings.keepConn) {
+            // without fastcgi_keep_conn, nginx 1.30 reads on to the connection's end, which ends the response
+            this.flushStderr();
+            this.phase = 'done';
+            return;
+          }
+        }
       }
       if (this.state === St.Padding) {
         if (this.type === FCGI.END_REQUEST) {
           // the connection is kept only when nothing follows the end of the request
-          if (pos + this.padding <= to) this.finish(this.settings.keepConn && pos + this.padding === to);
+          if (pos + this.padding <= to) this.finish(pos + this.padding === to);
           else this.padding -= to - pos;
           return;
         }
