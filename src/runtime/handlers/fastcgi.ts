@@ -147,8 +147,7 @@ export async function fastcgiRequest(ex: Exchange): Promise<void> {
   const hasBody = conf.passRequestBody && ex.body !== undefined
     && (r.headers['content-length'] !== undefined ? r.headers['content-length'] !== '0' : r.headers['transfer-encoding'] !== undefined);
   let body: FastcgiBody | undefined;
-  // ngx_http_fastcgi_handler: a body without a length (chunked) is read first whatever fastcgi_request_buffering says
-  if (hasBody && !conf.requestBuffering && r.headers['content-length'] !== undefined) {
+  if (hasBody && !conf.requestBuffering) {
     // fastcgi_request_buffering off: STDIN records go out as the body arrives (read by sendBody; paused until then)
     ex.body!.pause();
     keepPassedBody(r, ex.body!);
@@ -370,6 +369,10 @@ async function attempt(
       stage = 'header';
       r.action = READING_HEADER;
       socket.setTimeout(conf.readTimeoutMs);
+      // a body passed on that has arrived whole has its length known, as nginx's preread body has ($content_length of a chunked one)
+      if (body?.kind === 'passed' && r.bodyLength === undefined && (body.stream as Readable & { complete?: boolean }).complete) {
+        r.bodyLength = body.stream.readableLength;
+      }
       const records: Buffer[] = [];
       encodeRecords(FCGI.BEGIN_REQUEST, REQUEST_ID, beginRequestBody(conf.keepConn), records);
       encodeRecords(FCGI.PARAMS, REQUEST_ID, encodeParams(params(r, conf)), records);
@@ -472,7 +475,9 @@ async function* passedChunks(stream: Readable, timeoutMs: number): AsyncGenerato
     if (next === 'timeout') throw new BodyTimeoutError();
     if (next === undefined || (next.done && !stream.readableEnded)) throw new ClientGoneError();
     if (next.done) return;
-    yield next.value;
+    // what else has arrived goes in the same record, as nginx sends what its buffer holds
+    const more = stream.read() as Buffer | null;
+    yield more ? Buffer.concat([next.value, more]) : next.value;
   }
 }
 
