@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
 import type { HttpRequestState } from './request.js';
-import { writeHead, type ClientRequest, type ClientResponse } from './respond.js';
+import { responseTrailers, writeHead, type ClientRequest, type ClientResponse } from './respond.js';
 
 /** Where a response goes. */
 export interface ResponseTarget {
@@ -106,7 +106,11 @@ export class ClientTarget implements ResponseTarget {
 
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
     writeHead(r, this.res, status, headers, reason);
+    if (r.expectTrailers && !this.headOnly) this.trailersOf = r;
   }
+
+  /** The request whose `add_trailer` trailers end the response, if any. */
+  private trailersOf: HttpRequestState | undefined;
 
   flushHead(): void {
     if (this.bodyStarted || this.res.writableEnded) return;
@@ -175,6 +179,7 @@ export class ClientTarget implements ResponseTarget {
 
   end(chunk?: Buffer | string): void {
     this.bodyStarted = true;
+    if (this.trailersOf) (this.res as ServerResponse).addTrailers(responseTrailers(this.trailersOf));
     if (chunk === undefined) this.res.end();
     else (this.res as NodeJS.WritableStream).end(chunk);
   }

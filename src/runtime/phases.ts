@@ -141,7 +141,7 @@ const OPTIONAL_NO_CA = new Set([
  * (`client sent no required SSL certificate`); both answer 400 on the wire.
  */
 function clientCertificateRefusal(r: HttpRequestState): { status: number; message: string } | undefined {
-  const verify = r.server.tls?.verifyClient ?? 'off';
+  const verify = r.server.verifyClient;
   const tls = r.conn.tls;
   if (verify === 'off' || !tls) return undefined;
   const result = tls.clientVerify;
@@ -165,7 +165,7 @@ function misdirected(r: HttpRequestState, set: ServerSet, host: string): Virtual
   const sniServer = matchServer(set, sni);
   if (!sniServer) return undefined;
   const hostServer = matchServer(set, host) ?? set.defaultServer;
-  return (hostServer.tls?.verifyClient ?? 'off') !== 'off' ? sniServer : undefined;
+  return hostServer.verifyClient !== 'off' ? sniServer : undefined;
 }
 
 /**
@@ -185,7 +185,11 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
     }
     const q = target.indexOf('?');
     const uri = normalizePath(q === -1 ? target : target.slice(0, q), true);
-    if (uri === undefined) return await requestError(ex, 'client sent invalid request', 'request line');
+    if (uri === undefined) {
+      // nginx never set r->uri: $uri is empty in the access log
+      r.uri = '';
+      return await requestError(ex, 'client sent invalid request', 'request line');
+    }
     r.uri = uri;
     r.args = q === -1 ? '' : target.slice(q + 1);
     const hosts: string[] = [];
@@ -235,11 +239,16 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
 // each async layer would add promise ticks to every request. Their
 // exceptions reach runPhases' try/catch either way.
 
+/** Logs what a script's `set` of a built-in variable refused, at level error as nginx. */
+function scriptErrors(ex: Exchange): (message: string) => void {
+  return (message) => logRequest(ex.cx, ex.r, 'error', message);
+}
+
 /** Runs a request from the server rewrite phase (a new request, or after an internal redirect). */
 export function fromServerRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   r.loc = r.server.conf;
-  const outcome = runScript(r.server.script, r);
+  const outcome = runScript(r.server.script, r, scriptErrors(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   return findConfig(ex);
 }
@@ -262,7 +271,7 @@ function findConfig(ex: Exchange): Promise<void> {
       logRequest(ex.cx, r, 'error', `client intended to send too large body: ${length} bytes`);
       return finalize(ex, 413);
     }
-    const outcome = runScript(r.loc.script, r);
+    const outcome = runScript(r.loc.script, r, scriptErrors(ex));
     if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
     if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) {
       if (!countUriChange(ex, 'processing')) return finalize(ex, 500);
@@ -387,7 +396,7 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
   r.location = loc;
   r.loc = loc.conf;
   r.internal = true;
-  const outcome = runScript(r.loc.script, r);
+  const outcome = runScript(r.loc.script, r, scriptErrors(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) return findConfig(ex);
   return afterRewrite(ex);
