@@ -203,7 +203,8 @@ export function loadTrustedCertificates(path: string): Buffer {
   if (blocks.length === 0 || !valid) {
     throw new ConfigError('file', `cannot load certificate "${path}": PEM_read_bio_X509_AUX() failed (SSL: error:0480006C:PEM routines::no start line:Expecting: TRUSTED CERTIFICATE)`);
   }
-  return Buffer.from(blocks.join('\n'), 'latin1');
+  // a certificate given twice is taken once (the CA names a server sends, as OpenSSL's SSL_load_client_CA_file)
+  return Buffer.from([...new Set(blocks)].join('\n'), 'latin1');
 }
 
 /**

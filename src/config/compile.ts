@@ -27,7 +27,7 @@ import { accessRules } from './modules/access.js';
 import { authBasicRealm, authBasicUserFile } from './modules/auth-basic.js';
 import { authRequestSets, authRequestUri } from './modules/auth-request.js';
 import * as fastcgi from './modules/fastcgi.js';
-import { addHeaders, expires } from './modules/headers.js';
+import { addHeaders, addTrailers, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { accessLogs, COMBINED_FORMAT } from './modules/log.js';
 import { bindMap } from './modules/map.js';
@@ -41,7 +41,7 @@ import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf, type Slot } from './spec.js';
 import { VariableRegistry, type ValueSource } from './variables.js';
 import type {
-  AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
+  AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, CookieFlags, CookieMatch, CookieRewrite, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
   LocationConf, LocationTree, NextUpstreamConf, PerHandshakeCertificates, TlsServerConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
   VirtualServer,
 } from './route-table.js';
@@ -396,6 +396,7 @@ class Compiler {
     }
     let certificate: CertificatePair | undefined;
     let certificateSources: LoadedTls['certificateSources'];
+    const passwords = c.get(proxy.proxySslPasswords);
     const cert = c.get(proxy.proxySslCertificate);
     const key = c.get(proxy.proxySslCertificateKey);
     if (cert !== undefined && cert.text !== '') {
@@ -405,9 +406,9 @@ class Compiler {
         certificateSources = { cert, key };
       } else {
         const [certPath, keyPath] = [this.scope.confPath(cert.text), this.scope.confPath(key.text)];
-        const cacheKey = `${certPath}\0${keyPath}`;
+        const cacheKey = `${certPath}\0${keyPath}\0${passwords?.join('\n') ?? ''}`;
         certificate = this.certificateCache.get(cacheKey);
-        if (!certificate) this.certificateCache.set(cacheKey, (certificate = loadCertificatePair(certPath, keyPath)));
+        if (!certificate) this.certificateCache.set(cacheKey, (certificate = loadCertificatePair(certPath, keyPath, false, passwords)));
       }
     }
     const verify = c.get(proxy.proxySslVerify);
@@ -419,6 +420,8 @@ class Compiler {
       trusted = this.trustedCache.get(path);
       if (!trusted) this.trustedCache.set(path, (trusted = loadTrustedCertificates(path)));
     }
+    const crlFile = c.get(proxy.proxySslCrl);
+    const crl = verify && crlFile !== undefined ? loadCrl(this.scope.confPath(crlFile)) : undefined;
     const settings = {
       serverName: c.get(proxy.proxySslServerName),
       verify,
@@ -426,14 +429,16 @@ class Compiler {
       trusted,
       certificate,
       certificateSources,
+      passwords,
+      crl,
       protocols: c.get(proxy.proxySslProtocols),
       ciphers,
       sessionReuse: c.get(proxy.proxySslSessionReuse),
     };
     return {
       key: JSON.stringify([
-        settings.serverName, verify, settings.verifyDepth, verify ? trustedFile : '', certificate?.certPath ?? cert?.text ?? '',
-        certificate?.keyPath ?? key?.text ?? '', settings.protocols, ciphers, settings.sessionReuse,
+        settings.serverName, verify, settings.verifyDepth, verify ? trustedFile : '', verify ? crlFile ?? '' : '', certificate?.certPath ?? cert?.text ?? '',
+        certificate?.keyPath ?? key?.text ?? '', passwords ?? [], settings.protocols, ciphers, settings.sessionReuse,
       ]),
       ...settings,
     };
@@ -593,6 +598,7 @@ class Compiler {
     this.tempDirs.add(bodyTemp.dir);
     this.tempDirs.add((c.get(proxy.proxyTempPath) ?? { dir: this.scope.fullPath('proxy_temp') }).dir);
     this.tempDirs.add((c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp') }).dir);
+    const expiresConf = c.get(expires);
     const conf: LocationConf = {
       root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: (docRoot?.alias ?? false) && locDef?.regex !== undefined },
       index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
@@ -639,6 +645,7 @@ class Compiler {
       satisfy: c.get(http.satisfy),
       authBasic: realm && userFile ? { realm: vars.bind(realm), userFile: vars.bind(userFile) } : undefined,
       addHeaders: c.list(addHeaders).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
+      addTrailers: c.list(addTrailers).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
       proxy: this.proxyConf(node, c),
       keepaliveTimeoutMs: c.get(http.keepaliveTimeoutMs),
       keepaliveRequests: c.get(http.keepaliveRequests),
@@ -649,12 +656,12 @@ class Compiler {
       lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
       resetTimedoutConnection: c.get(http.resetTimedoutConnection),
       chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
-      expires: c.get(expires),
+      expires: expiresConf.kind === 'variable' ? { ...expiresConf, value: this.scope.variables.bind(expiresConf.value) } : expiresConf,
       realIp: realIpSources.length > 0
         ? { from: realIpSources, header: c.get(realIpHeader).toLowerCase(), recursive: c.get(realIpRecursive) }
         : undefined,
       authRequest: authUri === 'off' ? undefined : {
-        uri: authUri, sets: c.list(authRequestSets).map((s) => ({ index: s.index, value: vars.bind(s.value) })),
+        uri: authUri, sets: c.list(authRequestSets).map((s) => ({ index: s.index, value: vars.bind(s.value), handler: s.handler })),
       },
       fastcgi: this.fastcgiConf(node, c),
       fastcgiSplit: { regex: c.get(fastcgi.fastcgiSplitPathInfo)?.regex, index: c.get(fastcgi.fastcgiIndex) },
@@ -719,6 +726,8 @@ class Compiler {
     for (const h of c.list(proxy.proxyHideHeader)) hide.add(h.toLowerCase());
     for (const h of c.list(proxy.proxyPassHeader)) hide.delete(h.toLowerCase());
     const redirects = c.list(proxy.proxyRedirect);
+    const method = c.get(proxy.proxyMethod);
+    const setBody = c.get(proxy.proxySetBody);
     return {
       target: pass.kind === 'static'
         ? {
@@ -745,7 +754,7 @@ class Compiler {
         : redirects.includes('off')
           ? 'off'
           : redirects.filter((r): r is Exclude<typeof r, string> => typeof r !== 'string')
-            .map((r) => ({ from: vars.bind(r.from), to: vars.bind(r.to) })),
+            .map((r) => ('regex' in r ? { regex: r.regex.regex, to: vars.bind(r.to) } : { from: vars.bind(r.from), to: vars.bind(r.to) })),
       ignoreClientAbort: c.get(proxy.proxyIgnoreClientAbort),
       buffering: c.get(proxy.proxyBuffering),
       accelBuffering: !c.get(proxy.proxyIgnoreHeaders).includes('X-Accel-Buffering'),
@@ -757,7 +766,34 @@ class Compiler {
       ...spoolSizes(c, PROXY_MERGE),
       ...nextUpstreamConf(c, PROXY_MERGE),
       tls: this.proxyTlsConf(node, c),
+      method: method && vars.bind(method),
+      setBody: setBody && vars.bind(setBody),
+      cookieDomains: this.cookieRewrites(c.list(proxy.proxyCookieDomain)),
+      cookiePaths: this.cookieRewrites(c.list(proxy.proxyCookiePath)),
+      cookieFlags: this.cookieFlags(c.list(proxy.proxyCookieFlags)),
     };
+  }
+
+  /** The bound `proxy_cookie_domain`/`_path` rules of a location; undefined for none or `off`. */
+  private cookieRewrites(rules: readonly (proxy.CookieRewriteDef | 'off')[]): CookieRewrite[] | undefined {
+    const vars = this.scope.variables;
+    const bound = rules.filter((r): r is proxy.CookieRewriteDef => r !== 'off').map((r) => ({
+      match: this.cookieMatch(r.match), replacement: vars.bind(r.replacement),
+    }));
+    return bound.length > 0 ? bound : undefined;
+  }
+
+  /** The bound `proxy_cookie_flags` rules of a location; undefined for none or `off`. */
+  private cookieFlags(rules: readonly (proxy.CookieFlagsDef | 'off')[]): CookieFlags[] | undefined {
+    const vars = this.scope.variables;
+    const bound = rules.filter((r): r is proxy.CookieFlagsDef => r !== 'off').map((r) => ({
+      cookie: this.cookieMatch(r.cookie), flags: r.flags.map((f) => vars.bind(f)),
+    }));
+    return bound.length > 0 ? bound : undefined;
+  }
+
+  private cookieMatch(m: proxy.CookieRewriteDef['match']): CookieMatch {
+    return m.kind === 'regex' ? { kind: 'regex', regex: m.regex.regex } : { kind: 'value', value: this.scope.variables.bind(m.value) };
   }
 
   /** The upstream TLS settings read for `node`, with `proxy_ssl_name` bound. */
@@ -810,6 +846,7 @@ class Compiler {
       passRequestBody: c.get(fastcgi.fastcgiPassRequestBody),
       passRequestHeaders: c.get(fastcgi.fastcgiPassRequestHeaders),
       ignoreClientAbort: c.get(fastcgi.fastcgiIgnoreClientAbort),
+      catchStderr: c.list(fastcgi.fastcgiCatchStderr),
       ...nextUpstreamConf(c, FASTCGI_MERGE),
     };
   }
@@ -867,18 +904,37 @@ class Compiler {
     return { loaded, perHandshake, passwords, files: this.tlsFiles(chain) };
   }
 
-  /** Every server on a `listen … ssl` address needs a certificate or `ssl_reject_handshake on` (`ngx_http_ssl_init`). */
+  /**
+   * `ngx_http_ssl_init`: on every `listen … ssl` address, the default server
+   * needs a certificate, or `ssl_reject_handshake on`, in which case every
+   * other server of the address needs one of the two (a handshake's
+   * certificate comes from the server SNI names, else the default server's).
+   * @throws ConfigError `no "ssl_certificate" is defined for the "listen ... ssl" directive`, at the server
+   */
   private checkSslListens(servers: readonly LevelNode[], certificates: readonly ServerCertificates[]): void {
-    const sslAddrs = new Set<string>();
-    for (const s of servers) {
-      for (const l of s.conf.ownList(http.listens) ?? []) if (l.value.ssl) sslAddrs.add(`${l.value.host}|${l.value.port}`);
-    }
+    const addrs = new Map<string, { ssl: boolean; defaultServer: number | undefined; servers: number[] }>();
     servers.forEach((s, i) => {
-      const onSsl = (s.conf.ownList(http.listens) ?? []).some((l) => sslAddrs.has(`${l.value.host}|${l.value.port}`));
-      const { loaded, perHandshake } = certificates[i]!;
-      if (!onSsl || loaded.length > 0 || perHandshake || this.chain(s).get(ssl.sslRejectHandshake)) return;
-      throw new ConfigError('file', 'no "ssl_certificate" is defined for the "listen ... ssl" directive', s.directive!.loc);
+      for (const { value: l } of s.conf.ownList(http.listens) ?? []) {
+        const key = `${l.host}|${l.port}`;
+        let a = addrs.get(key);
+        if (!a) addrs.set(key, (a = { ssl: false, defaultServer: undefined, servers: [] }));
+        a.ssl ||= l.ssl;
+        if (l.defaultServer && a.defaultServer === undefined) a.defaultServer = i;
+        if (!a.servers.includes(i)) a.servers.push(i);
+      }
     });
+    const hasCertificate = (i: number): boolean => certificates[i]!.loaded.length > 0 || certificates[i]!.perHandshake !== undefined;
+    const rejects = (i: number): boolean => this.chain(servers[i]!).get(ssl.sslRejectHandshake);
+    const refuse = (i: number): never => {
+      throw new ConfigError('file', 'no "ssl_certificate" is defined for the "listen ... ssl" directive', servers[i]!.directive!.loc);
+    };
+    for (const a of addrs.values()) {
+      if (!a.ssl) continue;
+      const first = a.defaultServer ?? a.servers[0]!;
+      if (hasCertificate(first)) continue;
+      if (!rejects(first)) refuse(first);
+      for (const i of a.servers) if (!hasCertificate(i) && !rejects(i)) refuse(i);
+    }
   }
 
   private server(node: LevelNode, certificates: ServerCertificates): VirtualServer {
@@ -905,6 +961,7 @@ class Compiler {
             ...certificates.files!,
           }
         : undefined,
+      verifyClient: chain.get(ssl.sslVerifyClient),
       loc: node.directive!.loc,
     };
   }

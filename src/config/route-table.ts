@@ -88,6 +88,11 @@ export interface VirtualServer {
   /** The server-level merged settings, in effect until a location is chosen. */
   readonly conf: LocationConf;
   readonly tls: TlsServerConf | undefined;
+  /**
+   * `ssl_verify_client` of the server, with or without a certificate of its
+   * own (nginx's `sscf->verify`, checked per request in `ngx_http_process_request`).
+   */
+  readonly verifyClient: 'off' | 'on' | 'optional' | 'optional_no_ca';
   readonly loc: SourceLoc;
 }
 
@@ -273,7 +278,10 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly readTimeoutMs: number;
   readonly bufferSizeBytes: number;
   readonly interceptErrors: boolean;
-  readonly redirect: 'default' | 'off' | readonly { readonly from: CompiledValue; readonly to: CompiledValue }[];
+  /** `proxy_redirect`: rules replace a prefix of the value, or (a regex) the whole value. */
+  readonly redirect: 'default' | 'off' | readonly (
+    { readonly from: CompiledValue; readonly to: CompiledValue } | { readonly regex: RegExp; readonly to: CompiledValue }
+  )[];
   readonly ignoreClientAbort: boolean;
   /** `proxy_buffering`: read the upstream at full speed, spooling what the client has not taken. */
   readonly buffering: boolean;
@@ -296,6 +304,35 @@ export interface ProxyConf extends NextUpstreamConf {
    * variables (nginx's `plcf->ssl`); undefined for plain HTTP.
    */
   readonly tls: UpstreamTlsConf | undefined;
+  /** `proxy_method`: the upstream request's method; undefined: the client's. */
+  readonly method: CompiledValue | undefined;
+  /** `proxy_set_body`: the body sent in place of the client's. */
+  readonly setBody: CompiledValue | undefined;
+  /** `proxy_cookie_domain`, `proxy_cookie_path`, `proxy_cookie_flags` rules; undefined when there are none (or `off`). */
+  readonly cookieDomains: readonly CookieRewrite[] | undefined;
+  readonly cookiePaths: readonly CookieRewrite[] | undefined;
+  readonly cookieFlags: readonly CookieFlags[] | undefined;
+}
+
+/** What a cookie rule matches: a value (with variables) or a regex. */
+export type CookieMatch =
+  | { readonly kind: 'value'; readonly value: CompiledValue }
+  | { readonly kind: 'regex'; readonly regex: RegExp };
+
+/**
+ * A rule of `proxy_cookie_domain` (`kind: 'value'` matches the whole domain,
+ * case-insensitively) or `proxy_cookie_path` (a prefix); a regex replaces
+ * the whole value, `$1`… taken from it.
+ */
+export interface CookieRewrite {
+  readonly match: CookieMatch;
+  readonly replacement: CompiledValue;
+}
+
+/** A rule of `proxy_cookie_flags`: the cookie's name (case-insensitive) or a regex, and its flags. */
+export interface CookieFlags {
+  readonly cookie: CookieMatch;
+  readonly flags: readonly CompiledValue[];
 }
 
 /**
@@ -329,6 +366,10 @@ export interface UpstreamTlsConf {
   readonly protocols: readonly string[];
   /** `proxy_ssl_ciphers` (an OpenSSL cipher list, TLS 1.2 and older). */
   readonly ciphers: string;
+  /** `proxy_ssl_password_file`: the passphrases of an encrypted `proxy_ssl_certificate_key`. */
+  readonly passwords: readonly string[] | undefined;
+  /** `proxy_ssl_crl`: revoked certificates, read when `verify` is on. */
+  readonly crl: Buffer | undefined;
   /** `proxy_ssl_session_reuse`: resume TLS sessions on new connections. */
   readonly sessionReuse: boolean;
 }
@@ -382,6 +423,8 @@ export interface LocationConf {
   readonly satisfy: 'all' | 'any';
   readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue } | undefined;
   readonly addHeaders: readonly AddHeader[];
+  /** `add_trailer`: trailers of responses sent in chunks (HTTP/1.1) or over HTTP/2. */
+  readonly addTrailers: readonly AddHeader[];
   readonly proxy: ProxyConf | undefined;
   readonly keepaliveTimeoutMs: number;
   readonly keepaliveRequests: number;
@@ -396,7 +439,8 @@ export interface LocationConf {
   readonly lingering: { readonly close: 'off' | 'on' | 'always'; readonly timeMs: number; readonly timeoutMs: number };
   readonly resetTimedoutConnection: boolean;
   readonly chunkedTransferEncoding: boolean;
-  readonly expires: ExpiresDef;
+  /** `expires`; with variables, parsed per response. */
+  readonly expires: ExpiresDef | { readonly kind: 'variable'; readonly modified: boolean; readonly value: CompiledValue };
   readonly realIp: RealIpConf | undefined;
   readonly authRequest: AuthRequestConf | undefined;
   readonly fastcgi: FastcgiConf | undefined;
@@ -447,6 +491,8 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly passRequestBody: boolean;
   readonly passRequestHeaders: boolean;
   readonly ignoreClientAbort: boolean;
+  /** `fastcgi_catch_stderr`: a header-time STDERR record with one of these strings makes the response invalid. */
+  readonly catchStderr: readonly string[];
 }
 
 /** Real client address settings of the realip module. */
@@ -460,7 +506,11 @@ export interface RealIpConf {
 /** `auth_request URI` with its `auth_request_set` assignments. */
 export interface AuthRequestConf {
   readonly uri: string;
-  readonly sets: readonly { readonly index: number; readonly value: CompiledValue }[];
+  /** `auth_request_set`: the variable's index, the value, and the variable's set handler if it has one (`$args`). */
+  readonly sets: readonly {
+    readonly index: number; readonly value: CompiledValue;
+    readonly handler: ((r: HttpRequestState, value: string) => string | undefined) | undefined;
+  }[];
 }
 
 /** The compiled configuration. */

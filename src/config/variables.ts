@@ -26,6 +26,11 @@ export interface VariableDef {
   readonly get: (r: HttpRequestState, suffix: string) => string | undefined;
   /** May be assigned with `set` (nginx's `NGX_HTTP_VAR_CHANGEABLE`). */
   readonly changeable?: boolean;
+  /**
+   * What `set` does instead of storing the value (nginx's `set_handler`):
+   * returns an error to log, if any.
+   */
+  readonly set?: (r: HttpRequestState, value: string) => string | undefined;
 }
 
 /** A reference to a variable inside a value: a name, or a regex capture `$1`…`$9`. */
@@ -169,6 +174,11 @@ export class VariableRegistry {
     return index;
   }
 
+  /** The `set_handler` of a built-in variable (`$limit_rate`), if it has one. */
+  setHandler(name: string): VariableDef['set'] {
+    return this.defs.get(name.toLowerCase())?.set;
+  }
+
   /** Index of an indexed variable, or undefined. */
   indexOf(name: string): number | undefined {
     return this.indexed.get(name.toLowerCase())?.index;
@@ -196,13 +206,13 @@ export class VariableRegistry {
     if (idx) return this.indexedGetter(key, idx.index, idx.kind);
     const def = this.defs.get(key);
     if (def) return (r) => def.get(r, '');
-    for (const p of this.prefixes) {
-      if (key.startsWith(p.name) && key.length > p.name.length) {
-        const suffix = key.slice(p.name.length);
-        return (r) => p.get(r, suffix);
-      }
-    }
-    return undefined;
+    // ngx_http_get_variable: the longest prefix the name starts with; the rest may be empty (`$arg_`)
+    let best: VariableDef | undefined;
+    for (const p of this.prefixes) if (key.startsWith(p.name) && (!best || p.name.length > best.name.length)) best = p;
+    if (!best) return undefined;
+    const prefix = best;
+    const suffix = key.slice(prefix.name.length);
+    return (r) => prefix.get(r, suffix);
   }
 
   private indexedGetter(name: string, index: number, kind: IndexedKind): VariableGetter {

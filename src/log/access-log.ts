@@ -31,7 +31,8 @@ export function escapeJson(value: string): string {
 
 /**
  * Compiles a format. Variables that are not found print `-` (nginx's
- * `ngx_http_log_variable`), except with `escape=json`/`none` where they print nothing.
+ * `ngx_http_log_variable`), except with `escape=json`/`none` where they
+ * print nothing; an empty value prints nothing.
  */
 export function compileLogFormat(
   name: string, text: string, escape: 'default' | 'json' | 'none', vars: VariableRegistry,
@@ -46,7 +47,7 @@ export function compileLogFormat(
     const esc = escape === 'default' ? escapeDefault : escape === 'json' ? escapeJson : (v: string) => v;
     parts.push((r) => {
       const v = get(r);
-      return v === undefined || v === '' ? (v === '' && escape !== 'default' ? '' : missing) : esc(v);
+      return v === undefined ? missing : esc(v);
     });
     last = re.lastIndex;
   }

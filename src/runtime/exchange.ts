@@ -11,7 +11,7 @@ import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
 import type { HttpRequestState } from './request.js';
-import { writeHead } from './respond.js';
+import { responseTrailers, writeHead } from './respond.js';
 
 /** Where a response goes. */
 export interface ResponseTarget {
@@ -140,7 +140,11 @@ export class Http2Target implements ClientResponseTarget {
 
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
     writeHead(r, this.res, status, headers);
+    if (r.expectTrailers && !this.headOnly) this.trailersOf = r;
   }
+
+  /** The request whose `add_trailer` trailers end the response, if any. */
+  private trailersOf: HttpRequestState | undefined;
 
   flushHead(): void {
     if (this.bodyStarted || this.res.writableEnded) return;
@@ -210,6 +214,7 @@ export class Http2Target implements ClientResponseTarget {
   end(chunk?: Buffer | string): void {
     this.bodyStarted = true;
     if (chunk !== undefined) this.bytesSent += chunk.length;
+    if (this.trailersOf) this.res.addTrailers(Object.fromEntries(responseTrailers(this.trailersOf)));
     if (chunk === undefined) this.res.end();
     else (this.res as NodeJS.WritableStream).end(chunk);
   }

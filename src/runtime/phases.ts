@@ -169,7 +169,7 @@ const OPTIONAL_NO_CA = new Set([
  * (`client sent no required SSL certificate`); both answer 400 on the wire.
  */
 function clientCertificateRefusal(r: HttpRequestState): { status: number; message: string } | undefined {
-  const verify = r.server.tls?.verifyClient ?? 'off';
+  const verify = r.server.verifyClient;
   const tls = r.conn.tls;
   if (verify === 'off' || !tls) return undefined;
   const result = tls.clientVerify;
@@ -193,7 +193,7 @@ function misdirected(r: HttpRequestState, set: ServerSet, host: string): Virtual
   const sniServer = matchServer(set, sni);
   if (!sniServer) return undefined;
   const hostServer = matchServer(set, host) ?? set.defaultServer;
-  return (hostServer.tls?.verifyClient ?? 'off') !== 'off' ? sniServer : undefined;
+  return hostServer.verifyClient !== 'off' ? sniServer : undefined;
 }
 
 /**
@@ -256,9 +256,20 @@ function http2Target(r: HttpRequestState): { uri: string; args: string; host: st
 async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: ClientRequestHead): Promise<void> {
   const { r, cx } = ex;
   try {
-    if (head.refusal) return await refuse(ex, set, head.parsed?.host ?? '', head.refusal);
+    if (head.refusal) {
+      // $uri and $args as far as they were made (empty for a request refused for its URI)
+      if (head.parsed) {
+        r.uri = head.parsed.uri;
+        r.args = head.parsed.args;
+      }
+      return await refuse(ex, set, head.parsed?.host ?? '', head.refusal);
+    }
     const target = head.parsed ?? http2Target(r);
-    if ('status' in target) return await refuse(ex, set, '', target);
+    if ('status' in target) {
+      // nginx never set r->uri: $uri is empty in the access log
+      if (target.reading === 'request line') r.uri = '';
+      return await refuse(ex, set, '', target);
+    }
     r.uri = target.uri;
     r.args = target.args;
     const host = target.host;
@@ -291,11 +302,16 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: C
 // each async layer would add promise ticks to every request. Their
 // exceptions reach runPhases' try/catch either way.
 
+/** Logs what a script's `set` of a built-in variable refused, at level error as nginx. */
+function scriptErrors(ex: Exchange): (message: string) => void {
+  return (message) => logRequest(ex.cx, ex.r, 'error', message);
+}
+
 /** Runs a request from the server rewrite phase (a new request, or after an internal redirect). */
 export function fromServerRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   r.loc = r.server.conf;
-  const outcome = runScript(r.server.script, r);
+  const outcome = runScript(r.server.script, r, scriptErrors(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   return findConfig(ex);
 }
@@ -318,7 +334,7 @@ function findConfig(ex: Exchange): Promise<void> {
       logRequest(ex.cx, r, 'error', `client intended to send too large body: ${length} bytes`);
       return finalize(ex, 413);
     }
-    const outcome = runScript(r.loc.script, r);
+    const outcome = runScript(r.loc.script, r, scriptErrors(ex));
     if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
     if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) {
       if (!countUriChange(ex, 'processing')) return finalize(ex, 500);
@@ -446,7 +462,7 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
   r.location = loc;
   r.loc = loc.conf;
   r.internal = true;
-  const outcome = runScript(r.loc.script, r);
+  const outcome = runScript(r.loc.script, r, scriptErrors(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) return findConfig(ex);
   return afterRewrite(ex);

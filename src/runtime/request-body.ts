@@ -132,14 +132,45 @@ export function watchReadTimeout(stream: Readable, timeoutMs: number, onTimeout:
  * at most that much larger than this limit may stay in memory in nginx.)
  */
 function memoryLimit(r: HttpRequestState): number {
+  return r.loc.clientBodyInFileOnly !== 'off' ? -1 : bufferLimit(r);
+}
+
+/** The bytes of a body nginx's body buffer holds whole (see `memoryLimit`). */
+function bufferLimit(r: HttpRequestState): number {
   const { loc } = r;
-  if (loc.clientBodyInFileOnly !== 'off') return -1;
   const buffer = loc.clientBodyBufferSizeBytes;
   const declared = r.headers['content-length'];
   if (declared === undefined || r.headers['transfer-encoding'] !== undefined) return buffer;
   const length = Number(declared);
   if (r.protocol === 'HTTP/2.0') return length <= buffer ? length : buffer;
   return length < buffer + (buffer >> 2) ? length : buffer;
+}
+
+/** Streams whose data `keepPassedBody` already keeps. */
+const kept = new WeakSet<Readable>();
+
+/**
+ * `$request_body` of a body passed on as it arrives (`proxy_request_buffering
+ * off`): nginx's body buffers still hold it once read when it fits them
+ * (`r->request_body->bufs`), so it is kept here up to the same size, and
+ * is the request's body once complete; a larger one is not kept.
+ */
+export function keepPassedBody(r: HttpRequestState, stream: Readable): void {
+  if (kept.has(stream)) return;
+  kept.add(stream);
+  const limit = bufferLimit(r);
+  let chunks: Buffer[] | undefined = [];
+  let size = 0;
+  // the stream is paused (watchReadTimeout): a listener added now takes nothing from the upstream request
+  stream.on('data', (chunk: Buffer) => {
+    if (!chunks) return;
+    size += chunk.length;
+    if (size <= limit) chunks.push(chunk);
+    else chunks = undefined;
+  });
+  stream.once('end', () => {
+    if (chunks) r.requestBody = { kind: 'memory', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
+  });
 }
 
 /** Opens the body's temp file and has it closed (and removed with `client_body_in_file_only clean`) when the request ends. */
@@ -268,6 +299,11 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
   }
   // the length read is the request's from now on (`$content_length` of a chunked body)
   r.bodyLength = size;
-  if (file) return { kind: 'file', file, size, clean: r.loc.clientBodyInFileOnly === 'clean' };
-  return { kind: 'memory', data: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
+  if (file) {
+    r.requestBody = { kind: 'file', path: file.path };
+    return { kind: 'file', file, size, clean: r.loc.clientBodyInFileOnly === 'clean' };
+  }
+  const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  r.requestBody = { kind: 'memory', data };
+  return { kind: 'memory', data };
 }

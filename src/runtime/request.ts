@@ -25,7 +25,12 @@ export interface ClientConnection {
   readonly acceptedAtMs: number;
 }
 
-/** The upstream exchange of a request, for `$upstream_*` and the error log's `upstream:` field. */
+/**
+ * One attempt of a request at an upstream peer (nginx's
+ * `ngx_http_upstream_state_t`), for `$upstream_*` and the error log's
+ * `upstream:` field. Times are milliseconds from the start of the attempt;
+ * undefined prints as `-`.
+ */
 export interface UpstreamState {
   /** `scheme://host:port/uri` as nginx prints it in the error log (schema + peer name + uri). */
   logName: string;
@@ -33,15 +38,34 @@ export interface UpstreamState {
   addr: string;
   /** `$upstream_status`, `undefined` until a status line arrived. */
   status: number | undefined;
-  /** Milliseconds from the start of the upstream request to its response header, once known (`$upstream_response_time`). */
+  /** When the attempt started, in ms since the epoch (nginx's `u->start_time`). */
+  readonly startMs: number;
+  /** `$upstream_connect_time`: until the connection was ready (TLS included). */
+  connectTimeMs: number | undefined;
+  /** `$upstream_header_time`: until the response header was read. */
   headerTimeMs: number | undefined;
+  /** `$upstream_response_time`: until the attempt ended; undefined while it runs. */
+  responseTimeMs: number | undefined;
+  /** `$upstream_response_length`: body bytes received, set when the attempt ends. */
+  responseLength: number;
+  /** `$upstream_bytes_received`: bytes read from the peer's connection so far. */
+  bytesReceived: number;
+  /** `$upstream_bytes_sent`: bytes written to the peer's connection, set when the attempt ends. */
+  bytesSent: number;
   /** Response headers of the upstream as received, names and values alternating, for `$upstream_http_*`. */
   headers: readonly string[];
-  /**
-   * Earlier attempts of the request at other peers (`proxy_next_upstream`):
-   * their `$upstream_addr` and `$upstream_status`, comma-separated as nginx prints them.
-   */
-  readonly earlier?: { readonly addrs: string; readonly statuses: string } | undefined;
+  /** Response trailers of the upstream, names and values alternating, for `$upstream_trailer_*`. */
+  trailers: readonly string[];
+  /** Earlier attempts of the request at other peers (`proxy_next_upstream`), oldest first. */
+  readonly earlier: readonly UpstreamState[];
+}
+
+/** A new attempt at `addr`, started now. */
+export function upstreamAttempt(logName: string, addr: string, earlier: readonly UpstreamState[]): UpstreamState {
+  return {
+    logName, addr, status: undefined, startMs: Date.now(), connectTimeMs: undefined, headerTimeMs: undefined, responseTimeMs: undefined,
+    responseLength: 0, bytesReceived: 0, bytesSent: 0, headers: [], trailers: [], earlier,
+  };
 }
 
 /**
@@ -88,6 +112,11 @@ export class HttpRequestState {
   internal = false;
   /** Cleared by `rewrite … break`: the location prefix no longer applies to `proxy_pass` URIs (nginx's `r->valid_location`). */
   validLocation = true;
+  /**
+   * Cleared when `$args` is set (nginx's `r->valid_unparsed_uri`): a
+   * `proxy_pass` without a URI then sends `$uri?$args`, not the request URI.
+   */
+  validUnparsedUri = true;
   /** Internal redirects and `rewrite … last` cycles so far (nginx allows 10). */
   uriChanges = 0;
   upstream: UpstreamState | undefined;
@@ -104,12 +133,19 @@ export class HttpRequestState {
   /** `$proxy_host` and `$proxy_port` of the upstream request being made. */
   proxyHost: string | undefined;
   proxyPort: string | undefined;
+  /** `$limit_rate` in bytes per second, as `set` made it (jinx does not limit the rate). */
+  limitRate = 0;
   /** Bytes of the response body sent, for `$body_bytes_sent`. */
   bodyBytesSent = 0;
   /** Bytes sent to the client, headers included, for `$bytes_sent`. */
   bytesSent = 0;
   /** Length of the request body once it was read (nginx's `headers_in.content_length_n` after a chunked body). */
   bodyLength: number | undefined;
+  /**
+   * The request body once read whole (`$request_body` when in memory,
+   * `$request_body_file` when in a temp file; nginx's `r->request_body`).
+   */
+  requestBody: { readonly kind: 'memory'; readonly data: Buffer } | { readonly kind: 'file'; readonly path: string } | undefined;
   /** Bytes of the request (line, headers, body), for `$request_length`. */
   requestLength = 0;
   /** Whether the response was sent completely, for `$request_completion`. */
@@ -129,6 +165,15 @@ export class HttpRequestState {
   errStatus: number | undefined;
   /** Headers the response was sent with (lowercase names), for `$sent_http_*`. */
   sentHeaders: Record<string, string | string[] | number | undefined> = {};
+  /**
+   * The response headers while the headers module adds to them (nginx's
+   * `headers_out` during the header filters), for `$sent_http_*` in `add_header`.
+   */
+  outHeaders: readonly (readonly [string, string | readonly string[]])[] | undefined;
+  /** The trailers of the response (`add_trailer`), once made, for `$sent_trailer_*`. */
+  outTrailers: readonly (readonly [string, string])[] | undefined;
+  /** The response ends with `add_trailer`'s trailers (nginx's `r->expect_trailers`). */
+  expectTrailers = false;
   /**
    * The connection timed out (nginx's `c->timedout`): it is closed with a
    * reset when `reset_timedout_connection` is on.

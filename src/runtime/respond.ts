@@ -7,6 +7,7 @@
  */
 import type { Http2ServerResponse } from 'node:http2';
 import type { LocationConf } from '../config/route-table.js';
+import { parseExpires } from '../config/modules/headers.js';
 import { JINX_VERSION } from '../version.js';
 import type { HttpRequestState } from './request.js';
 
@@ -105,44 +106,127 @@ const ADD_HEADER_STATUSES = new Set([200, 201, 204, 206, 301, 302, 303, 304, 307
 
 const HTTP_DATE = (ms: number): string => new Date(ms).toUTCString();
 
+/** Removes every header named `lower` (lowercase) from a list. */
+function dropHeader(headers: [string, string | string[]][], lower: string): void {
+  for (let i = headers.length - 1; i >= 0; i--) if (headers[i]![0].toLowerCase() === lower) headers.splice(i, 1);
+}
+
+/** The `Last-Modified` of a header list in seconds since the epoch, or undefined (nginx's `last_modified_time` -1). */
+function lastModifiedSec(headers: readonly [string, string | string[]][]): number | undefined {
+  const h = headers.find(([n]) => n.toLowerCase() === 'last-modified');
+  const ms = h && typeof h[1] === 'string' ? Date.parse(h[1]) : NaN;
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+}
+
+/** `ngx_next_time`: the next moment (s) at `secondOfDay` local time, today or tomorrow. */
+function nextTimeOfDay(secondOfDay: number, nowSec: number): number {
+  const d = new Date(nowSec * 1000);
+  d.setHours(0, 0, secondOfDay, 0);
+  if (d.getTime() / 1000 > nowSec) return d.getTime() / 1000;
+  d.setDate(d.getDate() + 1);
+  d.setHours(0, 0, secondOfDay, 0);
+  return d.getTime() / 1000;
+}
+
 /**
- * Adds the headers of the headers module to an outgoing header list:
- * `Expires`/`Cache-Control` per `expires`, then each `add_header`
- * (with an empty value meaning "not added"). Subrequests get none
- * (`ngx_http_headers_filter` passes them by).
+ * `ngx_http_set_expires`: `Expires` and one `Cache-Control` in place of the
+ * response's. `seconds` (the configured time, 0 with variables) decides
+ * `no-cache` for a negative time, as nginx reads `conf->expires_time`.
  */
-export function applyHeadersModule(r: HttpRequestState, status: number, headers: [string, string][]): void {
+function setExpires(r: HttpRequestState, headers: [string, string | string[]][]): void {
+  let e = r.loc.expires;
+  const configuredSec = e.kind === 'timed' ? e.seconds : 0;
+  if (e.kind === 'variable') {
+    const parsed = parseExpires(e.value.evaluate(r), e.modified);
+    if (typeof parsed === 'string' || parsed.kind === 'off') return;
+    e = parsed;
+  }
+  if (e.kind === 'off') return;
+  const lastModified = lastModifiedSec(headers);
+  dropHeader(headers, 'expires');
+  dropHeader(headers, 'cache-control');
+  if (e.kind === 'epoch') {
+    headers.push(['Expires', 'Thu, 01 Jan 1970 00:00:01 GMT'], ['Cache-Control', 'no-cache']);
+    return;
+  }
+  if (e.kind === 'max') {
+    headers.push(['Expires', 'Thu, 31 Dec 2037 23:55:55 GMT'], ['Cache-Control', 'max-age=315360000']);
+    return;
+  }
+  const nowMs = Date.now();
+  if (e.seconds === 0 && e.mode !== 'daily') {
+    headers.push(['Expires', HTTP_DATE(nowMs)], ['Cache-Control', 'max-age=0']);
+    return;
+  }
+  const now = Math.floor(nowMs / 1000);
+  let expiresAt: number;
+  let maxAge: number;
+  if (e.mode === 'daily') {
+    expiresAt = nextTimeOfDay(e.seconds, now);
+    maxAge = expiresAt - now;
+  } else if (e.mode === 'access' || lastModified === undefined) {
+    maxAge = e.seconds;
+    expiresAt = now + e.seconds;
+  } else {
+    expiresAt = lastModified + e.seconds;
+    maxAge = expiresAt - now;
+  }
+  headers.push(['Expires', HTTP_DATE(expiresAt * 1000)], ['Cache-Control', configuredSec < 0 || maxAge < 0 ? 'no-cache' : `max-age=${maxAge}`]);
+}
+
+/** Headers `add_header` sets in place of the response's (`ngx_http_set_headers`): an empty value removes it. */
+const REPLACED = new Set(['etag', 'last-modified']);
+
+/**
+ * Adds the headers of the headers module to an outgoing header list
+ * (`ngx_http_headers_filter`): `Expires`/`Cache-Control` per `expires`,
+ * then each `add_header`, its value as it is (nginx 1.30 sends CR and LF in
+ * a value too); an empty value adds nothing, and for `ETag` and
+ * `Last-Modified` removes the response's. Both apply to 200, 201, 204, 206, 301, 302, 303, 304, 307 and
+ * 308 only, `add_header … always` to every status. Subrequests get none.
+ * While the values are evaluated, `$sent_http_*` sees the list built so far.
+ */
+export function applyHeadersModule(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
   r.status = r.errStatus || status;
   if (r.parent) return;
   const conf = r.loc;
   const normal = ADD_HEADER_STATUSES.has(status);
-  const e = conf.expires;
-  if (normal && e.kind !== 'off') {
-    const drop = (n: string): void => {
-      for (let i = headers.length - 1; i >= 0; i--) if (headers[i]![0].toLowerCase() === n) headers.splice(i, 1);
-    };
-    drop('expires');
-    drop('cache-control');
-    if (e.kind === 'epoch') headers.push(['Expires', 'Thu, 01 Jan 1970 00:00:01 GMT'], ['Cache-Control', 'no-cache']);
-    else if (e.kind === 'max') headers.push(['Expires', 'Thu, 31 Dec 2037 23:55:55 GMT'], ['Cache-Control', 'max-age=315360000']);
-    else if (e.kind === 'timed') {
-      const now = Date.now();
-      let expiresAt: number;
-      if (e.mode === 'daily') {
-        const d = new Date(now);
-        d.setHours(0, 0, 0, 0);
-        expiresAt = d.getTime() + e.seconds * 1000;
-        if (expiresAt <= now) expiresAt += 86_400_000;
-      } else expiresAt = now + e.seconds * 1000;
-      const maxAge = Math.round((expiresAt - now) / 1000);
-      headers.push(['Expires', HTTP_DATE(expiresAt)], ['Cache-Control', e.seconds < 0 || maxAge < 0 ? 'no-cache' : `max-age=${maxAge}`]);
+  if (normal && conf.expires.kind !== 'off') setExpires(r, headers);
+  // trailers go in the last chunk: an HTTP/1.1 response with them is sent in chunks (ngx_http_chunked_header_filter)
+  if (conf.addTrailers.some((t) => t.always || normal) && r.protocol !== 'HTTP/1.0') {
+    r.expectTrailers = true;
+    if (r.protocol === 'HTTP/1.1') dropHeader(headers, 'content-length');
+  }
+  if (conf.addHeaders.length === 0) return;
+  r.outHeaders = headers;
+  try {
+    for (const h of conf.addHeaders) {
+      if (!h.always && !normal) continue;
+      const v = h.value.evaluate(r);
+      const lower = h.name.toLowerCase();
+      if (REPLACED.has(lower)) dropHeader(headers, lower);
+      if (v !== '') headers.push([h.name, v]);
     }
+  } finally {
+    r.outHeaders = undefined;
   }
-  for (const h of conf.addHeaders) {
-    if (!h.always && !normal) continue;
-    const v = h.value.evaluate(r);
-    if (v !== '') headers.push([h.name, v]);
+}
+
+/**
+ * The trailers of a response that expects them (`ngx_http_trailers_filter`):
+ * each `add_trailer` that applies to the status, with a value; while they
+ * are made, `$sent_trailer_*` sees those made before.
+ */
+export function responseTrailers(r: HttpRequestState): [string, string][] {
+  const normal = ADD_HEADER_STATUSES.has(r.status);
+  const trailers: [string, string][] = [];
+  r.outTrailers = trailers;
+  for (const t of r.loc.addTrailers) {
+    if (!t.always && !normal) continue;
+    const v = t.value.evaluate(r);
+    if (v !== '') trailers.push([t.name, v]);
   }
+  return trailers;
 }
 
 /** Headers of which a later value replaces an earlier one instead of adding a line. */

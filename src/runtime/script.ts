@@ -56,17 +56,27 @@ function evaluateCondition(op: ScriptOp & { op: 'if' }, r: HttpRequestState): bo
 
 /**
  * Runs `ops` against the request. An `if` that matches inside a location
- * switches the request to the `if` block's settings.
+ * switches the request to the `if` block's settings. `onError` logs what a
+ * variable's set handler refuses (`invalid $limit_rate "…"`).
  */
-export function runScript(ops: readonly ScriptOp[], r: HttpRequestState): ScriptOutcome {
+export function runScript(ops: readonly ScriptOp[], r: HttpRequestState, onError?: (message: string) => void): ScriptOutcome {
   let uriChanged = false;
   const run = (list: readonly ScriptOp[]): ScriptOutcome | undefined => {
     for (const op of list) {
       switch (op.op) {
-        case 'set':
-          r.vars[op.index] = op.value.evaluate(r);
+        case 'set': {
+          const value = op.value.evaluate(r);
+          if (!op.handler) {
+            r.vars[op.index] = value;
+            break;
+          }
+          const error = op.handler(r, value);
+          if (error) onError?.(error);
           break;
+        }
         case 'break':
+          // ngx_http_script_break_code: after a rewrite changed the URI, proxy_pass no longer replaces the location prefix
+          if (uriChanged) r.validLocation = false;
           return { kind: 'break' };
         case 'return':
           return { kind: 'return', code: op.code, text: op.text?.evaluate(r) };

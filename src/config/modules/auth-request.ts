@@ -6,13 +6,14 @@
  */
 import { HTTP_SRV_LOC } from '../flags.js';
 import { DirectiveFailure, fail, listSlot, slot, type DirectiveSpec } from '../spec.js';
-import type { ValueSource } from '../variables.js';
+import type { ValueSource, VariableDef } from '../variables.js';
 
 const AUTH_REQUEST = 'ngx_http_auth_request_module';
 
 /** The subrequest URI, or `off`. */
 export const authRequestUri = slot<string | 'off'>('auth_request', 'off');
-export const authRequestSets = listSlot<{ readonly index: number; readonly value: ValueSource }>('auth_request_set');
+/** `handler`: the variable's set handler (`$args`, `$limit_rate`), called instead of storing the value. */
+export const authRequestSets = listSlot<{ readonly index: number; readonly value: ValueSource; readonly handler: VariableDef['set'] }>('auth_request_set');
 
 export const authRequestDirectives: readonly DirectiveSpec[] = [
   {
@@ -27,8 +28,9 @@ export const authRequestDirectives: readonly DirectiveSpec[] = [
     set: (d, cx) => {
       const name = d.args[0]!;
       if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
-      const index = cx.scope.variables.declare(name.slice(1), { kind: 'set' });
-      cx.level.append(authRequestSets, { index, value: cx.scope.variables.value(d.args[1]!, d.loc) }, d.loc);
+      const vars = cx.scope.variables;
+      const index = vars.declare(name.slice(1), { kind: 'set' });
+      cx.level.append(authRequestSets, { index, value: vars.value(d.args[1]!, d.loc), handler: vars.setHandler(name.slice(1)) }, d.loc);
     },
   },
 ];

@@ -13,7 +13,8 @@ import {
   type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
-import { IGNORE_HEADERS } from './proxy.js';
+import { CACHE_METHODS, IGNORE_HEADERS, parseAccess, parseBind, parseStore } from './proxy.js';
+import { lowatIgnored } from './http-core.js';
 import type { ValueSource } from '../variables.js';
 
 const FASTCGI = 'ngx_http_fastcgi_module';
@@ -48,6 +49,8 @@ export const fastcgiPassHeader = listSlot<string>('fastcgi_pass_header');
 export const fastcgiPassRequestBody = slot('fastcgi_pass_request_body', true);
 export const fastcgiPassRequestHeaders = slot('fastcgi_pass_request_headers', true);
 export const fastcgiIgnoreClientAbort = slot('fastcgi_ignore_client_abort', false);
+/** `fastcgi_catch_stderr`: strings that make a response whose header is not read yet invalid when its stderr has them. */
+export const fastcgiCatchStderr = listSlot<string>('fastcgi_catch_stderr');
 /** Checked against the buffers when the configuration is merged; not used otherwise. */
 export const fastcgiBusyBuffersSize = slot<number | undefined>('fastcgi_busy_buffers_size', undefined);
 export const fastcgiTempFileWriteSize = slot<number | undefined>('fastcgi_temp_file_write_size', undefined);
@@ -91,6 +94,8 @@ function setParam(d: Directive, cx: SetContext): void {
     name: d.args[0]!, value: cx.scope.variables.value(d.args[1]!, d.loc), ifNotEmpty: d.args[2] === 'if_not_empty',
   }, d.loc);
 }
+
+const NO_CACHE = 'jinx does not cache responses';
 
 const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
   noEffect({ name, module: FASTCGI, contexts: HTTP_SRV_LOC, args, note }, r);
@@ -145,6 +150,21 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   noEffect({ name: 'fastcgi_cache_path', module: FASTCGI, contexts: ['http'], args: ['2MORE'], note: 'jinx does not cache responses' }, rule.repeatable(
     (d, cx) => cx.level.append(fastcgiCachePaths, parseCachePath(d, cx, FASTCGI), d.loc),
   )),
-  none('fastcgi_catch_stderr', ['TAKE1'], 'stderr of FastCGI servers is logged, not matched', rule.array),
+  none('fastcgi_cache_min_uses', ['TAKE1'], NO_CACHE, rule.num()),
+  none('fastcgi_cache_max_range_offset', ['TAKE1'], NO_CACHE, rule.off),
+  none('fastcgi_cache_use_stale', ['1MORE'], NO_CACHE, rule.bitmaskOf(...NEXT_UPSTREAM)),
+  none('fastcgi_cache_methods', ['1MORE'], NO_CACHE, rule.bitmaskOf(...CACHE_METHODS)),
+  none('fastcgi_cache_lock', ['FLAG'], NO_CACHE, rule.flag),
+  none('fastcgi_cache_lock_timeout', ['TAKE1'], NO_CACHE, rule.msec),
+  none('fastcgi_cache_lock_age', ['TAKE1'], NO_CACHE, rule.msec),
+  none('fastcgi_cache_revalidate', ['FLAG'], NO_CACHE, rule.flag),
+  none('fastcgi_cache_background_update', ['FLAG'], NO_CACHE, rule.flag),
+  none('fastcgi_store', ['TAKE1'], 'responses are not stored as files', rule.custom(parseStore)),
+  none('fastcgi_store_access', ['TAKE1', 'TAKE2', 'TAKE3'], 'responses are not stored as files', rule.custom(parseAccess)),
+  none('fastcgi_bind', ['TAKE1', 'TAKE2'], 'upstream connections use the address the system chooses', rule.custom(parseBind)),
+  none('fastcgi_limit_rate', ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
+  none('fastcgi_force_ranges', ['FLAG'], 'byte ranges of FastCGI responses are not served', rule.flag),
+  none('fastcgi_send_lowat', ['TAKE1'], 'a kernel tuning knob with no counterpart in jinx', rule.size(lowatIgnored)),
+  runtime('fastcgi_catch_stderr', ['TAKE1'], (d, cx) => cx.level.append(fastcgiCatchStderr, d.args[0]!, d.loc)),
   none('fastcgi_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),
 ];

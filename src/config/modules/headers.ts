@@ -4,43 +4,69 @@
  */
 import { HTTP_SRV_LOC_LIF } from '../flags.js';
 import type { Directive } from '../../parser/ast.js';
-import { DirectiveFailure, fail, listSlot, noEffect, parseTime, rule, slot, type DirectiveSpec, type SetContext } from '../spec.js';
+import { DirectiveFailure, fail, listSlot, parseTime, slot, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
 const HEADERS = 'ngx_http_headers_module';
 
 export const addHeaders = listSlot<{ readonly name: string; readonly value: ValueSource; readonly always: boolean }>('add_header');
+export const addTrailers = listSlot<{ readonly name: string; readonly value: ValueSource; readonly always: boolean }>('add_trailer');
 
-/** `expires`: how Expires and Cache-Control are set (`ngx_http_parse_expires`). */
+/**
+ * `expires` as nginx parses it (`ngx_http_parse_expires`): `off`, `epoch`,
+ * `max`, or a time in seconds from the access (`+`/`-`), from the
+ * response's `Last-Modified` (`modified`), or a time of day (`@`).
+ */
 export type ExpiresDef =
   | { readonly kind: 'off' }
   | { readonly kind: 'epoch' }
   | { readonly kind: 'max' }
   | { readonly kind: 'timed'; readonly mode: 'access' | 'modified' | 'daily'; readonly seconds: number };
 
-export const expires = slot<ExpiresDef>('expires', { kind: 'off' });
+/** `expires [modified] VALUE` with variables: parsed per response (an invalid value sets nothing). */
+export interface ExpiresValueDef {
+  readonly kind: 'variable';
+  readonly modified: boolean;
+  readonly value: ValueSource;
+}
 
-function parseExpires(args: readonly string[]): ExpiresDef {
-  let modified = false;
-  let value = args[0]!;
-  if (args.length === 2) {
-    if (args[0] !== 'modified') throw new DirectiveFailure('invalid value');
-    modified = true;
-    value = args[1]!;
-  }
+export const expires = slot<ExpiresDef | ExpiresValueDef>('expires', { kind: 'off' });
+
+/**
+ * `ngx_http_parse_expires`: the value of `expires` (after `modified`, when
+ * `modified` is true). Returns the setting or nginx's error text.
+ */
+export function parseExpires(text: string, modified: boolean): ExpiresDef | string {
+  let value = text;
   if (!modified && (value === 'epoch' || value === 'max' || value === 'off')) return { kind: value };
   let mode: 'access' | 'modified' | 'daily' = modified ? 'modified' : 'access';
   let sign = 1;
   if (value.startsWith('@')) {
-    if (modified) throw new DirectiveFailure('daily time cannot be used with "modified" parameter');
+    if (modified) return 'daily time cannot be used with "modified" parameter';
     mode = 'daily';
     value = value.slice(1);
   } else if (value.startsWith('+')) value = value.slice(1);
   else if (value.startsWith('-')) [sign, value] = [-1, value.slice(1)];
   const seconds = parseTime(value, true);
-  if (seconds === undefined) throw new DirectiveFailure('invalid value');
-  if (mode === 'daily' && seconds > 24 * 60 * 60) throw new DirectiveFailure('daily time value must be less than 24 hours');
+  if (seconds === undefined) return 'invalid value';
+  if (mode === 'daily' && seconds > 24 * 60 * 60) return 'daily time value must be less than 24 hours';
   return { kind: 'timed', mode, seconds: sign * seconds };
+}
+
+/** `ngx_http_headers_expires`: `modified` first when there are two words; a value with variables is parsed per response. */
+function setExpires(d: Directive, cx: SetContext): void {
+  if (cx.level.own(expires)) throw new DirectiveFailure('is duplicate');
+  if (d.args.length === 2 && d.args[0] !== 'modified') throw new DirectiveFailure('invalid value');
+  const modified = d.args.length === 2;
+  const text = d.args[d.args.length - 1]!;
+  const value = cx.scope.variables.value(text, d.loc);
+  if (value.parts.some((p) => typeof p !== 'string')) {
+    cx.level.set(expires, { kind: 'variable', modified, value }, d.loc);
+    return;
+  }
+  const parsed = parseExpires(text, modified);
+  if (typeof parsed === 'string') throw new DirectiveFailure(parsed);
+  cx.level.set(expires, parsed, d.loc);
 }
 
 /**
@@ -60,13 +86,10 @@ export const headersDirectives: readonly DirectiveSpec[] = [
   },
   {
     name: 'expires', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE1', 'TAKE2'], effect: 'runtime',
-    set: (d, cx) => {
-      if (cx.level.own(expires)) throw new DirectiveFailure('is duplicate');
-      cx.level.set(expires, parseExpires(d.args), d.loc);
-    },
+    set: setExpires,
   },
-  noEffect(
-    { name: 'add_trailer', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE2', 'TAKE3'], note: 'responses are sent without trailers' },
-    rule.repeatable((d, cx) => void parseHeader(d, cx)),
-  ),
+  {
+    name: 'add_trailer', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE2', 'TAKE3'], effect: 'runtime',
+    set: (d, cx) => cx.level.append(addTrailers, parseHeader(d, cx), d.loc),
+  },
 ];

@@ -14,8 +14,9 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { isIP } from 'node:net';
 import type { VariableDef } from '../variables.js';
-import type { HttpRequestState } from '../../runtime/request.js';
+import type { HttpRequestState, UpstreamState } from '../../runtime/request.js';
 import { NGINX_VERSION } from '../../version.js';
+import { parseSize } from '../spec.js';
 import { fastcgiSplit } from '../../runtime/fastcgi-split.js';
 import { basicCredentials } from '../../runtime/credentials.js';
 import type { ClientCertificate } from '../../runtime/tls-details.js';
@@ -41,13 +42,26 @@ export function timeIso8601(ms: number): string {
   return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}T${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`;
 }
 
-/** A request header by its variable name (`http_user_agent` → `user-agent`); repeated headers are joined. */
+/**
+ * `$http_NAME`: the request header(s) whose name, lowercased with `-` as
+ * `_`, is NAME, as received; repeated ones joined with ", " (`; ` for
+ * Cookie), as `ngx_http_variable_unknown_header` and
+ * `ngx_http_variable_cookies` do (node:http keeps only the first of some
+ * headers, so the raw list is read).
+ */
 function requestHeader(r: HttpRequestState, name: string): string | undefined {
-  const key = name.replace(/_/g, '-');
-  const v = r.headers[key];
-  if (v === undefined) return undefined;
-  if (Array.isArray(v)) return v.join(key === 'cookie' ? '; ' : ', ');
-  return v;
+  const raw = r.rawHeaders;
+  const sep = name === 'cookie' ? '; ' : ', ';
+  let out: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i]!;
+    if (n.length !== name.length || n.toLowerCase().replace(/-/g, '_') !== name) continue;
+    out = out === undefined ? raw[i + 1]! : `${out}${sep}${raw[i + 1]!}`;
+  }
+  if (out !== undefined || name !== 'host') return out;
+  // an HTTP/2 request's :authority, which node:http2 shows as its host
+  const host = r.headers.host;
+  return Array.isArray(host) ? host.join(', ') : host;
 }
 
 /** One argument of the query string (`$arg_NAME`), matched case-insensitively as nginx does. */
@@ -73,15 +87,38 @@ function cookie(r: HttpRequestState, name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * `$sent_http_NAME`: the response header(s) of that name, joined with ", ".
+ * While the headers module adds its headers, those added so far
+ * (nginx's `headers_out` as the header filters build it); once sent, the
+ * headers as sent.
+ */
 function sentHeader(r: HttpRequestState, name: string): string | undefined {
-  const v = r.sentHeaders[name.replace(/_/g, '-')];
+  const key = name.replace(/_/g, '-');
+  if (r.outHeaders) return fieldOf(r.outHeaders, key);
+  const v = r.sentHeaders[key];
   if (v === undefined) return undefined;
   return Array.isArray(v) ? v.join(', ') : String(v);
 }
 
-/** `$upstream_http_NAME`: the upstream's header(s) of that name, joined with ", ". */
-function upstreamHeader(r: HttpRequestState, name: string): string | undefined {
-  const raw = r.upstream?.headers;
+/** `$sent_trailer_NAME`: the response trailer(s) of that name (`add_trailer`), joined with ", ". */
+function sentTrailer(r: HttpRequestState, name: string): string | undefined {
+  return r.outTrailers ? fieldOf(r.outTrailers, name.replace(/_/g, '-')) : undefined;
+}
+
+/** The values of the fields named `key` (lowercase) in a list, joined with ", "; undefined when none. */
+function fieldOf(fields: readonly (readonly [string, string | readonly string[]])[], key: string): string | undefined {
+  let out: string | undefined;
+  for (const [n, v] of fields) {
+    if (n.length !== key.length || n.toLowerCase() !== key) continue;
+    const text = typeof v === 'string' ? v : v.join(', ');
+    out = out === undefined ? text : `${out}, ${text}`;
+  }
+  return out;
+}
+
+/** `$upstream_http_NAME` and `$upstream_trailer_NAME`: the upstream's fields of that name, joined with ", ". */
+function upstreamField(raw: readonly string[] | undefined, name: string): string | undefined {
   if (!raw) return undefined;
   const wanted = name.replace(/_/g, '-');
   let out: string | undefined;
@@ -91,26 +128,108 @@ function upstreamHeader(r: HttpRequestState, name: string): string | undefined {
   return out;
 }
 
-/** `$upstream_response_time` and the like: seconds with millisecond resolution. */
-function upstreamTime(r: HttpRequestState): string | undefined {
-  const ms = r.upstream?.headerTimeMs;
-  return ms === undefined ? undefined : (ms / 1000).toFixed(3);
+/**
+ * `$upstream_cookie_NAME`: the value of cookie NAME in the upstream's
+ * `Set-Cookie` headers, the first that sets it (`ngx_http_parse_set_cookie_lines`:
+ * the name is the start of a header's value, matched case-insensitively; the
+ * value ends at `;`).
+ */
+function upstreamCookie(r: HttpRequestState, name: string): string | undefined {
+  const raw = r.upstream?.headers;
+  if (!raw) return undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length !== 10 || raw[i]!.toLowerCase() !== 'set-cookie') continue;
+    const value = raw[i + 1]!;
+    if (value.length <= name.length || value[name.length] !== '=' || value.slice(0, name.length).toLowerCase() !== name) continue;
+    const end = value.indexOf(';', name.length + 1);
+    return value.slice(name.length + 1, end === -1 ? undefined : end);
+  }
+  return undefined;
 }
 
-/** `$upstream_addr`: every peer tried, comma-separated. */
-function upstreamAddr(r: HttpRequestState): string | undefined {
+/**
+ * The attempts of a request at upstream peers, oldest first; undefined
+ * before the first (nginx's empty `r->upstream_states`: "not found").
+ */
+function attempts(r: HttpRequestState): readonly UpstreamState[] | undefined {
   const up = r.upstream;
-  if (!up) return undefined;
-  return up.earlier ? `${up.earlier.addrs}, ${up.addr}` : up.addr;
+  return up ? [...up.earlier, up] : undefined;
 }
 
-/** `$upstream_status`: the status of every attempt, comma-separated (`-` when none arrived). */
-function upstreamStatus(r: HttpRequestState): string | undefined {
-  const up = r.upstream;
-  if (!up) return undefined;
-  const status = up.status === undefined ? '-' : String(up.status);
-  if (up.earlier) return `${up.earlier.statuses}, ${status}`;
-  return up.status === undefined ? undefined : status;
+/**
+ * An `$upstream_*` variable: one value per attempt, joined with ", "
+ * (`ngx_http_upstream_addr_variable` and its neighbours).
+ */
+function perAttempt(value: (state: UpstreamState) => string): (r: HttpRequestState) => string | undefined {
+  return (r) => attempts(r)?.map(value).join(', ');
+}
+
+/** `$upstream_response_time` and the like: seconds with millisecond resolution, `-` when not known. */
+const seconds = (ms: number | undefined): string => (ms === undefined ? '-' : (Math.max(ms, 0) / 1000).toFixed(3));
+
+/** `$upstream_status`: `-` for an attempt that got no status. */
+const statusText = (s: UpstreamState): string => (s.status === undefined ? '-' : String(s.status));
+
+/**
+ * `$tcpinfo_*`: Node.js offers no `getsockopt(TCP_INFO)`, so these are "not
+ * found", as in nginx on a system without `TCP_INFO`.
+ */
+const noTcpInfo = (): undefined => undefined;
+
+/** `$http2`: `h2` over TLS, `h2c` in clear text, empty for other protocols (`ngx_http_v2_variable`). */
+function http2Protocol(r: HttpRequestState): string {
+  const main = r.parent ?? r;
+  if (main.protocol !== 'HTTP/2.0') return '';
+  return main.scheme === 'https' ? 'h2' : 'h2c';
+}
+
+/** Whether the request says it has a body (a length or `Transfer-Encoding`). */
+function hasBody(r: HttpRequestState): boolean {
+  return r.headers['content-length'] !== undefined || r.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * `$proxy_internal_body_length`: the length of the body sent upstream, when
+ * known (`proxy_set_body`'s value, the body read whole, or the declared length).
+ */
+function proxyBodyLength(r: HttpRequestState): string | undefined {
+  const set = r.loc.proxy?.setBody;
+  if (set) return String(Buffer.byteLength(set.evaluate(r), 'latin1'));
+  if (r.bodyLength !== undefined) return String(r.bodyLength);
+  return r.headers['content-length'];
+}
+
+/** `$request_body`: the body when it was read into memory (`ngx_http_variable_request_body`). */
+function requestBody(r: HttpRequestState): string | undefined {
+  const body = (r.parent ?? r).requestBody;
+  // an empty body leaves nginx's buffer chain empty: not found
+  return body?.kind === 'memory' && body.data.length > 0 ? body.data.toString('latin1') : undefined;
+}
+
+/** `$request_body_file`: the temp file holding the body, when it was written to one. */
+function requestBodyFile(r: HttpRequestState): string | undefined {
+  const body = (r.parent ?? r).requestBody;
+  return body?.kind === 'file' ? body.path : undefined;
+}
+
+/** `$binary_remote_addr`: the client address in network byte order, 4 or 16 bytes. */
+function binaryAddress(addr: string): string {
+  const family = isIP(addr);
+  if (family === 4) return Buffer.from(addr.split('.').map(Number)).toString('latin1');
+  if (family !== 6) return addr;
+  const [head, tail] = addr.includes('::') ? addr.split('::') as [string, string] : [addr, undefined];
+  const groups = (text: string): string[] => (text === '' ? [] : text.split(':'));
+  const expand = (parts: string[]): number[] => parts.flatMap((g) => {
+    if (!g.includes('.')) return [parseInt(g, 16)];
+    const [a, b, c, d] = g.split('.').map(Number) as [number, number, number, number];
+    return [(a << 8) | b, (c << 8) | d];
+  });
+  const front = expand(groups(head));
+  const back = tail === undefined ? [] : expand(groups(tail));
+  const words = [...front, ...new Array<number>(8 - front.length - back.length).fill(0), ...back];
+  const out = Buffer.alloc(16);
+  words.forEach((w, i) => out.writeUInt16BE(w, i * 2));
+  return out.toString('latin1');
 }
 
 /**
@@ -120,7 +239,7 @@ function upstreamStatus(r: HttpRequestState): string | undefined {
  * a server that does not ask ignores it, as if it had not been sent.
  */
 function clientCertificate(r: HttpRequestState): ClientCertificate | undefined {
-  if ((r.server.tls?.verifyClient ?? 'off') === 'off') return undefined;
+  if (r.server.verifyClient === 'off') return undefined;
   return r.conn.tls?.clientCertificate;
 }
 
@@ -132,14 +251,11 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'arg_', prefix: true, get: (r, n) => argument(r.args, n) },
   { name: 'cookie_', prefix: true, get: cookie },
   { name: 'sent_http_', prefix: true, get: sentHeader },
-  { name: 'upstream_http_', prefix: true, get: upstreamHeader },
+  { name: 'sent_trailer_', prefix: true, get: (r, n) => sentTrailer(r, n) },
   { name: 'host', get: (r) => r.host },
   { name: 'remote_addr', get: (r) => r.clientAddr },
   { name: 'remote_port', get: (r) => String(r.clientPort) },
-  {
-    name: 'binary_remote_addr',
-    get: (r) => (isIP(r.clientAddr) === 4 ? Buffer.from(r.clientAddr.split('.').map(Number)).toString('latin1') : r.clientAddr),
-  },
+  { name: 'binary_remote_addr', get: (r) => binaryAddress(r.clientAddr) },
   { name: 'realip_remote_addr', get: (r) => r.conn.peerAddr },
   { name: 'realip_remote_port', get: (r) => String(r.conn.peerPort) },
   { name: 'remote_user', get: (r) => basicCredentials(r.headers.authorization)?.user },
@@ -158,8 +274,17 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'document_root', get: (r) => r.documentRoot() },
   { name: 'realpath_root', get: (r) => r.documentRoot() },
   { name: 'request_filename', get: (r) => r.requestFilename() },
-  { name: 'args', get: (r) => r.args, changeable: true },
-  { name: 'query_string', get: (r) => r.args },
+  // without arguments, "not found" (nginx's args.data is NULL without a `?`; jinx does not tell `/?` apart)
+  {
+    // ngx_http_variable_set_args: the request's arguments change, and so does the URI proxy_pass sends
+    name: 'args', get: (r) => r.args || undefined, changeable: true,
+    set: (r, value) => {
+      r.args = value;
+      r.validUnparsedUri = false;
+      return undefined;
+    },
+  },
+  { name: 'query_string', get: (r) => r.args || undefined },
   { name: 'is_args', get: (r) => (r.args ? '?' : '') },
   { name: 'request_method', get: (r) => r.mainMethod },
   { name: 'content_type', get: (r) => requestHeader(r, 'content_type') },
@@ -188,9 +313,29 @@ export const httpVariables: readonly VariableDef[] = [
     },
   },
   { name: 'request_completion', get: (r) => (r.completed ? 'OK' : '') },
-  { name: 'limit_rate', get: () => '0', changeable: true },
-  { name: 'proxy_host', get: (r) => r.proxyHost },
-  { name: 'proxy_port', get: (r) => r.proxyPort },
+  { name: 'request_body', get: requestBody },
+  { name: 'request_body_file', get: requestBodyFile },
+  { name: 'tcpinfo_rtt', get: noTcpInfo },
+  { name: 'tcpinfo_rttvar', get: noTcpInfo },
+  { name: 'tcpinfo_snd_cwnd', get: noTcpInfo },
+  { name: 'tcpinfo_rcv_space', get: noTcpInfo },
+  // ngx_http_v2_vars (src/http/v2/ngx_http_v2_module.c)
+  { name: 'http2', get: http2Protocol },
+  {
+    // jinx does not limit the rate: the variable keeps what `set` gave it (ngx_http_variable_set_limit_rate)
+    name: 'limit_rate', get: (r) => String(r.limitRate), changeable: true,
+    set: (r, value) => {
+      const bytes = parseSize(value);
+      if (bytes === undefined) return `invalid $limit_rate "${value}"`;
+      r.limitRate = bytes;
+      return undefined;
+    },
+  },
+  { name: 'proxy_host', get: (r) => r.proxyHost, changeable: true },
+  { name: 'proxy_port', get: (r) => r.proxyPort, changeable: true },
+  // ngx_http_proxy_vars: the body's framing of the upstream request, as the proxy module sends it
+  { name: 'proxy_internal_body_length', get: proxyBodyLength },
+  { name: 'proxy_internal_chunked', get: (r) => (proxyBodyLength(r) === undefined && hasBody(r) ? 'chunked' : undefined) },
   {
     name: 'proxy_add_x_forwarded_for',
     get: (r) => {
@@ -198,12 +343,19 @@ export const httpVariables: readonly VariableDef[] = [
       return xff === undefined ? r.clientAddr : `${xff}, ${r.clientAddr}`;
     },
   },
-  { name: 'upstream_addr', get: upstreamAddr },
-  { name: 'upstream_status', get: upstreamStatus },
+  // ngx_http_upstream_vars (src/http/ngx_http_upstream.c)
+  { name: 'upstream_addr', get: perAttempt((s) => s.addr) },
+  { name: 'upstream_status', get: perAttempt(statusText) },
+  { name: 'upstream_connect_time', get: perAttempt((s) => seconds(s.connectTimeMs)) },
+  { name: 'upstream_header_time', get: perAttempt((s) => seconds(s.headerTimeMs)) },
+  { name: 'upstream_response_time', get: perAttempt((s) => seconds(s.responseTimeMs)) },
+  { name: 'upstream_response_length', get: perAttempt((s) => String(s.responseLength)) },
+  { name: 'upstream_bytes_received', get: perAttempt((s) => String(s.bytesReceived)) },
+  { name: 'upstream_bytes_sent', get: perAttempt((s) => String(s.bytesSent)) },
   { name: 'upstream_cache_status', get: () => undefined },
-  { name: 'upstream_response_time', get: upstreamTime },
-  { name: 'upstream_connect_time', get: upstreamTime },
-  { name: 'upstream_header_time', get: upstreamTime },
+  { name: 'upstream_http_', prefix: true, get: (r, n) => upstreamField(r.upstream?.headers, n) },
+  { name: 'upstream_trailer_', prefix: true, get: (r, n) => upstreamField(r.upstream?.trailers, n) },
+  { name: 'upstream_cookie_', prefix: true, get: upstreamCookie },
   { name: 'gzip_ratio', get: () => undefined },
   // ngx_http_ssl_vars (src/http/modules/ngx_http_ssl_module.c), all changeable as there; not found without TLS
   { name: 'ssl_protocol', get: (r) => r.conn.tls?.protocol, changeable: true },

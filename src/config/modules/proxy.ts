@@ -6,9 +6,12 @@ import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
   bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule,
-  sizeSetter, slot, strSetter, valueSetter, type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
+  sizeSetter, slot, strSetter, valueSetter, type DirectiveSpec, type ListSlot, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
+import { compileRegex, type NginxRegex } from '../regex.js';
+import { parseCertificateCache, readPasswordFile } from './ssl.js';
+import { isIP } from 'node:net';
 import type { ValueSource } from '../variables.js';
 import { locationDef, lowatIgnored } from './http-core.js';
 
@@ -65,7 +68,12 @@ export const proxyNextUpstreamTries = slot('proxy_next_upstream_tries', 0);
 /** 0: no time limit for passing a request to the next server. */
 export const proxyNextUpstreamTimeoutMs = slot('proxy_next_upstream_timeout', 0);
 /** `proxy_redirect`: `default`, `off`, or FROM TO pairs (list semantics; `off` clears). */
-export const proxyRedirect = listSlot<{ readonly from: ValueSource; readonly to: ValueSource } | 'default' | 'off'>('proxy_redirect');
+export const proxyRedirect = listSlot<RedirectDef | 'default' | 'off'>('proxy_redirect');
+
+/** A `proxy_redirect REDIRECT REPLACEMENT` rule: a prefix with variables, or `~REGEX` (`~*` case-insensitive). */
+export type RedirectDef =
+  | { readonly from: ValueSource; readonly to: ValueSource }
+  | { readonly regex: NginxRegex; readonly to: ValueSource };
 
 // Upstream TLS, with the defaults of `ngx_http_proxy_merge_loc_conf`
 // (`src/http/modules/ngx_http_proxy_module.c`); read when the configuration
@@ -87,6 +95,93 @@ export const proxySslCiphers = slot('proxy_ssl_ciphers', 'DEFAULT');
 export const proxySslCertificate = slot<ValueSource | undefined>('proxy_ssl_certificate', undefined);
 export const proxySslCertificateKey = slot<ValueSource | undefined>('proxy_ssl_certificate_key', undefined);
 export const proxySslSessionReuse = slot('proxy_ssl_session_reuse', true);
+
+/** `proxy_method`: the method of the upstream request (with variables); unset: the client's. */
+export const proxyMethod = slot<ValueSource | undefined>('proxy_method', undefined);
+/** `proxy_set_body`: the body sent upstream in place of the client's (with variables). */
+export const proxySetBody = slot<ValueSource | undefined>('proxy_set_body', undefined);
+/** `proxy_ssl_password_file`: the passphrases tried on an encrypted `proxy_ssl_certificate_key`. */
+export const proxySslPasswords = slot<readonly string[] | undefined>('proxy_ssl_password_file', undefined);
+/** `proxy_ssl_crl`: revoked certificates, checked with `proxy_ssl_verify`; as written, resolved against the configuration directory. */
+export const proxySslCrl = slot<string | undefined>('proxy_ssl_crl', undefined);
+
+/**
+ * One rule of `proxy_cookie_domain` or `proxy_cookie_path`: a value to
+ * compare (with variables) or a regex, and the replacement.
+ */
+export interface CookieRewriteDef {
+  readonly match: { readonly kind: 'value'; readonly value: ValueSource } | { readonly kind: 'regex'; readonly regex: NginxRegex };
+  readonly replacement: ValueSource;
+}
+
+/** One rule of `proxy_cookie_flags`: the cookie (a name with variables, or a regex) and up to three flags (with variables). */
+export interface CookieFlagsDef {
+  readonly cookie: { readonly kind: 'value'; readonly value: ValueSource } | { readonly kind: 'regex'; readonly regex: NginxRegex };
+  readonly flags: readonly ValueSource[];
+}
+
+/** `off` at a level stops the rules of the levels above (nginx's NULL array). */
+export const proxyCookieDomain = listSlot<CookieRewriteDef | 'off'>('proxy_cookie_domain');
+export const proxyCookiePath = listSlot<CookieRewriteDef | 'off'>('proxy_cookie_path');
+export const proxyCookieFlags = listSlot<CookieFlagsDef | 'off'>('proxy_cookie_flags');
+
+/**
+ * The shared part of `ngx_http_proxy_cookie_domain`, `…_path` and
+ * `…_flags`: `off` alone, once, or rules; either twice at a level is a
+ * duplicate. Returns false when the directive was `off`.
+ * @throws DirectiveFailure `is duplicate`, `invalid parameter "…"`
+ */
+function cookieRuleStart<T>(d: Directive, cx: SetContext, s: ListSlot<T | 'off'>): boolean {
+  const own = cx.level.ownList(s);
+  if (own?.some((e) => e.value === 'off')) throw new DirectiveFailure('is duplicate');
+  if (d.args.length > 1) return true;
+  if (d.args[0] !== 'off') fail(`invalid parameter "${d.args[0]}"`);
+  if (own) throw new DirectiveFailure('is duplicate');
+  cx.level.append(s, 'off', d.loc);
+  return false;
+}
+
+/**
+ * `proxy_cookie_domain off | DOMAIN REPLACEMENT`: a leading `.` of both is
+ * dropped; `~REGEX` matches case-insensitively.
+ */
+function setCookieDomain(d: Directive, cx: SetContext): void {
+  if (!cookieRuleStart(d, cx, proxyCookieDomain)) return;
+  const vars = cx.scope.variables;
+  let [from, to] = [d.args[0]!, d.args[1]!];
+  let match: CookieRewriteDef['match'];
+  if (from.startsWith('~')) match = { kind: 'regex', regex: compileRegex(from.slice(1), true) };
+  else {
+    if (from.startsWith('.')) from = from.slice(1);
+    if (to.startsWith('.')) to = to.slice(1);
+    match = { kind: 'value', value: vars.value(from, d.loc) };
+  }
+  cx.level.append(proxyCookieDomain, { match, replacement: vars.value(to, d.loc) }, d.loc);
+}
+
+/** `proxy_cookie_path off | PATH REPLACEMENT`: a prefix, or `~REGEX` (`~*` case-insensitive). */
+function setCookiePath(d: Directive, cx: SetContext): void {
+  if (!cookieRuleStart(d, cx, proxyCookiePath)) return;
+  const vars = cx.scope.variables;
+  const from = d.args[0]!;
+  const match: CookieRewriteDef['match'] = from.startsWith('~*')
+    ? { kind: 'regex', regex: compileRegex(from.slice(2), true) }
+    : from.startsWith('~')
+      ? { kind: 'regex', regex: compileRegex(from.slice(1), false) }
+      : { kind: 'value', value: vars.value(from, d.loc) };
+  cx.level.append(proxyCookiePath, { match, replacement: vars.value(d.args[1]!, d.loc) }, d.loc);
+}
+
+/** `proxy_cookie_flags off | COOKIE [FLAG…]`: the cookie's name, or `~REGEX` (case-insensitive). */
+function setCookieFlags(d: Directive, cx: SetContext): void {
+  if (!cookieRuleStart(d, cx, proxyCookieFlags)) return;
+  const vars = cx.scope.variables;
+  const name = d.args[0]!;
+  const cookie: CookieFlagsDef['cookie'] = name.startsWith('~')
+    ? { kind: 'regex', regex: compileRegex(name.slice(1), true) }
+    : { kind: 'value', value: vars.value(name, d.loc) };
+  cx.level.append(proxyCookieFlags, { cookie, flags: d.args.slice(1).map((f) => vars.value(f, d.loc)) }, d.loc);
+}
 
 /** Splits `http://host:port/uri` of a static `proxy_pass` (`ngx_parse_url` with `uri_part`). */
 function parseStaticUrl(d: Directive, url: string, locationPrefix: string): ProxyPassDef {
@@ -149,9 +244,13 @@ function setRedirect(d: Directive, cx: SetContext): void {
     return;
   }
   if (own?.some((e) => e.value === 'off')) throw new DirectiveFailure('is duplicate');
-  cx.level.append(proxyRedirect, {
-    from: cx.scope.variables.value(d.args[0]!, d.loc), to: cx.scope.variables.value(d.args[1]!, d.loc),
-  }, d.loc);
+  const [from, to] = [d.args[0]!, cx.scope.variables.value(d.args[1]!, d.loc)];
+  if (from.startsWith('~')) {
+    const caseless = from.startsWith('~*');
+    cx.level.append(proxyRedirect, { regex: compileRegex(from.slice(caseless ? 2 : 1), caseless), to }, d.loc);
+    return;
+  }
+  cx.level.append(proxyRedirect, { from: cx.scope.variables.value(from, d.loc), to }, d.loc);
 }
 
 const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
@@ -176,6 +275,55 @@ export const SSL_PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', '
 export const proxyCachePaths = listSlot<string>('proxy_cache_path');
 
 const NO_CACHE = 'jinx does not cache responses';
+
+/**
+ * `ngx_http_upstream_bind_set_slot` (`proxy_bind`, `fastcgi_bind`): `off`,
+ * an address with variables, or `ADDRESS[:PORT]`, then `transparent`.
+ * @throws DirectiveFailure `invalid address "…"`, `invalid parameter "…"`
+ */
+export function parseBind(d: Directive): string {
+  const address = d.args[0]!;
+  if (d.args[1] !== undefined && d.args[1] !== 'transparent') fail(`invalid parameter "${d.args[1]}"`);
+  if (address === 'off' || address.includes('$')) return address;
+  const m = /^(?:\[([^\]]+)\]|([^:]+)|([0-9a-fA-F:]+))(?::(\d+))?$/.exec(address);
+  const host = m && (m[1] ?? m[2] ?? m[3]);
+  if (!host || !isIP(host) || (m[4] !== undefined && Number(m[4]) > 65535)) fail(`invalid address "${address}"`);
+  return address;
+}
+
+/**
+ * `proxy_store` and `fastcgi_store` (`ngx_http_proxy_store`): `off`, `on`
+ * (the document root) or a path with variables.
+ * @throws DirectiveFailure `empty path`
+ */
+export function parseStore(d: Directive, cx: SetContext): string {
+  const value = d.args[0]!;
+  if (value === '') fail('empty path');
+  if (value !== 'off' && value !== 'on') cx.scope.variables.value(value, d.loc);
+  return value;
+}
+
+/**
+ * `ngx_conf_set_access_slot` (`proxy_store_access`): `user:rw`, `group:r`,
+ * `all:rw` …; the user reads and writes unless `user:` says otherwise.
+ * @throws DirectiveFailure `invalid value "…"`
+ */
+export function parseAccess(d: Directive): number {
+  let mode = 0;
+  let user = 0o600;
+  for (const a of d.args) {
+    const m = /^(user|group|all):(rw|r)$/.exec(a);
+    if (!m) fail(`invalid value "${a}"`);
+    if (m[1] === 'user') user = 0;
+    mode += (m[2] === 'rw' ? 6 : 4) << (m[1] === 'user' ? 6 : m[1] === 'group' ? 3 : 0);
+  }
+  return mode | user;
+}
+
+const NO_STORE = 'responses are not stored as files';
+const NO_RATE = 'responses are not rate-limited';
+const NO_TRAILERS = 'responses are sent without the upstream\'s trailers';
+const NO_BIND = 'upstream connections use the address the system chooses';
 
 export const proxyDirectives: readonly DirectiveSpec[] = [
   { name: 'proxy_pass', module: PROXY, contexts: ['location', 'lif', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setProxyPass },
@@ -249,6 +397,22 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
     set: valueSetter(proxySslCertificateKey),
   },
   { name: 'proxy_ssl_session_reuse', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxySslSessionReuse) },
+  { name: 'proxy_method', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: valueSetter(proxyMethod) },
+  { name: 'proxy_set_body', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: valueSetter(proxySetBody) },
+  { name: 'proxy_cookie_domain', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setCookieDomain },
+  { name: 'proxy_cookie_path', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setCookiePath },
+  {
+    name: 'proxy_cookie_flags', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
+    set: setCookieFlags,
+  },
+  {
+    name: 'proxy_ssl_password_file', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(proxySslPasswords)) throw new DirectiveFailure('is duplicate');
+      cx.level.set(proxySslPasswords, readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
+    },
+  },
+  { name: 'proxy_ssl_crl', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: strSetter(proxySslCrl) },
   none('proxy_cache', ['TAKE1'], NO_CACHE, rule.custom((d, cx) => parseCacheRef(d, cx, PROXY), cacheZoneRefs.proxy)),
   noEffect({ name: 'proxy_cache_path', module: PROXY, contexts: ['http'], args: ['2MORE'], note: NO_CACHE }, rule.repeatable(
     (d, cx) => cx.level.append(proxyCachePaths, parseCachePath(d, cx, PROXY), d.loc),
@@ -263,6 +427,21 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   none('proxy_cache_min_uses', ['TAKE1'], NO_CACHE, rule.num()),
   none('proxy_cache_revalidate', ['FLAG'], NO_CACHE, rule.flag),
   none('proxy_cache_background_update', ['FLAG'], NO_CACHE, rule.flag),
+  none('proxy_cache_lock_timeout', ['TAKE1'], NO_CACHE, rule.msec),
+  none('proxy_cache_lock_age', ['TAKE1'], NO_CACHE, rule.msec),
+  none('proxy_cache_max_range_offset', ['TAKE1'], NO_CACHE, rule.off),
+  none('proxy_cache_convert_head', ['FLAG'], NO_CACHE, rule.flag),
+  none('proxy_store', ['TAKE1'], NO_STORE, rule.custom(parseStore)),
+  none('proxy_store_access', ['TAKE1', 'TAKE2', 'TAKE3'], NO_STORE, rule.custom(parseAccess)),
+  none('proxy_bind', ['TAKE1', 'TAKE2'], NO_BIND, rule.custom(parseBind)),
+  none('proxy_limit_rate', ['TAKE1'], NO_RATE, rule.valueSize),
+  none('proxy_force_ranges', ['FLAG'], 'byte ranges of proxied responses are not served', rule.flag),
+  none('proxy_pass_trailers', ['FLAG'], NO_TRAILERS, rule.flag),
+  none('proxy_ssl_conf_command', ['TAKE2'], 'OpenSSL configuration commands are not passed through', rule.array),
+  none(
+    'proxy_ssl_certificate_cache', ['TAKE1', 'TAKE2', 'TAKE3'], 'client certificates with variables are read once per configuration',
+    rule.custom(parseCertificateCache),
+  ),
   none('proxy_headers_hash_max_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
   none('proxy_headers_hash_bucket_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
   none('proxy_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),

@@ -22,7 +22,7 @@ export type ConditionDef =
 
 /** A rewrite directive as read, before its values are bound. */
 export type ScriptOpDef =
-  | { readonly op: 'set'; readonly index: number; readonly value: ValueSource }
+  | { readonly op: 'set'; readonly index: number; readonly value: ValueSource; readonly handler: SetHandler | undefined }
   | { readonly op: 'return'; readonly code: number; readonly text: ValueSource | undefined; readonly loc: SourceLoc }
   | {
       readonly op: 'rewrite';
@@ -48,9 +48,12 @@ export type Condition =
 
 type Req = import('../../runtime/request.js').HttpRequestState;
 
+/** The `set_handler` of a built-in variable: `set` calls it instead of storing the value; it returns an error to log. */
+type SetHandler = (r: Req, value: string) => string | undefined;
+
 /** A rewrite directive, bound and ready to run. */
 export type ScriptOp =
-  | { readonly op: 'set'; readonly index: number; readonly value: CompiledValue }
+  | { readonly op: 'set'; readonly index: number; readonly value: CompiledValue; readonly handler: SetHandler | undefined }
   | { readonly op: 'return'; readonly code: number; readonly text: CompiledValue | undefined }
   | {
       readonly op: 'rewrite';
@@ -78,8 +81,9 @@ export const rewriteLog = slot('rewrite_log', false);
 function setSet(d: Directive, cx: SetContext): void {
   const name = d.args[0]!;
   if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
-  const index = cx.scope.variables.declare(name.slice(1), { kind: 'set' });
-  cx.level.append(script, { op: 'set', index, value: cx.scope.variables.value(d.args[1]!, d.loc) }, d.loc);
+  const vars = cx.scope.variables;
+  const index = vars.declare(name.slice(1), { kind: 'set' });
+  cx.level.append(script, { op: 'set', index, value: vars.value(d.args[1]!, d.loc), handler: vars.setHandler(name.slice(1)) }, d.loc);
 }
 
 const isRedirectUrl = (s: string): boolean => s.startsWith('http://') || s.startsWith('https://') || s.startsWith('$scheme');
@@ -208,7 +212,7 @@ export function bindScript(
   return defs.map((d): ScriptOp => {
     switch (d.op) {
       case 'set':
-        return { op: 'set', index: d.index, value: vars.bind(d.value) };
+        return { op: 'set', index: d.index, value: vars.bind(d.value), handler: d.handler };
       case 'return':
         return { op: 'return', code: d.code, text: d.text && vars.bind(d.text) };
       case 'rewrite':

@@ -102,11 +102,12 @@ export interface CertificateCacheConf {
 export const sslCertificateCache = slot<CertificateCacheConf | undefined>('ssl_certificate_cache', undefined);
 
 /**
- * `ngx_http_ssl_certificate_cache`: `off`, or `max=N [inactive=TIME]
- * [valid=TIME]` (defaults 10 s and 60 s).
+ * `ngx_http_ssl_certificate_cache` (and the proxy module's
+ * `proxy_ssl_certificate_cache`): `off` (undefined), or `max=N
+ * [inactive=TIME] [valid=TIME]` (defaults 10 s and 60 s).
+ * @throws DirectiveFailure `invalid parameter "…"`, `"NAME" must have the "max" parameter`
  */
-function setCertificateCache(d: Directive, cx: SetContext): void {
-  if (cx.level.own(sslCertificateCache)) throw new DirectiveFailure('is duplicate');
+export function parseCertificateCache(d: Directive): CertificateCacheConf | undefined {
   let [maxEntries, inactiveSec, validSec, off] = [0, 10, 60, false];
   for (const p of d.args) {
     const time = (prefix: string): number | undefined => (p.startsWith(prefix) ? parseTime(p.slice(prefix.length), true) : undefined);
@@ -116,12 +117,14 @@ function setCertificateCache(d: Directive, cx: SetContext): void {
     else if (p === 'off') off = true;
     else fail(`invalid parameter "${p}"`);
   }
-  if (off) {
-    cx.level.set(sslCertificateCache, undefined, d.loc);
-    return;
-  }
-  if (maxEntries === 0) fail('"ssl_certificate_cache" must have the "max" parameter');
-  cx.level.set(sslCertificateCache, { maxEntries, inactiveSec, validSec }, d.loc);
+  if (off) return undefined;
+  if (maxEntries === 0) fail(`"${d.name}" must have the "max" parameter`);
+  return { maxEntries, inactiveSec, validSec };
+}
+
+function setCertificateCache(d: Directive, cx: SetContext): void {
+  if (cx.level.own(sslCertificateCache)) throw new DirectiveFailure('is duplicate');
+  cx.level.set(sslCertificateCache, parseCertificateCache(d), d.loc);
 }
 
 /** `ssl_password_file`: the passphrases to try, in order, on encrypted certificate keys. */
@@ -135,7 +138,15 @@ export const sslPasswords = slot<readonly string[] | undefined>('ssl_password_fi
  */
 function setPasswordFile(d: Directive, cx: SetContext): void {
   if (cx.level.own(sslPasswords)) throw new DirectiveFailure('is duplicate');
-  const path = cx.scope.confPath(d.args[0]!);
+  cx.level.set(sslPasswords, readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
+}
+
+/**
+ * `ngx_ssl_read_password_file`: one passphrase a line, trailing blanks cut,
+ * for `ssl_password_file` and `proxy_ssl_password_file`.
+ * @throws DirectiveFailure `open() "PATH" failed (…)`, `password file "PATH" is empty`
+ */
+export function readPasswordFile(path: string): readonly string[] {
   let text = '';
   try {
     text = readFileSync(path, 'latin1');
@@ -144,7 +155,7 @@ function setPasswordFile(d: Directive, cx: SetContext): void {
   }
   const passwords = text.split('\n').map((l) => l.replace(/[ \t\r]+$/, '')).filter((l, i, all) => l !== '' || i < all.length - 1);
   if (passwords.length === 0) fail(`password file "${path}" is empty`);
-  cx.level.set(sslPasswords, passwords, d.loc);
+  return passwords;
 }
 
 export const sslDirectives: readonly DirectiveSpec[] = [

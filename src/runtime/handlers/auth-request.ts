@@ -40,7 +40,14 @@ export async function checkAuthRequest(ex: Exchange): Promise<AccessResult> {
   }
   await out.finished;
   r.action = sr.action;
-  for (const s of conf.sets) r.vars[s.index] = s.value.evaluate(sr);
+  for (const s of conf.sets) {
+    const value = s.value.evaluate(sr);
+    if (!s.handler) r.vars[s.index] = value;
+    else {
+      const error = s.handler(r, value);
+      if (error) logRequest(cx, r, 'error', error);
+    }
+  }
   const status = out.status;
   if (status === 403) return 403;
   if (status === 401) {

@@ -10,22 +10,23 @@
  * later requests (fastcgi-connections.ts).
  */
 import { connect, type Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import type { FastcgiConf, UpstreamGroup } from '../../config/route-table.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
 import type { HttpRequestState } from '../request.js';
-import { bodyStream, readRequestBody, type RequestBody } from '../request-body.js';
+import { bodyStream, keepPassedBody, readRequestBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
 import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
 import {
-  beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, type BodyReading,
+  beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, StderrCaught, type BodyReading,
 } from '../upstream/fastcgi-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, firstPeer, nextUpstream, startAttempt } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt } from './upstream-peer.js';
 
 const READING_HEADER = 'reading response header from upstream';
 const READING_BODY = 'reading upstream';
@@ -145,8 +146,13 @@ export async function fastcgiRequest(ex: Exchange): Promise<void> {
   const conf = r.loc.fastcgi!;
   const hasBody = conf.passRequestBody && ex.body !== undefined
     && (r.headers['content-length'] !== undefined ? r.headers['content-length'] !== '0' : r.headers['transfer-encoding'] !== undefined);
-  let body: RequestBody | undefined;
-  if (hasBody) {
+  let body: FastcgiBody | undefined;
+  if (hasBody && !conf.requestBuffering) {
+    // fastcgi_request_buffering off: STDIN records go out as the body arrives (read by sendBody; paused until then)
+    ex.body!.pause();
+    keepPassedBody(r, ex.body!);
+    body = { kind: 'passed', stream: ex.body! };
+  } else if (hasBody) {
     const read = await readRequestBody(ex);
     if ('status' in read) {
       if (read.status === 0) ex.out.abort();
@@ -162,8 +168,17 @@ export async function fastcgiRequest(ex: Exchange): Promise<void> {
   }
 }
 
+/** The body of a FastCGI request: read whole first, or passed on as it arrives (`fastcgi_request_buffering off`). */
+type FastcgiBody = RequestBody | { readonly kind: 'passed'; readonly stream: Readable };
+
+/** The client sent none of a body passed on for `client_body_timeout`: nginx ends the request with 408, silently. */
+class BodyTimeoutError extends Error {}
+
+/** The client went away while its body was passed on: nginx's `client prematurely closed connection`, status 400. */
+class ClientGoneError extends Error {}
+
 /** Sends the request to the first address, then to the next ones of its group while `fastcgi_next_upstream` says so. */
-async function exchange(ex: Exchange, conf: FastcgiConf, body: RequestBody | undefined): Promise<void> {
+async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined): Promise<void> {
   const choice = await address(ex, conf);
   if (!choice) return;
   let peer: FastcgiAddress | undefined = choice.peer;
@@ -183,11 +198,10 @@ function keepingGroup(ex: Exchange, conf: FastcgiConf, addr: FastcgiAddress): Up
  * (`ngx_http_upstream_next`).
  */
 async function attempt(
-  ex: Exchange, conf: FastcgiConf, body: RequestBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
+  ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
 ): Promise<FastcgiAddress | undefined> {
   const { r, cx, out } = ex;
-  startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
-  const started = Date.now();
+  const state = startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
   const group = keepingGroup(ex, conf, addr);
   const kept = group ? cx.fastcgi.take(group, addr.name) : undefined;
   let socket: Socket;
@@ -198,6 +212,10 @@ async function attempt(
     socket.once('close', cx.upstreams.track());
   }
   const connection: FastcgiConnection = { socket, requests: (kept?.requests ?? 0) + 1 };
+  // this attempt's bytes on the connection, for $upstream_bytes_sent and _received
+  const [readAtStart, writtenAtStart] = [socket.bytesRead, socket.bytesWritten];
+  const wire = { get sent(): number { return socket.bytesWritten - writtenAtStart; }, get received(): number { return socket.bytesRead - readAtStart; } };
+  let bodyBytes = 0;
   r.action = 'connecting to upstream';
   let stage: 'connect' | 'header' | 'body' | 'done' = 'connect';
   let spool: ResponseSpool | undefined;
@@ -209,6 +227,7 @@ async function attempt(
     const done = (): void => resolve(undefined);
     /** Stops listening to the socket; it is closed, or kept for the next request when `keep`. */
     const release = (keep: boolean): void => {
+      endAttempt(state, wire, bodyBytes);
       clearTimeout(connectTimer);
       socket.off('connect', onConnect).off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
       if (keep && group) cx.fastcgi.keep(group, addr.name, connection);
@@ -224,7 +243,9 @@ async function attempt(
     const next = (condition: NextCondition, failure: UpstreamFailure | undefined): void => {
       settled = true;
       release(false);
-      const following = nextUpstream(ex, attempts, { condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: false, scheme: 'fastcgi', uri: '' });
+      const following = nextUpstream(ex, attempts, {
+        condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: body?.kind === 'passed', scheme: 'fastcgi', uri: '',
+      });
       if (typeof following !== 'number') {
         resolve(following);
         return;
@@ -277,7 +298,7 @@ async function attempt(
         invalid((err as Error).message);
         return 'stop';
       }
-      const up = r.upstream!;
+      const up = state;
       const condition = nextConditionOf(parsed.status);
       if (attempts && condition && attempts.mayRetry(condition, r.method, true, false, true)) {
         up.status = parsed.status;
@@ -287,7 +308,8 @@ async function attempt(
       attempts?.done();
       stage = 'body';
       up.status = parsed.status;
-      up.headerTimeMs = Date.now() - started;
+      up.headerTimeMs = Date.now() - up.startMs;
+      up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
       if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
         stage = 'done';
@@ -322,11 +344,12 @@ async function attempt(
       return { contentLength: parsed.contentLength, buffered: buffering };
     };
 
-    const reader = new ResponseReader({ bufferSize: conf.bufferSizeBytes, bodyBufferSize: conf.bufferBytes, keepConn: conf.keepConn }, {
+    const reader = new ResponseReader({ bufferSize: conf.bufferSizeBytes, bodyBufferSize: conf.bufferBytes, keepConn: conf.keepConn, catchStderr: conf.catchStderr }, {
       stderr: (text) => logRequest(cx, r, 'error', `FastCGI sent in stderr: "${text}"`),
       warn: (message) => logRequest(cx, r, 'warn', message),
       header: onHeader,
       stdout: (data) => {
+        bodyBytes += data.length;
         r.bodyBytesSent += data.length;
         spool!.push(data);
       },
@@ -342,19 +365,36 @@ async function attempt(
 
     const onConnect = (): void => {
       clearTimeout(connectTimer);
+      state.connectTimeMs = Date.now() - state.startMs;
       stage = 'header';
       r.action = READING_HEADER;
       socket.setTimeout(conf.readTimeoutMs);
+      // a body passed on that has arrived whole has its length known, as nginx's preread body has ($content_length of a chunked one)
+      if (body?.kind === 'passed' && r.bodyLength === undefined && (body.stream as Readable & { complete?: boolean }).complete) {
+        r.bodyLength = body.stream.readableLength;
+      }
       const records: Buffer[] = [];
       encodeRecords(FCGI.BEGIN_REQUEST, REQUEST_ID, beginRequestBody(conf.keepConn), records);
       encodeRecords(FCGI.PARAMS, REQUEST_ID, encodeParams(params(r, conf)), records);
       encodeRecords(FCGI.PARAMS, REQUEST_ID, Buffer.alloc(0), records);
-      if (!body) encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), records);
-      socket.write(Buffer.concat(records));
-      if (body) {
-        sendBody(socket, body, conf.sendTimeoutMs).then(() => {
+      if (!body) {
+        encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), records);
+        socket.write(Buffer.concat(records));
+      } else {
+        sendBody(socket, records, body, conf.sendTimeoutMs, r.loc.clientBodyTimeoutMs).then(() => {
           bodySent = true;
-        }, (err: Error) => fail(mapUpstreamError(err as Error & { code?: string }, 'header')));
+        }, (err: Error) => {
+          if (err instanceof BodyTimeoutError) {
+            r.timedOut = true;
+            giveUp(408);
+          } else if (err instanceof ClientGoneError) {
+            logRequest(cx, r, 'info', 'client prematurely closed connection');
+            r.status = 400;
+            spool?.abort();
+            out.abort();
+            settle();
+          } else fail(mapUpstreamError(err as Error & { code?: string }, 'header'));
+        });
       }
     };
     const onTimeout = (): void => fail(upstreamTimeout(stage === 'body' ? 'body' : 'header'));
@@ -385,6 +425,7 @@ async function attempt(
       stage = 'done';
       r.action = 'sending to client';
       settled = true;
+      endAttempt(state, wire, bodyBytes);
       spool!.end();
       void spool!.done.then(done);
     };
@@ -394,6 +435,10 @@ async function attempt(
       try {
         reader.push(chunk);
       } catch (err) {
+        if (err instanceof StderrCaught) {
+          if (!settled) next('invalid_header', undefined);
+          return;
+        }
         if (err instanceof FastcgiResponseError) {
           invalid(err.message);
           return;
@@ -413,15 +458,40 @@ async function attempt(
 }
 
 /**
- * Streams a buffered request body as STDIN records, then the empty STDIN
- * record. A write the server does not take within `sendTimeoutMs`
- * (`fastcgi_send_timeout`) rejects with `SendTimeoutError`.
+ * Reads a body passed on as it arrives, each read bounded by
+ * `client_body_timeout` (`ngx_http_read_unbuffered_request_body`).
+ * @throws BodyTimeoutError, ClientGoneError
  */
-async function sendBody(socket: Socket, body: RequestBody, sendTimeoutMs: number): Promise<void> {
-  const source = bodyStream(body);
-  const write = (buf: Buffer): Promise<void> => new Promise((res, rej) => {
-    const records: Buffer[] = [];
-    encodeRecords(FCGI.STDIN, REQUEST_ID, buf, records);
+async function* passedChunks(stream: Readable, timeoutMs: number): AsyncGenerator<Buffer> {
+  const it = stream.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
+  for (;;) {
+    let timer: NodeJS.Timeout | undefined;
+    const next = await Promise.race([
+      it.next().catch(() => undefined),
+      new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (next === 'timeout') throw new BodyTimeoutError();
+    if (next === undefined || (next.done && !stream.readableEnded)) throw new ClientGoneError();
+    if (next.done) return;
+    // what else has arrived goes in the same record, as nginx sends what its buffer holds
+    const more = stream.read() as Buffer | null;
+    yield more ? Buffer.concat([next.value, more]) : next.value;
+  }
+}
+
+/**
+ * Sends `head` (the BEGIN_REQUEST and PARAMS records) with the request body
+ * as STDIN records, then the empty STDIN record. What of the body is at
+ * hand goes out in the same write as the params (a body read whole in
+ * memory, the part of a passed body already received), as nginx's output
+ * chain writes it. A write the server does not take within `sendTimeoutMs`
+ * (`fastcgi_send_timeout`) rejects with `SendTimeoutError`; a body passed
+ * on as it arrives waits at most `bodyTimeoutMs` for each read.
+ */
+async function sendBody(socket: Socket, head: Buffer[], body: FastcgiBody, sendTimeoutMs: number, bodyTimeoutMs: number): Promise<void> {
+  const write = (records: Buffer[]): Promise<void> => new Promise((res, rej) => {
     if (socket.write(Buffer.concat(records))) {
       res();
       return;
@@ -437,9 +507,22 @@ async function sendBody(socket: Socket, body: RequestBody, sendTimeoutMs: number
     }, sendTimeoutMs);
     socket.once('drain', drained).once('close', drained);
   });
-  if (Buffer.isBuffer(source)) await write(source);
-  else for await (const chunk of source as AsyncIterable<Buffer>) await write(chunk);
-  const end: Buffer[] = [];
-  encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), end);
-  socket.write(Buffer.concat(end));
+  const stdin = (data: Buffer, into: Buffer[] = []): Buffer[] => {
+    encodeRecords(FCGI.STDIN, REQUEST_ID, data, into);
+    return into;
+  };
+  if (body.kind === 'memory') {
+    if (body.data.length > 0) stdin(body.data, head);
+    await write(stdin(Buffer.alloc(0), head));
+    return;
+  }
+  let source: AsyncIterable<Buffer>;
+  if (body.kind === 'passed') {
+    const received = body.stream.read() as Buffer | null;
+    if (received) stdin(received, head);
+    source = passedChunks(body.stream, bodyTimeoutMs);
+  } else source = bodyStream(body) as AsyncIterable<Buffer>;
+  await write(head);
+  for await (const chunk of source) await write(stdin(chunk));
+  await write(stdin(Buffer.alloc(0)));
 }

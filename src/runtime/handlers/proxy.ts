@@ -10,19 +10,21 @@ import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
-import type { HttpRequestState } from '../request.js';
+import type { HttpRequestState, UpstreamState } from '../request.js';
 import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
-import { bodyStream, readRequestBody, removeCleanBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
+import { bodyStream, keepPassedBody, readRequestBody, removeCleanBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
+import { WireMeter } from '../upstream/undici-socket.js';
 
 /** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
@@ -49,7 +51,7 @@ interface Destination {
  * request URI as received, unless a rewrite or redirect changed it.
  */
 function upstreamUri(r: HttpRequestState, p: ProxyConf, uriPart: string | undefined): string {
-  if (uriPart === undefined && !r.internal && !r.parent) return r.requestUri;
+  if (uriPart === undefined && !r.internal && !r.parent && r.validUnparsedUri) return r.requestUri;
   const prefixLen = r.validLocation && uriPart !== undefined ? p.locationPrefix.length : 0;
   const rest = escapeUri(r.uri.slice(Math.min(prefixLen, r.uri.length)));
   return (r.validLocation ? uriPart ?? '' : '') + rest + (r.args ? `?${r.args}` : '');
@@ -142,10 +144,49 @@ function rewriteLocation(r: HttpRequestState, p: ProxyConf, dest: Destination, v
     return value.startsWith(from) ? to + value.slice(from.length) : undefined;
   }
   for (const rule of p.redirect) {
+    if ('regex' in rule) {
+      // ngx_http_proxy_rewrite_regex_handler: the whole value is replaced, with the match's captures
+      const m = rule.regex.exec(value);
+      if (!m) continue;
+      r.captures = m;
+      return rule.to.evaluate(r);
+    }
     const from = rule.from.evaluate(r);
     if (value.startsWith(from)) return rule.to.evaluate(r) + value.slice(from.length);
   }
   return undefined;
+}
+
+/** Upstream headers of which nginx takes the first and ignores the others, with a warning (`ngx_http_upstream_process_unique_header`). */
+const UNIQUE = new Set(['date', 'etag', 'location', 'expires', 'last-modified', 'content-type', 'refresh']);
+
+/**
+ * nginx's checks of an upstream response header that undici's parser lets
+ * through (`ngx_http_upstream_headers_in`): a second `Transfer-Encoding`, or
+ * one other than `chunked`, makes it invalid (502 or the next server); a
+ * repeated unique header is ignored with a warning. Returns the indexes
+ * (into the name/value list) of the lines to ignore.
+ */
+function checkUpstreamHeaders(raw: readonly Buffer[]): { invalid: string | undefined; warnings: string[]; ignored: Set<number> } {
+  const first = new Map<string, number>();
+  const warnings: string[] = [];
+  const ignored = new Set<number>();
+  const line = (i: number): string => `"${raw[i]!.toString('latin1')}: ${raw[i + 1]!.toString('latin1')}"`;
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i]!.toString('latin1').toLowerCase();
+    const seen = first.get(lower);
+    if (lower === 'transfer-encoding') {
+      if (seen !== undefined) return { invalid: `upstream sent duplicate header line: ${line(i)}, previous value: ${line(seen)}`, warnings, ignored };
+      const value = raw[i + 1]!.toString('latin1');
+      if (value.toLowerCase() !== 'chunked') return { invalid: `upstream sent unknown "Transfer-Encoding": "${value}"`, warnings, ignored };
+    } else if (seen !== undefined && UNIQUE.has(lower)) {
+      warnings.push(`upstream sent duplicate header line: ${line(i)}, previous value: ${line(seen)}, ignored`);
+      ignored.add(i);
+      continue;
+    }
+    if (seen === undefined) first.set(lower, i);
+  }
+  return { invalid: undefined, warnings, ignored };
 }
 
 /** Whether the client request carries a body. */
@@ -166,10 +207,17 @@ function requestHasBody(ex: Exchange): boolean {
 export function proxyRequest(ex: Exchange): Promise<void> {
   const p = ex.r.loc.proxy!;
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
+  // ngx_http_proxy_handler: the body is passed on as it arrives (r->request_body_no_buffering) with
+  // proxy_request_buffering off, unless proxy_set_body replaces it or a chunked body meets HTTP/1.0;
+  // then client_body_in_file_only does not apply
+  const unbuffered = withBody && !p.requestBuffering && !p.setBody
+    && (ex.r.headers['transfer-encoding'] === undefined || p.httpVersion === '1.1');
+  if (unbuffered) return forward(ex, p, true, undefined);
   // client_body_in_file_only makes a file even of an empty body
   const inFile = ex.r.loc.clientBodyInFileOnly !== 'off' && ex.body !== undefined && ex.r.headers['content-length'] !== undefined;
-  if ((withBody && p.requestBuffering) || inFile) return bufferedProxyRequest(ex, p);
-  return forward(ex, p, withBody, undefined);
+  // with proxy_set_body the client's body is read (for $request_body) but not sent
+  if (withBody || inFile) return bufferedProxyRequest(ex, p);
+  return forward(ex, p, false, undefined);
 }
 
 async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
@@ -180,7 +228,8 @@ async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
     return;
   }
   try {
-    await forward(ex, p, p.passRequestBody, p.passRequestBody ? body : undefined);
+    const passed = p.passRequestBody && !p.setBody;
+    await forward(ex, p, passed, passed ? body : undefined);
   } finally {
     if (body.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
@@ -209,9 +258,12 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   const { r, cx } = ex;
   r.proxyHost = dest.hostHeader;
   r.proxyPort = String(dest.port);
-  startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
+  const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
   const { headers, reuse, upgrade } = requestHeaders(r, p, dest);
-  if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
+  // proxy_set_body: its value is the body, whatever the client sent (ngx_http_proxy_create_request)
+  const setBody = p.setBody && Buffer.from(p.setBody.evaluate(r), 'latin1');
+  if (setBody) headers.push('Content-Length', String(setBody.length));
+  else if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
   else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
   r.action = 'connecting to upstream';
   let settings: PoolSettings = p;
@@ -226,10 +278,11 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     }
   }
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
-  const source = body ? bodyStream(body) : withBody ? ex.body! : null;
+  const source = setBody || (body ? bodyStream(body) : withBody ? ex.body! : null);
   const options: Dispatcher.DispatchOptions & { servername?: string } = {
     path: dest.uri,
-    method: r.method,
+    // proxy_method, else the client's (an empty value too: undici refuses an empty method)
+    method: p.method?.evaluate(r) || r.method,
     headers,
     body: source,
     headersTimeout: p.readTimeoutMs,
@@ -244,9 +297,12 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
   }
   return new Promise<void>((resolve) => {
-    const handler = new ProxyResponse(ex, p, dest, { withBody, body }, resolve);
+    const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve);
     ex.out.onAbort((err) => handler.clientClosed(err));
-    if (source && !body) watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
+    if (source && !body && !setBody) {
+      watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
+      keepPassedBody(r, source as Readable);
+    }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch(options, handler);
   });
@@ -278,15 +334,23 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private complete = false;
   /** The connection became a tunnel (`101 Switching Protocols`). */
   private tunneled = false;
-  private readonly startedMs = Date.now();
+  /** The bytes of this attempt on its connection. */
+  private readonly wire = new WireMeter();
 
   constructor(
     private readonly ex: Exchange,
     private readonly p: ProxyConf,
     private readonly dest: Destination,
     private readonly request: { readonly withBody: boolean; readonly body: RequestBody | undefined },
+    /** This attempt's `$upstream_*` state. */
+    private readonly state: UpstreamState,
     private readonly resolve: () => void,
   ) {}
+
+  /** Ends the attempt's `$upstream_*` state: its time, the bytes of its connection, its body's length. */
+  private endState(): void {
+    endAttempt(this.state, this.wire, this.receivedBytes);
+  }
 
   /**
    * `ngx_http_upstream_next`: gives up on this peer for `condition` and
@@ -294,6 +358,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
    */
   private next(condition: NextCondition, failure: UpstreamFailure | undefined): void {
     const { ex, p, dest, request } = this;
+    this.endState();
     const next = nextUpstream(ex, dest.attempts, {
       condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: dest.scheme, uri: dest.uri,
     });
@@ -372,6 +437,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
     this.requestSent = true;
+    this.wire.arm();
+    this.state.connectTimeMs ??= Date.now() - this.state.startMs;
     if (this.stage === 'connect') this.stage = 'header';
     this.ex.r.action = 'sending request to upstream';
   }
@@ -381,6 +448,14 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { ex, p } = this;
     const { r, cx, out } = ex;
     r.action = 'reading response header from upstream';
+    const checked = checkUpstreamHeaders(rawHeaders);
+    for (const warning of checked.warnings) logRequest(cx, r, 'warn', warning);
+    if (checked.invalid) {
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('invalid header'));
+      this.next('invalid_header', { status: 502, message: checked.invalid, action: r.action, condition: 'invalid_header' });
+      return false;
+    }
     const attempts = this.dest.attempts;
     const condition = attempts && nextConditionOf(statusCode);
     if (condition && attempts.mayRetry(condition, ex.r.method, true, this.request.withBody && this.request.body === undefined, true)) {
@@ -396,20 +471,22 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.resumeReading = resume;
     this.stage = 'body';
     r.action = 'reading upstream';
-    const up = r.upstream!;
+    const up = this.state;
     up.status = statusCode;
-    up.headerTimeMs = Date.now() - this.startedMs;
-    const received: string[] = new Array<string>(rawHeaders.length);
+    up.headerTimeMs = Date.now() - up.startMs;
+    up.bytesReceived = this.wire.received;
+    const received: string[] = [];
     const outHeaders: [string, string][] = [];
     // the header's size in the header buffer: status line, header lines, blank line
     let headerBytes = 15 + statusText.length;
     let buffering = p.buffering;
     let chunked = false;
+    const cookies = rewritesCookies(p);
     for (let i = 0; i < rawHeaders.length; i += 2) {
+      if (checked.ignored.has(i)) continue;
       const name = rawHeaders[i]!.toString('latin1');
       const value = rawHeaders[i + 1]!.toString('latin1');
-      received[i] = name;
-      received[i + 1] = value;
+      received.push(name, value);
       headerBytes += name.length + value.length + 4;
       const lower = name.toLowerCase();
       if (lower === 'content-length') this.expectedBytes = Number(value);
@@ -422,11 +499,15 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
           outHeaders.push([name, lower === 'location' ? absoluteLocation(r, rewritten) : rewritten]);
           continue;
         }
+      } else if (lower === 'set-cookie' && cookies) {
+        outHeaders.push([name, rewriteSetCookie(r, p, value) ?? value]);
+        continue;
       }
       outHeaders.push([name, value]);
     }
     up.headers = received;
     if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
+      this.endState();
       this.stage = 'intercepted';
       this.abortUpstream?.(new Error('intercepted'));
       void finalize(ex, statusCode).then(this.resolve, this.resolve);
@@ -454,9 +535,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.stage = 'body';
     this.tunneled = true;
     const client = out.tunnel()!;
-    const up = r.upstream!;
+    const up = this.state;
     up.status = statusCode;
-    up.headerTimeMs = Date.now() - this.startedMs;
+    up.headerTimeMs = Date.now() - up.startMs;
     const received: string[] = [];
     const headers: [string, string][] = [['Connection', 'upgrade']];
     for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -478,7 +559,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
         r.bodyBytesSent += bytes;
       },
       idle: () => logRequest(cx, r, 'info', upstreamTimeout('body').message),
-      closed: this.resolve,
+      closed: () => {
+        this.endState();
+        this.resolve();
+      },
     });
   }
 
@@ -492,8 +576,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     return !this.paused;
   }
 
-  onComplete(): void {
+  /** `trailers`: names and values alternating, as Buffers (undici's types say strings). */
+  onComplete(trailers: string[] | null): void {
     this.complete = true;
+    if (trailers) this.state.trailers = (trailers as (string | Buffer)[]).map((b) => (typeof b === 'string' ? b : b.toString('latin1')));
+    this.endState();
     this.ex.r.action = 'sending to client';
     if (!this.spool) {
       this.ex.out.end();
@@ -506,6 +593,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   onError(err: Error): void {
     if (this.stage === 'intercepted') return;
+    this.endState();
     const { r, cx, out } = this.ex;
     if (err === CLIENT_CLOSED) {
       this.spool?.abort();

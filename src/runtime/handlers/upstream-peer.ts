@@ -14,9 +14,10 @@ import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
+import { upstreamAttempt, type UpstreamState } from '../request.js';
 import type { UpstreamFailure } from '../upstream/errors.js';
 import { ResolveError } from '../upstream/resolver.js';
-import { PeerAttempts, type NextCondition } from '../upstream/round-robin.js';
+import { PeerAttempts, RoundRobin, type NextCondition } from '../upstream/round-robin.js';
 
 /** The peer to connect to, and how the connection may be kept. */
 export interface ChosenPeer {
@@ -61,22 +62,33 @@ function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
  */
 function logNoLiveUpstreams(ex: Exchange, group: UpstreamGroup, scheme: string, uri: string): number {
   const { r, cx } = ex;
-  const earlier = r.upstream;
-  r.upstream = {
-    logName: `${scheme}://${group.name}${uri}`, addr: group.name, status: 502, headers: [], headerTimeMs: undefined,
-    earlier: earlier ? attemptsText(earlier) : undefined,
-  };
+  const state = upstreamAttempt(`${scheme}://${group.name}${uri}`, group.name, attemptsUpTo(r.upstream));
+  state.status = 502;
+  state.responseTimeMs = 0;
+  r.upstream = state;
   r.action = 'connecting to upstream';
   logRequest(cx, r, 'error', 'no live upstreams');
   return 502;
 }
 
-/** `$upstream_addr` and `$upstream_status` up to and including `state`. */
-function attemptsText(state: NonNullable<Exchange['r']['upstream']>): { addrs: string; statuses: string } {
-  const status = state.status === undefined ? '-' : String(state.status);
-  return state.earlier
-    ? { addrs: `${state.earlier.addrs}, ${state.addr}`, statuses: `${state.earlier.statuses}, ${status}` }
-    : { addrs: state.addr, statuses: status };
+/** The attempts of a request up to and including `state`, oldest first. */
+function attemptsUpTo(state: UpstreamState | undefined): readonly UpstreamState[] {
+  return state ? [...state.earlier, state] : [];
+}
+
+/**
+ * Ends an attempt (nginx's `ngx_http_upstream_finalize_request` and
+ * `ngx_http_upstream_next` fill in the state): its response time, and the
+ * bytes of its connection when it had one.
+ */
+export function endAttempt(state: UpstreamState | undefined, wire?: { readonly sent: number; readonly received: number }, bodyBytes = 0): void {
+  if (!state || state.responseTimeMs !== undefined) return;
+  state.responseTimeMs = Date.now() - state.startMs;
+  state.responseLength = bodyBytes;
+  if (wire) {
+    state.bytesSent = wire.sent;
+    state.bytesReceived = wire.received;
+  }
 }
 
 /**
@@ -126,6 +138,7 @@ export function nextUpstream(ex: Exchange, attempts: PeerAttempts | undefined, f
   if (failure && condition === 'timeout') logRequest(cx, r, 'error', failure.message);
   const status = failure?.status ?? statusFor(condition);
   if (r.upstream) r.upstream.status = status;
+  endAttempt(r.upstream);
   if (!attempts || !attempts.mayRetry(condition, r.method, failed.requestSent, failed.bodyUnbuffered)) return status;
   const peer = attempts.pick();
   if (!peer) return logNoLiveUpstreams(ex, attempts.group, failed.scheme, failed.uri);
@@ -134,14 +147,29 @@ export function nextUpstream(ex: Exchange, attempts: PeerAttempts | undefined, f
 
 /**
  * Starts the `$upstream_*` state of an attempt at `peer`; on a `retry`,
- * keeps the addresses and statuses of the request's earlier attempts.
+ * after the request's earlier attempts (each ended).
  */
-export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | { readonly name: string }, retry: boolean): void {
+export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | { readonly name: string }, retry: boolean): UpstreamState {
   const { r } = ex;
   const earlier = retry ? r.upstream : undefined;
-  r.upstream = {
-    logName, addr: peer.name, status: undefined, headers: [], headerTimeMs: undefined, earlier: earlier ? attemptsText(earlier) : undefined,
+  endAttempt(earlier);
+  r.upstream = upstreamAttempt(logName, peer.name, attemptsUpTo(earlier));
+  return r.upstream;
+}
+
+/**
+ * The addresses a name resolved to at request time, as one request's group
+ * (`ngx_http_upstream_create_round_robin_peer`: weight 1, `max_fails=1`,
+ * `fail_timeout=10s`): another address is tried after a failure. Their
+ * balancing state is the request's own.
+ */
+function resolvedGroup(name: string, addrs: readonly string[], port: number, conf: NextUpstreamConf): PeerChoice {
+  const group: UpstreamGroup = {
+    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 0,
+    peers: addrs.map((addr) => ({ name: peerName(addr, port), host: addr, port, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000 })),
   };
+  const attempts = new PeerAttempts(new RoundRobin(), group, conf);
+  return { peer: chosen(group, attempts.pick()!), attempts };
 }
 
 /**
@@ -159,8 +187,11 @@ export async function dynamicPeer(
     attempts: undefined,
   });
   if (isIP(host)) return fixed(host);
-  const group = cx.table.upstreams.get(hostText.toLowerCase());
-  if (group && port === undefined) {
+  // ngx_http_upstream_init_request: an upstream block by its name without a port, or the
+  // implicit upstream of a static proxy_pass/fastcgi_pass to the same host and port
+  const key = hostText.toLowerCase();
+  const group = cx.table.upstreams.get(port === undefined ? key : `${key}:${port}`);
+  if (group) {
     const choice = firstPeer(ex, group, conf, scheme, uri);
     if (typeof choice !== 'number') return choice;
     await finalize(ex, choice);
@@ -174,7 +205,8 @@ export async function dynamicPeer(
   }
   try {
     const addrs = await cx.resolver.resolve(hostText, resolverConf, r.loc.resolverTimeoutMs);
-    return fixed(addrs[0]!);
+    if (addrs.length === 1) return fixed(addrs[0]!);
+    return resolvedGroup(hostText, addrs, effectivePort, conf);
   } catch (err) {
     logRequest(cx, r, 'error', err instanceof ResolveError ? err.message : `${hostText} could not be resolved`);
     await finalize(ex, 502);

@@ -592,11 +592,11 @@ export class Http1Connection {
    * before it first reads a body a client is waiting to send
    * (`ngx_http_test_expect`).
    */
-  pumpBody(): void {
+  pumpBody(force = false): void {
     const stream = this.bodyStream;
     if (!stream || this.discarding) return;
     this.continueIfExpected();
-    while (stream.wanted) {
+    while (stream.wanted || force) {
       if (!this.body) {
         stream.finish();
         return;
@@ -733,6 +733,17 @@ export class Http1Connection {
 
   /** The body turned out to be an invalid chunked body: the connection closes after the response. */
   private invalidBody = false;
+
+  /**
+   * Passes every body byte already read to the body stream, whatever its
+   * room, and tells whether that was the whole body (node's
+   * `IncomingMessage.complete`; nginx's body preread with the header).
+   */
+  bodyArrived(): boolean {
+    if (!this.bodyStream || this.discarding) return false;
+    if (this.body) this.pumpBody(true);
+    return this.body === undefined;
+  }
 
   /** The client is reading the body no more for now: reading pauses once enough is buffered. */
   bodyPaused(): void {
@@ -970,6 +981,11 @@ export class Http1Body extends Readable implements DiscardableBody {
 
   discard(): number | undefined {
     return this.conn.discardBody();
+  }
+
+  /** Whether the whole body has arrived (what had, is now in the stream's buffer). */
+  get complete(): boolean {
+    return this.conn.bodyArrived();
   }
 
   /** Body bytes from the connection. */

@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
 import { resetConnection, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
-import { responseHeaders, STATUS_TEXT } from '../respond.js';
+import { responseHeaders, responseTrailers, STATUS_TEXT } from '../respond.js';
 import { browserOf } from '../user-agent.js';
 
 /** What the target tells its connection. */
@@ -56,6 +56,8 @@ export class Http1Target implements ClientResponseTarget {
   private headBytes: string | undefined;
   /** The location the response was made in. */
   private conf: LocationConf | undefined;
+  /** The request whose `add_trailer` trailers go in the last chunk, if any (`ngx_http_chunked_body_filter`). */
+  private trailersOf: HttpRequestState | undefined;
   private headSent = false;
   private chunked = false;
   private keepalive = false;
@@ -168,6 +170,7 @@ export class Http1Target implements ClientResponseTarget {
     this.headBytes = text + '\r\n';
     this.keepalive = keepalive;
     this.conf = loc;
+    if (this.chunked && r.expectTrailers) this.trailersOf = r;
   }
 
   flushHead(): void {
@@ -267,8 +270,11 @@ export class Http1Target implements ClientResponseTarget {
     this.socket.cork();
     if (!this.headSent) this.sendHead();
     if (this.chunked && !this.headOnly) {
-      this.socket.write('0\r\n\r\n', 'latin1');
-      this.bytesSent += 5;
+      let last = '0\r\n';
+      if (this.trailersOf) for (const [name, value] of responseTrailers(this.trailersOf)) last += `${name}: ${value}\r\n`;
+      last += '\r\n';
+      this.socket.write(last, 'latin1');
+      this.bytesSent += last.length;
     }
     this.socket.uncork();
     this.closed(true);

@@ -10,6 +10,8 @@ import type { ConnectionNumbers } from '../connection-numbers.js';
 import { WorkerConnectionsError } from './errors.js';
 import { RoundRobin } from './round-robin.js';
 import { tlsConnector } from './tls.js';
+import { carriedRequest } from './undici-socket.js';
+import type { Socket } from 'node:net';
 
 /**
  * Connection settings of a location (`proxy_connect_timeout`,
@@ -28,7 +30,7 @@ export interface PoolSettings {
 /** `proxy_ssl_*` as nginx defaults them, for an `https` pool whose settings have none. */
 const DEFAULT_TLS: UpstreamTlsConf = {
   key: 'default', serverName: false, name: undefined, verify: false, verifyDepth: 1, trusted: undefined, certificate: undefined,
-  certificateFiles: undefined, protocols: ['TLSv1.2', 'TLSv1.3'], ciphers: 'DEFAULT', sessionReuse: true,
+  certificateFiles: undefined, passwords: undefined, crl: undefined, protocols: ['TLSv1.2', 'TLSv1.3'], ciphers: 'DEFAULT', sessionReuse: true,
 };
 
 /** A peer as the proxy connects to it: address, its `IP:port` name, keepalive timeout, group. */
@@ -86,7 +88,7 @@ export class UpstreamClients {
     let derived = mine.get(files);
     if (!derived) {
       let pair = this.clientCertificates.get(files);
-      if (!pair) this.clientCertificates.set(files, (pair = loadCertificatePair(certPath, keyPath, true)));
+      if (!pair) this.clientCertificates.set(files, (pair = loadCertificatePair(certPath, keyPath, true, tls.passwords)));
       derived = {
         connectTimeoutMs: settings.connectTimeoutMs,
         bufferSizeBytes: settings.bufferSizeBytes,
@@ -118,8 +120,18 @@ export class UpstreamClients {
       pool = new Pool(`${scheme}://${host}:${peer.port}`, {
         // a new connection needs room within worker_connections, as nginx's ngx_get_connection
         connect: (opts, callback) => {
-          if (this.admit()) connector(opts, callback);
-          else callback(new WorkerConnectionsError(this.workerConnections), null);
+          if (!this.admit()) {
+            callback(new WorkerConnectionsError(this.workerConnections), null);
+            return;
+          }
+          connector(opts, (...args) => {
+            callback(...args);
+            const socket = args[1];
+            // undici writes the request it connected for at once; a connection it opened for a request
+            // aborted meanwhile (after proxy_next_upstream gave up on a response) stays idle and is
+            // never closed: an upstream serving one connection at a time would wait on it
+            if (socket) setImmediate(() => carriedRequest(socket as Socket) || socket.destroy());
+          });
         },
         maxHeaderSize: settings.bufferSizeBytes,
         keepAliveTimeout: idleMs,

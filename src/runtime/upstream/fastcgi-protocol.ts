@@ -94,6 +94,13 @@ export function encodeParams(pairs: readonly (readonly [string, string])[]): Buf
 /** A response nginx refuses, in nginx's words (the message of its error-log line). */
 export class FastcgiResponseError extends Error {}
 
+/**
+ * A STDERR record before the end of the header had a `fastcgi_catch_stderr`
+ * string: the response is an invalid header (nginx logs nothing more than
+ * the stderr line).
+ */
+export class StderrCaught extends Error {}
+
 /** What the reader hands on, in the order it reads it. */
 export interface ResponseSink {
   /** The text of one `FastCGI sent in stderr: "…"` line (a byte string). */
@@ -109,8 +116,9 @@ export interface ResponseSink {
   /** Data of STDOUT records after the header. */
   stdout(data: Buffer): void;
   /**
-   * The response is complete (END_REQUEST; without `keep_conn` also the
-   * empty STDOUT record, after which nginx stops reading). `reusable`: the
+   * The response is complete: with `keep_conn`, its END_REQUEST record was
+   * read whole (nginx 1.30 reads on after the empty STDOUT record); without,
+   * nothing is said: the connection's end ends the response. `reusable`: the
    * connection may serve another request (nginx's `u->keepalive`).
    */
   end(reusable: boolean): void;
@@ -124,11 +132,12 @@ export interface BodyReading {
   readonly buffered: boolean;
 }
 
-/** Settings of the reader: `fastcgi_buffer_size`, the size of one of `fastcgi_buffers`, `fastcgi_keep_conn`. */
+/** Settings of the reader: `fastcgi_buffer_size`, the size of one of `fastcgi_buffers`, `fastcgi_keep_conn`, `fastcgi_catch_stderr`. */
 export interface ReaderSettings {
   readonly bufferSize: number;
   readonly bodyBufferSize: number;
   readonly keepConn: boolean;
+  readonly catchStderr?: readonly string[];
 }
 
 /** States of the record reader (`ngx_http_fastcgi_state_e`). */
@@ -269,7 +278,9 @@ export class ResponseReader {
           this.length -= this.last - this.pos;
           this.pos = this.last;
         }
-        this.sink.stderr(this.buf.toString('latin1', msg, stderrEnd(this.buf, msg, this.pos)));
+        const text = this.buf.toString('latin1', msg, stderrEnd(this.buf, msg, this.pos));
+        this.sink.stderr(text);
+        if (this.settings.catchStderr?.some((pattern) => text.includes(pattern))) throw new StderrCaught();
         if (this.pos === this.last) {
           // nothing of the header yet: the buffer is emptied for more stderr
           if (!this.stdoutSeen) this.pos = this.last = 0;
@@ -482,13 +493,14 @@ export class ResponseReader {
         if (this.type === FCGI.STDOUT && this.length === 0) {
           this.state = St.Padding;
           if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout');
-          if (!this.settings.keepConn) this.finish(false);
           continue;
         }
         if (this.type === FCGI.END_REQUEST) {
           if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI request');
           if (!this.settings.keepConn) {
-            this.finish(false);
+            // without fastcgi_keep_conn, nginx 1.30 reads on to the connection's end, which ends the response
+            this.flushStderr();
+            this.phase = 'done';
             return;
           }
         }

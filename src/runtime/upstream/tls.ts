@@ -115,6 +115,7 @@ export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number): buildConn
     rejectUnauthorized: false,
     checkServerIdentity: () => undefined,
     ...(tls.verify && tls.trusted ? { ca: tls.trusted } : {}),
+    ...(tls.verify && tls.crl ? { crl: tls.crl } : {}),
     ...(tls.certificate ? { cert: tls.certificate.cert, key: tls.certificate.key } : {}),
     ...versionRange(tls.protocols),
     ciphers: tls.ciphers,

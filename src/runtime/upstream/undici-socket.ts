@@ -1,0 +1,80 @@
+/**
+ * What jinx needs of the socket undici sends a request on, which undici does
+ * not hand to a request's handler. undici publishes it on the
+ * `undici:client:sendHeaders` diagnostics channel, synchronously right after
+ * calling the handler's `onConnect` and before writing the request's head;
+ * this module's subscriber, on each publication:
+ *
+ * - lets the connection's response parser take a line ended by a bare LF,
+ *   as nginx's parsers of upstream responses do (`ngx_http_parse_status_line`,
+ *   `ngx_http_parse_header_line`, `ngx_http_parse_chunked`); undici's llhttp
+ *   asks for CRLF, and exports the switch (`llhttp_set_lenient_optional_cr_before_lf`);
+ * - starts the `WireMeter` armed by that handler's `onConnect`, for
+ *   `$upstream_bytes_sent` and `$upstream_bytes_received` (nginx counts them
+ *   on the peer connection);
+ * - notes that the socket carried a request (`carriedRequest`).
+ */
+import { subscribe } from 'node:diagnostics_channel';
+import type { Socket } from 'node:net';
+
+/** Counts one request's bytes on the connection undici sends it on. */
+export class WireMeter {
+  private socket: Socket | undefined;
+  private readAtStart = 0;
+  private writtenAtStart = 0;
+
+  /** Call from the handler's `onConnect`: the request's head is written next, on the socket published then. */
+  arm(): void {
+    armed = this;
+  }
+
+  /** Starts counting on `socket`, before the request's head is written. */
+  attach(socket: Socket): void {
+    this.socket = socket;
+    this.readAtStart = socket.bytesRead;
+    this.writtenAtStart = socket.bytesWritten;
+  }
+
+  /** Bytes read from the peer since the request was sent (0 before). */
+  get received(): number {
+    return this.socket ? this.socket.bytesRead - this.readAtStart : 0;
+  }
+
+  /** Bytes written to the peer for this request (0 before it was sent). */
+  get sent(): number {
+    return this.socket ? this.socket.bytesWritten - this.writtenAtStart : 0;
+  }
+}
+
+/** The meter whose request undici is about to write. */
+let armed: WireMeter | undefined;
+
+/** Sockets a request was sent on (their parser takes bare LFs). */
+const used = new WeakSet<Socket>();
+
+/** Whether a request was sent on `socket`. */
+export function carriedRequest(socket: Socket): boolean {
+  return used.has(socket);
+}
+
+/** undici's HTTP/1 parser of a socket (`socket[kParser]`): its llhttp instance and parser pointer. */
+interface UndiciParser {
+  readonly llhttp: { llhttp_set_lenient_optional_cr_before_lf?: (ptr: number, on: number) => void };
+  readonly ptr: number | null;
+}
+
+function acceptBareLf(socket: Socket): void {
+  if (used.has(socket)) return;
+  used.add(socket);
+  const key = Object.getOwnPropertySymbols(socket).find((sym) => sym.description === 'parser');
+  const parser = key && (socket as unknown as Record<symbol, UndiciParser | null | undefined>)[key];
+  if (parser?.ptr) parser.llhttp.llhttp_set_lenient_optional_cr_before_lf?.(parser.ptr, 1);
+}
+
+subscribe('undici:client:sendHeaders', (message) => {
+  const { socket } = message as { socket: Socket };
+  acceptBareLf(socket);
+  const meter = armed;
+  armed = undefined;
+  meter?.attach(socket);
+});
