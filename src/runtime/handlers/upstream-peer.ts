@@ -7,16 +7,19 @@
  * round robin (see round-robin.ts); an address computed from variables is
  * used as is when it is an IP, names an `upstream` block, or is resolved at
  * request time through `resolver` (`no resolver defined to resolve NAME`,
- * `NAME could not be resolved (3: Host not found)`: 502).
+ * `NAME could not be resolved (3: Host not found)`: 502); the addresses of
+ * a resolved name are gone through by round robin as a group of their own
+ * (`ngx_http_upstream_create_round_robin_peer`).
  */
 import { isIP } from 'node:net';
 import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
 import type { UpstreamFailure } from '../upstream/errors.js';
 import { ResolveError } from '../upstream/resolver.js';
-import { PeerAttempts, type NextCondition } from '../upstream/round-robin.js';
+import { PeerAttempts, RoundRobin, type NextCondition } from '../upstream/round-robin.js';
 
 /** The peer to connect to, and how the connection may be kept. */
 export interface ChosenPeer {
@@ -44,11 +47,15 @@ export function peerName(host: string, port: number): string {
 /** The `ChosenPeer` of each configured peer, made once (a peer belongs to one group). */
 const configured = new WeakMap<UpstreamPeer, ChosenPeer>();
 
+/** Groups made of a name's addresses for one request: no `upstream` block, no kept connections. */
+const resolvedGroups = new WeakSet<UpstreamGroup>();
+
 function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
   let c = configured.get(peer);
   if (!c) {
     c = {
-      host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs, group: group.name,
+      host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
+      group: resolvedGroups.has(group) ? undefined : group.name,
     };
     configured.set(peer, c);
   }
@@ -146,10 +153,14 @@ export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | {
 
 /**
  * The peer for a host and port computed at request time; answers the request
- * (502) and returns undefined when the name cannot be resolved.
+ * (502) and returns undefined when the name cannot be resolved. While the
+ * name is resolved, a client that leaves ends the request (499, nginx's
+ * `[info] epoll_wait() reported that client prematurely closed connection`)
+ * unless `ignoreClientAbort` is set.
  */
 export async function dynamicPeer(
-  ex: Exchange, hostText: string, port: number | undefined, defaultPort: number, conf: NextUpstreamConf, scheme: string, uri: string,
+  ex: Exchange, hostText: string, port: number | undefined, defaultPort: number, conf: NextUpstreamConf & { readonly ignoreClientAbort: boolean },
+  scheme: string, uri: string,
 ): Promise<PeerChoice | undefined> {
   const { r, cx } = ex;
   const host = hostText.replace(/^\[|\]$/g, '');
@@ -172,12 +183,40 @@ export async function dynamicPeer(
     await finalize(ex, 502);
     return undefined;
   }
+  const client = new AbortController();
+  let clientError: NodeJS.ErrnoException | undefined;
+  if (!conf.ignoreClientAbort) {
+    ex.out.onAbort((err) => {
+      clientError = err;
+      client.abort();
+    });
+  }
+  let addrs: readonly string[];
   try {
-    const addrs = await cx.resolver.resolve(hostText, resolverConf, r.loc.resolverTimeoutMs);
-    return fixed(addrs[0]!);
+    addrs = await cx.resolver.resolve(hostText, resolverConf, r.loc.resolverTimeoutMs, client.signal);
   } catch (err) {
+    if (client.signal.aborted) {
+      const errno = clientError?.code !== undefined && /^E[A-Z]+$/.test(clientError.code) ? ` (${systemErrorText(clientError)})` : '';
+      logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection${errno}`);
+      await finalize(ex, 499);
+      return undefined;
+    }
     logRequest(cx, r, 'error', err instanceof ResolveError ? err.message : `${hostText} could not be resolved`);
     await finalize(ex, 502);
     return undefined;
   }
+  if (addrs.length === 1) return fixed(addrs[0]!);
+  const resolved: UpstreamGroup = {
+    name: hostText,
+    peers: addrs.map((addr) => ({
+      name: peerName(addr, effectivePort), host: addr, port: effectivePort, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000,
+    })),
+    keepalive: 0,
+    keepaliveTimeoutMs: 60_000,
+    keepaliveRequests: 0,
+  };
+  resolvedGroups.add(resolved);
+  // the peers and their failures live as long as the request, as nginx's
+  const attempts = new PeerAttempts(new RoundRobin(), resolved, conf);
+  return { peer: chosen(resolved, attempts.pick()!), attempts };
 }
