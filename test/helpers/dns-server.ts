@@ -95,8 +95,8 @@ function recordData(r: DnsRecord): Buffer {
   return encodeName(r.data);
 }
 
-/** The answer message for `q` (whose message was `msg`) as `reply` describes it. */
-export function buildReply(msg: Buffer, q: DnsQuestion, reply: Exclude<DnsReply, 'silent' | { raw: Buffer }>): Buffer {
+/** The answer message for `q` as `reply` describes it. */
+export function buildReply(q: DnsQuestion, reply: Exclude<DnsReply, 'silent' | { raw: Buffer }>): Buffer {
   const rcode = reply.rcode ?? 0;
   const header = Buffer.alloc(12);
   header.writeUInt16BE(reply.id ?? q.id, 0);
@@ -109,7 +109,7 @@ export function buildReply(msg: Buffer, q: DnsQuestion, reply: Exclude<DnsReply,
     const tail = Buffer.alloc(4);
     tail.writeUInt16BE(reply.question?.type ?? q.type, 0);
     tail.writeUInt16BE(reply.question?.class ?? 1, 2);
-    parts.push(encodeName(reply.question?.name ?? questionName(msg).raw), tail);
+    parts.push(encodeName(reply.question?.name ?? q.name), tail);
   }
   for (const r of answers) {
     const data = recordData(r);
@@ -152,7 +152,7 @@ export async function scriptedDns(script: DnsScript): Promise<ScriptedDns> {
     const reply = script(q);
     if (reply === 'silent') return undefined;
     if ('raw' in reply) return reply.raw;
-    return buildReply(msg, q, reply);
+    return buildReply(q, reply);
   };
   const sockets = new Set<Socket>();
   const onTcp = (sock: Socket): void => {

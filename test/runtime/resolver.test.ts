@@ -14,7 +14,7 @@ import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, startUpstream } from '../helpers/harness.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, lineDiff, type Side, type SideResult } from '../helpers/differential.js';
-import { A, AAAA, CNAME, DNAME, TXT, scriptedDns, type DnsReply, type ScriptedDns } from '../helpers/dns-server.js';
+import { A, AAAA, CNAME, DNAME, TXT, buildReply, scriptedDns, type DnsReply, type ScriptedDns } from '../helpers/dns-server.js';
 
 /** What a client sees of one request: its status and the `$upstream_addr` the server reports. */
 interface Seen {
@@ -120,7 +120,7 @@ describe('resolver (differential)', { skip: NO_ORACLE }, () => {
     const dns = await scriptedDns((q) => {
       const name = q.name.toLowerCase();
       if (name === 'many.test') return q.type === A ? { answers: [{ type: A, data: '127.0.0.201' }, { type: A, data: '127.0.0.202' }, { type: A, data: '127.0.0.1' }] } : empty;
-      if (name === 'mixed.test') return q.type === A ? a('127.0.0.203') : { answers: [{ type: AAAA, data: '::1' }] };
+      if (name === 'mixed.test' || name === 'fcgi.test') return q.type === A ? a('127.0.0.203') : { answers: [{ type: AAAA, data: '::1' }] };
       if (name === 'two.test') return q.type === A ? { answers: [{ type: A, data: '127.0.0.204' }, { type: A, data: '127.0.0.205' }] } : empty;
       return { rcode: 3 };
     });
@@ -138,7 +138,7 @@ describe('resolver (differential)', { skip: NO_ORACLE }, () => {
         many: await seen(s, 'many.test'),
         mixed: await seen(s, 'mixed.test', '/dead'),
         tries: await seen(s, 'two.test', '/tries'),
-        fcgi: await seen(s, 'mixed.test', '/fcgi'),
+        fcgi: await seen(s, 'fcgi.test', '/fcgi'),
         asked: asked(dns),
       };
     });
@@ -330,3 +330,50 @@ describe('resolver (differential)', { skip: NO_ORACLE }, () => {
   });
 });
 
+
+describe('resolver facing garbage', () => {
+  after(cleanup);
+
+  it('settles every lookup, with addresses or a resolver error, whatever bytes the name server answers', async () => {
+    // a reproducible stream of bytes: answers keep the query's id and a response's flags, the rest is noise or a mangled real answer
+    let seed = 12345;
+    const next = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff;
+      return seed;
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[next() % xs.length]!;
+    const dns = await scriptedDns((q) => {
+      const answers = Array.from({ length: next() % 4 }, () => {
+        const type = pick([q.type, q.type, q.type, q.type, CNAME, CNAME, DNAME, TXT, A, AAAA, next() & 0xffff]);
+        const size = type === A ? pick([4, 4, 4, 4, 4, 3]) : type === AAAA ? pick([16, 16, 16, 16, 4]) : next() % 24;
+        const data = Buffer.alloc(size);
+        for (let i = 0; i < size; i++) data[i] = next() & 0xff;
+        // CNAME targets: a name of the same zone, or a pointer anywhere
+        if (type === CNAME && next() % 2 === 0) return { type, data: `c${next() % 5}.test`, ttl: next() % 3 };
+        if (type === CNAME && size >= 2) data[0] |= 0xc0;
+        return { type, data, ttl: next() % 3, class: next() % 20 === 0 ? 3 : 1 };
+      });
+      const built = buildReply(q, { rcode: pick([0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 5, 9]), answers, truncated: next() % 20 === 0 && !q.tcp });
+      // sometimes cut short, sometimes a byte flipped
+      const cut = next() % 10 === 0 ? built.subarray(0, 12 + (next() % Math.max(1, built.length - 12))) : built;
+      if (next() % 10 === 0 && cut.length > 12) cut[12 + (next() % (cut.length - 12))] = next() & 0xff;
+      return { raw: cut };
+    });
+    const { NameResolver, ResolveError } = await import('../../src/runtime/upstream/resolver.js');
+    const lines: string[] = [];
+    const resolver = new NameResolver((level, message) => lines.push(`[${level}] ${message}`));
+    const def = { servers: [`127.0.0.1:${dns.port}`], validSec: undefined, ipv4: true, ipv6: true };
+    const outcomes = await Promise.all(Array.from({ length: 300 }, async (_v, i) => {
+      try {
+        const addrs = await resolver.resolve(`n${i}.test`, def, 300);
+        return addrs.length > 0 ? 'addresses' : 'none';
+      } catch (err) {
+        return err instanceof ResolveError ? `(${err.rcode})` : `threw ${String(err)}`;
+      }
+    }));
+    resolver.close();
+    assert.equal(outcomes.length, 300);
+    assert.ok(outcomes.every((o) => o === 'addresses' || /^\(\d+\)$/.test(o)), outcomes.find((o) => o.startsWith('threw')));
+    assert.ok(lines.length > 0 && lines.every((l) => l.startsWith('[error] ')), lines.find((l) => !l.startsWith('[error] ')));
+  });
+});
