@@ -178,7 +178,8 @@ export async function dynamicPeer(
     return undefined;
   }
   const resolverConf = r.loc.resolver;
-  if (!resolverConf) {
+  // a `resolver` with parameters only has no server to ask (nginx refuses it: `no name servers defined`)
+  if (!resolverConf || resolverConf.servers.length === 0) {
     logRequest(cx, r, 'error', `no resolver defined to resolve ${hostText}`);
     await finalize(ex, 502);
     return undefined;
