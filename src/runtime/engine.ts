@@ -91,7 +91,9 @@ function prepare(
   accessLog.open(table.accessLogTargets);
   const tls = new TlsContexts(table);
   const upstreams = new UpstreamClients(numbers, admit, table.main.workerConnections);
-  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver: new NameResolver(), tempFiles };
+  // nginx's resolver writes to the main error log (`cycle->new_log`)
+  const resolver = new NameResolver((level, message) => errorLog.write(table.main.errorLogs, level, message));
+  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver, tempFiles };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
 
@@ -600,6 +602,7 @@ export class Engine {
     setTimeout(() => {
       void old.cx.upstreams.close();
       old.cx.fastcgi.closeAll();
+      old.cx.resolver.close();
       old.cx.accessLog.close();
       old.cx.errorLog.close();
     }, 60_000).unref();
@@ -649,6 +652,7 @@ export class Engine {
     const { cx } = this.generation;
     await cx.upstreams.close();
     cx.fastcgi.closeAll();
+    cx.resolver.close();
     cx.accessLog.close();
     cx.errorLog.close();
   }

@@ -7,10 +7,13 @@
  * round robin (see round-robin.ts); an address computed from variables is
  * used as is when it is an IP, names an `upstream` block, or is resolved at
  * request time through `resolver` (`no resolver defined to resolve NAME`,
- * `NAME could not be resolved (3: Host not found)`: 502).
+ * `NAME could not be resolved (3: Host not found)`: 502); the addresses of
+ * a resolved name are gone through by round robin as a group of their own
+ * (`ngx_http_upstream_create_round_robin_peer`).
  */
 import { isIP } from 'node:net';
 import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
@@ -45,11 +48,15 @@ export function peerName(host: string, port: number): string {
 /** The `ChosenPeer` of each configured peer, made once (a peer belongs to one group). */
 const configured = new WeakMap<UpstreamPeer, ChosenPeer>();
 
+/** Groups made of a name's addresses for one request: no `upstream` block, no kept connections. */
+const resolvedGroups = new WeakSet<UpstreamGroup>();
+
 function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
   let c = configured.get(peer);
   if (!c) {
     c = {
-      host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs, group: group.name,
+      host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
+      group: resolvedGroups.has(group) ? undefined : group.name,
     };
     configured.set(peer, c);
   }
@@ -168,16 +175,21 @@ function resolvedGroup(name: string, addrs: readonly string[], port: number, con
     name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 0,
     peers: addrs.map((addr) => ({ name: peerName(addr, port), host: addr, port, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000 })),
   };
+  resolvedGroups.add(group);
   const attempts = new PeerAttempts(new RoundRobin(), group, conf);
   return { peer: chosen(group, attempts.pick()!), attempts };
 }
 
 /**
  * The peer for a host and port computed at request time; answers the request
- * (502) and returns undefined when the name cannot be resolved.
+ * (502) and returns undefined when the name cannot be resolved. While the
+ * name is resolved, a client that leaves ends the request (499, nginx's
+ * `[info] epoll_wait() reported that client prematurely closed connection`)
+ * unless `ignoreClientAbort` is set.
  */
 export async function dynamicPeer(
-  ex: Exchange, hostText: string, port: number | undefined, defaultPort: number, conf: NextUpstreamConf, scheme: string, uri: string,
+  ex: Exchange, hostText: string, port: number | undefined, defaultPort: number, conf: NextUpstreamConf & { readonly ignoreClientAbort: boolean },
+  scheme: string, uri: string,
 ): Promise<PeerChoice | undefined> {
   const { r, cx } = ex;
   const host = hostText.replace(/^\[|\]$/g, '');
@@ -198,18 +210,34 @@ export async function dynamicPeer(
     return undefined;
   }
   const resolverConf = r.loc.resolver;
-  if (!resolverConf) {
+  // a `resolver` with parameters only has no server to ask (nginx refuses it: `no name servers defined`)
+  if (!resolverConf || resolverConf.servers.length === 0) {
     logRequest(cx, r, 'error', `no resolver defined to resolve ${hostText}`);
     await finalize(ex, 502);
     return undefined;
   }
+  const client = new AbortController();
+  let clientError: NodeJS.ErrnoException | undefined;
+  if (!conf.ignoreClientAbort) {
+    ex.out.onAbort((err) => {
+      clientError = err;
+      client.abort();
+    });
+  }
+  let addrs: readonly string[];
   try {
-    const addrs = await cx.resolver.resolve(hostText, resolverConf, r.loc.resolverTimeoutMs);
-    if (addrs.length === 1) return fixed(addrs[0]!);
-    return resolvedGroup(hostText, addrs, effectivePort, conf);
+    addrs = await cx.resolver.resolve(hostText, resolverConf, r.loc.resolverTimeoutMs, client.signal);
   } catch (err) {
+    if (client.signal.aborted) {
+      const errno = clientError?.code !== undefined && /^E[A-Z]+$/.test(clientError.code) ? ` (${systemErrorText(clientError)})` : '';
+      logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection${errno}`);
+      await finalize(ex, 499);
+      return undefined;
+    }
     logRequest(cx, r, 'error', err instanceof ResolveError ? err.message : `${hostText} could not be resolved`);
     await finalize(ex, 502);
     return undefined;
   }
+  if (addrs.length === 1) return fixed(addrs[0]!);
+  return resolvedGroup(hostText, addrs, effectivePort, conf);
 }
