@@ -42,6 +42,9 @@ export function timeIso8601(ms: number): string {
   return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}T${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`;
 }
 
+/** Request headers of which nginx keeps only the first (it refuses the request at a second one). */
+const SINGLE_HEADERS = new Set(['host', 'if_modified_since', 'content_length', 'if_range', 'transfer_encoding', 'expect', 'authorization']);
+
 /**
  * `$http_NAME`: the request header(s) whose name, lowercased with `-` as
  * `_`, is NAME, as received; repeated ones joined with ", " (`; ` for
@@ -57,6 +60,8 @@ function requestHeader(r: HttpRequestState, name: string): string | undefined {
     const n = raw[i]!;
     if (n.length !== name.length || n.toLowerCase().replace(/-/g, '_') !== name) continue;
     out = out === undefined ? raw[i + 1]! : `${out}${sep}${raw[i + 1]!}`;
+    // headers nginx keeps one of (`ngx_http_process_host`, `…_unique_header_line`): a second one was refused
+    if (SINGLE_HEADERS.has(name)) break;
   }
   if (out !== undefined || name !== 'host') return out;
   // an HTTP/2 request's :authority, which node:http2 shows as its host
