@@ -22,12 +22,12 @@ import { serveStatic, tryFiles } from './handlers/static.js';
 import { realClientAddress } from './handlers/realip.js';
 import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
-import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage } from './respond.js';
+import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './respond.js';
 import { runScript } from './script.js';
 import { browserOf } from './user-agent.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
-import { hostPort, normalizePath, validateHost } from './uri.js';
+import { escapeUri, hostPort, normalizePath, validateHost } from './uri.js';
 import { systemErrorText } from '../os-errors.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
@@ -323,7 +323,8 @@ function findConfig(ex: Exchange): Promise<void> {
     if (match.autoRedirect) {
       r.location = match.location;
       r.loc = match.location!.conf;
-      return finalize(ex, 301, r.uri + '/' + (r.args ? `?${r.args}` : ''));
+      // ngx_http_core_find_config_phase: the location's escaped name (NGX_ESCAPE_URI) and the arguments
+      return finalize(ex, 301, escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : ''));
     }
     r.location = match.location;
     r.loc = match.location?.conf ?? r.server.conf;
@@ -402,9 +403,7 @@ async function accessPhase(ex: Exchange): Promise<number | undefined> {
     if (result === 'declined') continue;
     if (result === 'ok') {
       if (!any) continue;
-      for (let i = r.pendingHeaders.length - 1; i >= 0; i--) {
-        if (r.pendingHeaders[i]![0].toLowerCase() === 'www-authenticate') r.pendingHeaders.splice(i, 1);
-      }
+      dropKept(r, 'www-authenticate');
       return undefined;
     }
     if (!any || (result !== 401 && result !== 403)) return result;
@@ -489,20 +488,24 @@ async function scriptResponse(
 
 /**
  * Sends `return CODE [TEXT]` (`ngx_http_send_response`, which discards the
- * body first): the text typed by the URI's extension or `default_type`.
+ * body first): the text typed by the URI's extension or `default_type`. The
+ * status is the one of an `error_page` being followed, if any (a `return
+ * 204` there sends the error's status with an empty body and its length);
+ * headers an earlier response step set stay (a redirect's `Location`).
  */
 function sendText(ex: Exchange, status: number, text: string): Promise<void> | void {
   const { r } = ex;
   const failed = discardRequestBody(ex);
   if (failed !== undefined) return finalize(ex, failed);
-  const headers: [string, string][] = [];
-  if (status !== 204) {
+  const final = r.errStatus || status;
+  const headers = keptHeaders(r);
+  if (final !== 204) {
     headers.push(['Content-Type', contentTypeFor(r)]);
     headers.push(['Content-Length', String(text.length)]);
   }
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
-  const send = !ex.out.headOnly && status !== 204 && status !== 304;
+  const send = !ex.out.headOnly && final !== 204 && final !== 304;
   r.bodyBytesSent = send ? text.length : 0;
   ex.out.end(send ? Buffer.from(text, 'latin1') : undefined);
 }
@@ -512,7 +515,9 @@ function sendText(ex: Exchange, status: number, text: string): Promise<void> | v
  * `ngx_http_special_response_handler` does: an `error_page` for the status
  * is followed (once, unless `recursive_error_pages`), otherwise nginx's page
  * is sent. 444, 408 and 499 close the connection instead. `location` is the
- * `Location` of a redirect.
+ * `Location` of a redirect: it replaces any earlier one and stays with the
+ * response an `error_page` for the status sends (nginx's
+ * `headers_out.location`).
  */
 export async function finalize(ex: Exchange, status: number, location?: string): Promise<void> {
   const { r } = ex;
@@ -526,6 +531,7 @@ export async function finalize(ex: Exchange, status: number, location?: string):
     ex.out.abort((status === 444 || r.timedOut) && r.loc.resetTimedoutConnection ? 'reset' : undefined);
     return;
   }
+  if (location !== undefined) setLocation(r, location);
   r.errStatus = status;
   r.status = status;
   const page = r.loc.errorPages.get(status);
@@ -542,21 +548,34 @@ export async function finalize(ex: Exchange, status: number, location?: string):
     if (target.startsWith('@')) return namedLocation(ex, target);
     const code = typeof page.overwrite === 'number' && REDIRECT_STATUSES.has(page.overwrite) ? page.overwrite : 302;
     r.errStatus = code;
-    return sendSpecial(ex, code, target);
+    setLocation(r, target);
+    return sendSpecial(ex, code);
   }
-  return sendSpecial(ex, r.errStatus || status, location);
+  return sendSpecial(ex, r.errStatus || status);
+}
+
+/** Sets the response's `Location` (`ngx_http_clear_location`, then a new one). */
+function setLocation(r: HttpRequestState, location: string): void {
+  dropKept(r, 'location');
+  r.pendingHeaders.push(['Location', location]);
+}
+
+/** Removes the kept headers named `lower` (lowercase). */
+function dropKept(r: HttpRequestState, lower: string): void {
+  for (let i = r.pendingHeaders.length - 1; i >= 0; i--) {
+    if (r.pendingHeaders[i]![0].toLowerCase() === lower) r.pendingHeaders.splice(i, 1);
+  }
 }
 
 /** Sends nginx's page for a status, if it has one; Last-Modified, ETag and Accept-Ranges are never sent with it. */
-function sendSpecial(ex: Exchange, status: number, location: string | undefined): void {
+function sendSpecial(ex: Exchange, status: number): void {
   const { r } = ex;
   // ngx_http_special_response_handler: the body is discarded; an invalid one ends keep-alive
   if (discardRequestBody(ex) !== undefined) r.keepalive = false;
   const body = specialPage(status, r.loc, browserOf(r.headers['user-agent']).msie);
-  const headers: [string, string][] = [...r.pendingHeaders];
+  const headers = keptHeaders(r);
   headers.push(['Content-Length', String(body?.length ?? 0)]);
   if (body !== undefined) headers.push(['Content-Type', 'text/html']);
-  if (location !== undefined) headers.push(['Location', location.startsWith('/') ? absoluteLocation(r, location) : location]);
   if (NO_KEEPALIVE.has(status)) r.keepalive = false;
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);

@@ -157,7 +157,11 @@ export class HttpRequestState {
    * (nginx's empty `r->request_line`): `$request` is then not found.
    */
   lineRead = true;
-  /** Headers to add to the response this request ends with (`WWW-Authenticate` of a 401). */
+  /**
+   * Headers set for the response before it is sent, which internal redirects
+   * keep (nginx's `headers_out`): `WWW-Authenticate` of a 401, a redirect's
+   * `Location`.
+   */
   readonly pendingHeaders: [string, string][] = [];
   /** Set once an `error_page` was followed (nginx's `r->error_page`). */
   errorPage = false;

@@ -101,6 +101,17 @@ export function absoluteLocation(r: HttpRequestState, location: string): string 
   return `${r.scheme}://${host}${portPart}${location}`;
 }
 
+/**
+ * The headers earlier steps of the request set for its response (nginx's
+ * `headers_out`, which internal redirects keep): `WWW-Authenticate` of a
+ * 401, a redirect's `Location`, made absolute as the header filter makes a
+ * `Location` that starts with `/`.
+ */
+export function keptHeaders(r: HttpRequestState): [string, string][] {
+  return r.pendingHeaders.map(([name, value]): [string, string] =>
+    name === 'Location' && value.startsWith('/') ? [name, absoluteLocation(r, value)] : [name, value]);
+}
+
 /** Statuses `add_header` (without `always`) and `expires` apply to. */
 const ADD_HEADER_STATUSES = new Set([200, 201, 204, 206, 301, 302, 303, 304, 307, 308]);
 

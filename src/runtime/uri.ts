@@ -126,17 +126,52 @@ export function hostPort(host: string): string {
   return /^\d+$/.test(host.slice(after + 1)) && port >= 1 && port <= 65_535 ? String(port) : '';
 }
 
-const URI_UNSAFE = /[\x00-\x20#%?\x7f-\uffff]/;
+/** Bytes `NGX_ESCAPE_URI` escapes besides controls and non-ASCII (nginx 1.30's `ngx_escape_uri`, RFC 3986's disallowed set plus `#`, `%`, `?`). */
+const URI_ESCAPED = ' "#%<>?\\^`{|}';
+/** Bytes `NGX_ESCAPE_ARGS` escapes besides controls and non-ASCII: those of `NGX_ESCAPE_URI` and `&`, `+`, `;`. */
+const ARGS_ESCAPED = `${URI_ESCAPED}&+;`;
 
-/** Escapes a decoded URI for an upstream request line (`NGX_ESCAPE_URI`: controls, space, `#`, `%`, `?`, non-ASCII). */
-export function escapeUri(uri: string): string {
-  if (!URI_UNSAFE.test(uri)) return uri;
-  let out = '';
-  for (const byte of Buffer.from(uri, 'latin1')) {
-    const ch = String.fromCharCode(byte);
-    out += byte <= 0x20 || byte >= 0x7f || ch === '#' || ch === '%' || ch === '?'
-      ? `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
-      : ch;
+/** A 256-entry table: whether `ngx_escape_uri` escapes each byte for the given set. */
+function escapeTable(set: string): Uint8Array {
+  const t = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) t[b] = b < 0x20 || b >= 0x7f || set.includes(String.fromCharCode(b)) ? 1 : 0;
+  return t;
+}
+
+const URI_TABLE = escapeTable(URI_ESCAPED);
+const ARGS_TABLE = escapeTable(ARGS_ESCAPED);
+const HEX = '0123456789ABCDEF';
+
+function escapeWith(table: Uint8Array, s: string): string {
+  let i = 0;
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x100 || table[c]) break;
+    i++;
+  }
+  if (i === s.length) return s;
+  let out = s.slice(0, i);
+  for (const byte of Buffer.from(s.slice(i), 'latin1')) {
+    out += table[byte] ? `%${HEX[byte >> 4]}${HEX[byte & 15]}` : String.fromCharCode(byte);
   }
   return out;
+}
+
+/**
+ * Escapes a decoded URI (a latin1 byte string) as `ngx_escape_uri` with
+ * `NGX_ESCAPE_URI` does: controls, space, non-ASCII bytes and
+ * `"`, `#`, `%`, `<`, `>`, `?`, backslash, `^`, backquote, `{`, `|`, `}` become `%XX` (the URI of an upstream request line, the
+ * `Location` of a directory redirect).
+ */
+export function escapeUri(uri: string): string {
+  return escapeWith(URI_TABLE, uri);
+}
+
+/**
+ * Escapes a value for the query string as `ngx_escape_uri` with
+ * `NGX_ESCAPE_ARGS` does: `NGX_ESCAPE_URI`'s bytes and `&`, `+`, `;` (a
+ * regex capture copied into a rewrite's arguments).
+ */
+export function escapeArgs(value: string): string {
+  return escapeWith(ARGS_TABLE, value);
 }

@@ -134,6 +134,30 @@ describe('static content (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('escapes the URI in the Location of a directory or location redirect as nginx (NGX_ESCAPE_URI)', async () => {
+    const run = await differential({
+      conf: ({ port, ports }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location / { }
+    location "/auto sp/" { proxy_pass http://127.0.0.1:${port}; }
+    location '/auto "#%<>?\\^\`{|}/' { proxy_pass http://127.0.0.1:${port}; }
+    location /i/ { alias html/; }
+  }
+  server { listen 127.0.0.1:${ports[0]}; server_name relative.test; root html; absolute_redirect off; location "/auto sp/" { proxy_pass http://127.0.0.1:${port}; } }`),
+      files: { ...FILES, 'html/dir sp/f.txt': 'f\n', 'html/q"<>^|/f.txt': 'q\n' },
+      extraPorts: 1,
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      for (const u of ['/dir%20sp', '/dir%20sp?a=b%20c', '/i/dir%20sp', '/q%22%3C%3E%5E%7C', '/auto%20sp?a=b', '/auto%20%22%23%25%3C%3E%3F%5C%5E%60%7B%7C%7D']) {
+        out[u] = (await s.raw(`GET ${u} HTTP/1.0\r\nHost: static.test\r\n\r\n`))!;
+      }
+      out['relative'] = (await s.raw('GET /auto%20sp HTTP/1.0\r\nHost: relative.test\r\n\r\n', s.ports[0]))!;
+      return out;
+    });
+    assert.equal(run.nginx.result['relative']!.headers.location, '/auto%20sp/');
+    assertSameAsNginx(run);
+  });
+
   it('follows try_files: a file, a directory, a fallback URI with arguments, and =404', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`${TYPES}

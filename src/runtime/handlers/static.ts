@@ -12,7 +12,8 @@ import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
-import { applyHeadersModule, contentTypeFor } from '../respond.js';
+import { applyHeadersModule, contentTypeFor, keptHeaders } from '../respond.js';
+import { escapeUri } from '../uri.js';
 
 /** What the static handler decided. */
 export type StaticResult =
@@ -80,9 +81,8 @@ export async function serveStatic(ex: Exchange): Promise<StaticResult> {
   const path = mapUriToPath(r, r.uri);
   const st = await statOrError(path);
   if (st instanceof Error) return fileError(ex, st, path);
-  if (st.isDirectory()) {
-    return { kind: 'moved', location: r.uri + '/' + (r.args ? `?${r.args}` : '') };
-  }
+  // ngx_http_static_handler: the URI escaped (NGX_ESCAPE_URI), a slash, the arguments as they came
+  if (st.isDirectory()) return { kind: 'moved', location: escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : '') };
   if (!st.isFile()) {
     logRequest(ex.cx, r, 'crit', `"${path}" is not a regular file`);
     return { kind: 'code', code: 404 };
@@ -173,7 +173,7 @@ async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticRe
   const final = r.errStatus || 200;
   const unchanged = final === 200 && (r.method === 'GET' || r.method === 'HEAD') && notModified(r, lastModified, etag);
   const status = unchanged ? 304 : 200;
-  const headers: [string, string][] = [];
+  const headers = keptHeaders(r);
   if (!unchanged) headers.push(['Content-Type', contentTypeFor(r)], ['Content-Length', String(st.size)]);
   if (final === 200) headers.push(['Last-Modified', lastModified]);
   headers.push(['ETag', etag]);
