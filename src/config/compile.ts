@@ -580,7 +580,6 @@ class Compiler {
     const c = this.chain(node);
     const vars = this.scope.variables;
     const docRoot = c.get(http.docRoot);
-    const locDef = this.enclosingLocation(node);
     const rootPath = docRoot ? vars.bind(docRoot.path) : vars.bind(vars.value(this.scope.fullPath('html'), node.directive?.loc ?? { file: '', line: 0 }));
     const indexes = c.list(http.indexFiles);
     const tryFiles = c.get(http.tryFiles);
@@ -600,7 +599,7 @@ class Compiler {
     this.tempDirs.add((c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp') }).dir);
     const expiresConf = c.get(expires);
     const conf: LocationConf = {
-      root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: (docRoot?.alias ?? false) && locDef?.regex !== undefined },
+      root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: docRoot?.aliasRegex ?? false, aliasLength: docRoot?.aliasLength ?? 0 },
       index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
       tryFiles: tryFiles && {
         files: tryFiles.files.map((f) => ({ value: vars.bind(f.value), testDir: f.testDir })),
@@ -672,15 +671,6 @@ class Compiler {
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);
     return conf;
-  }
-
-  /** The nearest `location` enclosing a level (itself included). */
-  private enclosingLocation(node: LevelNode): LocationDef | undefined {
-    for (let n: LevelNode | undefined = node; n; n = n.parent) {
-      const def = n.conf.own(http.locationDef)?.value;
-      if (def) return def;
-    }
-    return undefined;
   }
 
   /**

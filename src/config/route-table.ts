@@ -376,7 +376,13 @@ export interface UpstreamTlsConf {
 
 /** All settings a request needs from its location, merged from the levels above. */
 export interface LocationConf {
-  readonly root: { readonly alias: boolean; readonly path: CompiledValue; readonly aliasRegex: boolean };
+  /**
+   * `root` or `alias`. An alias replaces the first `aliasLength` bytes of the
+   * URI, the length of the name of the location it was set in (nginx's
+   * `clcf->alias`, inherited with the path), or, set in a regex location
+   * (`aliasRegex`), is the whole path.
+   */
+  readonly root: { readonly alias: boolean; readonly path: CompiledValue; readonly aliasRegex: boolean; readonly aliasLength: number };
   readonly index: readonly CompiledValue[];
   readonly tryFiles: TryFiles | undefined;
   readonly types: ReadonlyMap<string, string>;

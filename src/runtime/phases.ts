@@ -445,6 +445,7 @@ export function internalRedirect(ex: Exchange, uri: string, args: string): Promi
   r.args = args;
   r.internal = true;
   r.captures = null;
+  r.addUriToAlias = false;
   if (!countUriChange(ex, 'internally redirecting to')) return finalize(ex, 500);
   return fromServerRewrite(ex);
 }

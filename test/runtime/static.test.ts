@@ -177,6 +177,30 @@ describe('static content (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('follows try_files under alias in prefix, regex and nested locations as nginx', async () => {
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location ~ /alias-re.txt { alias ${prefix}/other/deep; try_files $uri =404; }
+    location ~ ^/re-dir/(.*)$ { alias ${prefix}/other/$1; try_files $uri $uri/ =404; }
+    location /prefix/ { alias ${prefix}/other/; try_files $uri /prefix/alias.txt =404; }
+    location /static-item/ { alias ${prefix}/other/; try_files /alias.txt =404; }
+    location /nested/ {
+      alias ${prefix}/other/;
+      location ~ txt$ { try_files $uri =404; }
+    }
+    location /file-name/ { alias ${prefix}/other/; try_files $uri =404; add_header X-File $request_filename; }
+  }`),
+      files: { ...FILES, 'other/deep/alias-re.txt': 'regex alias\n' },
+    }, async (s) => getAll(s, [
+      '/alias-re.txt', '/re-dir/img', '/re-dir/alias.txt', '/prefix/alias.txt', '/prefix/missing', '/static-item/x', '/nested/alias.txt',
+      '/nested/deep/d.txt', '/nested/missing.txt', '/file-name/alias.txt',
+    ]));
+    assert.equal(run.nginx.result['GET /alias-re.txt']!.body, 'regex alias\n');
+    assert.equal(run.nginx.result['GET /nested/alias.txt']!.body, 'alias file\n');
+    assertSameAsNginx(run);
+  });
+
   it('does not log a missing file with log_not_found off', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`${TYPES}

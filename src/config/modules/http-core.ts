@@ -115,10 +115,17 @@ function setLocation(d: Directive, cx: SetContext): { context: Context; level: L
 
 // --- values ----------------------------------------------------------------
 
-/** `root` or `alias`: path template, which one, and the place (for messages). */
+/**
+ * `root` or `alias`: path template, which one, and for an alias what the
+ * location it is set in makes of it (`ngx_http_core_root`): the length of
+ * the location's name, the part of the URI it replaces, or a regex
+ * location's whole path.
+ */
 export interface DocRootDef {
   readonly alias: boolean;
   readonly path: ValueSource;
+  readonly aliasRegex: boolean;
+  readonly aliasLength: number;
 }
 export const docRoot = slot<DocRootDef | undefined>('root', undefined);
 
@@ -139,7 +146,9 @@ function setRoot(d: Directive, cx: SetContext): void {
   }
   if (!alias && path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
   if (!path.startsWith('$')) path = cx.scope.fullPath(path);
-  cx.level.set(docRoot, { alias, path: cx.scope.variables.value(path, d.loc) }, d.loc);
+  const aliasRegex = alias && def?.regex !== undefined;
+  const aliasLength = alias && !aliasRegex ? (def?.name.length ?? 0) : 0;
+  cx.level.set(docRoot, { alias, path: cx.scope.variables.value(path, d.loc), aliasRegex, aliasLength }, d.loc);
 }
 
 export const indexFiles = listSlot<ValueSource>('index');

@@ -40,15 +40,6 @@ async function statOrError(path: string): Promise<Stats | NodeJS.ErrnoException>
   }
 }
 
-/** The file path for a URI, with `root` or `alias` (`ngx_http_map_uri_to_path`). */
-export function mapUriToPath(r: HttpRequestState, uri: string): string {
-  const root = r.loc.root.path.evaluate(r);
-  if (!r.loc.root.alias) return root + uri;
-  if (r.loc.root.aliasRegex) return root;
-  const prefix = r.location && r.location.match !== 'named' && !r.location.regex ? r.location.name : '';
-  return root + (uri.startsWith(prefix) ? uri.slice(prefix.length) : uri);
-}
-
 /**
  * `try_files`: the first existing file (or directory, for an item ending in
  * `/`) becomes the URI and the request goes on to the content phase; else
@@ -57,12 +48,23 @@ export function mapUriToPath(r: HttpRequestState, uri: string): string {
 export async function tryFiles(ex: Exchange): Promise<TryFilesResult> {
   const { r } = ex;
   const tf = r.loc.tryFiles!;
+  const { alias, aliasRegex, aliasLength } = r.loc.root;
   for (const item of tf.files) {
-    const name = item.value.evaluate(r);
-    const st = await statOrError(mapUriToPath(r, name));
+    let name = item.value.evaluate(r);
+    // ngx_http_try_files_handler: an alias replaces the location's part of a value made with variables
+    if (alias && !aliasRegex && item.value.constant === undefined && name.startsWith(r.uri.slice(0, aliasLength))) {
+      name = name.slice(aliasLength);
+    }
+    const st = await statOrError(r.documentRoot() + name);
     if (st instanceof Error) continue;
     if (st.isDirectory() !== item.testDir) continue;
-    r.uri = name;
+    if (!alias) r.uri = name;
+    else if (aliasRegex) {
+      if (!item.testDir) {
+        r.uri = name;
+        r.addUriToAlias = true;
+      }
+    } else r.uri = r.uri.slice(0, aliasLength) + name;
     return { kind: 'found' };
   }
   if ('code' in tf.fallback) return { kind: 'code', code: tf.fallback.code };
@@ -78,7 +80,7 @@ export async function serveStatic(ex: Exchange): Promise<StaticResult> {
   const method = r.method;
   if (r.uri.endsWith('/')) return index(ex);
   if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') return { kind: 'code', code: 405 };
-  const path = mapUriToPath(r, r.uri);
+  const path = r.mapUriToPath(r.uri);
   const st = await statOrError(path);
   if (st instanceof Error) return fileError(ex, st, path);
   // ngx_http_static_handler: the URI escaped (NGX_ESCAPE_URI), a slash, the arguments as they came
@@ -104,7 +106,7 @@ function fileError(ex: Exchange, err: NodeJS.ErrnoException, path: string): Stat
 async function index(ex: Exchange): Promise<StaticResult> {
   const { r } = ex;
   if (r.method !== 'GET' && r.method !== 'HEAD' && r.method !== 'POST') return { kind: 'code', code: 405 };
-  const dir = mapUriToPath(r, r.uri);
+  const dir = r.mapUriToPath(r.uri);
   let dirTested = false;
   const names = r.loc.index;
   for (let i = 0; i < names.length; i++) {
