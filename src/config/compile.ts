@@ -610,6 +610,7 @@ class Compiler {
       errorPages,
       recursiveErrorPages: c.get(http.recursiveErrorPages),
       internal: node.conf.own(http.internal)?.value ?? false,
+      limitExcept: this.limitExcept(node),
       clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
       clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
       clientBodyTempPath: bodyTemp,
@@ -671,6 +672,14 @@ class Compiler {
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);
     return conf;
+  }
+
+  /** A location's `limit_except` block, compiled as a child of the location. */
+  private limitExcept(node: LevelNode): LocationConf['limitExcept'] {
+    const block = node.context === 'location' ? node.children.find((c) => c.context === 'limit_except') : undefined;
+    const methods = block?.conf.own(http.limitExceptMethods)?.value;
+    if (!block || !methods) return undefined;
+    return { methods: new Set(methods), conf: this.locationConf(block) };
   }
 
   /**

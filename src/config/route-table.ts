@@ -390,6 +390,12 @@ export interface LocationConf {
   readonly errorPages: ReadonlyMap<number, ErrorPage>;
   readonly recursiveErrorPages: boolean;
   readonly internal: boolean;
+  /**
+   * The location's `limit_except` block: the methods it lets through (GET
+   * brings HEAD), and the settings a request with another method uses
+   * instead of the location's (`ngx_http_update_location_config`).
+   */
+  readonly limitExcept: { readonly methods: ReadonlySet<string>; readonly conf: LocationConf } | undefined;
   readonly clientMaxBodySizeBytes: number;
   readonly clientBodyBufferSizeBytes: number;
   readonly clientBodyTempPath: TempPathValue;

@@ -329,6 +329,7 @@ function findConfig(ex: Exchange): Promise<void> {
     r.location = match.location;
     r.loc = match.location?.conf ?? r.server.conf;
     if (r.loc.internal && !r.internal) return finalize(ex, 404);
+    limitExcept(r);
     const length = Number(r.headers['content-length'] ?? 0);
     const max = r.loc.clientMaxBodySizeBytes;
     if (max > 0 && length > max && !r.parent) {
@@ -343,6 +344,12 @@ function findConfig(ex: Exchange): Promise<void> {
     }
     return afterRewrite(ex);
   }
+}
+
+/** A method `limit_except` does not let through switches the request to the block's settings (`ngx_http_update_location_config`). */
+function limitExcept(r: HttpRequestState): void {
+  const limit = r.loc.limitExcept;
+  if (limit && !limit.methods.has(r.method)) r.loc = limit.conf;
 }
 
 /** Counts a URI change; false (after logging nginx's error) when the limit is reached. */
@@ -462,6 +469,7 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
   r.location = loc;
   r.loc = loc.conf;
   r.internal = true;
+  limitExcept(r);
   const outcome = runScript(r.loc.script, r, scriptErrors(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) return findConfig(ex);

@@ -114,6 +114,28 @@ describe('access control (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('applies a limit_except block to other methods, with its own access rules and without the location\'s rewrites', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name acl.test; root html;
+    location /get-only/ { limit_except GET { deny all; } ${SERVE} }
+    location /return/ { limit_except GET { deny all; } return 200 "returned\\n"; }
+    location /get-post/ { limit_except GET POST { allow 10.0.0.1; deny all; } ${SERVE} }
+    location /auth/ { limit_except GET { auth_basic "write"; auth_basic_user_file ${USERS}; } ${SERVE} }
+  }`),
+      files: FILES,
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH']) {
+        for (const p of ['/get-only/', '/return/', '/get-post/', '/auth/']) out[`${method} ${p}`] = await s.get(p, { method, headers: { Host: 'acl.test' } });
+      }
+      out['PUT /auth/ alice'] = await s.get('/auth/', { method: 'PUT', headers: { Host: 'acl.test', Authorization: basic('alice', 'alice-secret') } });
+      return out;
+    });
+    assert.equal(run.nginx.result['POST /return/']!.status, 403);
+    assert.equal(run.nginx.result['PUT /get-post/']!.status, 403);
+    assertSameAsNginx(run);
+  });
+
   it('asks for Basic credentials with 401 and logs unknown users and wrong passwords', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name auth.test;
