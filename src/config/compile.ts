@@ -643,7 +643,9 @@ class Compiler {
         text: r.text,
       })),
       satisfy: c.get(http.satisfy),
-      authBasic: realm && userFile ? { realm: vars.bind(realm), userFile: vars.bind(userFile) } : undefined,
+      authBasic: realm && userFile
+        ? { realm: vars.bind(realm), userFile: vars.bind(userFile), confPrefix: userFile.text.startsWith('$') ? this.scope.confPrefix : undefined }
+        : undefined,
       addHeaders: c.list(addHeaders).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
       addTrailers: c.list(addTrailers).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
       proxy: this.proxyConf(node, c),

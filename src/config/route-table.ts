@@ -433,7 +433,13 @@ export interface LocationConf {
   readonly script: readonly ScriptOp[];
   readonly access: readonly AccessRule[];
   readonly satisfy: 'all' | 'any';
-  readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue } | undefined;
+  /**
+   * `auth_basic` and `auth_basic_user_file`; a file name made from a leading
+   * variable that is not absolute is taken relative to `confPrefix` (the
+   * configuration's directory) when evaluated, as nginx's `conf_prefix`
+   * complex values are.
+   */
+  readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue; readonly confPrefix: string | undefined } | undefined;
   readonly addHeaders: readonly AddHeader[];
   /** `add_trailer`: trailers of responses sent in chunks (HTTP/1.1) or over HTTP/2. */
   readonly addTrailers: readonly AddHeader[];
