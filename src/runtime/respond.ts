@@ -112,6 +112,19 @@ export function keptHeaders(r: HttpRequestState): [string, string][] {
     name === 'Location' && value.startsWith('/') ? [name, absoluteLocation(r, value)] : [name, value]);
 }
 
+/**
+ * What an upstream's response intercepted for its `error_page` leaves for
+ * the response sent instead (`ngx_http_upstream_intercept_errors`): the
+ * `WWW-Authenticate` headers of a 401, each one, whatever hides them.
+ * `received` lists names and values in turn.
+ */
+export function keepInterceptedHeaders(r: HttpRequestState, status: number, received: readonly string[]): void {
+  if (status !== 401) return;
+  for (let i = 0; i + 1 < received.length; i += 2) {
+    if (received[i]!.toLowerCase() === 'www-authenticate') r.pendingHeaders.push(['WWW-Authenticate', received[i + 1]!]);
+  }
+}
+
 /** Statuses `add_header` (without `always`) and `expires` apply to. */
 const ADD_HEADER_STATUSES = new Set([200, 201, 204, 206, 301, 302, 303, 304, 307, 308]);
 

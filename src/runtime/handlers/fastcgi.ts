@@ -18,7 +18,7 @@ import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
 import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, type RequestBody } from '../request-body.js';
-import { applyHeadersModule } from '../respond.js';
+import { applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
 import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
@@ -312,6 +312,7 @@ async function attempt(
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
       if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
+        keepInterceptedHeaders(r, parsed.status, up.headers);
         stage = 'done';
         r.action = 'sending to client';
         settled = true;

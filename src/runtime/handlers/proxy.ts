@@ -11,7 +11,7 @@ import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
 import type { HttpRequestState, UpstreamState } from '../request.js';
-import { absoluteLocation, applyHeadersModule } from '../respond.js';
+import { absoluteLocation, applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
@@ -507,6 +507,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     up.headers = received;
     if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
+      keepInterceptedHeaders(r, statusCode, received);
       this.endState();
       this.stage = 'intercepted';
       this.abortUpstream?.(new Error('intercepted'));
