@@ -287,6 +287,8 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly buffering: boolean;
   /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `proxy_ignore_headers`). */
   readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `proxy_ignore_headers`). */
+  readonly accelRedirect: boolean;
   /** `proxy_request_buffering`: read the whole request body before connecting. */
   readonly requestBuffering: boolean;
   /** Bytes of a response kept in memory before spooling (`proxy_buffers` number × size). */
@@ -492,6 +494,8 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly buffering: boolean;
   /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `fastcgi_ignore_headers`). */
   readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `fastcgi_ignore_headers`). */
+  readonly accelRedirect: boolean;
   readonly requestBuffering: boolean;
   readonly memoryBytes: number;
   /** Size of one of `fastcgi_buffers`. */

@@ -27,7 +27,7 @@ import { runScript } from './script.js';
 import { browserOf } from './user-agent.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
-import { escapeUri, hostPort, normalizePath, validateHost } from './uri.js';
+import { escapeUri, hostPort, normalizePath, parseUnsafeUri, validateHost } from './uri.js';
 import { systemErrorText } from '../os-errors.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
@@ -457,6 +457,24 @@ export function internalRedirect(ex: Exchange, uri: string, args: string): Promi
   return fromServerRewrite(ex);
 }
 
+/**
+ * Follows an upstream's `X-Accel-Redirect` (`ngx_http_upstream_process_headers`):
+ * to a named location as it is, or to a URI (arguments after `?`, the path
+ * unescaped) as GET (HEAD stays HEAD); an unsafe URI is 404 with nginx's
+ * error line.
+ */
+export function acceleratedRedirect(ex: Exchange, value: string): Promise<void> {
+  const { r } = ex;
+  if (value.startsWith('@')) return namedLocation(ex, value);
+  const target = parseUnsafeUri(value);
+  if ('unsafe' in target) {
+    logRequest(ex.cx, r, 'error', `unsafe URI "${target.unsafe}" was detected`);
+    return finalize(ex, 404);
+  }
+  if (r.method !== 'HEAD') r.method = 'GET';
+  return internalRedirect(ex, target.uri, target.args);
+}
+
 /** A redirect to a named location (`@name`): its rewrite phase onwards. */
 async function namedLocation(ex: Exchange, name: string): Promise<void> {
   const { r } = ex;
@@ -508,8 +526,13 @@ function sendText(ex: Exchange, status: number, text: string): Promise<void> | v
   if (failed !== undefined) return finalize(ex, failed);
   const final = r.errStatus || status;
   const headers = keptHeaders(r);
-  if (final !== 204) {
-    headers.push(['Content-Type', contentTypeFor(r)]);
+  const typed = headers.some(([name]) => name.toLowerCase() === 'content-type');
+  if (final === 204) {
+    // ngx_http_header_filter: a 204 has no type
+    if (typed) headers.splice(0, headers.length, ...headers.filter(([name]) => name.toLowerCase() !== 'content-type'));
+  } else {
+    // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
+    if (!typed) headers.push(['Content-Type', contentTypeFor(r)]);
     headers.push(['Content-Length', String(text.length)]);
   }
   applyHeadersModule(r, status, headers);
@@ -576,13 +599,17 @@ function dropKept(r: HttpRequestState, lower: string): void {
   }
 }
 
+/** Headers a special response never has. */
+const SPECIAL_CLEARED = new Set(['accept-ranges', 'last-modified', 'etag']);
+
 /** Sends nginx's page for a status, if it has one; Last-Modified, ETag and Accept-Ranges are never sent with it. */
 function sendSpecial(ex: Exchange, status: number): void {
   const { r } = ex;
   // ngx_http_special_response_handler: the body is discarded; an invalid one ends keep-alive
   if (discardRequestBody(ex) !== undefined) r.keepalive = false;
   const body = specialPage(status, r.loc, browserOf(r.headers['user-agent']).msie);
-  const headers = keptHeaders(r);
+  // ngx_http_special_response_handler clears these (kept from an X-Accel-Redirect)
+  const headers = keptHeaders(r).filter(([name]) => !SPECIAL_CLEARED.has(name.toLowerCase()));
   headers.push(['Content-Length', String(body?.length ?? 0)]);
   if (body !== undefined) headers.push(['Content-Type', 'text/html']);
   if (NO_KEEPALIVE.has(status)) r.keepalive = false;

@@ -175,3 +175,59 @@ export function escapeUri(uri: string): string {
 export function escapeArgs(value: string): string {
   return escapeWith(ARGS_TABLE, value);
 }
+
+const hexDigit = (c: number): number => (c >= 0x30 && c <= 0x39 ? c - 0x30 : (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 ? (c | 0x20) - 0x57 : -1);
+
+/**
+ * `ngx_unescape_uri` with no flags: every `%XX` decoded; of a malformed
+ * escape the `%` is dropped, and a bad second digit drops both digits too.
+ */
+export function unescapeUri(s: string): string {
+  if (!s.includes('%')) return s;
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] !== '%') {
+      out += s[i];
+      continue;
+    }
+    const hi = hexDigit(s.charCodeAt(i + 1));
+    if (hi === -1) {
+      if (i + 1 < s.length) out += s[i + 1];
+      i++;
+      continue;
+    }
+    const lo = hexDigit(s.charCodeAt(i + 2));
+    if (lo !== -1) out += String.fromCharCode(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+/**
+ * Whether `s` starts with a `..` segment or, before `end`, has a `/..`
+ * segment; a segment ends at `/` or at the end of `s` (`ngx_http_parse_unsafe_uri`).
+ */
+function climbs(s: string, end: number): boolean {
+  if (s.startsWith('..') && (s.length === 2 || s[2] === '/')) return true;
+  for (let i = s.indexOf('/'); i !== -1 && i < end; i = s.indexOf('/', i + 1)) {
+    if (s[i + 1] === '.' && s[i + 2] === '.' && (i + 3 === s.length || s[i + 3] === '/')) return true;
+  }
+  return false;
+}
+
+/**
+ * Splits and checks a URI given by an upstream (`X-Accel-Redirect`) as
+ * `ngx_http_parse_unsafe_uri` does: the arguments after the first `?`, the
+ * path unescaped; `unsafe` (what nginx logs) when it is empty, starts with
+ * `?`, has a NUL or climbs with `..`, before or after unescaping.
+ */
+export function parseUnsafeUri(value: string): { uri: string; args: string } | { unsafe: string } {
+  if (value === '' || value.startsWith('?')) return { unsafe: value };
+  const q = value.indexOf('?');
+  const end = q === -1 ? value.length : q;
+  const path = value.slice(0, end);
+  if (path.includes('\0') || climbs(value, end)) return { unsafe: value };
+  const uri = unescapeUri(path);
+  if (uri !== path && (uri.includes('\0') || climbs(uri, uri.length))) return { unsafe: uri };
+  return { uri, args: q === -1 ? '' : value.slice(q + 1) };
+}

@@ -15,7 +15,8 @@ import type { FastcgiConf, UpstreamGroup } from '../../config/route-table.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
-import { finalize } from '../phases.js';
+import { acceleratedRedirect, finalize } from '../phases.js';
+import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
@@ -318,6 +319,16 @@ async function attempt(
         settled = true;
         release(false);
         void finalize(ex, parsed.status).then(done, done);
+        return 'stop';
+      }
+      const redirect = conf.accelRedirect ? accelRedirectOf(up.headers) : undefined;
+      if (redirect !== undefined) {
+        r.action = READING_HEADER;
+        keepForRedirect(r, up.headers);
+        stage = 'done';
+        settled = true;
+        release(false);
+        void acceleratedRedirect(ex, redirect).then(done, done);
         return 'stop';
       }
       applyHeadersModule(r, parsed.status, parsed.headers);

@@ -176,7 +176,11 @@ async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticRe
   const unchanged = final === 200 && (r.method === 'GET' || r.method === 'HEAD') && notModified(r, lastModified, etag);
   const status = unchanged ? 304 : 200;
   const headers = keptHeaders(r);
-  if (!unchanged) headers.push(['Content-Type', contentTypeFor(r)], ['Content-Length', String(st.size)]);
+  if (!unchanged) {
+    // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
+    if (!headers.some(([name]) => name.toLowerCase() === 'content-type')) headers.push(['Content-Type', contentTypeFor(r)]);
+    headers.push(['Content-Length', String(st.size)]);
+  }
   if (final === 200) headers.push(['Last-Modified', lastModified]);
   headers.push(['ETag', etag]);
   if (!unchanged && final === 200) headers.push(['Accept-Ranges', 'bytes']);
