@@ -259,4 +259,19 @@ describe('rewrite module (differential)', { skip: NO_ORACLE }, () => {
     assert.equal(run.nginx.result['/capturedup/%25?a=b']!.body, 'uri:/capturedup/% args:c=/capturedup/%25&a=b\n');
     assertSameAsNginx(run);
   });
+
+  it('caches a map\'s value for the request across internal redirects, and evaluates a volatile map each time', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location /1 { index $uri_cached; }
+    location /1/redirect { add_header X-URI $uri_cached always; return 200 "cached $uri_cached\\n"; }
+    location /2 { index $uri_uncached; }
+    location /2/redirect { add_header X-URI $uri_uncached always; return 200 "volatile $uri_uncached\\n"; }`, `
+  map $uri $uri_cached { /1/ /1/redirect; /1/redirect uncached; }
+  map $uri $uri_uncached { volatile; /2/ /2/redirect; /2/redirect uncached; }`),
+      files: { 'html/1/redirect': 'one\n', 'html/2/redirect': 'two\n' },
+    }, async (s) => getAll(s, ['/1/', '/2/']));
+    assert.equal(run.nginx.result['/2/']!.headers['x-uri'], 'uncached');
+    assertSameAsNginx(run);
+  });
 });
