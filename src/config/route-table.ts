@@ -424,6 +424,12 @@ export interface LocationConf {
   /** `http2_body_preread_size` (a server's; its locations carry it): the streams' initial window. */
   readonly http2BodyPrereadSizeBytes: number;
   readonly logNotFound: boolean;
+  /** `etag`: static files carry an ETag. */
+  readonly etag: boolean;
+  /** `if_modified_since`. */
+  readonly ifModifiedSince: 'off' | 'exact' | 'before';
+  /** `max_ranges`; undefined: no limit. */
+  readonly maxRanges: number | undefined;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;
   readonly serverNameInRedirect: boolean;

@@ -136,7 +136,7 @@ function dropHeader(headers: [string, string | string[]][], lower: string): void
 }
 
 /** The `Last-Modified` of a header list in seconds since the epoch, or undefined (nginx's `last_modified_time` -1). */
-function lastModifiedSec(headers: readonly [string, string | string[]][]): number | undefined {
+export function lastModifiedSec(headers: readonly [string, string | string[]][]): number | undefined {
   const h = headers.find(([n]) => n.toLowerCase() === 'last-modified');
   const ms = h && typeof h[1] === 'string' ? Date.parse(h[1]) : NaN;
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);

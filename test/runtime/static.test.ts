@@ -201,6 +201,84 @@ describe('static content (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('answers range requests as nginx\'s range filter: 206, multipart/byteranges, 416, If-Range, max_ranges', async () => {
+    const body = Array.from({ length: 100 }, (_, i) => `X${String(i).padStart(3, '0')}XXXXXX`).join('');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location /one/ { max_ranges 1; }
+    location /none/ { max_ranges 0; }
+    location /lm/ { add_header Last-Modified "Mon, 28 Sep 1970 06:00:00 GMT"; }
+    location /ep/ { error_page 404 /t.txt; }
+    location /noetag/ { etag off; }
+  }`),
+      files: { 'html/t.txt': body, 'html/one/t.txt': body, 'html/none/t.txt': body, 'html/lm/t.txt': body, 'html/noetag/t.txt': body, 'html/empty.txt': '' },
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      const get = async (label: string, path: string, headers: Record<string, string>, method = 'GET'): Promise<void> => {
+        out[label] = await s.get(path, { method, headers: { Host: 'static.test', ...headers } });
+      };
+      const full = await s.get('/t.txt', { headers: { Host: 'static.test' } });
+      const etag = full.headers.etag!;
+      const lm = full.headers['last-modified']!;
+      for (const range of [
+        'bytes=0-9', 'bytes=990-', 'bytes=-5', 'bytes=-2000', 'bytes=5-3', 'bytes=1000-', 'bytes=0-9,20-29', 'bytes=0-9, 5-14',
+        'bytes=0-0,-1', 'bytes=abc', 'bytes=0-9,x', 'bytes= 1 - 2 ', 'BYTES=0-1', 'items=0-1', 'bytes=', 'bytes=0-', 'bytes=0-9,0-999',
+      ]) await get(`range ${range}`, '/t.txt', { Range: range });
+      await get('HEAD multipart', '/t.txt', { Range: 'bytes=0-1,3-4' }, 'HEAD');
+      await get('if-range etag', '/t.txt', { Range: 'bytes=0-9', 'If-Range': etag });
+      await get('if-range date', '/t.txt', { Range: 'bytes=0-9', 'If-Range': lm });
+      await get('if-range wrong', '/t.txt', { Range: 'bytes=0-9', 'If-Range': '"nope"' });
+      await get('if-range add_header', '/lm/t.txt', { Range: 'bytes=0-9', 'If-Range': 'Mon, 28 Sep 1970 06:00:00 GMT' });
+      await get('max_ranges 1 two', '/one/t.txt', { Range: 'bytes=0-1,3-4' });
+      await get('max_ranges 1 one', '/one/t.txt', { Range: 'bytes=0-1' });
+      await get('max_ranges 0', '/none/t.txt', { Range: 'bytes=0-1' });
+      await get('error_page', '/ep/missing', { Range: 'bytes=0-1' });
+      await get('empty file', '/empty.txt', { Range: 'bytes=0-1' });
+      await get('etag off', '/noetag/t.txt', { Range: 'bytes=0-1' });
+      return out;
+    });
+    assert.equal(run.nginx.result['range bytes=0-9']!.status, 206);
+    assert.match(run.nginx.result['range bytes=0-9,20-29']!.headers['content-type']!, /^multipart\/byteranges; boundary=0+1$/);
+    assert.equal(run.nginx.result['range bytes=1000-']!.status, 416);
+    assertSameAsNginx(run);
+  });
+
+  it('answers conditional requests as nginx\'s not-modified filter: If-Modified-Since per if_modified_since, If-None-Match, If-Match, If-Unmodified-Since', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location /before/ { if_modified_since before; }
+    location /off/ { if_modified_since off; }
+  }`),
+      files: { 'html/t.txt': 'text\n', 'html/before/t.txt': 'text\n', 'html/off/t.txt': 'text\n' },
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      const full = await s.get('/t.txt', { headers: { Host: 'static.test' } });
+      const etag = full.headers.etag!;
+      const lm = full.headers['last-modified']!;
+      const later = 'Tue, 19 Jan 2038 03:14:07 GMT';
+      const earlier = 'Thu, 01 Jan 1998 00:00:00 GMT';
+      const cases: [string, Record<string, string>][] = [
+        ['ims exact', { 'If-Modified-Since': lm }], ['ims later', { 'If-Modified-Since': later }], ['ims earlier', { 'If-Modified-Since': earlier }],
+        ['ims rfc850', { 'If-Modified-Since': 'Tuesday, 19-Jan-38 03:14:07 GMT' }], ['ims asctime', { 'If-Modified-Since': 'Tue Jan 19 03:14:07 2038' }],
+        ['ims garbage', { 'If-Modified-Since': 'yesterday' }], ['inm', { 'If-None-Match': etag }], ['inm weak', { 'If-None-Match': `W/${etag}` }],
+        ['inm list', { 'If-None-Match': `"a", ${etag} , "b"` }], ['inm star', { 'If-None-Match': '*' }], ['inm other', { 'If-None-Match': '"x"' }],
+        ['inm and ims', { 'If-None-Match': '"x"', 'If-Modified-Since': lm }], ['im', { 'If-Match': etag }], ['im other', { 'If-Match': '"x"' }],
+        ['im weak', { 'If-Match': `W/${etag}` }], ['im star', { 'If-Match': '*' }], ['ius later', { 'If-Unmodified-Since': later }],
+        ['ius earlier', { 'If-Unmodified-Since': earlier }], ['ius garbage', { 'If-Unmodified-Since': 'x' }],
+      ];
+      for (const prefix of ['', '/before', '/off']) {
+        for (const [label, headers] of cases) out[`${prefix} ${label}`] = await s.get(`${prefix}/t.txt`, { headers: { Host: 'static.test', ...headers } });
+      }
+      out['404 with If-Match'] = await s.get('/nx', { headers: { Host: 'static.test', 'If-Match': '"x"' } });
+      return out;
+    });
+    assert.equal(run.nginx.result['/before ims later']!.status, 304);
+    assert.equal(run.nginx.result[' im other']!.status, 412);
+    assertSameAsNginx(run);
+  });
+
   it('does not log a missing file with log_not_found off', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`${TYPES}

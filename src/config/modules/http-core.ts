@@ -267,6 +267,12 @@ export const lingeringTimeMs = slot('lingering_time', 30_000);
 export const lingeringTimeoutMs = slot('lingering_timeout', 5_000);
 export const resetTimedoutConnection = slot('reset_timedout_connection', false);
 export const logNotFound = slot('log_not_found', true);
+/** `etag`: static files are sent with an ETag. */
+export const etag = slot('etag', true);
+/** `if_modified_since`: how `If-Modified-Since` is compared with a response's `Last-Modified`. */
+export const ifModifiedSince = slot<'off' | 'exact' | 'before'>('if_modified_since', 'exact');
+/** `max_ranges`: the most ranges a range request may ask for (unlimited when unset). */
+export const maxRanges = slot<number | undefined>('max_ranges', undefined);
 export const serverTokens = slot<'on' | 'off' | 'build'>('server_tokens', 'on');
 export const absoluteRedirect = slot('absolute_redirect', true);
 export const serverNameInRedirect = slot('server_name_in_redirect', false);
@@ -494,6 +500,20 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   { name: 'client_header_timeout', module: CORE, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: msecSetter(clientHeaderTimeoutMs) },
   { name: 'client_body_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(clientBodyTimeoutMs) },
   { name: 'log_not_found', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(logNotFound) },
+  { name: 'etag', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(etag) },
+  {
+    name: 'if_modified_since', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: enumSetter(ifModifiedSince, ['off', 'exact', 'before']),
+  },
+  {
+    name: 'max_ranges', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(maxRanges)) throw new DirectiveFailure('is duplicate');
+      const n = parseNumber(d.args[0]!);
+      if (n === undefined) throw new DirectiveFailure('invalid number');
+      cx.level.set(maxRanges, n, d.loc);
+    },
+  },
   { name: 'server_tokens', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: enumSetter(serverTokens, ['on', 'off', 'build']) },
   { name: 'absolute_redirect', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(absoluteRedirect) },
   { name: 'server_name_in_redirect', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(serverNameInRedirect) },
@@ -562,9 +582,6 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('send_lowat', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size(lowatIgnored)),
   none('output_buffers', HTTP_SRV_LOC, ['TAKE2'], TUNING, rule.bufs),
   none('disable_symlinks', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'symbolic links are followed', rule.custom(parseDisableSymlinks)),
-  none('etag', HTTP_SRV_LOC, ['FLAG'], 'static files are sent without ETag', rule.flag),
-  none('if_modified_since', HTTP_SRV_LOC, ['TAKE1'], 'conditional requests are not evaluated for static files', rule.enumOf('off', 'exact', 'before')),
-  none('max_ranges', HTTP_SRV_LOC, ['TAKE1'], 'range requests are not served for static files', rule.num()),
   none('log_subrequest', HTTP_SRV_LOC, ['FLAG'], 'subrequests are not written to the access log', rule.flag),
   none('subrequest_output_buffer_size', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size()),
   none('auth_delay', HTTP_SRV_LOC, ['TAKE1'], 'failed authentication is answered at once', rule.msec),
