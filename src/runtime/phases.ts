@@ -24,6 +24,7 @@ import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
 import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './respond.js';
 import { runScript } from './script.js';
+import { preconditionStatus } from './conditional.js';
 import { browserOf } from './user-agent.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
@@ -519,13 +520,25 @@ async function scriptResponse(
  * status is the one of an `error_page` being followed, if any (a `return
  * 204` there sends the error's status with an empty body and its length);
  * headers an earlier response step set stay (a redirect's `Location`).
+ * Having no validators, a 200 fails `If-Match` and `If-Unmodified-Since`
+ * (412) and matches `If-None-Match: *` (304), as in nginx.
  */
 function sendText(ex: Exchange, status: number, text: string): Promise<void> | void {
   const { r } = ex;
   const failed = discardRequestBody(ex);
   if (failed !== undefined) return finalize(ex, failed);
   const final = r.errStatus || status;
+  // the not-modified filter, for a response with neither Last-Modified nor ETag
+  const condition = final === 200 && !r.parent ? preconditionStatus(r, undefined, undefined) : 200;
+  if (condition === 412) return finalize(ex, 412);
   const headers = keptHeaders(r);
+  if (condition === 304) {
+    const bare = headers.filter(([name]) => name.toLowerCase() !== 'content-type');
+    applyHeadersModule(r, 304, bare);
+    ex.out.head(r, 304, bare);
+    ex.out.end();
+    return;
+  }
   const typed = headers.some(([name]) => name.toLowerCase() === 'content-type');
   if (final === 204) {
     // ngx_http_header_filter: a 204 has no type

@@ -244,12 +244,13 @@ describe('static content (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
-  it('answers conditional requests as nginx\'s not-modified filter: If-Modified-Since per if_modified_since, If-None-Match, If-Match, If-Unmodified-Since', async () => {
+  it('answers conditional requests as nginx\'s not-modified filter: If-Modified-Since per if_modified_since, If-None-Match, If-Match, If-Unmodified-Since, for files and return', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`${TYPES}
   server { listen 127.0.0.1:${port}; server_name static.test; root html;
     location /before/ { if_modified_since before; }
     location /off/ { if_modified_since off; }
+    location = /return { return 200 "returned\\n"; }
   }`),
       files: { 'html/t.txt': 'text\n', 'html/before/t.txt': 'text\n', 'html/off/t.txt': 'text\n' },
     }, async (s) => {
@@ -271,6 +272,8 @@ describe('static content (differential)', { skip: NO_ORACLE }, () => {
       for (const prefix of ['', '/before', '/off']) {
         for (const [label, headers] of cases) out[`${prefix} ${label}`] = await s.get(`${prefix}/t.txt`, { headers: { Host: 'static.test', ...headers } });
       }
+      // a response without validators
+      for (const [label, headers] of cases) out[`return ${label}`] = await s.get('/return', { headers: { Host: 'static.test', ...headers } });
       out['404 with If-Match'] = await s.get('/nx', { headers: { Host: 'static.test', 'If-Match': '"x"' } });
       return out;
     });
