@@ -580,7 +580,6 @@ class Compiler {
     const c = this.chain(node);
     const vars = this.scope.variables;
     const docRoot = c.get(http.docRoot);
-    const locDef = this.enclosingLocation(node);
     const rootPath = docRoot ? vars.bind(docRoot.path) : vars.bind(vars.value(this.scope.fullPath('html'), node.directive?.loc ?? { file: '', line: 0 }));
     const indexes = c.list(http.indexFiles);
     const tryFiles = c.get(http.tryFiles);
@@ -600,7 +599,7 @@ class Compiler {
     this.tempDirs.add((c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp') }).dir);
     const expiresConf = c.get(expires);
     const conf: LocationConf = {
-      root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: (docRoot?.alias ?? false) && locDef?.regex !== undefined },
+      root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: docRoot?.aliasRegex ?? false, aliasLength: docRoot?.aliasLength ?? 0 },
       index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
       tryFiles: tryFiles && {
         files: tryFiles.files.map((f) => ({ value: vars.bind(f.value), testDir: f.testDir })),
@@ -611,6 +610,7 @@ class Compiler {
       errorPages,
       recursiveErrorPages: c.get(http.recursiveErrorPages),
       internal: node.conf.own(http.internal)?.value ?? false,
+      limitExcept: this.limitExcept(node),
       clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
       clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
       clientBodyTempPath: bodyTemp,
@@ -626,6 +626,9 @@ class Compiler {
       http2MaxConcurrentStreams: c.get(http2MaxConcurrentStreams),
       http2BodyPrereadSizeBytes: c.get(http2BodyPrereadSize),
       logNotFound: c.get(http.logNotFound),
+      etag: c.get(http.etag),
+      ifModifiedSince: c.get(http.ifModifiedSince),
+      maxRanges: c.get(http.maxRanges),
       serverTokens: c.get(http.serverTokens),
       absoluteRedirect: c.get(http.absoluteRedirect),
       serverNameInRedirect: c.get(http.serverNameInRedirect),
@@ -643,7 +646,9 @@ class Compiler {
         text: r.text,
       })),
       satisfy: c.get(http.satisfy),
-      authBasic: realm && userFile ? { realm: vars.bind(realm), userFile: vars.bind(userFile) } : undefined,
+      authBasic: realm && userFile
+        ? { realm: vars.bind(realm), userFile: vars.bind(userFile), confPrefix: userFile.text.startsWith('$') ? this.scope.confPrefix : undefined }
+        : undefined,
       addHeaders: c.list(addHeaders).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
       addTrailers: c.list(addTrailers).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
       proxy: this.proxyConf(node, c),
@@ -674,13 +679,12 @@ class Compiler {
     return conf;
   }
 
-  /** The nearest `location` enclosing a level (itself included). */
-  private enclosingLocation(node: LevelNode): LocationDef | undefined {
-    for (let n: LevelNode | undefined = node; n; n = n.parent) {
-      const def = n.conf.own(http.locationDef)?.value;
-      if (def) return def;
-    }
-    return undefined;
+  /** A location's `limit_except` block, compiled as a child of the location. */
+  private limitExcept(node: LevelNode): LocationConf['limitExcept'] {
+    const block = node.context === 'location' ? node.children.find((c) => c.context === 'limit_except') : undefined;
+    const methods = block?.conf.own(http.limitExceptMethods)?.value;
+    if (!block || !methods) return undefined;
+    return { methods: new Set(methods), conf: this.locationConf(block) };
   }
 
   /**
@@ -758,6 +762,7 @@ class Compiler {
       ignoreClientAbort: c.get(proxy.proxyIgnoreClientAbort),
       buffering: c.get(proxy.proxyBuffering),
       accelBuffering: !c.get(proxy.proxyIgnoreHeaders).includes('X-Accel-Buffering'),
+      accelRedirect: !c.get(proxy.proxyIgnoreHeaders).includes('X-Accel-Redirect'),
       requestBuffering: c.get(proxy.proxyRequestBuffering),
       memoryBytes: c.get(proxy.proxyBuffers).count * c.get(proxy.proxyBuffers).sizeBytes,
       bufferBytes: c.get(proxy.proxyBuffers).sizeBytes,
@@ -834,6 +839,7 @@ class Compiler {
       bufferSizeBytes: c.get(fastcgi.fastcgiBufferSize),
       buffering: c.get(fastcgi.fastcgiBuffering),
       accelBuffering: !c.get(fastcgi.fastcgiIgnoreHeaders).includes('X-Accel-Buffering'),
+      accelRedirect: !c.get(fastcgi.fastcgiIgnoreHeaders).includes('X-Accel-Redirect'),
       requestBuffering: c.get(fastcgi.fastcgiRequestBuffering),
       memoryBytes: buffers.count * buffers.sizeBytes,
       bufferBytes: buffers.sizeBytes,

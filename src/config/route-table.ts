@@ -287,6 +287,8 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly buffering: boolean;
   /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `proxy_ignore_headers`). */
   readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `proxy_ignore_headers`). */
+  readonly accelRedirect: boolean;
   /** `proxy_request_buffering`: read the whole request body before connecting. */
   readonly requestBuffering: boolean;
   /** Bytes of a response kept in memory before spooling (`proxy_buffers` number × size). */
@@ -376,7 +378,13 @@ export interface UpstreamTlsConf {
 
 /** All settings a request needs from its location, merged from the levels above. */
 export interface LocationConf {
-  readonly root: { readonly alias: boolean; readonly path: CompiledValue; readonly aliasRegex: boolean };
+  /**
+   * `root` or `alias`. An alias replaces the first `aliasLength` bytes of the
+   * URI, the length of the name of the location it was set in (nginx's
+   * `clcf->alias`, inherited with the path), or, set in a regex location
+   * (`aliasRegex`), is the whole path.
+   */
+  readonly root: { readonly alias: boolean; readonly path: CompiledValue; readonly aliasRegex: boolean; readonly aliasLength: number };
   readonly index: readonly CompiledValue[];
   readonly tryFiles: TryFiles | undefined;
   readonly types: ReadonlyMap<string, string>;
@@ -384,6 +392,12 @@ export interface LocationConf {
   readonly errorPages: ReadonlyMap<number, ErrorPage>;
   readonly recursiveErrorPages: boolean;
   readonly internal: boolean;
+  /**
+   * The location's `limit_except` block: the methods it lets through (GET
+   * brings HEAD), and the settings a request with another method uses
+   * instead of the location's (`ngx_http_update_location_config`).
+   */
+  readonly limitExcept: { readonly methods: ReadonlySet<string>; readonly conf: LocationConf } | undefined;
   readonly clientMaxBodySizeBytes: number;
   readonly clientBodyBufferSizeBytes: number;
   readonly clientBodyTempPath: TempPathValue;
@@ -410,6 +424,12 @@ export interface LocationConf {
   /** `http2_body_preread_size` (a server's; its locations carry it): the streams' initial window. */
   readonly http2BodyPrereadSizeBytes: number;
   readonly logNotFound: boolean;
+  /** `etag`: static files carry an ETag. */
+  readonly etag: boolean;
+  /** `if_modified_since`. */
+  readonly ifModifiedSince: 'off' | 'exact' | 'before';
+  /** `max_ranges`; undefined: no limit. */
+  readonly maxRanges: number | undefined;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;
   readonly serverNameInRedirect: boolean;
@@ -421,7 +441,13 @@ export interface LocationConf {
   readonly script: readonly ScriptOp[];
   readonly access: readonly AccessRule[];
   readonly satisfy: 'all' | 'any';
-  readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue } | undefined;
+  /**
+   * `auth_basic` and `auth_basic_user_file`; a file name made from a leading
+   * variable that is not absolute is taken relative to `confPrefix` (the
+   * configuration's directory) when evaluated, as nginx's `conf_prefix`
+   * complex values are.
+   */
+  readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue; readonly confPrefix: string | undefined } | undefined;
   readonly addHeaders: readonly AddHeader[];
   /** `add_trailer`: trailers of responses sent in chunks (HTTP/1.1) or over HTTP/2. */
   readonly addTrailers: readonly AddHeader[];
@@ -474,6 +500,8 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly buffering: boolean;
   /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `fastcgi_ignore_headers`). */
   readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `fastcgi_ignore_headers`). */
+  readonly accelRedirect: boolean;
   readonly requestBuffering: boolean;
   readonly memoryBytes: number;
   /** Size of one of `fastcgi_buffers`. */

@@ -168,6 +168,30 @@ const BROKEN: readonly BrokenCase[] = [
     name: 'location-regex-duplicate-names', expect: '[emerg] pcre2_compile() failed: two named subpatterns have the same name (PCRE2_DUPNAMES not set) in "^/(?<x>a)(?<x>b)/" at "b)/" in PREFIX/nginx.conf:6',
   },
   {
+    name: 'location-regex-code-point-too-large',
+    expect: '[emerg] pcre2_compile() failed: character code point value in \\x{} or \\o{} is too large in "^/\\x{100}/" at "}/" in PREFIX/nginx.conf:6',
+  },
+  {
+    name: 'location-regex-invalid-range',
+    expect: '[emerg] pcre2_compile() failed: invalid range in character class in "^/[\\d-z]" at "z]" in PREFIX/nginx.conf:6',
+  },
+  {
+    name: 'location-regex-lookbehind-unlimited',
+    expect: '[emerg] pcre2_compile() failed: length of lookbehind assertion is not limited in "(?<=/a+)b" at "(?<=/a+)b" in PREFIX/nginx.conf:6',
+  },
+  {
+    name: 'location-regex-missing-reference',
+    expect: '[emerg] pcre2_compile() failed: reference to non-existent subpattern in "^/(a)\\2" in PREFIX/nginx.conf:6',
+  },
+  {
+    name: 'location-regex-unknown-escape',
+    expect: '[emerg] pcre2_compile() failed: unrecognized character follows \\ in "^/\\i" in PREFIX/nginx.conf:6',
+  },
+  {
+    name: 'location-regex-unknown-posix-class',
+    expect: '[emerg] pcre2_compile() failed: unknown POSIX class name in "^/[[:letters:]]+$" at "]+$" in PREFIX/nginx.conf:6',
+  },
+  {
     name: 'location-regex-nothing-to-repeat', expect: '[emerg] pcre2_compile() failed: quantifier does not follow a repeatable item in "*a" at "a" in PREFIX/nginx.conf:6',
   },
   { name: 'log-format-duplicate', expect: '[emerg] duplicate "log_format" name "main" in PREFIX/nginx.conf:5' },
@@ -336,6 +360,8 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'mirror', jinx: '[emerg] unknown directive "mirror" in PREFIX/nginx.conf:7' },
   { name: 'mp4-flv', jinx: '[emerg] unknown directive "flv" in PREFIX/nginx.conf:7' },
   { name: 'random-index', jinx: '[emerg] unknown directive "random_index" in PREFIX/nginx.conf:7' },
+  // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it
+  { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
   { name: 'secure-link', jinx: '[emerg] unknown directive "secure_link" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
