@@ -13,6 +13,7 @@ import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import { applyHeadersModule, contentTypeFor } from '../respond.js';
+import { gzipStatic } from './gzip-static.js';
 
 /** What the static handler decided. */
 export type StaticResult =
@@ -76,6 +77,10 @@ export async function serveStatic(ex: Exchange): Promise<StaticResult> {
   const { r } = ex;
   const method = r.method;
   if (r.uri.endsWith('/')) return index(ex);
+  if (r.loc.gzip.static !== 'off' && (method === 'GET' || method === 'HEAD')) {
+    const precompressed = await gzipStatic(ex);
+    if (precompressed) return precompressed;
+  }
   if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') return { kind: 'code', code: 405 };
   const path = mapUriToPath(r, r.uri);
   const st = await statOrError(path);
@@ -166,7 +171,12 @@ function notModified(r: HttpRequestState, lastModified: string, etag: string): b
   return true;
 }
 
-async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticResult> {
+/**
+ * Sends a file with its `Last-Modified` and `ETag`, or 304 for a
+ * conditional request it satisfies. `gzipped`: a `gzip_static` file, sent
+ * with `Content-Encoding: gzip` and without `Accept-Ranges`.
+ */
+export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<StaticResult> {
   const { r, out } = ex;
   const lastModified = new Date(Math.floor(st.mtimeMs / 1000) * 1000).toUTCString();
   const etag = `"${Math.floor(st.mtimeMs / 1000).toString(16)}-${st.size.toString(16)}"`;
@@ -177,7 +187,8 @@ async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticRe
   if (!unchanged) headers.push(['Content-Type', contentTypeFor(r)], ['Content-Length', String(st.size)]);
   if (final === 200) headers.push(['Last-Modified', lastModified]);
   headers.push(['ETag', etag]);
-  if (!unchanged && final === 200) headers.push(['Accept-Ranges', 'bytes']);
+  if (gzipped) headers.push(['Content-Encoding', 'gzip']);
+  else if (!unchanged && final === 200) headers.push(['Accept-Ranges', 'bytes']);
   applyHeadersModule(r, status, headers);
   out.head(r, status, headers);
   if (unchanged || out.headOnly || st.size === 0) {
