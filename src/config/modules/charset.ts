@@ -157,8 +157,8 @@ function hexToInt(text: string): number | undefined {
 
 /**
  * `ngx_utf8_decode` (`src/core/ngx_string.c`): the code point of the
- * sequence at `at` and the index after it. A byte below 0xC2 is invalid
- * (0xFFFFFFFF, one byte taken); a sequence cut short by the end is
+ * sequence at `at` and the index after it. A byte below 0xC2 or from 0xF8
+ * up is invalid (0xFFFFFFFF, one byte taken); a sequence cut short by the end is
  * 0xFFFFFFFE (nothing taken); a continuation byte below 0x80 makes it
  * invalid, taken with the bytes before it; an overlong form is invalid.
  */
@@ -166,6 +166,7 @@ export function decodeUtf8(buf: Uint8Array, at: number): { code: number; next: n
   let u = buf[at]!;
   let len: number;
   let valid: number;
+  if (u >= 0xf8) return { code: 0xffffffff, next: at + 1 };
   if (u >= 0xf0) [u, valid, len] = [u & 0x07, 0xffff, 3];
   else if (u >= 0xe0) [u, valid, len] = [u & 0x0f, 0x7ff, 2];
   else if (u >= 0xc2) [u, valid, len] = [u & 0x1f, 0x7f, 1];

@@ -16,12 +16,19 @@ import type { ResponseTarget } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import { charsetHeaderFilter } from './charset.js';
 import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.js';
-import type { HeaderList } from './headers.js';
+import type { ContentType, HeaderList } from './headers.js';
 
-/** What a header filter needs besides the headers. */
+/** What a header filter needs besides the headers, for one response. */
 export interface FilterContext {
   readonly cx: RuntimeContext;
   readonly r: HttpRequestState;
+  /**
+   * The response's type once a filter set its charset: the `Content-Type`
+   * header then has `; charset=`, and the filters after it match their
+   * types against the type alone (nginx composes the header only at the
+   * end, from `content_type` and `charset`).
+   */
+  contentType?: ContentType;
 }
 
 /**
@@ -65,8 +72,9 @@ export class FilteredTarget implements ResponseTarget {
     this.r = r;
     const transforms: (() => Transform[])[] = [];
     if (!r.parent && status !== 101) {
+      const f: FilterContext = { cx: this.cx, r };
       for (const filter of HEADER_FILTERS) {
-        const t = filter({ cx: this.cx, r }, r.errStatus || status, headers);
+        const t = filter(f, r.errStatus || status, headers);
         if (t === 'error') {
           this.inner.abort();
           return;

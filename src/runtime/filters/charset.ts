@@ -33,7 +33,8 @@ function decide(r: HttpRequestState, setting: Exclude<CharsetSetting, { kind: 'o
  * The charset header filter (`ngx_http_charset_header_filter` with
  * `ngx_http_destination_charset` and `ngx_http_source_charset`).
  */
-export const charsetHeaderFilter: HeaderFilter = ({ cx, r }, status, headers) => {
+export const charsetHeaderFilter: HeaderFilter = (f, status, headers) => {
+  const { cx, r } = f;
   const conf = r.loc.charset;
   const ct = responseContentType(r, headers);
   if (!ct || ct.value === '' || conf.charset.kind === 'off') return undefined;
@@ -52,7 +53,9 @@ export const charsetHeaderFilter: HeaderFilter = ({ cx, r }, status, headers) =>
   const setCharset = (truncate: boolean): void => {
     const type = truncate ? ct.type : ct.value;
     const append = status !== 301 && status !== 302 && (truncate || ct.charset === undefined);
-    replaceHeader(headers, 'content-type', append ? `${type}; charset=${dst.name}` : type);
+    const value = append ? `${type}; charset=${dst.name}` : type;
+    replaceHeader(headers, 'content-type', value);
+    f.contentType = { value, type: ct.type, charset: append ? dst.name : ct.charset };
   };
   const noMap = (from: string): undefined => {
     logRequest(cx, r, 'error', `no "charset_map" between the charsets "${from}" and "${dst.name}"`);
@@ -76,7 +79,11 @@ export const charsetHeaderFilter: HeaderFilter = ({ cx, r }, status, headers) =>
   const recoding = from.tables.get(dst.index);
   if (!recoding) return noMap(src.name);
   setCharset(true);
-  if (recoding.kind !== 'bytes') removeHeader(headers, 'content-length');
+  if (recoding.kind !== 'bytes') {
+    // the length changes: no Content-Length, nor the Accept-Ranges nginx's range filter adds only with one
+    removeHeader(headers, 'content-length');
+    removeHeader(headers, 'accept-ranges');
+  }
   return () => [new Recoder(recoding)];
 };
 

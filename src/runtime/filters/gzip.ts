@@ -241,13 +241,14 @@ class GzipFramer extends Transform {
  * no `Content-Length` nor `Accept-Ranges`, a weak `ETag`. The window and
  * hash shrink for a short body (`ngx_http_gzip_filter_memory`).
  */
-export const gzipHeaderFilter: HeaderFilter = ({ r }, status, headers) => {
+export const gzipHeaderFilter: HeaderFilter = (f, status, headers) => {
+  const { r } = f;
   const g = r.loc.gzip;
   if (!g.enable || (status !== 200 && status !== 403 && status !== 404)) return undefined;
   if (lastHeader(headers, 'content-encoding')) return undefined;
   const length = contentLength(headers);
   if (length !== -1 && length < g.minLengthBytes) return undefined;
-  if (!typeListed(g.types, responseContentType(r, headers))) return undefined;
+  if (!typeListed(g.types, f.contentType ?? responseContentType(r, headers))) return undefined;
   r.gzipVary = true;
   if (!clientTakesGzip(r, headers)) return undefined;
   headers.push(['Content-Encoding', 'gzip']);
@@ -277,7 +278,7 @@ export const gzipHeaderFilter: HeaderFilter = ({ r }, status, headers) => {
  * The gunzip header filter (`ngx_http_gunzip_header_filter`): with `gunzip
  * on`, a `Content-Encoding: gzip` response to a client that does not take
  * gzip is decompressed (several members, one after the other): no
- * `Content-Encoding`, `Content-Length`, `Accept-Ranges` nor `ETag`. Either
+ * `Content-Encoding`, `Content-Length` nor `Accept-Ranges`, a weak `ETag`. Either
  * way the response now depends on `Accept-Encoding`.
  */
 export const gunzipHeaderFilter: HeaderFilter = ({ r }, _status, headers) => {
@@ -290,7 +291,7 @@ export const gunzipHeaderFilter: HeaderFilter = ({ r }, _status, headers) => {
   removeHeader(headers, 'content-encoding');
   removeHeader(headers, 'content-length');
   removeHeader(headers, 'accept-ranges');
-  removeHeader(headers, 'etag');
+  weakenEtag(headers);
   return () => {
     const gunzip = createGunzip({ chunkSize: Math.max(g.gunzipBufferBytes, 64) });
     gunzip.on('error', (err: FilterError & { errno?: number; code?: string }) => {

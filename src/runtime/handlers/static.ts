@@ -174,7 +174,7 @@ function notModified(r: HttpRequestState, lastModified: string, etag: string): b
 /**
  * Sends a file with its `Last-Modified` and `ETag`, or 304 for a
  * conditional request it satisfies. `gzipped`: a `gzip_static` file, sent
- * with `Content-Encoding: gzip` and without `Accept-Ranges`.
+ * with `Content-Encoding: gzip` (a 304 has none: `ngx_http_not_modified_header_filter`).
  */
 export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<StaticResult> {
   const { r, out } = ex;
@@ -187,9 +187,10 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
   if (!unchanged) headers.push(['Content-Type', contentTypeFor(r)], ['Content-Length', String(st.size)]);
   if (final === 200) headers.push(['Last-Modified', lastModified]);
   headers.push(['ETag', etag]);
-  if (gzipped) headers.push(['Content-Encoding', 'gzip']);
-  else if (!unchanged && final === 200) headers.push(['Accept-Ranges', 'bytes']);
+  if (gzipped && !unchanged) headers.push(['Content-Encoding', 'gzip']);
+  if (!unchanged && final === 200) headers.push(['Accept-Ranges', 'bytes']);
   applyHeadersModule(r, status, headers);
+  r.action = 'sending response to client';
   out.head(r, status, headers);
   if (unchanged || out.headOnly || st.size === 0) {
     out.end();
