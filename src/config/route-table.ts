@@ -15,7 +15,8 @@ import type { Cidr } from './cidr.js';
 import type { ExpiresDef } from './modules/headers.js';
 import type { ResolverDef } from './modules/http-core.js';
 import type { ScriptOp } from './modules/rewrite.js';
-import type { TempPathValue } from './spec.js';
+import type { MimeTypeSet, TempPathValue } from './spec.js';
+import type { CharsetTables } from './modules/charset.js';
 
 /** Where an `error_log` writes, and from which level up. */
 export interface ErrorLogTarget {
@@ -475,6 +476,74 @@ export interface LocationConf {
   readonly resolver: ResolverDef | undefined;
   readonly resolverTimeoutMs: number;
   readonly uninitializedVariableWarn: boolean;
+  readonly gzip: GzipConf;
+  readonly charset: CharsetConf;
+  readonly limitReq: LimitReqConf;
+}
+
+/**
+ * Compression settings of a location: the gzip filter's, `gzip_static`,
+ * `gunzip`, and the core module's `gzip_*` that `ngx_http_gzip_ok` reads.
+ */
+export interface GzipConf {
+  readonly enable: boolean;
+  /** `gzip_comp_level`, 1..9. */
+  readonly level: number;
+  /** `gzip_window` and `gzip_hash` as zlib's window bits and memory level. */
+  readonly windowBits: number;
+  readonly memLevel: number;
+  readonly minLengthBytes: number;
+  readonly types: MimeTypeSet;
+  /** Size of one of `gzip_buffers`: compressed data leaves in pieces of at most this. */
+  readonly bufferBytes: number;
+  readonly static: 'off' | 'on' | 'always';
+  readonly gunzip: boolean;
+  /** Size of one of `gunzip_buffers`. */
+  readonly gunzipBufferBytes: number;
+  readonly vary: boolean;
+  /** `gzip_http_version` as nginx's `http_version` (1000 for 1.0, 1001 for 1.1). */
+  readonly httpVersion: number;
+  /** `gzip_proxied` flags (`off`, `expired`, `no-cache`, …, `any`). */
+  readonly proxied: ReadonlySet<string>;
+  /** `gzip_disable msie6`. */
+  readonly disableMsie6: boolean;
+  /** `gzip_disable` regexes, matched against `User-Agent`. */
+  readonly disable: readonly RegExp[];
+}
+
+/** A charset setting bound: `off`, a charset by its index in `CharsetTables`, or a variable naming one. */
+export type CharsetSetting =
+  | { readonly kind: 'off' }
+  | { readonly kind: 'name'; readonly index: number }
+  | { readonly kind: 'variable'; readonly get: (r: HttpRequestState) => string | undefined };
+
+/** The charset filter's settings of a location. */
+export interface CharsetConf {
+  readonly charset: CharsetSetting;
+  readonly source: CharsetSetting;
+  readonly override: boolean;
+  readonly types: MimeTypeSet;
+  /** The configuration's charsets and `charset_map` tables, shared by every location. */
+  readonly tables: CharsetTables;
+}
+
+/** A `limit_req_zone`, bound: its key, its rate in thousandths of a request per second, and its size. */
+export interface LimitReqZone {
+  readonly name: string;
+  readonly key: CompiledValue;
+  readonly rateMilli: number;
+  readonly sizeBytes: number;
+}
+
+/** The limit_req settings of a location (`ngx_http_limit_req_conf_t`). */
+export interface LimitReqConf {
+  /** Its `limit_req`s in order, `burst` and `delay` in thousandths of a request. */
+  readonly limits: readonly { readonly zone: LimitReqZone; readonly burstMilli: number; readonly delayMilli: number }[];
+  /** `limit_req_log_level` for refused requests; delayed ones are logged one level lower (info stays info). */
+  readonly logLevel: LogLevel;
+  readonly delayLogLevel: LogLevel;
+  readonly status: number;
+  readonly dryRun: boolean;
 }
 
 /** Where a `fastcgi_pass` sends requests. */

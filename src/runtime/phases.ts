@@ -13,10 +13,12 @@ import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-tabl
 import { findLocation } from './locations.js';
 import { logRequest, type RuntimeContext } from './context.js';
 import type { ClientResponseTarget, Exchange } from './exchange.js';
+import { FilteredTarget } from './filters/chain.js';
 import { checkAccessRules } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
 import { checkAuthRequest } from './handlers/auth-request.js';
 import { fastcgiRequest } from './handlers/fastcgi.js';
+import { limitRequests } from './handlers/limit-req.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { realClientAddress } from './handlers/realip.js';
@@ -85,7 +87,8 @@ export function serveClientRequest(
       out.timedOut(r.loc.resetTimedoutConnection);
     },
   });
-  const ex: Exchange = { cx, r, body, out };
+  // the handlers' responses pass through the response filters (gunzip, charset, gzip)
+  const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx) };
   out.whenClosed((completed) => {
     for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = completed;
@@ -363,11 +366,17 @@ function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecti
   return true;
 }
 
-/** Preaccess (realip with the location's settings), access, try_files and content phases. */
+/** Preaccess (realip with the location's settings, limit_req), access, try_files and content phases. */
 export function afterRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   realClientAddress(r);
-  const { loc } = r;
+  if (r.loc.limitReq.limits.length > 0) return limitRequests(ex).then((refused) => (refused === undefined ? accessPhases(ex) : finalize(ex, refused)));
+  return accessPhases(ex);
+}
+
+/** Access, try_files and content phases. */
+function accessPhases(ex: Exchange): Promise<void> {
+  const { loc } = ex.r;
   if (loc.access.length > 0 || loc.authBasic || loc.authRequest || loc.tryFiles) return checkedAccess(ex);
   return contentPhase(ex);
 }

@@ -139,6 +139,15 @@ export class HttpRequestState {
   /** `$proxy_host` and `$proxy_port` of the upstream request being made. */
   proxyHost: string | undefined;
   proxyPort: string | undefined;
+  /** `r->gzip_tested` and `r->gzip_ok`: `ngx_http_gzip_ok` ran for the request, and what it said. */
+  gzipTested = false;
+  gzipOk = false;
+  /** `r->gzip_vary`: the response depends on `Accept-Encoding` (`gzip_vary on` then says so). */
+  gzipVary = false;
+  /** Bytes the gzip filter took in and gave out, header and trailer included, once it ended (for `$gzip_ratio`). */
+  gzipCounts: { readonly zin: number; readonly zout: number } | undefined;
+  /** What limit_req decided (`PASSED`, `DELAYED`, `REJECTED`, `DELAYED_DRY_RUN`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */
+  limitReqStatus: string | undefined;
   /** `$limit_rate` in bytes per second, as `set` made it (jinx does not limit the rate). */
   limitRate = 0;
   /** Bytes of the response body sent, for `$body_bytes_sent`. */

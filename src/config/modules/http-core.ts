@@ -424,11 +424,6 @@ function parseDisableSymlinks(d: Directive, cx: SetContext): string {
   return mode;
 }
 
-/** `ngx_http_gzip_disable`: `msie6`, `degradation` or case-insensitive regexes; may be repeated. */
-function setGzipDisable(d: Directive): void {
-  for (const p of d.args) if (p !== 'msie6' && p !== 'degradation') compileRegex(p, true);
-}
-
 const TUNING = 'a kernel or memory tuning knob with no counterpart in jinx';
 
 export const httpCoreDirectives: readonly DirectiveSpec[] = [
@@ -588,10 +583,4 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('msie_refresh', HTTP_SRV_LOC, ['FLAG'], 'redirects are answered with Location', rule.flag),
-  none('gzip_vary', HTTP_SRV_LOC, ['FLAG'], 'jinx does not compress responses', rule.flag),
-  none('gzip_http_version', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not compress responses', rule.enumOf('1.0', '1.1')),
-  none('gzip_proxied', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.bitmaskOf(
-    'off', 'expired', 'no-cache', 'no-store', 'private', 'no_last_modified', 'no_etag', 'auth', 'any',
-  )),
-  none('gzip_disable', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.repeatable(setGzipDisable)),
 ];

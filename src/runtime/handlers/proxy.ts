@@ -471,7 +471,6 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     removeCleanBody(this.request.body);
     this.resumeReading = resume;
     this.stage = 'body';
-    r.action = 'reading upstream';
     const up = this.state;
     up.status = statusCode;
     up.headerTimeMs = Date.now() - up.startMs;
@@ -526,7 +525,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       return false;
     }
     applyHeadersModule(r, statusCode, outHeaders);
+    // the response filters run while nginx still reads the header (their log lines say so)
     out.head(r, statusCode, outHeaders, statusText);
+    r.action = 'reading upstream';
     this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes, chunked);
     // body data that came with the header is taken first, in this same parser run
     queueMicrotask(() => out.flushHead());

@@ -14,6 +14,7 @@ import type { Exchange } from '../exchange.js';
 import { applyHeadersModule, contentTypeFor, keptHeaders, lastModifiedSec } from '../respond.js';
 import { escapeUri } from '../uri.js';
 import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
+import { gzipStatic } from './gzip-static.js';
 
 /** What the static handler decided. */
 export type StaticResult =
@@ -79,6 +80,10 @@ export async function serveStatic(ex: Exchange): Promise<StaticResult> {
   const { r } = ex;
   const method = r.method;
   if (r.uri.endsWith('/')) return index(ex);
+  if (r.loc.gzip.static !== 'off' && (method === 'GET' || method === 'HEAD')) {
+    const precompressed = await gzipStatic(ex);
+    if (precompressed) return precompressed;
+  }
   if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') return { kind: 'code', code: 405 };
   const path = r.mapUriToPath(r.uri);
   const st = await statOrError(path);
@@ -155,8 +160,10 @@ async function index(ex: Exchange): Promise<StaticResult> {
  * Sends a file as nginx's static handler and its header filters do: the
  * not-modified filter (304, 412), then the range filter (206 with one range
  * or `multipart/byteranges`, 416 with a `Content-Range` of `*` and the size).
+ * `gzipped`: a `gzip_static` file, sent with `Content-Encoding: gzip` (a 304
+ * has none: `ngx_http_not_modified_header_filter`).
  */
-async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticResult> {
+export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<StaticResult> {
   const { r, out } = ex;
   const mtimeSec = Math.floor(st.mtimeMs / 1000);
   const lastModified = new Date(mtimeSec * 1000).toUTCString();
@@ -181,6 +188,7 @@ async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticRe
   headers.push(['Content-Length', String(st.size)]);
   if (final === 200) headers.push(['Last-Modified', lastModified]);
   if (etag) headers.push(['ETag', etag]);
+  if (gzipped) headers.push(['Content-Encoding', 'gzip']);
   // the headers filter runs before the range filter, which sees what add_header set
   applyHeadersModule(r, 200, headers);
   const sentEtag = headers.find(([name]) => name.toLowerCase() === 'etag')?.[1];
@@ -220,6 +228,7 @@ async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticRe
   // (add_trailer drops the length for a chunked response)
   const lengthAt = headers.findIndex(([n]) => n.toLowerCase() === 'content-length');
   if (lengthAt !== -1) headers[lengthAt]![1] = String(length);
+  r.action = 'sending response to client';
   out.head(r, status, headers);
   if (out.headOnly || length === 0) {
     out.end();
