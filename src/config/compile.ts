@@ -280,6 +280,7 @@ class Compiler {
       workerProcesses: mainChain.get(core.workerProcesses),
       workerConnections: new ConfChain(events.conf, undefined).get(core.workerConnections),
       masterProcess: mainChain.get(core.masterProcess),
+      workerShutdownTimeoutMs: mainChain.get(core.workerShutdownTimeoutMs),
       errorLogs,
     };
     const sockets = listens.length + streamListens.length;

@@ -34,6 +34,8 @@ export interface MainConf {
   readonly workerConnections: number;
   /** `master_process`: an nginx worker counts its channel to the master among its connections. */
   readonly masterProcess: boolean;
+  /** `worker_shutdown_timeout` (ngx_set_shutdown_timer): connections left this long after a graceful shutdown or reload are closed; 0: none. */
+  readonly workerShutdownTimeoutMs: number;
   readonly errorLogs: readonly ErrorLogTarget[];
 }
 

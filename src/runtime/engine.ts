@@ -66,6 +66,8 @@ interface ConnectionState {
   http1: Http1Connection | undefined;
   /** The first TLS record the client sent (its ClientHello), for the `$ssl_*` variables Node.js has no answer for. */
   clientHello: Buffer | undefined;
+  /** The configuration in service when the connection was accepted: its HTTP/1.x requests are served by it. */
+  readonly gen: Generation;
 }
 
 /** `TLS1_2_VERSION`, a ClientHello's `legacy_version` from TLS 1.2 and 1.3 clients. */
@@ -274,7 +276,7 @@ export class Engine {
     raw.setNoDelay(true);
     const st: ConnectionState = {
       info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, http1: undefined,
-      clientHello: undefined,
+      clientHello: undefined, gen: this.generation,
     };
     const key = socketKey(raw);
     this.connections.set(raw, st);
@@ -437,34 +439,37 @@ export class Engine {
       st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
       this.byHttpSocket.set(socket, st);
     }
-    const group = (): ListenGroup | undefined => this.generation.groups.get(groupKey);
+    // the connection is served by the configuration it was accepted in, as by the nginx worker that accepted it
+    // (after a reload, a request that comes on it is answered by the old configuration, without keep-alive)
+    const { gen } = st;
+    const group = (): ListenGroup | undefined => gen.groups.get(groupKey);
     st.http1 = new Http1Connection(socket, {
       servers: () => {
         const g = group()!;
         return g.byLocalAddr.get(st.info.localAddr) ?? g.servers;
       },
-      request: (head, body, out) => this.http1Request(st, groupKey, head, body, out),
+      request: (head, body, out) => this.http1Request(st, gen, groupKey, head, body, out),
       requestLog: (message, head) => {
-        const r = new HttpRequestState(st.info, '', '', '', head.headers, [], st.info.tls ? 'https' : 'http', this.generation.table.variableCount);
+        const r = new HttpRequestState(st.info, '', '', '', head.headers, [], st.info.tls ? 'https' : 'http', gen.table.variableCount);
         r.rawRequestLine = head.requestLine;
         r.server = head.server;
         r.loc = head.server.conf;
         r.action = 'reading client request headers';
-        logRequest(this.generation.cx, r, 'info', message);
+        logRequest(gen.cx, r, 'info', message);
       },
       log: (level, message, bare) => {
         const g = group();
         if (!g) return;
-        if (bare) this.generation.cx.errorLog.write(this.defaultErrorLogs(g, st.info), level, message, st.info.id);
+        if (bare) gen.cx.errorLog.write(this.defaultErrorLogs(g, st.info), level, message, st.info.id);
         else this.logConnection(g, st.info, message, level);
       },
     }, first, st.info.peerAddr);
-    if (this.stopping) st.http1.stop();
+    if (this.stopping || gen !== this.generation) st.http1.stop();
   }
 
   /** Serves a request an HTTP/1.x connection read (or refused). */
-  private http1Request(st: ConnectionState, groupKey: string, head: Http1Head, body: Readable, out: Http1Target): void {
-    const group = this.generation.groups.get(groupKey);
+  private http1Request(st: ConnectionState, gen: Generation, groupKey: string, head: Http1Head, body: Readable, out: Http1Target): void {
+    const group = gen.groups.get(groupKey);
     if (!group) {
       out.abort();
       return;
@@ -473,10 +478,11 @@ export class Engine {
     st.info.requests++;
     const clientHead = {
       ...head,
-      keepalive: head.keepalive && !this.stopping,
+      // (a request read with the first bytes is served from the connection's constructor, before st.http1 is set)
+      keepalive: head.keepalive && !(st.http1?.exiting ?? (this.stopping || gen !== this.generation)),
       parsed: { uri: head.uri, args: head.args, host: head.host, requestPort: head.requestPort },
     };
-    serveClientRequest(this.generation.cx, clientHead, body, out, st.info, group, () => {
+    serveClientRequest(gen.cx, clientHead, body, out, st.info, group, () => {
       st.active--;
     });
   }
@@ -598,6 +604,10 @@ export class Engine {
     await this.bindNew(gen);
     const old = this.generation;
     this.generation = gen;
+    // the HTTP/1.x connections of the old configuration end as an old worker's do (ngx_close_idle_connections):
+    // a kept-alive one is closed now, a busy one once its response is sent
+    for (const st of this.connections.values()) st.http1?.stop();
+    this.closeAfterShutdownTimeout(old.table.main.workerShutdownTimeoutMs);
     for (const [key, server] of this.listeners) {
       if (gen.groups.has(key)) continue;
       server.close();
@@ -640,8 +650,25 @@ export class Engine {
       else if (st.http1) st.http1.stop();
       else st.raw.destroy();
     }
+    this.closeAfterShutdownTimeout(this.generation.table.main.workerShutdownTimeoutMs);
     await closed;
     await this.finish();
+  }
+
+  /**
+   * `worker_shutdown_timeout` (`ngx_shutdown_timer_handler`): the
+   * connections open now that are still open after `timeoutMs` are closed,
+   * requests in progress cut; 0: they are left to end.
+   */
+  private closeAfterShutdownTimeout(timeoutMs: number): void {
+    if (timeoutMs <= 0) return;
+    const open = [...this.connections.values()];
+    setTimeout(() => {
+      for (const st of open) {
+        st.session?.destroy();
+        st.raw.destroy();
+      }
+    }, timeoutMs).unref();
   }
 
   /** Fast shutdown (SIGTERM, SIGINT): every connection is closed at once. */

@@ -213,6 +213,44 @@ function runScenarios(impl: Impl): void {
       assert.deepEqual(logLines(readText(join(p, 'logs/error.log'))), []);
     });
 
+    it('SIGHUP: a connection that has sent nothing yet is served by the old configuration, and closed at worker_shutdown_timeout', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'one') });
+      const proc = await startImpl(impl, p, [port]);
+      const { connect } = await import('node:net');
+      const open = async (): Promise<{ socket: import('node:net').Socket; closed: Promise<number> }> => {
+        const socket = connect({ host: '127.0.0.1', port });
+        socket.on('error', () => undefined);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        const start = Date.now();
+        return { socket, closed: new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - start))) };
+      };
+      const served = await open();
+      let answer = '';
+      served.socket.on('data', (d: Buffer) => { answer += d.toString('latin1'); });
+      await sleep(200);
+      writeFileSync(join(p, 'nginx.conf'), conf(port, 'two'));
+      proc.child.kill('SIGHUP');
+      await waitFor(async () => (await tryGet(port, '/')).body === 'two\n', 10_000, 'the new configuration');
+      await sleep(500);
+      served.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      await served.closed;
+      assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
+      assert.match(answer, /\r\nConnection: close\r\n/);
+      assert.match(answer, /\r\n\r\none\n$/);
+      // with worker_shutdown_timeout, a silent connection is closed that long after the reload
+      writeFileSync(join(p, 'nginx.conf'), conf(port, 'three').replace('daemon off;', 'daemon off;\nworker_shutdown_timeout 300ms;'));
+      proc.child.kill('SIGHUP');
+      await waitFor(async () => (await tryGet(port, '/')).body === 'three\n', 10_000, 'the third configuration');
+      const silent = await open();
+      // (accepted by the server before the reload, not left in the listening socket's queue)
+      await sleep(500);
+      writeFileSync(join(p, 'nginx.conf'), conf(port, 'four').replace('daemon off;', 'daemon off;\nworker_shutdown_timeout 300ms;'));
+      proc.child.kill('SIGHUP');
+      const closedAfterMs = await Promise.race([silent.closed, sleep(8000).then(() => -1)]);
+      assert.ok(closedAfterMs > 0 && closedAfterMs < 5000, `the silent connection was closed after ${closedAfterMs} ms`);
+    });
+
     it('SIGHUP with a broken configuration: the [emerg] line goes to the error log and the old configuration keeps serving', async () => {
       const port = await freePort();
       const p = makePrefix({ 'nginx.conf': conf(port, 'one') });

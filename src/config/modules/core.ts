@@ -13,7 +13,7 @@ import { isLogLevel, type LogLevel } from '../../log/levels.js';
 import { ANY_CONTEXT, HTTP_SRV_LOC, type Context } from '../flags.js';
 import { accountExists } from '../accounts.js';
 import {
-  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, noEffect, rule, slot, strSetter, type DirectiveSpec, type Rule,
+  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, rule, slot, strSetter, type DirectiveSpec, type Rule,
   type SetContext,
 } from '../spec.js';
 
@@ -26,6 +26,8 @@ const EVENT: readonly Context[] = ['events'];
 export const daemon = slot('daemon', true);
 /** `master_process`: nginx's worker then holds one connection, its channel to the master. */
 export const masterProcess = slot('master_process', true);
+/** `worker_shutdown_timeout`: connections still open this long after a graceful shutdown or reload began are closed; 0: none. */
+export const workerShutdownTimeoutMs = slot('worker_shutdown_timeout', 0);
 export const pidFile = slot('pid', 'logs/nginx.pid');
 /** `auto` is the number of CPUs this process may run on (nginx's `ngx_ncpu`). */
 export const workerProcesses = slot('worker_processes', 1);
@@ -211,7 +213,9 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   none('worker_rlimit_core', MAIN, ['TAKE1'], 'core dumps are the runtime\'s business', rule.off),
   none('worker_priority', MAIN, ['TAKE1'], 'set the priority with nice before starting jinx', rule.repeatable(setPriority)),
   none('worker_cpu_affinity', MAIN, ['1MORE'], 'jinx runs one process', rule.custom(parseCpuAffinity, cpuAffinity)),
-  none('worker_shutdown_timeout', MAIN, ['TAKE1'], 'graceful shutdown waits for in-flight requests', rule.msec),
+  {
+    name: 'worker_shutdown_timeout', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime', set: msecSetter(workerShutdownTimeoutMs),
+  },
   none('working_directory', MAIN, ['TAKE1'], 'jinx does not change directory', rule.str),
   {
     name: 'master_process', module: CORE, contexts: MAIN, args: ['FLAG'], effect: 'runtime',

@@ -196,10 +196,15 @@ export class Http1Connection {
     return this.phase === Phase.Wait || this.phase === Phase.Keepalive;
   }
 
-  /** Graceful shutdown: an idle connection closes now, a busy one after its response. */
+  /**
+   * Graceful shutdown or reload: a kept-alive connection closes now, a busy
+   * one after its response; one still waiting for its first request is
+   * served (without keep-alive) or times out, as an exiting nginx worker
+   * leaves it (`ngx_close_idle_connections` does not reach it).
+   */
   stop(): void {
     this.stopping = true;
-    if (this.idle) this.close();
+    if (this.phase === Phase.Keepalive) this.close();
   }
 
   /** Closes the connection at once. */
