@@ -17,7 +17,10 @@ import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, httpServers, listenKey, sentSni, TlsContexts, type Listener } from './listen.js';
+import {
+  bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, httpServers, listenKey, sentSni, TlsContexts, type Http2StartSettings, type Listener,
+} from './listen.js';
+import { transportOf } from './http2/first-frame.js';
 import { logUnreadStream, serveClientRequest } from './phases.js';
 import { parseClientHello } from './client-hello.js';
 import { findServer } from './server-names.js';
@@ -202,6 +205,7 @@ export class Engine {
         onConnection: (socket) => this.secured(socket, key),
         handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
+        sessionSettings: (socket) => this.sessionSettings(socket, key),
         onSession: (session) => this.acceptSession(session, key),
         onRequest: (req, res) => this.request(key, req, res),
       });
@@ -544,17 +548,30 @@ export class Engine {
   }
 
   /**
+   * The SETTINGS an HTTP/2 connection on `socket` starts with: its server's
+   * `http2_max_concurrent_streams` and `http2_body_preread_size`, as
+   * `ngx_http_v2_init` sends them. A preread size under node's 65535 is sent
+   * as 65535: nginx opens a stream's window once its body is read,
+   * node:http2 cannot, and a smaller window would slow or stall uploads.
+   */
+  private sessionSettings(socket: Socket, key: string): Http2StartSettings {
+    const st = this.byKey.get(socketKey(socket));
+    const group = this.generation.groups.get(key);
+    if (!st || !group) return H2_SESSION_OPTIONS.settings;
+    const { conf } = Engine.connectionServer(group, this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello));
+    return {
+      maxConcurrentStreams: conf.http2MaxConcurrentStreams,
+      initialWindowSize: Math.max(conf.http2BodyPrereadSizeBytes, NODE_DEFAULT_WINDOW_BYTES),
+    };
+  }
+
+  /**
    * An HTTP/2 session: its connection gets the session, the TLS details and
-   * its server, whose `http2_max_concurrent_streams` and
-   * `http2_body_preread_size` are sent in a second SETTINGS frame where they
-   * differ from what every session starts with (`ngx_http_v2_init` sends the
-   * server's values in its first one); the connection's window opens to the
-   * largest, as `ngx_http_v2_init` opens it. A preread size under node's
-   * 65535 is sent as 65535: nginx opens a stream's window once its body is
-   * read, node:http2 cannot, and a smaller window would slow or stall uploads.
+   * its server (which chose the SETTINGS it started with); the connection's
+   * window opens to the largest, as `ngx_http_v2_init` opens it.
    */
   private acceptSession(session: Http2Session, key: string): void {
-    const socket = session.socket as Socket;
+    const socket = transportOf(session.socket);
     const st = this.byKey.get(socketKey(socket));
     const group = this.generation.groups.get(key);
     if (!st || !group) {
@@ -565,12 +582,6 @@ export class Engine {
     st.session = session;
     st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);
-    const start = H2_SESSION_OPTIONS.settings;
-    const own = {
-      maxConcurrentStreams: st.h2Server.conf.http2MaxConcurrentStreams,
-      initialWindowSize: Math.max(st.h2Server.conf.http2BodyPrereadSizeBytes, NODE_DEFAULT_WINDOW_BYTES),
-    };
-    if (own.maxConcurrentStreams !== start.maxConcurrentStreams || own.initialWindowSize !== start.initialWindowSize) session.settings(own);
     session.setLocalWindowSize(MAX_WINDOW_BYTES);
   }
 

@@ -6,8 +6,11 @@
  */
 import { createServer as createHttpServer, ServerResponse, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { createServer as createHttp2Server, createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
+import {
+  createServer as createHttp2Server, createSecureServer, type Http2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session,
+} from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { constants as cryptoConstants } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
@@ -21,6 +24,7 @@ import { systemErrorText } from '../os-errors.js';
 import { allowTunnel } from './exchange.js';
 import type { HttpRequestState } from './request.js';
 import { findServer } from './server-names.js';
+import { startHttp2 } from './http2/first-frame.js';
 
 /** Every server on a listen group's address, whichever name or local address selects it. */
 function serversOf(group: ListenGroup): Set<VirtualServer> {
@@ -164,6 +168,11 @@ export interface ListenHooks {
   handshakeContext(server: VirtualServer, socket: TLSSocket, serverName: string): SecureContext;
   /** A TLS handshake failed (or was refused by `ssl_reject_handshake`). */
   onTlsError(err: Error, socket: TLSSocket): void;
+  /**
+   * The SETTINGS an HTTP/2 connection starts with, for its server (the
+   * default server of its address, or the one its SNI name chose).
+   */
+  sessionSettings(socket: Socket): Http2StartSettings;
   /** A new HTTP/2 connection. */
   onSession(session: Http2Session): void;
   onRequest(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void;
@@ -181,11 +190,19 @@ const rejected = new WeakSet<TLSSocket>();
 /** Whether `ssl_reject_handshake` refused the handshake of a TLS socket. */
 export const handshakeRejected = (socket: TLSSocket): boolean => rejected.has(socket);
 
+/** The server's values in the SETTINGS frame an HTTP/2 connection starts with (`ngx_http_v2_send_settings`). */
+export interface Http2StartSettings {
+  /** `http2_max_concurrent_streams`. */
+  readonly maxConcurrentStreams: number;
+  /** The initial stream window: `http2_body_preread_size`. */
+  readonly initialWindowSize: number;
+}
+
 /**
  * What every HTTP/2 session starts with: the SETTINGS of
- * `ngx_http_v2_send_settings` with nginx's defaults (the engine sends a
- * server's own `http2_max_concurrent_streams` and `http2_body_preread_size`
- * after them), and room for as many header fields as
+ * `ngx_http_v2_send_settings` (nginx's defaults here; `Http2Servers` puts
+ * in a server's own `http2_max_concurrent_streams` and
+ * `http2_body_preread_size`), and room for as many header fields as
  * `large_client_header_buffers` lets through (node:http2 resets a stream
  * with more than 128 by default; the engine checks nginx's limits).
  */
@@ -193,6 +210,35 @@ export const H2_SESSION_OPTIONS = {
   settings: { maxConcurrentStreams: 128, initialWindowSize: 65_536, maxFrameSize: 16_777_215 },
   maxHeaderListPairs: 65_536,
 };
+
+/**
+ * The node:http2 servers that run a listening address's HTTP/2 sessions,
+ * one for each set of SETTINGS its servers start connections with: node:http2
+ * takes SETTINGS per server, nginx sends the connection's server's in its
+ * first frame. None of them listens: a connection is handed to one
+ * (`serve`) once its start was read (`startHttp2`).
+ */
+class Http2Servers {
+  private readonly servers = new Map<string, Http2Server>();
+
+  constructor(
+    private readonly hooks: ListenHooks,
+    private readonly onRequest: (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+  ) {}
+
+  /** Starts an HTTP/2 session on `transport` (the socket, or a shim over it) with the SETTINGS of `socket`'s server. */
+  serve(socket: Socket, transport: Socket | Duplex): void {
+    const own = this.hooks.sessionSettings(socket);
+    const key = `${own.maxConcurrentStreams}|${own.initialWindowSize}`;
+    let server = this.servers.get(key);
+    if (!server) {
+      server = createHttp2Server({ ...H2_SESSION_OPTIONS, settings: { ...H2_SESSION_OPTIONS.settings, ...own } }, this.onRequest);
+      server.on('session', (session: Http2Session) => this.hooks.onSession(session));
+      this.servers.set(key, server);
+    }
+    server.emit('connection', transport);
+  }
+}
 
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
@@ -219,11 +265,11 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   }
   const plain = createHttpServer(common, onRequest);
   plain.on('upgrade', onUpgrade);
+  const h2 = new Http2Servers(hooks, onRequest);
   if (!group.ssl) {
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x
-    const h2c = createHttp2Server(H2_SESSION_OPTIONS, onRequest);
-    h2c.on('session', (session: Http2Session) => hooks.onSession(session));
-    return withServers(frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? h2c : plain), plain), [plain, h2c]);
+    const front = frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? 'h2' : plain), plain, h2);
+    return withServers(front, [plain]);
   }
   const tlsOptions = {
     ...hooks.tls().optionsOf(group.servers.defaultServer),
@@ -252,15 +298,27 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   // ssl_session_cache of the address's default server (nginx's is per server chosen by SNI)
   const sessions = group.servers.defaultServer.tls;
   if (sessions?.sessionCache) new SessionCache(sessions.sessionCache.maxSessions, sessions.sessionTimeoutSec * 1000).serve(tlsServer);
+  if (group.http2) {
+    // node:http2's own listener starts HTTP/1.1 by ALPN; HTTP/2 starts once its first frame was read
+    const [http1OrH2] = tlsServer.listeners('secureConnection') as ((socket: TLSSocket) => void)[];
+    tlsServer.removeAllListeners('secureConnection');
+    tlsServer.on('secureConnection', (socket: TLSSocket) => {
+      if (socket.alpnProtocol !== 'h2') {
+        http1OrH2!.call(tlsServer, socket);
+        return;
+      }
+      socket.pause();
+      startHttp2(socket, Buffer.alloc(0), (transport) => h2.serve(socket, transport));
+    });
+  }
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
     if (socket.alpnProtocol !== 'h2') hooks.onConnection(socket);
   });
-  if (group.http2) tlsServer.on('session', (session: Http2Session) => hooks.onSession(session));
   tlsServer.on('tlsClientError', (err: Error, socket: TLSSocket) => hooks.onTlsError(err, socket));
   tlsServer.on('upgrade', onUpgrade);
   // ngx_http_ssl_handshake: a first byte of 0x16 (a TLS record) starts a handshake; plain HTTP sent to
   // the TLS port is answered by the phases (497, nginx's 400 page)
-  return withServers(frontServer(hooks, (first) => (first[0] === 0x16 ? tlsServer : plain), plain), [tlsServer, plain]);
+  return withServers(frontServer(hooks, (first) => (first[0] === 0x16 ? tlsServer : plain), plain, h2), [tlsServer, plain]);
 }
 
 /** The HTTP servers behind a TCP front (see `httpServers`). */
@@ -304,9 +362,9 @@ const UNRECOGNIZED_NAME_ALERT = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02,
  * which would read past them from the handle, is made to read the socket's
  * 'data' events instead. A TLS connection is handed over once its first
  * record (the ClientHello) is in, which `hooks.onClientHello` gets and may
- * refuse.
+ * refuse; an HTTP/2 one (`'h2'`) once its first frame is known (`startHttp2`).
  */
-function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer, http1: NetServer): NetServer {
+function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer | 'h2', http1: NetServer, h2: Http2Servers): NetServer {
   return createNetServer({ pauseOnConnect: true }, (socket) => {
     hooks.onAccept(socket);
     if (socket.destroyed) return;
@@ -320,8 +378,12 @@ function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer, htt
         socket.end(UNRECOGNIZED_NAME_ALERT, () => socket.destroy());
         return;
       }
-      socket.unshift(first);
       const server = pick(first);
+      if (server === 'h2') {
+        startHttp2(socket, first, (transport) => h2.serve(socket, transport));
+        return;
+      }
+      socket.unshift(first);
       if (server !== http1) {
         server.emit('connection', socket);
         return;
