@@ -18,7 +18,7 @@ import { loadCertificatePair, type CertificatePair } from '../config/certificate
 import type { CertificateCacheConf } from '../config/modules/ssl.js';
 import { CertificateCache } from './certificate-cache.js';
 import { SessionCache } from './session-cache.js';
-import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
+import type { ListenGroup, RouteTable, ServerSet, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
 import { allowTunnel } from './exchange.js';
@@ -240,6 +240,19 @@ class Http2Servers {
   }
 }
 
+/** The protocols `ngx_http_ssl_alpn_select` offers, in its order of preference, with and without HTTP/2. */
+const ALPN_HTTP1 = ['http/1.1', 'http/1.0', 'http/0.9'];
+const ALPN_WITH_H2 = ['h2', ...ALPN_HTTP1];
+
+/** The servers of the address a connection arrived on (`hc->addr_conf`). */
+function addressServers(group: ListenGroup, localAddress: string | undefined): ServerSet {
+  const addr = localAddress?.startsWith('::ffff:') ? localAddress.slice(7) : localAddress ?? '';
+  return group.byLocalAddr.get(addr) ?? group.servers;
+}
+
+/** Whether a plain connection may start HTTP/2 (`listen … http2`, or `http2 on` in the address's default server). */
+const http2Accepted = (set: ServerSet): boolean => set.http2Listen || set.defaultServer.conf.http2;
+
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
 
@@ -268,7 +281,10 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   const h2 = new Http2Servers(hooks, onRequest);
   if (!group.ssl) {
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x
-    const front = frontServer(hooks, (first) => (first.toString('latin1', 0, 4) === 'PRI ' ? 'h2' : plain), plain, h2);
+    // ngx_http_wait_request_handler: the preface is looked for when the address's default server has `http2 on`
+    const pick = (first: Buffer, socket: Socket): NetServer | 'h2' =>
+      first.toString('latin1', 0, 4) === 'PRI ' && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress)) ? 'h2' : plain;
+    const front = frontServer(hooks, pick, plain, h2);
     return withServers(front, [plain]);
   }
   const tlsOptions = {
@@ -292,8 +308,15 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
       cb(null, tls.perHandshake(own) ? hooks.handshakeContext(own, this, name) : tls.get(own));
     },
   };
+  // ngx_http_ssl_alpn_select: h2 is offered when the server the SNI name selects has `http2 on`
+  const ALPNCallback = function (this: TLSSocket, hello: { servername: string | false; protocols: string[] }): string | undefined {
+    const set = addressServers(hooks.group(key) ?? group, this.localAddress);
+    const server = hello.servername ? findServer(set, hello.servername.toLowerCase()) : set.defaultServer;
+    const offered = set.http2Listen || server.conf.http2 ? ALPN_WITH_H2 : ALPN_HTTP1;
+    return offered.find((p) => hello.protocols.includes(p));
+  };
   const tlsServer = group.http2
-    ? createSecureServer({ ...tlsOptions, allowHTTP1: true, ...H2_SESSION_OPTIONS }, onRequest)
+    ? createSecureServer({ ...tlsOptions, allowHTTP1: true, ALPNCallback, ...H2_SESSION_OPTIONS }, onRequest)
     : createHttpsServer({ ...common, ...tlsOptions }, onRequest);
   // ssl_session_cache of the address's default server (nginx's is per server chosen by SNI)
   const sessions = group.servers.defaultServer.tls;
@@ -304,7 +327,11 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     tlsServer.removeAllListeners('secureConnection');
     tlsServer.on('secureConnection', (socket: TLSSocket) => {
       if (socket.alpnProtocol !== 'h2') {
+        // node:http2 would start HTTP/2 for `http/1.0` and `http/0.9`: HTTP/1.x, as for `http/1.1`
+        const alpn = socket.alpnProtocol;
+        if (alpn) socket.alpnProtocol = 'http/1.1';
         http1OrH2!.call(tlsServer, socket);
+        socket.alpnProtocol = alpn;
         return;
       }
       socket.pause();
@@ -364,7 +391,7 @@ const UNRECOGNIZED_NAME_ALERT = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02,
  * record (the ClientHello) is in, which `hooks.onClientHello` gets and may
  * refuse; an HTTP/2 one (`'h2'`) once its first frame is known (`startHttp2`).
  */
-function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer | 'h2', http1: NetServer, h2: Http2Servers): NetServer {
+function frontServer(hooks: ListenHooks, pick: (first: Buffer, socket: Socket) => NetServer | 'h2', http1: NetServer, h2: Http2Servers): NetServer {
   return createNetServer({ pauseOnConnect: true }, (socket) => {
     hooks.onAccept(socket);
     if (socket.destroyed) return;
@@ -378,7 +405,7 @@ function frontServer(hooks: ListenHooks, pick: (first: Buffer) => NetServer | 'h
         socket.end(UNRECOGNIZED_NAME_ALERT, () => socket.destroy());
         return;
       }
-      const server = pick(first);
+      const server = pick(first, socket);
       if (server === 'h2') {
         startHttp2(socket, first, (transport) => h2.serve(socket, transport));
         return;

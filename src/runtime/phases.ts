@@ -212,6 +212,10 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
     r.server = findServer(set, host, r);
     r.loc = r.server.conf;
     r.host = host || r.server.name;
+    if (r.protocol === 'HTTP/2.0' && !set.http2Listen && !r.server.conf.http2) {
+      // ngx_http_set_virtual_server: the Host names a server with `http2 off`
+      return await requestError(ex, 'client attempted to request the server name for which the negotiated protocol is disabled', 'request headers', 421);
+    }
     if (hosts.length > 1) {
       return await requestError(ex, `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"`, 'request headers');
     }
