@@ -89,6 +89,34 @@ const NODE_BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n'
 
 /** `TLS1_2_VERSION`, a ClientHello's `legacy_version` from TLS 1.2 and 1.3 clients. */
 const TLS1_2_VERSION = 0x0303;
+/**
+ * `ngx_http_v2_lingering_close`: once an HTTP/2 connection has sent its
+ * last frame and half-closed, what the client still sends is read and
+ * dropped until it closes, nothing came for `lingering_timeout`, or
+ * `lingering_time` passed (`lingering_close off` closes at once), so that
+ * the client gets every frame rather than a reset.
+ */
+function lingerAfterGoaway(socket: Socket, lingering: { readonly close: string; readonly timeMs: number; readonly timeoutMs: number }): void {
+  if (lingering.close === 'off') {
+    socket.destroy();
+    return;
+  }
+  socket.resume();
+  const deadline = Date.now() + lingering.timeMs;
+  let seen = socket.bytesRead;
+  const check = (): void => {
+    if (socket.destroyed) return;
+    const now = Date.now();
+    if (socket.bytesRead === seen || now >= deadline) {
+      socket.destroy();
+      return;
+    }
+    seen = socket.bytesRead;
+    setTimeout(check, Math.min(lingering.timeoutMs, deadline - now)).unref();
+  };
+  setTimeout(check, Math.min(lingering.timeoutMs, lingering.timeMs)).unref();
+}
+
 /** `NGX_HTTP_V2_MAX_WINDOW`: the connection window `ngx_http_v2_init` opens. */
 const MAX_WINDOW_BYTES = 2 ** 31 - 1;
 /** The smallest initial stream window jinx advertises (RFC 9113's default, node:http2's). */
@@ -583,6 +611,44 @@ export class Engine {
     st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);
     session.setLocalWindowSize(MAX_WINDOW_BYTES);
+    const { conf } = st.h2Server;
+    socket.once('finish', () => lingerAfterGoaway(socket, conf.lingering));
+    // until its first stream, the timer ngx_http_init_connection set runs: client_header_timeout
+    this.armSessionIdle(st, conf.clientHeaderTimeoutMs);
+    if (this.stopping) this.closeSession(st);
+  }
+
+  /**
+   * `ngx_http_v2_handle_connection`: a connection without streams in
+   * progress is closed after its server's `keepalive_timeout` (`timeoutMs`), with GOAWAY.
+   */
+  private armSessionIdle(st: ConnectionState, timeoutMs = st.h2Server!.conf.keepaliveTimeoutMs): void {
+    if (st.idleTimer && st.idleTimeoutMs === timeoutMs) {
+      st.idleTimer.refresh();
+      return;
+    }
+    if (st.idleTimer) clearTimeout(st.idleTimer);
+    st.idleTimeoutMs = timeoutMs;
+    st.idleTimer = setTimeout(() => {
+      if (st.active === 0) this.closeSession(st);
+    }, timeoutMs);
+    st.idleTimer.unref();
+  }
+
+  /**
+   * Ends an HTTP/2 connection as nginx does once it sent GOAWAY
+   * (`keepalive_requests`, `keepalive_timeout`, a reload or graceful
+   * shutdown): one GOAWAY NO_ERROR naming the last stream processed
+   * (node:http2's `close()`), streams in progress finish, what was written
+   * is sent, then the connection is half-closed and lingers
+   * (`ngx_http_v2_handle_connection`, `lingerAfterGoaway`). An idle
+   * connection at shutdown lingers too, where nginx closes it at once
+   * (`ngx_http_v2_finalize_connection`): node:http2 may still hold frames
+   * when it ends the socket, which closing at once would lose.
+   */
+  private closeSession(st: ConnectionState): void {
+    const session = st.session!;
+    if (!session.closed && !session.destroyed) session.close();
   }
 
   /**
@@ -616,7 +682,7 @@ export class Engine {
     }
     if (conf.keepaliveTimeoutMs === 0 || st.info.requests + 1 >= conf.keepaliveRequests || Date.now() - st.info.acceptedAtMs > conf.keepaliveTimeMs) {
       st.h2LastStream = id;
-      session.goaway(h2.NGHTTP2_NO_ERROR, id);
+      this.closeSession(st);
     }
     return true;
   }
@@ -632,15 +698,15 @@ export class Engine {
       return;
     }
     if (session && !this.admitStream(st, group, req as Http2ServerRequest, session)) return;
+    if (session && st.idleTimer) clearTimeout(st.idleTimer);
     st.active++;
     st.info.requests++;
     if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
     const r = serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
       st.active--;
       if (session) {
-        // the streams up to the GOAWAY's are closed: so is the connection (a last GOAWAY, then FIN)
-        if (st.h2LastStream !== undefined && st.active === 0) session.destroy();
-        else if (this.stopping && st.active === 0) session.close();
+        // a connection that sent GOAWAY ends once its streams have (node:http2's close() does)
+        if (st.active === 0 && !session.closed && !session.destroyed) this.armSessionIdle(st);
         return;
       }
       st.keptAlive = (res as ServerResponse).shouldKeepAlive && r.sentHeaders['connection'] !== 'close';
@@ -675,6 +741,8 @@ export class Engine {
     await this.bindNew(gen);
     const old = this.generation;
     this.generation = gen;
+    // the connections of the old configuration end as an old worker's HTTP/2 connections do (GOAWAY, then close)
+    for (const st of this.connections.values()) if (st.session) this.closeSession(st);
     for (const [key, server] of this.listeners) {
       if (gen.groups.has(key)) continue;
       server.close();
@@ -717,7 +785,7 @@ export class Engine {
     this.stopping = true;
     const closed = this.closeListeners();
     for (const st of this.connections.values()) {
-      if (st.session) st.session.close();
+      if (st.session) this.closeSession(st);
       else if (st.active === 0) st.raw.destroy();
     }
     await closed;

@@ -89,6 +89,12 @@ export class ClientTarget implements ResponseTarget {
    * `send_timeout` between two writes that make progress.
    */
   private sendTimer: NodeJS.Timeout | undefined;
+  /**
+   * The response stream closed: node:http2's compatibility response has no
+   * `destroyed`, and takes no more writes once its stream is closed (a
+   * client's RST_STREAM), without 'drain' or 'close' to follow.
+   */
+  private streamClosed = false;
 
   constructor(
     private readonly req: ClientRequest,
@@ -117,7 +123,7 @@ export class ClientTarget implements ResponseTarget {
   write(chunk: Buffer | string): boolean {
     this.bodyStarted = true;
     const ok = (this.res as NodeJS.WritableStream).write(chunk);
-    if (!ok && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
+    if (!ok && this.sendTimeout && !this.sendTimer && !this.gone) this.armSendTimer(this.sendTimeout);
     return ok;
   }
 
@@ -152,7 +158,7 @@ export class ClientTarget implements ResponseTarget {
   }
 
   get gone(): boolean {
-    return this.res.destroyed;
+    return this.res.destroyed || this.streamClosed;
   }
 
   get highWaterMark(): number {
@@ -161,7 +167,7 @@ export class ClientTarget implements ResponseTarget {
   }
 
   onDrain(cb: () => void): void {
-    if (this.res.destroyed) {
+    if (this.gone) {
       queueMicrotask(cb);
       return;
     }
@@ -200,6 +206,7 @@ export class ClientTarget implements ResponseTarget {
 
   /** The response stream closed: calls the `onAbort` callback unless the response was complete or jinx closed it. */
   closed(): void {
+    this.streamClosed = true;
     if (!this.abortListener || this.res.writableFinished) return;
     const socket = this.req.socket as (Socket & { errored?: Error | null }) | null;
     this.abortListener((socket?.errored ?? undefined) as NodeJS.ErrnoException | undefined);
