@@ -222,6 +222,10 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
     if (hosts.length === 0 && lineHost === undefined && r.protocol === 'HTTP/1.1') {
       return await requestError(ex, 'client sent HTTP/1.1 request without "Host" header', 'request headers');
     }
+    if (r.protocol === 'HTTP/2.0' && (r.method === 'CONNECT' || r.method === 'TRACE')) {
+      // ngx_http_process_request_header, which HTTP/2 requests go through too (HTTP/1.x refuses them while parsing)
+      return await requestError(ex, `client sent ${r.method} method`, 'request headers', 405);
+    }
     if (sslPort && !r.conn.tls) return await requestError(ex, 'client sent plain HTTP request to HTTPS port', 'request headers', 497);
     const refusal = clientCertificateRefusal(r);
     if (refusal) return await requestError(ex, refusal.message, 'request headers', refusal.status);

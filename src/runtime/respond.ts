@@ -205,6 +205,30 @@ export function writeHead(r: HttpRequestState, res: ClientResponse, status: numb
     (res as ServerResponse).writeHead(wire, reason ?? STATUS_TEXT[wire] ?? '', flat as string[]);
     return;
   }
-  for (let i = 0; i < flat.length; i += 2) res.setHeader(flat[i] as string, flat[i + 1]!);
-  res.writeHead(wire);
+  writeHttp2Head(r, res as Http2ServerResponse, wire, flat);
+}
+
+/** Header fields `ngx_http_v2_header_filter` leaves out: HTTP/1.x connection fields, which HTTP/2 has none of. */
+const HTTP1_ONLY = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/**
+ * The HEADERS frame of an HTTP/2 response, as `ngx_http_v2_header_filter`
+ * sends it: without HTTP/1.x connection fields, and ending the stream when
+ * no body follows (a HEAD request, 204, 304, or `Content-Length: 0`), where
+ * node:http2's compatibility response would send an empty DATA frame
+ * after it to end the stream.
+ */
+function writeHttp2Head(r: HttpRequestState, res: Http2ServerResponse, wire: number, flat: readonly (string | string[])[]): void {
+  let fin = r.method === 'HEAD' || wire === 204 || wire === 304;
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = (flat[i] as string).toLowerCase();
+    if (HTTP1_ONLY.has(name)) continue;
+    if (name === 'content-length' && flat[i + 1] === '0') fin = true;
+    res.setHeader(name, flat[i + 1]!);
+  }
+  if (!fin || res.stream.headersSent || res.stream.destroyed) {
+    res.writeHead(wire);
+    return;
+  }
+  res.stream.respond({ ...res.getHeaders(), ':status': wire }, { endStream: true });
 }
