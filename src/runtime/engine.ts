@@ -6,7 +6,7 @@
  * they started with.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { constants as h2, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
+import { constants as h2, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type Http2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls';
 import type { CompiledConfig } from '../config/compile.js';
@@ -20,8 +20,8 @@ import type { RuntimeContext } from './context.js';
 import {
   bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, httpServers, listenKey, sentSni, TlsContexts, type Http2StartSettings, type Listener,
 } from './listen.js';
-import { transportOf } from './http2/first-frame.js';
 import { logUnreadStream, serveClientRequest } from './phases.js';
+import { logRequest } from './context.js';
 import { parseClientHello } from './client-hello.js';
 import { findServer } from './server-names.js';
 import { prepareFiles } from './prepare-files.js';
@@ -234,7 +234,7 @@ export class Engine {
         handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
         sessionSettings: (socket) => this.sessionSettings(socket, key),
-        onSession: (session) => this.acceptSession(session, key),
+        onSession: (session, socket) => this.acceptSession(session, socket, key),
         onRequest: (req, res) => this.request(key, req, res),
       });
       this.headerTimeout(server, group);
@@ -598,8 +598,7 @@ export class Engine {
    * its server (which chose the SETTINGS it started with); the connection's
    * window opens to the largest, as `ngx_http_v2_init` opens it.
    */
-  private acceptSession(session: Http2Session, key: string): void {
-    const socket = transportOf(session.socket);
+  private acceptSession(session: Http2Session, socket: Socket, key: string): void {
     const st = this.byKey.get(socketKey(socket));
     const group = this.generation.groups.get(key);
     if (!st || !group) {
@@ -641,10 +640,11 @@ export class Engine {
    * shutdown): one GOAWAY NO_ERROR naming the last stream processed
    * (node:http2's `close()`), streams in progress finish, what was written
    * is sent, then the connection is half-closed and lingers
-   * (`ngx_http_v2_handle_connection`, `lingerAfterGoaway`). An idle
-   * connection at shutdown lingers too, where nginx closes it at once
-   * (`ngx_http_v2_finalize_connection`): node:http2 may still hold frames
-   * when it ends the socket, which closing at once would lose.
+   * (`ngx_http_v2_handle_connection`, `lingerAfterGoaway`), an idle one
+   * too where nginx closes it at once (`ngx_http_v2_finalize_connection`):
+   * node:http2 may still hold frames of a finished stream, which closing at
+   * once would lose. node:http2 sends its GOAWAY a second time as it
+   * closes the connection (the same code and last stream).
    */
   private closeSession(st: ConnectionState): void {
     const session = st.session!;
@@ -682,7 +682,6 @@ export class Engine {
     }
     if (conf.keepaliveTimeoutMs === 0 || st.info.requests + 1 >= conf.keepaliveRequests || Date.now() - st.info.acceptedAtMs > conf.keepaliveTimeMs) {
       st.h2LastStream = id;
-      this.closeSession(st);
     }
     return true;
   }
@@ -698,15 +697,22 @@ export class Engine {
       return;
     }
     if (session && !this.admitStream(st, group, req as Http2ServerRequest, session)) return;
-    if (session && st.idleTimer) clearTimeout(st.idleTimer);
+    if (session && st.idleTimer) {
+      clearTimeout(st.idleTimer);
+      st.idleTimer = undefined;
+    }
     st.active++;
     st.info.requests++;
+    // the stream that reached keepalive_requests is answered after the GOAWAY naming it (streams node:http2
+    // read after it are not served); the connection closes once the streams up to it are done
+    if (session && st.h2LastStream === (req as Http2ServerRequest).stream.id) session.goaway(h2.NGHTTP2_NO_ERROR, st.h2LastStream);
     if (this.stopping && !session) (res as ServerResponse).shouldKeepAlive = false;
     const r = serveClientRequest(gen.cx, req, res, st.info, group, (r) => {
       st.active--;
       if (session) {
-        // a connection that sent GOAWAY ends once its streams have (node:http2's close() does)
-        if (st.active === 0 && !session.closed && !session.destroyed) this.armSessionIdle(st);
+        if (st.active > 0 || session.closed || session.destroyed) return;
+        if (st.h2LastStream !== undefined) this.closeSession(st);
+        else this.armSessionIdle(st);
         return;
       }
       st.keptAlive = (res as ServerResponse).shouldKeepAlive && r.sentHeaders['connection'] !== 'close';
@@ -728,6 +734,24 @@ export class Engine {
       st.idleTimer.unref();
     });
     if (!session) st.current = { req: req as IncomingMessage, r };
+    else (req as Http2ServerRequest).stream.once('aborted', () => this.streamReset(r, (req as Http2ServerRequest).stream, session));
+  }
+
+  /**
+   * A stream the client reset (RST_STREAM) before its response was complete,
+   * logged at info as `ngx_http_v2_state_rst_stream` does; a stream ended
+   * by the connection's end is not.
+   */
+  private streamReset(r: HttpRequestState, stream: Http2Stream, session: Http2Session): void {
+    if (session.destroyed) return;
+    const id = stream.id ?? 0;
+    const code = stream.rstCode ?? h2.NGHTTP2_NO_ERROR;
+    const message = code === h2.NGHTTP2_CANCEL ? `client canceled stream ${id}`
+      : code === h2.NGHTTP2_REFUSED_STREAM ? `client refused stream ${id}`
+        : code === h2.NGHTTP2_INTERNAL_ERROR ? `client terminated stream ${id} due to internal error`
+          : `client terminated stream ${id} with status ${code}`;
+    r.action ??= r.upstream ? 'sending to client' : 'sending response to client';
+    logRequest(this.generation.cx, r, 'info', message);
   }
 
   /**

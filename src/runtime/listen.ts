@@ -173,8 +173,8 @@ export interface ListenHooks {
    * default server of its address, or the one its SNI name chose).
    */
   sessionSettings(socket: Socket): Http2StartSettings;
-  /** A new HTTP/2 connection. */
-  onSession(session: Http2Session): void;
+  /** A new HTTP/2 connection on `socket` (TCP, or TLS after the handshake; `session.socket` may be a shim over it). */
+  onSession(session: Http2Session, socket: Socket): void;
   onRequest(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void;
 }
 
@@ -233,10 +233,13 @@ class Http2Servers {
     let server = this.servers.get(key);
     if (!server) {
       server = createHttp2Server({ ...H2_SESSION_OPTIONS, settings: { ...H2_SESSION_OPTIONS.settings, ...own } }, this.onRequest);
-      server.on('session', (session: Http2Session) => this.hooks.onSession(session));
       this.servers.set(key, server);
     }
+    // node:http2 makes the session and emits 'session' while it takes the connection
+    const onSession = (session: Http2Session): void => this.hooks.onSession(session, socket);
+    server.once('session', onSession);
     server.emit('connection', transport);
+    server.off('session', onSession);
   }
 }
 

@@ -128,6 +128,20 @@ function requestError(ex: Exchange, message: string, whileReading: 'request line
   return finalize(ex, status);
 }
 
+/**
+ * A request refused while its Host is processed. nginx reads an HTTP/2
+ * request's `:authority` and `host` as they arrive
+ * (`ngx_http_v2_state_process_header`), before it builds the request line:
+ * the log line then has no `request:` nor `host:`, and `$request` is empty.
+ */
+function hostError(ex: Exchange, message: string, status = 400): Promise<void> {
+  if (ex.r.protocol === 'HTTP/2.0') {
+    ex.r.lineRead = false;
+    ex.r.headersRead = false;
+  }
+  return requestError(ex, message, 'request headers', status);
+}
+
 /** Verification errors `ssl_verify_client optional_no_ca` lets through (`ngx_ssl_verify_error_optional`). */
 const OPTIONAL_NO_CA = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
@@ -198,7 +212,7 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
     const lineHostValid = lineHost !== undefined ? validateHost(lineHost) : undefined;
     if (lineHost !== undefined && lineHostValid === undefined) return await requestError(ex, 'client sent invalid host in request line', 'request line');
     const headerHost = hosts.length > 0 ? validateHost(hosts[0]!) : '';
-    if (headerHost === undefined) return await requestError(ex, 'client sent invalid host header', 'request headers');
+    if (headerHost === undefined) return await hostError(ex, 'client sent invalid host header');
     const host = lineHostValid ?? headerHost;
     r.requestHost = host;
     if (host) r.requestPort = hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!);
@@ -214,10 +228,10 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean): Promis
     r.host = host || r.server.name;
     if (r.protocol === 'HTTP/2.0' && !set.http2Listen && !r.server.conf.http2) {
       // ngx_http_set_virtual_server: the Host names a server with `http2 off`
-      return await requestError(ex, 'client attempted to request the server name for which the negotiated protocol is disabled', 'request headers', 421);
+      return await hostError(ex, 'client attempted to request the server name for which the negotiated protocol is disabled', 421);
     }
     if (hosts.length > 1) {
-      return await requestError(ex, `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"`, 'request headers');
+      return await hostError(ex, `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"`);
     }
     if (hosts.length === 0 && lineHost === undefined && r.protocol === 'HTTP/1.1') {
       return await requestError(ex, 'client sent HTTP/1.1 request without "Host" header', 'request headers');

@@ -163,13 +163,6 @@ export class FirstFrameShim extends Duplex {
   }
 }
 
-/** The socket under an HTTP/2 session's stream: the shim's transport, or the stream itself. */
-export function transportOf(stream: unknown): Socket {
-  const wrapped = (stream as { stream?: unknown }).stream;
-  if (wrapped instanceof FirstFrameShim) return wrapped.transport;
-  return stream as Socket;
-}
-
 /**
  * Reads the start of an HTTP/2 connection (`first`: bytes already read, its
  * 'data' listeners removed, paused) until its first frame calls for
