@@ -206,7 +206,7 @@ export class ClientTarget implements ResponseTarget {
 
   /** The response stream closed: calls the `onAbort` callback unless the response was complete or jinx closed it. */
   closed(): void {
-    this.streamClosed = true;
+    if ('stream' in this.res) this.streamClosed = true;
     if (!this.abortListener || this.res.writableFinished) return;
     const socket = this.req.socket as (Socket & { errored?: Error | null }) | null;
     this.abortListener((socket?.errored ?? undefined) as NodeJS.ErrnoException | undefined);
