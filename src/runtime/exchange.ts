@@ -103,6 +103,12 @@ export class Http2Target implements ClientResponseTarget {
    * `send_timeout` between two writes that make progress.
    */
   private sendTimer: NodeJS.Timeout | undefined;
+  /**
+   * The response stream closed: node:http2's compatibility response has no
+   * `destroyed`, and takes no more writes once its stream is closed (a
+   * client's RST_STREAM), without 'drain' or 'close' to follow.
+   */
+  private streamClosed = false;
 
   private sendTimeout: SendTimeout | undefined;
   /** node:http2 does not count a stream's bytes; `$bytes_sent` counts what jinx wrote of the body. */
@@ -139,8 +145,9 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
-    writeHead(r, this.res, status, headers);
-    if (r.expectTrailers && !this.headOnly) this.trailersOf = r;
+    // a response whose HEADERS frame ended the stream (no body) gets no trailers either (ngx_http_v2_header_filter)
+    const ended = writeHead(r, this.res, status, headers);
+    if (r.expectTrailers && !ended) this.trailersOf = r;
   }
 
   /** The request whose `add_trailer` trailers end the response, if any. */
@@ -157,7 +164,7 @@ export class Http2Target implements ClientResponseTarget {
     this.bodyStarted = true;
     this.bytesSent += chunk.length;
     const ok = (this.res as NodeJS.WritableStream).write(chunk);
-    if (!ok && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
+    if (!ok && this.sendTimeout && !this.sendTimer && !this.gone) this.armSendTimer(this.sendTimeout);
     return ok;
   }
 
@@ -191,7 +198,7 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   get gone(): boolean {
-    return this.res.destroyed;
+    return this.res.destroyed || this.streamClosed;
   }
 
   get highWaterMark(): number {
@@ -199,7 +206,7 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   onDrain(cb: () => void): void {
-    if (this.res.destroyed) {
+    if (this.gone) {
       queueMicrotask(cb);
       return;
     }
@@ -237,6 +244,7 @@ export class Http2Target implements ClientResponseTarget {
 
   /** The response stream closed: calls the `onAbort` callback unless the response was complete or jinx closed it. */
   private closed(): void {
+    this.streamClosed = true;
     if (!this.abortListener || this.res.writableFinished) return;
     const socket = this.req.socket as (Socket & { errored?: Error | null }) | null;
     this.abortListener((socket?.errored ?? undefined) as NodeJS.ErrnoException | undefined);

@@ -156,6 +156,18 @@ function requestError(ex: Exchange, message: string, whileReading: 'request line
   return finalize(ex, status);
 }
 
+/**
+ * An HTTP/2 request refused while its Host is processed. nginx reads an
+ * HTTP/2 request's `:authority` and `host` as they arrive
+ * (`ngx_http_v2_state_process_header`), before it builds the request line:
+ * the log line then has no `request:` nor `host:`, and `$request` is empty.
+ */
+function hostError(ex: Exchange, message: string, status = 400): Promise<void> {
+  ex.r.lineRead = false;
+  ex.r.headersRead = false;
+  return requestError(ex, message, 'request headers', status);
+}
+
 /** Verification errors `ssl_verify_client optional_no_ca` lets through (`ngx_ssl_verify_error_optional`). */
 const OPTIONAL_NO_CA = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
@@ -217,13 +229,16 @@ async function refuse(ex: Exchange, set: ServerSet, host: string, refusal: Refus
   ex.out.abort();
 }
 
+/** A request's URI, arguments and host once checked; for HTTP/2, a second Host header, refused once the server is chosen. */
+type CheckedTarget = NonNullable<ClientRequestHead['parsed']> & { readonly duplicateHost?: string };
+
 /**
  * The target and Host of an HTTP/2 request as `ngx_http_v2_state_process_header`
  * and `ngx_http_process_request_header` check them (HTTP/1.x requests come
  * checked by their connection): the URI and arguments, and the validated
  * host, or the refusal nginx answers with.
  */
-function http2Target(r: HttpRequestState): { uri: string; args: string; host: string; requestPort: string } | Refusal {
+function http2Target(r: HttpRequestState): CheckedTarget | Refusal {
   let target = r.requestUri;
   let lineHost: string | undefined;
   const absolute = /^https?:\/\/([^/?#]*)(.*)$/i.exec(target);
@@ -241,11 +256,11 @@ function http2Target(r: HttpRequestState): { uri: string; args: string; host: st
   if (lineHost !== undefined && lineHostValid === undefined) return { status: 400, message: 'client sent invalid host in request line', reading: 'request line' };
   const headerHost = hosts.length > 0 ? validateHost(hosts[0]!) : '';
   if (headerHost === undefined) return { status: 400, message: 'client sent invalid host header', reading: 'request headers' };
-  if (hosts.length > 1) {
-    return { status: 400, message: `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"`, reading: 'request headers' };
-  }
+  const duplicateHost = hosts.length > 1 ? `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"` : undefined;
   const host = lineHostValid ?? headerHost;
-  return { uri, args: q === -1 ? '' : target.slice(q + 1), host, requestPort: host ? hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!) : '' };
+  return {
+    uri, args: q === -1 ? '' : target.slice(q + 1), host, requestPort: host ? hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!) : '', duplicateHost,
+  };
 }
 
 /**
@@ -264,11 +279,14 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: C
       }
       return await refuse(ex, set, head.parsed?.host ?? '', head.refusal);
     }
-    const target = head.parsed ?? http2Target(r);
+    const target: CheckedTarget | Refusal = head.parsed ?? http2Target(r);
     if ('status' in target) {
       // nginx never set r->uri: $uri is empty in the access log
-      if (target.reading === 'request line') r.uri = '';
-      return await refuse(ex, set, '', target);
+      if (target.reading === 'request line') {
+        r.uri = '';
+        return await refuse(ex, set, '', target);
+      }
+      return await hostError(ex, target.message);
     }
     r.uri = target.uri;
     r.args = target.args;
@@ -285,6 +303,18 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: C
     r.server = findServer(set, host, r);
     r.loc = r.server.conf;
     r.host = host || r.server.name;
+    if (!head.parsed) {
+      if (!set.http2Listen && !r.server.conf.http2) {
+        // ngx_http_set_virtual_server: the Host names a server with `http2 off`
+        return await hostError(ex, 'client attempted to request the server name for which the negotiated protocol is disabled', 421);
+      }
+      // a second Host header is refused in the server the first one selected (ngx_http_process_host)
+      if (target.duplicateHost) return await hostError(ex, target.duplicateHost);
+      if (r.method === 'CONNECT' || r.method === 'TRACE') {
+        // ngx_http_process_request_header, which HTTP/2 requests go through too (HTTP/1.x refuses them while parsing)
+        return await requestError(ex, `client sent ${r.method} method`, 'request headers', 405);
+      }
+    }
     if (sslPort && !r.conn.tls) return await requestError(ex, 'client sent plain HTTP request to HTTPS port', 'request headers', 497);
     const refusal = clientCertificateRefusal(r);
     if (refusal) return await requestError(ex, refusal.message, 'request headers', refusal.status);
