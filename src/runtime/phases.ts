@@ -27,7 +27,7 @@ import { runScript } from './script.js';
 import { browserOf } from './user-agent.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
-import { hostPort, normalizePath, validateHost } from './uri.js';
+import { escapeUri, hostPort, normalizePath, validateHost } from './uri.js';
 import { systemErrorText } from '../os-errors.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
@@ -353,7 +353,8 @@ function findConfig(ex: Exchange): Promise<void> {
     if (match.autoRedirect) {
       r.location = match.location;
       r.loc = match.location!.conf;
-      return finalize(ex, 301, r.uri + '/' + (r.args ? `?${r.args}` : ''));
+      // the URI escaped again (ngx_http_core_find_config_handler)
+      return finalize(ex, 301, escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : ''));
     }
     r.location = match.location;
     r.loc = match.location?.conf ?? r.server.conf;

@@ -126,17 +126,25 @@ export function hostPort(host: string): string {
   return /^\d+$/.test(host.slice(after + 1)) && port >= 1 && port <= 65_535 ? String(port) : '';
 }
 
-const URI_UNSAFE = /[\x00-\x20#%?\x7f-\uffff]/;
+/**
+ * Bytes `NGX_ESCAPE_URI` escapes (nginx 1.30's table, `ngx_escape_uri`):
+ * what RFC 3986 does not allow in a path (controls, space, `"`, `<`, `>`,
+ * `\`, `^`, `` ` ``, `{`, `|`, `}`, DEL and non-ASCII), and `#`, `%`, `?`.
+ */
+const URI_UNSAFE = /[\x00-\x20"#%<>?\\^`{|}\x7f-\uffff]/;
 
-/** Escapes a decoded URI for an upstream request line (`NGX_ESCAPE_URI`: controls, space, `#`, `%`, `?`, non-ASCII). */
+/**
+ * Escapes a decoded URI as `ngx_escape_uri(…, NGX_ESCAPE_URI)` does, for an
+ * upstream request line and the `Location` of a redirect to a directory
+ * (`ngx_http_static_handler`, `ngx_http_core_find_config_handler`): each
+ * byte of `URI_UNSAFE` as `%XX`.
+ */
 export function escapeUri(uri: string): string {
   if (!URI_UNSAFE.test(uri)) return uri;
   let out = '';
   for (const byte of Buffer.from(uri, 'latin1')) {
     const ch = String.fromCharCode(byte);
-    out += byte <= 0x20 || byte >= 0x7f || ch === '#' || ch === '%' || ch === '?'
-      ? `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
-      : ch;
+    out += URI_UNSAFE.test(ch) ? `%${byte.toString(16).toUpperCase().padStart(2, '0')}` : ch;
   }
   return out;
 }

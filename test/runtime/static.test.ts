@@ -21,6 +21,7 @@ const FILES = {
   'html/dir/a.txt': 'dir a\n',
   'html/noindex/file.txt': 'x\n',
   'html/sub/deeper/f.txt': 'deep\n',
+  'html/dir sp"<{|}>/a.txt': 'odd\n',
   'other/alias.txt': 'alias file\n',
   'other/img/logo.png': 'PNGDATA',
   'other/deep/d.txt': 'alias deep\n',
@@ -131,6 +132,24 @@ describe('static content (differential)', { skip: NO_ORACLE }, () => {
       return out;
     });
     assert.equal(run.nginx.result['absolute_redirect off']!.headers.location, '/dir/?x=1');
+    assertSameAsNginx(run);
+  });
+
+  it('escapes the Location of a redirect to a directory or a location as NGX_ESCAPE_URI does', async () => {
+    const run = await differential({
+      // the redirect is answered before any upstream is tried (nothing listens on port 9)
+      conf: ({ port }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location "/auto sp#?%^/" { proxy_pass http://127.0.0.1:9; } }`),
+      files: FILES,
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      for (const uri of ['/dir%20sp%22%3C%7B%7C%7D%3E', '/dir%20sp%22%3C%7B%7C%7D%3E?a=b', '/auto%20sp%23%3F%25%5E', '/auto%20sp%23%3F%25%5E?a=%20']) {
+        out[uri] = await s.get(uri, { headers: { Host: 'static.test' } });
+      }
+      return out;
+    });
+    assert.match(run.nginx.result['/dir%20sp%22%3C%7B%7C%7D%3E']!.headers.location!, /\/dir%20sp%22%3C%7B%7C%7D%3E\/$/);
     assertSameAsNginx(run);
   });
 

@@ -13,6 +13,7 @@ import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import { applyHeadersModule, contentTypeFor } from '../respond.js';
+import { escapeUri } from '../uri.js';
 
 /** What the static handler decided. */
 export type StaticResult =
@@ -81,7 +82,8 @@ export async function serveStatic(ex: Exchange): Promise<StaticResult> {
   const st = await statOrError(path);
   if (st instanceof Error) return fileError(ex, st, path);
   if (st.isDirectory()) {
-    return { kind: 'moved', location: r.uri + '/' + (r.args ? `?${r.args}` : '') };
+    // the URI escaped again (ngx_http_static_handler)
+    return { kind: 'moved', location: escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : '') };
   }
   if (!st.isFile()) {
     logRequest(ex.cx, r, 'crit', `"${path}" is not a regular file`);
