@@ -20,7 +20,7 @@ import type { RuntimeContext } from './context.js';
 import {
   bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, listenKey, sentSni, tlsServerOf, TlsContexts, type Http2StartSettings, type Listener,
 } from './listen.js';
-import { http2Headers, logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
+import { http2Headers, http2RawHeaders, logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
 import { logRequest } from './context.js';
 import { Http2Target, resetConnection } from './exchange.js';
 import { Http1Connection, type Http1Head } from './http1/connection.js';
@@ -654,12 +654,17 @@ export class Engine {
     // the stream that reached keepalive_requests is answered after the GOAWAY naming it (streams node:http2
     // read after it are not served); the connection closes once the streams up to it are done
     if (st.h2LastStream === req.stream.id) session.goaway(h2.NGHTTP2_NO_ERROR, st.h2LastStream);
+    // node:http2's compatibility request pauses its stream when it is paused, and resumes it only from a read
+    // of its own started after data came (`_read`): a body paused before any DATA frame (a handler that reads
+    // it later, as FastCGI's STDIN does) would never arrive. The stream keeps filling the request's buffer
+    // instead, up to its high-water mark, where node:http2 pauses the stream itself.
+    req.on('pause', () => req.stream.resume());
     const head: ClientRequestHead = {
       method: req.method ?? 'GET',
       requestUri: req.url ?? '/',
       protocol: 'HTTP/2.0',
       headers: http2Headers(req.headers),
-      rawHeaders: req.rawHeaders.filter((_, i, a) => !a[i - (i % 2)]!.startsWith(':')),
+      rawHeaders: http2RawHeaders(req.rawHeaders),
     };
     const r = serveClientRequest(gen.cx, head, req, new Http2Target(req, res), st.info, group, () => {
       st.active--;

@@ -221,7 +221,12 @@ export class Http2Target implements ClientResponseTarget {
   end(chunk?: Buffer | string): void {
     this.bodyStarted = true;
     if (chunk !== undefined) this.bytesSent += chunk.length;
-    if (this.trailersOf) this.res.addTrailers(Object.fromEntries(responseTrailers(this.trailersOf)));
+    if (this.trailersOf) {
+      // a name given more than once is sent as that many fields
+      const trailers: Record<string, string[]> = {};
+      for (const [name, value] of responseTrailers(this.trailersOf)) (trailers[name.toLowerCase()] ??= []).push(value);
+      this.res.addTrailers(trailers);
+    }
     if (chunk === undefined) this.res.end();
     else (this.res as NodeJS.WritableStream).end(chunk);
   }

@@ -213,10 +213,14 @@ export interface Http2StartSettings {
  * `http2_body_preread_size`), and room for as many header fields as
  * `large_client_header_buffers` lets through (node:http2 resets a stream
  * with more than 128 by default; the engine checks nginx's limits).
+ * Response header blocks are written as `ngx_http_v2_header_filter` writes
+ * them: without HPACK's dynamic table (every field a literal, so a long
+ * block takes CONTINUATION frames as nginx's does).
  */
 export const H2_SESSION_OPTIONS = {
   settings: { maxConcurrentStreams: 128, initialWindowSize: 65_536, maxFrameSize: 16_777_215 },
   maxHeaderListPairs: 65_536,
+  maxDeflateDynamicTableSize: 0,
 };
 
 /**

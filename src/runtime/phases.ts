@@ -146,6 +146,25 @@ export function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
   return out;
 }
 
+/**
+ * The header lines of an HTTP/2 request as nginx lists them: pseudo-headers
+ * left out, and the `cookie` fields (HTTP/2 lets a client split them) made
+ * one, joined with "; ", after the others (`ngx_http_v2_construct_cookie_header`),
+ * which is how a proxied request sends them.
+ */
+export function http2RawHeaders(raw: readonly string[]): string[] {
+  const out: string[] = [];
+  const cookies: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.charCodeAt(0) === 58) continue;
+    if (name === 'cookie') cookies.push(raw[i + 1]!);
+    else out.push(name, raw[i + 1]!);
+  }
+  if (cookies.length > 0) out.push('cookie', cookies.join('; '));
+  return out;
+}
+
 /** Why a request is refused before any phase, as nginx logs it (level info); 400 unless `status` says otherwise. */
 function requestError(ex: Exchange, message: string, whileReading: 'request line' | 'request headers', status = 400): Promise<void> {
   const { r } = ex;

@@ -17,7 +17,7 @@ import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import { finalize } from '../phases.js';
 import type { HttpRequestState } from '../request.js';
-import { bodyStream, keepPassedBody, readRequestBody, type RequestBody } from '../request-body.js';
+import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
@@ -144,8 +144,7 @@ function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
 export async function fastcgiRequest(ex: Exchange): Promise<void> {
   const { r } = ex;
   const conf = r.loc.fastcgi!;
-  const hasBody = conf.passRequestBody && ex.body !== undefined
-    && (r.headers['content-length'] !== undefined ? r.headers['content-length'] !== '0' : r.headers['transfer-encoding'] !== undefined);
+  const hasBody = conf.passRequestBody && ex.body !== undefined && requestHasBody(r, ex.body);
   let body: FastcgiBody | undefined;
   if (hasBody && !conf.requestBuffering) {
     // fastcgi_request_buffering off: STDIN records go out as the body arrives (read by sendBody; paused until then)

@@ -15,7 +15,9 @@ import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
-import { bodyStream, keepPassedBody, readRequestBody, removeCleanBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
+import {
+  bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type RequestBody,
+} from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
@@ -189,16 +191,6 @@ function checkUpstreamHeaders(raw: readonly Buffer[]): { invalid: string | undef
   return { invalid: undefined, warnings, ignored };
 }
 
-/** Whether the client request carries a body. */
-function requestHasBody(ex: Exchange): boolean {
-  const { r } = ex;
-  const length = r.headers['content-length'];
-  if (length !== undefined) return length !== '0';
-  if (r.headers['transfer-encoding'] !== undefined) return true;
-  const stream = (ex.body as { stream?: { endAfterHeaders?: boolean } } | undefined)?.stream;
-  return stream !== undefined && stream.endAfterHeaders === false;
-}
-
 /**
  * Proxies the request: reads its body first (`proxy_request_buffering on`),
  * then sends it upstream. A plain function on the common path (no body to
@@ -206,12 +198,12 @@ function requestHasBody(ex: Exchange): boolean {
  */
 export function proxyRequest(ex: Exchange): Promise<void> {
   const p = ex.r.loc.proxy!;
-  const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
+  const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex.r, ex.body);
   // ngx_http_proxy_handler: the body is passed on as it arrives (r->request_body_no_buffering) with
   // proxy_request_buffering off, unless proxy_set_body replaces it or a chunked body meets HTTP/1.0;
   // then client_body_in_file_only does not apply
   const unbuffered = withBody && !p.requestBuffering && !p.setBody
-    && (ex.r.headers['transfer-encoding'] === undefined || p.httpVersion === '1.1');
+    && (!bodyOfUnknownLength(ex.r, ex.body) || p.httpVersion === '1.1');
   if (unbuffered) return forward(ex, p, true, undefined);
   // client_body_in_file_only makes a file even of an empty body
   const inFile = ex.r.loc.clientBodyInFileOnly !== 'off' && ex.body !== undefined && ex.r.headers['content-length'] !== undefined;
