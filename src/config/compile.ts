@@ -27,6 +27,9 @@ import { accessRules } from './modules/access.js';
 import { authBasicRealm, authBasicUserFile } from './modules/auth-basic.js';
 import { authRequestSets, authRequestUri } from './modules/auth-request.js';
 import * as fastcgi from './modules/fastcgi.js';
+import * as charset from './modules/charset.js';
+import * as gzip from './modules/gzip.js';
+import * as limitReq from './modules/limit-req.js';
 import { addHeaders, addTrailers, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { accessLogs, COMBINED_FORMAT } from './modules/log.js';
@@ -42,7 +45,7 @@ import { ConfChain, type LevelConf, type Slot } from './spec.js';
 import { VariableRegistry, type ValueSource } from './variables.js';
 import type {
   AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, CookieFlags, CookieMatch, CookieRewrite, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
-  LocationConf, LocationTree, NextUpstreamConf, PerHandshakeCertificates, TlsServerConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
+  LimitReqConf, LimitReqZone, LocationConf, LocationTree, CharsetConf, CharsetSetting, GzipConf, NextUpstreamConf, PerHandshakeCertificates, TlsServerConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
   VirtualServer,
 } from './route-table.js';
 
@@ -219,6 +222,8 @@ class Compiler {
   private readonly proxyTls = new Map<LevelNode, LoadedTls>();
   /** Every temp path of every level, default or set: nginx creates them all. */
   private readonly tempDirs = new Set<string>();
+  /** `limit_req_zone`s bound, by name. */
+  private readonly limitReqZones = new Map<string, LimitReqZone>();
 
   constructor(
     private readonly scope: ConfigScope,
@@ -254,6 +259,7 @@ class Compiler {
       this.loadProxyTls(servers);
       for (const s of servers) this.checkDuplicateLocations(s);
       this.checkSslListens(servers, certificates);
+      this.linkCharsets(servers);
       this.scope.variables.checkReferences();
       this.compileLogFormats();
       const httpChain = this.chain(httpNode);
@@ -580,7 +586,6 @@ class Compiler {
     const c = this.chain(node);
     const vars = this.scope.variables;
     const docRoot = c.get(http.docRoot);
-    const locDef = this.enclosingLocation(node);
     const rootPath = docRoot ? vars.bind(docRoot.path) : vars.bind(vars.value(this.scope.fullPath('html'), node.directive?.loc ?? { file: '', line: 0 }));
     const indexes = c.list(http.indexFiles);
     const tryFiles = c.get(http.tryFiles);
@@ -600,7 +605,7 @@ class Compiler {
     this.tempDirs.add((c.get(fastcgi.fastcgiTempPath) ?? { dir: this.scope.fullPath('fastcgi_temp') }).dir);
     const expiresConf = c.get(expires);
     const conf: LocationConf = {
-      root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: (docRoot?.alias ?? false) && locDef?.regex !== undefined },
+      root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: docRoot?.aliasRegex ?? false, aliasLength: docRoot?.aliasLength ?? 0 },
       index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
       tryFiles: tryFiles && {
         files: tryFiles.files.map((f) => ({ value: vars.bind(f.value), testDir: f.testDir })),
@@ -611,6 +616,7 @@ class Compiler {
       errorPages,
       recursiveErrorPages: c.get(http.recursiveErrorPages),
       internal: node.conf.own(http.internal)?.value ?? false,
+      limitExcept: this.limitExcept(node),
       clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
       clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
       clientBodyTempPath: bodyTemp,
@@ -627,6 +633,9 @@ class Compiler {
       http2MaxConcurrentStreams: c.get(http2MaxConcurrentStreams),
       http2BodyPrereadSizeBytes: c.get(http2BodyPrereadSize),
       logNotFound: c.get(http.logNotFound),
+      etag: c.get(http.etag),
+      ifModifiedSince: c.get(http.ifModifiedSince),
+      maxRanges: c.get(http.maxRanges),
       serverTokens: c.get(http.serverTokens),
       absoluteRedirect: c.get(http.absoluteRedirect),
       serverNameInRedirect: c.get(http.serverNameInRedirect),
@@ -644,7 +653,9 @@ class Compiler {
         text: r.text,
       })),
       satisfy: c.get(http.satisfy),
-      authBasic: realm && userFile ? { realm: vars.bind(realm), userFile: vars.bind(userFile) } : undefined,
+      authBasic: realm && userFile
+        ? { realm: vars.bind(realm), userFile: vars.bind(userFile), confPrefix: userFile.text.startsWith('$') ? this.scope.confPrefix : undefined }
+        : undefined,
       addHeaders: c.list(addHeaders).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
       addTrailers: c.list(addTrailers).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
       proxy: this.proxyConf(node, c),
@@ -669,19 +680,105 @@ class Compiler {
       resolver: c.get(http.resolver),
       resolverTimeoutMs: c.get(http.resolverTimeoutMs),
       uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),
+      gzip: this.gzipConf(c),
+      charset: this.charsetConf(c),
+      limitReq: this.limitReqConf(c),
     };
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);
     return conf;
   }
 
-  /** The nearest `location` enclosing a level (itself included). */
-  private enclosingLocation(node: LevelNode): LocationDef | undefined {
-    for (let n: LevelNode | undefined = node; n; n = n.parent) {
-      const def = n.conf.own(http.locationDef)?.value;
-      if (def) return def;
+  /** A location's `limit_except` block, compiled as a child of the location. */
+  private limitExcept(node: LevelNode): LocationConf['limitExcept'] {
+    const block = node.context === 'location' ? node.children.find((c) => c.context === 'limit_except') : undefined;
+    const methods = block?.conf.own(http.limitExceptMethods)?.value;
+    if (!block || !methods) return undefined;
+    return { methods: new Set(methods), conf: this.locationConf(block) };
+  }
+
+  /** The compression settings of a level (`ngx_http_gzip_merge_conf`, the core module's `gzip_*`). */
+  private gzipConf(c: ConfChain): GzipConf {
+    return {
+      enable: c.get(gzip.gzipEnable),
+      level: c.get(gzip.gzipCompLevel),
+      windowBits: c.get(gzip.gzipWindowBits),
+      memLevel: c.get(gzip.gzipMemLevel),
+      minLengthBytes: c.get(gzip.gzipMinLength),
+      types: c.get(gzip.gzipTypes) ?? new Set(gzip.GZIP_DEFAULT_TYPES),
+      bufferBytes: c.get(gzip.gzipBuffers).sizeBytes,
+      static: c.get(gzip.gzipStatic),
+      gunzip: c.get(gzip.gunzipEnable),
+      gunzipBufferBytes: c.get(gzip.gunzipBuffers).sizeBytes,
+      vary: c.get(gzip.gzipVary),
+      httpVersion: c.get(gzip.gzipHttpVersion) === '1.0' ? 1000 : 1001,
+      proxied: new Set(c.get(gzip.gzipProxied)),
+      disableMsie6: c.get(gzip.gzipDisableMsie6),
+      disable: c.get(gzip.gzipDisableRegexes),
+    };
+  }
+
+  /** The charset filter's settings of a level (`ngx_http_charset_merge_loc_conf`); unset charsets are `off`. */
+  private charsetConf(c: ConfChain): CharsetConf {
+    const bind = (ref: charset.CharsetRef | undefined): CharsetSetting => {
+      if (!ref || ref.kind === 'off') return { kind: 'off' };
+      if (ref.kind === 'name') return ref;
+      const get = this.scope.variables.getter(ref.name)!;
+      return { kind: 'variable', get };
+    };
+    return {
+      charset: bind(c.get(charset.charsetSlot)),
+      source: bind(c.get(charset.sourceCharsetSlot)),
+      override: c.get(charset.overrideCharset),
+      types: c.get(charset.charsetTypes) ?? new Set(charset.CHARSET_DEFAULT_TYPES),
+      tables: this.scope.charsets,
+    };
+  }
+
+  /**
+   * What `ngx_http_charset_merge_loc_conf` notes on every server and
+   * location (in configuration order), then `ngx_http_charset_postconfiguration`:
+   * a level that recodes between two named charsets needs a `charset_map`
+   * between them. nginx reports it without a place.
+   */
+  private linkCharsets(servers: readonly LevelNode[]): void {
+    const tables = this.scope.charsets;
+    const visit = (node: LevelNode): void => {
+      const c = this.chain(node);
+      const dst = c.get(charset.charsetSlot);
+      const src = c.get(charset.sourceCharsetSlot);
+      if (dst?.kind === 'name' && src?.kind === 'name' && dst.index !== src.index) tables.needRecode(src.index, dst.index);
+      for (const child of node.children) if (child.context !== 'upstream') visit(child);
+    };
+    servers.forEach(visit);
+    const missing = tables.link();
+    if (missing) throw new ConfigError('invalid-value', missing);
+  }
+
+  /** The limit_req settings of a level (`ngx_http_limit_req_merge_conf`), zones bound once. */
+  private limitReqConf(c: ConfChain): LimitReqConf {
+    const logLevel = c.get(limitReq.limitReqLogLevel);
+    const delayLogLevel = logLevel === 'info' ? 'info' : logLevel === 'notice' ? 'info' : logLevel === 'warn' ? 'notice' : 'warn';
+    return {
+      limits: c.list(limitReq.limitReqs).map((l) => ({ zone: this.limitReqZone(l.zone), burstMilli: l.burstMilli, delayMilli: l.delayMilli })),
+      logLevel,
+      delayLogLevel,
+      status: c.get(limitReq.limitReqStatus),
+      dryRun: c.get(limitReq.limitReqDryRun),
+    };
+  }
+
+  private limitReqZone(name: string): LimitReqZone {
+    let zone = this.limitReqZones.get(name);
+    if (!zone) {
+      // a zone no limit_req_zone defines is "zero size shared memory zone" once the configuration is read
+      const decl = this.scope.limitReqZones.get(name);
+      zone = decl
+        ? { name, key: this.scope.variables.bind(decl.key), rateMilli: decl.rateMilli, sizeBytes: decl.sizeBytes }
+        : { name, key: this.scope.variables.bind(this.scope.variables.value('', { file: '', line: 0 })), rateMilli: 1000, sizeBytes: 0 };
+      this.limitReqZones.set(name, zone);
     }
-    return undefined;
+    return zone;
   }
 
   /**
@@ -759,6 +856,7 @@ class Compiler {
       ignoreClientAbort: c.get(proxy.proxyIgnoreClientAbort),
       buffering: c.get(proxy.proxyBuffering),
       accelBuffering: !c.get(proxy.proxyIgnoreHeaders).includes('X-Accel-Buffering'),
+      accelRedirect: !c.get(proxy.proxyIgnoreHeaders).includes('X-Accel-Redirect'),
       requestBuffering: c.get(proxy.proxyRequestBuffering),
       memoryBytes: c.get(proxy.proxyBuffers).count * c.get(proxy.proxyBuffers).sizeBytes,
       bufferBytes: c.get(proxy.proxyBuffers).sizeBytes,
@@ -835,6 +933,7 @@ class Compiler {
       bufferSizeBytes: c.get(fastcgi.fastcgiBufferSize),
       buffering: c.get(fastcgi.fastcgiBuffering),
       accelBuffering: !c.get(fastcgi.fastcgiIgnoreHeaders).includes('X-Accel-Buffering'),
+      accelRedirect: !c.get(fastcgi.fastcgiIgnoreHeaders).includes('X-Accel-Redirect'),
       requestBuffering: c.get(fastcgi.fastcgiRequestBuffering),
       memoryBytes: buffers.count * buffers.sizeBytes,
       bufferBytes: buffers.sizeBytes,

@@ -15,7 +15,8 @@ import type { Cidr } from './cidr.js';
 import type { ExpiresDef } from './modules/headers.js';
 import type { ResolverDef } from './modules/http-core.js';
 import type { ScriptOp } from './modules/rewrite.js';
-import type { TempPathValue } from './spec.js';
+import type { MimeTypeSet, TempPathValue } from './spec.js';
+import type { CharsetTables } from './modules/charset.js';
 
 /** Where an `error_log` writes, and from which level up. */
 export interface ErrorLogTarget {
@@ -289,6 +290,8 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly buffering: boolean;
   /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `proxy_ignore_headers`). */
   readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `proxy_ignore_headers`). */
+  readonly accelRedirect: boolean;
   /** `proxy_request_buffering`: read the whole request body before connecting. */
   readonly requestBuffering: boolean;
   /** Bytes of a response kept in memory before spooling (`proxy_buffers` number × size). */
@@ -378,7 +381,13 @@ export interface UpstreamTlsConf {
 
 /** All settings a request needs from its location, merged from the levels above. */
 export interface LocationConf {
-  readonly root: { readonly alias: boolean; readonly path: CompiledValue; readonly aliasRegex: boolean };
+  /**
+   * `root` or `alias`. An alias replaces the first `aliasLength` bytes of the
+   * URI, the length of the name of the location it was set in (nginx's
+   * `clcf->alias`, inherited with the path), or, set in a regex location
+   * (`aliasRegex`), is the whole path.
+   */
+  readonly root: { readonly alias: boolean; readonly path: CompiledValue; readonly aliasRegex: boolean; readonly aliasLength: number };
   readonly index: readonly CompiledValue[];
   readonly tryFiles: TryFiles | undefined;
   readonly types: ReadonlyMap<string, string>;
@@ -386,6 +395,12 @@ export interface LocationConf {
   readonly errorPages: ReadonlyMap<number, ErrorPage>;
   readonly recursiveErrorPages: boolean;
   readonly internal: boolean;
+  /**
+   * The location's `limit_except` block: the methods it lets through (GET
+   * brings HEAD), and the settings a request with another method uses
+   * instead of the location's (`ngx_http_update_location_config`).
+   */
+  readonly limitExcept: { readonly methods: ReadonlySet<string>; readonly conf: LocationConf } | undefined;
   readonly clientMaxBodySizeBytes: number;
   readonly clientBodyBufferSizeBytes: number;
   readonly clientBodyTempPath: TempPathValue;
@@ -419,6 +434,12 @@ export interface LocationConf {
   /** `http2_body_preread_size` (a server's; its locations carry it): the streams' initial window. */
   readonly http2BodyPrereadSizeBytes: number;
   readonly logNotFound: boolean;
+  /** `etag`: static files carry an ETag. */
+  readonly etag: boolean;
+  /** `if_modified_since`. */
+  readonly ifModifiedSince: 'off' | 'exact' | 'before';
+  /** `max_ranges`; undefined: no limit. */
+  readonly maxRanges: number | undefined;
   readonly serverTokens: 'on' | 'off' | 'build';
   readonly absoluteRedirect: boolean;
   readonly serverNameInRedirect: boolean;
@@ -430,7 +451,13 @@ export interface LocationConf {
   readonly script: readonly ScriptOp[];
   readonly access: readonly AccessRule[];
   readonly satisfy: 'all' | 'any';
-  readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue } | undefined;
+  /**
+   * `auth_basic` and `auth_basic_user_file`; a file name made from a leading
+   * variable that is not absolute is taken relative to `confPrefix` (the
+   * configuration's directory) when evaluated, as nginx's `conf_prefix`
+   * complex values are.
+   */
+  readonly authBasic: { readonly realm: CompiledValue; readonly userFile: CompiledValue; readonly confPrefix: string | undefined } | undefined;
   readonly addHeaders: readonly AddHeader[];
   /** `add_trailer`: trailers of responses sent in chunks (HTTP/1.1) or over HTTP/2. */
   readonly addTrailers: readonly AddHeader[];
@@ -458,6 +485,74 @@ export interface LocationConf {
   readonly resolver: ResolverDef | undefined;
   readonly resolverTimeoutMs: number;
   readonly uninitializedVariableWarn: boolean;
+  readonly gzip: GzipConf;
+  readonly charset: CharsetConf;
+  readonly limitReq: LimitReqConf;
+}
+
+/**
+ * Compression settings of a location: the gzip filter's, `gzip_static`,
+ * `gunzip`, and the core module's `gzip_*` that `ngx_http_gzip_ok` reads.
+ */
+export interface GzipConf {
+  readonly enable: boolean;
+  /** `gzip_comp_level`, 1..9. */
+  readonly level: number;
+  /** `gzip_window` and `gzip_hash` as zlib's window bits and memory level. */
+  readonly windowBits: number;
+  readonly memLevel: number;
+  readonly minLengthBytes: number;
+  readonly types: MimeTypeSet;
+  /** Size of one of `gzip_buffers`: compressed data leaves in pieces of at most this. */
+  readonly bufferBytes: number;
+  readonly static: 'off' | 'on' | 'always';
+  readonly gunzip: boolean;
+  /** Size of one of `gunzip_buffers`. */
+  readonly gunzipBufferBytes: number;
+  readonly vary: boolean;
+  /** `gzip_http_version` as nginx's `http_version` (1000 for 1.0, 1001 for 1.1). */
+  readonly httpVersion: number;
+  /** `gzip_proxied` flags (`off`, `expired`, `no-cache`, …, `any`). */
+  readonly proxied: ReadonlySet<string>;
+  /** `gzip_disable msie6`. */
+  readonly disableMsie6: boolean;
+  /** `gzip_disable` regexes, matched against `User-Agent`. */
+  readonly disable: readonly RegExp[];
+}
+
+/** A charset setting bound: `off`, a charset by its index in `CharsetTables`, or a variable naming one. */
+export type CharsetSetting =
+  | { readonly kind: 'off' }
+  | { readonly kind: 'name'; readonly index: number }
+  | { readonly kind: 'variable'; readonly get: (r: HttpRequestState) => string | undefined };
+
+/** The charset filter's settings of a location. */
+export interface CharsetConf {
+  readonly charset: CharsetSetting;
+  readonly source: CharsetSetting;
+  readonly override: boolean;
+  readonly types: MimeTypeSet;
+  /** The configuration's charsets and `charset_map` tables, shared by every location. */
+  readonly tables: CharsetTables;
+}
+
+/** A `limit_req_zone`, bound: its key, its rate in thousandths of a request per second, and its size. */
+export interface LimitReqZone {
+  readonly name: string;
+  readonly key: CompiledValue;
+  readonly rateMilli: number;
+  readonly sizeBytes: number;
+}
+
+/** The limit_req settings of a location (`ngx_http_limit_req_conf_t`). */
+export interface LimitReqConf {
+  /** Its `limit_req`s in order, `burst` and `delay` in thousandths of a request. */
+  readonly limits: readonly { readonly zone: LimitReqZone; readonly burstMilli: number; readonly delayMilli: number }[];
+  /** `limit_req_log_level` for refused requests; delayed ones are logged one level lower (info stays info). */
+  readonly logLevel: LogLevel;
+  readonly delayLogLevel: LogLevel;
+  readonly status: number;
+  readonly dryRun: boolean;
 }
 
 /** Where a `fastcgi_pass` sends requests. */
@@ -483,6 +578,8 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly buffering: boolean;
   /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `fastcgi_ignore_headers`). */
   readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `fastcgi_ignore_headers`). */
+  readonly accelRedirect: boolean;
   readonly requestBuffering: boolean;
   readonly memoryBytes: number;
   /** Size of one of `fastcgi_buffers`. */

@@ -7,6 +7,8 @@
 import { isAbsolute } from 'node:path';
 import type { Directive, SourceLoc } from '../parser/ast.js';
 import type { ListenAddress } from './listen.js';
+import { CharsetTables } from './modules/charset.js';
+import type { LimitReqZoneDecl } from './modules/limit-req.js';
 import type { MapDef } from './modules/map.js';
 import { fail, type LevelConf } from './spec.js';
 import type { VariableRegistry } from './variables.js';
@@ -116,6 +118,10 @@ export class ConfigScope {
   readonly sharedZones = new Map<string, SharedZone>();
   /** The stream module's upstreams, servers, listens and log formats. */
   readonly stream: StreamDecls = { upstreams: new Map(), servers: new Map(), listens: [], logFormats: new Set() };
+  /** The charsets `charset`, `source_charset` and `charset_map` name, and the recoding tables. */
+  readonly charsets = new CharsetTables();
+  /** `limit_req_zone` zones by name: their key and rate (the size is in `sharedZones`). */
+  readonly limitReqZones = new Map<string, LimitReqZoneDecl>();
   /** Blocks that may appear once (`events`, `http`), once seen. */
   readonly seenBlocks = new Set<string>();
 

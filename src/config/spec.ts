@@ -458,6 +458,35 @@ export function bufsSetter(s: Slot<{ readonly count: number; readonly sizeBytes:
   };
 }
 
+/** A MIME type list (`gzip_types`, `charset_types`): lowercase types, or `*` for every type. */
+export type MimeTypeSet = ReadonlySet<string> | '*';
+
+/**
+ * `ngx_http_types_slot` (`src/http/ngx_http.c`): the first directive at a
+ * level starts the list with the module's `defaults`; a type listed twice is
+ * the warning `duplicate MIME type "X"`; `*` stands for every type and ends
+ * the list (later directives at the level change nothing). Unset, a level
+ * inherits its parent's list (`ngx_http_merge_types`); read it with
+ * `mimeTypes(chain.get(slot), defaults)`.
+ */
+export function typesSetter(s: Slot<MimeTypeSet | undefined>, defaults: readonly string[]): Setter {
+  return (d, cx) => {
+    const own = cx.level.own(s)?.value;
+    if (own === '*') return;
+    const types = new Set(own ?? defaults);
+    for (const arg of d.args) {
+      if (arg === '*') {
+        cx.level.replace(s, '*', d.loc);
+        return;
+      }
+      const type = arg.toLowerCase();
+      if (types.has(type)) cx.warn(`duplicate MIME type "${type}"`, 'duplicate-mime-type');
+      types.add(type);
+    }
+    cx.level.replace(s, types, d.loc);
+  };
+}
+
 /** `ngx_conf_set_str_array_slot`, `ngx_conf_set_keyval_slot`: every directive appends; never a duplicate. */
 export function arraySetter(s: ListSlot<readonly string[]>): Setter {
   return (d, cx) => cx.level.append(s, d.args, d.loc);

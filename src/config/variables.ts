@@ -54,7 +54,12 @@ export interface CompiledValue {
 /** How an indexed variable (`set`, `map`, `auth_request_set`) gets its value when read. */
 export type IndexedKind =
   | { readonly kind: 'set' }
-  | { readonly kind: 'lazy'; readonly compute: (r: HttpRequestState) => string };
+  | {
+      readonly kind: 'lazy';
+      readonly compute: (r: HttpRequestState) => string;
+      /** Computed each time it is read, never cached (`map … { volatile; }`). */
+      readonly volatile?: boolean;
+    };
 
 /**
  * Splits a value into literals and variable references, with nginx's
@@ -218,6 +223,7 @@ export class VariableRegistry {
   private indexedGetter(name: string, index: number, kind: IndexedKind): VariableGetter {
     if (kind.kind === 'lazy') {
       const compute = kind.compute;
+      if (kind.volatile) return (r) => compute(r);
       return (r) => {
         const v = r.vars[index];
         if (v !== undefined) return v;

@@ -7,6 +7,7 @@ import type { RouteTable } from '../config/route-table.js';
 import type { AccessLogFiles } from '../log/access-log.js';
 import { requestContext, type ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
+import type { LimitReqStore } from './limit-req-zones.js';
 import type { HttpRequestState } from './request.js';
 import type { UpstreamClients } from './upstream/clients.js';
 import type { FastcgiConnections } from './upstream/fastcgi-connections.js';
@@ -24,6 +25,8 @@ export interface RuntimeContext {
   readonly resolver: NameResolver;
   /** The process-wide temp-file counter. */
   readonly tempFiles: TempFiles;
+  /** The `limit_req_zone` states, kept across reloads. */
+  readonly limitReq: LimitReqStore;
 }
 
 /** Writes an error-log line for a request, with nginx's context fields, to the location's `error_log`. */

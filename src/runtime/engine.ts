@@ -23,6 +23,7 @@ import {
 import { http2Headers, http2RawHeaders, logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
 import { logRequest } from './context.js';
 import { Http2Target, resetConnection } from './exchange.js';
+import { LimitReqZones } from './limit-req-zones.js';
 import { Http1Connection, type Http1Head } from './http1/connection.js';
 import type { Http1Target } from './http1/response.js';
 import { parseClientHello } from './client-hello.js';
@@ -120,6 +121,7 @@ const socketKey = (s: { remoteAddress?: string; remotePort?: number; localPort?:
 /** Opens the logs and reads the certificates of a compiled configuration. @throws Error when a file cannot be opened */
 function prepare(
   compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles, numbers: ConnectionNumbers, admit: () => boolean,
+  limitReq: LimitReqZones,
 ): Generation {
   const table = compiled.table;
   prepareFiles(table);
@@ -130,7 +132,7 @@ function prepare(
   const upstreams = new UpstreamClients(numbers, admit, table.main.workerConnections);
   // nginx's resolver writes to the main error log (`cycle->new_log`)
   const resolver = new NameResolver((level, message) => errorLog.write(table.main.errorLogs, level, message));
-  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver, tempFiles };
+  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver, tempFiles, limitReq };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
 
@@ -162,6 +164,8 @@ export class Engine {
     private readonly tempFiles: TempFiles,
     /** Numbers of client and upstream connections, across reloads. */
     private readonly numbers: ConnectionNumbers,
+    /** The `limit_req_zone` states, across reloads. */
+    private readonly limitReq: LimitReqZones,
   ) {}
 
   /** An error already written to the logs (the caller only exits). */
@@ -178,7 +182,11 @@ export class Engine {
   static async start(compiled: CompiledConfig, startupLog: { readonly isStderr: boolean }): Promise<Engine> {
     const tempFiles = new TempFiles();
     const numbers = new ConnectionNumbers();
-    const engine: Engine = new Engine(prepare(compiled, new ErrorLogFiles(), tempFiles, numbers, () => engine.admitUpstream()), tempFiles, numbers);
+    // nginx logs a zone that is full to the cycle's log (the main error_log of the configuration in use)
+    const limitReq = new LimitReqZones((message) => engine.log('alert', message));
+    const engine: Engine = new Engine(
+      prepare(compiled, new ErrorLogFiles(), tempFiles, numbers, () => engine.admitUpstream(), limitReq), tempFiles, numbers, limitReq,
+    );
     const targets = compiled.table.main.errorLogs;
     const mirror = !startupLog.isStderr || !targets.some((t) => t.path === 'stderr');
     const startupMessage = (level: LogLevel, message: string): void => {
@@ -699,7 +707,7 @@ export class Engine {
    */
   async reload(compiled: CompiledConfig): Promise<void> {
     const errorLog = new ErrorLogFiles();
-    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers, () => this.admitUpstream());
+    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers, () => this.admitUpstream(), this.limitReq);
     await this.bindNew(gen);
     const old = this.generation;
     this.generation = gen;

@@ -13,21 +13,24 @@ import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-tabl
 import { findLocation } from './locations.js';
 import { logRequest, type RuntimeContext } from './context.js';
 import type { ClientResponseTarget, Exchange } from './exchange.js';
+import { FilteredTarget } from './filters/chain.js';
 import { checkAccessRules } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
 import { checkAuthRequest } from './handlers/auth-request.js';
 import { fastcgiRequest } from './handlers/fastcgi.js';
+import { limitRequests } from './handlers/limit-req.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { realClientAddress } from './handlers/realip.js';
 import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
-import { absoluteLocation, applyHeadersModule, contentTypeFor, specialPage } from './respond.js';
+import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './respond.js';
 import { runScript } from './script.js';
+import { preconditionStatus } from './conditional.js';
 import { browserOf } from './user-agent.js';
 import { X509_ERRORS } from './upstream/errors.js';
 import { findServer, matchServer } from './server-names.js';
-import { escapeUri, hostPort, normalizePath, validateHost } from './uri.js';
+import { escapeUri, hostPort, normalizePath, parseUnsafeUri, validateHost } from './uri.js';
 import { systemErrorText } from '../os-errors.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
@@ -84,7 +87,8 @@ export function serveClientRequest(
       out.timedOut(r.loc.resetTimedoutConnection);
     },
   });
-  const ex: Exchange = { cx, r, body, out };
+  // the handlers' responses pass through the response filters (gunzip, charset, gzip)
+  const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx) };
   out.whenClosed((completed) => {
     for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = completed;
@@ -372,12 +376,13 @@ function findConfig(ex: Exchange): Promise<void> {
     if (match.autoRedirect) {
       r.location = match.location;
       r.loc = match.location!.conf;
-      // the URI escaped again (ngx_http_core_find_config_handler)
+      // ngx_http_core_find_config_phase: the location's escaped name (NGX_ESCAPE_URI) and the arguments
       return finalize(ex, 301, escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : ''));
     }
     r.location = match.location;
     r.loc = match.location?.conf ?? r.server.conf;
     if (r.loc.internal && !r.internal) return finalize(ex, 404);
+    limitExcept(r);
     const length = Number(r.headers['content-length'] ?? 0);
     const max = r.loc.clientMaxBodySizeBytes;
     if (max > 0 && length > max && !r.parent) {
@@ -394,6 +399,12 @@ function findConfig(ex: Exchange): Promise<void> {
   }
 }
 
+/** A method `limit_except` does not let through switches the request to the block's settings (`ngx_http_update_location_config`). */
+function limitExcept(r: HttpRequestState): void {
+  const limit = r.loc.limitExcept;
+  if (limit && !limit.methods.has(r.method)) r.loc = limit.conf;
+}
+
 /** Counts a URI change; false (after logging nginx's error) when the limit is reached. */
 function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecting to'): boolean {
   const { r } = ex;
@@ -404,11 +415,17 @@ function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecti
   return true;
 }
 
-/** Preaccess (realip with the location's settings), access, try_files and content phases. */
+/** Preaccess (realip with the location's settings, limit_req), access, try_files and content phases. */
 export function afterRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   realClientAddress(r);
-  const { loc } = r;
+  if (r.loc.limitReq.limits.length > 0) return limitRequests(ex).then((refused) => (refused === undefined ? accessPhases(ex) : finalize(ex, refused)));
+  return accessPhases(ex);
+}
+
+/** Access, try_files and content phases. */
+function accessPhases(ex: Exchange): Promise<void> {
+  const { loc } = ex.r;
   if (loc.access.length > 0 || loc.authBasic || loc.authRequest || loc.tryFiles) return checkedAccess(ex);
   return contentPhase(ex);
 }
@@ -452,9 +469,7 @@ async function accessPhase(ex: Exchange): Promise<number | undefined> {
     if (result === 'declined') continue;
     if (result === 'ok') {
       if (!any) continue;
-      for (let i = r.pendingHeaders.length - 1; i >= 0; i--) {
-        if (r.pendingHeaders[i]![0].toLowerCase() === 'www-authenticate') r.pendingHeaders.splice(i, 1);
-      }
+      dropKept(r, 'www-authenticate');
       return undefined;
     }
     if (!any || (result !== 401 && result !== 403)) return result;
@@ -496,8 +511,27 @@ export function internalRedirect(ex: Exchange, uri: string, args: string): Promi
   r.args = args;
   r.internal = true;
   r.captures = null;
+  r.addUriToAlias = false;
   if (!countUriChange(ex, 'internally redirecting to')) return finalize(ex, 500);
   return fromServerRewrite(ex);
+}
+
+/**
+ * Follows an upstream's `X-Accel-Redirect` (`ngx_http_upstream_process_headers`):
+ * to a named location as it is, or to a URI (arguments after `?`, the path
+ * unescaped) as GET (HEAD stays HEAD); an unsafe URI is 404 with nginx's
+ * error line.
+ */
+export function acceleratedRedirect(ex: Exchange, value: string): Promise<void> {
+  const { r } = ex;
+  if (value.startsWith('@')) return namedLocation(ex, value);
+  const target = parseUnsafeUri(value);
+  if ('unsafe' in target) {
+    logRequest(ex.cx, r, 'error', `unsafe URI "${target.unsafe}" was detected`);
+    return finalize(ex, 404);
+  }
+  if (r.method !== 'HEAD') r.method = 'GET';
+  return internalRedirect(ex, target.uri, target.args);
 }
 
 /** A redirect to a named location (`@name`): its rewrite phase onwards. */
@@ -512,6 +546,7 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
   r.location = loc;
   r.loc = loc.conf;
   r.internal = true;
+  limitExcept(r);
   const outcome = runScript(r.loc.script, r, scriptErrors(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) return findConfig(ex);
@@ -539,20 +574,41 @@ async function scriptResponse(
 
 /**
  * Sends `return CODE [TEXT]` (`ngx_http_send_response`, which discards the
- * body first): the text typed by the URI's extension or `default_type`.
+ * body first): the text typed by the URI's extension or `default_type`. The
+ * status is the one of an `error_page` being followed, if any (a `return
+ * 204` there sends the error's status with an empty body and its length);
+ * headers an earlier response step set stay (a redirect's `Location`).
+ * Having no validators, a 200 fails `If-Match` and `If-Unmodified-Since`
+ * (412) and matches `If-None-Match: *` (304), as in nginx.
  */
 function sendText(ex: Exchange, status: number, text: string): Promise<void> | void {
   const { r } = ex;
   const failed = discardRequestBody(ex);
   if (failed !== undefined) return finalize(ex, failed);
-  const headers: [string, string][] = [];
-  if (status !== 204) {
-    headers.push(['Content-Type', contentTypeFor(r)]);
+  const final = r.errStatus || status;
+  // the not-modified filter, for a response with neither Last-Modified nor ETag
+  const condition = final === 200 && !r.parent ? preconditionStatus(r, undefined, undefined) : 200;
+  if (condition === 412) return finalize(ex, 412);
+  const headers = keptHeaders(r);
+  if (condition === 304) {
+    const bare = headers.filter(([name]) => name.toLowerCase() !== 'content-type');
+    applyHeadersModule(r, 304, bare);
+    ex.out.head(r, 304, bare);
+    ex.out.end();
+    return;
+  }
+  const typed = headers.some(([name]) => name.toLowerCase() === 'content-type');
+  if (final === 204) {
+    // ngx_http_header_filter: a 204 has no type
+    if (typed) headers.splice(0, headers.length, ...headers.filter(([name]) => name.toLowerCase() !== 'content-type'));
+  } else {
+    // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
+    if (!typed) headers.push(['Content-Type', contentTypeFor(r)]);
     headers.push(['Content-Length', String(text.length)]);
   }
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
-  const send = !ex.out.headOnly && status !== 204 && status !== 304;
+  const send = !ex.out.headOnly && final !== 204 && final !== 304;
   r.bodyBytesSent = send ? text.length : 0;
   ex.out.end(send ? Buffer.from(text, 'latin1') : undefined);
 }
@@ -562,7 +618,9 @@ function sendText(ex: Exchange, status: number, text: string): Promise<void> | v
  * `ngx_http_special_response_handler` does: an `error_page` for the status
  * is followed (once, unless `recursive_error_pages`), otherwise nginx's page
  * is sent. 444, 408 and 499 close the connection instead. `location` is the
- * `Location` of a redirect.
+ * `Location` of a redirect: it replaces any earlier one and stays with the
+ * response an `error_page` for the status sends (nginx's
+ * `headers_out.location`).
  */
 export async function finalize(ex: Exchange, status: number, location?: string): Promise<void> {
   const { r } = ex;
@@ -576,6 +634,7 @@ export async function finalize(ex: Exchange, status: number, location?: string):
     ex.out.abort((status === 444 || r.timedOut) && r.loc.resetTimedoutConnection ? 'reset' : undefined);
     return;
   }
+  if (location !== undefined) setLocation(r, location);
   r.errStatus = status;
   r.status = status;
   const page = r.loc.errorPages.get(status);
@@ -592,21 +651,38 @@ export async function finalize(ex: Exchange, status: number, location?: string):
     if (target.startsWith('@')) return namedLocation(ex, target);
     const code = typeof page.overwrite === 'number' && REDIRECT_STATUSES.has(page.overwrite) ? page.overwrite : 302;
     r.errStatus = code;
-    return sendSpecial(ex, code, target);
+    setLocation(r, target);
+    return sendSpecial(ex, code);
   }
-  return sendSpecial(ex, r.errStatus || status, location);
+  return sendSpecial(ex, r.errStatus || status);
 }
 
+/** Sets the response's `Location` (`ngx_http_clear_location`, then a new one). */
+function setLocation(r: HttpRequestState, location: string): void {
+  dropKept(r, 'location');
+  r.pendingHeaders.push(['Location', location]);
+}
+
+/** Removes the kept headers named `lower` (lowercase). */
+function dropKept(r: HttpRequestState, lower: string): void {
+  for (let i = r.pendingHeaders.length - 1; i >= 0; i--) {
+    if (r.pendingHeaders[i]![0].toLowerCase() === lower) r.pendingHeaders.splice(i, 1);
+  }
+}
+
+/** Headers a special response never has. */
+const SPECIAL_CLEARED = new Set(['accept-ranges', 'last-modified', 'etag']);
+
 /** Sends nginx's page for a status, if it has one; Last-Modified, ETag and Accept-Ranges are never sent with it. */
-function sendSpecial(ex: Exchange, status: number, location: string | undefined): void {
+function sendSpecial(ex: Exchange, status: number): void {
   const { r } = ex;
   // ngx_http_special_response_handler: the body is discarded; an invalid one ends keep-alive
   if (discardRequestBody(ex) !== undefined) r.keepalive = false;
   const body = specialPage(status, r.loc, browserOf(r.headers['user-agent']).msie);
-  const headers: [string, string][] = [...r.pendingHeaders];
+  // ngx_http_special_response_handler clears these (kept from an X-Accel-Redirect)
+  const headers = keptHeaders(r).filter(([name]) => !SPECIAL_CLEARED.has(name.toLowerCase()));
   headers.push(['Content-Length', String(body?.length ?? 0)]);
   if (body !== undefined) headers.push(['Content-Type', 'text/html']);
-  if (location !== undefined) headers.push(['Location', location.startsWith('/') ? absoluteLocation(r, location) : location]);
   if (NO_KEEPALIVE.has(status)) r.keepalive = false;
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);

@@ -113,6 +113,12 @@ export class HttpRequestState {
   /** Cleared by `rewrite … break`: the location prefix no longer applies to `proxy_pass` URIs (nginx's `r->valid_location`). */
   validLocation = true;
   /**
+   * Set when `try_files` chose a file in a location whose alias was set in a
+   * regex location: the URI is then appended to the alias (nginx's
+   * `r->add_uri_to_alias`); an internal redirect clears it.
+   */
+  addUriToAlias = false;
+  /**
    * Cleared when `$args` is set (nginx's `r->valid_unparsed_uri`): a
    * `proxy_pass` without a URI then sends `$uri?$args`, not the request URI.
    */
@@ -133,6 +139,15 @@ export class HttpRequestState {
   /** `$proxy_host` and `$proxy_port` of the upstream request being made. */
   proxyHost: string | undefined;
   proxyPort: string | undefined;
+  /** `r->gzip_tested` and `r->gzip_ok`: `ngx_http_gzip_ok` ran for the request, and what it said. */
+  gzipTested = false;
+  gzipOk = false;
+  /** `r->gzip_vary`: the response depends on `Accept-Encoding` (`gzip_vary on` then says so). */
+  gzipVary = false;
+  /** Bytes the gzip filter took in and gave out, header and trailer included, once it ended (for `$gzip_ratio`). */
+  gzipCounts: { readonly zin: number; readonly zout: number } | undefined;
+  /** What limit_req decided (`PASSED`, `DELAYED`, `REJECTED`, `DELAYED_DRY_RUN`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */
+  limitReqStatus: string | undefined;
   /** `$limit_rate` in bytes per second, as `set` made it (jinx does not limit the rate). */
   limitRate = 0;
   /** Bytes of the response body sent, for `$body_bytes_sent`. */
@@ -157,7 +172,11 @@ export class HttpRequestState {
    * (nginx's empty `r->request_line`): `$request` is then not found.
    */
   lineRead = true;
-  /** Headers to add to the response this request ends with (`WWW-Authenticate` of a 401). */
+  /**
+   * Headers set for the response before it is sent, which internal redirects
+   * keep (nginx's `headers_out`): `WWW-Authenticate` of a 401, a redirect's
+   * `Location`.
+   */
   readonly pendingHeaders: [string, string][] = [];
   /** Set once an `error_page` was followed (nginx's `r->error_page`). */
   errorPage = false;
@@ -254,15 +273,21 @@ export class HttpRequestState {
   }
 
   /**
-   * `$request_filename`: the file a static request maps to — root + URI, or
-   * for `alias` the alias + the URI after the location prefix.
+   * The file a URI maps to (`ngx_http_map_uri_to_path`): root + URI; for an
+   * `alias`, the alias + the URI after the location's name; for an alias
+   * set in a regex location, the alias alone, or + the URI after `try_files`
+   * chose a file (`addUriToAlias`).
    */
-  requestFilename(): string {
+  mapUriToPath(uri: string): string {
     const root = this.documentRoot();
-    const { alias, aliasRegex } = this.loc.root;
-    if (!alias) return root + this.uri;
-    if (aliasRegex) return root;
-    const prefix = this.location?.name ?? '';
-    return root + this.uri.slice(Math.min(prefix.length, this.uri.length));
+    const { alias, aliasRegex, aliasLength } = this.loc.root;
+    if (!alias) return root + uri;
+    if (aliasRegex) return this.addUriToAlias ? root + uri : root;
+    return root + uri.slice(Math.min(aliasLength, uri.length));
+  }
+
+  /** `$request_filename`: the file the URI maps to. */
+  requestFilename(): string {
+    return this.mapUriToPath(this.uri);
   }
 }

@@ -101,6 +101,30 @@ export function absoluteLocation(r: HttpRequestState, location: string): string 
   return `${r.scheme}://${host}${portPart}${location}`;
 }
 
+/**
+ * The headers earlier steps of the request set for its response (nginx's
+ * `headers_out`, which internal redirects keep): `WWW-Authenticate` of a
+ * 401, a redirect's `Location`, made absolute as the header filter makes a
+ * `Location` that starts with `/`.
+ */
+export function keptHeaders(r: HttpRequestState): [string, string][] {
+  return r.pendingHeaders.map(([name, value]): [string, string] =>
+    name === 'Location' && value.startsWith('/') ? [name, absoluteLocation(r, value)] : [name, value]);
+}
+
+/**
+ * What an upstream's response intercepted for its `error_page` leaves for
+ * the response sent instead (`ngx_http_upstream_intercept_errors`): the
+ * `WWW-Authenticate` headers of a 401, each one, whatever hides them.
+ * `received` lists names and values in turn.
+ */
+export function keepInterceptedHeaders(r: HttpRequestState, status: number, received: readonly string[]): void {
+  if (status !== 401) return;
+  for (let i = 0; i + 1 < received.length; i += 2) {
+    if (received[i]!.toLowerCase() === 'www-authenticate') r.pendingHeaders.push(['WWW-Authenticate', received[i + 1]!]);
+  }
+}
+
 /** Statuses `add_header` (without `always`) and `expires` apply to. */
 const ADD_HEADER_STATUSES = new Set([200, 201, 204, 206, 301, 302, 303, 304, 307, 308]);
 
@@ -112,7 +136,7 @@ function dropHeader(headers: [string, string | string[]][], lower: string): void
 }
 
 /** The `Last-Modified` of a header list in seconds since the epoch, or undefined (nginx's `last_modified_time` -1). */
-function lastModifiedSec(headers: readonly [string, string | string[]][]): number | undefined {
+export function lastModifiedSec(headers: readonly [string, string | string[]][]): number | undefined {
   const h = headers.find(([n]) => n.toLowerCase() === 'last-modified');
   const ms = h && typeof h[1] === 'string' ? Date.parse(h[1]) : NaN;
   return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);

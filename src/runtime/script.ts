@@ -4,7 +4,8 @@
  * `src/http/ngx_http_script.c`).
  */
 import { statSync } from 'node:fs';
-import type { ScriptOp } from '../config/modules/rewrite.js';
+import type { ReplacementPiece, ScriptOp } from '../config/modules/rewrite.js';
+import { escapeArgs } from './uri.js';
 import type { HttpRequestState } from './request.js';
 
 /** How running a script ended. */
@@ -18,6 +19,77 @@ export type ScriptOutcome =
   /** `return CODE [TEXT]` or a redirecting `rewrite`. */
   | { readonly kind: 'return'; readonly code: number; readonly text: string | undefined }
   | { readonly kind: 'redirect'; readonly code: number; readonly location: string };
+
+/**
+ * Whether the request's URI came with a `%` escape or a `+` in its path
+ * (nginx's `r->quoted_uri`, `r->plus_in_uri`, set by the request-line
+ * parser): regex captures are then escaped where they go into arguments.
+ */
+function uriWasEscaped(r: HttpRequestState): boolean {
+  const target = r.requestUri;
+  const q = target.indexOf('?');
+  const path = q === -1 ? target : target.slice(0, q);
+  return path.includes('%') || path.includes('+');
+}
+
+/**
+ * Evaluates a rewrite's replacement pieces; with `escapeCaptures`, regex
+ * captures are escaped with `NGX_ESCAPE_ARGS` (`ngx_http_script_copy_capture_code`).
+ */
+function evaluatePieces(pieces: readonly ReplacementPiece[], r: HttpRequestState, escapeCaptures: boolean): string {
+  let out = '';
+  for (const p of pieces) {
+    if (typeof p === 'string') out += p;
+    else if (typeof p === 'function') out += p(r) ?? '';
+    else {
+      const c = r.captures?.[p.capture] ?? '';
+      out += escapeCaptures ? escapeArgs(c) : c;
+    }
+  }
+  return out;
+}
+
+const hexValue = (c: number): number => (c >= 0x30 && c <= 0x39 ? c - 0x30 : ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 ? (c | 0x20) - 0x61 + 10 : -1));
+
+/**
+ * `ngx_unescape_uri` with `NGX_UNESCAPE_REDIRECT`, as a redirecting
+ * `rewrite` applies it to its value: up to the first `?` (or `%3F`), a
+ * `%XX` of a printable byte above `%` is decoded, other escapes are kept;
+ * a malformed escape loses its `%` (and what nginx's state machine drops).
+ */
+export function unescapeRedirect(value: string): string {
+  if (!value.includes('%')) return value;
+  let out = '';
+  let state: 'usual' | 'quoted' | 'second' = 'usual';
+  let decoded = 0;
+  for (let i = 0; i < value.length; i++) {
+    const ch = value.charCodeAt(i);
+    if (state === 'usual') {
+      if (ch === 0x3f) return out + value.slice(i);
+      if (ch === 0x25) state = 'quoted';
+      else out += value[i];
+      continue;
+    }
+    const h = hexValue(ch);
+    if (state === 'quoted') {
+      if (h === -1) {
+        state = 'usual';
+        out += value[i];
+      } else {
+        decoded = h;
+        state = 'second';
+      }
+      continue;
+    }
+    state = 'usual';
+    if (h === -1) continue;
+    const byte = decoded * 16 + h;
+    // only an escape whose second digit is a letter can stand for '?' (0x3F)
+    if (byte === 0x3f && ch > 0x39) return out + '?' + value.slice(i + 1);
+    out += byte > 0x25 && byte < 0x7f ? String.fromCharCode(byte) : value.slice(i - 2, i + 1);
+  }
+  return out;
+}
 
 /** Whether a value counts as true in `if ($var)`: not empty and not "0". */
 const truthy = (v: string): boolean => v !== '' && v !== '0';
@@ -95,19 +167,23 @@ export function runScript(ops: readonly ScriptOp[], r: HttpRequestState, onError
           }
           r.captures = m;
           for (const n of op.namedCaptures) r.vars[n.index] = m.groups?.[n.name] ?? '';
-          const value = op.replacement.evaluate(r);
+          const escape = uriWasEscaped(r);
           if (op.redirectCode) {
-            const location = op.addArgs && r.args ? `${value}${value.includes('?') ? '&' : '?'}${r.args}` : value;
+            // ngx_http_script_regex_end_code: the value unescaped for a Location, then the request's arguments
+            let location = unescapeRedirect(evaluatePieces(op.replacement.uri, r, escape));
+            if (op.addArgs && r.args) location += `${op.hasArgs ? '&' : '?'}${r.args}`;
             return { kind: 'redirect', code: op.redirectCode, location };
           }
-          const q = value.indexOf('?');
-          if (q !== -1) {
-            r.args = op.addArgs && r.args ? `${value.slice(q + 1)}&${r.args}` : value.slice(q + 1);
-            r.uri = value.slice(0, q);
-          } else {
-            if (!op.addArgs) r.args = '';
-            r.uri = value;
+          const uri = evaluatePieces(op.replacement.uri, r, false);
+          if (op.replacement.args) {
+            const args = evaluatePieces(op.replacement.args, r, escape);
+            r.args = op.addArgs && r.args ? `${args}&${r.args}` : args;
+          } else if (!op.addArgs) r.args = '';
+          if (uri === '') {
+            onError?.('the rewritten URI has a zero length');
+            return { kind: 'return', code: 500, text: undefined };
           }
+          r.uri = uri;
           r.internal = true;
           if (op.flag === 'last') return { kind: 'last' };
           if (op.flag === 'break') {

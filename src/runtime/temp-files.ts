@@ -39,9 +39,14 @@ export class TempFiles {
     return [tp.dir, ...dirs, name].join('/');
   }
 
+  /** Takes the next number (`ngx_next_temp_number`, also the boundary of a multipart response). */
+  next(): number {
+    return ++this.counter;
+  }
+
   /** Takes the next number and returns its path under `tp` (to log it before the file exists). */
   reserve(tp: TempPath): string {
-    return TempFiles.pathFor(tp, ++this.counter);
+    return TempFiles.pathFor(tp, this.next());
   }
 
   /**

@@ -126,25 +126,108 @@ export function hostPort(host: string): string {
   return /^\d+$/.test(host.slice(after + 1)) && port >= 1 && port <= 65_535 ? String(port) : '';
 }
 
-/**
- * Bytes `NGX_ESCAPE_URI` escapes (nginx 1.30's table, `ngx_escape_uri`):
- * what RFC 3986 does not allow in a path (controls, space, `"`, `<`, `>`,
- * `\`, `^`, `` ` ``, `{`, `|`, `}`, DEL and non-ASCII), and `#`, `%`, `?`.
- */
-const URI_UNSAFE = /[\x00-\x20"#%<>?\\^`{|}\x7f-\uffff]/;
+/** Bytes `NGX_ESCAPE_URI` escapes besides controls and non-ASCII (nginx 1.30's `ngx_escape_uri`, RFC 3986's disallowed set plus `#`, `%`, `?`). */
+const URI_ESCAPED = ' "#%<>?\\^`{|}';
+/** Bytes `NGX_ESCAPE_ARGS` escapes besides controls and non-ASCII: those of `NGX_ESCAPE_URI` and `&`, `+`, `;`. */
+const ARGS_ESCAPED = `${URI_ESCAPED}&+;`;
 
-/**
- * Escapes a decoded URI as `ngx_escape_uri(…, NGX_ESCAPE_URI)` does, for an
- * upstream request line and the `Location` of a redirect to a directory
- * (`ngx_http_static_handler`, `ngx_http_core_find_config_handler`): each
- * byte of `URI_UNSAFE` as `%XX`.
- */
-export function escapeUri(uri: string): string {
-  if (!URI_UNSAFE.test(uri)) return uri;
-  let out = '';
-  for (const byte of Buffer.from(uri, 'latin1')) {
-    const ch = String.fromCharCode(byte);
-    out += URI_UNSAFE.test(ch) ? `%${byte.toString(16).toUpperCase().padStart(2, '0')}` : ch;
+/** A 256-entry table: whether `ngx_escape_uri` escapes each byte for the given set. */
+function escapeTable(set: string): Uint8Array {
+  const t = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) t[b] = b < 0x20 || b >= 0x7f || set.includes(String.fromCharCode(b)) ? 1 : 0;
+  return t;
+}
+
+const URI_TABLE = escapeTable(URI_ESCAPED);
+const ARGS_TABLE = escapeTable(ARGS_ESCAPED);
+const HEX = '0123456789ABCDEF';
+
+function escapeWith(table: Uint8Array, s: string): string {
+  let i = 0;
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x100 || table[c]) break;
+    i++;
+  }
+  if (i === s.length) return s;
+  let out = s.slice(0, i);
+  for (const byte of Buffer.from(s.slice(i), 'latin1')) {
+    out += table[byte] ? `%${HEX[byte >> 4]}${HEX[byte & 15]}` : String.fromCharCode(byte);
   }
   return out;
+}
+
+/**
+ * Escapes a decoded URI (a latin1 byte string) as `ngx_escape_uri` with
+ * `NGX_ESCAPE_URI` does: controls, space, non-ASCII bytes and
+ * `"`, `#`, `%`, `<`, `>`, `?`, backslash, `^`, backquote, `{`, `|`, `}` become `%XX` (the URI of an upstream request line, the
+ * `Location` of a directory redirect).
+ */
+export function escapeUri(uri: string): string {
+  return escapeWith(URI_TABLE, uri);
+}
+
+/**
+ * Escapes a value for the query string as `ngx_escape_uri` with
+ * `NGX_ESCAPE_ARGS` does: `NGX_ESCAPE_URI`'s bytes and `&`, `+`, `;` (a
+ * regex capture copied into a rewrite's arguments).
+ */
+export function escapeArgs(value: string): string {
+  return escapeWith(ARGS_TABLE, value);
+}
+
+const hexDigit = (c: number): number => (c >= 0x30 && c <= 0x39 ? c - 0x30 : (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 ? (c | 0x20) - 0x57 : -1);
+
+/**
+ * `ngx_unescape_uri` with no flags: every `%XX` decoded; of a malformed
+ * escape the `%` is dropped, and a bad second digit drops both digits too.
+ */
+export function unescapeUri(s: string): string {
+  if (!s.includes('%')) return s;
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] !== '%') {
+      out += s[i];
+      continue;
+    }
+    const hi = hexDigit(s.charCodeAt(i + 1));
+    if (hi === -1) {
+      if (i + 1 < s.length) out += s[i + 1];
+      i++;
+      continue;
+    }
+    const lo = hexDigit(s.charCodeAt(i + 2));
+    if (lo !== -1) out += String.fromCharCode(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+/**
+ * Whether `s` starts with a `..` segment or, before `end`, has a `/..`
+ * segment; a segment ends at `/` or at the end of `s` (`ngx_http_parse_unsafe_uri`).
+ */
+function climbs(s: string, end: number): boolean {
+  if (s.startsWith('..') && (s.length === 2 || s[2] === '/')) return true;
+  for (let i = s.indexOf('/'); i !== -1 && i < end; i = s.indexOf('/', i + 1)) {
+    if (s[i + 1] === '.' && s[i + 2] === '.' && (i + 3 === s.length || s[i + 3] === '/')) return true;
+  }
+  return false;
+}
+
+/**
+ * Splits and checks a URI given by an upstream (`X-Accel-Redirect`) as
+ * `ngx_http_parse_unsafe_uri` does: the arguments after the first `?`, the
+ * path unescaped; `unsafe` (what nginx logs) when it is empty, starts with
+ * `?`, has a NUL or climbs with `..`, before or after unescaping.
+ */
+export function parseUnsafeUri(value: string): { uri: string; args: string } | { unsafe: string } {
+  if (value === '' || value.startsWith('?')) return { unsafe: value };
+  const q = value.indexOf('?');
+  const end = q === -1 ? value.length : q;
+  const path = value.slice(0, end);
+  if (path.includes('\0') || climbs(value, end)) return { unsafe: value };
+  const uri = unescapeUri(path);
+  if (uri !== path && (uri.includes('\0') || climbs(uri, uri.length))) return { unsafe: uri };
+  return { uri, args: q === -1 ? '' : value.slice(q + 1) };
 }

@@ -28,7 +28,7 @@ http {
 `,
   'conf.d/site.conf': `server {
     listen 127.0.0.1:1;
-    gzip on;
+    postpone_output 0;
     location / {
         allow 10.1.2.3/8;
         deny all;
@@ -58,7 +58,7 @@ describe('jinx lint', () => {
     assert.ok(lines.includes(`${p}/conf.d/site.conf:5: [warning] low address bits of 10.1.2.3/8 are meaningless`), r.stdout);
     for (const [file, line, name] of [
       ['nginx.conf', 1, 'pcre_jit'], ['nginx.conf', 4, 'sendfile'], ['nginx.conf', 5, 'tcp_nopush'],
-      ['nginx.conf', 6, 'proxy_cache_path'], ['conf.d/site.conf', 3, 'gzip'],
+      ['nginx.conf', 6, 'proxy_cache_path'], ['conf.d/site.conf', 3, 'postpone_output'],
     ] as const) {
       const prefix = `${p}/${file}:${line}: [note] "${name}" has no effect in jinx`;
       assert.ok(lines.some((l) => l.startsWith(prefix)), `expected a line starting with ${prefix}\n${r.stdout}`);
@@ -79,7 +79,7 @@ describe('jinx lint', () => {
       .map((f) => ({ code: f.code, name: /^"([^"]+)" has no effect in jinx: \S/.exec(f.message)?.[1], file: f.file, line: f.line }))
       .sort((a, b) => `${a.file}:${a.line}`.localeCompare(`${b.file}:${b.line}`));
     assert.deepEqual(notes, [
-      { code: 'no-effect', name: 'gzip', file: `${p}/conf.d/site.conf`, line: 3 },
+      { code: 'no-effect', name: 'postpone_output', file: `${p}/conf.d/site.conf`, line: 3 },
       { code: 'no-effect', name: 'pcre_jit', file: `${p}/nginx.conf`, line: 1 },
       { code: 'no-effect', name: 'sendfile', file: `${p}/nginx.conf`, line: 4 },
       { code: 'no-effect', name: 'tcp_nopush', file: `${p}/nginx.conf`, line: 5 },

@@ -114,6 +114,28 @@ describe('access control (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('applies a limit_except block to other methods, with its own access rules and without the location\'s rewrites', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name acl.test; root html;
+    location /get-only/ { limit_except GET { deny all; } ${SERVE} }
+    location /return/ { limit_except GET { deny all; } return 200 "returned\\n"; }
+    location /get-post/ { limit_except GET POST { allow 10.0.0.1; deny all; } ${SERVE} }
+    location /auth/ { limit_except GET { auth_basic "write"; auth_basic_user_file ${USERS}; } ${SERVE} }
+  }`),
+      files: FILES,
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH']) {
+        for (const p of ['/get-only/', '/return/', '/get-post/', '/auth/']) out[`${method} ${p}`] = await s.get(p, { method, headers: { Host: 'acl.test' } });
+      }
+      out['PUT /auth/ alice'] = await s.get('/auth/', { method: 'PUT', headers: { Host: 'acl.test', Authorization: basic('alice', 'alice-secret') } });
+      return out;
+    });
+    assert.equal(run.nginx.result['POST /return/']!.status, 403);
+    assert.equal(run.nginx.result['PUT /get-post/']!.status, 403);
+    assertSameAsNginx(run);
+  });
+
   it('asks for Basic credentials with 401 and logs unknown users and wrong passwords', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name auth.test;
@@ -147,8 +169,8 @@ describe('access control (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
-  it('checks every password hash format nginx accepts that jinx supports: $apr1$, $1$, $5$, $6$, bcrypt, {SHA}, {SSHA}, {PLAIN}', async () => {
-    // made with openssl passwd (-apr1, -1, -5, -6) and bcryptjs; each user's password is pw-<user>
+  it('checks every password hash format nginx accepts that jinx supports: $apr1$, $1$, $5$, $6$, bcrypt, DES, {SHA}, {SSHA}, {PLAIN}', async () => {
+    // made with openssl passwd (-apr1, -1, -5, -6), bcryptjs and crypt(3) (DES); each user's password is pw-<user>
     const users = [
       'apr1:$apr1$abcdefgh$wT38ABp1Mi8RiNRvA83Bm.',
       'md5:$1$abcdefgh$sRyYqWQj2HqQ6Tw3JJfhq.',
@@ -158,6 +180,7 @@ describe('access control (differential)', { skip: NO_ORACLE }, () => {
       'sha:{SHA}G5zynyVKZeHPqXetqic75L7ZkrM=',
       'ssha:{SSHA}DjXTyXWzK460WFceT7aehFS+vjhzYWx0c2FsdA==',
       'plain:{PLAIN}pw-plain',
+      'des:abqJwOmWEctKU',
     ];
     const names = users.map((u) => u.slice(0, u.indexOf(':')));
     const run = await differential({
@@ -177,15 +200,35 @@ describe('access control (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
-  it('answers 500 and names the user when a password hash has a crypt(3) format jinx cannot check (DES)', async () => {
+  it('treats a hash crypt(3) cannot read as a mismatch, and reads a user file named by a variable under the configuration\'s directory', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name auth.test; root html;
+    location / { auth_basic "r"; auth_basic_user_file htpasswd; ${SERVE} }
+    location /var/ { auth_basic "r"; auth_basic_user_file $arg_f; ${SERVE} }
+  }`),
+      files: { ...FILES, htpasswd: 'bad:!!xyz\nshort:ab\nempty:\ndollar:$9$x\ndes:abqJwOmWEctKU\n' },
+    }, async (s) => {
+      const out: Record<string, number> = {};
+      for (const u of ['bad', 'short', 'empty', 'dollar']) out[u] = (await s.get('/', { headers: { Host: 'auth.test', Authorization: basic(u, 'password') } })).status;
+      for (const f of ['htpasswd', 'nx', '', '/etc', 'html/ok.txt/x']) {
+        out[`f=${f}`] = (await s.get(`/var/?f=${f}`, { headers: { Host: 'auth.test', Authorization: basic('des', 'pw-des') } })).status;
+      }
+      return out;
+    });
+    assert.equal(run.nginx.result['f=htpasswd'], 200);
+    assert.equal(run.nginx.result.bad, 401);
+    assertSameAsNginx(run);
+  });
+
+  it('answers 500 and names the user when a password hash has a crypt(3) format jinx cannot check (yescrypt)', async () => {
     const { freePort, startJinx, request, logLines } = await import('../helpers/harness.js');
     const port = await freePort();
     const jinx = await startJinx(httpConf(`  server { listen 127.0.0.1:${port}; server_name auth.test; root html;
     location / { auth_basic "r"; auth_basic_user_file htpasswd; ${SERVE} }
-  }`), [port], { ...FILES, htpasswd: 'des:abqJwOmWEctKU\n', 'tmp/.keep': '' });
-    const resp = await request(port, '/', { headers: { Host: 'auth.test', Authorization: basic('des', 'pw-des') } });
+  }`), [port], { ...FILES, htpasswd: 'y:$y$j9T$abcdefghijklmnop$7asOTx5b6Exfl3myM6K0pLBn.I2hsEvu7G0F7NMfaO.\n', 'tmp/.keep': '' });
+    const resp = await request(port, '/', { headers: { Host: 'auth.test', Authorization: basic('y', 'password') } });
     assert.equal(resp.status, 500);
-    assert.ok(logLines(jinx.errorLog()).some((l) => l.startsWith('[error] *CONN user "des": the password hash in "') && l.includes('has a format jinx cannot check')), jinx.errorLog());
+    assert.ok(logLines(jinx.errorLog()).some((l) => l.startsWith('[error] *CONN user "y": the password hash in "') && l.includes('has a format jinx cannot check')), jinx.errorLog());
   });
 
   it('combines allow/deny and auth_basic with satisfy any and satisfy all', async () => {

@@ -207,4 +207,71 @@ describe('rewrite module (differential)', { skip: NO_ORACLE }, () => {
     assert.equal((run.nginx.result['404'] as Snap).body.split('\r\n')[1], '<head><title>404 Not Found</title></head>');
     assertSameAsNginx(run);
   });
+
+  it('answers return inside an error_page with the error\'s status, keeping a redirect\'s Location', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location = /return204 { return 204; }
+    location = /return200 { return 200; }
+    location = /return200text { return 200 "text"; }
+    location = /return302text { return 302 "text"; }
+    location /error405return204 { error_page 405 /return204; return 405; }
+    location /error405return200 { error_page 405 /return200; return 405; }
+    location /error302return200text { error_page 302 /return200text; return 302 "text"; }
+    location /error302path { error_page 302 /return200text; return 302 /elsewhere; }
+    location /error405return302text { error_page 405 /return302text; return 405; }
+    location /error302static { error_page 302 /page.html; return 302 /moved; }
+    location /error401static { error_page 401 /page.html; auth_basic "zone"; auth_basic_user_file htpasswd; }`),
+      files: { 'html/page.html': 'page\n', htpasswd: 'u:{PLAIN}p\n' },
+    }, async (s) => {
+      const out: Record<string, Snap | undefined> = {};
+      for (const u of ['/error405return204', '/error405return200', '/error302return200text', '/error302path', '/error405return302text', '/error302static', '/error401static']) {
+        out[u] = await s.raw(`GET ${u} HTTP/1.1\r\nHost: rw.test\r\nConnection: close\r\n\r\n`);
+      }
+      out['HEAD /error302return200text'] = await s.raw('HEAD /error302return200text HTTP/1.1\r\nHost: rw.test\r\nConnection: close\r\n\r\n');
+      return out;
+    });
+    assert.equal(run.nginx.result['/error405return204']!.status, 405);
+    assert.equal(run.nginx.result['/error405return204']!.headers['content-length'], '0');
+    assert.equal(run.nginx.result['/error302return200text']!.headers.location, 'text');
+    assertSameAsNginx(run);
+  });
+
+  it('escapes captures copied into arguments and redirects, and unescapes a redirect\'s value as nginx', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location /capture { rewrite ^(.*) $1?c=d; return 200 "uri:$uri args:$args\\n"; }
+    location /capturedup { rewrite ^(.*) $1?c=$1; return 200 "uri:$uri args:$args\\n"; }
+    location /question { rewrite ^/question(.*) /plain$arg_v; }
+    location /plain { return 200 "uri:$uri args:$args\\n"; }
+    location /redir { rewrite ^(.*) http://x.test$1?c=$1; }
+    location /redir2 { rewrite ^(.*) http://x.test$1; }
+    location /arg { rewrite ^ $arg_r? redirect; }
+    location /empty { rewrite ^ $arg_none; }`),
+    }, async (s) => {
+      const out = await getAll(s, [
+        '/capture/%25?a=b', '/capturedup/%25?a=b', '/capturedup/a+b%26c?x', '/capturedup/plain?x=1', '/question?v=%3Fz',
+        '/redir/a%25b+c?x=1', '/redir2/a%3Fb%20c%2Fd?z', '/redir2/%22q%22', '/arg?r=http%3A%2F%2Fexample.com%2F%3Ffrom',
+        '/arg?r=http%3A%2F%2Fexample.com%0D%0Asplit', '/arg?r=%zz%4', '/empty',
+      ]);
+      return out;
+    });
+    assert.equal(run.nginx.result['/capturedup/%25?a=b']!.body, 'uri:/capturedup/% args:c=/capturedup/%25&a=b\n');
+    assertSameAsNginx(run);
+  });
+
+  it('caches a map\'s value for the request across internal redirects, and evaluates a volatile map each time', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location /1 { index $uri_cached; }
+    location /1/redirect { add_header X-URI $uri_cached always; return 200 "cached $uri_cached\\n"; }
+    location /2 { index $uri_uncached; }
+    location /2/redirect { add_header X-URI $uri_uncached always; return 200 "volatile $uri_uncached\\n"; }`, `
+  map $uri $uri_cached { /1/ /1/redirect; /1/redirect uncached; }
+  map $uri $uri_uncached { volatile; /2/ /2/redirect; /2/redirect uncached; }`),
+      files: { 'html/1/redirect': 'one\n', 'html/2/redirect': 'two\n' },
+    }, async (s) => getAll(s, ['/1/', '/2/']));
+    assert.equal(run.nginx.result['/2/']!.headers['x-uri'], 'uncached');
+    assertSameAsNginx(run);
+  });
 });

@@ -135,21 +135,27 @@ describe('static content (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
-  it('escapes the Location of a redirect to a directory or a location as NGX_ESCAPE_URI does', async () => {
+  it('escapes the URI in the Location of a directory or location redirect as nginx (NGX_ESCAPE_URI)', async () => {
     const run = await differential({
-      // the redirect is answered before any upstream is tried (nothing listens on port 9)
-      conf: ({ port }) => httpConf(`${TYPES}
+      conf: ({ port, ports }) => httpConf(`${TYPES}
   server { listen 127.0.0.1:${port}; server_name static.test; root html;
-    location "/auto sp#?%^/" { proxy_pass http://127.0.0.1:9; } }`),
-      files: FILES,
+    location / { }
+    location "/auto sp/" { proxy_pass http://127.0.0.1:${port}; }
+    location '/auto "#%<>?\\^\`{|}/' { proxy_pass http://127.0.0.1:${port}; }
+    location /i/ { alias html/; }
+  }
+  server { listen 127.0.0.1:${ports[0]}; server_name relative.test; root html; absolute_redirect off; location "/auto sp/" { proxy_pass http://127.0.0.1:${port}; } }`),
+      files: { ...FILES, 'html/dir sp/f.txt': 'f\n', 'html/q"<>^|/f.txt': 'q\n' },
+      extraPorts: 1,
     }, async (s) => {
       const out: Record<string, Snap> = {};
-      for (const uri of ['/dir%20sp%22%3C%7B%7C%7D%3E', '/dir%20sp%22%3C%7B%7C%7D%3E?a=b', '/auto%20sp%23%3F%25%5E', '/auto%20sp%23%3F%25%5E?a=%20']) {
-        out[uri] = await s.get(uri, { headers: { Host: 'static.test' } });
+      for (const u of ['/dir%20sp', '/dir%20sp?a=b%20c', '/i/dir%20sp', '/q%22%3C%3E%5E%7C', '/auto%20sp?a=b', '/auto%20%22%23%25%3C%3E%3F%5C%5E%60%7B%7C%7D']) {
+        out[u] = (await s.raw(`GET ${u} HTTP/1.0\r\nHost: static.test\r\n\r\n`))!;
       }
+      out['relative'] = (await s.raw('GET /auto%20sp HTTP/1.0\r\nHost: relative.test\r\n\r\n', s.ports[0]))!;
       return out;
     });
-    assert.match(run.nginx.result['/dir%20sp%22%3C%7B%7C%7D%3E']!.headers.location!, /\/dir%20sp%22%3C%7B%7C%7D%3E\/$/);
+    assert.equal(run.nginx.result['relative']!.headers.location, '/auto%20sp/');
     assertSameAsNginx(run);
   });
 
@@ -169,6 +175,111 @@ describe('static content (differential)', { skip: NO_ORACLE }, () => {
       '/tf/x.txt', '/tf/sub', '/tf/sub/', '/tf/none?q=1', '/tf-code/y.txt', '/tf-code/none', '/tf-code418/x', '/tf-dir/d', '/tf-dir/none', '/tf-root/whatever',
     ]));
     assert.equal(run.nginx.result['GET /tf/none?q=1']!.body, 'fallback uri=/fallback args=from=/tf/none\n');
+    assertSameAsNginx(run);
+  });
+
+  it('follows try_files under alias in prefix, regex and nested locations as nginx', async () => {
+    const run = await differential({
+      conf: ({ port, prefix }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location ~ /alias-re.txt { alias ${prefix}/other/deep; try_files $uri =404; }
+    location ~ ^/re-dir/(.*)$ { alias ${prefix}/other/$1; try_files $uri $uri/ =404; }
+    location /prefix/ { alias ${prefix}/other/; try_files $uri /prefix/alias.txt =404; }
+    location /static-item/ { alias ${prefix}/other/; try_files /alias.txt =404; }
+    location /nested/ {
+      alias ${prefix}/other/;
+      location ~ txt$ { try_files $uri =404; }
+    }
+    location /file-name/ { alias ${prefix}/other/; try_files $uri =404; add_header X-File $request_filename; }
+  }`),
+      files: { ...FILES, 'other/deep/alias-re.txt': 'regex alias\n' },
+    }, async (s) => getAll(s, [
+      '/alias-re.txt', '/re-dir/img', '/re-dir/alias.txt', '/prefix/alias.txt', '/prefix/missing', '/static-item/x', '/nested/alias.txt',
+      '/nested/deep/d.txt', '/nested/missing.txt', '/file-name/alias.txt',
+    ]));
+    assert.equal(run.nginx.result['GET /alias-re.txt']!.body, 'regex alias\n');
+    assert.equal(run.nginx.result['GET /nested/alias.txt']!.body, 'alias file\n');
+    assertSameAsNginx(run);
+  });
+
+  it('answers range requests as nginx\'s range filter: 206, multipart/byteranges, 416, If-Range, max_ranges', async () => {
+    const body = Array.from({ length: 100 }, (_, i) => `X${String(i).padStart(3, '0')}XXXXXX`).join('');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location /one/ { max_ranges 1; }
+    location /none/ { max_ranges 0; }
+    location /lm/ { add_header Last-Modified "Mon, 28 Sep 1970 06:00:00 GMT"; }
+    location /ep/ { error_page 404 /t.txt; }
+    location /noetag/ { etag off; }
+  }`),
+      files: { 'html/t.txt': body, 'html/one/t.txt': body, 'html/none/t.txt': body, 'html/lm/t.txt': body, 'html/noetag/t.txt': body, 'html/empty.txt': '' },
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      const get = async (label: string, path: string, headers: Record<string, string>, method = 'GET'): Promise<void> => {
+        out[label] = await s.get(path, { method, headers: { Host: 'static.test', ...headers } });
+      };
+      const full = await s.get('/t.txt', { headers: { Host: 'static.test' } });
+      const etag = full.headers.etag!;
+      const lm = full.headers['last-modified']!;
+      for (const range of [
+        'bytes=0-9', 'bytes=990-', 'bytes=-5', 'bytes=-2000', 'bytes=5-3', 'bytes=1000-', 'bytes=0-9,20-29', 'bytes=0-9, 5-14',
+        'bytes=0-0,-1', 'bytes=abc', 'bytes=0-9,x', 'bytes= 1 - 2 ', 'BYTES=0-1', 'items=0-1', 'bytes=', 'bytes=0-', 'bytes=0-9,0-999',
+      ]) await get(`range ${range}`, '/t.txt', { Range: range });
+      await get('HEAD multipart', '/t.txt', { Range: 'bytes=0-1,3-4' }, 'HEAD');
+      await get('if-range etag', '/t.txt', { Range: 'bytes=0-9', 'If-Range': etag });
+      await get('if-range date', '/t.txt', { Range: 'bytes=0-9', 'If-Range': lm });
+      await get('if-range wrong', '/t.txt', { Range: 'bytes=0-9', 'If-Range': '"nope"' });
+      await get('if-range add_header', '/lm/t.txt', { Range: 'bytes=0-9', 'If-Range': 'Mon, 28 Sep 1970 06:00:00 GMT' });
+      await get('max_ranges 1 two', '/one/t.txt', { Range: 'bytes=0-1,3-4' });
+      await get('max_ranges 1 one', '/one/t.txt', { Range: 'bytes=0-1' });
+      await get('max_ranges 0', '/none/t.txt', { Range: 'bytes=0-1' });
+      await get('error_page', '/ep/missing', { Range: 'bytes=0-1' });
+      await get('empty file', '/empty.txt', { Range: 'bytes=0-1' });
+      await get('etag off', '/noetag/t.txt', { Range: 'bytes=0-1' });
+      return out;
+    });
+    assert.equal(run.nginx.result['range bytes=0-9']!.status, 206);
+    assert.match(run.nginx.result['range bytes=0-9,20-29']!.headers['content-type']!, /^multipart\/byteranges; boundary=0+1$/);
+    assert.equal(run.nginx.result['range bytes=1000-']!.status, 416);
+    assertSameAsNginx(run);
+  });
+
+  it('answers conditional requests as nginx\'s not-modified filter: If-Modified-Since per if_modified_since, If-None-Match, If-Match, If-Unmodified-Since, for files and return', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location /before/ { if_modified_since before; }
+    location /off/ { if_modified_since off; }
+    location = /return { return 200 "returned\\n"; }
+  }`),
+      files: { 'html/t.txt': 'text\n', 'html/before/t.txt': 'text\n', 'html/off/t.txt': 'text\n' },
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      const full = await s.get('/t.txt', { headers: { Host: 'static.test' } });
+      const etag = full.headers.etag!;
+      const lm = full.headers['last-modified']!;
+      const later = 'Tue, 19 Jan 2038 03:14:07 GMT';
+      const earlier = 'Thu, 01 Jan 1998 00:00:00 GMT';
+      const cases: [string, Record<string, string>][] = [
+        ['ims exact', { 'If-Modified-Since': lm }], ['ims later', { 'If-Modified-Since': later }], ['ims earlier', { 'If-Modified-Since': earlier }],
+        ['ims rfc850', { 'If-Modified-Since': 'Tuesday, 19-Jan-38 03:14:07 GMT' }], ['ims asctime', { 'If-Modified-Since': 'Tue Jan 19 03:14:07 2038' }],
+        ['ims garbage', { 'If-Modified-Since': 'yesterday' }], ['inm', { 'If-None-Match': etag }], ['inm weak', { 'If-None-Match': `W/${etag}` }],
+        ['inm list', { 'If-None-Match': `"a", ${etag} , "b"` }], ['inm star', { 'If-None-Match': '*' }], ['inm other', { 'If-None-Match': '"x"' }],
+        ['inm and ims', { 'If-None-Match': '"x"', 'If-Modified-Since': lm }], ['im', { 'If-Match': etag }], ['im other', { 'If-Match': '"x"' }],
+        ['im weak', { 'If-Match': `W/${etag}` }], ['im star', { 'If-Match': '*' }], ['ius later', { 'If-Unmodified-Since': later }],
+        ['ius earlier', { 'If-Unmodified-Since': earlier }], ['ius garbage', { 'If-Unmodified-Since': 'x' }],
+      ];
+      for (const prefix of ['', '/before', '/off']) {
+        for (const [label, headers] of cases) out[`${prefix} ${label}`] = await s.get(`${prefix}/t.txt`, { headers: { Host: 'static.test', ...headers } });
+      }
+      // a response without validators
+      for (const [label, headers] of cases) out[`return ${label}`] = await s.get('/return', { headers: { Host: 'static.test', ...headers } });
+      out['404 with If-Match'] = await s.get('/nx', { headers: { Host: 'static.test', 'If-Match': '"x"' } });
+      return out;
+    });
+    assert.equal(run.nginx.result['/before ims later']!.status, 304);
+    assert.equal(run.nginx.result[' im other']!.status, 412);
     assertSameAsNginx(run);
   });
 

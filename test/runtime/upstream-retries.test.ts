@@ -182,4 +182,31 @@ describe('upstream retries and failing servers (differential)', { skip: NO_ORACL
     assert.equal(run.nginx.result.ok, 'ok');
     assertSameAsNginx(run);
   });
+
+  it('keeps the upstream\'s WWW-Authenticate headers with the error_page of an intercepted 401', async () => {
+    const auth = await echoUpstream('auth', (req, res) => {
+      const headers: Record<string, string | string[]> = { 'Content-Type': 'text/plain', 'Content-Length': '6' };
+      headers['WWW-Authenticate'] = req.url === '/multi' ? ['Basic realm="a"', 'Bearer'] : 'Basic realm="up"';
+      res.writeHead(req.url === '/forbidden' ? 403 : 401, headers);
+      res.end('nope!\n');
+      return true;
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; server_name retry.test; root html;
+    location / { proxy_pass http://127.0.0.1:${auth.port}; proxy_intercept_errors on; proxy_hide_header WWW-Authenticate; error_page 401 403 /page; }
+    location /static/ { proxy_pass http://127.0.0.1:${auth.port}/; proxy_intercept_errors on; error_page 401 /page.txt; }
+    location = /page { return 200 "intercepted\\n"; }
+  }`),
+      files: { 'html/page.txt': 'static page\n' },
+    }, async (s) => ({
+      one: await s.get('/one'),
+      multi: await s.get('/multi'),
+      forbidden: await s.get('/forbidden'),
+      static: await s.get('/static/one'),
+    }));
+    assert.equal(run.nginx.result.one.headers['www-authenticate'], 'Basic realm="up"');
+    assert.equal(run.nginx.result.multi.headers['www-authenticate'], 'Basic realm="a", Bearer');
+    assertSameAsNginx(run);
+  });
 });

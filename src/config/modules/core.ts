@@ -205,7 +205,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     name: 'user', module: CORE, contexts: MAIN, args: ['TAKE1', 'TAKE2'], effect: 'none',
     note: 'jinx does not switch users; run it as the user it should serve as', set: setUser,
   },
-  none('pcre_jit', MAIN, ['FLAG'], 'regular expressions are compiled by V8', rule.flag, 'ngx_regex_module'),
+  none('pcre_jit', MAIN, ['FLAG'], 'regular expressions are translated from PCRE2 syntax and compiled by V8', rule.flag, 'ngx_regex_module'),
   none('env', MAIN, ['TAKE1'], 'jinx keeps its own environment', rule.array),
   none('worker_rlimit_nofile', MAIN, ['TAKE1'], 'set the limit with ulimit before starting jinx', rule.num()),
   none('worker_rlimit_core', MAIN, ['TAKE1'], 'core dumps are the runtime\'s business', rule.off),

@@ -115,10 +115,17 @@ function setLocation(d: Directive, cx: SetContext): { context: Context; level: L
 
 // --- values ----------------------------------------------------------------
 
-/** `root` or `alias`: path template, which one, and the place (for messages). */
+/**
+ * `root` or `alias`: path template, which one, and for an alias what the
+ * location it is set in makes of it (`ngx_http_core_root`): the length of
+ * the location's name, the part of the URI it replaces, or a regex
+ * location's whole path.
+ */
 export interface DocRootDef {
   readonly alias: boolean;
   readonly path: ValueSource;
+  readonly aliasRegex: boolean;
+  readonly aliasLength: number;
 }
 export const docRoot = slot<DocRootDef | undefined>('root', undefined);
 
@@ -139,7 +146,9 @@ function setRoot(d: Directive, cx: SetContext): void {
   }
   if (!alias && path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
   if (!path.startsWith('$')) path = cx.scope.fullPath(path);
-  cx.level.set(docRoot, { alias, path: cx.scope.variables.value(path, d.loc) }, d.loc);
+  const aliasRegex = alias && def?.regex !== undefined;
+  const aliasLength = alias && !aliasRegex ? (def?.name.length ?? 0) : 0;
+  cx.level.set(docRoot, { alias, path: cx.scope.variables.value(path, d.loc), aliasRegex, aliasLength }, d.loc);
 }
 
 export const indexFiles = listSlot<ValueSource>('index');
@@ -258,6 +267,12 @@ export const lingeringTimeMs = slot('lingering_time', 30_000);
 export const lingeringTimeoutMs = slot('lingering_timeout', 5_000);
 export const resetTimedoutConnection = slot('reset_timedout_connection', false);
 export const logNotFound = slot('log_not_found', true);
+/** `etag`: static files are sent with an ETag. */
+export const etag = slot('etag', true);
+/** `if_modified_since`: how `If-Modified-Since` is compared with a response's `Last-Modified`. */
+export const ifModifiedSince = slot<'off' | 'exact' | 'before'>('if_modified_since', 'exact');
+/** `max_ranges`: the most ranges a range request may ask for (unlimited when unset). */
+export const maxRanges = slot<number | undefined>('max_ranges', undefined);
 export const serverTokens = slot<'on' | 'off' | 'build'>('server_tokens', 'on');
 export const absoluteRedirect = slot('absolute_redirect', true);
 export const serverNameInRedirect = slot('server_name_in_redirect', false);
@@ -409,11 +424,6 @@ function parseDisableSymlinks(d: Directive, cx: SetContext): string {
   return mode;
 }
 
-/** `ngx_http_gzip_disable`: `msie6`, `degradation` or case-insensitive regexes; may be repeated. */
-function setGzipDisable(d: Directive): void {
-  for (const p of d.args) if (p !== 'msie6' && p !== 'degradation') compileRegex(p, true);
-}
-
 const TUNING = 'a kernel or memory tuning knob with no counterpart in jinx';
 
 export const httpCoreDirectives: readonly DirectiveSpec[] = [
@@ -485,6 +495,20 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   { name: 'client_header_timeout', module: CORE, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: msecSetter(clientHeaderTimeoutMs) },
   { name: 'client_body_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(clientBodyTimeoutMs) },
   { name: 'log_not_found', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(logNotFound) },
+  { name: 'etag', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(etag) },
+  {
+    name: 'if_modified_since', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: enumSetter(ifModifiedSince, ['off', 'exact', 'before']),
+  },
+  {
+    name: 'max_ranges', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(maxRanges)) throw new DirectiveFailure('is duplicate');
+      const n = parseNumber(d.args[0]!);
+      if (n === undefined) throw new DirectiveFailure('invalid number');
+      cx.level.set(maxRanges, n, d.loc);
+    },
+  },
   { name: 'server_tokens', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: enumSetter(serverTokens, ['on', 'off', 'build']) },
   { name: 'absolute_redirect', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(absoluteRedirect) },
   { name: 'server_name_in_redirect', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(serverNameInRedirect) },
@@ -553,19 +577,10 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('send_lowat', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size(lowatIgnored)),
   none('output_buffers', HTTP_SRV_LOC, ['TAKE2'], TUNING, rule.bufs),
   none('disable_symlinks', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'symbolic links are followed', rule.custom(parseDisableSymlinks)),
-  none('etag', HTTP_SRV_LOC, ['FLAG'], 'static files are sent without ETag', rule.flag),
-  none('if_modified_since', HTTP_SRV_LOC, ['TAKE1'], 'conditional requests are not evaluated for static files', rule.enumOf('off', 'exact', 'before')),
-  none('max_ranges', HTTP_SRV_LOC, ['TAKE1'], 'range requests are not served for static files', rule.num()),
   none('log_subrequest', HTTP_SRV_LOC, ['FLAG'], 'subrequests are not written to the access log', rule.flag),
   none('subrequest_output_buffer_size', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size()),
   none('auth_delay', HTTP_SRV_LOC, ['TAKE1'], 'failed authentication is answered at once', rule.msec),
   none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('msie_refresh', HTTP_SRV_LOC, ['FLAG'], 'redirects are answered with Location', rule.flag),
-  none('gzip_vary', HTTP_SRV_LOC, ['FLAG'], 'jinx does not compress responses', rule.flag),
-  none('gzip_http_version', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not compress responses', rule.enumOf('1.0', '1.1')),
-  none('gzip_proxied', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.bitmaskOf(
-    'off', 'expired', 'no-cache', 'no-store', 'private', 'no_last_modified', 'no_etag', 'auth', 'any',
-  )),
-  none('gzip_disable', HTTP_SRV_LOC, ['1MORE'], 'jinx does not compress responses', rule.repeatable(setGzipDisable)),
 ];

@@ -42,6 +42,9 @@ export function timeIso8601(ms: number): string {
   return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}T${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}${sign}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`;
 }
 
+/** Request headers of which nginx keeps only the first (it refuses the request at a second one). */
+const SINGLE_HEADERS = new Set(['host', 'if_modified_since', 'content_length', 'if_range', 'transfer_encoding', 'expect', 'authorization']);
+
 /**
  * `$http_NAME`: the request header(s) whose name, lowercased with `-` as
  * `_`, is NAME, as received; repeated ones joined with ", " (`; ` for
@@ -57,6 +60,8 @@ function requestHeader(r: HttpRequestState, name: string): string | undefined {
     const n = raw[i]!;
     if (n.length !== name.length || n.toLowerCase().replace(/-/g, '_') !== name) continue;
     out = out === undefined ? raw[i + 1]! : `${out}${sep}${raw[i + 1]!}`;
+    // headers nginx keeps one of (`ngx_http_process_host`, `…_unique_header_line`): a second one was refused
+    if (SINGLE_HEADERS.has(name)) break;
   }
   if (out !== undefined || name !== 'host') return out;
   // an HTTP/2 request's :authority, which node:http2 shows as its host
@@ -246,6 +251,23 @@ function clientCertificate(r: HttpRequestState): ClientCertificate | undefined {
 const requestIds = new WeakMap<HttpRequestState, string>();
 
 /** The variables jinx defines. */
+/**
+ * `$gzip_ratio` (`ngx_http_gzip_ratio_variable`): bytes in over bytes out
+ * with two decimals, rounded as nginx rounds (2.125 gives 2.13); not found
+ * until the gzip filter has ended.
+ */
+function gzipRatio(r: HttpRequestState): string | undefined {
+  const c = r.gzipCounts;
+  if (!c || c.zout === 0) return undefined;
+  let whole = Math.floor(c.zin / c.zout);
+  let frac = Math.floor((c.zin * 100) / c.zout) % 100;
+  if (Math.floor((c.zin * 1000) / c.zout) % 10 > 4) {
+    frac++;
+    if (frac > 99) [whole, frac] = [whole + 1, 0];
+  }
+  return `${whole}.${String(frac).padStart(2, '0')}`;
+}
+
 export const httpVariables: readonly VariableDef[] = [
   { name: 'http_', prefix: true, get: requestHeader },
   { name: 'arg_', prefix: true, get: (r, n) => argument(r.args, n) },
@@ -356,7 +378,9 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'upstream_http_', prefix: true, get: (r, n) => upstreamField(r.upstream?.headers, n) },
   { name: 'upstream_trailer_', prefix: true, get: (r, n) => upstreamField(r.upstream?.trailers, n) },
   { name: 'upstream_cookie_', prefix: true, get: upstreamCookie },
-  { name: 'gzip_ratio', get: () => undefined },
+  { name: 'gzip_ratio', get: gzipRatio },
+  // ngx_http_limit_req_status_variable: the main request's
+  { name: 'limit_req_status', get: (r) => (r.parent ?? r).limitReqStatus },
   // ngx_http_ssl_vars (src/http/modules/ngx_http_ssl_module.c), all changeable as there; not found without TLS
   { name: 'ssl_protocol', get: (r) => r.conn.tls?.protocol, changeable: true },
   { name: 'ssl_cipher', get: (r) => r.conn.tls?.cipher, changeable: true },

@@ -7,6 +7,7 @@ import type { VariableDef } from '../variables.js';
 import { accessDirectives } from './access.js';
 import { authBasicDirectives } from './auth-basic.js';
 import { authRequestDirectives } from './auth-request.js';
+import { charsetDirectives } from './charset.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
 import { gzipDirectives } from './gzip.js';
@@ -14,6 +15,7 @@ import { headersDirectives } from './headers.js';
 import { http2Directives } from './http2.js';
 import { httpCoreDirectives } from './http-core.js';
 import { httpVariables } from './http-variables.js';
+import { limitReqDirectives } from './limit-req.js';
 import { logDirectives } from './log.js';
 import { mapDirectives } from './map.js';
 import { otherUpstreamDirectives } from './other-upstreams.js';
@@ -33,6 +35,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...authBasicDirectives,
   ...authRequestDirectives,
   ...realIpDirectives,
+  ...limitReqDirectives,
   ...headersDirectives,
   ...logDirectives,
   ...mapDirectives,
@@ -43,6 +46,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...sslDirectives,
   ...http2Directives,
   ...gzipDirectives,
+  ...charsetDirectives,
   ...streamDirectives,
 ];
 

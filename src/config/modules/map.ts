@@ -1,7 +1,8 @@
 /**
  * The map module (`src/http/modules/ngx_http_map_module.c`):
  * `map SOURCE $variable { KEY VALUE; … }`, evaluated when the variable is
- * first read in a request and cached for the rest of it.
+ * first read in a request and cached for the rest of it, or, `volatile`,
+ * evaluated each time it is read.
  */
 import type { Directive } from '../../parser/ast.js';
 import type { HttpRequestState } from '../../runtime/request.js';
@@ -16,6 +17,8 @@ const MAP = 'ngx_http_map_module';
 export interface MapDef {
   readonly source: ValueSource;
   hostnames: boolean;
+  /** `volatile`: not cached (nginx's `NGX_HTTP_VAR_NOCACHEABLE`). */
+  volatile: boolean;
   readonly exact: Map<string, ValueSource>;
   /** `*.example.com` / `.example.com` (suffix with the dot) and `www.example.*` (prefix with the dot). */
   readonly headWildcards: [string, ValueSource][];
@@ -45,7 +48,10 @@ function readEntry(e: Directive, cx: SetContext, map: MapDef, hostnames: boolean
   if (e.block !== null) fail('unexpected "{"', e.loc);
   const words = [e.name, ...e.args];
   if (words.length === 1 && e.name === 'hostnames') return true;
-  if (words.length === 1 && e.name === 'volatile') return hostnames;
+  if (words.length === 1 && e.name === 'volatile') {
+    map.volatile = true;
+    return hostnames;
+  }
   if (words.length !== 2) fail('invalid number of the map parameters', e.loc);
   const [key, raw] = words as [string, string];
   const value = cx.scope.variables.value(raw, e.loc);
@@ -85,11 +91,11 @@ export const mapDirectives: readonly DirectiveSpec[] = [
       const name = d.args[1]!;
       if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
       const map: MapDef = {
-        source: cx.scope.variables.value(d.args[0]!, d.loc), hostnames: false, exact: new Map(), headWildcards: [],
+        source: cx.scope.variables.value(d.args[0]!, d.loc), hostnames: false, volatile: false, exact: new Map(), headWildcards: [],
         tailWildcards: [], regexes: [], defaultValue: undefined, bound: undefined,
       };
       readEntries(d, cx, map);
-      cx.scope.variables.declare(name.slice(1), { kind: 'lazy', compute: (r) => map.bound!(r) });
+      cx.scope.variables.declare(name.slice(1), { kind: 'lazy', compute: (r) => map.bound!(r), volatile: map.volatile });
       cx.scope.maps.push(map);
     },
   },

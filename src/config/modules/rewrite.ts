@@ -8,7 +8,7 @@
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import { fail, flagSetter, LevelConf, listSlot, slot, type DirectiveSpec, type SetContext } from '../spec.js';
-import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import type { CompiledValue, ValueSource, VariableGetter, VariableRegistry } from '../variables.js';
 import type { LocationConf, NamedCapture } from '../route-table.js';
 
 const REWRITE = 'ngx_http_rewrite_module';
@@ -59,10 +59,12 @@ export type ScriptOp =
       readonly op: 'rewrite';
       readonly regex: RegExp;
       readonly namedCaptures: readonly NamedCapture[];
-      readonly replacement: CompiledValue;
+      readonly replacement: Replacement;
       readonly flag: 'last' | 'break' | 'redirect' | 'permanent' | undefined;
       readonly redirectCode: 301 | 302 | undefined;
       readonly addArgs: boolean;
+      /** The replacement has a literal `?` (nginx's `regex->args`): added arguments follow a `&`. */
+      readonly hasArgs: boolean;
     }
   | { readonly op: 'break' }
   | {
@@ -72,6 +74,20 @@ export type ScriptOp =
       /** For an `if` inside a location: the block's merged settings, in effect once it matched. */
       readonly conf: LocationConf | undefined;
     };
+
+/** A piece of a bound rewrite replacement: literal text, a variable, or a regex capture (`$1`…`$9`). */
+export type ReplacementPiece = string | VariableGetter | { readonly capture: number };
+
+/**
+ * A rewrite's replacement, bound as `ngx_http_script_compile` compiles it
+ * with `compile_args` (internal rewrites only): the pieces of the new URI
+ * and, when the replacement has a literal `?`, those of the arguments after
+ * it (a `?` in a variable's value does not count).
+ */
+export interface Replacement {
+  readonly uri: readonly ReplacementPiece[];
+  readonly args: readonly ReplacementPiece[] | undefined;
+}
 
 /** The rewrite script of a level (not inherited). */
 export const script = listSlot<ScriptOpDef>('rewrite-script', false);
@@ -217,8 +233,10 @@ export function bindScript(
         return { op: 'return', code: d.code, text: d.text && vars.bind(d.text) };
       case 'rewrite':
         return {
-          op: 'rewrite', regex: d.regex.regex, namedCaptures: namedCaptures(d.regex, vars), replacement: vars.bind(d.replacement),
+          op: 'rewrite', regex: d.regex.regex, namedCaptures: namedCaptures(d.regex, vars),
+          replacement: bindReplacement(d.replacement, vars, d.redirectCode !== undefined),
           flag: d.flag, redirectCode: d.redirectCode, addArgs: d.addArgs,
+          hasArgs: d.replacement.parts.some((p) => typeof p === 'string' && p.includes('?')),
         };
       case 'break':
         return d;
@@ -240,4 +258,25 @@ function bindCondition(c: ConditionDef, vars: VariableRegistry): Condition {
   if (c.kind === 'var') return { kind: 'var', get };
   if (c.kind === 'equal') return { kind: 'equal', get, negate: c.negate, value: vars.bind(c.value) };
   return { kind: 'regex', get, negate: c.negate, regex: c.regex.regex, namedCaptures: namedCaptures(c.regex, vars) };
+}
+
+/** Binds a rewrite's replacement; a redirect's has no arguments part (`compile_args` is off for it). */
+function bindReplacement(src: ValueSource, vars: VariableRegistry, redirect: boolean): Replacement {
+  const uri: ReplacementPiece[] = [];
+  let args: ReplacementPiece[] | undefined;
+  for (const p of src.parts) {
+    const into = args ?? uri;
+    if (typeof p !== 'string') {
+      into.push('capture' in p ? p : (vars.getter(p.name) ?? (() => '')));
+      continue;
+    }
+    const q = redirect || args ? -1 : p.indexOf('?');
+    if (q === -1) {
+      into.push(p);
+      continue;
+    }
+    uri.push(p.slice(0, q));
+    args = [p.slice(q + 1)];
+  }
+  return { uri, args };
 }

@@ -1,13 +1,16 @@
 /**
  * HTTP Basic authentication (`ngx_http_auth_basic_module.c`). The user file
- * is read for each request, as nginx does, and passwords are checked in the
- * formats nginx accepts that have a Node implementation: `$apr1$` and `$1$`
- * (apache-md5), `$5$`/`$6$` (unixcrypt), `$2a$`/`$2b$`/`$2y$` (bcryptjs),
- * `{SHA}`, `{SSHA}`, `{PLAIN}` (`ngx_crypt` in `src/core/ngx_crypt.c`, the
- * rest through the C library's crypt(3)). Other crypt(3) formats (DES,
- * yescrypt `$y$` …) answer 500 with an error-log line naming the user.
+ * is read for each request, as nginx does, and passwords are checked as
+ * `ngx_crypt` (`src/core/ngx_crypt.c`) and the C library's crypt(3)
+ * (libxcrypt) check them: `$apr1$` and `$1$` (apache-md5), `$5$`/`$6$`
+ * (unixcrypt), `$2a$`/`$2b$`/`$2y$` (bcryptjs), traditional DES
+ * (unix-crypt-td-js), `{SHA}`, `{SSHA}`, `{PLAIN}`; a hash crypt(3) cannot
+ * read never matches. The other libxcrypt formats (yescrypt `$y$`, `$gy$`,
+ * scrypt `$7$`, `$sha1$`, `$md5`, BSDi `_`, NT `$3$`) answer 500 with an
+ * error-log line naming the user.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import aprMd5Module from 'apache-md5';
 import bcrypt from 'bcryptjs';
@@ -20,6 +23,13 @@ import { basicCredentials } from '../credentials.js';
 
 /** apache-md5 is CommonJS: its default import is the function, which its types describe as a namespace. */
 const aprMd5 = aprMd5Module as unknown as (password: string, salt: string) => string;
+/** unix-crypt-td-js (CommonJS, no types): crypt(3)'s traditional DES, the password a byte (latin1) string. */
+const desCrypt = createRequire(import.meta.url)('unix-crypt-td-js') as (password: string, salt: string) => string;
+
+/** libxcrypt's prefixes of formats jinx cannot compute. */
+const UNCHECKABLE = ['$y$', '$gy$', '$7$', '$sha1$', '$md5', '$3$', '_'];
+/** The characters of a DES salt. */
+const DES_SALT = /^[./0-9A-Za-z]{2}/;
 
 const same = (a: string, b: string): boolean => {
   const x = Buffer.from(a);
@@ -27,7 +37,10 @@ const same = (a: string, b: string): boolean => {
   return x.length === y.length && timingSafeEqual(x, y);
 };
 
-/** Whether `password` matches an htpasswd entry's hash; undefined when jinx cannot check that hash format. */
+/**
+ * Whether `password` (a byte string) matches an htpasswd entry's hash;
+ * undefined when jinx cannot check that hash format.
+ */
 export function passwordMatches(password: string, hash: string): boolean | undefined {
   if (hash.startsWith('$apr1$') || hash.startsWith('$1$')) return same(aprMd5(password, hash), hash);
   if (hash.startsWith('$5$') || hash.startsWith('$6$')) return verifyUnixCrypt(password, hash);
@@ -41,7 +54,10 @@ export function passwordMatches(password: string, hash: string): boolean | undef
     return digest.length === 20 && timingSafeEqual(digest, computed);
   }
   if (hash.startsWith('{PLAIN}')) return same(password, hash.slice(7));
-  return undefined;
+  if (UNCHECKABLE.some((p) => hash.startsWith(p))) return undefined;
+  // crypt(3): two salt characters are traditional DES; anything else is a failure ("*0"), which matches nothing
+  if (!hash.startsWith('$') && DES_SALT.test(hash)) return same(desCrypt(password, hash.slice(0, 2)), hash);
+  return false;
 }
 
 /** The access check of `auth_basic` (realm `off` disables it). */
@@ -60,11 +76,18 @@ export async function checkAuthBasic(ex: Exchange): Promise<AccessResult> {
     logRequest(ex.cx, r, 'info', 'no user/password was provided for basic authentication');
     return unauthorized();
   }
-  const file = conf.userFile.evaluate(r);
+  let file = conf.userFile.evaluate(r);
+  // ngx_http_script_full_name_code: a relative name from a variable is under the configuration's directory
+  if (conf.confPrefix !== undefined && !file.startsWith('/')) file = conf.confPrefix + file;
   let text: string;
   try {
     text = await readFile(Buffer.from(file, 'latin1'), 'latin1');
   } catch (err) {
+    // a directory opens, and its read fails (ngx_read_file)
+    if ((err as NodeJS.ErrnoException).code === 'EISDIR') {
+      logRequest(ex.cx, r, 'crit', `pread() "${file}" failed (${systemErrorText(err)})`);
+      return 500;
+    }
     const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
     logRequest(ex.cx, r, missing ? 'error' : 'crit', `open() "${file}" failed (${systemErrorText(err)})`);
     return missing ? 403 : 500;
@@ -77,7 +100,7 @@ export async function checkAuthBasic(ex: Exchange): Promise<AccessResult> {
     const hash = rest.includes(':') ? rest.slice(0, rest.indexOf(':')) : rest;
     const matches = passwordMatches(creds.password, hash);
     if (matches === undefined) {
-      logRequest(ex.cx, r, 'error', `user "${creds.user}": the password hash in "${file}" has a format jinx cannot check (use $apr1$, $1$, $5$, $6$, bcrypt, {SHA} or {SSHA})`);
+      logRequest(ex.cx, r, 'error', `user "${creds.user}": the password hash in "${file}" has a format jinx cannot check (use $apr1$, $1$, $5$, $6$, bcrypt, DES, {SHA} or {SSHA})`);
       return 500;
     }
     if (matches) return 'ok';

@@ -15,10 +15,11 @@ import type { FastcgiConf, UpstreamGroup } from '../../config/route-table.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
-import { finalize } from '../phases.js';
+import { acceleratedRedirect, finalize } from '../phases.js';
+import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
-import { applyHeadersModule } from '../respond.js';
+import { applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
 import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
@@ -311,11 +312,22 @@ async function attempt(
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
       if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
+        keepInterceptedHeaders(r, parsed.status, up.headers);
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
         release(false);
         void finalize(ex, parsed.status).then(done, done);
+        return 'stop';
+      }
+      const redirect = conf.accelRedirect ? accelRedirectOf(up.headers) : undefined;
+      if (redirect !== undefined) {
+        r.action = READING_HEADER;
+        keepForRedirect(r, up.headers);
+        stage = 'done';
+        settled = true;
+        release(false);
+        void acceleratedRedirect(ex, redirect).then(done, done);
         return 'stop';
       }
       applyHeadersModule(r, parsed.status, parsed.headers);

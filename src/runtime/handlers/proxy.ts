@@ -9,9 +9,10 @@ import type { Dispatcher } from 'undici';
 import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
-import { finalize } from '../phases.js';
+import { acceleratedRedirect, finalize } from '../phases.js';
+import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState, UpstreamState } from '../request.js';
-import { absoluteLocation, applyHeadersModule } from '../respond.js';
+import { absoluteLocation, applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
@@ -391,8 +392,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
    */
   clientClosed(err: NodeJS.ErrnoException | undefined): void {
     const { r, cx, out } = this.ex;
-    // a tunnel watches both of its sides itself
-    if (this.tunneled) return;
+    // a tunnel watches both of its sides itself; an error_page or X-Accel-Redirect took the request over
+    if (this.tunneled || this.stage === 'intercepted') return;
     if (err?.code === 'ETIMEDOUT') {
       // send_timeout passed (logged): the upstream goes with the client, silently
       this.spool?.abort();
@@ -462,7 +463,6 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     removeCleanBody(this.request.body);
     this.resumeReading = resume;
     this.stage = 'body';
-    r.action = 'reading upstream';
     const up = this.state;
     up.status = statusCode;
     up.headerTimeMs = Date.now() - up.startMs;
@@ -499,14 +499,27 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     up.headers = received;
     if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
+      keepInterceptedHeaders(r, statusCode, received);
       this.endState();
       this.stage = 'intercepted';
       this.abortUpstream?.(new Error('intercepted'));
       void finalize(ex, statusCode).then(this.resolve, this.resolve);
       return false;
     }
+    const redirect = p.accelRedirect ? accelRedirectOf(received) : undefined;
+    if (redirect !== undefined) {
+      r.action = 'reading response header from upstream';
+      keepForRedirect(r, received, cookies ? (v) => rewriteSetCookie(r, p, v) ?? v : undefined);
+      this.endState();
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('X-Accel-Redirect'));
+      void acceleratedRedirect(ex, redirect).then(this.resolve, this.resolve);
+      return false;
+    }
     applyHeadersModule(r, statusCode, outHeaders);
+    // the response filters run while nginx still reads the header (their log lines say so)
     out.head(r, statusCode, outHeaders, statusText);
+    r.action = 'reading upstream';
     this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes, chunked);
     // body data that came with the header is taken first, in this same parser run
     queueMicrotask(() => out.flushHead());

@@ -11,9 +11,10 @@ import type { Stats } from 'node:fs';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
-import type { HttpRequestState } from '../request.js';
-import { applyHeadersModule, contentTypeFor } from '../respond.js';
+import { applyHeadersModule, contentTypeFor, keptHeaders, lastModifiedSec } from '../respond.js';
 import { escapeUri } from '../uri.js';
+import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
+import { gzipStatic } from './gzip-static.js';
 
 /** What the static handler decided. */
 export type StaticResult =
@@ -40,15 +41,6 @@ async function statOrError(path: string): Promise<Stats | NodeJS.ErrnoException>
   }
 }
 
-/** The file path for a URI, with `root` or `alias` (`ngx_http_map_uri_to_path`). */
-export function mapUriToPath(r: HttpRequestState, uri: string): string {
-  const root = r.loc.root.path.evaluate(r);
-  if (!r.loc.root.alias) return root + uri;
-  if (r.loc.root.aliasRegex) return root;
-  const prefix = r.location && r.location.match !== 'named' && !r.location.regex ? r.location.name : '';
-  return root + (uri.startsWith(prefix) ? uri.slice(prefix.length) : uri);
-}
-
 /**
  * `try_files`: the first existing file (or directory, for an item ending in
  * `/`) becomes the URI and the request goes on to the content phase; else
@@ -57,12 +49,23 @@ export function mapUriToPath(r: HttpRequestState, uri: string): string {
 export async function tryFiles(ex: Exchange): Promise<TryFilesResult> {
   const { r } = ex;
   const tf = r.loc.tryFiles!;
+  const { alias, aliasRegex, aliasLength } = r.loc.root;
   for (const item of tf.files) {
-    const name = item.value.evaluate(r);
-    const st = await statOrError(mapUriToPath(r, name));
+    let name = item.value.evaluate(r);
+    // ngx_http_try_files_handler: an alias replaces the location's part of a value made with variables
+    if (alias && !aliasRegex && item.value.constant === undefined && name.startsWith(r.uri.slice(0, aliasLength))) {
+      name = name.slice(aliasLength);
+    }
+    const st = await statOrError(r.documentRoot() + name);
     if (st instanceof Error) continue;
     if (st.isDirectory() !== item.testDir) continue;
-    r.uri = name;
+    if (!alias) r.uri = name;
+    else if (aliasRegex) {
+      if (!item.testDir) {
+        r.uri = name;
+        r.addUriToAlias = true;
+      }
+    } else r.uri = r.uri.slice(0, aliasLength) + name;
     return { kind: 'found' };
   }
   if ('code' in tf.fallback) return { kind: 'code', code: tf.fallback.code };
@@ -77,14 +80,16 @@ export async function serveStatic(ex: Exchange): Promise<StaticResult> {
   const { r } = ex;
   const method = r.method;
   if (r.uri.endsWith('/')) return index(ex);
+  if (r.loc.gzip.static !== 'off' && (method === 'GET' || method === 'HEAD')) {
+    const precompressed = await gzipStatic(ex);
+    if (precompressed) return precompressed;
+  }
   if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') return { kind: 'code', code: 405 };
-  const path = mapUriToPath(r, r.uri);
+  const path = r.mapUriToPath(r.uri);
   const st = await statOrError(path);
   if (st instanceof Error) return fileError(ex, st, path);
-  if (st.isDirectory()) {
-    // the URI escaped again (ngx_http_static_handler)
-    return { kind: 'moved', location: escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : '') };
-  }
+  // ngx_http_static_handler: the URI escaped (NGX_ESCAPE_URI), a slash, the arguments as they came
+  if (st.isDirectory()) return { kind: 'moved', location: escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : '') };
   if (!st.isFile()) {
     logRequest(ex.cx, r, 'crit', `"${path}" is not a regular file`);
     return { kind: 'code', code: 404 };
@@ -106,7 +111,7 @@ function fileError(ex: Exchange, err: NodeJS.ErrnoException, path: string): Stat
 async function index(ex: Exchange): Promise<StaticResult> {
   const { r } = ex;
   if (r.method !== 'GET' && r.method !== 'HEAD' && r.method !== 'POST') return { kind: 'code', code: 405 };
-  const dir = mapUriToPath(r, r.uri);
+  const dir = r.mapUriToPath(r.uri);
   let dirTested = false;
   const names = r.loc.index;
   for (let i = 0; i < names.length; i++) {
@@ -152,46 +157,114 @@ async function index(ex: Exchange): Promise<StaticResult> {
 }
 
 /**
- * Whether a conditional request is answered 304 (`ngx_http_not_modified_header_filter`):
- * `If-Modified-Since` must equal the file's time exactly (`if_modified_since exact`)
- * and `If-None-Match` must name its ETag (or be `*`), each when present.
+ * Sends a file as nginx's static handler and its header filters do: the
+ * not-modified filter (304, 412), then the range filter (206 with one range
+ * or `multipart/byteranges`, 416 with a `Content-Range` of `*` and the size).
+ * `gzipped`: a `gzip_static` file, sent with `Content-Encoding: gzip` (a 304
+ * has none: `ngx_http_not_modified_header_filter`).
  */
-function notModified(r: HttpRequestState, lastModified: string, etag: string): boolean {
-  const ims = r.headers['if-modified-since'];
-  const inm = r.headers['if-none-match'];
-  if (ims === undefined && inm === undefined) return false;
-  if (ims !== undefined && ims !== lastModified) return false;
-  if (inm !== undefined) {
-    const tags = inm.split(',').map((t) => t.trim().replace(/^W\//, ''));
-    if (!tags.includes('*') && !tags.includes(etag)) return false;
-  }
-  return true;
-}
-
-async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticResult> {
+export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<StaticResult> {
   const { r, out } = ex;
-  const lastModified = new Date(Math.floor(st.mtimeMs / 1000) * 1000).toUTCString();
-  const etag = `"${Math.floor(st.mtimeMs / 1000).toString(16)}-${st.size.toString(16)}"`;
+  const mtimeSec = Math.floor(st.mtimeMs / 1000);
+  const lastModified = new Date(mtimeSec * 1000).toUTCString();
+  const etag = r.loc.etag ? `"${mtimeSec.toString(16)}-${st.size.toString(16)}"` : undefined;
   const final = r.errStatus || 200;
-  const unchanged = final === 200 && (r.method === 'GET' || r.method === 'HEAD') && notModified(r, lastModified, etag);
-  const status = unchanged ? 304 : 200;
-  const headers: [string, string][] = [];
-  if (!unchanged) headers.push(['Content-Type', contentTypeFor(r)], ['Content-Length', String(st.size)]);
-  if (final === 200) headers.push(['Last-Modified', lastModified]);
-  headers.push(['ETag', etag]);
-  if (!unchanged && final === 200) headers.push(['Accept-Ranges', 'bytes']);
-  applyHeadersModule(r, status, headers);
-  out.head(r, status, headers);
-  if (unchanged || out.headOnly || st.size === 0) {
+  const main = final === 200 && !r.parent;
+  const condition = main ? preconditionStatus(r, mtimeSec, etag) : 200;
+  if (condition === 412) return { kind: 'code', code: 412 };
+  const headers = keptHeaders(r);
+  if (condition === 304) {
+    headers.push(['Last-Modified', lastModified]);
+    if (etag) headers.push(['ETag', etag]);
+    applyHeadersModule(r, 304, headers);
+    out.head(r, 304, headers);
     out.end();
     return { kind: 'sent' };
   }
-  await new Promise<void>((resolve) => {
-    const stream = createReadStream(fsPath(path));
+  // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
+  const kept = headers.find(([name]) => name.toLowerCase() === 'content-type');
+  const type = kept?.[1] ?? contentTypeFor(r);
+  if (!kept) headers.push(['Content-Type', type]);
+  headers.push(['Content-Length', String(st.size)]);
+  if (final === 200) headers.push(['Last-Modified', lastModified]);
+  if (etag) headers.push(['ETag', etag]);
+  if (gzipped) headers.push(['Content-Encoding', 'gzip']);
+  // the headers filter runs before the range filter, which sees what add_header set
+  applyHeadersModule(r, 200, headers);
+  const sentEtag = headers.find(([name]) => name.toLowerCase() === 'etag')?.[1];
+  const ranges = main ? rangesFor(r, st.size, lastModifiedSec(headers), typeof sentEtag === 'string' ? sentEtag : undefined) : 'skip';
+  if (ranges === 416) {
+    r.pendingHeaders.push(['Content-Range', `bytes */${st.size}`]);
+    return { kind: 'code', code: 416 };
+  }
+  let parts: { readonly head: string; readonly range: ByteRange }[] | undefined;
+  let trailer = '';
+  let length = st.size;
+  let status = 200;
+  const set = (name: string, value: string): void => {
+    const at = headers.findIndex(([n]) => n.toLowerCase() === name.toLowerCase());
+    if (at === -1) headers.push([name, value]);
+    else headers[at]![1] = value;
+  };
+  if (Array.isArray(ranges) && ranges.length === 1) {
+    // ngx_http_range_singlepart_header
+    const [range] = ranges as [ByteRange];
+    status = 206;
+    length = range.end - range.start;
+    parts = [{ head: '', range }];
+    headers.push(['Content-Range', `bytes ${range.start}-${range.end - 1}/${st.size}`]);
+  } else if (Array.isArray(ranges)) {
+    // ngx_http_range_multipart_header: a boundary numbered as temp files are
+    status = 206;
+    const boundary = String(ex.cx.tempFiles.next()).padStart(20, '0');
+    parts = ranges.map((range) => ({
+      head: `\r\n--${boundary}\r\n${type ? `Content-Type: ${type}\r\n` : ''}Content-Range: bytes ${range.start}-${range.end - 1}/${st.size}\r\n\r\n`,
+      range,
+    }));
+    trailer = `\r\n--${boundary}--\r\n`;
+    length = parts.reduce((n, part) => n + part.head.length + part.range.end - part.range.start, trailer.length);
+    set('Content-Type', `multipart/byteranges; boundary=${boundary}`);
+  } else if (ranges === undefined && final === 200) headers.push(['Accept-Ranges', 'bytes']);
+  // (add_trailer drops the length for a chunked response)
+  const lengthAt = headers.findIndex(([n]) => n.toLowerCase() === 'content-length');
+  if (lengthAt !== -1) headers[lengthAt]![1] = String(length);
+  r.action = 'sending response to client';
+  out.head(r, status, headers);
+  if (out.headOnly || length === 0) {
+    out.end();
+    return { kind: 'sent' };
+  }
+  for (const part of parts ?? [{ head: '', range: { start: 0, end: st.size } }]) {
+    if (part.head && !write(ex, Buffer.from(part.head, 'latin1'))) return { kind: 'sent' };
+    if (!(await streamFile(ex, path, part.range))) return { kind: 'sent' };
+  }
+  if (trailer && !write(ex, Buffer.from(trailer, 'latin1'))) return { kind: 'sent' };
+  out.end();
+  return { kind: 'sent' };
+}
+
+/** Writes bytes of the body; false when the client is gone. */
+function write(ex: Exchange, bytes: Buffer): boolean {
+  if (ex.out.gone) return false;
+  ex.r.bodyBytesSent += bytes.length;
+  ex.out.write(bytes);
+  return true;
+}
+
+/**
+ * Streams a part of a file to the client, waiting for it to drain; false
+ * when the client went away or the file could not be read (the connection
+ * is then aborted, with nginx's `read() "…" failed`).
+ */
+function streamFile(ex: Exchange, path: string, range: ByteRange): Promise<boolean> {
+  const { r, out } = ex;
+  if (range.end <= range.start) return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    const stream = createReadStream(fsPath(path), { start: range.start, end: range.end - 1 });
     // the client went away (or send_timeout passed): the file is closed
     const stop = (): void => {
       stream.destroy();
-      resolve();
+      resolve(false);
     };
     stream.on('data', (chunk) => {
       if (out.gone) return stop();
@@ -201,15 +274,11 @@ async function sendFile(ex: Exchange, path: string, st: Stats): Promise<StaticRe
         out.onDrain(() => (out.gone ? stop() : stream.resume()));
       }
     });
-    stream.on('end', () => {
-      out.end();
-      resolve();
-    });
+    stream.on('end', () => resolve(true));
     stream.on('error', (err) => {
       logRequest(ex.cx, r, 'crit', `read() "${path}" failed (${systemErrorText(err)})`);
       out.abort();
-      resolve();
+      resolve(false);
     });
   });
-  return { kind: 'sent' };
 }

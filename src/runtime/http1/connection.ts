@@ -159,6 +159,12 @@ export class Http1Connection {
   private timer: NodeJS.Timeout | undefined;
   private lingeringDeadline = 0;
   private stopping = false;
+
+  /** The server is shutting down gracefully (`stop`): responses from now on close the connection. */
+  get exiting(): boolean {
+    return this.stopping;
+  }
+
   private readonly onData = (chunk: Buffer): void => this.received(chunk);
   private readonly onEnd = (): void => this.ended(undefined);
   private readonly onError = (err: NodeJS.ErrnoException): void => this.ended(err);

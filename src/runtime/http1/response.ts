@@ -33,6 +33,8 @@ export interface Http1ResponseOwner {
   continueIfExpected(): void;
   /** Bytes of the request body read so far, framing included. */
   readonly bodyBytesRead: number;
+  /** The server is shutting down gracefully: a response sent now closes the connection (`ngx_exiting` in `ngx_http_header_filter`). */
+  readonly exiting: boolean;
 }
 
 /** nginx's cached `Date` value, made once per second. */
@@ -115,7 +117,7 @@ export class Http1Target implements ClientResponseTarget {
     const { loc } = r;
     // ngx_http_update_location_config
     const browser = browserOf(r.headers['user-agent']);
-    let keepalive = r.keepalive && loc.keepaliveTimeoutMs > 0 && r.conn.requests < loc.keepaliveRequests
+    let keepalive = r.keepalive && !this.owner.exiting && loc.keepaliveTimeoutMs > 0 && r.conn.requests < loc.keepaliveRequests
       && Date.now() - r.conn.acceptedAtMs <= loc.keepaliveTimeMs
       && !(loc.keepaliveDisable.msie6 && browser.msie6 && r.mainMethod === 'POST') && !(loc.keepaliveDisable.safari && browser.safari);
     const byName = new Map<string, string | string[]>();

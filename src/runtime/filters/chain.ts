@@ -1,0 +1,191 @@
+/**
+ * Response filters, nginx's header and body filter chains
+ * (`ngx_http_top_header_filter`, `ngx_http_top_body_filter`) reduced to
+ * what jinx has: gunzip, charset, gzip, run in nginx's order. A handler
+ * writes its response to a `FilteredTarget` as to any `ResponseTarget`:
+ * `head` runs the header filters on the header list (after the headers
+ * module, as in nginx); those that change the body give a Transform, and
+ * the body then flows through them, in order, to the client's target, with
+ * backpressure at every step (memory stays within the streams' buffers).
+ * Without any, the target passes everything straight through.
+ */
+import { pipeline, Writable, type Transform } from 'node:stream';
+import type { Duplex } from 'node:stream';
+import { logRequest, type RuntimeContext } from '../context.js';
+import type { ResponseTarget } from '../exchange.js';
+import type { HttpRequestState } from '../request.js';
+import { charsetHeaderFilter } from './charset.js';
+import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.js';
+import type { ContentType, HeaderList } from './headers.js';
+
+/** What a header filter needs besides the headers, for one response. */
+export interface FilterContext {
+  readonly cx: RuntimeContext;
+  readonly r: HttpRequestState;
+  /**
+   * The response's type once a filter set its charset: the `Content-Type`
+   * header then has `; charset=`, and the filters after it match their
+   * types against the type alone (nginx composes the header only at the
+   * end, from `content_type` and `charset`).
+   */
+  contentType?: ContentType;
+}
+
+/**
+ * A header filter: it may change `headers` (in place) for a response of
+ * `status`; it returns a factory of the Transforms the body is to pass
+ * through (made only when there is a body to send), or `'error'` when the
+ * response cannot be sent (nginx's `NGX_ERROR` from a header filter: the
+ * connection is closed).
+ */
+export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | undefined;
+
+/** The header filters in the order nginx runs them. */
+const HEADER_FILTERS: readonly HeaderFilter[] = [gunzipHeaderFilter, charsetHeaderFilter, gzipHeaderFilter];
+
+/** A response target with jinx's response filters in front of another. */
+export class FilteredTarget implements ResponseTarget {
+  /** The first stream of the body's filters, once a header filter asked for any. */
+  private first: Transform | undefined;
+  private r: HttpRequestState | undefined;
+
+  constructor(
+    private readonly inner: ResponseTarget,
+    private readonly cx: RuntimeContext,
+  ) {}
+
+  get started(): boolean {
+    return this.inner.started;
+  }
+
+  get headOnly(): boolean {
+    return this.inner.headOnly;
+  }
+
+  /**
+   * Runs the header filters, adds `Vary: Accept-Encoding` when a filter
+   * found that the response depends on it and `gzip_vary` is on (nginx's
+   * header filter writes it right after `Connection`), then hands the
+   * header on. A filter's `'error'` closes the connection instead.
+   */
+  head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
+    this.r = r;
+    const transforms: (() => Transform[])[] = [];
+    if (!r.parent && status !== 101) {
+      const f: FilterContext = { cx: this.cx, r };
+      for (const filter of HEADER_FILTERS) {
+        const t = filter(f, r.errStatus || status, headers);
+        if (t === 'error') {
+          this.inner.abort();
+          return;
+        }
+        if (t) transforms.push(t);
+      }
+      if (r.gzipVary && r.loc.gzip.vary) headers.unshift(['Vary', 'Accept-Encoding']);
+    }
+    this.inner.head(r, status, headers, reason);
+    if (transforms.length > 0 && !this.inner.headOnly) this.first = this.pipe(r, transforms.flatMap((make) => make()));
+  }
+
+  /**
+   * Chains the transforms to a sink that writes to the client's target,
+   * waiting for it to drain. `$body_bytes_sent` counts what leaves the last
+   * filter: handlers count what they write, `write` takes that back.
+   */
+  private pipe(r: HttpRequestState, transforms: Transform[]): Transform {
+    const inner = this.inner;
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        r.bodyBytesSent += chunk.length;
+        if (inner.gone || inner.write(chunk)) done();
+        else inner.onDrain(() => done());
+      },
+      final(done) {
+        inner.end();
+        done();
+      },
+    });
+    pipeline([...transforms, sink] as [Transform, ...Transform[], Writable], (err: FilterError | null) => {
+      if (!err || this.aborted) return;
+      if (err.benign) {
+        inner.end();
+        return;
+      }
+      logRequest(this.cx, r, 'alert', err.message);
+      inner.abort();
+    });
+    return transforms[0]!;
+  }
+
+  /** Set once the response was given up: the pipeline's errors are then expected. */
+  private aborted = false;
+
+  flushHead(): void {
+    this.inner.flushHead();
+  }
+
+  write(chunk: Buffer | string): boolean {
+    if (!this.first) return this.inner.write(chunk);
+    const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
+    this.r!.bodyBytesSent -= data.length;
+    if (this.inner.gone || this.first.destroyed) return false;
+    return this.first.write(data);
+  }
+
+  /** Bytes the filters have not taken yet (what they hold is bounded by their own buffers). */
+  get bufferedBytes(): number {
+    return this.first ? this.first.writableLength : this.inner.bufferedBytes;
+  }
+
+  get gone(): boolean {
+    return this.inner.gone;
+  }
+
+  get highWaterMark(): number {
+    return this.first ? this.first.writableHighWaterMark : this.inner.highWaterMark;
+  }
+
+  onDrain(cb: () => void): void {
+    const first = this.first;
+    if (!first) {
+      this.inner.onDrain(cb);
+      return;
+    }
+    if (this.inner.gone || first.destroyed || !first.writableNeedDrain) {
+      queueMicrotask(cb);
+      return;
+    }
+    const fire = (): void => {
+      first.off('drain', fire).off('close', fire);
+      cb();
+    };
+    first.on('drain', fire).on('close', fire);
+  }
+
+  end(chunk?: Buffer | string): void {
+    if (!this.first) {
+      this.inner.end(chunk);
+      return;
+    }
+    if (chunk !== undefined) this.write(chunk);
+    this.first.end();
+  }
+
+  abort(how?: 'flush' | 'reset'): void {
+    this.aborted = true;
+    this.first?.destroy();
+    this.inner.abort(how);
+  }
+
+  onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
+    this.inner.onAbort(cb);
+  }
+
+  get tunnelable(): boolean {
+    return this.inner.tunnelable;
+  }
+
+  tunnel(): Duplex | undefined {
+    return this.inner.tunnel();
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * The charset filter (`ngx_http_charset_filter_module.c`): the response's
+ * `Content-Type` gets `; charset=NAME` for `charset`, and the body is
+ * recoded from `source_charset` (or the upstream's charset) with the
+ * configuration's `charset_map` tables: byte for byte between two 8-bit
+ * charsets, to UTF-8 sequences, or from UTF-8 to bytes, with `&#N;` for a
+ * character the table lacks and `?` for invalid UTF-8.
+ */
+import { Transform, type TransformCallback } from 'node:stream';
+import { decodeUtf8, type Recoding } from '../../config/modules/charset.js';
+import type { CharsetSetting } from '../../config/route-table.js';
+import { logRequest } from '../context.js';
+import type { HttpRequestState } from '../request.js';
+import type { HeaderFilter } from './chain.js';
+import { lastHeader, removeHeader, replaceHeader, responseContentType, typeListed } from './headers.js';
+
+/** A charset decided for a response: its name and index (undefined: a name the configuration does not know). */
+interface Decided {
+  readonly name: string;
+  readonly index: number | undefined;
+}
+
+/** A `charset`/`source_charset` setting for this request; `'error'` when its variable is not found. */
+function decide(r: HttpRequestState, setting: Exclude<CharsetSetting, { kind: 'off' }>): Decided | 'error' {
+  const tables = r.loc.charset.tables;
+  if (setting.kind === 'name') return { name: tables.charsets[setting.index]!.name, index: setting.index };
+  const name = setting.get(r);
+  if (name === undefined) return 'error';
+  return { name, index: tables.find(name) };
+}
+
+/**
+ * The charset header filter (`ngx_http_charset_header_filter` with
+ * `ngx_http_destination_charset` and `ngx_http_source_charset`).
+ */
+export const charsetHeaderFilter: HeaderFilter = (f, status, headers) => {
+  const { cx, r } = f;
+  const conf = r.loc.charset;
+  const ct = responseContentType(r, headers);
+  if (!ct || ct.value === '' || conf.charset.kind === 'off') return undefined;
+  if (ct.charset !== undefined ? !conf.override : !typeListed(conf.types, ct)) return undefined;
+  const dst = decide(r, conf.charset);
+  if (dst === 'error') return 'error';
+  let src: Decided | 'off';
+  if (ct.charset !== undefined) src = { name: ct.charset, index: conf.tables.find(ct.charset) };
+  else if (conf.source.kind === 'off') src = 'off';
+  else {
+    const decided = decide(r, conf.source);
+    if (decided === 'error') return 'error';
+    src = decided;
+  }
+  // ngx_http_set_charset: the type gets `; charset=` unless it has one of its own; never on a 301 or 302
+  const setCharset = (truncate: boolean): void => {
+    const type = truncate ? ct.type : ct.value;
+    const append = status !== 301 && status !== 302 && (truncate || ct.charset === undefined);
+    const value = append ? `${type}; charset=${dst.name}` : type;
+    replaceHeader(headers, 'content-type', value);
+    f.contentType = { value, type: ct.type, charset: append ? dst.name : ct.charset };
+  };
+  const noMap = (from: string): undefined => {
+    logRequest(cx, r, 'error', `no "charset_map" between the charsets "${from}" and "${dst.name}"`);
+    return undefined;
+  };
+  if (src === 'off') {
+    setCharset(false);
+    return undefined;
+  }
+  if (dst.index === undefined || src.index === undefined) {
+    if (src.index !== dst.index || src.name.slice(0, dst.name.length).toLowerCase() !== dst.name.toLowerCase()) return noMap(src.name);
+    setCharset(false);
+    return undefined;
+  }
+  if (src.index === dst.index) {
+    setCharset(true);
+    return undefined;
+  }
+  if (lastHeader(headers, 'content-encoding')) return undefined;
+  const from = conf.tables.charsets[src.index]!;
+  const recoding = from.tables.get(dst.index);
+  if (!recoding) return noMap(src.name);
+  setCharset(true);
+  if (recoding.kind !== 'bytes') {
+    // the length changes: no Content-Length, nor the Accept-Ranges nginx's range filter adds only with one
+    removeHeader(headers, 'content-length');
+    removeHeader(headers, 'accept-ranges');
+  }
+  return () => [new Recoder(recoding)];
+};
+
+/** `&#N;`, nginx's form for a character the destination charset lacks. */
+const entity = (code: number): Buffer => Buffer.from(`&#${code};`, 'latin1');
+const QUESTION = 0x3f;
+
+/**
+ * Recodes a body (`ngx_http_charset_body_filter`): a UTF-8 sequence cut by
+ * the end of a chunk waits for the next one; one left at the end of the
+ * body is dropped, as nginx drops it.
+ */
+class Recoder extends Transform {
+  private saved: Buffer | undefined;
+
+  constructor(private readonly recoding: Recoding) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    const rc = this.recoding;
+    if (rc.kind === 'bytes') {
+      const out = Buffer.allocUnsafe(chunk.length);
+      for (let i = 0; i < chunk.length; i++) out[i] = rc.table[chunk[i]!]!;
+      done(null, out);
+      return;
+    }
+    if (rc.kind === 'to-utf8') {
+      let length = 0;
+      for (const b of chunk) length += rc.table[b]!.length;
+      const out = Buffer.allocUnsafe(length);
+      let at = 0;
+      for (const b of chunk) at += rc.table[b]!.copy(out, at);
+      done(null, out);
+      return;
+    }
+    done(null, this.fromUtf8(rc.table, chunk));
+  }
+
+  /** `ngx_http_charset_recode_from_utf8`. */
+  private fromUtf8(table: ReadonlyMap<number, number>, chunk: Buffer): Buffer {
+    const buf = this.saved ? Buffer.concat([this.saved, chunk]) : chunk;
+    this.saved = undefined;
+    const parts: Buffer[] = [];
+    let run = 0;
+    const out: number[] = [];
+    const flushBytes = (): void => {
+      if (out.length > 0) parts.push(Buffer.from(out.splice(0)));
+    };
+    for (let i = 0; i < buf.length;) {
+      const b = buf[i]!;
+      if (b < 0x80) {
+        out.push(b);
+        i++;
+        run++;
+        continue;
+      }
+      const { code, next } = decodeUtf8(buf, i);
+      if (code === 0xfffffffe) {
+        this.saved = Buffer.from(buf.subarray(i));
+        break;
+      }
+      i = next;
+      const c = code < 0x10000 ? table.get(code) : undefined;
+      if (c) out.push(c);
+      else if (code > 0x10ffff) out.push(QUESTION);
+      else {
+        flushBytes();
+        parts.push(entity(code));
+      }
+    }
+    flushBytes();
+    return run === buf.length ? buf : Buffer.concat(parts);
+  }
+}
