@@ -662,11 +662,18 @@ export class Engine {
     // the stream that reached keepalive_requests is answered after the GOAWAY naming it (streams node:http2
     // read after it are not served); the connection closes once the streams up to it are done
     if (st.h2LastStream === req.stream.id) session.goaway(h2.NGHTTP2_NO_ERROR, st.h2LastStream);
-    // node:http2's compatibility request pauses its stream when it is paused, and resumes it only from a read
-    // of its own started after data came (`_read`): a body paused before any DATA frame (a handler that reads
-    // it later, as FastCGI's STDIN does) would never arrive. The stream keeps filling the request's buffer
-    // instead, up to its high-water mark, where node:http2 pauses the stream itself.
-    req.on('pause', () => req.stream.resume());
+    // node:http2's compatibility request pauses its stream when it is paused, and starts reading the stream
+    // (a 'data' listener) only at its first `_read`, without resuming it: a body paused before that (a
+    // handler that reads it later, as FastCGI's STDIN or the client_body_timeout watch do) would never
+    // arrive. The stream is resumed as the request starts reading it; from then on node:http2's own flow
+    // control holds (the stream pauses when the request's buffer is full and resumes on its next read).
+    const stream = req.stream;
+    const onListener = (event: string | symbol): void => {
+      if (event !== 'data') return;
+      stream.off('newListener', onListener);
+      process.nextTick(() => stream.resume());
+    };
+    stream.on('newListener', onListener);
     const head: ClientRequestHead = {
       method: req.method ?? 'GET',
       requestUri: req.url ?? '/',
