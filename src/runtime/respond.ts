@@ -303,7 +303,8 @@ const HTTP1_ONLY = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
  * fields, and in a HEADERS frame that ends the stream when no body follows
  * (a HEAD request, 204, 304, or `Content-Length: 0` without trailers to
  * come), where node:http2's compatibility response would send an empty
- * DATA frame after it to end the stream.
+ * DATA frame after it to end the stream; with a body and no trailers, the
+ * last DATA frame ends it, as nginx's does.
  * @returns whether the HEADERS frame ended the stream (nothing more is sent)
  */
 export function writeHead(r: HttpRequestState, res: Http2ServerResponse, status: number, headers: [string, string | string[]][]): boolean {
@@ -315,10 +316,12 @@ export function writeHead(r: HttpRequestState, res: Http2ServerResponse, status:
     if (lower === 'content-length' && value === '0' && !r.expectTrailers) fin = true;
     res.setHeader(lower, value);
   }
-  if (!fin || res.stream.headersSent || res.stream.destroyed) {
+  if (res.stream.headersSent || res.stream.destroyed || (!fin && r.expectTrailers)) {
     res.writeHead(wire);
     return false;
   }
-  res.stream.respond({ ...res.getHeaders(), ':status': wire }, { endStream: true });
-  return true;
+  // the compatibility response always waits for trailers, and so ends a stream with an empty DATA frame;
+  // without trailers to come, the last DATA frame carries END_STREAM
+  res.stream.respond({ ...res.getHeaders(), ':status': wire }, { endStream: fin });
+  return fin;
 }

@@ -4,7 +4,7 @@
  * undici, streams the response back with backpressure, and reports failures
  * with nginx's status and error-log line.
  */
-import type { Duplex, Readable } from 'node:stream';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
@@ -271,7 +271,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     }
   }
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
-  const source = setBody || (body ? bodyStream(body) : withBody ? ex.body! : null);
+  const source = setBody || (body ? bodyStream(body) : withBody ? passedBody(ex.r, ex.body!) : null);
   const options: Dispatcher.DispatchOptions & { servername?: string } = {
     path: dest.uri,
     // proxy_method, else the client's (an empty value too: undici refuses an empty method)
@@ -299,6 +299,21 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch(options, handler);
   });
+}
+
+/**
+ * The client's body as undici reads it when passed on as it arrives. An
+ * HTTP/2 request's stream goes through a stream of its own: undici destroys
+ * the body it sent when the upstream answers first, and destroying the
+ * request would reset the client's stream (an error_page that follows,
+ * `proxy_intercept_errors`, still has a client to answer).
+ */
+function passedBody(r: HttpRequestState, body: Readable): Readable {
+  if (r.protocol !== 'HTTP/2.0') return body;
+  const passed = new PassThrough();
+  body.once('error', (err) => passed.destroy(err));
+  body.once('aborted', () => passed.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
+  return body.pipe(passed);
 }
 
 /** The reason a client abort is passed to undici, told apart from upstream failures. */
