@@ -534,6 +534,19 @@ async function sendBody(socket: Socket, head: Buffer[], body: FastcgiBody, sendT
     source = passedChunks(body.stream, bodyTimeoutMs);
   } else source = bodyStream(body) as AsyncIterable<Buffer>;
   await write(head);
-  for await (const chunk of source) await write(stdin(chunk));
+  // a chunk the body's end came with (an HTTP/2 DATA frame with END_STREAM, the last bytes of a length)
+  // goes out in one write with the empty record, as nginx sends both from the read that found the end
+  const it = source[Symbol.asyncIterator]();
+  let next = await it.next();
+  while (!next.done) {
+    const following = it.next();
+    const peeked = await Promise.race([following, new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)))]);
+    if (peeked?.done) {
+      await write(stdin(Buffer.alloc(0), stdin(next.value)));
+      return;
+    }
+    await write(stdin(next.value));
+    next = peeked ?? await following;
+  }
   await write(stdin(Buffer.alloc(0)));
 }
