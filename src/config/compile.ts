@@ -630,6 +630,7 @@ class Compiler {
       mergeSlashes: c.get(http.mergeSlashes),
       underscoresInHeaders: c.get(http.underscoresInHeaders),
       ignoreInvalidHeaders: c.get(http.ignoreInvalidHeaders),
+      http2: c.get(http2Enabled),
       http2MaxConcurrentStreams: c.get(http2MaxConcurrentStreams),
       http2BodyPrereadSizeBytes: c.get(http2BodyPrereadSize),
       logNotFound: c.get(http.logNotFound),
@@ -1117,6 +1118,8 @@ class Compiler {
       addrText: string;
       ssl: boolean;
       http2: boolean;
+      /** `listen … http2` on the address. */
+      http2Listen: boolean;
       optionsSet: boolean;
       defaultServer: VirtualServer | undefined;
       servers: { server: VirtualServer; node: LevelNode }[];
@@ -1133,7 +1136,9 @@ class Compiler {
         const key = `${l.host}|${l.port}`;
         let a = addrs.get(key);
         if (!a) {
-          a = { host: l.host, port: l.port, addrText: l.addrText, ssl: false, http2: false, optionsSet: false, defaultServer: undefined, servers: [], loc: l.loc };
+          a = {
+            host: l.host, port: l.port, addrText: l.addrText, ssl: false, http2: false, http2Listen: false, optionsSet: false, defaultServer: undefined, servers: [], loc: l.loc,
+          };
           addrs.set(key, a);
         }
         if (l.setsOptions) {
@@ -1146,10 +1151,11 @@ class Compiler {
         }
         a.ssl ||= l.ssl;
         a.http2 ||= l.http2 || http2;
+        a.http2Listen ||= l.http2;
         if (!a.servers.some((x) => x.server === s.server)) a.servers.push(s);
       }
     }
-    const set = (a: Addr): ServerSet => this.serverSet(a.addrText, a.defaultServer ?? a.servers[0]!.server, a.servers);
+    const set = (a: Addr): ServerSet => this.serverSet(a.addrText, a.defaultServer ?? a.servers[0]!.server, a.servers, a.http2Listen);
     const groups: ListenGroup[] = [];
     const byPort = new Map<number, Addr[]>();
     for (const a of addrs.values()) byPort.set(a.port, [...(byPort.get(a.port) ?? []), a]);
@@ -1168,7 +1174,9 @@ class Compiler {
     return groups;
   }
 
-  private serverSet(addrText: string, defaultServer: VirtualServer, servers: readonly { server: VirtualServer; node: LevelNode }[]): ServerSet {
+  private serverSet(
+    addrText: string, defaultServer: VirtualServer, servers: readonly { server: VirtualServer; node: LevelNode }[], http2Listen: boolean,
+  ): ServerSet {
     const exact = new Map<string, VirtualServer>();
     const heads: [string, VirtualServer][] = [];
     const tails: [string, VirtualServer][] = [];
@@ -1200,10 +1208,12 @@ class Compiler {
     }
     // ngx_http_optimize_servers: one server on an address gets no name table unless a regex of its names captures,
     // so neither SNI nor Host is looked up there (and nginx's 421 rule never applies)
-    if (servers.length === 1 && !regexes.some((x) => x.captureCount > 0)) return { defaultServer, exact: new Map(), headWildcards: [], tailWildcards: [], regexes: [] };
+    if (servers.length === 1 && !regexes.some((x) => x.captureCount > 0)) {
+      return { defaultServer, http2Listen, exact: new Map(), headWildcards: [], tailWildcards: [], regexes: [] };
+    }
     heads.sort((a, b) => b[0].length - a[0].length);
     tails.sort((a, b) => b[0].length - a[0].length);
-    return { defaultServer, exact, headWildcards: heads, tailWildcards: tails, regexes };
+    return { defaultServer, http2Listen, exact, headWildcards: heads, tailWildcards: tails, regexes };
   }
 }
 

@@ -58,6 +58,8 @@ export interface ListenGroup {
 /** The servers reachable on one address:port, for name-based selection. */
 export interface ServerSet {
   readonly defaultServer: VirtualServer;
+  /** A `listen … http2` of the address (nginx's `addr_conf->http2`): HTTP/2 for every server there. */
+  readonly http2Listen: boolean;
   readonly exact: ReadonlyMap<string, VirtualServer>;
   /** `*.example.com` and `.example.com` names: suffix (with the leading dot) → server, longest first. */
   readonly headWildcards: readonly (readonly [string, VirtualServer])[];
@@ -430,6 +432,13 @@ export interface LocationConf {
   readonly mergeSlashes: boolean;
   readonly underscoresInHeaders: boolean;
   readonly ignoreInvalidHeaders: boolean;
+  /**
+   * `http2` (a server's; its locations carry it): whether HTTP/2 reaches the
+   * server (by ALPN with its SNI name, by the connection preface as the
+   * default server of a plain address, by `:authority` on a connection
+   * another server accepted), unless the address's `listen … http2` says so for all.
+   */
+  readonly http2: boolean;
   /** `http2_max_concurrent_streams` (a server's; its locations carry it). */
   readonly http2MaxConcurrentStreams: number;
   /** `http2_body_preread_size` (a server's; its locations carry it): the streams' initial window. */

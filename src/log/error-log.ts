@@ -49,6 +49,7 @@ export function requestContext(r: HttpRequestState): string {
   const main = r.parent ?? r;
   let s = r.action ? ` while ${r.action}` : '';
   s += `, client: ${main.clientAddr}, server: ${main.server.name}`;
+  // ngx_http_log_error_handler: no request line yet (an HTTP/2 stream refused while its header block is read), no field
   const line = main.requestLine;
   if (line) s += `, request: "${line}"`;
   if (r.parent) s += `, subrequest: "${r.uri}"`;

@@ -5,7 +5,7 @@
  * when all of that succeeded; connections in flight finish on the generation
  * they started with.
  */
-import { constants as h2, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
+import { constants as h2, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type Http2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { SecureContext, TLSSocket } from 'node:tls';
@@ -17,8 +17,10 @@ import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import { bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, listenKey, sentSni, tlsServerOf, TlsContexts, type Listener } from './listen.js';
-import { http2Headers, logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
+import {
+  bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, listenKey, sentSni, tlsServerOf, TlsContexts, type Http2StartSettings, type Listener,
+} from './listen.js';
+import { http2Headers, http2RawHeaders, logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
 import { logRequest } from './context.js';
 import { Http2Target, resetConnection } from './exchange.js';
 import { LimitReqZones } from './limit-req-zones.js';
@@ -62,6 +64,13 @@ interface ConnectionState {
   h2LastStream: number | undefined;
   /** Requests in progress. */
   active: number;
+  /**
+   * Closes an HTTP/2 connection without streams in progress after
+   * `keepalive_timeout` (`client_header_timeout` before its first stream);
+   * one timer per connection, re-armed with `refresh()`.
+   */
+  idleTimer: NodeJS.Timeout | undefined;
+  idleTimeoutMs: number;
   /** The HTTP/1.x connection on it, once there is one. */
   http1: Http1Connection | undefined;
   /** The first TLS record the client sent (its ClientHello), for the `$ssl_*` variables Node.js has no answer for. */
@@ -72,6 +81,34 @@ interface ConnectionState {
 
 /** `TLS1_2_VERSION`, a ClientHello's `legacy_version` from TLS 1.2 and 1.3 clients. */
 const TLS1_2_VERSION = 0x0303;
+/**
+ * `ngx_http_v2_lingering_close`: once an HTTP/2 connection has sent its
+ * last frame and half-closed, what the client still sends is read and
+ * dropped until it closes, nothing came for `lingering_timeout`, or
+ * `lingering_time` passed (`lingering_close off` closes at once), so that
+ * the client gets every frame rather than a reset.
+ */
+function lingerAfterGoaway(socket: Socket, lingering: { readonly close: string; readonly timeMs: number; readonly timeoutMs: number }): void {
+  if (lingering.close === 'off') {
+    socket.destroy();
+    return;
+  }
+  socket.resume();
+  const deadline = Date.now() + lingering.timeMs;
+  let seen = socket.bytesRead;
+  const check = (): void => {
+    if (socket.destroyed) return;
+    const now = Date.now();
+    if (socket.bytesRead === seen || now >= deadline) {
+      socket.destroy();
+      return;
+    }
+    seen = socket.bytesRead;
+    setTimeout(check, Math.min(lingering.timeoutMs, deadline - now)).unref();
+  };
+  setTimeout(check, Math.min(lingering.timeoutMs, lingering.timeMs)).unref();
+}
+
 /** `NGX_HTTP_V2_MAX_WINDOW`: the connection window `ngx_http_v2_init` opens. */
 const MAX_WINDOW_BYTES = 2 ** 31 - 1;
 /** The smallest initial stream window jinx advertises (RFC 9113's default, node:http2's). */
@@ -199,7 +236,8 @@ export class Engine {
         onHttp1: (socket, first) => this.http1(socket, first, key),
         handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
-        onSession: (session) => this.acceptSession(session, key),
+        sessionSettings: (socket) => this.sessionSettings(socket, key),
+        onSession: (session, socket) => this.acceptSession(session, socket, key),
         onStream: (req, res) => this.stream(key, req, res),
       });
       await bindListener(server, group);
@@ -275,14 +313,15 @@ export class Engine {
     }
     raw.setNoDelay(true);
     const st: ConnectionState = {
-      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, http1: undefined,
-      clientHello: undefined, gen: this.generation,
+      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, idleTimer: undefined,
+      idleTimeoutMs: 0, http1: undefined, clientHello: undefined, gen: this.generation,
     };
     const key = socketKey(raw);
     this.connections.set(raw, st);
     this.byKey.set(key, st);
     this.byHttpSocket.set(raw, st);
     raw.once('close', () => {
+      if (st.idleTimer) clearTimeout(st.idleTimer);
       this.connections.delete(raw);
       this.byKey.delete(key);
     });
@@ -499,17 +538,29 @@ export class Engine {
   }
 
   /**
-   * An HTTP/2 session: its connection gets the session, the TLS details and
-   * its server, whose `http2_max_concurrent_streams` and
-   * `http2_body_preread_size` are sent in a second SETTINGS frame where they
-   * differ from what every session starts with (`ngx_http_v2_init` sends the
-   * server's values in its first one); the connection's window opens to the
-   * largest, as `ngx_http_v2_init` opens it. A preread size under node's
-   * 65535 is sent as 65535: nginx opens a stream's window once its body is
-   * read, node:http2 cannot, and a smaller window would slow or stall uploads.
+   * The SETTINGS an HTTP/2 connection on `socket` starts with: its server's
+   * `http2_max_concurrent_streams` and `http2_body_preread_size`, as
+   * `ngx_http_v2_init` sends them. A preread size under node's 65535 is sent
+   * as 65535: nginx opens a stream's window once its body is read,
+   * node:http2 cannot, and a smaller window would slow or stall uploads.
    */
-  private acceptSession(session: Http2Session, key: string): void {
-    const socket = session.socket as Socket;
+  private sessionSettings(socket: Socket, key: string): Http2StartSettings {
+    const st = this.byKey.get(socketKey(socket));
+    const group = this.generation.groups.get(key);
+    if (!st || !group) return H2_SESSION_OPTIONS.settings;
+    const { conf } = Engine.connectionServer(group, this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello));
+    return {
+      maxConcurrentStreams: conf.http2MaxConcurrentStreams,
+      initialWindowSize: Math.max(conf.http2BodyPrereadSizeBytes, NODE_DEFAULT_WINDOW_BYTES),
+    };
+  }
+
+  /**
+   * An HTTP/2 session: its connection gets the session, the TLS details and
+   * its server (which chose the SETTINGS it started with); the connection's
+   * window opens to the largest, as `ngx_http_v2_init` opens it.
+   */
+  private acceptSession(session: Http2Session, socket: Socket, key: string): void {
     const st = this.byKey.get(socketKey(socket));
     const group = this.generation.groups.get(key);
     if (!st || !group) {
@@ -520,13 +571,46 @@ export class Engine {
     st.session = session;
     st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);
-    const start = H2_SESSION_OPTIONS.settings;
-    const own = {
-      maxConcurrentStreams: st.h2Server.conf.http2MaxConcurrentStreams,
-      initialWindowSize: Math.max(st.h2Server.conf.http2BodyPrereadSizeBytes, NODE_DEFAULT_WINDOW_BYTES),
-    };
-    if (own.maxConcurrentStreams !== start.maxConcurrentStreams || own.initialWindowSize !== start.initialWindowSize) session.settings(own);
     session.setLocalWindowSize(MAX_WINDOW_BYTES);
+    const { conf } = st.h2Server;
+    socket.once('finish', () => lingerAfterGoaway(socket, conf.lingering));
+    // until its first stream, the timer ngx_http_init_connection set runs: client_header_timeout
+    this.armSessionIdle(st, conf.clientHeaderTimeoutMs);
+    if (this.stopping) this.closeSession(st);
+  }
+
+  /**
+   * `ngx_http_v2_handle_connection`: a connection without streams in
+   * progress is closed after its server's `keepalive_timeout` (`timeoutMs`), with GOAWAY.
+   */
+  private armSessionIdle(st: ConnectionState, timeoutMs = st.h2Server!.conf.keepaliveTimeoutMs): void {
+    if (st.idleTimer && st.idleTimeoutMs === timeoutMs) {
+      st.idleTimer.refresh();
+      return;
+    }
+    if (st.idleTimer) clearTimeout(st.idleTimer);
+    st.idleTimeoutMs = timeoutMs;
+    st.idleTimer = setTimeout(() => {
+      if (st.active === 0) this.closeSession(st);
+    }, timeoutMs);
+    st.idleTimer.unref();
+  }
+
+  /**
+   * Ends an HTTP/2 connection as nginx does once it sent GOAWAY
+   * (`keepalive_requests`, `keepalive_timeout`, a reload or graceful
+   * shutdown): one GOAWAY NO_ERROR naming the last stream processed
+   * (node:http2's `close()`), streams in progress finish, what was written
+   * is sent, then the connection is half-closed and lingers
+   * (`ngx_http_v2_handle_connection`, `lingerAfterGoaway`), an idle one
+   * too where nginx closes it at once (`ngx_http_v2_finalize_connection`):
+   * node:http2 may still hold frames of a finished stream, which closing at
+   * once would lose. node:http2 sends its GOAWAY a second time as it
+   * closes the connection (the same code and last stream).
+   */
+  private closeSession(st: ConnectionState): void {
+    const session = st.session!;
+    if (!session.closed && !session.destroyed) session.close();
   }
 
   /**
@@ -560,7 +644,6 @@ export class Engine {
     }
     if (conf.keepaliveTimeoutMs === 0 || st.info.requests + 1 >= conf.keepaliveRequests || Date.now() - st.info.acceptedAtMs > conf.keepaliveTimeMs) {
       st.h2LastStream = id;
-      session.goaway(h2.NGHTTP2_NO_ERROR, id);
     }
     return true;
   }
@@ -576,21 +659,58 @@ export class Engine {
       return;
     }
     if (!this.admitStream(st, group, req, session)) return;
+    if (st.idleTimer) {
+      clearTimeout(st.idleTimer);
+      st.idleTimer = undefined;
+    }
     st.active++;
     st.info.requests++;
+    // the stream that reached keepalive_requests is answered after the GOAWAY naming it (streams node:http2
+    // read after it are not served); the connection closes once the streams up to it are done
+    if (st.h2LastStream === req.stream.id) session.goaway(h2.NGHTTP2_NO_ERROR, st.h2LastStream);
+    // node:http2's compatibility request pauses its stream when it is paused, and starts reading the stream
+    // (a 'data' listener) only at its first `_read`, without resuming it: a body paused before that (a
+    // handler that reads it later, as FastCGI's STDIN or the client_body_timeout watch do) would never
+    // arrive. The stream is resumed as the request starts reading it; from then on node:http2's own flow
+    // control holds (the stream pauses when the request's buffer is full and resumes on its next read).
+    const stream = req.stream;
+    const onListener = (event: string | symbol): void => {
+      if (event !== 'data') return;
+      stream.off('newListener', onListener);
+      process.nextTick(() => stream.resume());
+    };
+    stream.on('newListener', onListener);
     const head: ClientRequestHead = {
       method: req.method ?? 'GET',
       requestUri: req.url ?? '/',
       protocol: 'HTTP/2.0',
       headers: http2Headers(req.headers),
-      rawHeaders: req.rawHeaders.filter((_, i, a) => !a[i - (i % 2)]!.startsWith(':')),
+      rawHeaders: http2RawHeaders(req.rawHeaders),
     };
-    serveClientRequest(gen.cx, head, req, new Http2Target(req, res), st.info, group, () => {
+    const r = serveClientRequest(gen.cx, head, req, new Http2Target(req, res), st.info, group, () => {
       st.active--;
-      // the streams up to the GOAWAY's are closed: so is the connection (a last GOAWAY, then FIN)
-      if (st.h2LastStream !== undefined && st.active === 0) session.destroy();
-      else if (this.stopping && st.active === 0) session.close();
+      if (st.active > 0 || session.closed || session.destroyed) return;
+      if (st.h2LastStream !== undefined) this.closeSession(st);
+      else this.armSessionIdle(st);
     });
+    req.stream.once('aborted', () => this.streamReset(r, req.stream, session));
+  }
+
+  /**
+   * A stream the client reset (RST_STREAM) before its response was complete,
+   * logged at info as `ngx_http_v2_state_rst_stream` does; a stream ended
+   * by the connection's end is not.
+   */
+  private streamReset(r: HttpRequestState, stream: Http2Stream, session: Http2Session): void {
+    if (session.destroyed) return;
+    const id = stream.id ?? 0;
+    const code = stream.rstCode ?? h2.NGHTTP2_NO_ERROR;
+    const message = code === h2.NGHTTP2_CANCEL ? `client canceled stream ${id}`
+      : code === h2.NGHTTP2_REFUSED_STREAM ? `client refused stream ${id}`
+        : code === h2.NGHTTP2_INTERNAL_ERROR ? `client terminated stream ${id} due to internal error`
+          : `client terminated stream ${id} with status ${code}`;
+    r.action ??= r.upstream ? 'sending to client' : 'sending response to client';
+    logRequest(this.generation.cx, r, 'info', message);
   }
 
   /**
@@ -604,9 +724,12 @@ export class Engine {
     await this.bindNew(gen);
     const old = this.generation;
     this.generation = gen;
-    // the HTTP/1.x connections of the old configuration end as an old worker's do (ngx_close_idle_connections):
-    // a kept-alive one is closed now, a busy one once its response is sent
-    for (const st of this.connections.values()) st.http1?.stop();
+    // the connections of the old configuration end as an old worker's do (ngx_close_idle_connections): an HTTP/2
+    // one with GOAWAY, then closed; a kept-alive HTTP/1.x one now, a busy one once its response is sent
+    for (const st of this.connections.values()) {
+      if (st.session) this.closeSession(st);
+      else st.http1?.stop();
+    }
     this.closeAfterShutdownTimeout(old.table.main.workerShutdownTimeoutMs);
     for (const [key, server] of this.listeners) {
       if (gen.groups.has(key)) continue;
@@ -646,7 +769,7 @@ export class Engine {
     this.stopping = true;
     const closed = this.closeListeners();
     for (const st of this.connections.values()) {
-      if (st.session) st.session.close();
+      if (st.session) this.closeSession(st);
       else if (st.http1) st.http1.stop();
       else st.raw.destroy();
     }

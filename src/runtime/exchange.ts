@@ -6,7 +6,7 @@
  * subrequest, a recorder that keeps the status and headers and drops the
  * body.
  */
-import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import { constants as h2constants, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
@@ -103,6 +103,12 @@ export class Http2Target implements ClientResponseTarget {
    * `send_timeout` between two writes that make progress.
    */
   private sendTimer: NodeJS.Timeout | undefined;
+  /**
+   * The response stream closed: node:http2's compatibility response has no
+   * `destroyed`, and takes no more writes once its stream is closed (a
+   * client's RST_STREAM), without 'drain' or 'close' to follow.
+   */
+  private streamClosed = false;
 
   private sendTimeout: SendTimeout | undefined;
   /** node:http2 does not count a stream's bytes; `$bytes_sent` counts what jinx wrote of the body. */
@@ -116,8 +122,17 @@ export class Http2Target implements ClientResponseTarget {
   ) {
     res.once('close', () => {
       this.closed();
-      for (const cb of this.closeListeners.splice(0)) cb(res.writableFinished);
+      for (const cb of this.closeListeners.splice(0)) cb(this.completed);
     });
+  }
+
+  /**
+   * The whole response went out: the stream finished, or closed without a
+   * reset after its end was written (a stream without trailers to wait for
+   * closes as its last DATA frame goes, before it reports 'finish').
+   */
+  private get completed(): boolean {
+    return this.res.writableFinished || (this.res.writableEnded && this.res.stream.rstCode === h2constants.NGHTTP2_NO_ERROR);
   }
 
   private readonly closeListeners: ((completed: boolean) => void)[] = [];
@@ -139,8 +154,9 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
-    writeHead(r, this.res, status, headers);
-    if (r.expectTrailers && !this.headOnly) this.trailersOf = r;
+    // a response whose HEADERS frame ended the stream (no body) gets no trailers either (ngx_http_v2_header_filter)
+    const ended = writeHead(r, this.res, status, headers);
+    if (r.expectTrailers && !ended) this.trailersOf = r;
   }
 
   /** The request whose `add_trailer` trailers end the response, if any. */
@@ -153,12 +169,48 @@ export class Http2Target implements ClientResponseTarget {
     (this.res as unknown as { flushHeaders(): void }).flushHeaders();
   }
 
+  /**
+   * Body bytes written in this turn of the event loop, not yet handed to
+   * node:http2: node:http2 sends each write as DATA frames of its own, and
+   * the end of the stream as an empty DATA frame unless the last bytes come
+   * with it. Gathered, a small body goes out as nginx sends it: one DATA frame
+   * carrying END_STREAM (`ngx_http_v2_send_chain`).
+   */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private flushTimer: NodeJS.Immediate | undefined;
+
   write(chunk: Buffer | string): boolean {
     this.bodyStarted = true;
     this.bytesSent += chunk.length;
-    const ok = (this.res as NodeJS.WritableStream).write(chunk);
-    if (!ok && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
+    const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    this.pending.push(data);
+    this.pendingBytes += data.length;
+    if (this.pendingBytes >= this.highWaterMark) return this.flush();
+    this.flushTimer ??= setImmediate(() => this.flush());
+    return true;
+  }
+
+  /** Hands the gathered body bytes to node:http2; false when its buffer is full. */
+  private flush(): boolean {
+    clearImmediate(this.flushTimer);
+    this.flushTimer = undefined;
+    const data = this.takePending();
+    if (data === undefined) return true;
+    const ok = (this.res as NodeJS.WritableStream).write(data);
+    if (!ok && this.sendTimeout && !this.sendTimer && !this.gone) this.armSendTimer(this.sendTimeout);
     return ok;
+  }
+
+  private takePending(): Buffer | undefined {
+    if (this.pendingBytes === 0) {
+      this.pending.length = 0;
+      return undefined;
+    }
+    const data = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return data;
   }
 
   private armSendTimer(timeout: SendTimeout): void {
@@ -187,11 +239,11 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   get bufferedBytes(): number {
-    return this.res.stream.writableLength;
+    return this.res.stream.writableLength + this.pendingBytes;
   }
 
   get gone(): boolean {
-    return this.res.destroyed;
+    return this.res.destroyed || this.streamClosed;
   }
 
   get highWaterMark(): number {
@@ -199,7 +251,7 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   onDrain(cb: () => void): void {
-    if (this.res.destroyed) {
+    if (this.gone) {
       queueMicrotask(cb);
       return;
     }
@@ -214,14 +266,32 @@ export class Http2Target implements ClientResponseTarget {
   end(chunk?: Buffer | string): void {
     this.bodyStarted = true;
     if (chunk !== undefined) this.bytesSent += chunk.length;
-    if (this.trailersOf) this.res.addTrailers(Object.fromEntries(responseTrailers(this.trailersOf)));
-    if (chunk === undefined) this.res.end();
-    else (this.res as NodeJS.WritableStream).end(chunk);
+    if (this.trailersOf) {
+      // a name given more than once is sent as that many fields
+      const trailers: Record<string, string[]> = {};
+      for (const [name, value] of responseTrailers(this.trailersOf)) (trailers[name.toLowerCase()] ??= []).push(value);
+      this.res.addTrailers(trailers);
+    }
+    clearImmediate(this.flushTimer);
+    this.flushTimer = undefined;
+    if (chunk !== undefined && chunk.length > 0) {
+      const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      this.pending.push(data);
+      this.pendingBytes += data.length;
+    }
+    // an empty last chunk is still written: node:http2 then ends a stream whose HEADERS frame ended it
+    // without an RST_STREAM after it
+    const data = this.takePending() ?? chunk;
+    if (data === undefined) this.res.end();
+    else (this.res as NodeJS.WritableStream).end(data);
   }
 
   /** Resets the stream (RST_STREAM INTERNAL_ERROR, as nginx resets a stream it gives up); the connection stays. */
   abort(): void {
     this.abortListener = undefined;
+    clearImmediate(this.flushTimer);
+    this.flushTimer = undefined;
+    this.takePending();
     this.res.stream.close(2);
   }
 
@@ -237,7 +307,8 @@ export class Http2Target implements ClientResponseTarget {
 
   /** The response stream closed: calls the `onAbort` callback unless the response was complete or jinx closed it. */
   private closed(): void {
-    if (!this.abortListener || this.res.writableFinished) return;
+    this.streamClosed = true;
+    if (!this.abortListener || this.completed) return;
     const socket = this.req.socket as (Socket & { errored?: Error | null }) | null;
     this.abortListener((socket?.errored ?? undefined) as NodeJS.ErrnoException | undefined);
   }

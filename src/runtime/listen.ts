@@ -4,8 +4,11 @@
  * the certificate by SNI with nginx's server-name rules, and refuse the
  * handshake for a server with `ssl_reject_handshake on`.
  */
-import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
+import {
+  createServer as createHttp2Server, type Http2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session,
+} from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { constants as cryptoConstants } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import { createSecureContext, createServer as createTlsServer, type SecureContext, type SecureContextOptions, type Server as TlsServer, type TLSSocket } from 'node:tls';
@@ -13,11 +16,12 @@ import { loadCertificatePair, type CertificatePair } from '../config/certificate
 import type { CertificateCacheConf } from '../config/modules/ssl.js';
 import { CertificateCache } from './certificate-cache.js';
 import { SessionCache } from './session-cache.js';
-import type { ListenGroup, RouteTable, VirtualServer } from '../config/route-table.js';
+import type { ListenGroup, RouteTable, ServerSet, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
 import type { HttpRequestState } from './request.js';
 import { findServer } from './server-names.js';
+import { startHttp2 } from './http2/first-frame.js';
 
 /** Every server on a listen group's address, whichever name or local address selects it. */
 function serversOf(group: ListenGroup): Set<VirtualServer> {
@@ -171,8 +175,13 @@ export interface ListenHooks {
   handshakeContext(server: VirtualServer, socket: TLSSocket, serverName: string): SecureContext;
   /** A TLS handshake failed (or was refused by `ssl_reject_handshake`). */
   onTlsError(err: Error, socket: TLSSocket): void;
-  /** A new HTTP/2 connection. */
-  onSession(session: Http2Session): void;
+  /**
+   * The SETTINGS an HTTP/2 connection starts with, for its server (the
+   * default server of its address, or the one its SNI name chose).
+   */
+  sessionSettings(socket: Socket): Http2StartSettings;
+  /** A new HTTP/2 connection on `socket` (TCP, or TLS after the handshake; `session.socket` may be a shim over it). */
+  onSession(session: Http2Session, socket: Socket): void;
   /** A request on an HTTP/2 stream. */
   onStream(req: Http2ServerRequest, res: Http2ServerResponse): void;
 }
@@ -189,18 +198,75 @@ const rejected = new WeakSet<TLSSocket>();
 /** Whether `ssl_reject_handshake` refused the handshake of a TLS socket. */
 export const handshakeRejected = (socket: TLSSocket): boolean => rejected.has(socket);
 
+/** The server's values in the SETTINGS frame an HTTP/2 connection starts with (`ngx_http_v2_send_settings`). */
+export interface Http2StartSettings {
+  /** `http2_max_concurrent_streams`. */
+  readonly maxConcurrentStreams: number;
+  /** The initial stream window: `http2_body_preread_size`. */
+  readonly initialWindowSize: number;
+}
+
 /**
  * What every HTTP/2 session starts with: the SETTINGS of
- * `ngx_http_v2_send_settings` with nginx's defaults (the engine sends a
- * server's own `http2_max_concurrent_streams` and `http2_body_preread_size`
- * after them), and room for as many header fields as
+ * `ngx_http_v2_send_settings` (nginx's defaults here; `Http2Servers` puts
+ * in a server's own `http2_max_concurrent_streams` and
+ * `http2_body_preread_size`), and room for as many header fields as
  * `large_client_header_buffers` lets through (node:http2 resets a stream
  * with more than 128 by default; the engine checks nginx's limits).
+ * Response header blocks are written as `ngx_http_v2_header_filter` writes
+ * them: without HPACK's dynamic table (every field a literal, so a long
+ * block takes CONTINUATION frames as nginx's does).
  */
 export const H2_SESSION_OPTIONS = {
   settings: { maxConcurrentStreams: 128, initialWindowSize: 65_536, maxFrameSize: 16_777_215 },
   maxHeaderListPairs: 65_536,
+  maxDeflateDynamicTableSize: 0,
 };
+
+/**
+ * The node:http2 servers that run a listening address's HTTP/2 sessions,
+ * one for each set of SETTINGS its servers start connections with: node:http2
+ * takes SETTINGS per server, nginx sends the connection's server's in its
+ * first frame. None of them listens: a connection is handed to one
+ * (`serve`) once its start was read (`startHttp2`).
+ */
+class Http2Servers {
+  private readonly servers = new Map<string, Http2Server>();
+
+  constructor(
+    private readonly hooks: ListenHooks,
+    private readonly onStream: (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+  ) {}
+
+  /** Starts an HTTP/2 session on `transport` (the socket, or a shim over it) with the SETTINGS of `socket`'s server. */
+  serve(socket: Socket, transport: Socket | Duplex): void {
+    const own = this.hooks.sessionSettings(socket);
+    const key = `${own.maxConcurrentStreams}|${own.initialWindowSize}`;
+    let server = this.servers.get(key);
+    if (!server) {
+      server = createHttp2Server({ ...H2_SESSION_OPTIONS, settings: { ...H2_SESSION_OPTIONS.settings, ...own } }, this.onStream);
+      this.servers.set(key, server);
+    }
+    // node:http2 makes the session and emits 'session' while it takes the connection
+    const onSession = (session: Http2Session): void => this.hooks.onSession(session, socket);
+    server.once('session', onSession);
+    server.emit('connection', transport);
+    server.off('session', onSession);
+  }
+}
+
+/** The protocols `ngx_http_ssl_alpn_select` offers, in its order of preference, with and without HTTP/2. */
+const ALPN_HTTP1 = ['http/1.1', 'http/1.0', 'http/0.9'];
+const ALPN_WITH_H2 = ['h2', ...ALPN_HTTP1];
+
+/** The servers of the address a connection arrived on (`hc->addr_conf`). */
+function addressServers(group: ListenGroup, localAddress: string | undefined): ServerSet {
+  const addr = localAddress?.startsWith('::ffff:') ? localAddress.slice(7) : localAddress ?? '';
+  return group.byLocalAddr.get(addr) ?? group.servers;
+}
+
+/** Whether a plain connection may start HTTP/2 (`listen … http2`, or `http2 on` in the address's default server). */
+const http2Accepted = (set: ServerSet): boolean => set.http2Listen || set.defaultServer.conf.http2;
 
 /** The key of a listen group: address and port. */
 export const listenKey = (g: { host: string; port: number }): string => `${g.host}|${g.port}`;
@@ -216,14 +282,13 @@ export const listenKey = (g: { host: string; port: number }): string => `${g.hos
 export function createListener(group: ListenGroup, hooks: ListenHooks): Listener {
   const key = listenKey(group);
   const onStream = (req: Http2ServerRequest, res: Http2ServerResponse): void => hooks.onStream(req, res);
-  const h2 = group.http2 ? createHttp2Server(H2_SESSION_OPTIONS, onStream) : undefined;
-  h2?.on('session', (session: Http2Session) => hooks.onSession(session));
+  const h2 = group.http2 ? new Http2Servers(hooks, onStream) : undefined;
   if (!group.ssl) {
-    // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x
+    // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x;
+    // ngx_http_wait_request_handler looks for the preface when the address's default server has `http2 on`
     return frontServer(hooks, (socket, first) => {
-      if (h2 && first.toString('latin1', 0, 4) === 'PRI ') {
-        socket.unshift(first);
-        h2.emit('connection', socket);
+      if (h2 && first.toString('latin1', 0, 4) === 'PRI ' && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress))) {
+        startHttp2(socket, first, (transport) => h2.serve(socket, transport));
       } else hooks.onHttp1(socket, first);
     });
   }
@@ -231,8 +296,13 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     ...hooks.tls().optionsOf(group.servers.defaultServer),
     requestCert: hooks.tls().requestsCertificates(group),
     rejectUnauthorized: false,
-    // ngx_http_ssl_alpn_select: the server's order, h2 first with `http2 on`
-    ALPNProtocols: [...(group.http2 ? ['h2'] : []), 'http/1.1', 'http/1.0', 'http/0.9'],
+    // ngx_http_ssl_alpn_select: the server's order, h2 first when the server the SNI name selects has `http2 on`
+    ALPNCallback(this: TLSSocket, hello: { servername: string | false; protocols: string[] }): string | undefined {
+      const set = addressServers(hooks.group(key) ?? group, this.localAddress);
+      const server = hello.servername ? findServer(set, hello.servername.toLowerCase()) : set.defaultServer;
+      const offered = h2 && (set.http2Listen || server.conf.http2) ? ALPN_WITH_H2 : ALPN_HTTP1;
+      return offered.find((p) => hello.protocols.includes(p));
+    },
     // node:tls calls it on the socket being handshaken
     SNICallback(this: TLSSocket, name: string, cb: (err: Error | null, ctx?: SecureContext) => void) {
       withSni.add(this);
@@ -255,8 +325,11 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   const sessions = group.servers.defaultServer.tls;
   if (sessions?.sessionCache) new SessionCache(sessions.sessionCache.maxSessions, sessions.sessionTimeoutSec * 1000).serve(tlsServer);
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
-    if (h2 && socket.alpnProtocol === 'h2') h2.emit('connection', socket);
-    else {
+    if (h2 && socket.alpnProtocol === 'h2') {
+      // HTTP/2 starts once its first frame was read
+      socket.pause();
+      startHttp2(socket, Buffer.alloc(0), (transport) => h2.serve(socket, transport));
+    } else {
       // as on plain connections: a client that shuts down its side after a request still gets the response
       socket.allowHalfOpen = true;
       hooks.onHttp1(socket, undefined);

@@ -153,6 +153,25 @@ export function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
   return out;
 }
 
+/**
+ * The header lines of an HTTP/2 request as nginx lists them: pseudo-headers
+ * left out, and the `cookie` fields (HTTP/2 lets a client split them) made
+ * one, joined with "; ", after the others (`ngx_http_v2_construct_cookie_header`),
+ * which is how a proxied request sends them.
+ */
+export function http2RawHeaders(raw: readonly string[]): string[] {
+  const out: string[] = [];
+  const cookies: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.charCodeAt(0) === 58) continue;
+    if (name === 'cookie') cookies.push(raw[i + 1]!);
+    else out.push(name, raw[i + 1]!);
+  }
+  if (cookies.length > 0) out.push('cookie', cookies.join('; '));
+  return out;
+}
+
 /** Why a request is refused before any phase, as nginx logs it (level info); 400 unless `status` says otherwise. */
 function requestError(ex: Exchange, message: string, whileReading: 'request line' | 'request headers', status = 400): Promise<void> {
   const { r } = ex;
@@ -161,6 +180,18 @@ function requestError(ex: Exchange, message: string, whileReading: 'request line
   logRequest(ex.cx, r, 'info', message);
   r.action = undefined;
   return finalize(ex, status);
+}
+
+/**
+ * An HTTP/2 request refused while its Host is processed. nginx reads an
+ * HTTP/2 request's `:authority` and `host` as they arrive
+ * (`ngx_http_v2_state_process_header`), before it builds the request line:
+ * the log line then has no `request:` nor `host:`, and `$request` is empty.
+ */
+function hostError(ex: Exchange, message: string, status = 400): Promise<void> {
+  ex.r.lineRead = false;
+  ex.r.headersRead = false;
+  return requestError(ex, message, 'request headers', status);
 }
 
 /** Verification errors `ssl_verify_client optional_no_ca` lets through (`ngx_ssl_verify_error_optional`). */
@@ -224,13 +255,16 @@ async function refuse(ex: Exchange, set: ServerSet, host: string, refusal: Refus
   ex.out.abort();
 }
 
+/** A request's URI, arguments and host once checked; for HTTP/2, a second Host header, refused once the server is chosen. */
+type CheckedTarget = NonNullable<ClientRequestHead['parsed']> & { readonly duplicateHost?: string };
+
 /**
  * The target and Host of an HTTP/2 request as `ngx_http_v2_state_process_header`
  * and `ngx_http_process_request_header` check them (HTTP/1.x requests come
  * checked by their connection): the URI and arguments, and the validated
  * host, or the refusal nginx answers with.
  */
-function http2Target(r: HttpRequestState): { uri: string; args: string; host: string; requestPort: string } | Refusal {
+function http2Target(r: HttpRequestState): CheckedTarget | Refusal {
   let target = r.requestUri;
   let lineHost: string | undefined;
   const absolute = /^https?:\/\/([^/?#]*)(.*)$/i.exec(target);
@@ -248,11 +282,11 @@ function http2Target(r: HttpRequestState): { uri: string; args: string; host: st
   if (lineHost !== undefined && lineHostValid === undefined) return { status: 400, message: 'client sent invalid host in request line', reading: 'request line' };
   const headerHost = hosts.length > 0 ? validateHost(hosts[0]!) : '';
   if (headerHost === undefined) return { status: 400, message: 'client sent invalid host header', reading: 'request headers' };
-  if (hosts.length > 1) {
-    return { status: 400, message: `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"`, reading: 'request headers' };
-  }
+  const duplicateHost = hosts.length > 1 ? `client sent duplicate host header: "Host: ${hosts[1]}", previous value: "Host: ${hosts[0]}"` : undefined;
   const host = lineHostValid ?? headerHost;
-  return { uri, args: q === -1 ? '' : target.slice(q + 1), host, requestPort: host ? hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!) : '' };
+  return {
+    uri, args: q === -1 ? '' : target.slice(q + 1), host, requestPort: host ? hostPort(lineHostValid !== undefined ? lineHost! : hosts[0]!) : '', duplicateHost,
+  };
 }
 
 /**
@@ -271,11 +305,14 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: C
       }
       return await refuse(ex, set, head.parsed?.host ?? '', head.refusal);
     }
-    const target = head.parsed ?? http2Target(r);
+    const target: CheckedTarget | Refusal = head.parsed ?? http2Target(r);
     if ('status' in target) {
       // nginx never set r->uri: $uri is empty in the access log
-      if (target.reading === 'request line') r.uri = '';
-      return await refuse(ex, set, '', target);
+      if (target.reading === 'request line') {
+        r.uri = '';
+        return await refuse(ex, set, '', target);
+      }
+      return await hostError(ex, target.message);
     }
     r.uri = target.uri;
     r.args = target.args;
@@ -292,6 +329,18 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: C
     r.server = findServer(set, host, r);
     r.loc = r.server.conf;
     r.host = host || r.server.name;
+    if (!head.parsed) {
+      if (!set.http2Listen && !r.server.conf.http2) {
+        // ngx_http_set_virtual_server: the Host names a server with `http2 off`
+        return await hostError(ex, 'client attempted to request the server name for which the negotiated protocol is disabled', 421);
+      }
+      // a second Host header is refused in the server the first one selected (ngx_http_process_host)
+      if (target.duplicateHost) return await hostError(ex, target.duplicateHost);
+      if (r.method === 'CONNECT' || r.method === 'TRACE') {
+        // ngx_http_process_request_header, which HTTP/2 requests go through too (HTTP/1.x refuses them while parsing)
+        return await requestError(ex, `client sent ${r.method} method`, 'request headers', 405);
+      }
+    }
     if (sslPort && !r.conn.tls) return await requestError(ex, 'client sent plain HTTP request to HTTPS port', 'request headers', 497);
     const refusal = clientCertificateRefusal(r);
     if (refusal) return await requestError(ex, refusal.message, 'request headers', refusal.status);

@@ -20,6 +20,33 @@ import type { HttpRequestState } from './request.js';
 import type { TempFile } from './temp-files.js';
 
 /**
+ * Whether `r` comes with a body, as nginx sees it: a `Content-Length` other
+ * than 0, a `Transfer-Encoding` (HTTP/1.x), or an HTTP/2 stream whose
+ * HEADERS frame did not end it (`body`: the stream's request).
+ */
+export function requestHasBody(r: HttpRequestState, body: Readable | undefined): boolean {
+  const length = r.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return r.headers['transfer-encoding'] !== undefined || http2BodyOfUnknownLength(r, body);
+}
+
+/**
+ * Whether `r`'s body comes without a length, as a chunked one does: nginx
+ * takes an HTTP/2 request without `Content-Length` whose HEADERS frame did
+ * not end the stream as chunked (`ngx_http_v2_run_request` sets
+ * `r->headers_in.chunked`).
+ */
+export function bodyOfUnknownLength(r: HttpRequestState, body: Readable | undefined): boolean {
+  return r.headers['transfer-encoding'] !== undefined || (r.headers['content-length'] === undefined && http2BodyOfUnknownLength(r, body));
+}
+
+function http2BodyOfUnknownLength(r: HttpRequestState, body: Readable | undefined): boolean {
+  if (r.protocol !== 'HTTP/2.0' || body === undefined) return false;
+  const stream = (body as Readable & { stream?: { endAfterHeaders?: boolean } }).stream;
+  return stream?.endAfterHeaders === false;
+}
+
+/**
  * A request body a handler may discard instead of reading (an HTTP/1.x
  * connection's; HTTP/2 streams just drop their data).
  */

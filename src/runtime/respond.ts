@@ -293,9 +293,35 @@ export function responseHeaders(
   return { wire, list };
 }
 
-/** Sends status and headers on an HTTP/2 response (node:http2's compatibility API), as `responseHeaders` lists them. */
-export function writeHead(r: HttpRequestState, res: Http2ServerResponse, status: number, headers: [string, string | string[]][]): void {
+/** Header fields `ngx_http_v2_header_filter` leaves out: HTTP/1.x connection fields, which HTTP/2 has none of. */
+const HTTP1_ONLY = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/**
+ * Sends status and headers on an HTTP/2 response (node:http2's
+ * compatibility API), as `responseHeaders` lists them and
+ * `ngx_http_v2_header_filter` sends them: without HTTP/1.x connection
+ * fields, and in a HEADERS frame that ends the stream when no body follows
+ * (a HEAD request, 204, 304, or `Content-Length: 0` without trailers to
+ * come), where node:http2's compatibility response would send an empty
+ * DATA frame after it to end the stream; with a body and no trailers, the
+ * last DATA frame ends it, as nginx's does.
+ * @returns whether the HEADERS frame ended the stream (nothing more is sent)
+ */
+export function writeHead(r: HttpRequestState, res: Http2ServerResponse, status: number, headers: [string, string | string[]][]): boolean {
   const { wire, list } = responseHeaders(r, status, headers);
-  for (const [name, value] of list) res.setHeader(name, value);
-  res.writeHead(wire);
+  let fin = r.method === 'HEAD' || wire === 204 || wire === 304;
+  for (const [name, value] of list) {
+    const lower = name.toLowerCase();
+    if (HTTP1_ONLY.has(lower)) continue;
+    if (lower === 'content-length' && value === '0' && !r.expectTrailers) fin = true;
+    res.setHeader(lower, value);
+  }
+  if (res.stream.headersSent || res.stream.destroyed || (!fin && r.expectTrailers)) {
+    res.writeHead(wire);
+    return false;
+  }
+  // the compatibility response always waits for trailers, and so ends a stream with an empty DATA frame;
+  // without trailers to come, the last DATA frame carries END_STREAM
+  res.stream.respond({ ...res.getHeaders(), ':status': wire }, { endStream: fin });
+  return fin;
 }

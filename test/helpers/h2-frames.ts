@@ -13,6 +13,7 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 /** Frame types (RFC 9113 section 6). */
 export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
+const FRAME_NAMES: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(FRAME).map(([name, type]) => [type, name]));
 /** Error codes (RFC 9113 section 7). */
 export const H2_ERROR = { NO_ERROR: 0, PROTOCOL_ERROR: 1, REFUSED_STREAM: 7, CANCEL: 8, ENHANCE_YOUR_CALM: 11 } as const;
 const END_STREAM = 0x1;
@@ -110,6 +111,15 @@ export function headerFrames(stream: number, block: Buffer): Buffer {
   return Buffer.concat(parts);
 }
 
+/**
+ * How a client starts its connection: `settings`, the preface and an empty
+ * SETTINGS frame in one write (RFC 9113 section 3.4); `ack-first`, the
+ * preface alone and, once the server's SETTINGS arrived, their
+ * acknowledgement as its first frame (nginx-tests' client does this);
+ * `headers-first`, the preface and then requests, no SETTINGS at all.
+ */
+export type ClientStart = 'settings' | 'ack-first' | 'headers-first';
+
 /** A connection that writes frames and records every frame received. */
 export class RawH2 {
   readonly frames: Frame[] = [];
@@ -129,10 +139,11 @@ export class RawH2 {
 
   /**
    * Connects (h2c with prior knowledge, or TLS with ALPN `h2` and SNI
-   * `servername`) and sends the preface with an empty SETTINGS frame. The
-   * server's SETTINGS are acknowledged only when `ackSettings` is called.
+   * `servername`) and starts as `start` says (by default the preface with
+   * an empty SETTINGS frame). The server's SETTINGS are acknowledged only
+   * when `ackSettings` is called, or with `ack-first`.
    */
-  static async open(port: number, tls?: { servername: string }): Promise<RawH2> {
+  static async open(port: number, tls?: { servername: string }, start: ClientStart = 'settings'): Promise<RawH2> {
     const socket = tls
       ? tlsConnect({ host: '127.0.0.1', port, servername: tls.servername, ALPNProtocols: ['h2'], rejectUnauthorized: false })
       : netConnect({ host: '127.0.0.1', port });
@@ -141,7 +152,15 @@ export class RawH2 {
       socket.once('error', reject);
     });
     const conn = new RawH2(socket);
-    socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0)]));
+    if (start === 'settings') {
+      socket.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0)]));
+      return conn;
+    }
+    socket.write(PREFACE);
+    if (start === 'ack-first') {
+      await conn.until((f) => f.some((x) => x.type === FRAME.SETTINGS && (x.flags & ACK) === 0));
+      conn.ackSettings();
+    }
     return conn;
   }
 
@@ -191,6 +210,18 @@ export class RawH2 {
   /** Sends several requests in one write. */
   requests(list: readonly (readonly [stream: number, fields: readonly Field[]])[]): void {
     this.socket.write(Buffer.concat(list.map(([s, f]) => headerFrames(s, headerBlock(f)))));
+  }
+
+  /** Resets a stream (RST_STREAM with `code`). */
+  reset(stream: number, code: number): void {
+    const payload = Buffer.alloc(4);
+    payload.writeUInt32BE(code);
+    this.socket.write(frame(FRAME.RST_STREAM, 0, stream, payload));
+  }
+
+  /** Every frame received as `TYPE:FLAGS:STREAM`, in order (payloads left out). */
+  summary(): string[] {
+    return this.frames.map((f) => `${FRAME_NAMES[f.type] ?? f.type}:${f.flags}:${f.stream}`);
   }
 
   /** The last value of each setting the server sent, by identifier (RFC 9113 section 6.5.2). */

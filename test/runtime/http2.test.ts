@@ -16,11 +16,12 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
 import { request } from 'node:https';
+import { connect as tlsConnect } from 'node:tls';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, hasCommand, startJinx, startUpstream } from '../helpers/harness.js';
 import { selfSigned } from '../helpers/pki.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
-import { FRAME, H2_ERROR, RawH2, getFields, type Field } from '../helpers/h2-frames.js';
+import { FRAME, H2_ERROR, RawH2, getFields, type ClientStart, type Field } from '../helpers/h2-frames.js';
 import { echoUpstream, type Echo } from '../helpers/upstreams.js';
 
 /** What a client saw of one HTTP/2 exchange. */
@@ -362,6 +363,162 @@ describe('HTTP/2 limits per connection (differential)', { skip: NO_ORACLE || NO_
     });
     assert.deepEqual(run.nginx.result, { outcomes: {}, goaways: [{ lastStream: 1, code: H2_ERROR.ENHANCE_YOUR_CALM }] });
     assert.deepEqual(run.jinx.result, { outcomes: { 1: 'response' }, goaways: [] });
+  });
+});
+
+/** Waits `ms` milliseconds. */
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A TLS handshake with ALPN `protocols` and SNI `servername`: the protocol chosen, or `refused` when the handshake failed. */
+function alpn(port: number, servername: string, protocols: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port, servername, ALPNProtocols: protocols, rejectUnauthorized: false });
+    socket.once('secureConnect', () => {
+      resolve(socket.alpnProtocol || 'none');
+      socket.destroy();
+    });
+    socket.once('error', () => resolve('refused'));
+  });
+}
+
+describe('HTTP/2 connections as nginx starts and ends them (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
+  after(cleanup);
+
+  it('serves a client whose first frame after the preface is a SETTINGS acknowledgement or a request, and sends each client the frames nginx sends', async () => {
+    const tls = selfSigned('h2.test');
+    const run = await differential({
+      extraPorts: 1,
+      files: { 'h2.pem': tls.cert, 'h2.key': tls.key },
+      conf: ({ port, ports }) => httpConf(`
+  server { listen 127.0.0.1:${port}; listen 127.0.0.1:${ports[0]} ssl; http2 on; server_name h2.test;
+    ssl_certificate h2.pem; ssl_certificate_key h2.key;
+    location / { return 200; }
+  }`),
+    }, async (s) => {
+      const frames = async (start: ClientStart, tlsPort?: number): Promise<string[]> => {
+        const raw = await RawH2.open(tlsPort ?? s.port, tlsPort ? { servername: 'h2.test' } : undefined, start);
+        if (start === 'settings') {
+          await raw.until((f) => f.some((x) => x.type === FRAME.SETTINGS));
+          raw.ackSettings();
+        }
+        raw.request(1, getFields('/', 'h2.test', tlsPort ? 'https' : 'http'));
+        await raw.until(() => raw.ended().length > 0);
+        // a frame sent after the response (a stray SETTINGS acknowledgement) would show here
+        await pause(200);
+        raw.close();
+        return raw.summary();
+      };
+      return {
+        settings: await frames('settings'), ackFirst: await frames('ack-first'), headersFirst: await frames('headers-first'),
+        ackFirstTls: await frames('ack-first', s.ports[0]),
+      };
+    });
+    const served = ['SETTINGS:0:0', 'WINDOW_UPDATE:0:0', 'HEADERS:5:1'];
+    const conforming = ['SETTINGS:0:0', 'WINDOW_UPDATE:0:0', 'SETTINGS:1:0', 'HEADERS:5:1'];
+    assert.deepEqual(run.nginx.result, { settings: conforming, ackFirst: served, headersFirst: served, ackFirstTls: served });
+    // node:http2 sends its acknowledgement of the client's SETTINGS before the WINDOW_UPDATE (README)
+    assert.deepEqual(run.jinx.result, { ...run.nginx.result, settings: ['SETTINGS:0:0', 'SETTINGS:1:0', 'WINDOW_UPDATE:0:0', 'HEADERS:5:1'] });
+    assert.deepEqual(run.jinx.errorLog, run.nginx.errorLog);
+  });
+
+  it('offers h2 by ALPN to the server the SNI name selects and answers a request naming a server with http2 off with 421', async () => {
+    const files: Record<string, string> = {};
+    for (const name of ['on.test', 'off.test']) {
+      const { cert, key } = selfSigned(name);
+      files[`${name}.pem`] = cert;
+      files[`${name}.key`] = key;
+    }
+    const run = await differential({
+      files,
+      conf: ({ port }) => httpConf(`
+  log_format h2 '"$request" $status';
+  server { listen 127.0.0.1:${port} ssl; http2 on; server_name on.test; ssl_certificate on.test.pem; ssl_certificate_key on.test.key;
+    access_log logs/h2.log h2;
+    location / { return 200 "on\\n"; }
+  }
+  server { listen 127.0.0.1:${port} ssl; server_name off.test; ssl_certificate off.test.pem; ssl_certificate_key off.test.key;
+    access_log logs/h2.log h2;
+    location / { return 200 "off\\n"; }
+  }`),
+    }, async (s) => {
+      const session = connect(`https://127.0.0.1:${s.port}`, { servername: 'on.test', rejectUnauthorized: false });
+      try {
+        return {
+          h2Only: { on: await alpn(s.port, 'on.test', ['h2']), off: await alpn(s.port, 'off.test', ['h2']) },
+          either: { on: await alpn(s.port, 'on.test', ['h2', 'http/1.1']), off: await alpn(s.port, 'off.test', ['h2', 'http/1.1']) },
+          hostOff: await h2Outcome(session, { ':path': '/', ':authority': 'off.test' }),
+          hostOn: await h2Outcome(session, { ':path': '/', ':authority': 'on.test' }),
+        };
+      } finally {
+        session.close();
+      }
+    });
+    assert.deepEqual(run.nginx.result, {
+      h2Only: { on: 'h2', off: 'refused' }, either: { on: 'h2', off: 'http/1.1' }, hostOff: { status: 421 }, hostOn: { status: 200 },
+    });
+    assert.deepEqual(run.nginx.file('logs/h2.log'), ['"-" 421', '"GET / HTTP/2.0" 200']);
+    assert.deepEqual(run.jinx.file('logs/h2.log'), run.nginx.file('logs/h2.log'));
+    assert.ok(run.nginx.errorLog.some((l) => /client attempted to request the server name for which the negotiated protocol is disabled while reading client request headers, client: 127\.0\.0\.1, server: off\.test$/.test(l)));
+    // the handshakes' lines come in the order the handshakes end
+    assert.deepEqual([...run.jinx.errorLog].sort(), [...run.nginx.errorLog].sort());
+    assertSameAsNginx(run, { log: false });
+  });
+
+  it('closes an idle connection with GOAWAY after keepalive_timeout and on a reload, refuses TRACE with 405, and ends a HEAD stream with its HEADERS frame', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name h2c.test; keepalive_timeout 1s;
+    location / { return 200 "ok\\n"; }
+  }`),
+    }, async (s) => {
+      const session = connect(`http://127.0.0.1:${s.port}`);
+      const idleGoaways = goaways(session);
+      const trace = await h2Outcome(session, { ':method': 'TRACE', ':path': '/', ':authority': 'h2c.test' });
+      const get = await h2Outcome(session, { ':path': '/', ':authority': 'h2c.test' });
+      await pause(1500);
+      const closedWhenIdle = session.closed || session.destroyed;
+      session.destroy();
+      // node:http2 may repeat its GOAWAY when it closes the connection (README): the same code and last stream
+      const same = (list: readonly { code: number }[]): boolean => list.every((g) => JSON.stringify(g) === JSON.stringify(list[0]));
+      const idle = idleGoaways[0];
+      const raw = await RawH2.open(s.port);
+      raw.request(1, [[':method', 'HEAD'], [':path', '/'], [':scheme', 'http'], [':authority', 'h2c.test']]);
+      await raw.until(() => raw.ended().length > 0);
+      raw.ackSettings();
+      s.server.child.kill('SIGHUP');
+      await raw.until(() => raw.goaways().length > 0);
+      raw.close();
+      const reload = raw.goaways()[0];
+      const repeated = same(idleGoaways) && same(raw.goaways());
+      return { trace, get, idle, closedWhenIdle, head: raw.summary().filter((f) => f.endsWith(':1')), reload, repeated };
+    });
+    assert.deepEqual(run.nginx.result, {
+      trace: { status: 405 }, get: { status: 200 }, idle: { code: H2_ERROR.NO_ERROR, last: 3 }, closedWhenIdle: true,
+      head: ['HEADERS:5:1'], reload: { lastStream: 1, code: H2_ERROR.NO_ERROR }, repeated: true,
+    });
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[info] *CONN client sent TRACE method while reading client request headers')));
+    assertSameAsNginx(run);
+  });
+
+  it('stops a response whose stream the client reset: no send_timeout follows', async () => {
+    const run = await differential({
+      files: { 'html/big.txt': 'x'.repeat(1024 * 1024) },
+      conf: ({ port, prefix }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name h2c.test; send_timeout 1s; root ${prefix}/html; }`),
+    }, async (s) => {
+      const raw = await RawH2.open(s.port);
+      raw.request(1, getFields('/big.txt', 'h2c.test'));
+      await raw.until((f) => f.some((x) => x.type === FRAME.DATA));
+      raw.reset(1, H2_ERROR.CANCEL);
+      await pause(1500);
+      raw.close();
+      return { reset: true };
+    });
+    // nginx also logs the stream's request once more when the connection closes (`client prematurely closed connection`)
+    const again = /client prematurely closed connection while sending response to client/;
+    assert.ok(run.nginx.errorLog.some((l) => /client canceled stream 1 while sending response to client/.test(l)));
+    assert.deepEqual(run.jinx.errorLog, run.nginx.errorLog.filter((l) => !again.test(l)));
+    assertSameAsNginx(run, { log: false });
   });
 });
 

@@ -81,7 +81,7 @@ describe('proxy (differential)', { skip: NO_ORACLE }, () => {
       const out: Record<string, Proxied> = {};
       for (const p of [
         '/p/x?q=1', '/p/a%20b/c%2Fd?x=%20', '/p/', '/root/y?z', '/n/a%20b?q=1', '/n/../n/x', '/rw/a?k=v', '/rwuri/a?k=v', '/rwlast/b?k=v',
-        '/re/c?k=v', '/var/d?k=v', '/varuri/e?k=v', '/npm/f%2Fg?k=v',
+        '/re/c?k=v', '/var/d?k=v', '/varuri/e?k=v', '/npm/f%2Fg?k=v', '/p/q%22%3C%3E%5C%5E%60%7B%7C%7D%23%3F',
       ]) out[p] = await proxied(s, p);
       return out;
     });
@@ -89,6 +89,8 @@ describe('proxy (differential)', { skip: NO_ORACLE }, () => {
     assert.equal(echo('/p/x?q=1').url, '/prefix/x?q=1');
     assert.equal(echo('/rwuri/a?k=v').url, '/changed/a?k=v');
     assert.equal(echo('/npm/f%2Fg?k=v').url, '/npm/f%2Fg?k=v');
+    // nginx 1.30's NGX_ESCAPE_URI: what RFC 3986 does not allow in a path, and '#', '%', '?'
+    assert.equal(echo('/p/q%22%3C%3E%5C%5E%60%7B%7C%7D%23%3F').url, '/prefix/q%22%3C%3E%5C%5E%60%7B%7C%7D%23%3F');
     assertSameAsNginx(run);
   });
 

@@ -21,6 +21,7 @@ const FILES = {
   'html/dir/a.txt': 'dir a\n',
   'html/noindex/file.txt': 'x\n',
   'html/sub/deeper/f.txt': 'deep\n',
+  'html/dir sp"<{|}>/a.txt': 'odd\n',
   'other/alias.txt': 'alias file\n',
   'other/img/logo.png': 'PNGDATA',
   'other/deep/d.txt': 'alias deep\n',

@@ -18,7 +18,7 @@ import type { Exchange } from '../exchange.js';
 import { acceleratedRedirect, finalize } from '../phases.js';
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState } from '../request.js';
-import { bodyStream, keepPassedBody, readRequestBody, type RequestBody } from '../request-body.js';
+import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
@@ -145,8 +145,7 @@ function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
 export async function fastcgiRequest(ex: Exchange): Promise<void> {
   const { r } = ex;
   const conf = r.loc.fastcgi!;
-  const hasBody = conf.passRequestBody && ex.body !== undefined
-    && (r.headers['content-length'] !== undefined ? r.headers['content-length'] !== '0' : r.headers['transfer-encoding'] !== undefined);
+  const hasBody = conf.passRequestBody && ex.body !== undefined && requestHasBody(r, ex.body);
   let body: FastcgiBody | undefined;
   if (hasBody && !conf.requestBuffering) {
     // fastcgi_request_buffering off: STDIN records go out as the body arrives (read by sendBody; paused until then)
@@ -535,6 +534,19 @@ async function sendBody(socket: Socket, head: Buffer[], body: FastcgiBody, sendT
     source = passedChunks(body.stream, bodyTimeoutMs);
   } else source = bodyStream(body) as AsyncIterable<Buffer>;
   await write(head);
-  for await (const chunk of source) await write(stdin(chunk));
+  // a chunk the body's end came with (an HTTP/2 DATA frame with END_STREAM, the last bytes of a length)
+  // goes out in one write with the empty record, as nginx sends both from the read that found the end
+  const it = source[Symbol.asyncIterator]();
+  let next = await it.next();
+  while (!next.done) {
+    const following = it.next();
+    const peeked = await Promise.race([following, new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)))]);
+    if (peeked?.done) {
+      await write(stdin(Buffer.alloc(0), stdin(next.value)));
+      return;
+    }
+    await write(stdin(next.value));
+    next = peeked ?? await following;
+  }
   await write(stdin(Buffer.alloc(0)));
 }

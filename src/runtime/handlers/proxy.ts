@@ -4,7 +4,7 @@
  * undici, streams the response back with backpressure, and reports failures
  * with nginx's status and error-log line.
  */
-import type { Duplex, Readable } from 'node:stream';
+import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
@@ -16,7 +16,9 @@ import { absoluteLocation, applyHeadersModule, keepInterceptedHeaders } from '..
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
-import { bodyStream, keepPassedBody, readRequestBody, removeCleanBody, watchReadTimeout, watchSendTimeout, type RequestBody } from '../request-body.js';
+import {
+  bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type RequestBody,
+} from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
@@ -190,16 +192,6 @@ function checkUpstreamHeaders(raw: readonly Buffer[]): { invalid: string | undef
   return { invalid: undefined, warnings, ignored };
 }
 
-/** Whether the client request carries a body. */
-function requestHasBody(ex: Exchange): boolean {
-  const { r } = ex;
-  const length = r.headers['content-length'];
-  if (length !== undefined) return length !== '0';
-  if (r.headers['transfer-encoding'] !== undefined) return true;
-  const stream = (ex.body as { stream?: { endAfterHeaders?: boolean } } | undefined)?.stream;
-  return stream !== undefined && stream.endAfterHeaders === false;
-}
-
 /**
  * Proxies the request: reads its body first (`proxy_request_buffering on`),
  * then sends it upstream. A plain function on the common path (no body to
@@ -207,12 +199,12 @@ function requestHasBody(ex: Exchange): boolean {
  */
 export function proxyRequest(ex: Exchange): Promise<void> {
   const p = ex.r.loc.proxy!;
-  const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex);
+  const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex.r, ex.body);
   // ngx_http_proxy_handler: the body is passed on as it arrives (r->request_body_no_buffering) with
   // proxy_request_buffering off, unless proxy_set_body replaces it or a chunked body meets HTTP/1.0;
   // then client_body_in_file_only does not apply
   const unbuffered = withBody && !p.requestBuffering && !p.setBody
-    && (ex.r.headers['transfer-encoding'] === undefined || p.httpVersion === '1.1');
+    && (!bodyOfUnknownLength(ex.r, ex.body) || p.httpVersion === '1.1');
   if (unbuffered) return forward(ex, p, true, undefined);
   // client_body_in_file_only makes a file even of an empty body
   const inFile = ex.r.loc.clientBodyInFileOnly !== 'off' && ex.body !== undefined && ex.r.headers['content-length'] !== undefined;
@@ -279,7 +271,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     }
   }
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
-  const source = setBody || (body ? bodyStream(body) : withBody ? ex.body! : null);
+  const source = setBody || (body ? bodyStream(body) : withBody ? passedBody(ex.r, ex.body!) : null);
   const options: Dispatcher.DispatchOptions & { servername?: string } = {
     path: dest.uri,
     // proxy_method, else the client's (an empty value too: undici refuses an empty method)
@@ -307,6 +299,21 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch(options, handler);
   });
+}
+
+/**
+ * The client's body as undici reads it when passed on as it arrives. An
+ * HTTP/2 request's stream goes through a stream of its own: undici destroys
+ * the body it sent when the upstream answers first, and destroying the
+ * request would reset the client's stream (an error_page that follows,
+ * `proxy_intercept_errors`, still has a client to answer).
+ */
+function passedBody(r: HttpRequestState, body: Readable): Readable {
+  if (r.protocol !== 'HTTP/2.0') return body;
+  const passed = new PassThrough();
+  body.once('error', (err) => passed.destroy(err));
+  body.once('aborted', () => passed.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
+  return body.pipe(passed);
 }
 
 /** The reason a client abort is passed to undici, told apart from upstream failures. */
