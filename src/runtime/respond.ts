@@ -312,7 +312,8 @@ export function writeHead(r: HttpRequestState, res: Http2ServerResponse, status:
   let fin = r.method === 'HEAD' || wire === 204 || wire === 304;
   for (const [name, value] of list) {
     const lower = name.toLowerCase();
-    if (HTTP1_ONLY.has(lower)) continue;
+    // (node:http2 refuses TE with another value than "trailers")
+    if (HTTP1_ONLY.has(lower) || (lower === 'te' && value !== 'trailers')) continue;
     if (lower === 'content-length' && value === '0' && !r.expectTrailers) fin = true;
     res.setHeader(lower, value);
   }

@@ -29,8 +29,12 @@ import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type Ch
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
 
-/** Response headers nginx never passes from an upstream (hop-by-hop, or replaced by its own). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+/**
+ * Response headers nginx never passes from an upstream: it reads them for the
+ * connection and framing and writes its own (`ngx_http_upstream_headers_in`);
+ * `Upgrade`, `TE`, `Trailer` and `Proxy-Connection` are passed on.
+ */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 
 /** Request headers undici manages itself or refuses. */
 const UNDICI_MANAGED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'te']);
@@ -565,7 +569,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       const value = rawHeaders[i + 1]!.toString('latin1');
       received.push(name, value);
       const lower = name.toLowerCase();
-      if ((HOP_BY_HOP.has(lower) && lower !== 'upgrade') || p.hideHeaders.has(lower)) continue;
+      if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
       headers.push([name, value]);
     }
     up.headers = received;
