@@ -26,6 +26,7 @@ import { Http1Connection, type Http1Head } from './http1/connection.js';
 import type { Http1Target } from './http1/response.js';
 import { parseClientHello } from './client-hello.js';
 import { findServer } from './server-names.js';
+import type { ProxyProtocolRead } from './proxy-protocol.js';
 import { prepareFiles } from './prepare-files.js';
 import { headerBlockError } from './h2-limits.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
@@ -190,7 +191,8 @@ export class Engine {
       const server = createListener(group, {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
-        onAccept: (socket) => this.accept(socket),
+        onAccept: (socket) => this.accept(socket, group.unixPath),
+        onProxyProtocol: (socket, read) => this.proxyProtocolRead(socket, read, key),
         onNothingRead: (socket, why) => this.nothingRead(socket, why, key),
         firstByteTimeoutMs: () => (this.generation.groups.get(key) ?? group).servers.defaultServer.conf.clientHeaderTimeoutMs,
         onClientHello: (socket, bytes) => this.clientHello(socket, bytes, key),
@@ -230,19 +232,30 @@ export class Engine {
     }
   }
 
-  /** What a request needs to know about its connection; `id` is a new connection number unless given. */
-  private connectionInfo(socket: Socket, id?: number, acceptedAtMs = Date.now(), clientHello?: Buffer): ClientConnection {
+  /**
+   * What a request needs to know about its connection; `id` is a new
+   * connection number unless given. On a unix domain socket (`unixPath`),
+   * the peer is `unix:` and the local address `unix:PATH`, both without a
+   * port, as `ngx_sock_ntop` prints an `AF_UNIX` address.
+   */
+  private connectionInfo(socket: Socket, unixPath: string | undefined, id?: number, acceptedAtMs = Date.now(), clientHello?: Buffer): ClientConnection {
     const tls = (socket as TLSSocket).encrypted ? (socket as TLSSocket) : undefined;
     return {
       id: id ?? this.numbers.next(),
-      peerAddr: plainAddr(socket.remoteAddress),
-      peerPort: socket.remotePort ?? 0,
-      localAddr: plainAddr(socket.localAddress),
-      localPort: socket.localPort ?? 0,
+      peerAddr: unixPath === undefined ? plainAddr(socket.remoteAddress) : 'unix:',
+      peerPort: unixPath === undefined ? socket.remotePort ?? 0 : 0,
+      localAddr: unixPath === undefined ? plainAddr(socket.localAddress) : `unix:${unixPath}`,
+      localPort: unixPath === undefined ? socket.localPort ?? 0 : 0,
       tls: tls && new TlsDetails(tls, clientHello),
       requests: 0,
       acceptedAtMs,
     };
+  }
+
+  /** The same connection's details again (for its TLS socket or HTTP/2 session). */
+  private refreshedInfo(st: ConnectionState, socket: Socket): ClientConnection {
+    const unixPath = st.info.peerAddr === 'unix:' ? st.info.localAddr.slice('unix:'.length) : undefined;
+    return { ...this.connectionInfo(socket, unixPath, st.info.id, st.info.acceptedAtMs, st.clientHello), proxyProtocol: st.info.proxyProtocol };
   }
 
   /**
@@ -263,7 +276,7 @@ export class Engine {
    * most once a second); when none is free, the new one is closed with the
    * alert `N worker_connections are not enough`.
    */
-  private accept(raw: Socket): void {
+  private accept(raw: Socket, unixPath: string | undefined): void {
     const limit = this.generation.table.main.workerConnections;
     if (limit - this.connectionsInUse() <= Math.floor(limit / 16)) this.drain(limit);
     if (this.connectionsInUse() >= limit) {
@@ -273,17 +286,35 @@ export class Engine {
     }
     raw.setNoDelay(true);
     const st: ConnectionState = {
-      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, http1: undefined,
+      info: this.connectionInfo(raw, unixPath), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, http1: undefined,
       clientHello: undefined,
     };
-    const key = socketKey(raw);
+    // unix domain sockets have no addresses to tell them apart: `stateOf` finds them by socket
+    const key = unixPath === undefined ? socketKey(raw) : undefined;
     this.connections.set(raw, st);
-    this.byKey.set(key, st);
+    if (key !== undefined) this.byKey.set(key, st);
     this.byHttpSocket.set(raw, st);
     raw.once('close', () => {
       this.connections.delete(raw);
-      this.byKey.delete(key);
+      if (key !== undefined) this.byKey.delete(key);
     });
+  }
+
+  /**
+   * The PROXY protocol header of a connection (`listen … proxy_protocol`):
+   * its addresses are kept for `$proxy_protocol_*` and the realip module; a
+   * broken one is logged at error `while reading PROXY protocol`, as
+   * `ngx_proxy_protocol_read` logs it, and the connection closes.
+   */
+  private proxyProtocolRead(socket: Socket, read: ProxyProtocolRead, groupKey: string): void {
+    const st = this.connections.get(socket);
+    const group = this.generation.groups.get(groupKey);
+    if (!st || !group) return;
+    if (read.ok) {
+      if (read.header) st.info = { ...st.info, proxyProtocol: read.header };
+      return;
+    }
+    if (read.error !== undefined) this.logConnection(group, st.info, `${read.error} while reading PROXY protocol`, 'error');
   }
 
   /** The error logs of the default server of the connection's address. */
@@ -296,6 +327,14 @@ export class Engine {
     group: ListenGroup, info: ClientConnection, message: string, level: LogLevel = 'info', logs = this.defaultErrorLogs(group, info),
   ): void {
     this.generation.cx.errorLog.write(logs, level, message, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
+  }
+
+  /**
+   * The connection of an accepted socket, of the TLS socket over it, or of
+   * the socket an HTTP/2 session runs on.
+   */
+  private stateOf(socket: Socket): ConnectionState | undefined {
+    return this.byHttpSocket.get(socket) ?? this.handshaking(socket as TLSSocket) ?? this.byKey.get(socketKey(socket));
   }
 
   /** The connection of a TLS socket still handshaking: its accepted TCP socket (node:tls's `_parent`) finds it. */
@@ -428,13 +467,13 @@ export class Engine {
    * requests and hands them to the phases.
    */
   private http1(socket: Socket, first: Buffer | undefined, groupKey: string): void {
-    const st = this.byKey.get(socketKey(socket));
+    const st = this.stateOf(socket);
     if (!st) {
       socket.destroy();
       return;
     }
     if ((socket as TLSSocket).encrypted) {
-      st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
+      st.info = this.refreshedInfo(st, socket);
       this.byHttpSocket.set(socket, st);
     }
     const group = (): ListenGroup | undefined => this.generation.groups.get(groupKey);
@@ -504,13 +543,13 @@ export class Engine {
    */
   private acceptSession(session: Http2Session, key: string): void {
     const socket = session.socket as Socket;
-    const st = this.byKey.get(socketKey(socket));
+    const st = this.stateOf(socket);
     const group = this.generation.groups.get(key);
     if (!st || !group) {
       session.destroy();
       return;
     }
-    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
+    st.info = this.refreshedInfo(st, socket);
     st.session = session;
     st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);

@@ -41,14 +41,15 @@ const sslCertificateKeys = listSlot<readonly string[]>('stream ssl_certificate_k
  * `a duplicate listen ADDR` for one the server already has.
  */
 function setListen(d: Directive, cx: SetContext): void {
-  const addr = parseListenAddress(d.args[0]!);
   const params = parseListenParams(d, 'stream', cx);
-  const listen: StreamListen = { ...addr, udp: params.udp, ssl: params.ssl, server: cx.level, loc: d.loc };
-  if (cx.level.ownList(serverListens)?.some((l) => l.value.host === addr.host && l.value.port === addr.port && l.value.udp === params.udp)) {
-    fail(`a duplicate listen ${addr.addrText}`);
+  for (const addr of parseListenAddress(d.args[0]!)) {
+    const listen: StreamListen = { ...addr, udp: params.udp, ssl: params.ssl, server: cx.level, loc: d.loc };
+    if (cx.level.ownList(serverListens)?.some((l) => l.value.host === addr.host && l.value.port === addr.port && l.value.udp === params.udp)) {
+      fail(`a duplicate listen ${addr.addrText}`);
+    }
+    cx.level.append(serverListens, listen, d.loc);
+    cx.scope.stream.listens.push(listen);
   }
-  cx.level.append(serverListens, listen, d.loc);
-  cx.scope.stream.listens.push(listen);
 }
 
 /**

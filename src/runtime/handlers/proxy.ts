@@ -258,7 +258,8 @@ function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBod
 function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, body: RequestBody | undefined, retry: boolean): Promise<void> {
   const { r, cx } = ex;
   r.proxyHost = dest.hostHeader;
-  r.proxyPort = String(dest.port);
+  // a unix domain socket has no port: `$proxy_port` is empty (ngx_http_proxy_set_vars)
+  r.proxyPort = dest.port > 0 ? String(dest.port) : '';
   const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
   const { headers, reuse, upgrade } = requestHeaders(r, p, dest);
   // proxy_set_body: its value is the body, whatever the client sent (ngx_http_proxy_create_request)

@@ -26,8 +26,10 @@ import { PeerAttempts, RoundRobin, type NextCondition } from '../upstream/round-
 export interface ChosenPeer {
   readonly host: string;
   readonly port: number;
-  /** `IP:port` as nginx prints it. */
+  /** `IP:port` as nginx prints it, `unix:PATH` for a unix domain socket. */
   readonly name: string;
+  /** The socket file of a peer on a unix domain socket (absent otherwise). */
+  readonly path?: string;
   readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
   /** The upstream group whose idle connections it uses (nginx keeps them per `upstream` block); undefined for an address from variables. */
@@ -56,7 +58,7 @@ function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
   if (!c) {
     c = {
       host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
-      group: resolvedGroups.has(group) ? undefined : group.name,
+      group: resolvedGroups.has(group) ? undefined : group.name, ...(peer.unixPath !== undefined ? { path: peer.unixPath } : {}),
     };
     configured.set(peer, c);
   }
@@ -172,8 +174,10 @@ export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | {
  */
 function resolvedGroup(name: string, addrs: readonly string[], port: number, conf: NextUpstreamConf): PeerChoice {
   const group: UpstreamGroup = {
-    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 0,
-    peers: addrs.map((addr) => ({ name: peerName(addr, port), host: addr, port, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000 })),
+    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 0, balancer: 'round_robin',
+    peers: addrs.map((addr) => ({
+      name: peerName(addr, port), host: addr, port, unixPath: undefined, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000,
+    })),
   };
   resolvedGroups.add(group);
   const attempts = new PeerAttempts(new RoundRobin(), group, conf);
