@@ -102,11 +102,16 @@ export function endAttempt(state: UpstreamState | undefined, wire?: { readonly s
 
 /**
  * The first peer of `group` for a request with next-upstream settings
- * `conf`; when none is usable, logs `no live upstreams` and returns 502, the
+ * `conf`, by the group's balancer (`ip_hash` hashes the request's client
+ * address); when none is usable, logs `no live upstreams` and returns 502, the
  * status to answer. `scheme` and `uri` make the log's `upstream:` field.
  */
 export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string): PeerChoice | number {
-  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf);
+  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, ex.r.clientAddr);
+  // the peer is held (for least_conn's counts) until the request ends, whatever ends it
+  let main = ex.r;
+  while (main.parent) main = main.parent;
+  main.cleanups.push(() => attempts.finish());
   const peer = attempts.pick();
   if (peer) return { peer: chosen(group, peer), attempts };
   return logNoLiveUpstreams(ex, group, scheme, uri);
