@@ -7,6 +7,7 @@
 import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { constants as cryptoConstants } from 'node:crypto';
+import { chmodSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { createSecureContext, createServer as createTlsServer, type SecureContext, type SecureContextOptions, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import { loadCertificatePair, type CertificatePair } from '../config/certificates.js';
@@ -384,11 +385,10 @@ export function bindListener(server: Listener, group: ListenGroup): Promise<void
       reject(new ConfigError('file', `bind() to ${group.addrText.replace(/^\*/, '0.0.0.0')} failed (${systemErrorText(err)})`));
     };
     server.once('error', onError);
-    const options = group.unixPath !== undefined
-      ? { path: group.unixPath, readableAll: true, writableAll: true }
-      : { host: group.host, port: group.port, ipv6Only: group.host === '::' };
+    const options = group.unixPath !== undefined ? { path: group.unixPath } : { host: group.host, port: group.port, ipv6Only: group.host === '::' };
     server.listen(options, () => {
       server.off('error', onError);
+      if (group.unixPath !== undefined) chmodSync(group.unixPath, 0o666);
       resolve();
     });
   });

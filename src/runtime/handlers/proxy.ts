@@ -260,7 +260,8 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   r.proxyHost = dest.hostHeader;
   // a unix domain socket has no port: `$proxy_port` is empty (ngx_http_proxy_set_vars)
   r.proxyPort = dest.port > 0 ? String(dest.port) : '';
-  const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
+  // ngx_http_upstream_log_error: a unix domain socket's name and the URI are joined by ':'
+  const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.peer.path !== undefined ? ':' : ''}${dest.uri}`, dest.peer, retry);
   const { headers, reuse, upgrade } = requestHeaders(r, p, dest);
   // proxy_set_body: its value is the body, whatever the client sent (ngx_http_proxy_create_request)
   const setBody = p.setBody && Buffer.from(p.setBody.evaluate(r), 'latin1');
@@ -628,7 +629,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       void finalize(this.ex, 500).then(this.resolve, this.resolve);
       return;
     }
-    const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering);
+    const unixPeer = this.dest.peer.path !== undefined ? this.dest.peer.name : undefined;
+    const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering, unixPeer);
     if (this.stage !== 'body' && !out.started) {
       this.next(failure.condition, failure);
       return;

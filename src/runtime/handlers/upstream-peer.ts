@@ -147,7 +147,7 @@ export function nextUpstream(ex: Exchange, attempts: PeerAttempts | undefined, f
   const { r, cx } = ex;
   const { condition, failure } = failed;
   if (failure) r.action = failure.action;
-  if (failure && condition !== 'timeout') logRequest(cx, r, 'error', failure.message);
+  if (failure && condition !== 'timeout') logRequest(cx, r, failure.level ?? 'error', failure.message);
   if (attempts?.release(condition)) logRequest(cx, r, 'warn', 'upstream server temporarily disabled');
   if (failure && condition === 'timeout') logRequest(cx, r, 'error', failure.message);
   const status = failure?.status ?? statusFor(condition);
