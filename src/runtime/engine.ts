@@ -193,7 +193,7 @@ export class Engine {
         tls: () => this.generation.tls,
         onAccept: (socket) => this.accept(socket, group.unixPath),
         onProxyProtocol: (socket, read) => this.proxyProtocolRead(socket, read, key),
-        onNothingRead: (socket, why) => this.nothingRead(socket, why, key),
+        onNothingRead: (socket, why, proxyProtocol) => this.nothingRead(socket, why, key, proxyProtocol),
         firstByteTimeoutMs: () => (this.generation.groups.get(key) ?? group).servers.defaultServer.conf.clientHeaderTimeoutMs,
         onClientHello: (socket, bytes) => this.clientHello(socket, bytes, key),
         onHttp1: (socket, first) => this.http1(socket, first, key),
@@ -217,14 +217,21 @@ export class Engine {
    * passed, logged at info as `ngx_http_wait_request_handler` does (`client
    * closed connection while waiting for request`, `client timed out (110: …)
    * while waiting for request`) or, on a TLS address, `ngx_http_ssl_handshake`
-   * (`… while SSL handshaking`); a timed-out one is reset with
+   * (`… while SSL handshaking`), or `… while reading PROXY protocol` before
+   * the header of a `proxy_protocol` address (on a TLS one, a connection
+   * closed then is `broken header: ""`); a timed-out one is reset with
    * `reset_timedout_connection`.
    */
-  private nothingRead(socket: Socket, why: 'closed' | 'timed out', groupKey: string): void {
+  private nothingRead(socket: Socket, why: 'closed' | 'timed out', groupKey: string, proxyProtocol: boolean): void {
     const st = this.connections.get(socket);
     const group = this.generation.groups.get(groupKey);
     if (!st || !group) return;
-    const phase = group.ssl ? 'SSL handshaking' : 'waiting for request';
+    if (proxyProtocol && group.ssl && why === 'closed') {
+      // ngx_http_ssl_handshake reads the PROXY protocol header from what it peeked: nothing is a broken one
+      this.logConnection(group, st.info, 'broken header: "" while reading PROXY protocol', 'error');
+      return;
+    }
+    const phase = proxyProtocol ? 'reading PROXY protocol' : group.ssl ? 'SSL handshaking' : 'waiting for request';
     const what = why === 'closed' ? 'client closed connection' : `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`;
     this.logConnection(group, st.info, `${what} while ${phase}`);
     if (why === 'timed out' && (group.byLocalAddr.get(st.info.localAddr) ?? group.servers).defaultServer.conf.resetTimedoutConnection) {

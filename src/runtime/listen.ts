@@ -155,8 +155,9 @@ export interface ListenHooks {
   /**
    * A connection that sent nothing: it closed, or `client_header_timeout`
    * (of the address's default server) passed; the socket is closed after.
+   * `proxyProtocol` tells that its PROXY protocol header was still awaited.
    */
-  onNothingRead(socket: Socket, why: 'closed' | 'timed out'): void;
+  onNothingRead(socket: Socket, why: 'closed' | 'timed out', proxyProtocol: boolean): void;
   /** `client_header_timeout` of the address's default server, in ms: how long a new connection may send nothing. */
   firstByteTimeoutMs(): number;
   /**
@@ -360,7 +361,7 @@ function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route:
     };
     const nothing = (why: 'closed' | 'timed out'): void => {
       done();
-      hooks.onNothingRead(socket, why);
+      hooks.onNothingRead(socket, why, proxyProtocol);
       socket.destroy();
     };
     const onEnd = (): void => nothing('closed');
