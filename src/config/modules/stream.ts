@@ -10,7 +10,7 @@
 import { isIP } from 'node:net';
 import type { Directive } from '../../parser/ast.js';
 import type { Context } from '../flags.js';
-import { parseListenAddress, parseListenParams } from '../listen.js';
+import { parseListenAddress, parseListenParams, parseUnixPath } from '../listen.js';
 import type { StreamListen } from '../scope.js';
 import {
   DirectiveFailure, fail, LevelConf, listSlot, noEffect, parseSize, parseTime, rule, slot, type ChildBlock, type DirectiveSpec,
@@ -78,7 +78,11 @@ function setProxyPass(d: Directive, cx: SetContext): void {
   cx.level.set(proxyPassSet, true, d.loc);
   const arg = d.args[0]!;
   if (arg.includes('$')) return;
-  if (arg.startsWith('unix:')) fail('unix domain sockets in "proxy_pass" are not supported by jinx');
+  if (arg.startsWith('unix:')) {
+    // a unix domain socket names no upstream to check
+    parseUnixPath(arg, (err) => fail(`${err} in upstream "${arg}"`));
+    return;
+  }
   const hp = splitHostPort(arg);
   if (!hp || (hp.port !== undefined && (hp.port < 1 || hp.port > 65535))) {
     if (!arg.startsWith('[') && arg.includes(':')) fail(`invalid port in upstream "${arg}"`);
