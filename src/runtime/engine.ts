@@ -209,6 +209,7 @@ export class Engine {
 
   /** The listening address as nginx prints it for connections without a request (`server: 127.0.0.1:80`). */
   private static listenText(group: ListenGroup): string {
+    if (group.unixPath !== undefined) return group.addrText;
     return group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
   }
 

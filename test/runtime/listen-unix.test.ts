@@ -21,7 +21,7 @@ function unixExchange(path: string, data: string): Promise<Snap | undefined> {
     const s = connect({ path });
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => s.destroy(), 5000);
-    s.on('connect', () => s.write(data, 'latin1'));
+    s.on('connect', () => (data === '' ? s.end() : s.write(data, 'latin1')));
     s.on('data', (c: Buffer) => chunks.push(c));
     s.on('error', reject);
     s.on('close', () => {
@@ -57,6 +57,9 @@ describe('unix domain sockets (differential)', { skip: NO_ORACLE }, () => {
     location /realip_unix { set_real_ip_from unix:; ${ECHO} try_files /ok.txt =404; }
     location /realip_name { set_real_ip_from localhost; ${ECHO} try_files /ok.txt =404; }
     location /vars { ${ECHO} return 200 "$remote_addr|$remote_port|$server_addr|$server_port\\n"; }
+  }
+  server { listen unix:${prefix}/pp.sock proxy_protocol; set_real_ip_from unix:; real_ip_header proxy_protocol;
+    location / { return 200 "$remote_addr|$remote_port|$realip_remote_addr|$proxy_protocol_addr|$proxy_protocol_server_port\\n"; }
   }`),
       files: { 'html/ok.txt': 'ok\n' },
     }, async (s) => {
@@ -70,6 +73,10 @@ describe('unix domain sockets (differential)', { skip: NO_ORACLE }, () => {
         out[`tcp${path}`] = await s.get(`/tcp${path}`);
       }
       out['direct /vars'] = await unixExchange(file, 'GET /vars HTTP/1.0\r\nHost: back\r\n\r\n');
+      out['nothing sent'] = await unixExchange(file, '');
+      const pp = join(s.prefix, 'pp.sock');
+      out['proxy protocol'] = await unixExchange(pp, 'PROXY TCP4 192.0.2.1 192.0.2.2 123 80\r\nGET / HTTP/1.0\r\n\r\n');
+      out['broken proxy protocol'] = await unixExchange(pp, 'GET / HTTP/1.0\r\n\r\n');
       out['gone'] = await s.get('/gone/x');
       // the ports of TCP clients differ from run to run
       for (const [key, res] of Object.entries(out)) {
@@ -89,6 +96,8 @@ describe('unix domain sockets (differential)', { skip: NO_ORACLE }, () => {
     assert.equal(run.nginx.result['tcp/deny_unix']!.status, 200);
     assert.match(run.nginx.result['unix/realip_unix']!.headers['x-seen'] ?? '', /^192\.0\.2\.1\|/);
     assert.match(run.nginx.result['direct /vars']!.body, /^unix:\|\|unix:\/.*app\.sock\|\n$/);
+    assert.equal(run.nginx.result['proxy protocol']!.body, '192.0.2.1|123|unix:|192.0.2.1|80\n');
+    assert.ok(run.nginx.errorLog.some((l) => /client closed connection while waiting for request, client: unix:, server: unix:\/.*app\.sock$/.test(l)));
     assert.deepEqual(socketSeen, { exists: true, mode: 0o666 });
     assert.ok(run.nginx.errorLog.some((l) => l.includes('connect() to unix:') && l.includes('(2: No such file or directory)')));
     assert.equal(existsSync(sockFile), false);
