@@ -32,7 +32,7 @@ import * as gzip from './modules/gzip.js';
 import * as limitReq from './modules/limit-req.js';
 import { addHeaders, addTrailers, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
-import { accessLogs, COMBINED_FORMAT } from './modules/log.js';
+import { accessLogs, COMBINED_FORMAT, openLogFileCache } from './modules/log.js';
 import { bindMap } from './modules/map.js';
 import { cacheZoneRefs } from './modules/cache.js';
 import * as proxy from './modules/proxy.js';
@@ -987,10 +987,14 @@ class Compiler {
     if (entries.some((e) => e.off)) return [];
     const list = entries.length > 0
       ? entries.flatMap((e) => (e.off ? [] : [{
-          path: e.path, format: this.logFormats.get(e.format)!, condition: e.condition && this.scope.variables.bind(e.condition),
+          path: e.path, pathValue: e.pathValue && this.scope.variables.bind(e.pathValue), openFileCache: c.get(openLogFileCache) ?? undefined,
+          gzipLevel: e.gzipLevel, format: this.logFormats.get(e.format)!, condition: e.condition && this.scope.variables.bind(e.condition),
           bufferBytes: e.bufferBytes ?? 0, flushMs: e.flushMs ?? (e.bufferBytes ? 1000 : 0),
         }]))
-      : [{ path: this.scope.fullPath('logs/access.log'), format: this.logFormats.get('combined')!, condition: undefined, bufferBytes: 0, flushMs: 0 }];
+      : [{
+          path: this.scope.fullPath('logs/access.log'), pathValue: undefined, openFileCache: undefined, gzipLevel: 0,
+          format: this.logFormats.get('combined')!, condition: undefined, bufferBytes: 0, flushMs: 0,
+        }];
     this.accessLogTargets.push(...list);
     return list;
   }

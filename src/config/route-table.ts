@@ -14,6 +14,7 @@ import type { CertificateCacheConf, SessionCacheConf } from './modules/ssl.js';
 import type { CertificatePair } from './certificates.js';
 import type { Cidr } from './cidr.js';
 import type { ExpiresDef } from './modules/headers.js';
+import type { OpenLogFileCacheDef } from './modules/log.js';
 import type { ResolverDef } from './modules/http-core.js';
 import type { ScriptOp } from './modules/rewrite.js';
 import type { MimeTypeSet, TempPathValue } from './spec.js';
@@ -219,7 +220,14 @@ export interface TryFiles {
 
 /** An `access_log` target. */
 export interface AccessLogTarget {
+  /** The file; for a name with variables, its template. */
   readonly path: string;
+  /** A name with variables: the file is opened for each line (`ngx_http_log_script_write`). */
+  readonly pathValue: CompiledValue | undefined;
+  /** `open_log_file_cache` of the location, for names with variables (shared by the locations that inherit it). */
+  readonly openFileCache: OpenLogFileCacheDef | undefined;
+  /** `gzip[=LEVEL]`: each buffer is written as one gzip member of this level; 0: plain. */
+  readonly gzipLevel: number;
   readonly format: CompiledLogFormat;
   readonly condition: CompiledValue | undefined;
   /** `buffer=SIZE`: lines are written once this many bytes are pending (0: at once). */

@@ -1,13 +1,22 @@
 /**
  * The access log: `log_format` compiled once into literal and variable parts
  * (`ngx_http_log_compile_format` in `src/http/modules/ngx_http_log_module.c`),
- * rendered per request and written to a sonic-boom stream per file.
+ * rendered per request and written to a sonic-boom stream per file; gzip
+ * buffers (`ngx_http_log_gzip`) and files named by variables
+ * (`ngx_http_log_script_write`, with `open_log_file_cache`) as nginx writes them.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, statSync, writeSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { SonicBoom, writeBytes } from './sonic.js';
 import type { AccessLogTarget, CompiledLogFormat } from '../config/route-table.js';
+import type { OpenLogFileCacheDef } from '../config/modules/log.js';
 import type { VariableRegistry } from '../config/variables.js';
 import type { HttpRequestState } from '../runtime/request.js';
+import { systemErrorText } from '../os-errors.js';
+import type { LogLevel } from './levels.js';
+
+/** Where the access log reports a file it could not write: the request's error log. */
+export type AccessLogErrorSink = (level: LogLevel, message: string) => void;
 
 /**
  * nginx's default escaping of variable values in the access log: `"`, `\`
@@ -24,10 +33,17 @@ export function escapeDefault(value: string): string {
   return out;
 }
 
-/** `escape=json`: JSON string escaping without the quotes. */
+/**
+ * `escape=json` (`ngx_escape_json`): `"` and `\\` escaped, control bytes as
+ * `\\n`, `\\r`, `\\t`, `\\b`, `\\f` or `\\u00XX` (upper-case hex), other
+ * bytes as they are.
+ */
 export function escapeJson(value: string): string {
-  return JSON.stringify(value).slice(1, -1);
+  if (!/["\\\x00-\x1f]/.test(value)) return value;
+  return value.replace(/["\\\x00-\x1f]/g, (ch) => JSON_ESCAPES[ch] ?? `\\u00${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
+
+const JSON_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
 
 /**
  * Compiles a format. Variables that are not found print `-` (nginx's
@@ -62,44 +78,233 @@ export function compileLogFormat(
   };
 }
 
+/**
+ * A `gzip` access-log buffer (`ngx_http_log_buf_t` with `gzip`): lines are
+ * kept until the next would not fit, the flush timer fires, or the log is
+ * reopened or closed; each flush is one gzip member, compressed with the
+ * window nginx sizes to the data (`ngx_http_log_gzip`).
+ */
+class GzipLogBuffer {
+  private readonly pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(readonly stream: SonicBoom, private readonly target: AccessLogTarget) {}
+
+  write(line: string): void {
+    const bytes = Buffer.from(line, 'latin1');
+    if (this.pendingBytes + bytes.length > this.target.bufferBytes) this.flush();
+    // a line longer than the buffer is written on its own
+    if (bytes.length > this.target.bufferBytes) {
+      this.stream.write(this.compress(bytes) as unknown as string);
+      return;
+    }
+    this.pending.push(bytes);
+    this.pendingBytes += bytes.length;
+    if (this.target.flushMs > 0 && !this.timer) this.timer = setTimeout(() => this.flush(), this.target.flushMs).unref();
+  }
+
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.pendingBytes === 0) return;
+    const data = Buffer.concat(this.pending, this.pendingBytes);
+    this.pending.length = 0;
+    this.pendingBytes = 0;
+    this.stream.write(this.compress(data) as unknown as string);
+  }
+
+  private compress(data: Buffer): Buffer {
+    let windowBits = 15;
+    let memLevel = 8;
+    while (data.length < (1 << (windowBits - 1)) - 262 && windowBits > 9) {
+      windowBits--;
+      memLevel--;
+    }
+    return gzipSync(data, { level: this.target.gzipLevel, windowBits, memLevel });
+  }
+}
+
+/** A file descriptor of `open_log_file_cache` (`ngx_cached_open_file_t`). */
+interface CachedLogFile {
+  fd: number | undefined;
+  uses: number;
+  accessedMs: number;
+  openedMs: number;
+}
+
+/**
+ * The descriptors of log files named by variables (`ngx_open_file_cache`):
+ * at most `maxFiles` entries, the least recently written dropped first; a
+ * descriptor is kept once its file was written `minUses` times and used
+ * without looking at the name again for `validMs`; entries not written for
+ * `inactiveMs` are closed.
+ */
+class LogFileCache {
+  private readonly files = new Map<string, CachedLogFile>();
+
+  constructor(private readonly def: OpenLogFileCacheDef) {}
+
+  /** Appends `bytes` to `path`; throws the error of `open()`. */
+  write(path: string, bytes: Buffer): void {
+    const now = Date.now();
+    this.expire(now);
+    let file = this.files.get(path);
+    if (file) {
+      this.files.delete(path);
+      file.uses++;
+      if (file.fd !== undefined && now - file.openedMs >= this.def.validMs) {
+        closeSync(file.fd);
+        file.fd = undefined;
+      }
+    }
+    if (file?.fd === undefined) {
+      // (an entry whose file can no longer be opened is dropped: ngx_open_cached_file's `failed`)
+      const fd = openSync(path, 'a', 0o644);
+      if (!file) {
+        if (this.files.size >= this.def.maxFiles) this.drop(this.files.keys().next().value!);
+        file = { fd: undefined, uses: 1, accessedMs: now, openedMs: now };
+      }
+      file.fd = fd;
+      file.openedMs = now;
+    }
+    file.accessedMs = now;
+    this.files.set(path, file);
+    try {
+      writeSync(file.fd!, bytes);
+    } finally {
+      // ngx_close_cached_file: a file used fewer than min_uses times is not kept open
+      if (file.uses < this.def.minUses) {
+        closeSync(file.fd!);
+        file.fd = undefined;
+      }
+    }
+  }
+
+  close(): void {
+    for (const path of [...this.files.keys()]) this.drop(path);
+  }
+
+  private expire(now: number): void {
+    for (const [path, file] of this.files) {
+      if (now - file.accessedMs <= this.def.inactiveMs) break;
+      this.drop(path);
+    }
+  }
+
+  private drop(path: string): void {
+    const file = this.files.get(path);
+    if (file?.fd !== undefined) closeSync(file.fd);
+    this.files.delete(path);
+  }
+}
+
 /** The open access-log files of a running configuration. */
 export class AccessLogFiles {
   private readonly streams = new Map<string, SonicBoom>();
+  private readonly gzipBuffers = new Map<string, GzipLogBuffer>();
+  private readonly fileCaches = new Map<OpenLogFileCacheDef, LogFileCache>();
 
   private stream(t: AccessLogTarget): SonicBoom {
     let s = this.streams.get(t.path);
     if (!s) {
-      s = new SonicBoom({ dest: t.path, append: true, mkdir: false, minLength: t.bufferBytes, periodicFlush: t.flushMs, contentMode: 'buffer' });
+      const minLength = t.gzipLevel === 0 ? t.bufferBytes : 0;
+      // (sonic-boom wants its largest write above the buffered length)
+      s = new SonicBoom({
+        dest: t.path, append: true, mkdir: false, minLength, maxWrite: Math.max(16_384, minLength + 1),
+        periodicFlush: minLength > 0 ? t.flushMs : 0, contentMode: 'buffer',
+      });
       this.streams.set(t.path, s);
     }
     return s;
   }
 
+  private gzipBuffer(t: AccessLogTarget): GzipLogBuffer {
+    let b = this.gzipBuffers.get(t.path);
+    if (!b) this.gzipBuffers.set(t.path, (b = new GzipLogBuffer(this.stream(t), t)));
+    return b;
+  }
+
   /**
    * Opens every target's file now (as nginx does at start), so that a bad
-   * path fails the start, not the first request.
+   * path fails the start, not the first request; names with variables are
+   * opened per line.
    * @throws Error with the system error of the first file that cannot be opened
    */
   open(targets: readonly AccessLogTarget[]): void {
     for (const t of targets) {
+      if (t.pathValue) continue;
       touchForAppend(t.path);
-      this.stream(t);
+      if (t.gzipLevel > 0) this.gzipBuffer(t);
+      else this.stream(t);
     }
   }
 
-  /** Writes the request's line to each target whose `if=` condition holds. */
-  write(targets: readonly AccessLogTarget[], r: HttpRequestState): void {
+  /**
+   * Writes the request's line to each target whose `if=` condition holds;
+   * `onError` gets what nginx logs when a file named by variables cannot be
+   * written.
+   */
+  write(targets: readonly AccessLogTarget[], r: HttpRequestState, onError: AccessLogErrorSink): void {
     for (const t of targets) {
       if (t.condition) {
         const c = t.condition.evaluate(r);
         if (c === '' || c === '0') continue;
       }
-      writeBytes(this.stream(t), t.format.render(r) + '\n');
+      const line = t.format.render(r) + '\n';
+      if (t.pathValue) this.writeNamed(t, r, line, onError);
+      else if (t.gzipLevel > 0) this.gzipBuffer(t).write(line);
+      else writeBytes(this.stream(t), line);
     }
   }
 
+  /**
+   * `ngx_http_log_script_write`: the document root must be a directory
+   * (`testing "…" existence failed`, and the line is dropped), then the
+   * file the value names is opened, written and closed, or kept open by
+   * `open_log_file_cache` (`open() "…" failed` at level crit).
+   */
+  private writeNamed(t: AccessLogTarget, r: HttpRequestState, line: string, onError: AccessLogErrorSink): void {
+    const root = r.documentRoot();
+    let failure: unknown;
+    try {
+      if (!statSync(root).isDirectory()) failure = Object.assign(new Error('ENOTDIR'), { code: 'ENOTDIR' });
+    } catch (err) {
+      failure = err;
+    }
+    if (failure) {
+      onError('error', `testing "${root}" existence failed (${systemErrorText(failure)})`);
+      return;
+    }
+    const path = t.pathValue!.evaluate(r);
+    const bytes = Buffer.from(line, 'latin1');
+    const cache = t.openFileCache && this.fileCache(t.openFileCache);
+    try {
+      if (cache) cache.write(path, bytes);
+      else {
+        const fd = openSync(path, 'a', 0o644);
+        try {
+          writeSync(fd, bytes);
+        } finally {
+          closeSync(fd);
+        }
+      }
+    } catch (err) {
+      onError('crit', `open() "${path}" failed (${systemErrorText(err)})`);
+    }
+  }
+
+  private fileCache(def: OpenLogFileCacheDef): LogFileCache {
+    let cache = this.fileCaches.get(def);
+    if (!cache) this.fileCaches.set(def, (cache = new LogFileCache(def)));
+    return cache;
+  }
+
+  /** `USR1`: pending gzip buffers written, files reopened, cached descriptors closed. */
   reopen(): void {
+    for (const b of this.gzipBuffers.values()) b.flush();
     for (const s of this.streams.values()) s.reopen();
+    for (const c of this.fileCaches.values()) c.close();
   }
 
   /**
@@ -108,8 +313,12 @@ export class AccessLogFiles {
    * `flushSync()` during a write would put the lines queued behind it first).
    */
   close(): void {
+    for (const b of this.gzipBuffers.values()) b.flush();
+    this.gzipBuffers.clear();
     for (const s of this.streams.values()) s.end();
     this.streams.clear();
+    for (const c of this.fileCaches.values()) c.close();
+    this.fileCaches.clear();
   }
 }
 

@@ -94,7 +94,9 @@ export function serveClientRequest(
     r.completed = completed;
     r.bytesSent = out.bytesSent;
     r.requestLength += out.requestBodyBytes;
-    cx.accessLog.write(r.loc.accessLogs, r);
+    // ngx_http_log_request
+    r.action = 'logging request';
+    cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
     onClosed(r);
   });
   const set = listen.byLocalAddr.get(conn.localAddr) ?? listen.servers;
@@ -135,7 +137,8 @@ export function logUnreadStream(cx: RuntimeContext, conn: ClientConnection, serv
   r.server = server;
   r.loc = server.conf;
   r.host = server.name;
-  cx.accessLog.write(r.loc.accessLogs, r);
+  r.action = 'logging request';
+  cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
 }
 
 /**

@@ -22,7 +22,7 @@ export function prepareFiles(table: RouteTable): void {
       }
     }
   }
-  const files = new Set([...table.errorLogTargets.map((t) => t.path), ...table.accessLogTargets.map((t) => t.path)]);
+  const files = new Set([...table.errorLogTargets.map((t) => t.path), ...table.accessLogTargets.filter((t) => !t.pathValue).map((t) => t.path)]);
   for (const path of files) {
     if (path === 'stderr') continue;
     try {

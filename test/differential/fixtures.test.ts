@@ -48,7 +48,10 @@ interface BrokenCase {
 /** Every fixture under fixtures/broken, with nginx 1.30's message for it. */
 const BROKEN: readonly BrokenCase[] = [
   { name: 'access-log-buffer-invalid', expect: '[emerg] invalid buffer size "big" in PREFIX/nginx.conf:6' },
+  { name: 'access-log-buffered-variable-name', expect: '[emerg] buffered logs cannot have variables in name in PREFIX/nginx.conf:6' },
   { name: 'access-log-directory-missing', expect: '[emerg] open() "PREFIX/nodir/access.log" failed (2: No such file or directory)' },
+  { name: 'access-log-flush-without-buffer', expect: '[emerg] no buffer is defined for access_log "logs/a.log" in PREFIX/nginx.conf:6' },
+  { name: 'access-log-gzip-level-invalid', expect: '[emerg] invalid compression level "10" in PREFIX/nginx.conf:6' },
   { name: 'access-log-invalid-parameter', expect: '[emerg] invalid parameter "bogus" in PREFIX/nginx.conf:6' },
   { name: 'access-log-unknown-format', expect: '[emerg] unknown log format "nosuchformat" in PREFIX/nginx.conf:6' },
   { name: 'add-header-in-server-if', expect: '[emerg] "add_header" directive is not allowed here in PREFIX/nginx.conf:7' },

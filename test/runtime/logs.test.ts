@@ -1,11 +1,13 @@
 /**
  * Logs, differential against nginx: the access log in `combined` and Nginx
  * Proxy Manager's `proxy` and `standard` formats, `access_log off`, `if=`,
- * per-location logs; the error log's context fields and `error_log` per
- * server and location with their levels.
+ * per-location logs, `gzip` buffers, files named by variables with and
+ * without `open_log_file_cache`, `escape=json`; the error log's context
+ * fields and `error_log` per server and location with their levels.
  */
 import { strict as assert } from 'node:assert';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { SHARED, cleanup, freePort } from '../helpers/harness.js';
@@ -76,6 +78,68 @@ describe('access log (differential)', { skip: NO_ORACLE }, () => {
     });
     assert.deepEqual(run.nginx.file('logs/http.log'), ['GET /default/ 200 1']);
     for (const f of ['logs/http.log', 'logs/own.log', 'logs/errors-only.log']) assertSameFile(run, f);
+  });
+  it('writes a gzip log in members nginx can read, flushed by flush=', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  log_format short '$uri:$status';
+  server { listen 127.0.0.1:${port}; server_name log.test;
+    location / { access_log logs/gz.log short gzip=6 buffer=1m flush=100ms; return 200 "ok\\n"; }
+  }`),
+    }, async (s) => {
+      await s.get('/one', { headers: { Host: 'log.test' } });
+      await s.get('/two', { headers: { Host: 'log.test' } });
+      await new Promise((res) => setTimeout(res, 500));
+      const bytes = readFileSync(join(s.prefix, 'logs/gz.log'));
+      return { magic: bytes.subarray(0, 2).toString('hex'), text: gunzipSync(bytes).toString('latin1') };
+    });
+    assert.deepEqual(run.nginx.result, { magic: '1f8b', text: '/one:200\n/two:200\n' });
+    assert.deepEqual(run.jinx.result, run.nginx.result);
+  });
+
+  it('opens files named by variables per line, keeps those open_log_file_cache holds, and logs what it cannot open', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  log_format short '$uri:$status';
+  server { listen 127.0.0.1:${port}; server_name log.test;
+    location /var { access_log logs/var_$arg_name short; return 200 "ok\\n"; }
+    location /noroot { root /nonexistent; access_log logs/var_$arg_name short; return 200 "ok\\n"; }
+    location /cache {
+      open_log_file_cache max=3 inactive=20s valid=1m min_uses=2;
+      access_log cachelogs/cache_$arg_name short;
+      return 200 "ok\\n";
+    }
+  }`),
+      dirs: ['html'],
+    }, async (s) => {
+      rmSync(join(s.prefix, 'cachelogs'), { recursive: true, force: true });
+      mkdirSync(join(s.prefix, 'cachelogs'));
+      const get = (path: string): Promise<unknown> => s.get(path, { headers: { Host: 'log.test' } });
+      for (const name of ['', '0', 'a']) await get(`/var?name=${name}`);
+      await get('/noroot?name=b');
+      for (const name of ['lru', 'lru', 'once', 'first', 'first', 'second', 'second']) await get(`/cache?name=${name}`);
+      renameSync(join(s.prefix, 'cachelogs'), join(s.prefix, 'moved'));
+      for (const name of ['lru', 'once', 'first', 'second']) await get(`/cache?name=${name}`);
+      renameSync(join(s.prefix, 'moved'), join(s.prefix, 'cachelogs'));
+      const count = (name: string): number => readFileSync(join(s.prefix, 'cachelogs', `cache_${name}`), 'latin1').split('\n').length - 1;
+      return { lru: count('lru'), once: count('once'), first: count('first'), second: count('second') };
+    });
+    assert.deepEqual(run.nginx.result, { lru: 2, once: 1, first: 3, second: 3 });
+    assert.deepEqual(run.jinx.result, run.nginx.result);
+    assert.deepEqual(run.nginx.file('logs/var_0'), ['/var:200']);
+    for (const f of ['logs/var_', 'logs/var_0', 'logs/var_a', 'logs/var_b']) assertSameFile(run, f);
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN testing "/nonexistent" existence failed (2: No such file or directory)')));
+    assertSameAsNginx(run);
+  });
+
+  it('escapes values with escape=json as nginx (upper-case \\u00XX)', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  log_format json escape=json '{"uri":"$uri","a":"$arg_a"}';
+  server { listen 127.0.0.1:${port}; server_name log.test; location / { access_log logs/json.log json; return 200 "ok\\n"; } }`),
+    }, async (s) => {
+      await s.get('/x%22y%1B%0A%5C?a=%E2%82%AC\\', { headers: { Host: 'log.test' } });
+      return null;
+    });
+    assert.deepEqual(run.nginx.file('logs/json.log'), ['{"uri":"/x\\"y\\u001B\\n\\\\","a":"%E2%82%AC\\\\"}']);
+    assertSameFile(run, 'logs/json.log');
   });
 });
 

@@ -332,6 +332,22 @@ describe('proxy (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('closes a kept upstream connection after keepalive_requests requests', async () => {
+    const ka = await echoUpstream('ka');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  upstream ka { server 127.0.0.1:${ka.port}; keepalive 1; keepalive_requests 3; }
+  server { listen 127.0.0.1:${port}; server_name proxy.test;
+    location /ka/ { proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass http://ka; }
+  }`),
+    }, async (s) => {
+      const b = ka.connections();
+      for (let i = 0; i < 7; i++) await s.get('/ka/', { headers: { Host: 'proxy.test' } });
+      return { ka: ka.connections() - b };
+    });
+    assert.equal(run.nginx.result.ka, 3);
+    assertSameAsNginx(run);
+  });
+
   it('writes the upstream request head with nginx\'s order and name case for every header undici does not own', async () => {
     const up = await echoUpstream('up');
     const run = await differential({

@@ -44,7 +44,10 @@ export function timeIso8601(ms: number): string {
 }
 
 /** Request headers of which nginx keeps only the first (it refuses the request at a second one). */
-const SINGLE_HEADERS = new Set(['host', 'if_modified_since', 'content_length', 'if_range', 'transfer_encoding', 'expect', 'authorization']);
+const SINGLE_HEADERS = new Set([
+  'host', 'if_modified_since', 'if_unmodified_since', 'if_match', 'if_none_match', 'content_length', 'content_range', 'if_range', 'transfer_encoding',
+  'expect', 'authorization',
+]);
 
 /**
  * `$http_NAME`: the request header(s) whose name, lowercased with `-` as

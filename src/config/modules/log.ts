@@ -5,7 +5,7 @@
  */
 import type { SourceLoc } from '../../parser/ast.js';
 import type { Directive } from '../../parser/ast.js';
-import { fail, listSlot, noEffect, parseSize, parseTime, rule, type DirectiveSpec } from '../spec.js';
+import { fail, listSlot, parseSize, parseTime, rule, ruleSetter, slot, type DirectiveSpec } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
 const LOG = 'ngx_http_log_module';
@@ -19,10 +19,15 @@ export type AccessLogDef =
   | { readonly off: true }
   | {
       readonly off: false;
+      /** The file, made absolute; with variables, the template of its name (see `pathValue`). */
       readonly path: string;
+      /** A path with variables, opened for each line (`ngx_http_log_script_write`). */
+      readonly pathValue: ValueSource | undefined;
       readonly format: string;
       readonly bufferBytes: number | undefined;
       readonly flushMs: number | undefined;
+      /** `gzip[=LEVEL]`: each buffer written as a gzip member of this level (0: not compressed). */
+      readonly gzipLevel: number;
       readonly condition: ValueSource | undefined;
       readonly loc: SourceLoc;
     };
@@ -30,23 +35,46 @@ export type AccessLogDef =
 export const accessLogs = listSlot<AccessLogDef>('access_log');
 
 /**
+ * `open_log_file_cache max=N [inactive=TIME] [min_uses=N] [valid=TIME]`: the
+ * cache of descriptors of log files whose names have variables
+ * (`ngx_open_file_cache_t`); `null` for `off`.
+ */
+export interface OpenLogFileCacheDef {
+  readonly maxFiles: number;
+  /** A file not written for this long is closed (default 10 s). */
+  readonly inactiveMs: number;
+  /** A descriptor is kept open once its file was written this many times (default 1). */
+  readonly minUses: number;
+  /** A kept descriptor is used without checking the name again for this long (default 60 s). */
+  readonly validMs: number;
+}
+
+export const openLogFileCache = slot<OpenLogFileCacheDef | null | undefined>('open_log_file_cache', undefined);
+
+/**
  * `ngx_http_log_open_file_cache`: `off` or `max=N [inactive=TIME]
  * [min_uses=N] [valid=TIME]`; `invalid "open_log_file_cache" parameter "…"`,
  * `"open_log_file_cache" must have "max" parameter`.
  */
-function parseOpenLogFileCache(d: Directive): string {
-  let max = 0;
+function parseOpenLogFileCache(d: Directive): OpenLogFileCacheDef | null {
+  let maxFiles = 0;
+  let inactiveMs = 10_000;
+  let validMs = 60_000;
+  let minUses = 1;
   let off = false;
   for (const p of d.args) {
-    const num = (prefix: string): boolean => p.startsWith(prefix) && /^\d+$/.test(p.slice(prefix.length));
-    const time = (prefix: string): boolean => p.startsWith(prefix) && parseTime(p.slice(prefix.length), true) !== undefined;
-    if (num('max=')) max = Number(p.slice(4));
-    else if (time('inactive=') || num('min_uses=') || time('valid=')) continue;
+    const num = (prefix: string): number | undefined => (p.startsWith(prefix) && /^\d+$/.test(p.slice(prefix.length)) ? Number(p.slice(prefix.length)) : undefined);
+    const sec = (prefix: string): number | undefined => (p.startsWith(prefix) ? parseTime(p.slice(prefix.length), true) : undefined);
+    if (p.startsWith('max=') && num('max=') !== undefined) maxFiles = num('max=')!;
+    else if (p.startsWith('inactive=') && sec('inactive=') !== undefined) inactiveMs = sec('inactive=')! * 1000;
+    else if (p.startsWith('min_uses=') && num('min_uses=') !== undefined) minUses = num('min_uses=')!;
+    else if (p.startsWith('valid=') && sec('valid=') !== undefined) validMs = sec('valid=')! * 1000;
     else if (p === 'off') off = true;
     else fail(`invalid "open_log_file_cache" parameter "${p}"`);
   }
-  if (!off && max === 0) fail('"open_log_file_cache" must have "max" parameter');
-  return d.args.join(' ');
+  if (off) return null;
+  if (maxFiles === 0) fail('"open_log_file_cache" must have "max" parameter');
+  return { maxFiles, inactiveMs, minUses, validMs };
 }
 
 export const logDirectives: readonly DirectiveSpec[] = [
@@ -85,25 +113,32 @@ export const logDirectives: readonly DirectiveSpec[] = [
       if (format !== 'combined' && !cx.scope.logFormats.has(format)) fail(`unknown log format "${format}"`);
       let bufferBytes: number | undefined;
       let flushMs: number | undefined;
+      let gzipLevel = 0;
       let condition: ValueSource | undefined;
       for (const p of d.args.slice(2)) {
         if (p.startsWith('buffer=')) {
           bufferBytes = parseSize(p.slice(7));
-          if (bufferBytes === undefined) fail(`invalid buffer size "${p.slice(7)}"`);
+          if (!bufferBytes) fail(`invalid buffer size "${p.slice(7)}"`);
         } else if (p.startsWith('flush=')) {
           flushMs = parseTime(p.slice(6), false);
-          if (flushMs === undefined) fail(`invalid flush time "${p.slice(6)}"`);
+          if (!flushMs) fail(`invalid flush time "${p.slice(6)}"`);
         } else if (p.startsWith('if=')) condition = cx.scope.variables.value(p.slice(3), d.loc);
-        else if (p === 'gzip' || p.startsWith('gzip=')) fail('gzip compression of access logs is not supported by jinx');
-        else fail(`invalid parameter "${p}"`);
+        else if (p === 'gzip' || p.startsWith('gzip=')) {
+          // a buffer of 64k unless one was given before (ngx_http_log_set_log)
+          bufferBytes ??= 64 * 1024;
+          gzipLevel = p === 'gzip' ? 1 : /^\d+$/.test(p.slice(5)) ? Number(p.slice(5)) : 0;
+          if (gzipLevel < 1 || gzipLevel > 9) fail(`invalid compression level "${p.slice(5)}"`);
+        } else fail(`invalid parameter "${p}"`);
       }
-      if (path.includes('$')) fail('variables in the "access_log" path are not supported by jinx');
+      if (flushMs !== undefined && bufferBytes === undefined) fail(`no buffer is defined for access_log "${path}"`);
       const full = cx.scope.fullPath(path);
-      cx.level.append(accessLogs, { off: false, path: full, format, bufferBytes, flushMs, condition, loc: d.loc }, d.loc);
+      const pathValue = path.includes('$') ? cx.scope.variables.value(full, d.loc) : undefined;
+      if (pathValue && bufferBytes !== undefined) fail('buffered logs cannot have variables in name');
+      cx.level.append(accessLogs, { off: false, path: full, pathValue, format, bufferBytes, flushMs, gzipLevel, condition, loc: d.loc }, d.loc);
     },
   },
-  noEffect({
+  {
     name: 'open_log_file_cache', module: LOG, contexts: ['http', 'server', 'location'], args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'],
-    note: 'log files are kept open',
-  }, rule.custom(parseOpenLogFileCache)),
+    effect: 'runtime', set: ruleSetter('open_log_file_cache', rule.custom(parseOpenLogFileCache, openLogFileCache)),
+  },
 ];

@@ -32,6 +32,8 @@ export interface ChosenPeer {
   readonly path?: string;
   readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
+  /** Requests one kept connection carries at most (`keepalive_requests` of the group). */
+  readonly keepaliveRequests: number;
   /** The upstream group whose idle connections it uses (nginx keeps them per `upstream` block); undefined for an address from variables. */
   readonly group: string | undefined;
 }
@@ -58,7 +60,8 @@ function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
   if (!c) {
     c = {
       host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
-      group: resolvedGroups.has(group) ? undefined : group.name, ...(peer.unixPath !== undefined ? { path: peer.unixPath } : {}),
+      keepaliveRequests: group.keepaliveRequests, group: resolvedGroups.has(group) ? undefined : group.name,
+      ...(peer.unixPath !== undefined ? { path: peer.unixPath } : {}),
     };
     configured.set(peer, c);
   }
@@ -204,7 +207,7 @@ export async function dynamicPeer(
   const host = hostText.replace(/^\[|\]$/g, '');
   const effectivePort = port ?? defaultPort;
   const fixed = (addr: string): PeerChoice => ({
-    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000, group: undefined },
+    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000, group: undefined },
     attempts: undefined,
   });
   if (isIP(host)) return fixed(host);

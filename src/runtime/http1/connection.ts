@@ -83,7 +83,10 @@ const LINE_ERRORS: Partial<Record<ParseResult, string>> = {
 };
 
 /** Headers of which nginx keeps one and refuses a second (`ngx_http_process_unique_header_line`). */
-const UNIQUE = new Set(['if-modified-since', 'content-length', 'if-range', 'transfer-encoding', 'expect', 'authorization']);
+const UNIQUE = new Set([
+  'if-modified-since', 'if-unmodified-since', 'if-match', 'if-none-match', 'content-length', 'content-range', 'if-range', 'transfer-encoding', 'expect',
+  'authorization',
+]);
 
 /** Headers node:http (and jinx's phases after it) keep the first of, dropping repeats. */
 const FIRST_ONLY = new Set([

@@ -44,6 +44,8 @@ export interface PoolPeer {
   /** Whether idle connections are kept (`keepalive` in its `upstream` block). */
   readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
+  /** `keepalive_requests`: a connection is closed after carrying this many requests. */
+  readonly keepaliveRequests: number;
   /** The upstream group whose connection cache it uses; undefined for an address from variables. */
   readonly group: string | undefined;
 }
@@ -111,7 +113,7 @@ export class UpstreamClients {
     const cached = entry[scheme];
     if (cached) return cached;
     const tls = scheme === 'https' ? settings.tls ?? DEFAULT_TLS : undefined;
-    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
+    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
       // a unix domain socket is reached through undici's `socketPath`; the origin only names it
@@ -120,7 +122,8 @@ export class UpstreamClients {
       // Without keepalive every request closes its connection; the only idle
       // one is the connection undici opens again after a request is aborted
       // (its queue still counts the aborted request), closed at once here.
-      const idleMs = peer.keepalive ? peer.keepaliveTimeoutMs : 1;
+      const kept = peer.keepalive && peer.keepaliveRequests > 1;
+      const idleMs = kept ? peer.keepaliveTimeoutMs : 1;
       const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath });
       pool = new Pool(origin, {
         // a new connection needs room within worker_connections, as nginx's ngx_get_connection
@@ -142,6 +145,9 @@ export class UpstreamClients {
         keepAliveTimeout: idleMs,
         keepAliveMaxTimeout: idleMs,
         pipelining: 1,
+        // ngx_http_upstream_keepalive_close_handler's count: undici closes a socket after the request
+        // that finds this many before it (sent with `connection: close`)
+        maxRequestsPerClient: kept ? peer.keepaliveRequests - 1 : undefined,
       });
       // every attempt to connect takes a connection number, successful or not (one refused for want of room never started)
       pool.on('connect', () => this.numbers.next()).on('connectionError', (_origin, _targets, err) => {
