@@ -27,8 +27,10 @@ const SUN_PATH_BYTES = 108;
 
 /**
  * `ngx_parse_unix_domain_url` (`src/core/ngx_inet.c`): the path after
- * `unix:`, which must not be empty nor longer than `sun_path` holds.
- * @throws DirectiveFailure `no path in the unix domain socket`, `too long path in the unix domain socket` (`what` names where)
+ * `unix:`, which must not be empty nor longer than `sun_path` holds;
+ * `where` throws nginx's error for the directive (`no path in the unix
+ * domain socket`, `too long path in the unix domain socket`, which it
+ * completes with ` in upstream "…"` or ` in "…" of the "listen" directive`).
  */
 export function parseUnixPath(text: string, where: (err: string) => never): string {
   const path = text.slice('unix:'.length);
