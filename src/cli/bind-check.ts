@@ -14,6 +14,7 @@ import { systemErrorText } from '../os-errors.js';
 
 /** One socket nginx would open. */
 interface BindTarget {
+  /** An IP literal, or `unix:PATH`. */
   readonly host: string;
   readonly port: number;
   readonly addrText: string;
@@ -34,7 +35,9 @@ function tryBind(t: BindTarget): Promise<NodeJS.ErrnoException | undefined> {
     }
     const server = createServer();
     server.once('error', (err) => resolve(err));
-    server.listen({ host: t.host, port: t.port, ipv6Only: t.host === '::', exclusive: true }, () => server.close(() => resolve(undefined)));
+    // a unix domain socket's file is removed again when the server closes, as nginx -t deletes it
+    const address = t.host.startsWith('unix:') ? { path: t.host.slice('unix:'.length) } : { host: t.host, port: t.port, ipv6Only: t.host === '::' };
+    server.listen({ ...address, exclusive: true }, () => server.close(() => resolve(undefined)));
   });
 }
 

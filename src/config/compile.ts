@@ -131,8 +131,8 @@ const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
 export const registry = new DirectiveRegistry(allDirectives);
 
 /**
- * Collects the host names `proxy_pass` URLs and upstream `server` entries
- * name, so they can be resolved before the synchronous check.
+ * Collects the host names `proxy_pass` URLs, upstream `server` entries and
+ * `set_real_ip_from` name, so they can be resolved before the synchronous check.
  */
 function collectHosts(nodes: readonly ConfigNode[], inUpstream: boolean, out: Set<string>, inStream = false): void {
   for (const n of nodes) {
@@ -143,7 +143,10 @@ function collectHosts(nodes: readonly ConfigNode[], inUpstream: boolean, out: Se
     } else if (n.name === 'fastcgi_pass' && n.args.length === 1 && !n.args[0]!.includes('$') && !n.args[0]!.startsWith('unix:')) {
       hostPort = n.args[0];
     } else if (n.name === 'server' && inUpstream && n.args.length > 0) hostPort = n.args[0];
-    if (hostPort) {
+    else if (n.name === 'set_real_ip_from' && n.args.length === 1 && !n.args[0]!.startsWith('unix:') && !n.args[0]!.includes('/')) {
+      if (!isIP(n.args[0]!)) out.add(n.args[0]!.toLowerCase());
+    }
+    if (hostPort && !hostPort.startsWith('unix:')) {
       const hp = splitHostPort(hostPort);
       if (hp && !isIP(hp.host)) out.add(hp.host.toLowerCase());
     }
@@ -470,11 +473,16 @@ class Compiler {
       }
       const peers: UpstreamPeer[] = [];
       for (const s of decl.servers) {
+        if (s.unixPath !== undefined) {
+          peers.push(this.peer(s.host, 0, s, s.unixPath));
+          continue;
+        }
         const addrs = isIP(s.host) ? [s.host] : this.scope.hosts.lookup(s.host) ?? [];
         for (const a of addrs) peers.push(this.peer(a, s.port, s));
       }
       this.upstreams.set(decl.name.toLowerCase(), {
         name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs, keepaliveRequests: decl.keepaliveRequests,
+        balancer: decl.balancer,
       });
     }
     const visit = (n: LevelNode): void => {
@@ -492,9 +500,12 @@ class Compiler {
     return node?.directive?.closeLine;
   }
 
-  private peer(addr: string, port: number, s?: { weight: number; backup: boolean; down: boolean; maxFails: number; failTimeoutMs: number }): UpstreamPeer {
+  /** A peer at an IP and port, or (`unixPath`) at `unix:PATH`, with its `server` parameters. */
+  private peer(
+    addr: string, port: number, s?: { weight: number; backup: boolean; down: boolean; maxFails: number; failTimeoutMs: number }, unixPath?: string,
+  ): UpstreamPeer {
     return {
-      name: isIP(addr) === 6 ? `[${addr}]:${port}` : `${addr}:${port}`, host: addr, port,
+      name: unixPath !== undefined ? addr : isIP(addr) === 6 ? `[${addr}]:${port}` : `${addr}:${port}`, host: addr, port, unixPath,
       weight: s?.weight ?? 1, backup: s?.backup ?? false, down: s?.down ?? false,
       maxFails: s?.maxFails ?? 1, failTimeoutMs: s?.failTimeoutMs ?? 10_000,
     };
@@ -513,12 +524,21 @@ class Compiler {
     }
     const key = groupKey(hostText, port);
     if (this.upstreams.has(key)) return;
+    if (hostText.startsWith('unix:')) {
+      // ngx_parse_unix_domain_url: one peer, the socket file
+      const peers = [this.peer(hostText, 0, undefined, hostText.slice('unix:'.length))];
+      this.upstreams.set(key, { name: key, peers, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000, balancer: 'round_robin' });
+      return;
+    }
     const effectivePort = port ?? defaultPort;
     if (effectivePort === undefined) throw new ConfigError('invalid-value', `no port in upstream "${hostText}"`, loc);
     const host = hostText.replace(/^\[|\]$/g, '');
     const addrs = isIP(host) ? [host] : this.scope.hosts.lookup(host);
     if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${hostText}"`, loc);
-    this.upstreams.set(key, { name: key, peers: addrs.map((a) => this.peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000 });
+    this.upstreams.set(key, {
+      name: key, peers: addrs.map((a) => this.peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000,
+      balancer: 'round_robin',
+    });
   }
 
   // --- locations -------------------------------------------------------------
@@ -671,7 +691,10 @@ class Compiler {
       chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
       expires: expiresConf.kind === 'variable' ? { ...expiresConf, value: this.scope.variables.bind(expiresConf.value) } : expiresConf,
       realIp: realIpSources.length > 0
-        ? { from: realIpSources, header: c.get(realIpHeader).toLowerCase(), recursive: c.get(realIpRecursive) }
+        ? {
+            from: realIpSources, header: c.get(realIpHeader).toLowerCase(), proxyProtocol: c.get(realIpHeader) === 'proxy_protocol',
+            recursive: c.get(realIpRecursive),
+          }
         : undefined,
       authRequest: authUri === 'off' ? undefined : {
         uri: authUri, sets: c.list(authRequestSets).map((s) => ({ index: s.index, value: vars.bind(s.value), handler: s.handler })),
@@ -831,8 +854,9 @@ class Compiler {
       target: pass.kind === 'static'
         ? {
             kind: 'static', scheme: pass.scheme, group: groupKey(pass.host, pass.port), uri: pass.uri,
-            hostHeader: pass.port === undefined || pass.port === (pass.scheme === 'https' ? 443 : 80)
-              ? pass.host
+            // ngx_http_proxy_set_vars: a unix domain socket's Host is `localhost`
+            hostHeader: pass.host.startsWith('unix:') ? 'localhost'
+              : pass.port === undefined || pass.port === (pass.scheme === 'https' ? 443 : 80) ? pass.host
               : `${pass.host}:${pass.port}`,
           }
         : { kind: 'variable', url: vars.bind(pass.url) },
@@ -1116,10 +1140,12 @@ class Compiler {
       host: string;
       port: number;
       addrText: string;
+      unixPath: string | undefined;
       ssl: boolean;
       http2: boolean;
       /** `listen … http2` on the address. */
       http2Listen: boolean;
+      proxyProtocol: boolean;
       optionsSet: boolean;
       defaultServer: VirtualServer | undefined;
       servers: { server: VirtualServer; node: LevelNode }[];
@@ -1129,7 +1155,7 @@ class Compiler {
     for (const s of servers) {
       const own = s.node.conf.ownList(http.listens)?.map((e) => e.value) ?? [{
         host: '0.0.0.0', port: DEFAULT_PORT, addrText: `0.0.0.0:${DEFAULT_PORT}`, wildcard: true, defaultServer: false, ssl: false,
-        http2: false, udp: false, ipv6only: true, setsOptions: false, loc: s.server.loc,
+        http2: false, udp: false, ipv6only: true, setsOptions: false, proxyProtocol: false, loc: s.server.loc,
       }];
       const http2 = this.chain(s.node).get(http2Enabled);
       for (const l of own) {
@@ -1137,7 +1163,8 @@ class Compiler {
         let a = addrs.get(key);
         if (!a) {
           a = {
-            host: l.host, port: l.port, addrText: l.addrText, ssl: false, http2: false, http2Listen: false, optionsSet: false, defaultServer: undefined, servers: [], loc: l.loc,
+            host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, ssl: false, http2: false, http2Listen: false, proxyProtocol: false,
+            optionsSet: false, defaultServer: undefined, servers: [], loc: l.loc,
           };
           addrs.set(key, a);
         }
@@ -1150,6 +1177,7 @@ class Compiler {
           a.defaultServer = s.server;
         }
         a.ssl ||= l.ssl;
+        a.proxyProtocol ||= l.proxyProtocol;
         a.http2 ||= l.http2 || http2;
         a.http2Listen ||= l.http2;
         if (!a.servers.some((x) => x.server === s.server)) a.servers.push(s);
@@ -1166,8 +1194,10 @@ class Compiler {
         const byLocalAddr = new Map<string, ServerSet>();
         if (a === wildcard) for (const specific of list.filter((x) => !bound.includes(x))) byLocalAddr.set(specific.host, set(specific));
         groups.push({
-          host: a.host, port, addrText: a.addrText, ssl: a.ssl || [...byLocalAddr.keys()].some((h) => list.find((x) => x.host === h)?.ssl),
-          http2: a.http2, byLocalAddr, servers: set(a), loc: a.loc,
+          host: a.host, port, addrText: a.addrText, unixPath: a.unixPath,
+          ssl: a.ssl || [...byLocalAddr.keys()].some((h) => list.find((x) => x.host === h)?.ssl),
+          http2: a.http2, proxyProtocol: a.proxyProtocol || [...byLocalAddr.keys()].some((h) => list.find((x) => x.host === h)?.proxyProtocol),
+          byLocalAddr, servers: set(a), loc: a.loc,
         });
       }
     }

@@ -11,12 +11,78 @@ import { fail, parseSize, parseTime, type SetContext } from './spec.js';
 
 /** A listening address. */
 export interface ListenAddress {
-  /** IP literal to bind, `0.0.0.0` or `::` for wildcards. */
+  /** IP literal to bind, `0.0.0.0` or `::` for wildcards; `unix:PATH` for a unix domain socket. */
   readonly host: string;
+  /** The TCP port; 0 for a unix domain socket. */
   readonly port: number;
-  /** nginx's `addr_text`: `127.0.0.1:80`, `0.0.0.0:80`, `[::]:443`. */
+  /** nginx's `addr_text`: `127.0.0.1:80`, `0.0.0.0:80`, `[::]:443`, `unix:/run/app.sock`. */
   readonly addrText: string;
   readonly wildcard: boolean;
+  /** The socket file of a `unix:` address. */
+  readonly unixPath?: string;
+}
+
+/** `sizeof(saun->sun_path)` on Linux: a unix socket's path and its NUL. */
+const SUN_PATH_BYTES = 108;
+
+/**
+ * `ngx_parse_unix_domain_url` (`src/core/ngx_inet.c`): the path after
+ * `unix:`, which must not be empty nor longer than `sun_path` holds;
+ * `where` throws nginx's error for the directive (`no path in the unix
+ * domain socket`, `too long path in the unix domain socket`, which it
+ * completes with ` in upstream "…"` or ` in "…" of the "listen" directive`).
+ */
+export function parseUnixPath(text: string, where: (err: string) => never): string {
+  const path = text.slice('unix:'.length);
+  if (path.length === 0) where('no path in the unix domain socket');
+  if (Buffer.byteLength(path) + 1 > SUN_PATH_BYTES) where('too long path in the unix domain socket');
+  return path;
+}
+
+/**
+ * Parses `ADDRESS[:PORT]`, `PORT`, `*:PORT`, `[IPV6][:PORT]` and
+ * `unix:PATH` (`ngx_parse_url` with `u->listen` set). A port range
+ * `FIRST-LAST` (nginx 1.27.3) gives one address per port, in order.
+ * @throws DirectiveFailure nginx's `invalid host`, `invalid port`, `invalid
+ *   port range`, `host not found`, `no path in the unix domain socket` `in "TEXT" of the "listen" directive`
+ */
+export function parseListenAddress(text: string): ListenAddress[] {
+  const bad = (what: string): never => fail(`${what} in "${text}" of the "listen" directive`);
+  if (text.startsWith('unix:')) {
+    const unixPath = parseUnixPath(text, bad);
+    return [{ host: text, port: 0, addrText: text, wildcard: false, unixPath }];
+  }
+  let host: string;
+  let portText: string;
+  const v6 = /^\[([^\]]*)\](?::(.*))?$/.exec(text);
+  if (v6) {
+    host = v6[1]!;
+    if (isIP(host) !== 6) bad('invalid host');
+    portText = v6[2] ?? '80';
+  } else if (/^[\d-]+$/.test(text)) {
+    host = '0.0.0.0';
+    portText = text;
+  } else {
+    const colon = text.indexOf(':');
+    host = colon === -1 ? text : text.slice(0, colon);
+    portText = colon === -1 ? '80' : text.slice(colon + 1);
+  }
+  // ngx_parse_inet_url: `FIRST-LAST`, each a port; a range that runs backwards is refused
+  const range = /^(\d+)(?:-(\d+))?$/.exec(portText);
+  const validPort = (p: string | undefined): boolean => p === undefined || (Number(p) >= 1 && Number(p) <= 65535);
+  if (!range || !validPort(range[1]) || !validPort(range[2])) bad('invalid port');
+  const first = Number(range![1]);
+  const last = range![2] === undefined ? first : Number(range![2]);
+  if (last < first) bad('invalid port range');
+  if (host === '*') host = '0.0.0.0';
+  else if (host === 'localhost') host = '127.0.0.1';
+  else if (!v6 && isIP(host) !== 4) fail(`host not found in "${text}" of the "listen" directive`);
+  const out: ListenAddress[] = [];
+  for (let port = first; port <= last; port++) {
+    const addrText = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+    out.push({ host, port, addrText, wildcard: host === '0.0.0.0' || host === '::' });
+  }
+  return out;
 }
 
 /** What the parameters of a `listen` set. */
@@ -27,36 +93,10 @@ export interface ListenParams {
   /** Stream only: a UDP socket. */
   readonly udp: boolean;
   readonly ipv6only: boolean;
+  /** `proxy_protocol`: every connection starts with a PROXY protocol header (`ngx_proxy_protocol.c`). */
+  readonly proxyProtocol: boolean;
   /** Whether the directive sets socket options (nginx's `lsopt.set`): two servers may not both set them. */
   readonly setsOptions: boolean;
-}
-
-/** Parses `ADDRESS[:PORT]`, `PORT`, `*:PORT`, `[IPV6][:PORT]`. */
-export function parseListenAddress(text: string): ListenAddress {
-  const bad = (what: string): never => fail(`${what} in "${text}" of the "listen" directive`);
-  let host: string;
-  let portText: string;
-  if (text.startsWith('unix:')) fail('unix domain sockets in "listen" are not supported by jinx');
-  const v6 = /^\[([^\]]*)\](?::(.*))?$/.exec(text);
-  if (v6) {
-    host = v6[1]!;
-    if (isIP(host) !== 6) bad('invalid host');
-    portText = v6[2] ?? '80';
-  } else if (/^\d+$/.test(text)) {
-    host = '0.0.0.0';
-    portText = text;
-  } else {
-    const colon = text.indexOf(':');
-    host = colon === -1 ? text : text.slice(0, colon);
-    portText = colon === -1 ? '80' : text.slice(colon + 1);
-  }
-  if (!/^\d+$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) bad('invalid port');
-  if (host === '*') host = '0.0.0.0';
-  else if (host === 'localhost') host = '127.0.0.1';
-  else if (!v6 && isIP(host) !== 4) fail(`host not found in "${text}" of the "listen" directive`);
-  const port = Number(portText);
-  const addrText = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
-  return { host, port, addrText, wildcard: host === '0.0.0.0' || host === '::' };
 }
 
 /** `so_keepalive=on|off|[IDLE][:[INTERVAL][:COUNT]]`, as `ngx_http_core_listen` reads it: not all three zero. */
@@ -82,6 +122,7 @@ export function parseListenParams(d: Directive, kind: 'http' | 'stream', cx: Set
   let udp = false;
   let ipv6only = true;
   let setsOptions = false;
+  let proxyProtocol = false;
   for (const p of d.args.slice(1)) {
     const eq = p.indexOf('=');
     const key = eq === -1 ? p : p.slice(0, eq + 1);
@@ -94,6 +135,7 @@ export function parseListenParams(d: Directive, kind: 'http' | 'stream', cx: Set
         ssl = true;
         continue;
       case 'proxy_protocol':
+        proxyProtocol = true;
         continue;
       case 'bind': case 'deferred': case 'reuseport': case 'multipath':
         setsOptions = true;
@@ -144,5 +186,5 @@ export function parseListenParams(d: Directive, kind: 'http' | 'stream', cx: Set
     }
     fail(`invalid parameter "${p}"`);
   }
-  return { defaultServer, ssl, http2, udp, ipv6only, setsOptions };
+  return { defaultServer, ssl, http2, udp, ipv6only, setsOptions, proxyProtocol };
 }

@@ -4,6 +4,7 @@
  * module, with values already bound. Built by `compile.ts`, frozen, and
  * swapped whole on reload.
  */
+import type { UpstreamBalancer } from './scope.js';
 import type { SourceLoc } from '../parser/ast.js';
 import type { ConfigWarning } from '../errors.js';
 import type { LogLevel } from '../log/levels.js';
@@ -41,13 +42,18 @@ export interface MainConf {
 
 /** One listening socket: an address:port and the servers that listen on it. */
 export interface ListenGroup {
-  /** Address to bind: an IP literal, `0.0.0.0`/`::` for wildcards. */
+  /** Address to bind: an IP literal, `0.0.0.0`/`::` for wildcards, `unix:PATH` for a unix domain socket. */
   readonly host: string;
+  /** The TCP port; 0 for a unix domain socket. */
   readonly port: number;
-  /** nginx's text for this address, `127.0.0.1:80`, `0.0.0.0:80`, `[::]:80`. */
+  /** nginx's text for this address, `127.0.0.1:80`, `0.0.0.0:80`, `[::]:80`, `unix:/run/app.sock`. */
   readonly addrText: string;
+  /** The socket file of a `listen unix:PATH`. */
+  readonly unixPath: string | undefined;
   readonly ssl: boolean;
   readonly http2: boolean;
+  /** `listen … proxy_protocol`: connections start with a PROXY protocol header. */
+  readonly proxyProtocol: boolean;
   /** Servers by the local address a connection arrived on (one entry, the bound address, unless this is a wildcard that also serves specific addresses). */
   readonly byLocalAddr: ReadonlyMap<string, ServerSet>;
   /** The servers for any other local address of a wildcard socket. */
@@ -616,6 +622,8 @@ export interface RealIpConf {
   readonly from: readonly (Cidr | 'unix')[];
   /** Header name, lowercase. */
   readonly header: string;
+  /** `real_ip_header proxy_protocol`: the address and port come from the connection's PROXY protocol header. */
+  readonly proxyProtocol: boolean;
   readonly recursive: boolean;
 }
 
@@ -656,14 +664,20 @@ export interface UpstreamGroup {
   readonly keepaliveTimeoutMs: number;
   /** Requests a kept connection carries at most (`keepalive_requests`). */
   readonly keepaliveRequests: number;
+  /** How a peer is picked (`ip_hash`, `least_conn`, else round robin). */
+  readonly balancer: UpstreamBalancer;
 }
 
 /** One address of an upstream group. */
 export interface UpstreamPeer {
-  /** `IP:port` as nginx prints it (`[::1]:80` for IPv6). */
+  /** `IP:port` as nginx prints it (`[::1]:80` for IPv6, `unix:PATH` for a unix domain socket). */
   readonly name: string;
+  /** The IP address, or `unix:PATH`. */
   readonly host: string;
+  /** The port; 0 for a unix domain socket. */
   readonly port: number;
+  /** The socket file of a peer on a unix domain socket. */
+  readonly unixPath: string | undefined;
   readonly weight: number;
   readonly backup: boolean;
   readonly down: boolean;

@@ -41,13 +41,21 @@ export interface UpstreamDecl {
   keepaliveSet: boolean;
   keepaliveTimeoutMs: number;
   keepaliveRequests: number;
+  /** The load balancing method (`ip_hash`, `least_conn`; round robin by default). */
+  balancer: UpstreamBalancer;
 }
+
+/** How an upstream group picks a peer: nginx's round robin, `ip_hash` or `least_conn`. */
+export type UpstreamBalancer = 'round_robin' | 'ip_hash' | 'least_conn';
 
 /** One `server ADDRESS [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down]` of an upstream block. */
 export interface UpstreamServerDecl {
-  /** Host (name or IP) and port as written, `unix:` paths kept whole. */
+  /** Host (name or IP) as written, `unix:PATH` kept whole. */
   readonly host: string;
+  /** The port; 0 for a unix domain socket. */
   readonly port: number;
+  /** The socket file of a `unix:PATH` server. */
+  readonly unixPath: string | undefined;
   readonly weight: number;
   readonly maxFails: number;
   readonly failTimeoutMs: number;

@@ -28,6 +28,7 @@ import { Http1Connection, type Http1Head } from './http1/connection.js';
 import type { Http1Target } from './http1/response.js';
 import { parseClientHello } from './client-hello.js';
 import { findServer } from './server-names.js';
+import type { ProxyProtocolRead } from './proxy-protocol.js';
 import { prepareFiles } from './prepare-files.js';
 import { headerBlockError } from './h2-limits.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
@@ -229,8 +230,9 @@ export class Engine {
       const server = createListener(group, {
         group: (k) => this.generation.groups.get(k),
         tls: () => this.generation.tls,
-        onAccept: (socket) => this.accept(socket),
-        onNothingRead: (socket, why) => this.nothingRead(socket, why, key),
+        onAccept: (socket) => this.accept(socket, group.unixPath),
+        onProxyProtocol: (socket, read) => this.proxyProtocolRead(socket, read, key),
+        onNothingRead: (socket, why, proxyProtocol) => this.nothingRead(socket, why, key, proxyProtocol),
         firstByteTimeoutMs: () => (this.generation.groups.get(key) ?? group).servers.defaultServer.conf.clientHeaderTimeoutMs,
         onClientHello: (socket, bytes) => this.clientHello(socket, bytes, key),
         onHttp1: (socket, first) => this.http1(socket, first, key),
@@ -247,6 +249,7 @@ export class Engine {
 
   /** The listening address as nginx prints it for connections without a request (`server: 127.0.0.1:80`). */
   private static listenText(group: ListenGroup): string {
+    if (group.unixPath !== undefined) return group.addrText;
     return group.host.includes(':') ? `[${group.host}]:${group.port}` : `${group.host}:${group.port}`;
   }
 
@@ -255,14 +258,21 @@ export class Engine {
    * passed, logged at info as `ngx_http_wait_request_handler` does (`client
    * closed connection while waiting for request`, `client timed out (110: …)
    * while waiting for request`) or, on a TLS address, `ngx_http_ssl_handshake`
-   * (`… while SSL handshaking`); a timed-out one is reset with
+   * (`… while SSL handshaking`), or `… while reading PROXY protocol` before
+   * the header of a `proxy_protocol` address (on a TLS one, a connection
+   * closed then is `broken header: ""`); a timed-out one is reset with
    * `reset_timedout_connection`.
    */
-  private nothingRead(socket: Socket, why: 'closed' | 'timed out', groupKey: string): void {
+  private nothingRead(socket: Socket, why: 'closed' | 'timed out', groupKey: string, proxyProtocol: boolean): void {
     const st = this.connections.get(socket);
     const group = this.generation.groups.get(groupKey);
     if (!st || !group) return;
-    const phase = group.ssl ? 'SSL handshaking' : 'waiting for request';
+    if (proxyProtocol && group.ssl && why === 'closed') {
+      // ngx_http_ssl_handshake reads the PROXY protocol header from what it peeked: nothing is a broken one
+      this.logConnection(group, st.info, 'broken header: "" while reading PROXY protocol', 'error');
+      return;
+    }
+    const phase = proxyProtocol ? 'reading PROXY protocol' : group.ssl ? 'SSL handshaking' : 'waiting for request';
     const what = why === 'closed' ? 'client closed connection' : `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`;
     this.logConnection(group, st.info, `${what} while ${phase}`);
     if (why === 'timed out' && (group.byLocalAddr.get(st.info.localAddr) ?? group.servers).defaultServer.conf.resetTimedoutConnection) {
@@ -270,19 +280,30 @@ export class Engine {
     }
   }
 
-  /** What a request needs to know about its connection; `id` is a new connection number unless given. */
-  private connectionInfo(socket: Socket, id?: number, acceptedAtMs = Date.now(), clientHello?: Buffer): ClientConnection {
+  /**
+   * What a request needs to know about its connection; `id` is a new
+   * connection number unless given. On a unix domain socket (`unixPath`),
+   * the peer is `unix:` and the local address `unix:PATH`, both without a
+   * port, as `ngx_sock_ntop` prints an `AF_UNIX` address.
+   */
+  private connectionInfo(socket: Socket, unixPath: string | undefined, id?: number, acceptedAtMs = Date.now(), clientHello?: Buffer): ClientConnection {
     const tls = (socket as TLSSocket).encrypted ? (socket as TLSSocket) : undefined;
     return {
       id: id ?? this.numbers.next(),
-      peerAddr: plainAddr(socket.remoteAddress),
-      peerPort: socket.remotePort ?? 0,
-      localAddr: plainAddr(socket.localAddress),
-      localPort: socket.localPort ?? 0,
+      peerAddr: unixPath === undefined ? plainAddr(socket.remoteAddress) : 'unix:',
+      peerPort: unixPath === undefined ? socket.remotePort ?? 0 : 0,
+      localAddr: unixPath === undefined ? plainAddr(socket.localAddress) : `unix:${unixPath}`,
+      localPort: unixPath === undefined ? socket.localPort ?? 0 : 0,
       tls: tls && new TlsDetails(tls, clientHello),
       requests: 0,
       acceptedAtMs,
     };
+  }
+
+  /** The same connection's details again (for its TLS socket or HTTP/2 session). */
+  private refreshedInfo(st: ConnectionState, socket: Socket): ClientConnection {
+    const unixPath = st.info.peerAddr === 'unix:' ? st.info.localAddr.slice('unix:'.length) : undefined;
+    return { ...this.connectionInfo(socket, unixPath, st.info.id, st.info.acceptedAtMs, st.clientHello), proxyProtocol: st.info.proxyProtocol };
   }
 
   /**
@@ -303,7 +324,7 @@ export class Engine {
    * most once a second); when none is free, the new one is closed with the
    * alert `N worker_connections are not enough`.
    */
-  private accept(raw: Socket): void {
+  private accept(raw: Socket, unixPath: string | undefined): void {
     const limit = this.generation.table.main.workerConnections;
     if (limit - this.connectionsInUse() <= Math.floor(limit / 16)) this.drain(limit);
     if (this.connectionsInUse() >= limit) {
@@ -313,18 +334,36 @@ export class Engine {
     }
     raw.setNoDelay(true);
     const st: ConnectionState = {
-      info: this.connectionInfo(raw), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, idleTimer: undefined,
+      info: this.connectionInfo(raw, unixPath), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, idleTimer: undefined,
       idleTimeoutMs: 0, http1: undefined, clientHello: undefined, gen: this.generation,
     };
-    const key = socketKey(raw);
+    // unix domain sockets have no addresses to tell them apart: `stateOf` finds them by socket
+    const key = unixPath === undefined ? socketKey(raw) : undefined;
     this.connections.set(raw, st);
-    this.byKey.set(key, st);
+    if (key !== undefined) this.byKey.set(key, st);
     this.byHttpSocket.set(raw, st);
     raw.once('close', () => {
       if (st.idleTimer) clearTimeout(st.idleTimer);
       this.connections.delete(raw);
-      this.byKey.delete(key);
+      if (key !== undefined) this.byKey.delete(key);
     });
+  }
+
+  /**
+   * The PROXY protocol header of a connection (`listen … proxy_protocol`):
+   * its addresses are kept for `$proxy_protocol_*` and the realip module; a
+   * broken one is logged at error `while reading PROXY protocol`, as
+   * `ngx_proxy_protocol_read` logs it, and the connection closes.
+   */
+  private proxyProtocolRead(socket: Socket, read: ProxyProtocolRead, groupKey: string): void {
+    const st = this.connections.get(socket);
+    const group = this.generation.groups.get(groupKey);
+    if (!st || !group) return;
+    if (read.ok) {
+      if (read.header) st.info = { ...st.info, proxyProtocol: read.header };
+      return;
+    }
+    if (read.error !== undefined) this.logConnection(group, st.info, `${read.error} while reading PROXY protocol`, 'error');
   }
 
   /** The error logs of the default server of the connection's address. */
@@ -337,6 +376,14 @@ export class Engine {
     group: ListenGroup, info: ClientConnection, message: string, level: LogLevel = 'info', logs = this.defaultErrorLogs(group, info),
   ): void {
     this.generation.cx.errorLog.write(logs, level, message, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
+  }
+
+  /**
+   * The connection of an accepted socket, of the TLS socket over it, or of
+   * the socket an HTTP/2 session runs on.
+   */
+  private stateOf(socket: Socket): ConnectionState | undefined {
+    return this.byHttpSocket.get(socket) ?? this.handshaking(socket as TLSSocket) ?? this.byKey.get(socketKey(socket));
   }
 
   /** The connection of a TLS socket still handshaking: its accepted TCP socket (node:tls's `_parent`) finds it. */
@@ -469,13 +516,13 @@ export class Engine {
    * requests and hands them to the phases.
    */
   private http1(socket: Socket, first: Buffer | undefined, groupKey: string): void {
-    const st = this.byKey.get(socketKey(socket));
+    const st = this.stateOf(socket);
     if (!st) {
       socket.destroy();
       return;
     }
     if ((socket as TLSSocket).encrypted) {
-      st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
+      st.info = this.refreshedInfo(st, socket);
       this.byHttpSocket.set(socket, st);
     }
     // the connection is served by the configuration it was accepted in, as by the nginx worker that accepted it
@@ -545,10 +592,10 @@ export class Engine {
    * node:http2 cannot, and a smaller window would slow or stall uploads.
    */
   private sessionSettings(socket: Socket, key: string): Http2StartSettings {
-    const st = this.byKey.get(socketKey(socket));
+    const st = this.stateOf(socket);
     const group = this.generation.groups.get(key);
     if (!st || !group) return H2_SESSION_OPTIONS.settings;
-    const { conf } = Engine.connectionServer(group, this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello));
+    const { conf } = Engine.connectionServer(group, this.refreshedInfo(st, socket));
     return {
       maxConcurrentStreams: conf.http2MaxConcurrentStreams,
       initialWindowSize: Math.max(conf.http2BodyPrereadSizeBytes, NODE_DEFAULT_WINDOW_BYTES),
@@ -561,13 +608,13 @@ export class Engine {
    * window opens to the largest, as `ngx_http_v2_init` opens it.
    */
   private acceptSession(session: Http2Session, socket: Socket, key: string): void {
-    const st = this.byKey.get(socketKey(socket));
+    const st = this.stateOf(socket);
     const group = this.generation.groups.get(key);
     if (!st || !group) {
       session.destroy();
       return;
     }
-    st.info = this.connectionInfo(socket, st.info.id, st.info.acceptedAtMs, st.clientHello);
+    st.info = this.refreshedInfo(st, socket);
     st.session = session;
     st.h2Server = Engine.connectionServer(group, st.info);
     this.bySession.set(session, st);

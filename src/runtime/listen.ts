@@ -10,6 +10,7 @@ import {
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { constants as cryptoConstants } from 'node:crypto';
+import { chmodSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { createSecureContext, createServer as createTlsServer, type SecureContext, type SecureContextOptions, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import { loadCertificatePair, type CertificatePair } from '../config/certificates.js';
@@ -22,6 +23,7 @@ import { systemErrorText } from '../os-errors.js';
 import type { HttpRequestState } from './request.js';
 import { findServer } from './server-names.js';
 import { startHttp2 } from './http2/first-frame.js';
+import { readProxyProtocol, type ProxyProtocolRead } from './proxy-protocol.js';
 
 /** Every server on a listen group's address, whichever name or local address selects it. */
 function serversOf(group: ListenGroup): Set<VirtualServer> {
@@ -149,10 +151,17 @@ export interface ListenHooks {
   /** A TCP connection was accepted (before any TLS handshake); it may be refused or may make room. */
   onAccept(socket: Socket): void;
   /**
+   * The PROXY protocol header a connection on a `proxy_protocol` address
+   * started with: what it said (undefined for `UNKNOWN` and headers without
+   * addresses), or the error-log line of a broken one (the socket is closed after).
+   */
+  onProxyProtocol(socket: Socket, read: ProxyProtocolRead): void;
+  /**
    * A connection that sent nothing: it closed, or `client_header_timeout`
    * (of the address's default server) passed; the socket is closed after.
+   * `proxyProtocol` tells that its PROXY protocol header was still awaited.
    */
-  onNothingRead(socket: Socket, why: 'closed' | 'timed out'): void;
+  onNothingRead(socket: Socket, why: 'closed' | 'timed out', proxyProtocol: boolean): void;
   /** `client_header_timeout` of the address's default server, in ms: how long a new connection may send nothing. */
   firstByteTimeoutMs(): number;
   /**
@@ -286,7 +295,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   if (!group.ssl) {
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x;
     // ngx_http_wait_request_handler looks for the preface when the address's default server has `http2 on`
-    return frontServer(hooks, (socket, first) => {
+    return frontServer(hooks, key, group, (socket, first) => {
       if (h2 && first.toString('latin1', 0, 4) === 'PRI ' && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress))) {
         startHttp2(socket, first, (transport) => h2.serve(socket, transport));
       } else hooks.onHttp1(socket, first);
@@ -338,7 +347,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   tlsServer.on('tlsClientError', (err: Error, socket: TLSSocket) => hooks.onTlsError(err, socket));
   // ngx_http_ssl_handshake: a first byte of 0x16 (a TLS record) starts a handshake; plain HTTP sent to
   // the TLS port is answered by the phases (497, nginx's 400 page)
-  const front = frontServer(hooks, (socket, first) => {
+  const front = frontServer(hooks, key, group, (socket, first) => {
     if (first[0] !== 0x16) {
       hooks.onHttp1(socket, first);
       return;
@@ -384,14 +393,19 @@ const UNRECOGNIZED_NAME_ALERT = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02,
 /**
  * A TCP server that reads the first bytes of each connection and hands it,
  * with them, to `route` (paused: whoever takes it reads on): a TLS
- * connection once its first record (the ClientHello) is in. Connections are half-open capable: a client that
+ * connection once its first record (the ClientHello) is in. On a
+ * `proxy_protocol` address the first bytes read start with the PROXY
+ * protocol header, which is taken off first (`ngx_http_wait_request_handler`
+ * and `ngx_http_ssl_handshake` read it before anything else); a broken one
+ * closes the connection. Connections are half-open capable: a client that
  * shuts down its side still gets its response.
  */
-function frontServer(hooks: ListenHooks, route: (socket: Socket, first: Buffer) => void): NetServer {
+function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route: (socket: Socket, first: Buffer) => void): NetServer {
   return createNetServer({ pauseOnConnect: true, allowHalfOpen: true }, (socket) => {
     hooks.onAccept(socket);
     if (socket.destroyed) return;
     let first: Buffer | undefined;
+    let proxyProtocol = (hooks.group(key) ?? group).proxyProtocol;
     const timer = setTimeout(() => nothing('timed out'), hooks.firstByteTimeoutMs());
     const done = (): void => {
       clearTimeout(timer);
@@ -400,6 +414,18 @@ function frontServer(hooks: ListenHooks, route: (socket: Socket, first: Buffer) 
       socket.off('close', onClose);
     };
     const onData = (chunk: Buffer): void => {
+      if (proxyProtocol) {
+        proxyProtocol = false;
+        const read = readProxyProtocol(chunk);
+        hooks.onProxyProtocol(socket, read);
+        if (!read.ok) {
+          done();
+          socket.destroy();
+          return;
+        }
+        chunk = chunk.subarray(read.length);
+        if (chunk.length === 0) return;
+      }
       first = first ? Buffer.concat([first, chunk]) : chunk;
       if (incompleteRecord(first)) return;
       done();
@@ -408,7 +434,7 @@ function frontServer(hooks: ListenHooks, route: (socket: Socket, first: Buffer) 
     };
     const nothing = (why: 'closed' | 'timed out'): void => {
       done();
-      hooks.onNothingRead(socket, why);
+      hooks.onNothingRead(socket, why, proxyProtocol);
       socket.destroy();
     };
     const onEnd = (): void => nothing('closed');
@@ -422,7 +448,10 @@ function frontServer(hooks: ListenHooks, route: (socket: Socket, first: Buffer) 
 
 /**
  * Binds a server, with nginx's message on failure:
- * `bind() to 127.0.0.1:80 failed (98: Address already in use)`.
+ * `bind() to 127.0.0.1:80 failed (98: Address already in use)`. A unix
+ * domain socket is made readable and writable by everyone, as
+ * `ngx_open_listening_sockets` chmods it (0666); closing the server removes
+ * its file, as `ngx_close_listening_sockets` does on exit.
  */
 export function bindListener(server: Listener, group: ListenGroup): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -430,8 +459,10 @@ export function bindListener(server: Listener, group: ListenGroup): Promise<void
       reject(new ConfigError('file', `bind() to ${group.addrText.replace(/^\*/, '0.0.0.0')} failed (${systemErrorText(err)})`));
     };
     server.once('error', onError);
-    server.listen({ host: group.host, port: group.port, ipv6Only: group.host === '::' }, () => {
+    const options = group.unixPath !== undefined ? { path: group.unixPath } : { host: group.host, port: group.port, ipv6Only: group.host === '::' };
+    server.listen(options, () => {
       server.off('error', onError);
+      if (group.unixPath !== undefined) chmodSync(group.unixPath, 0o666);
       resolve();
     });
   });

@@ -6,17 +6,23 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';
 import type { TlsDetails } from './tls-details.js';
+import type { ProxyProtocolHeader } from './proxy-protocol.js';
 
 /** The client connection a request arrived on (nginx's `ngx_connection_t`). */
 export interface ClientConnection {
   /** nginx's connection number, printed as `*N` in the error log. */
   readonly id: number;
-  /** Peer address of the socket, before `set_real_ip_from` is applied. */
+  /**
+   * Peer address of the socket (`unix:` on a unix domain socket), before
+   * `set_real_ip_from` is applied; the port is 0 when there is none.
+   */
   readonly peerAddr: string;
   readonly peerPort: number;
-  /** Local address and port the connection was accepted on. */
+  /** Local address and port the connection was accepted on (`unix:PATH` and 0 on a unix domain socket). */
   readonly localAddr: string;
   readonly localPort: number;
+  /** What the connection's PROXY protocol header said (`listen … proxy_protocol`), if it had addresses. */
+  readonly proxyProtocol?: ProxyProtocolHeader | undefined;
   /** TLS details when the connection is over TLS. */
   readonly tls: TlsDetails | undefined;
   /** Requests served on this connection so far, this one included. */

@@ -4,6 +4,7 @@
  * [if_not_empty]`, `fastcgi_index`, `fastcgi_split_path_info`, timeouts,
  * buffers, and the header filters.
  */
+import { parseUnixPath } from '../listen.js';
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
@@ -77,7 +78,8 @@ function setPass(d: Directive, cx: SetContext): void {
     return;
   }
   if (arg.startsWith('unix:')) {
-    cx.level.set(fastcgiPass, { kind: 'unix', path: arg.slice(5), loc: d.loc }, d.loc);
+    const path = parseUnixPath(arg, (err) => fail(`${err} in upstream "${arg}"`));
+    cx.level.set(fastcgiPass, { kind: 'unix', path, loc: d.loc }, d.loc);
     return;
   }
   const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(arg);

@@ -49,11 +49,14 @@ export const limitExceptMethods = slot<readonly string[] | undefined>('limit_exc
  * (`ngx_http_add_server` in `src/http/ngx_http.c`).
  */
 function setListen(d: Directive, cx: SetContext): void {
-  const def: ListenDef = { ...parseListenAddress(d.args[0]!), ...parseListenParams(d, 'http', cx), loc: d.loc };
-  if (cx.level.ownList(listens)?.some((l) => l.value.host === def.host && l.value.port === def.port)) {
-    fail(`a duplicate listen ${def.addrText}`);
+  const params = parseListenParams(d, 'http', cx);
+  for (const addr of parseListenAddress(d.args[0]!)) {
+    const def: ListenDef = { ...addr, ...params, loc: d.loc };
+    if (cx.level.ownList(listens)?.some((l) => l.value.host === def.host && l.value.port === def.port)) {
+      fail(`a duplicate listen ${def.addrText}`);
+    }
+    cx.level.append(listens, def, d.loc);
   }
-  cx.level.append(listens, def, d.loc);
 }
 
 function setServerName(d: Directive, cx: SetContext): void {

@@ -20,6 +20,7 @@ import { parseSize } from '../spec.js';
 import { fastcgiSplit } from '../../runtime/fastcgi-split.js';
 import { basicCredentials } from '../../runtime/credentials.js';
 import type { ClientCertificate } from '../../runtime/tls-details.js';
+import { proxyProtocolTlv } from '../../runtime/proxy-protocol.js';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
@@ -220,6 +221,19 @@ function requestBodyFile(r: HttpRequestState): string | undefined {
   return body?.kind === 'file' ? body.path : undefined;
 }
 
+/** A port as nginx's variables print it (`ngx_inet_get_port`): empty for 0, a unix domain socket's. */
+const portText = (port: number): string => (port > 0 ? String(port) : '');
+
+/**
+ * `$proxy_protocol_tlv_NAME` (`ngx_http_variable_proxy_protocol_tlv`): the
+ * value of a TLV of the connection's PROXY protocol v2 header, by name or
+ * `0x` type; not found without one.
+ */
+function proxyProtocolTlvText(r: HttpRequestState, name: string): string | undefined {
+  const pp = r.conn.proxyProtocol;
+  return pp ? proxyProtocolTlv(pp, name).value?.toString('latin1') : undefined;
+}
+
 /** `$binary_remote_addr`: the client address in network byte order, 4 or 16 bytes. */
 function binaryAddress(addr: string): string {
   const family = isIP(addr);
@@ -279,15 +293,20 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'sent_trailer_', prefix: true, get: (r, n) => sentTrailer(r, n) },
   { name: 'host', get: (r) => r.host },
   { name: 'remote_addr', get: (r) => r.clientAddr },
-  { name: 'remote_port', get: (r) => String(r.clientPort) },
+  { name: 'remote_port', get: (r) => portText(r.clientPort) },
   { name: 'binary_remote_addr', get: (r) => binaryAddress(r.clientAddr) },
   { name: 'realip_remote_addr', get: (r) => r.conn.peerAddr },
-  { name: 'realip_remote_port', get: (r) => String(r.conn.peerPort) },
+  { name: 'realip_remote_port', get: (r) => portText(r.conn.peerPort) },
+  { name: 'proxy_protocol_addr', get: (r) => r.conn.proxyProtocol?.srcAddr },
+  { name: 'proxy_protocol_port', get: (r) => (r.conn.proxyProtocol ? portText(r.conn.proxyProtocol.srcPort) : undefined) },
+  { name: 'proxy_protocol_server_addr', get: (r) => r.conn.proxyProtocol?.dstAddr },
+  { name: 'proxy_protocol_server_port', get: (r) => (r.conn.proxyProtocol ? portText(r.conn.proxyProtocol.dstPort) : undefined) },
+  { name: 'proxy_protocol_tlv_', prefix: true, get: (r, n) => proxyProtocolTlvText(r, n) },
   { name: 'remote_user', get: (r) => basicCredentials(r.headers.authorization)?.user },
   { name: 'scheme', get: (r) => r.scheme },
   { name: 'https', get: (r) => (r.scheme === 'https' ? 'on' : '') },
   { name: 'server_name', get: (r) => r.server.name },
-  { name: 'server_port', get: (r) => String(r.conn.localPort) },
+  { name: 'server_port', get: (r) => portText(r.conn.localPort) },
   { name: 'server_addr', get: (r) => r.conn.localAddr },
   { name: 'server_protocol', get: (r) => r.protocol },
   { name: 'request', get: (r) => r.requestLine || undefined },

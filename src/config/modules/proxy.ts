@@ -14,6 +14,7 @@ import { parseCertificateCache, readPasswordFile } from './ssl.js';
 import { isIP } from 'node:net';
 import type { ValueSource } from '../variables.js';
 import { locationDef, lowatIgnored } from './http-core.js';
+import { parseUnixPath } from '../listen.js';
 
 const PROXY = 'ngx_http_proxy_module';
 
@@ -183,13 +184,23 @@ function setCookieFlags(d: Directive, cx: SetContext): void {
   cx.level.append(proxyCookieFlags, { cookie, flags: d.args.slice(1).map((f) => vars.value(f, d.loc)) }, d.loc);
 }
 
-/** Splits `http://host:port/uri` of a static `proxy_pass` (`ngx_parse_url` with `uri_part`). */
+/**
+ * Splits `http://host:port/uri` or `http://unix:PATH:/uri` of a static
+ * `proxy_pass` (`ngx_parse_url` with `uri_part`).
+ */
 function parseStaticUrl(d: Directive, url: string, locationPrefix: string): ProxyPassDef {
   const lower = url.toLowerCase();
   const scheme = lower.startsWith('http://') ? 'http' : lower.startsWith('https://') ? 'https' : undefined;
   if (!scheme) fail('invalid URL prefix');
   const rest = url.slice(scheme.length + 3);
-  if (rest.startsWith('unix:')) fail('unix domain sockets in "proxy_pass" are not supported by jinx');
+  if (rest.startsWith('unix:')) {
+    // ngx_parse_unix_domain_url with uri_part: the path ends at the first ':', the URI follows it
+    const colon = rest.indexOf(':', 'unix:'.length);
+    const hostText = colon === -1 ? rest : rest.slice(0, colon);
+    parseUnixPath(hostText, (err) => fail(`${err} in upstream "${rest}"`));
+    const uri = colon === -1 || colon === rest.length - 1 ? undefined : rest.slice(colon + 1);
+    return { kind: 'static', scheme, host: hostText, port: undefined, uri, locationPrefix, url, loc: d.loc };
+  }
   const slash = rest.indexOf('/');
   const authority = slash === -1 ? rest : rest.slice(0, slash);
   const uri = slash === -1 ? undefined : rest.slice(slash);

@@ -1,6 +1,10 @@
 /**
  * The realip module (`src/http/modules/ngx_http_realip_module.c`): the client
- * address taken from a header sent by a trusted proxy.
+ * address taken from a header sent by a trusted proxy, or from the PROXY
+ * protocol header of the connection (`real_ip_header proxy_protocol`).
+ * Trusted proxies (`set_real_ip_from`) are addresses, CIDR ranges, host
+ * names (every address they resolve to, when the configuration is read), or
+ * `unix:` for clients on unix domain sockets.
  */
 import { HTTP_SRV_LOC } from '../flags.js';
 import { parseCidr, type Cidr } from '../cidr.js';
@@ -10,7 +14,10 @@ const REALIP = 'ngx_http_realip_module';
 
 /** Trusted addresses (`set_real_ip_from`). */
 export const realIpFrom = listSlot<Cidr | 'unix'>('set_real_ip_from');
-/** Header carrying the client address; `X-Real-IP` by default. */
+/**
+ * Header carrying the client address; `X-Real-IP` by default;
+ * `proxy_protocol` takes the address and port of the connection's PROXY protocol header.
+ */
 export const realIpHeader = slot<string>('real_ip_header', 'X-Real-IP');
 export const realIpRecursive = slot('real_ip_recursive', false);
 
@@ -24,16 +31,21 @@ export const realIpDirectives: readonly DirectiveSpec[] = [
         return;
       }
       const parsed = parseCidr(text);
-      if (!parsed) fail(`host not found in set_real_ip_from "${text}"`);
-      if (parsed.lowBitsSet) cx.warn(`low address bits of ${text} are meaningless`, 'low-address-bits');
-      cx.level.append(realIpFrom, parsed.cidr, d.loc);
+      if (parsed) {
+        if (parsed.lowBitsSet) cx.warn(`low address bits of ${text} are meaningless`, 'low-address-bits');
+        cx.level.append(realIpFrom, parsed.cidr, d.loc);
+        return;
+      }
+      // ngx_inet_resolve_host: every address of the name, each an exact match
+      const addrs = text.includes('/') ? undefined : cx.scope.hosts.lookup(text);
+      if (!addrs) fail(`host not found in set_real_ip_from "${text}"`);
+      for (const addr of addrs) cx.level.append(realIpFrom, parseCidr(addr)!.cidr, d.loc);
     },
   },
   {
     name: 'real_ip_header', module: REALIP, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
       if (cx.level.own(realIpHeader)) throw new DirectiveFailure('is duplicate');
-      if (d.args[0] === 'proxy_protocol') fail('the "proxy_protocol" value of "real_ip_header" is not supported by jinx');
       cx.level.set(realIpHeader, d.args[0]!, d.loc);
     },
   },

@@ -10,7 +10,7 @@
 import { isIP } from 'node:net';
 import type { Directive } from '../../parser/ast.js';
 import type { Context } from '../flags.js';
-import { parseListenAddress, parseListenParams } from '../listen.js';
+import { parseListenAddress, parseListenParams, parseUnixPath } from '../listen.js';
 import type { StreamListen } from '../scope.js';
 import {
   DirectiveFailure, fail, LevelConf, listSlot, noEffect, parseSize, parseTime, rule, slot, type ChildBlock, type DirectiveSpec,
@@ -41,14 +41,15 @@ const sslCertificateKeys = listSlot<readonly string[]>('stream ssl_certificate_k
  * `a duplicate listen ADDR` for one the server already has.
  */
 function setListen(d: Directive, cx: SetContext): void {
-  const addr = parseListenAddress(d.args[0]!);
   const params = parseListenParams(d, 'stream', cx);
-  const listen: StreamListen = { ...addr, udp: params.udp, ssl: params.ssl, server: cx.level, loc: d.loc };
-  if (cx.level.ownList(serverListens)?.some((l) => l.value.host === addr.host && l.value.port === addr.port && l.value.udp === params.udp)) {
-    fail(`a duplicate listen ${addr.addrText}`);
+  for (const addr of parseListenAddress(d.args[0]!)) {
+    const listen: StreamListen = { ...addr, udp: params.udp, ssl: params.ssl, server: cx.level, loc: d.loc };
+    if (cx.level.ownList(serverListens)?.some((l) => l.value.host === addr.host && l.value.port === addr.port && l.value.udp === params.udp)) {
+      fail(`a duplicate listen ${addr.addrText}`);
+    }
+    cx.level.append(serverListens, listen, d.loc);
+    cx.scope.stream.listens.push(listen);
   }
-  cx.level.append(serverListens, listen, d.loc);
-  cx.scope.stream.listens.push(listen);
 }
 
 /**
@@ -77,7 +78,11 @@ function setProxyPass(d: Directive, cx: SetContext): void {
   cx.level.set(proxyPassSet, true, d.loc);
   const arg = d.args[0]!;
   if (arg.includes('$')) return;
-  if (arg.startsWith('unix:')) fail('unix domain sockets in "proxy_pass" are not supported by jinx');
+  if (arg.startsWith('unix:')) {
+    // a unix domain socket names no upstream to check
+    parseUnixPath(arg, (err) => fail(`${err} in upstream "${arg}"`));
+    return;
+  }
   const hp = splitHostPort(arg);
   if (!hp || (hp.port !== undefined && (hp.port < 1 || hp.port > 65535))) {
     if (!arg.startsWith('[') && arg.includes(':')) fail(`invalid port in upstream "${arg}"`);

@@ -10,7 +10,8 @@ import type { Directive } from '../../parser/ast.js';
 import {
   DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseSize, parseTime, rule, slot, type DirectiveSpec, type SetContext,
 } from '../spec.js';
-import type { UpstreamDecl, UpstreamServerDecl } from '../scope.js';
+import type { UpstreamBalancer, UpstreamDecl, UpstreamServerDecl } from '../scope.js';
+import { parseUnixPath } from '../listen.js';
 
 const UPSTREAM = 'ngx_http_upstream_module';
 const KEEPALIVE = 'ngx_http_upstream_keepalive_module';
@@ -33,7 +34,9 @@ export function splitHostPort(text: string): { host: string; port: number | unde
  * parameters, then the address, which must resolve now. Without a port the
  * address takes `defaultPort`, or is `no port in upstream "…"` (stream).
  */
-export function parseUpstreamServer(d: Directive, cx: SetContext, defaultPort: number | undefined): UpstreamServerDecl {
+export function parseUpstreamServer(
+  d: Directive, cx: SetContext, defaultPort: number | undefined, balancer: UpstreamBalancer = 'round_robin',
+): UpstreamServerDecl {
   let weight = 1;
   let maxFails = 1;
   let failTimeoutMs = 10_000;
@@ -54,12 +57,19 @@ export function parseUpstreamServer(d: Directive, cx: SetContext, defaultPort: n
       const t = parseTime(p.slice(13), true);
       if (t === undefined) fail(`invalid parameter "${p}"`);
       failTimeoutMs = t * 1000;
-    } else if (p === 'backup') backup = true;
+    } else if (p === 'backup') {
+      // ngx_http_upstream_ip_hash leaves NGX_HTTP_UPSTREAM_BACKUP out of the block's flags
+      if (balancer === 'ip_hash') fail(`balancing method does not support parameter "${p}"`);
+      backup = true;
+    }
     else if (p === 'down') down = true;
     else fail(`invalid parameter "${p}"`);
   }
   const addr = d.args[0]!;
-  if (addr.startsWith('unix:')) fail(`unix domain sockets in upstream "${addr}" are not supported by jinx`);
+  if (addr.startsWith('unix:')) {
+    const unixPath = parseUnixPath(addr, (err) => fail(`${err} in upstream "${addr}"`));
+    return { host: addr, port: 0, unixPath, weight, maxFails, failTimeoutMs, backup, down, loc: d.loc };
+  }
   const hp = splitHostPort(addr);
   if (!hp || (hp.port !== undefined && (hp.port < 1 || hp.port > 65535))) {
     // ngx_parse_inet_url: the port is what follows the first ':'
@@ -69,10 +79,13 @@ export function parseUpstreamServer(d: Directive, cx: SetContext, defaultPort: n
   if (!isIP(hp.host) && !cx.scope.hosts.lookup(hp.host)) fail(`host not found in upstream "${addr}"`);
   const port = hp.port ?? defaultPort;
   if (port === undefined) fail(`no port in upstream "${addr}"`);
-  return { host: hp.host, port, weight, maxFails, failTimeoutMs, backup, down, loc: d.loc };
+  return { host: hp.host, port, unixPath: undefined, weight, maxFails, failTimeoutMs, backup, down, loc: d.loc };
 }
 
-const setServer = (d: Directive, cx: SetContext): void => void currentUpstream(cx).servers.push(parseUpstreamServer(d, cx, 80));
+const setServer = (d: Directive, cx: SetContext): void => {
+  const up = currentUpstream(cx);
+  up.servers.push(parseUpstreamServer(d, cx, 80, up.balancer));
+};
 
 /** `keepalive_timeout` and `keepalive_requests` were set in this upstream block (msec and num slots in nginx). */
 const keepaliveTimeoutSet = slot('upstream keepalive_timeout', false);
@@ -82,12 +95,15 @@ const keepaliveRequestsSet = slot('upstream keepalive_requests', false);
 const balancerSet = slot('upstream balancer', false);
 
 /**
- * `ngx_http_upstream_least_conn`, `ngx_http_upstream_ip_hash`: choosing a
- * second method is the warning `load balancing method redefined`.
+ * `ngx_http_upstream_least_conn` (`ngx_http_upstream_least_conn_module.c`),
+ * `ngx_http_upstream_ip_hash` (`ngx_http_upstream_ip_hash_module.c`): the
+ * block's method; choosing a second one is the warning `load balancing
+ * method redefined`, and the last one chosen is used.
  */
 function setBalancer(d: Directive, cx: SetContext): void {
   if (cx.level.own(balancerSet)) cx.warn('load balancing method redefined', 'balancer-redefined');
   cx.level.replace(balancerSet, true, d.loc);
+  currentUpstream(cx).balancer = d.name === 'ip_hash' ? 'ip_hash' : 'least_conn';
 }
 
 /**
@@ -116,7 +132,7 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       if (existing?.explicit) fail(`duplicate upstream "${d.args[0]}"`);
       cx.scope.upstreams.set(name, {
         name: d.args[0]!, loc: d.loc, explicit: true, servers: [], keepalive: 32, keepaliveSet: false, keepaliveTimeoutMs: 60_000,
-        keepaliveRequests: 1000,
+        keepaliveRequests: 1000, balancer: 'round_robin',
       });
       return { context: 'upstream', level: new LevelConf() };
     },
@@ -160,11 +176,9 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
   noEffect({
     name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], note: 'jinx runs one process: peer state is not shared',
   }, rule.repeatable(setZone)),
-  noEffect({
-    name: 'least_conn', module: 'ngx_http_upstream_least_conn_module', contexts: ['upstream'], args: ['NOARGS'],
-    note: 'jinx balances round robin',
-  }, rule.repeatable(setBalancer)),
-  noEffect({
-    name: 'ip_hash', module: 'ngx_http_upstream_ip_hash_module', contexts: ['upstream'], args: ['NOARGS'], note: 'jinx balances round robin',
-  }, rule.repeatable(setBalancer)),
+  {
+    name: 'least_conn', module: 'ngx_http_upstream_least_conn_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'runtime',
+    set: setBalancer,
+  },
+  { name: 'ip_hash', module: 'ngx_http_upstream_ip_hash_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'runtime', set: setBalancer },
 ];

@@ -1,6 +1,7 @@
 /**
  * `allow`/`deny` at the access phase (`ngx_http_access_handler`): the first
- * rule matching the client address decides; a deny is 403 with the error line
+ * rule matching the client address decides (`unix:` matches clients on
+ * unix domain sockets, `ngx_http_access_unix`); a deny is 403 with the error line
  * `access forbidden by rule` (logged here under `satisfy all`, by the access
  * phase under `satisfy any`).
  */
@@ -17,7 +18,7 @@ export function checkAccessRules(ex: Exchange): AccessResult {
   if (rules.length === 0) return 'declined';
   for (const rule of rules) {
     const matches = rule.all
-      || (rule.family === 'unix' ? false : cidrContains({ family: rule.family as 'ipv4' | 'ipv6', bytes: rule.addr, prefixLength: rule.prefixLength }, r.clientAddr));
+      || (rule.family === 'unix' ? r.clientAddr === 'unix:' : cidrContains({ family: rule.family as 'ipv4' | 'ipv6', bytes: rule.addr, prefixLength: rule.prefixLength }, r.clientAddr));
     if (!matches) continue;
     if (rule.allow) return 'ok';
     if (r.loc.satisfy === 'all') logRequest(ex.cx, r, 'error', 'access forbidden by rule');

@@ -411,7 +411,7 @@ async function attempt(
     const onTimeout = (): void => fail(upstreamTimeout(stage === 'body' ? 'body' : 'header'));
     const onError = (err: NodeJS.ErrnoException): void => {
       clearTimeout(connectTimer);
-      if (stage === 'connect') fail(mapUpstreamError(err, 'connect'));
+      if (stage === 'connect') fail(mapUpstreamError(err, 'connect', false, 'path' in addr ? addr.name : undefined));
       else fail(mapUpstreamError(err, stage === 'body' ? 'body' : 'header', conf.buffering));
     };
     const onClose = (): void => {

@@ -254,8 +254,10 @@ function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBod
 function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, body: RequestBody | undefined, retry: boolean): Promise<void> {
   const { r, cx } = ex;
   r.proxyHost = dest.hostHeader;
-  r.proxyPort = String(dest.port);
-  const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.uri}`, dest.peer, retry);
+  // a unix domain socket has no port: `$proxy_port` is empty (ngx_http_proxy_set_vars)
+  r.proxyPort = dest.port > 0 ? String(dest.port) : '';
+  // ngx_http_upstream_log_error: a unix domain socket's name and the URI are joined by ':'
+  const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.peer.path !== undefined ? ':' : ''}${dest.uri}`, dest.peer, retry);
   const { headers, reuse, upgrade } = requestHeaders(r, p, dest);
   // proxy_set_body: its value is the body, whatever the client sent (ngx_http_proxy_create_request)
   const setBody = p.setBody && Buffer.from(p.setBody.evaluate(r), 'latin1');
@@ -638,7 +640,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       void finalize(this.ex, 500).then(this.resolve, this.resolve);
       return;
     }
-    const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering);
+    const unixPeer = this.dest.peer.path !== undefined ? this.dest.peer.name : undefined;
+    const failure = mapUpstreamError(err as Error & { code?: string }, this.stage, this.p.buffering, unixPeer);
     if (this.stage !== 'body' && !out.started) {
       this.next(failure.condition, failure);
       return;

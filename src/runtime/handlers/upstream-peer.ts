@@ -26,8 +26,10 @@ import { PeerAttempts, RoundRobin, type NextCondition } from '../upstream/round-
 export interface ChosenPeer {
   readonly host: string;
   readonly port: number;
-  /** `IP:port` as nginx prints it. */
+  /** `IP:port` as nginx prints it, `unix:PATH` for a unix domain socket. */
   readonly name: string;
+  /** The socket file of a peer on a unix domain socket (absent otherwise). */
+  readonly path?: string;
   readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
   /** Requests one kept connection carries at most (`keepalive_requests` of the group). */
@@ -59,6 +61,7 @@ function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
     c = {
       host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
       keepaliveRequests: group.keepaliveRequests, group: resolvedGroups.has(group) ? undefined : group.name,
+      ...(peer.unixPath !== undefined ? { path: peer.unixPath } : {}),
     };
     configured.set(peer, c);
   }
@@ -102,11 +105,16 @@ export function endAttempt(state: UpstreamState | undefined, wire?: { readonly s
 
 /**
  * The first peer of `group` for a request with next-upstream settings
- * `conf`; when none is usable, logs `no live upstreams` and returns 502, the
+ * `conf`, by the group's balancer (`ip_hash` hashes the request's client
+ * address); when none is usable, logs `no live upstreams` and returns 502, the
  * status to answer. `scheme` and `uri` make the log's `upstream:` field.
  */
 export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string): PeerChoice | number {
-  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf);
+  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, ex.r.clientAddr);
+  // the peer is held (for least_conn's counts) until the request ends, whatever ends it
+  let main = ex.r;
+  while (main.parent) main = main.parent;
+  main.cleanups.push(() => attempts.finish());
   const peer = attempts.pick();
   if (peer) return { peer: chosen(group, peer), attempts };
   return logNoLiveUpstreams(ex, group, scheme, uri);
@@ -142,7 +150,7 @@ export function nextUpstream(ex: Exchange, attempts: PeerAttempts | undefined, f
   const { r, cx } = ex;
   const { condition, failure } = failed;
   if (failure) r.action = failure.action;
-  if (failure && condition !== 'timeout') logRequest(cx, r, 'error', failure.message);
+  if (failure && condition !== 'timeout') logRequest(cx, r, failure.level ?? 'error', failure.message);
   if (attempts?.release(condition)) logRequest(cx, r, 'warn', 'upstream server temporarily disabled');
   if (failure && condition === 'timeout') logRequest(cx, r, 'error', failure.message);
   const status = failure?.status ?? statusFor(condition);
@@ -174,8 +182,10 @@ export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | {
  */
 function resolvedGroup(name: string, addrs: readonly string[], port: number, conf: NextUpstreamConf): PeerChoice {
   const group: UpstreamGroup = {
-    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 0,
-    peers: addrs.map((addr) => ({ name: peerName(addr, port), host: addr, port, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000 })),
+    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 0, balancer: 'round_robin',
+    peers: addrs.map((addr) => ({
+      name: peerName(addr, port), host: addr, port, unixPath: undefined, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000,
+    })),
   };
   resolvedGroups.add(group);
   const attempts = new PeerAttempts(new RoundRobin(), group, conf);

@@ -37,7 +37,10 @@ const DEFAULT_TLS: UpstreamTlsConf = {
 export interface PoolPeer {
   readonly host: string;
   readonly port: number;
+  /** `IP:port`, or `unix:PATH`. */
   readonly name: string;
+  /** The socket file of a peer on a unix domain socket. */
+  readonly path?: string;
   /** Whether idle connections are kept (`keepalive` in its `upstream` block). */
   readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
@@ -113,14 +116,16 @@ export class UpstreamClients {
     const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
-      const host = peer.host.includes(':') ? `[${peer.host}]` : peer.host;
+      // a unix domain socket is reached through undici's `socketPath`; the origin only names it
+      const origin = peer.path !== undefined ? `${scheme}://localhost` : `${scheme}://${peer.host.includes(':') ? `[${peer.host}]` : peer.host}:${peer.port}`;
+      const socketPath = peer.path !== undefined ? { socketPath: peer.path } : {};
       // Without keepalive every request closes its connection; the only idle
       // one is the connection undici opens again after a request is aborted
       // (its queue still counts the aborted request), closed at once here.
       const kept = peer.keepalive && peer.keepaliveRequests > 1;
       const idleMs = kept ? peer.keepaliveTimeoutMs : 1;
-      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs) : buildConnector({ timeout: settings.connectTimeoutMs });
-      pool = new Pool(`${scheme}://${host}:${peer.port}`, {
+      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath });
+      pool = new Pool(origin, {
         // a new connection needs room within worker_connections, as nginx's ngx_get_connection
         connect: (opts, callback) => {
           if (!this.admit()) {

@@ -21,7 +21,15 @@ export interface UpstreamFailure {
   readonly action: string;
   /** The `proxy_next_upstream` condition it falls under (`NGX_HTTP_UPSTREAM_FT_*`). */
   readonly condition: NextCondition;
+  /** The error-log level when it is not `error`. */
+  readonly level?: 'crit';
 }
+
+/**
+ * Errors of `connect()` that `ngx_event_connect_peer` logs at error; any
+ * other is logged at crit.
+ */
+const CONNECT_ERRORS_AT_ERROR = new Set(['ECONNREFUSED', 'EAGAIN', 'ECONNRESET', 'ENETDOWN', 'ENETUNREACH', 'EHOSTDOWN', 'EHOSTUNREACH']);
 
 /** Whether the response header had been received when the failure happened. */
 export type UpstreamStage = 'connect' | 'header' | 'body';
@@ -150,11 +158,20 @@ export function upstreamTimeout(stage: TimeoutStage): UpstreamFailure {
  * Maps an upstream error at `stage` to nginx's report. `buffered` tells how
  * the body was being read: with `proxy_buffering on` nginx's event pipe reads
  * with `readv()`, otherwise (and for the header) with `recv()`, and the
- * system call's name is in the message.
+ * system call's name is in the message. `unixPeer` names a peer on a unix
+ * domain socket (`unix:PATH`), whose `connect()` fails at once: nginx's
+ * `connect() to unix:PATH failed (2: No such file or directory)`, at crit
+ * but for a refused connection (`ngx_event_connect_peer`).
  */
-export function mapUpstreamError(err: Error & { code?: string }, stage: UpstreamStage, buffered = false): UpstreamFailure {
+export function mapUpstreamError(err: Error & { code?: string }, stage: UpstreamStage, buffered = false, unixPeer?: string): UpstreamFailure {
   if (err instanceof SendTimeoutError) return upstreamTimeout('send');
   const code = err.code ?? '';
+  if (unixPeer !== undefined && stage === 'connect' && errnoOf(code)) {
+    return {
+      status: 502, message: `connect() to ${unixPeer} failed ${errnoText(code, err.message)}`, action: 'connecting to upstream', condition: 'error',
+      ...(CONNECT_ERRORS_AT_ERROR.has(code) ? {} : { level: 'crit' as const }),
+    };
+  }
   if (err.name === 'HTTPParserError' || code.startsWith('HPE_')) {
     // undici's parser refused the status line (nginx: not HTTP) or a header line
     const statusLine = /Expected HTTP\/|Invalid HTTP version|Invalid status|Invalid method/i.test(err.message);

@@ -1,12 +1,21 @@
 /**
- * nginx's round-robin balancer with failure accounting
+ * nginx's balancers with failure accounting: round robin
  * (`src/http/ngx_http_upstream_round_robin.c`): smooth weighted round robin
  * over a group's primary peers, then its `backup` peers; `down` peers are
  * never chosen; a peer that failed `max_fails` times is skipped for
  * `fail_timeout`, then given one request, and is live again when that one
  * succeeds. A group of one peer and no backup (nginx's `peers->single`)
- * counts no failures and is never retried.
+ * counts no failures and is never retried. `ip_hash`
+ * (`ngx_http_upstream_ip_hash_module.c`) picks a primary peer by a hash of
+ * the client address's first three octets (all sixteen bytes of IPv6),
+ * weighted, rehashing past peers that are down, failed or tried, and falls
+ * back to round robin after 20 rehashes. `least_conn`
+ * (`ngx_http_upstream_least_conn_module.c`) picks the peer with the fewest
+ * active connections relative to its weight, round robin among ties, then
+ * the backup peers likewise.
  */
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
 
 /** The shared state of one peer (`ngx_http_upstream_rr_peer_t`). */
@@ -18,6 +27,14 @@ interface PeerState {
   accessedSec: number;
   /** When the peer's failures were last checked (`checked`), seconds since the epoch. */
   checkedSec: number;
+  /** Requests using the peer right now (`conns`): from when it is chosen until it is released. */
+  conns: number;
+}
+
+/** Where a request's `ip_hash` walk is (`iphp->hash`, `iphp->tries`). */
+export interface HashWalk {
+  hash: number;
+  tries: number;
 }
 
 /** The peers' state of a running configuration. */
@@ -26,8 +43,95 @@ export class RoundRobin {
 
   private state(peer: UpstreamPeer): PeerState {
     let st = this.states.get(peer);
-    if (!st) this.states.set(peer, (st = { currentWeight: 0, effectiveWeight: peer.weight, fails: 0, accessedSec: 0, checkedSec: 0 }));
+    if (!st) this.states.set(peer, (st = { currentWeight: 0, effectiveWeight: peer.weight, fails: 0, accessedSec: 0, checkedSec: 0, conns: 0 }));
     return st;
+  }
+
+  /** Whether a peer is out for now: `down`, or failed `max_fails` times within `fail_timeout`. */
+  private unusable(peer: UpstreamPeer, nowSec: number): boolean {
+    if (peer.down) return true;
+    const st = this.state(peer);
+    return peer.maxFails > 0 && st.fails >= peer.maxFails && (nowSec - st.checkedSec) * 1000 <= peer.failTimeoutMs;
+  }
+
+  /** A peer was chosen: it counts one more connection, and a failed one is given its request (`checked`). */
+  private taken(peer: UpstreamPeer, nowSec: number): UpstreamPeer {
+    const st = this.state(peer);
+    if ((nowSec - st.checkedSec) * 1000 > peer.failTimeoutMs) st.checkedSec = nowSec;
+    st.conns++;
+    return peer;
+  }
+
+  /** The only peer of a group was chosen (nginx's `peers->single`): it counts one more connection. */
+  taken1(peer: UpstreamPeer): void {
+    this.state(peer).conns++;
+  }
+
+  /** The peer's request is over (`peer->conns--` of `ngx_http_upstream_free_round_robin_peer`). */
+  freed(peer: UpstreamPeer): void {
+    const st = this.states.get(peer);
+    if (st && st.conns > 0) st.conns--;
+  }
+
+  /**
+   * `ngx_http_upstream_get_ip_hash_peer`: the primary peer `addrBytes`
+   * hashes to (`hash = (hash * 113 + byte) % 6271` over the bytes, from the
+   * request's last hash, then a walk by weight), rehashed while the peer is
+   * tried, down or failed. `walk` is the request's (`iphp->hash`,
+   * `iphp->tries`); once it has rehashed more than 20 times, undefined: the
+   * caller goes round robin.
+   */
+  chooseByHash(
+    peers: readonly UpstreamPeer[], addrBytes: readonly number[], tried: ReadonlySet<UpstreamPeer>, nowSec: number, walk: HashWalk,
+  ): UpstreamPeer | undefined {
+    const totalWeight = peers.reduce((n, p) => n + p.weight, 0);
+    let hash = walk.hash;
+    while (walk.tries <= 20) {
+      for (const b of addrBytes) hash = (hash * 113 + b) % 6271;
+      let w = hash % totalWeight;
+      let i = 0;
+      while (w >= peers[i]!.weight) w -= peers[i++]!.weight;
+      const peer = peers[i]!;
+      if (!tried.has(peer) && !this.unusable(peer, nowSec)) {
+        walk.hash = hash;
+        return this.taken(peer, nowSec);
+      }
+      walk.tries++;
+    }
+    return undefined;
+  }
+
+  /**
+   * `ngx_http_upstream_get_least_conn_peer`: of the peers not tried nor
+   * out, the one with the fewest connections per weight (`conns *
+   * best.weight < best.conns * weight`); among several, smooth weighted
+   * round robin from the first of them.
+   */
+  chooseLeastConn(peers: readonly UpstreamPeer[], tried: ReadonlySet<UpstreamPeer>, nowSec: number): UpstreamPeer | undefined {
+    const usable = peers.filter((p) => !tried.has(p) && !this.unusable(p, nowSec));
+    let best: UpstreamPeer | undefined;
+    for (const peer of usable) {
+      if (!best || this.state(peer).conns * best.weight < this.state(best).conns * peer.weight) best = peer;
+    }
+    if (!best) return undefined;
+    const least = best;
+    const ties = usable.slice(usable.indexOf(least)).filter((p) => this.state(p).conns * least.weight === this.state(least).conns * p.weight);
+    if (ties.length > 1) {
+      let total = 0;
+      let bestState = this.state(best);
+      for (const peer of ties) {
+        const st = this.state(peer);
+        st.currentWeight += st.effectiveWeight;
+        total += st.effectiveWeight;
+        if (st.effectiveWeight < peer.weight) st.effectiveWeight++;
+        if (st.currentWeight > bestState.currentWeight) {
+          best = peer;
+          bestState = st;
+        }
+      }
+      bestState.currentWeight -= total;
+    }
+    return this.taken(best, nowSec);
   }
 
   /**
@@ -40,9 +144,8 @@ export class RoundRobin {
     let bestState: PeerState | undefined;
     let total = 0;
     for (const peer of peers) {
-      if (peer.down || tried.has(peer)) continue;
+      if (tried.has(peer) || this.unusable(peer, nowSec)) continue;
       const st = this.state(peer);
-      if (peer.maxFails > 0 && st.fails >= peer.maxFails && (nowSec - st.checkedSec) * 1000 <= peer.failTimeoutMs) continue;
       st.currentWeight += st.effectiveWeight;
       total += st.effectiveWeight;
       if (st.effectiveWeight < peer.weight) st.effectiveWeight++;
@@ -53,8 +156,7 @@ export class RoundRobin {
     }
     if (!best || !bestState) return undefined;
     bestState.currentWeight -= total;
-    if ((nowSec - bestState.checkedSec) * 1000 > best.failTimeoutMs) bestState.checkedSec = nowSec;
-    return best;
+    return this.taken(best, nowSec);
   }
 
   /**
@@ -103,6 +205,17 @@ interface Tiers {
 
 const tiers = new WeakMap<UpstreamGroup, Tiers>();
 
+/**
+ * The bytes `ip_hash` hashes (`ngx_http_upstream_init_ip_hash_peer`): the
+ * first three octets of an IPv4 address, the sixteen bytes of an IPv6 one,
+ * three zero bytes for anything else (a unix domain socket's client).
+ */
+function hashBytes(addr: string): number[] {
+  if (isIP(addr) === 4) return addr.split('.').slice(0, 3).map(Number);
+  if (isIP(addr) === 6) return ipaddr.IPv6.parse(addr).toByteArray();
+  return [0, 0, 0];
+}
+
 function tiersOf(group: UpstreamGroup): Tiers {
   let t = tiers.get(group);
   if (!t) {
@@ -129,11 +242,20 @@ export class PeerAttempts {
   private readonly startedMs = Date.now();
   /** The peer of the attempt in progress. */
   current: UpstreamPeer | undefined;
+  /** The peer whose connection is counted (`conns`) until the request releases it. */
+  private held: UpstreamPeer | undefined;
+  /** `ip_hash`: the request's walk, from nginx's initial hash 89. */
+  private readonly walk: HashWalk = { hash: 89, tries: 0 };
 
+  /**
+   * @param clientAddr the client address (`$remote_addr`, after the realip
+   *   module) that `ip_hash` hashes; `unix:` hashes as three zero bytes
+   */
   constructor(
     private readonly rr: RoundRobin,
     readonly group: UpstreamGroup,
     private readonly conf: NextUpstreamConf,
+    private readonly clientAddr = '',
   ) {
     const tiers = tiersOf(group);
     this.tier = tiers.primary;
@@ -142,22 +264,46 @@ export class PeerAttempts {
     this.tries = conf.nextUpstreamTries > 0 ? Math.min(tiers.live, conf.nextUpstreamTries) : tiers.live;
   }
 
-  /** `ngx_http_upstream_get_round_robin_peer`: the next peer, or undefined (nginx's `NGX_BUSY`, `no live upstreams`). */
+  /**
+   * The next peer by the group's method (`ngx_http_upstream_get_round_robin_peer`,
+   * `…_get_ip_hash_peer`, `…_get_least_conn_peer`), or undefined (nginx's
+   * `NGX_BUSY`, `no live upstreams`).
+   */
   pick(): UpstreamPeer | undefined {
     const nowSec = Math.floor(Date.now() / 1000);
     let peer: UpstreamPeer | undefined;
-    if (this.single) peer = this.tier[0]!.down ? undefined : this.tier[0];
-    else {
-      peer = this.rr.choose(this.tier, this.tried, nowSec);
+    if (this.single) {
+      peer = this.tier[0]!.down ? undefined : this.tier[0];
+      if (peer) this.rr.taken1(peer);
+    } else {
+      peer = this.chooseIn(this.tier, nowSec);
       if (!peer && this.tier !== this.backups && this.backups.length > 0) {
         this.tier = this.backups;
         this.tried.clear();
-        peer = this.rr.choose(this.tier, this.tried, nowSec);
+        peer = this.chooseIn(this.tier, nowSec);
       }
     }
     if (peer) this.tried.add(peer);
     this.current = peer;
+    this.held = peer;
     return peer;
+  }
+
+  /** A peer of `tier` by the group's method; `ip_hash` hashes the primary peers only, and only while it has two or more. */
+  private chooseIn(tier: readonly UpstreamPeer[], nowSec: number): UpstreamPeer | undefined {
+    const { balancer } = this.group;
+    if (balancer === 'least_conn') return this.rr.chooseLeastConn(tier, this.tried, nowSec);
+    if (balancer === 'ip_hash' && tier !== this.backups && tier.length >= 2) {
+      const peer = this.rr.chooseByHash(tier, hashBytes(this.clientAddr), this.tried, nowSec, this.walk);
+      if (peer) return peer;
+    }
+    return this.rr.choose(tier, this.tried, nowSec);
+  }
+
+  /** The request is over: the peer it still holds is free (nginx's `peer.free` at `ngx_http_upstream_finalize_request`). */
+  finish(): void {
+    if (this.held) this.rr.freed(this.held);
+    this.held = undefined;
   }
 
   /**
@@ -169,6 +315,7 @@ export class PeerAttempts {
     const peer = this.current;
     this.current = undefined;
     if (!peer) return false;
+    this.finish();
     if (this.single) {
       this.tries = 0;
       return false;

@@ -108,9 +108,10 @@ export function verifyPeer(socket: TLSSocket, name: string, depth: number): Upst
  * `proxy_connect_timeout`; undici's connector applies it to the TCP connect
  * and the handshake together.
  */
-export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number): buildConnector.connector {
+export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath?: string): buildConnector.connector {
   const base = buildConnector({
     timeout: timeoutMs,
+    ...(socketPath !== undefined ? { socketPath } : {}),
     // verification is done after the handshake, as nginx does it (verifyPeer)
     rejectUnauthorized: false,
     checkServerIdentity: () => undefined,
