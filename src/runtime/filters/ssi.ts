@@ -376,8 +376,8 @@ class Slot {
 
 /**
  * Where an included subrequest's response goes: the status kept, the body
- * into the page (or, `inMemory`, kept whole for `set=`); with a stub, a
- * special response (nginx's page for an error) is replaced by the block.
+ * into the page (or, without a slot, kept whole for `set=`); with a stub,
+ * an empty response or nginx's page for an error is replaced by the block.
  */
 class IncludeTarget implements ResponseTarget {
   started = false;
@@ -388,6 +388,9 @@ class IncludeTarget implements ResponseTarget {
   /** The body, for `set=`. */
   readonly body: Buffer[] = [];
   private stubbed = false;
+  /** Some body was written (nginx's `r->request_output`). */
+  private wrote = false;
+  private r: HttpRequestState | undefined;
   private ended = false;
   private endWaiters: (() => void)[] = [];
 
@@ -398,11 +401,9 @@ class IncludeTarget implements ResponseTarget {
 
   head(r: HttpRequestState, status: number): void {
     this.started = true;
+    this.r = r;
     r.status = status;
-    if (this.stub && r.specialResponse) {
-      this.stubbed = true;
-      void this.stub(r).then(() => this.finish());
-    }
+    if (this.stub && r.specialResponse) this.stubbed = true;
   }
 
   flushHead(): void {
@@ -410,8 +411,9 @@ class IncludeTarget implements ResponseTarget {
   }
 
   write(chunk: Buffer | string): boolean {
-    if (this.stubbed || this.ended) return true;
+    if (this.stubbed || this.ended || chunk.length === 0) return true;
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
+    this.wrote = true;
     if (this.slot) this.slot.write(data);
     else this.body.push(data);
     return true;
@@ -421,9 +423,20 @@ class IncludeTarget implements ResponseTarget {
     queueMicrotask(cb);
   }
 
+  /**
+   * Ends the response; with a stub, a response that sent nothing, or
+   * nginx's page for an error, gives its place to the block
+   * (`ngx_http_ssi_stub_output` runs unless the subrequest had output).
+   */
   end(chunk?: Buffer | string): void {
     if (chunk !== undefined) this.write(chunk);
-    if (!this.stubbed) this.finish();
+    const r = this.r;
+    if (this.stub && r && (this.stubbed || !this.wrote) && !this.ended) {
+      this.stubbed = true;
+      void this.stub(r).then(() => this.finish(), () => this.finish());
+      return;
+    }
+    this.finish();
   }
 
   abort(): void {
