@@ -172,8 +172,7 @@ class SsiParser {
           else if (c === 0x3d) this.state = 'prevalue';
           else if (c === 0x2d) {
             this.state = 'errorEnd0';
-            this.key += '-';
-            log(`invalid "${this.key}" parameter in "${this.command}" SSI command`);
+            log(`unexpected "-" symbol after "${this.key}" parameter in "${this.command}" SSI command`);
           } else if (this.key.length === PARAM_LEN) {
             this.state = 'error';
             log(`too long "${this.key}${chr(c)}..." parameter in "${this.command}" SSI command`);
@@ -685,19 +684,18 @@ class SsiFilter extends Transform {
         if (++i === text.length) this.fail(`invalid variable name in "${text}"`);
       }
       const start = i;
-      let name = '';
-      for (; i < text.length; i++) {
+      let end = i;
+      for (; i < text.length; i++, end++) {
         const ch = text[i]!;
         if (ch === '}' && bracket) {
-          name = text.slice(start, i);
           i++;
           bracket = false;
           break;
         }
         if (!/[A-Za-z0-9_]/.test(ch)) break;
       }
-      if (bracket) this.fail(`the closing bracket in "${text.slice(start, i)}" variable is missing`);
-      if (name === '') name = text.slice(start, i);
+      const name = text.slice(start, end);
+      if (bracket) this.fail(`the closing bracket in "${name}" variable is missing`);
       if (name === '') this.fail(`invalid variable name in "${text}"`);
       const value = this.variable(name);
       if (value !== undefined) parts.push(value);
@@ -819,7 +817,9 @@ class SsiFilter extends Transform {
       const sr = this.subrequest(target.uri, target.args);
       await this.runSubrequest(sr, memory);
       await memory.finished();
-      this.main.variables.set(set.toLowerCase(), Buffer.concat(memory.body).toString('latin1'));
+      // nginx's page for an error is not kept in memory: the variable is then empty
+      const value = sr.specialResponse ? '' : Buffer.concat(memory.body).toString('latin1');
+      this.main.variables.set(set.toLowerCase(), value);
       return;
     }
     const slot = this.queue.slot();
@@ -868,12 +868,15 @@ class SsiFilter extends Transform {
 
   /**
    * `ngx_http_ssi_stub_output`: the block in place of the subrequest's
-   * special response, through the SSI filter of the subrequest's location
-   * with the page's type.
+   * response. In place of nginx's page for an error, the block is sent with
+   * the page's type, through the SSI filter of the subrequest's location;
+   * after an empty response, it passes the SSI filter only if that response
+   * did (one of a known zero length did not).
    */
   private async stubOutput(sr: HttpRequestState, stub: Buffer, slot: Slot): Promise<void> {
     const conf = sr.loc.ssi;
-    if (!conf.enable || !typeListed(conf.types, this.contentType)) {
+    const parsed = sr.specialResponse ? conf.enable && typeListed(conf.types, this.contentType) : sr.ssi !== undefined;
+    if (!parsed) {
       slot.write(stub);
       return;
     }
