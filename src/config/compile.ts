@@ -621,6 +621,7 @@ class Compiler {
       limitExcept: this.limitExcept(node),
       clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
       clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
+      subrequestOutputBufferSizeBytes: c.get(http.subrequestOutputBufferSize),
       clientBodyTempPath: bodyTemp,
       clientBodyInFileOnly: c.get(http.clientBodyInFileOnly),
       clientBodyTimeoutMs: c.get(http.clientBodyTimeoutMs),

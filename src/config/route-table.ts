@@ -401,6 +401,8 @@ export interface LocationConf {
   readonly limitExcept: { readonly methods: ReadonlySet<string>; readonly conf: LocationConf } | undefined;
   readonly clientMaxBodySizeBytes: number;
   readonly clientBodyBufferSizeBytes: number;
+  /** `subrequest_output_buffer_size`: the most a subrequest kept in memory (`include … set=`) may send. */
+  readonly subrequestOutputBufferSizeBytes: number;
   readonly clientBodyTempPath: TempPathValue;
   /** `client_body_in_file_only`: `on` keeps the file after the request, `clean` removes it. */
   readonly clientBodyInFileOnly: 'off' | 'on' | 'clean';

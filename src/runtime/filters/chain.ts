@@ -115,7 +115,7 @@ export class FilteredTarget implements ResponseTarget {
         inner.end();
         return;
       }
-      logRequest(this.cx, r, 'alert', err.message);
+      if (!err.logged) logRequest(this.cx, r, 'alert', err.message);
       inner.abort();
     });
     return transforms[0]!;

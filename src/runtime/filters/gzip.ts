@@ -19,10 +19,13 @@ const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
 /**
  * An error of a body filter: its message is nginx's alert line; a `benign`
  * one ends the response as if the body had ended (nginx's gunzip takes
- * zlib's `Z_BUF_ERROR`, input that ends early, as the end).
+ * zlib's `Z_BUF_ERROR`, input that ends early, as the end); a `logged` one
+ * only closes the connection.
  */
 export interface FilterError extends Error {
   benign?: boolean;
+  /** The filter logged the error itself: the response is only given up. */
+  logged?: boolean;
 }
 
 /** The first value of a request header as received (nginx keeps the first `Accept-Encoding`, `User-Agent`). */

@@ -393,16 +393,33 @@ class IncludeTarget implements ResponseTarget {
   private ended = false;
   private endWaiters: (() => void)[] = [];
 
+  /** Bytes a response kept in memory may have (`subrequest_output_buffer_size` of its location). */
+  private limitBytes = 0;
+  private keptBytes = 0;
+  /** The response kept in memory was too big (`ngx_http_postpone_filter_in_memory`); logged through `overflow`. */
+  tooBig = false;
+
   constructor(
     private readonly slot: Slot | undefined,
     private readonly stub: ((sr: HttpRequestState) => Promise<void>) | undefined,
+    private readonly overflow?: (sr: HttpRequestState, message: string) => void,
   ) {}
 
-  head(r: HttpRequestState, status: number): void {
+  head(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
     this.started = true;
     this.r = r;
     r.status = status;
     if (this.stub && r.specialResponse) this.stubbed = true;
+    if (this.slot) return;
+    this.limitBytes = r.loc.subrequestOutputBufferSizeBytes;
+    const length = contentLength(headers);
+    if (length > this.limitBytes) this.tooBigNow(`too big subrequest response: ${length}`);
+  }
+
+  private tooBigNow(message: string): void {
+    if (this.tooBig) return;
+    this.tooBig = true;
+    this.overflow?.(this.r!, message);
   }
 
   flushHead(): void {
@@ -414,7 +431,11 @@ class IncludeTarget implements ResponseTarget {
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
     this.wrote = true;
     if (this.slot) this.slot.write(data);
-    else this.body.push(data);
+    else if (!this.tooBig) {
+      this.keptBytes += data.length;
+      if (this.keptBytes > this.limitBytes) this.tooBigNow('too big subrequest response');
+      else this.body.push(data);
+    }
     return true;
   }
 
@@ -540,7 +561,11 @@ class SsiFilter extends Transform {
 
   /** Logs at level error, with the action nginx's connection has while the body passes the filters. */
   private log(message: string): void {
-    const { r } = this;
+    this.logFor(this.r, message);
+  }
+
+  /** Logs for `r` (this page's request or a subrequest of it) as `log` does. */
+  private logFor(r: HttpRequestState, message: string): void {
     const action = r.action;
     if (r.upstream) r.action = 'sending to client';
     logRequest(this.cx, r, 'error', message);
@@ -813,10 +838,12 @@ class SsiFilter extends Transform {
     }
     if (this.depth() >= MAX_SUBREQUEST_DEPTH) this.fail(`subrequests cycle while processing "${target.uri}"`);
     if (set !== undefined) {
-      const memory = new IncludeTarget(undefined, undefined);
+      const memory = new IncludeTarget(undefined, undefined, (sr, message) => this.logFor(sr, message));
       const sr = this.subrequest(target.uri, target.args);
       await this.runSubrequest(sr, memory);
       await memory.finished();
+      // nginx gives up the whole response
+      if (memory.tooBig) throw Object.assign(new Error('too big subrequest response'), { logged: true });
       // nginx's page for an error is not kept in memory: the variable is then empty
       const value = sr.specialResponse ? '' : Buffer.concat(memory.body).toString('latin1');
       this.main.variables.set(set.toLowerCase(), value);
