@@ -8,8 +8,8 @@
  * themselves SSI, `file=` relative to the page, a proxied upstream whose
  * body arrives in small pieces (commands cut between them), `set=`
  * capturing a body, `wait=`, `stub=` for an error, the page's order kept
- * while a slow include runs; `$date_gmt` and `$date_local` in a `timefmt`
- * and outside SSI. (A stub for an empty response is not compared: nginx
+ * while a slow include runs, `subrequest_output_buffer_size`; `$date_gmt`
+ * and `$date_local` in a `timefmt` and outside SSI. (A stub for an empty response is not compared: nginx
  * 1.30 sends it twice and breaks the chunked framing after it.)
  */
 import { strict as assert } from 'node:assert';
@@ -135,6 +135,35 @@ describe('ssi (differential)', { skip: NO_ORACLE }, () => {
     }, async (s) => take(s, ['/inc.html?a=A', '/dir/page.html']));
     const n = run.nginx.result;
     assert.match(n['GET /inc.html?a=A']!.body, /SLOW\]\[file\n\]\[SLOW\]/);
+    assertSameAsNginx(run);
+  });
+
+  it('gives up the page when an include … set= is bigger than subrequest_output_buffer_size, as nginx', async () => {
+    const up = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.write('x'.repeat(100));
+      setTimeout(() => res.end('y'.repeat(100)), 20);
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  types { text/html html; text/plain txt; }
+  server { listen 127.0.0.1:${port}; server_name ssi.test; root html; ssi on; subrequest_output_buffer_size 150;
+    location /up/ { proxy_pass http://127.0.0.1:${up.port}/; }
+    location /big/ { alias html/; subrequest_output_buffer_size 1k; }
+  }`),
+      files: {
+        'html/b.txt': 'b'.repeat(500),
+        'html/file.html': '<!--#include virtual="/b.txt" set="v" -->x',
+        'html/fits.html': '<!--#include virtual="/big/b.txt" set="v" --><!--#echo var="v" -->',
+        'html/chunked.html': '<!--#include virtual="/up/c" set="v" -->x',
+      },
+    }, async (s) => {
+      const out: Record<string, Snap | string> = {};
+      for (const p of ['/file.html', '/fits.html', '/chunked.html']) {
+        out[p] = await s.get(p, { headers: { Host: 'ssi.test' } }).catch((err: NodeJS.ErrnoException) => `failed: ${err.code ?? err.message}`);
+      }
+      return out;
+    });
+    assert.match(String(run.nginx.result['/file.html']), /^failed/);
     assertSameAsNginx(run);
   });
 
