@@ -29,7 +29,7 @@ const COMMANDS_PAGE = `<!-- a plain comment --><<!--#echo var="uri" --><!-x<!--y
 [<!--#block name="b" -->in block <!--#echo var="uri" --><!--#endblock -->][<!--#bogus -->][<!--#echo -->][<!--#echo var="a" x="1" -->]
 [<!--#echo var=uri -->][<!--#echo var="uri"-- >][<!--#include file="/f.txt" virtual="/x" -->][<!--#include -->][<!--#set var="a" -->]
 [<!--#echo var="uri" var="args" -->][<!--#else -->][<!--#endif -->][<!--#if expr="$args" -->A<!--#if expr="1" -->B<!--#endif -->]
-[<!--#if expr="$uri = /c.html" -->bad<!--#endif -->][<!--#if expr="$arg_x = /[/" -->R<!--#endif -->][<!--#if expr="$arg_x <> 1" -->E<!--#endif -->]
+[<!--#if expr="$uri = /c.html" -->bad<!--#endif -->][<!--#if expr="$arg_x = /[/" -->R<!--#endif -->][<!--#if expr="$ARG_X <> 1" -->E<!--#endif -->]
 [<!--#commandthatiswaytoolongforthessiparserlimit -->][<!--#echo varnamethatiswaytoolongforthessiparse="1" -->][<!--#echo va-r="1" -->]
 [<!--#echo var="\${bad" -->][<!--#set var="z" value="\${uri" -->][<!--#set var="z" value="$" -->][<!--#set var="z" value="a\${}" -->]
 [<!--#include virtual="/../x" -->][<!--#include virtual="/f.txt" wait="maybe" -->][<!--#include virtual="/f.txt" stub="nope" -->][<!--#include file="f.txt" wait="yes" -->]

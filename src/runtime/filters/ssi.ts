@@ -21,8 +21,7 @@ import type { ResponseTarget } from '../exchange.js';
 import { fromServerRewrite } from '../phases.js';
 import { HttpRequestState } from '../request.js';
 import { parseUnsafeUri } from '../uri.js';
-import type { HeaderFilter } from './chain.js';
-import { FilteredTarget } from './chain.js';
+import { FilteredTarget, type HeaderFilter } from './chain.js';
 import { contentLength, removeHeader, responseContentType, typeListed, weakenEtag, type ContentType } from './headers.js';
 import { SSI_DEFAULT_TIMEFMT } from './ssi-time.js';
 
@@ -760,6 +759,8 @@ class SsiFilter extends Transform {
       if (!/[a-z0-9${}_"']/.test(ch)) break;
       left += ch;
     }
+    // nginx lowercases the left operand in place: its messages show it so
+    const shown = left + expr.slice(p);
     while (expr[p] === ' ') p++;
     const leftValue = this.evaluate(left, 0);
     let matched: boolean;
@@ -772,12 +773,12 @@ class SsiFilter extends Transform {
       } else if (expr[p] === '!' && expr[p + 1] === '=') {
         negative = true;
         p += 2;
-      } else return this.fail(`invalid expression in "${expr}"`);
+      } else return this.fail(`invalid expression in "${shown}"`);
       while (expr[p] === ' ') p++;
       let last = expr.length;
       let regex = false;
       if (p < last - 1 && expr[p] === '/') {
-        if (expr[last - 1] !== '/') this.fail(`invalid expression in "${expr}"`);
+        if (expr[last - 1] !== '/') this.fail(`invalid expression in "${shown}"`);
         regex = true;
         last--;
         p++;
@@ -812,7 +813,7 @@ class SsiFilter extends Transform {
   private async include(params: ReadonlyMap<string, string>): Promise<void> {
     let uri = params.get('virtual');
     const file = params.get('file');
-    let wait = params.get('wait');
+    const wait = params.get('wait');
     const set = params.get('set');
     const stub = params.get('stub');
     if (uri !== undefined && file !== undefined) this.fail(`inlcusion may be either virtual="${uri}" or file="${file}"`);
@@ -823,7 +824,6 @@ class SsiFilter extends Transform {
       if (uri === undefined) this.fail(`"wait" cannot be used with file="${file}"`);
       if (wait.toLowerCase() === 'yes') waited = true;
       else if (wait.toLowerCase() !== 'no') this.fail(`invalid value "${wait}" in the "wait" parameter`);
-      wait = undefined;
     }
     if (uri === undefined) {
       uri = file!;
