@@ -279,7 +279,7 @@ export class HttpRequestState {
    * is GET, but nginx reports its parent's), GET after an `error_page` redirect.
    */
   get mainMethod(): string {
-    return this.parent ? this.parent.method : this.method;
+    return this.parent ? this.main.method : this.method;
   }
 
   /** `$document_root`: the `root` (or `alias`) of the location in effect. */
