@@ -29,6 +29,7 @@ import { authRequestSets, authRequestUri } from './modules/auth-request.js';
 import * as fastcgi from './modules/fastcgi.js';
 import * as charset from './modules/charset.js';
 import * as gzip from './modules/gzip.js';
+import * as ssi from './modules/ssi.js';
 import * as limitReq from './modules/limit-req.js';
 import { addHeaders, addTrailers, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
@@ -42,7 +43,7 @@ import { http2BodyPrereadSize, http2Enabled, http2MaxConcurrentStreams } from '.
 import { splitHostPort } from './modules/upstream.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf, type Slot } from './spec.js';
-import { VariableRegistry, type ValueSource } from './variables.js';
+import { VariableRegistry, type ValueSource, type VariableGetter } from './variables.js';
 import type {
   AccessLogTarget, AccessRule, CompiledLocation, CompiledLogFormat, CookieFlags, CookieMatch, CookieRewrite, ErrorLogTarget, ErrorPage, FastcgiConf, ListenGroup,
   LimitReqConf, LimitReqZone, LocationConf, LocationTree, CharsetConf, CharsetSetting, GzipConf, NextUpstreamConf, PerHandshakeCertificates, TlsServerConf, PrefixNode, ProxyConf, RouteTable, ServerSet, UpstreamGroup, UpstreamPeer, UpstreamTlsConf,
@@ -297,6 +298,7 @@ class Compiler {
       listens: Object.freeze(listens),
       streamListens,
       variableCount: this.scope.variables.indexedCount,
+      variable: variableLookup(this.scope.variables),
       upstreams: this.upstreams,
       accessLogTargets: this.accessLogTargets,
       errorLogTargets: [...errorLogs, ...this.errorLogTargets],
@@ -640,6 +642,7 @@ class Compiler {
       limitExcept: this.limitExcept(node),
       clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
       clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
+      subrequestOutputBufferSizeBytes: c.get(http.subrequestOutputBufferSize),
       clientBodyTempPath: bodyTemp,
       clientBodyInFileOnly: c.get(http.clientBodyInFileOnly),
       clientBodyTimeoutMs: c.get(http.clientBodyTimeoutMs),
@@ -707,6 +710,13 @@ class Compiler {
       gzip: this.gzipConf(c),
       charset: this.charsetConf(c),
       limitReq: this.limitReqConf(c),
+      ssi: {
+        enable: c.get(ssi.ssiEnable),
+        silentErrors: c.get(ssi.ssiSilentErrors),
+        lastModified: c.get(ssi.ssiLastModified),
+        valueLengthBytes: c.get(ssi.ssiValueLength),
+        types: c.get(ssi.ssiTypes) ?? new Set(ssi.SSI_DEFAULT_TYPES),
+      },
     };
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);
@@ -1259,4 +1269,20 @@ function emptyTree(): LocationTree {
 /** The upstream group key of a static address: its upstream block's name, or `host:port`. */
 function groupKey(host: string, port: number | undefined): string {
   return port === undefined ? host.toLowerCase() : `${host.toLowerCase()}:${port}`;
+}
+
+/**
+ * `ngx_http_get_variable` by name at request time (SSI's `echo` and
+ * expressions): the getter of a variable the configuration knows, looked up
+ * once per name; undefined for a name no module defines.
+ */
+function variableLookup(registry: VariableRegistry): (name: string) => VariableGetter | undefined {
+  const cache = new Map<string, VariableGetter | undefined>();
+  return (name) => {
+    const key = name.toLowerCase();
+    if (cache.has(key)) return cache.get(key);
+    const getter = registry.getter(key);
+    if (cache.size < 1024) cache.set(key, getter);
+    return getter;
+  };
 }

@@ -8,7 +8,7 @@ import type { UpstreamBalancer } from './scope.js';
 import type { SourceLoc } from '../parser/ast.js';
 import type { ConfigWarning } from '../errors.js';
 import type { LogLevel } from '../log/levels.js';
-import type { CompiledValue } from './variables.js';
+import type { CompiledValue, VariableGetter } from './variables.js';
 import type { HttpRequestState } from '../runtime/request.js';
 import type { CertificateCacheConf, SessionCacheConf } from './modules/ssl.js';
 import type { CertificatePair } from './certificates.js';
@@ -419,6 +419,8 @@ export interface LocationConf {
   readonly limitExcept: { readonly methods: ReadonlySet<string>; readonly conf: LocationConf } | undefined;
   readonly clientMaxBodySizeBytes: number;
   readonly clientBodyBufferSizeBytes: number;
+  /** `subrequest_output_buffer_size`: the most a subrequest kept in memory (`include … set=`) may send. */
+  readonly subrequestOutputBufferSizeBytes: number;
   readonly clientBodyTempPath: TempPathValue;
   /** `client_body_in_file_only`: `on` keeps the file after the request, `clean` removes it. */
   readonly clientBodyInFileOnly: 'off' | 'on' | 'clean';
@@ -504,6 +506,18 @@ export interface LocationConf {
   readonly gzip: GzipConf;
   readonly charset: CharsetConf;
   readonly limitReq: LimitReqConf;
+  readonly ssi: SsiConf;
+}
+
+/** The SSI filter's settings of a location (`ngx_http_ssi_loc_conf_t`). */
+export interface SsiConf {
+  readonly enable: boolean;
+  readonly silentErrors: boolean;
+  /** `ssi_last_modified`: keep `Last-Modified` and a weak `ETag`. */
+  readonly lastModified: boolean;
+  /** `ssi_value_length`: the longest parameter value, in bytes. */
+  readonly valueLengthBytes: number;
+  readonly types: MimeTypeSet;
 }
 
 /**
@@ -645,6 +659,8 @@ export interface RouteTable {
   readonly streamListens: readonly { readonly host: string; readonly port: number; readonly addrText: string; readonly udp: boolean }[];
   /** Size of the per-request variable array. */
   readonly variableCount: number;
+  /** A variable's getter by name, at request time (`ngx_http_get_variable`); undefined for an unknown name. */
+  readonly variable: (name: string) => VariableGetter | undefined;
   readonly upstreams: ReadonlyMap<string, UpstreamGroup>;
   /** Every access-log target of the configuration, to open at start. */
   readonly accessLogTargets: readonly AccessLogTarget[];

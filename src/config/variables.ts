@@ -115,6 +115,9 @@ export function splitValue(text: string): (string | VariableRef)[] {
   return parts;
 }
 
+/** The prefixes whose `set` variables keep the prefix's getter when unset (`ngx_http_rewrite_set`). */
+const SET_KEEPS_PREFIX = ['http_', 'sent_http_', 'upstream_http_', 'cookie_', 'upstream_cookie_', 'arg_'];
+
 /**
  * The variables of a configuration: the modules' definitions, the names that
  * `set`/`map`/… declare, and every reference in order of first use.
@@ -233,13 +236,30 @@ export class VariableRegistry {
       };
     }
     const builtin = this.defs.get(name);
+    const fallback = builtin ? (r: HttpRequestState) => builtin.get(r, '') : this.prefixFallback(name);
     return (r) => {
       const v = r.vars[index];
       if (v !== undefined) return v;
-      if (builtin) return builtin.get(r, '');
+      if (fallback) return fallback(r);
       this.onUninitialized?.(r, name);
       return '';
     };
+  }
+
+  /**
+   * What an unset `set` variable named with a header, cookie or argument
+   * prefix reads (`ngx_http_rewrite_set` leaves such a variable the
+   * prefix's getter): `set $http_foo` in one location, `$http_foo` elsewhere
+   * is the request's `Foo` header.
+   */
+  private prefixFallback(name: string): VariableGetter | undefined {
+    if (!SET_KEEPS_PREFIX.some((p) => name.startsWith(p))) return undefined;
+    let best: VariableDef | undefined;
+    for (const p of this.prefixes) if (name.startsWith(p.name) && (!best || p.name.length > best.name.length)) best = p;
+    if (!best) return undefined;
+    const prefix = best;
+    const suffix = name.slice(prefix.name.length);
+    return (r) => prefix.get(r, suffix);
   }
 
   /**

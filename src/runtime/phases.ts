@@ -687,6 +687,7 @@ function sendSpecial(ex: Exchange, status: number): void {
   headers.push(['Content-Length', String(body?.length ?? 0)]);
   if (body !== undefined) headers.push(['Content-Type', 'text/html']);
   if (NO_KEEPALIVE.has(status)) r.keepalive = false;
+  r.specialResponse = true;
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
   r.bodyBytesSent = body && !ex.out.headOnly ? body.length : 0;

@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';
+import type { SsiState } from './filters/ssi.js';
 import type { TlsDetails } from './tls-details.js';
 import type { ProxyProtocolHeader } from './proxy-protocol.js';
 
@@ -220,6 +221,13 @@ export class HttpRequestState {
   rawRequestLine: string | undefined;
   /** The subrequest's parent, for `subrequest:` in the error log. */
   readonly parent: HttpRequestState | undefined;
+  /** The SSI filter's state for this request's response, once the filter took it (nginx's module ctx). */
+  ssi: SsiState | undefined;
+  /**
+   * The response is nginx's page for a status (`ngx_http_special_response_handler`),
+   * not a handler's: an SSI `include … stub=` shows its block instead.
+   */
+  specialResponse = false;
   /** The method of the request line. */
   private readonly requestMethod: string;
   /** Start time in ms since the epoch, for `$request_time` and `$msec`. */
@@ -265,12 +273,19 @@ export class HttpRequestState {
     return `${this.requestMethod} ${this.requestUri} ${this.protocol}`;
   }
 
+  /** The main request (nginx's `r->main`): the client's, for a subrequest of any depth. */
+  get main(): HttpRequestState {
+    let r: HttpRequestState = this;
+    while (r.parent) r = r.parent;
+    return r;
+  }
+
   /**
    * `$request_method`: the method of the main request (a subrequest's own
    * is GET, but nginx reports its parent's), GET after an `error_page` redirect.
    */
   get mainMethod(): string {
-    return this.parent ? this.parent.method : this.method;
+    return this.parent ? this.main.method : this.method;
   }
 
   /** `$document_root`: the `root` (or `alias`) of the location in effect. */

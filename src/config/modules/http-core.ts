@@ -251,6 +251,8 @@ export const defaultType = slot('default_type', 'text/plain');
 export const clientMaxBodySize = slot('client_max_body_size', 1024 * 1024);
 /** Two memory pages (`2 * ngx_pagesize`), nginx's default: 8k with x86_64's 4k pages. */
 export const clientBodyBufferSize = slot('client_body_buffer_size', 8 * 1024);
+/** `subrequest_output_buffer_size`: a page of memory by default; what an SSI `include … set=` may keep. */
+export const subrequestOutputBufferSize = slot('subrequest_output_buffer_size', 4 * 1024);
 /** `off`, `on` (the file is kept) or `clean` (removed when the request ends). */
 export const clientBodyInFileOnly = slot<'off' | 'on' | 'clean'>('client_body_in_file_only', 'off');
 /** Resolved against the prefix when the configuration is compiled. */
@@ -539,6 +541,10 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   { name: 'resolver_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(resolverTimeoutMs) },
   { name: 'client_body_buffer_size', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: sizeSetter(clientBodyBufferSize) },
   {
+    name: 'subrequest_output_buffer_size', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: sizeSetter(subrequestOutputBufferSize),
+  },
+  {
     name: 'client_body_temp_path', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
     set: (d, cx) => pathSetter(clientBodyTempPath, (p) => cx.scope.fullPath(p))(d, cx),
   },
@@ -581,7 +587,6 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('output_buffers', HTTP_SRV_LOC, ['TAKE2'], TUNING, rule.bufs),
   none('disable_symlinks', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'symbolic links are followed', rule.custom(parseDisableSymlinks)),
   none('log_subrequest', HTTP_SRV_LOC, ['FLAG'], 'subrequests are not written to the access log', rule.flag),
-  none('subrequest_output_buffer_size', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size()),
   none('auth_delay', HTTP_SRV_LOC, ['TAKE1'], 'failed authentication is answered at once', rule.msec),
   none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),

@@ -22,6 +22,7 @@ import { otherUpstreamDirectives } from './other-upstreams.js';
 import { proxyDirectives } from './proxy.js';
 import { realIpDirectives } from './realip.js';
 import { rewriteDirectives } from './rewrite.js';
+import { ssiDirectives, ssiVariables } from './ssi.js';
 import { sslDirectives } from './ssl.js';
 import { streamDirectives } from './stream.js';
 import { upstreamDirectives } from './upstream.js';
@@ -46,9 +47,10 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...sslDirectives,
   ...http2Directives,
   ...gzipDirectives,
+  ...ssiDirectives,
   ...charsetDirectives,
   ...streamDirectives,
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = httpVariables;
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables];

@@ -1,7 +1,8 @@
 /**
  * Response filters, nginx's header and body filter chains
  * (`ngx_http_top_header_filter`, `ngx_http_top_body_filter`) reduced to
- * what jinx has: gunzip, charset, gzip, run in nginx's order. A handler
+ * what jinx has: gunzip, charset, SSI, gzip, run in nginx's order (a
+ * subrequest's response passes the SSI filter only). A handler
  * writes its response to a `FilteredTarget` as to any `ResponseTarget`:
  * `head` runs the header filters on the header list (after the headers
  * module, as in nginx); those that change the body give a Transform, and
@@ -16,6 +17,7 @@ import type { ResponseTarget } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import { charsetHeaderFilter } from './charset.js';
 import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.js';
+import { ssiHeaderFilter } from './ssi.js';
 import type { ContentType, HeaderList } from './headers.js';
 
 /** What a header filter needs besides the headers, for one response. */
@@ -41,7 +43,9 @@ export interface FilterContext {
 export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | undefined;
 
 /** The header filters in the order nginx runs them. */
-const HEADER_FILTERS: readonly HeaderFilter[] = [gunzipHeaderFilter, charsetHeaderFilter, gzipHeaderFilter];
+const HEADER_FILTERS: readonly HeaderFilter[] = [gunzipHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, gzipHeaderFilter];
+/** The filters of a subrequest's response: an included page is itself parsed for SSI. */
+const SUBREQUEST_FILTERS: readonly HeaderFilter[] = [ssiHeaderFilter];
 
 /** A response target with jinx's response filters in front of another. */
 export class FilteredTarget implements ResponseTarget {
@@ -71,9 +75,9 @@ export class FilteredTarget implements ResponseTarget {
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
     this.r = r;
     const transforms: (() => Transform[])[] = [];
-    if (!r.parent && status !== 101) {
+    if (status !== 101) {
       const f: FilterContext = { cx: this.cx, r };
-      for (const filter of HEADER_FILTERS) {
+      for (const filter of r.parent ? SUBREQUEST_FILTERS : HEADER_FILTERS) {
         const t = filter(f, r.errStatus || status, headers);
         if (t === 'error') {
           this.inner.abort();
@@ -81,7 +85,7 @@ export class FilteredTarget implements ResponseTarget {
         }
         if (t) transforms.push(t);
       }
-      if (r.gzipVary && r.loc.gzip.vary) headers.unshift(['Vary', 'Accept-Encoding']);
+      if (r.gzipVary && r.loc.gzip.vary && !r.parent) headers.unshift(['Vary', 'Accept-Encoding']);
     }
     this.inner.head(r, status, headers, reason);
     if (transforms.length > 0 && !this.inner.headOnly) this.first = this.pipe(r, transforms.flatMap((make) => make()));
@@ -111,7 +115,7 @@ export class FilteredTarget implements ResponseTarget {
         inner.end();
         return;
       }
-      logRequest(this.cx, r, 'alert', err.message);
+      if (!err.logged) logRequest(this.cx, r, 'alert', err.message);
       inner.abort();
     });
     return transforms[0]!;

@@ -11,7 +11,7 @@ import { createDeflateRaw, createGunzip, crc32 } from 'node:zlib';
 import type { HttpRequestState } from '../request.js';
 import { browserOf } from '../user-agent.js';
 import type { HeaderFilter } from './chain.js';
-import { allHeaders, lastHeader, removeHeader, replaceHeader, responseContentType, typeListed, type HeaderList } from './headers.js';
+import { allHeaders, contentLength, lastHeader, removeHeader, responseContentType, typeListed, weakenEtag, type HeaderList } from './headers.js';
 
 /** The header nginx writes before the deflated data: no name, no time, OS Unix. */
 const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
@@ -19,10 +19,13 @@ const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
 /**
  * An error of a body filter: its message is nginx's alert line; a `benign`
  * one ends the response as if the body had ended (nginx's gunzip takes
- * zlib's `Z_BUF_ERROR`, input that ends early, as the end).
+ * zlib's `Z_BUF_ERROR`, input that ends early, as the end); a `logged` one
+ * only closes the connection.
  */
 export interface FilterError extends Error {
   benign?: boolean;
+  /** The filter logged the error itself: the response is only given up. */
+  logged?: boolean;
 }
 
 /** The first value of a request header as received (nginx keeps the first `Accept-Encoding`, `User-Agent`). */
@@ -165,20 +168,6 @@ export function gzipOk(r: HttpRequestState, headers: HeaderList): boolean {
 /** `r->gzip_tested ? r->gzip_ok : ngx_http_gzip_ok(r)`. */
 function clientTakesGzip(r: HttpRequestState, headers: HeaderList): boolean {
   return r.gzipTested ? r.gzipOk : gzipOk(r, headers);
-}
-
-/** `content_length_n`: the response's `Content-Length`, or -1. */
-function contentLength(headers: HeaderList): number {
-  const v = lastHeader(headers, 'content-length');
-  return v !== undefined && /^\d+$/.test(v) ? Number(v) : -1;
-}
-
-/** `ngx_http_weak_etag`: a strong ETag becomes weak; one that is not a quoted string is dropped. */
-function weakenEtag(headers: HeaderList): void {
-  const etag = lastHeader(headers, 'etag');
-  if (etag === undefined || (etag.length > 2 && etag.startsWith('W/'))) return;
-  if (!etag.startsWith('"')) removeHeader(headers, 'etag');
-  else replaceHeader(headers, 'etag', `W/${etag}`);
 }
 
 /** Passes data on, adding up its CRC-32 and length for the gzip trailer. */

@@ -91,3 +91,17 @@ export function responseContentType(r: HttpRequestState, headers: HeaderList): C
   if (v === undefined) return undefined;
   return r.upstream ? parseContentType(v) : { value: v, type: v, charset: undefined };
 }
+
+/** `content_length_n`: the response's `Content-Length`, or -1. */
+export function contentLength(headers: HeaderList): number {
+  const v = lastHeader(headers, 'content-length');
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : -1;
+}
+
+/** `ngx_http_weak_etag`: a strong ETag becomes weak; one that is not a quoted string is dropped. */
+export function weakenEtag(headers: HeaderList): void {
+  const etag = lastHeader(headers, 'etag');
+  if (etag === undefined || (etag.length > 2 && etag.startsWith('W/'))) return;
+  if (!etag.startsWith('"')) removeHeader(headers, 'etag');
+  else replaceHeader(headers, 'etag', `W/${etag}`);
+}

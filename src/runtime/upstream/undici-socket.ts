@@ -9,6 +9,8 @@
  *   as nginx's parsers of upstream responses do (`ngx_http_parse_status_line`,
  *   `ngx_http_parse_header_line`, `ngx_http_parse_chunked`); undici's llhttp
  *   asks for CRLF, and exports the switch (`llhttp_set_lenient_optional_cr_before_lf`);
+ *   and has it take a 204 or 304 as ended after its header, as nginx does,
+ *   whatever its `Content-Length`;
  * - starts the `WireMeter` armed by that handler's `onConnect`, for
  *   `$upstream_bytes_sent` and `$upstream_bytes_received` (nginx counts them
  *   on the peer connection);
@@ -57,18 +59,38 @@ export function carriedRequest(socket: Socket): boolean {
   return used.has(socket);
 }
 
-/** undici's HTTP/1 parser of a socket (`socket[kParser]`): its llhttp instance and parser pointer. */
+/**
+ * undici's HTTP/1 parser of a socket (`socket[kParser]`): its llhttp
+ * instance and parser pointer, the `Content-Length` it read, and its
+ * header-complete callback.
+ */
 interface UndiciParser {
   readonly llhttp: { llhttp_set_lenient_optional_cr_before_lf?: (ptr: number, on: number) => void };
   readonly ptr: number | null;
+  contentLength?: string;
+  onHeadersComplete?: (statusCode: number, ...rest: unknown[]) => unknown;
 }
 
+/**
+ * Adjusts a connection's parser to nginx's reading of upstream responses:
+ * bare LFs end lines, and a 204 or 304 has no body whatever its
+ * `Content-Length` says (`ngx_http_upstream_process_header` sets the
+ * length to 0; undici would call the empty body a length mismatch and
+ * close the connection).
+ */
 function acceptBareLf(socket: Socket): void {
   if (used.has(socket)) return;
   used.add(socket);
   const key = Object.getOwnPropertySymbols(socket).find((sym) => sym.description === 'parser');
   const parser = key && (socket as unknown as Record<symbol, UndiciParser | null | undefined>)[key];
-  if (parser?.ptr) parser.llhttp.llhttp_set_lenient_optional_cr_before_lf?.(parser.ptr, 1);
+  if (!parser?.ptr) return;
+  parser.llhttp.llhttp_set_lenient_optional_cr_before_lf?.(parser.ptr, 1);
+  const headersComplete = parser.onHeadersComplete;
+  if (typeof headersComplete !== 'function') return;
+  parser.onHeadersComplete = function (this: UndiciParser, statusCode: number, ...rest: unknown[]): unknown {
+    if (statusCode === 204 || statusCode === 304) this.contentLength = '';
+    return headersComplete.call(this, statusCode, ...rest);
+  };
 }
 
 subscribe('undici:client:sendHeaders', (message) => {
