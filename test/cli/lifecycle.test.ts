@@ -6,7 +6,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
-import { createServer as createNetServer } from 'node:net';
+import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, logLines, onCleanup, portOpen, startUpstream, waitFor } from '../helpers/harness.js';
@@ -213,19 +213,20 @@ function runScenarios(impl: Impl): void {
       assert.deepEqual(logLines(readText(join(p, 'logs/error.log'))), []);
     });
 
-    it('SIGHUP: a connection that has sent nothing yet is served by the old configuration, and closed at worker_shutdown_timeout', async () => {
+    /** A connected socket that has sent nothing, and how long after `start()` it was closed. */
+    const silentConnection = async (port: number): Promise<{ socket: Socket; closed: Promise<number> }> => {
+      const socket = connect({ host: '127.0.0.1', port });
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const start = Date.now();
+      return { socket, closed: new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - start))) };
+    };
+
+    it('SIGHUP: a connection that has sent nothing yet is served by the configuration it was accepted in, without keep-alive', async () => {
       const port = await freePort();
       const p = makePrefix({ 'nginx.conf': conf(port, 'one') });
       const proc = await startImpl(impl, p, [port]);
-      const { connect } = await import('node:net');
-      const open = async (): Promise<{ socket: import('node:net').Socket; closed: Promise<number> }> => {
-        const socket = connect({ host: '127.0.0.1', port });
-        socket.on('error', () => undefined);
-        await new Promise((resolve) => socket.once('connect', resolve));
-        const start = Date.now();
-        return { socket, closed: new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - start))) };
-      };
-      const served = await open();
+      const served = await silentConnection(port);
       let answer = '';
       served.socket.on('data', (d: Buffer) => { answer += d.toString('latin1'); });
       await sleep(200);
@@ -238,16 +239,20 @@ function runScenarios(impl: Impl): void {
       assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
       assert.match(answer, /\r\nConnection: close\r\n/);
       assert.match(answer, /\r\n\r\none\n$/);
-      // with worker_shutdown_timeout, a silent connection is closed that long after the reload
-      writeFileSync(join(p, 'nginx.conf'), conf(port, 'three').replace('daemon off;', 'daemon off;\nworker_shutdown_timeout 300ms;'));
-      proc.child.kill('SIGHUP');
-      await waitFor(async () => (await tryGet(port, '/')).body === 'three\n', 10_000, 'the third configuration');
-      const silent = await open();
+    });
+
+    it('SIGHUP with worker_shutdown_timeout: a connection left open is closed that long after the reload', async () => {
+      const port = await freePort();
+      const timed = (text: string): string => conf(port, text).replace('daemon off;', 'daemon off;\nworker_shutdown_timeout 300ms;');
+      const p = makePrefix({ 'nginx.conf': timed('one') });
+      const proc = await startImpl(impl, p, [port]);
+      const silent = await silentConnection(port);
       // (accepted by the server before the reload, not left in the listening socket's queue)
       await sleep(500);
-      writeFileSync(join(p, 'nginx.conf'), conf(port, 'four').replace('daemon off;', 'daemon off;\nworker_shutdown_timeout 300ms;'));
+      writeFileSync(join(p, 'nginx.conf'), timed('two'));
       proc.child.kill('SIGHUP');
       const closedAfterMs = await Promise.race([silent.closed, sleep(8000).then(() => -1)]);
+      silent.socket.destroy();
       assert.ok(closedAfterMs > 0 && closedAfterMs < 5000, `the silent connection was closed after ${closedAfterMs} ms`);
     });
 

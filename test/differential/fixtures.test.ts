@@ -397,7 +397,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'secure-link', jinx: '[emerg] unknown directive "secure_link" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
   { name: 'split-clients', jinx: '[emerg] unknown directive "split_clients" in PREFIX/nginx.conf:4' },
-  { name: 'ssi', jinx: '[emerg] unknown directive "ssi" in PREFIX/nginx.conf:7' },
   // the stream map module is not implemented: `map` is http's only, as in an nginx built without ngx_stream_map_module
   { name: 'stream-limit-conn-map', jinx: '[emerg] "map" directive is not allowed here in PREFIX/nginx.conf:4' },
   { name: 'stub-status', jinx: '[emerg] unknown directive "stub_status" in PREFIX/nginx.conf:7' },
