@@ -262,6 +262,26 @@ export class HttpRequestState {
   }
 
   /**
+   * A subrequest of this request to `uri` with `args` (`ngx_http_subrequest`):
+   * GET without a body, the client's headers, internal, entering this
+   * request's server at its server level, sharing its variables.
+   */
+  subrequest(uri: string, args: string, varCount: number): HttpRequestState {
+    const sr = new HttpRequestState(this.conn, 'GET', this.requestUri, this.protocol, this.headers, this.rawHeaders, this.scheme, varCount, this);
+    sr.uri = uri;
+    sr.args = args;
+    sr.internal = true;
+    sr.server = this.server;
+    sr.loc = this.server.conf;
+    sr.host = this.host;
+    sr.requestHost = this.requestHost;
+    sr.requestPort = this.requestPort;
+    sr.clientAddr = this.clientAddr;
+    sr.clientPort = this.clientPort;
+    return sr;
+  }
+
+  /**
    * `$request`: the request line as received (nginx's `r->request_line`): an
    * `error_page` redirect that turns the method into GET leaves it as it
    * was, and a subrequest has its parent's.

@@ -839,7 +839,7 @@ class SsiFilter extends Transform {
     if (this.depth() >= MAX_SUBREQUEST_DEPTH) this.fail(`subrequests cycle while processing "${target.uri}"`);
     if (set !== undefined) {
       const memory = new IncludeTarget(undefined, undefined, (sr, message) => this.logFor(sr, message));
-      const sr = this.subrequest(target.uri, target.args);
+      const sr = this.r.subrequest(target.uri, target.args, this.cx.table.variableCount);
       await this.runSubrequest(sr, memory);
       await memory.finished();
       // nginx gives up the whole response
@@ -852,7 +852,7 @@ class SsiFilter extends Transform {
     const slot = this.queue.slot();
     const stubOutput = block ? (sr: HttpRequestState) => this.stubOutput(sr, Buffer.concat(block!.parts), slot) : undefined;
     const out = new IncludeTarget(slot, stubOutput);
-    const sr = this.subrequest(target.uri, target.args);
+    const sr = this.r.subrequest(target.uri, target.args, this.cx.table.variableCount);
     const running = this.runSubrequest(sr, new FilteredTarget(out, this.cx));
     if (waited) {
       await running;
@@ -865,23 +865,6 @@ class SsiFilter extends Transform {
     let n = 0;
     for (let r = this.r.parent; r; r = r.parent) n++;
     return n;
-  }
-
-  /** A subrequest of this page's request to `uri` (`ngx_http_subrequest`): GET, no body, the client's headers. */
-  private subrequest(uri: string, args: string): HttpRequestState {
-    const r = this.r;
-    const sr = new HttpRequestState(r.conn, 'GET', r.requestUri, r.protocol, r.headers, r.rawHeaders, r.scheme, this.cx.table.variableCount, r);
-    sr.uri = uri;
-    sr.args = args;
-    sr.internal = true;
-    sr.server = r.server;
-    sr.loc = r.server.conf;
-    sr.host = r.host;
-    sr.requestHost = r.requestHost;
-    sr.requestPort = r.requestPort;
-    sr.clientAddr = r.clientAddr;
-    sr.clientPort = r.clientPort;
-    return sr;
   }
 
   private async runSubrequest(sr: HttpRequestState, out: ResponseTarget): Promise<void> {

@@ -18,19 +18,7 @@ export async function checkAuthRequest(ex: Exchange): Promise<AccessResult> {
   const { r, cx } = ex;
   const conf = r.loc.authRequest;
   if (!conf) return 'declined';
-  const sr = new HttpRequestState(
-    r.conn, 'GET', r.requestUri, r.protocol, r.headers, r.rawHeaders, r.scheme, cx.table.variableCount, r,
-  );
-  sr.uri = conf.uri;
-  sr.args = '';
-  sr.internal = true;
-  sr.server = r.server;
-  sr.loc = r.server.conf;
-  sr.host = r.host;
-  sr.requestHost = r.requestHost;
-  sr.requestPort = r.requestPort;
-  sr.clientAddr = r.clientAddr;
-  sr.clientPort = r.clientPort;
+  const sr = r.subrequest(conf.uri, '', cx.table.variableCount);
   const out = new SubrequestTarget();
   try {
     await fromServerRewrite({ cx, r: sr, body: undefined, out });
