@@ -795,13 +795,7 @@ export class Http1Connection {
         return;
       }
       if (data === 'again') {
-        const conf = this.requestConf();
-        const left = this.lingeringDeadline - Date.now();
-        if (left <= 0) {
-          this.close();
-          return;
-        }
-        this.armTimer(Math.min(conf.lingering.timeoutMs, left), () => this.close());
+        this.lingered();
         return;
       }
     }
@@ -851,7 +845,11 @@ export class Http1Connection {
     this.socket.destroySoon();
   }
 
-  /** Bytes arrived during lingering close: dropped, the time-out armed again within `lingering_time`. */
+  /**
+   * Waiting for more bytes while discarding a body or lingering: the
+   * connection closes after `lingering_timeout` without any, or once
+   * `lingering_time` has passed.
+   */
   private lingered(): void {
     const conf = this.requestConf();
     const left = this.lingeringDeadline - Date.now();
