@@ -94,6 +94,26 @@ export interface SendTimeout {
   expired(): void;
 }
 
+/**
+ * nginx's write timer (`send_timeout`) on a response whose data waits in
+ * `output` (a socket or an HTTP/2 response): `timeout.expired()` runs when
+ * `output` has not drained within `timeout.ms()`; a drain or close disarms
+ * it, and `disarmed` hears of either end.
+ */
+export function armSendTimer(output: NodeJS.EventEmitter, timeout: SendTimeout, disarmed: () => void): NodeJS.Timeout {
+  const disarm = (): void => {
+    clearTimeout(timer);
+    output.off('drain', disarm).off('close', disarm);
+    disarmed();
+  };
+  const timer = setTimeout(() => {
+    disarm();
+    timeout.expired();
+  }, timeout.ms());
+  output.on('drain', disarm).on('close', disarm);
+  return timer;
+}
+
 /** A response on an HTTP/2 stream (node:http2's compatibility API). */
 export class Http2Target implements ClientResponseTarget {
   private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
@@ -214,17 +234,9 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   private armSendTimer(timeout: SendTimeout): void {
-    const res = this.res as NodeJS.EventEmitter;
-    const disarm = (): void => {
-      clearTimeout(this.sendTimer);
+    this.sendTimer = armSendTimer(this.res as NodeJS.EventEmitter, timeout, () => {
       this.sendTimer = undefined;
-      res.off('drain', disarm).off('close', disarm);
-    };
-    this.sendTimer = setTimeout(() => {
-      disarm();
-      timeout.expired();
-    }, timeout.ms());
-    res.on('drain', disarm).on('close', disarm);
+    });
   }
 
   /**

@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
-import { resetConnection, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
+import { armSendTimer, resetConnection, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
 import { responseHeaders, responseTrailers, STATUS_TEXT } from '../respond.js';
 import { browserOf } from '../user-agent.js';
 
@@ -212,17 +212,9 @@ export class Http1Target implements ClientResponseTarget {
   }
 
   private armSendTimer(timeout: SendTimeout): void {
-    const socket = this.socket;
-    const disarm = (): void => {
-      clearTimeout(this.sendTimer);
+    this.sendTimer = armSendTimer(this.socket, timeout, () => {
       this.sendTimer = undefined;
-      socket.off('drain', disarm).off('close', disarm);
-    };
-    this.sendTimer = setTimeout(() => {
-      disarm();
-      timeout.expired();
-    }, timeout.ms());
-    socket.on('drain', disarm).on('close', disarm);
+    });
   }
 
   /**
