@@ -1,8 +1,9 @@
 /**
  * Response filters, nginx's header and body filter chains
  * (`ngx_http_top_header_filter`, `ngx_http_top_body_filter`) reduced to
- * what jinx has: gunzip, charset, SSI, gzip, run in nginx's order (a
- * subrequest's response passes the SSI filter only). A handler
+ * what jinx has: gunzip, addition, sub, charset, SSI, postpone, gzip, run
+ * in nginx's order (a subrequest's response passes the sub and SSI filters
+ * only). A handler
  * writes its response to a `FilteredTarget` as to any `ResponseTarget`:
  * `head` runs the header filters on the header list (after the headers
  * module, as in nginx); those that change the body give a Transform, and
@@ -18,6 +19,8 @@ import type { HttpRequestState } from '../request.js';
 import { charsetHeaderFilter } from './charset.js';
 import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.js';
 import { ssiHeaderFilter } from './ssi.js';
+import { subHeaderFilter } from './sub.js';
+import { additionHeaderFilter, postponeHeaderFilter } from './addition.js';
 import type { ContentType, HeaderList } from './headers.js';
 
 /** What a header filter needs besides the headers, for one response. */
@@ -31,6 +34,8 @@ export interface FilterContext {
    * end, from `content_type` and `charset`).
    */
   contentType?: ContentType;
+  /** The subrequests the addition filter puts around the body, for the postpone filter. */
+  additions?: { readonly beforeUri: string; readonly afterUri: string };
 }
 
 /**
@@ -43,9 +48,11 @@ export interface FilterContext {
 export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | undefined;
 
 /** The header filters in the order nginx runs them. */
-const HEADER_FILTERS: readonly HeaderFilter[] = [gunzipHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, gzipHeaderFilter];
-/** The filters of a subrequest's response: an included page is itself parsed for SSI. */
-const SUBREQUEST_FILTERS: readonly HeaderFilter[] = [ssiHeaderFilter];
+const HEADER_FILTERS: readonly HeaderFilter[] = [
+  gunzipHeaderFilter, additionHeaderFilter, subHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, postponeHeaderFilter, gzipHeaderFilter,
+];
+/** The filters of a subrequest's response: an included page has its own strings replaced and is itself parsed for SSI. */
+const SUBREQUEST_FILTERS: readonly HeaderFilter[] = [subHeaderFilter, ssiHeaderFilter];
 
 /** A response target with jinx's response filters in front of another. */
 export class FilteredTarget implements ResponseTarget {
