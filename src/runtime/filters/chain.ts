@@ -11,7 +11,7 @@
  * backpressure at every step (memory stays within the streams' buffers).
  * Without any, the target passes everything straight through.
  */
-import { pipeline, Writable, type Transform } from 'node:stream';
+import { pipeline, Transform, Writable } from 'node:stream';
 import type { Duplex } from 'node:stream';
 import { logRequest, type RuntimeContext } from '../context.js';
 import type { ResponseTarget } from '../exchange.js';
@@ -46,6 +46,9 @@ export interface FilterContext {
  * connection is closed).
  */
 export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | undefined;
+
+/** How many turns of the event loop an aborted response waits for its filters to pass on what they were given. */
+const SETTLE_ROUNDS = 100;
 
 /** The header filters in the order nginx runs them. */
 const HEADER_FILTERS: readonly HeaderFilter[] = [
@@ -116,6 +119,7 @@ export class FilteredTarget implements ResponseTarget {
         done();
       },
     });
+    this.streams = [...transforms, sink];
     pipeline([...transforms, sink] as [Transform, ...Transform[], Writable], (err: FilterError | null) => {
       if (!err || this.aborted) return;
       if (err.benign) {
@@ -130,6 +134,8 @@ export class FilteredTarget implements ResponseTarget {
 
   /** Set once the response was given up: the pipeline's errors are then expected. */
   private aborted = false;
+  /** The body's filters and the sink after them, once piped. */
+  private streams: Writable[] = [];
 
   flushHead(): void {
     this.inner.flushHead();
@@ -182,10 +188,31 @@ export class FilteredTarget implements ResponseTarget {
     this.first.end();
   }
 
+  /**
+   * Gives the response up. With `flush` (an upstream's response cut short),
+   * what the filters were given goes on through them to the client first,
+   * as nginx's filters pass on at once what they can (bytes a filter holds
+   * back, such as the start of a possible `sub_filter` match, are lost);
+   * the filters are not ended, so that nothing marks the body complete.
+   */
   abort(how?: 'flush' | 'reset'): void {
     this.aborted = true;
+    if (this.first && how === 'flush') {
+      this.settleThen(0, () => {
+        this.first?.destroy();
+        this.inner.abort(how);
+      });
+      return;
+    }
     this.first?.destroy();
     this.inner.abort(how);
+  }
+
+  /** Calls `done` once no filter holds data it was given and can pass on, or after `SETTLE_ROUNDS` turns of the event loop. */
+  private settleThen(round: number, done: () => void): void {
+    const busy = this.streams.some((s) => s.writableLength > 0 || (s instanceof Transform && s.readableLength > 0));
+    if (!busy || round >= SETTLE_ROUNDS || this.inner.gone) done();
+    else setImmediate(() => this.settleThen(round + 1, done));
   }
 
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
