@@ -201,8 +201,8 @@ class SubFilter extends Transform {
 /**
  * The sub header filter (`ngx_http_sub_header_filter`): with search
  * strings, a response of a `sub_filter_types` type that is not known to be
- * empty is filtered; a main request's response loses `Content-Length`, and
- * `Last-Modified` and `ETag` unless `sub_filter_last_modified` (then the
+ * empty is filtered; a main request's response loses `Content-Length` (and
+ * so `Accept-Ranges`), and `Last-Modified` and `ETag` unless `sub_filter_last_modified` (then the
  * ETag is weak). Subrequests (`add_before_body`, SSI includes) are filtered
  * with their own location's strings.
  */
@@ -215,6 +215,8 @@ export const subHeaderFilter: HeaderFilter = (f, _status, headers) => {
   if (!m) return undefined;
   if (!r.parent) {
     removeHeader(headers, 'content-length');
+    // nor the Accept-Ranges nginx's range filter adds only with a length
+    removeHeader(headers, 'accept-ranges');
     if (!conf.lastModified) {
       removeHeader(headers, 'last-modified');
       removeHeader(headers, 'etag');
