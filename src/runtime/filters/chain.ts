@@ -47,8 +47,13 @@ export interface FilterContext {
  */
 export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | undefined;
 
-/** How many turns of the event loop an aborted response waits for its filters to pass on what they were given. */
-const SETTLE_ROUNDS = 100;
+/**
+ * How long an aborted response waits, at most, for its filters to pass on
+ * what they were given (one waiting on a subrequest, such as
+ * `add_before_body`, waits for it), and how often it looks, in ms.
+ */
+const SETTLE_MS = 1000;
+const SETTLE_POLL_MS = 5;
 
 /** The header filters in the order nginx runs them. */
 const HEADER_FILTERS: readonly HeaderFilter[] = [
@@ -198,7 +203,7 @@ export class FilteredTarget implements ResponseTarget {
   abort(how?: 'flush' | 'reset'): void {
     this.aborted = true;
     if (this.first && how === 'flush') {
-      this.settleThen(0, () => {
+      this.settleThen(Date.now() + SETTLE_MS, () => {
         this.first?.destroy();
         this.inner.abort(how);
       });
@@ -208,11 +213,11 @@ export class FilteredTarget implements ResponseTarget {
     this.inner.abort(how);
   }
 
-  /** Calls `done` once no filter holds data it was given and can pass on, or after `SETTLE_ROUNDS` turns of the event loop. */
-  private settleThen(round: number, done: () => void): void {
+  /** Calls `done` once no filter holds data it was given and can pass on, or at `deadlineMs` (epoch ms). */
+  private settleThen(deadlineMs: number, done: () => void): void {
     const busy = this.streams.some((s) => s.writableLength > 0 || (s instanceof Transform && s.readableLength > 0));
-    if (!busy || round >= SETTLE_ROUNDS || this.inner.gone) done();
-    else setImmediate(() => this.settleThen(round + 1, done));
+    if (!busy || Date.now() >= deadlineMs || this.inner.gone) done();
+    else setTimeout(() => this.settleThen(deadlineMs, done), SETTLE_POLL_MS);
   }
 
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
