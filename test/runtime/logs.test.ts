@@ -197,6 +197,39 @@ describe('error log (differential)', { skip: NO_ORACLE }, () => {
     assert.ok(diffs.length === 0, `jinx differs from nginx:\n  ${diffs.join('\n  ')}`);
   });
 
+  it('writes nginx\'s debug lines of the request head and location choice (server\'s log) and of its end (location\'s log) to error_logs of level debug only', async () => {
+    const run = await differential({
+      conf: ({ port }) => `${mainContext('warn')}http {
+  ${TEMP_PATHS}
+  access_log off;
+  server { listen 127.0.0.1:${port}; server_name a.test;
+    error_log logs/server.log debug;
+    location /debug/ { error_log logs/debug.log debug; error_log logs/info.log info; return 200 "d\\n"; }
+    location = /exact { error_log logs/debug.log debug; return 200 "e\\n"; }
+  }
+}`,
+    }, async (s) => {
+      await s.get('/debug/x?a=1', { headers: { Host: 'a.test', 'X-Probe': 'one' } });
+      await s.get('/exact', { headers: { Host: 'a.test' } });
+      return null;
+    });
+    const debugLines = (lines: string[]): string[] => lines.filter((l) => l.includes('[debug]')).map((l) => l.replace(/^.*?\[debug\] \d+#\d+: \*\d+ /, ''));
+    const wanted: [string, string[]][] = [
+      ['logs/server.log', [
+        'http request line: "GET /debug/x?a=1 HTTP/1.1"', 'http uri: "/debug/x"', 'http args: "a=1"', 'http exten: ""', 'http header: "X-Probe: one"',
+        'http header done', 'using configuration "/debug/"', 'using configuration "=/exact"',
+      ]],
+      ['logs/debug.log', ['http close request', 'http log handler']],
+    ];
+    for (const [file, want] of wanted) {
+      const jinx = debugLines(run.jinx.file(file));
+      const nginx = new Set(debugLines(run.nginx.file(file)));
+      for (const w of want) assert.ok(jinx.includes(w), `${file} of jinx has ${w}:\n  ${jinx.join('\n  ')}`);
+      assert.deepEqual(jinx.filter((l) => !nginx.has(l)), [], `every debug line jinx writes to ${file} is one nginx writes there`);
+    }
+    assert.deepEqual(debugLines(run.jinx.file('logs/info.log')), []);
+  });
+
   it('logs at info a client that closes its connection without a request, or after a keep-alive response', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name conn.test; location / { return 200 "ok\\n"; } }`),
