@@ -96,6 +96,36 @@ describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('passes what came of a body cut short by a closed connection (Content-Length or chunked, buffered or not), with nginx\'s "prematurely closed … while reading upstream" line', async () => {
+    const up = await scriptedUpstream((line, sock) => {
+      sock.end(line.includes('/chunked')
+        ? 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nff\r\nunfinished\r\n'
+        : `${HEAD_200(100)}unfinished\r\n`);
+    });
+    const ok = await echoUpstream('ok');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name faults.test;
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+    location /un/ { proxy_buffering off; proxy_pass http://127.0.0.1:${up.port}; }
+    location /ok/ { proxy_pass http://127.0.0.1:${ok.port}; }
+  }`),
+    }, async (s) => {
+      const body = async (path: string): Promise<string> => {
+        const text = await rawExchange(s.port, `GET ${path} HTTP/1.1\r\nHost: faults.test\r\n\r\n`, 5000);
+        return text.slice(text.indexOf('\r\n\r\n') + 4);
+      };
+      return {
+        length: await body('/length'), chunked: await body('/chunked'), unLength: await body('/un/length'), unChunked: await body('/un/chunked'),
+        ok: (await exchange(s.port, '/ok/', 'faults.test')).status,
+      };
+    });
+    assert.equal(run.nginx.result.length, 'unfinished\r\n');
+    // what came, as one chunk, and no last chunk
+    assert.equal(run.nginx.result.chunked, 'c\r\nunfinished\r\n\r\n');
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN upstream prematurely closed connection while reading upstream')));
+    assertSameAsNginx(run);
+  });
+
   it('passes the body as it comes with proxy_buffering off or "X-Accel-Buffering: no", unless proxy_ignore_headers names it', async () => {
     const up = await scriptedUpstream((line, sock) => {
       const accel = line.includes('/accel') ? 'X-Accel-Buffering: no\r\n' : '';

@@ -172,6 +172,10 @@ export function mapUpstreamError(err: Error & { code?: string }, stage: Upstream
       ...(CONNECT_ERRORS_AT_ERROR.has(code) ? {} : { level: 'crit' as const }),
     };
   }
+  if (stage === 'body' && (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || /\(Invalid EOF state\)/.test(err.message))) {
+    // the connection closed before the body's length, or in a chunk (ngx_http_upstream_process_upstream's eof)
+    return { status: 502, message: 'upstream prematurely closed connection', action: READING_BODY, condition: 'error' };
+  }
   if (err.name === 'HTTPParserError' || code.startsWith('HPE_')) {
     // undici's parser refused the status line (nginx: not HTTP) or a header line
     const statusLine = /Expected HTTP\/|Invalid HTTP version|Invalid status|Invalid method/i.test(err.message);
