@@ -245,6 +245,7 @@ async function refuse(ex: Exchange, set: ServerSet, host: string, refusal: Refus
   r.loc = r.server.conf;
   r.host = host || r.server.name;
   r.keepalive = false;
+  if (refusal.lineUnread) r.lineRead = false;
   if (!refusal.silent) return requestError(ex, refusal.message, refusal.reading, refusal.status);
   if (refusal.reading === 'request line') r.headersRead = false;
   r.action = `reading client ${refusal.reading}`;

@@ -87,6 +87,11 @@ export interface Refusal {
   readonly reading: 'request line' | 'request headers';
   /** No response is sent (the client went away or timed out); the request is only logged. */
   readonly silent?: boolean;
+  /**
+   * An HTTP/2 stream refused while its header block was read: nginx had no
+   * request line yet, so the log line has no `request:` and `$request` is empty.
+   */
+  readonly lineUnread?: boolean;
 }
 
 /** The phase a request is in, for the ` while …` part of error-log lines. */
