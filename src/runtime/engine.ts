@@ -554,7 +554,7 @@ export class Engine {
       request: (head, body, out) => this.http2Request(st, gen, group, head, body, out),
       log: (level, message) => this.logConnection(group, st.info, `${message} while processing HTTP/2 connection`, level, server.conf.errorLogs),
       requestLog: (r, level, message) => logRequest(gen.cx, r, level, message),
-      unreadStream: (rawHeaders) => logUnreadStream(gen.cx, st.info, server, rawHeaders),
+      unreadStream: (rawHeaders, message) => logUnreadStream(gen.cx, st.info, server, rawHeaders, message),
     }, first, st.info.acceptedAtMs);
     if (this.stopping || gen !== this.generation) st.h2.stop();
   }
@@ -629,8 +629,32 @@ export class Engine {
       else st.raw.destroy();
     }
     this.closeAfterShutdownTimeout(this.generation.table.main.workerShutdownTimeoutMs);
+    this.exitWhenNoTimersLeft();
     await closed;
     await this.finish();
+  }
+
+  /**
+   * An exiting nginx worker ends once no timer is left
+   * (`ngx_event_no_timers_left` in `ngx_worker_process_cycle`), closing the
+   * connections still open: HTTP/2 streams that only wait for the client to
+   * open its window have no timer. Checked every 100 ms while shutting down.
+   */
+  private exitWhenNoTimersLeft(): void {
+    const check = setInterval(() => {
+      const open = [...this.connections.values()];
+      if (open.length === 0) {
+        clearInterval(check);
+        return;
+      }
+      if (!open.every((st) => st.h2?.waitsForWindowOnly)) return;
+      clearInterval(check);
+      for (const st of open) {
+        st.h2!.destroy();
+        st.raw.destroy();
+      }
+    }, 100);
+    check.unref();
   }
 
   /**

@@ -231,7 +231,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x;
     // ngx_http_wait_request_handler looks for the preface when the address's default server has `http2 on`
     return frontServer(hooks, key, group, (socket, first) => {
-      if (h2 && first.toString('latin1', 0, 4) === 'PRI ' && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress))) {
+      if (h2 && startsWithPreface(first) && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress))) {
         hooks.onHttp2(socket, first);
       } else hooks.onHttp1(socket, first);
     });
@@ -306,6 +306,19 @@ export function tlsServerOf(listener: Listener): TlsServer | undefined {
   return tlsServers.get(listener);
 }
 
+/** The HTTP/2 client connection preface (RFC 9113 section 3.4, `NGX_HTTP_V2_PREFACE`). */
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/** Whether a connection starts with the whole HTTP/2 connection preface. */
+const startsWithPreface = (b: Buffer): boolean => b.length >= H2_PREFACE.length && b.subarray(0, H2_PREFACE.length).equals(H2_PREFACE);
+
+/**
+ * The bytes a connection starts with are part of the HTTP/2 preface, not
+ * all of it yet: `ngx_http_wait_request_handler` waits for the rest before
+ * it tells HTTP/2 from HTTP/1.x.
+ */
+const incompletePreface = (b: Buffer): boolean => b.length < H2_PREFACE.length && b.equals(H2_PREFACE.subarray(0, b.length));
+
 /** The largest TLS record a ClientHello can come in: 2^14 bytes and a header (RFC 8446 section 5.1). */
 const MAX_RECORD = 5 + 16384;
 
@@ -360,7 +373,7 @@ function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route:
         if (chunk.length === 0) return;
       }
       first = first ? Buffer.concat([first, chunk]) : chunk;
-      if (incompleteRecord(first)) return;
+      if (incompleteRecord(first) || (group.http2 && !group.ssl && incompletePreface(first))) return;
       done();
       socket.pause();
       route(socket, first);

@@ -113,9 +113,12 @@ export function serveClientRequest(
  * `ngx_http_v2_state_process_header` closes the stream's request): in the
  * logs of the connection's server, with no request line (`$request` is
  * "-") and status 000, knowing the header fields read before the one that
- * ended it (`rawHeaders`, pseudo-headers first).
+ * ended it (`rawHeaders`, pseudo-headers first); `message` is logged first
+ * at info (a stream whose header block timed out).
  */
-export function logUnreadStream(cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[]): void {
+export function logUnreadStream(
+  cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[], message?: string,
+): void {
   const pseudo = new Map<string, string>();
   const headers: IncomingHttpHeaders = {};
   const raw: string[] = [];
@@ -137,8 +140,15 @@ export function logUnreadStream(cx: RuntimeContext, conn: ClientConnection, serv
   r.server = server;
   r.loc = server.conf;
   r.host = server.name;
+  if (message !== undefined) {
+    // (`while reading client request headers`, without request line nor host: nginx has none yet)
+    r.headersRead = false;
+    r.action = 'reading client request headers';
+    logRequest(cx, r, 'info', message);
+    r.headersRead = true;
+  }
   r.action = 'logging request';
-  cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
+  cx.accessLog.write(r.loc.accessLogs, r, (level, line) => logRequest(cx, r, level, line));
 }
 
 /**

@@ -42,8 +42,11 @@ export interface Http2Owner {
   log(level: LogLevel, message: string): void;
   /** A line about a stream's request, with its request context. */
   requestLog(r: HttpRequestState, level: LogLevel, message: string): void;
-  /** The access-log entry of a stream ended while its header block was read (fields read so far: names and values). */
-  unreadStream(rawHeaders: string[]): void;
+  /**
+   * The access-log entry of a stream ended while its header block was read
+   * (fields read so far: names and values), after `message` at info when given.
+   */
+  unreadStream(rawHeaders: string[], message?: string): void;
 }
 
 /**
@@ -155,7 +158,12 @@ interface HeaderBlock {
   readonly sid: number;
   readonly parts: Buffer[];
   endStream: boolean;
-  readonly stream: Http2Stream | undefined;
+  stream: Http2Stream | undefined;
+  /** Octets of the HEADERS frame before its fragment (padding length, priority) and of padding after it. */
+  readonly prefix: number;
+  readonly padding: number;
+  /** `client_header_timeout` while the block is incomplete (`ngx_http_v2_state_headers_save`). */
+  timer: NodeJS.Timeout | undefined;
 }
 
 /** A stream's request head being built from its header fields (`ngx_http_v2_state_process_header`). */
@@ -163,6 +171,7 @@ interface HeadBuilder {
   method: string | undefined;
   path: string | undefined;
   scheme: string | undefined;
+  authority: string | undefined;
   readonly raw: string[];
   readonly cookies: string[];
   /** Fields as read, pseudo-headers included, for the access log of a stream ended by a connection error. */
@@ -186,6 +195,8 @@ export class Http2Connection {
   private readonly closedNodes: PriorityNode[] = [];
   private readonly root: PriorityNode[] = [];
   private block: HeaderBlock | undefined;
+  /** What the checks at the header of the frame being read decided (undefined: not checked yet). */
+  private headVerdict: 'skip' | 'read' | undefined;
   /** Connection windows. */
   private sendWindow = DEFAULT_WINDOW;
   private recvWindow = MAX_WINDOW;
@@ -244,6 +255,18 @@ export class Http2Connection {
     this.handleConnection();
   }
 
+  /**
+   * Every stream in progress waits for the client to open a window, with
+   * nothing else pending: nginx has no timer running for the connection.
+   */
+  get waitsForWindowOnly(): boolean {
+    if (this.processing === 0 || this.socket.writableLength > 0) return false;
+    for (const stream of this.streams.values()) {
+      if (!stream.target?.hasOutput || (stream.sendWindow > 0 && this.sendWindow > 0)) return false;
+    }
+    return true;
+  }
+
   /** No stream is in progress: the connection may be closed to make room. */
   get idle(): boolean {
     return this.processing === 0;
@@ -284,16 +307,32 @@ export class Http2Connection {
       const type = buf[pos + 3]!;
       const flags = buf[pos + 4]!;
       const sid = buf.readUInt32BE(pos + 5) & 0x7fffffff;
-      if (this.block && type !== FRAME.CONTINUATION) {
-        return this.connectionError(H2_ERROR.PROTOCOL_ERROR, 'client sent inappropriate frame while CONTINUATION was expected');
+      // what nginx checks at a frame's header is checked once, before its payload arrives
+      if (this.headVerdict === undefined) {
+        if (this.block && type !== FRAME.CONTINUATION) {
+          return this.connectionError(H2_ERROR.PROTOCOL_ERROR, 'client sent inappropriate frame while CONTINUATION was expected');
+        }
+        const verdict = this.frameHead(type, flags, sid, length);
+        if (verdict === 'error') return;
+        this.headVerdict = verdict;
       }
-      // a frame skipped or refused at its header does not wait for its payload
-      const early = this.frameHead(type, flags, sid, length);
-      if (early === 'error') return;
-      if (buf.length - pos < FRAME_HEADER_BYTES + length) break;
+      const available = buf.length - pos - FRAME_HEADER_BYTES;
+      if (type === FRAME.HEADERS && this.headVerdict === 'read' && !this.block) {
+        // ngx_http_v2_state_headers: the stream starts once the padding and priority fields are in
+        const prefix = (flags & FLAG.PADDED ? 1 : 0) + (flags & FLAG.PRIORITY ? 5 : 0);
+        if (available < prefix) break;
+        this.headersStart(flags, sid, length, buf.subarray(pos + FRAME_HEADER_BYTES, pos + FRAME_HEADER_BYTES + prefix));
+        if ((this.state as State) === State.Closed) return;
+      }
+      if (available < length) {
+        if (this.block && this.headVerdict === 'read') this.partialBlock(buf.subarray(pos + FRAME_HEADER_BYTES), length, type === FRAME.HEADERS);
+        break;
+      }
       const payload = buf.subarray(pos + FRAME_HEADER_BYTES, pos + FRAME_HEADER_BYTES + length);
       pos += FRAME_HEADER_BYTES + length;
-      if (early === 'skip') continue;
+      const verdict = this.headVerdict;
+      this.headVerdict = undefined;
+      if (verdict === 'skip') continue;
       this.frame(type, flags, sid, payload);
     }
     this.pending = pos >= buf.length ? Buffer.alloc(0) : buf.subarray(pos);
@@ -354,7 +393,7 @@ export class Http2Connection {
   private frame(type: number, flags: number, sid: number, payload: Buffer): void {
     switch (type) {
       case FRAME.DATA: return this.dataFrame(flags, sid, payload);
-      case FRAME.HEADERS: return this.headersFrame(flags, sid, payload);
+      case FRAME.HEADERS: return this.headersFrame(flags, payload);
       case FRAME.CONTINUATION: return this.continuationFrame(flags, payload);
       case FRAME.PRIORITY: return this.priorityFrame(sid, payload);
       case FRAME.RST_STREAM: return this.rstStreamFrame(sid, payload);
@@ -512,30 +551,33 @@ export class Http2Connection {
     stream.prereadBytes = 0;
   }
 
-  /** `ngx_http_v2_state_headers`. */
-  private headersFrame(flags: number, sid: number, payload: Buffer): void {
+  /**
+   * `ngx_http_v2_state_headers`, at the HEADERS frame's header and its
+   * padding and priority fields: the identifier is checked, the stream made
+   * (or refused with RST_STREAM), and `keepalive_requests` and the like
+   * decide whether GOAWAY names it as the last.
+   */
+  private headersStart(flags: number, sid: number, length: number, prefixBytes: Buffer): void {
     let pos = 0;
-    let end = payload.length;
+    let padding = 0;
     if (flags & FLAG.PADDED) {
-      const padding = payload[0]!;
+      padding = prefixBytes[0]!;
       pos = 1;
-      const rest = payload.length - 1 - (flags & FLAG.PRIORITY ? 5 : 0);
+      const rest = length - prefixBytes.length;
       if (padding > rest) {
         return this.connectionError(H2_ERROR.PROTOCOL_ERROR,
           `client sent padded HEADERS frame with incorrect length: ${rest}, padding: ${padding}`);
       }
-      end -= padding;
     }
     let depend = 0;
     let excl = false;
     let weight = DEFAULT_WEIGHT;
     const priority = (flags & FLAG.PRIORITY) !== 0;
     if (priority) {
-      const dependency = payload.readUInt32BE(pos);
+      const dependency = prefixBytes.readUInt32BE(pos);
       depend = dependency & 0x7fffffff;
       excl = dependency >>> 31 === 1;
-      weight = payload[pos + 4]! + 1;
-      pos += 5;
+      weight = prefixBytes[pos + 4]! + 1;
     }
     if (sid % 2 === 0 || sid <= this.lastSid) {
       return this.connectionError(H2_ERROR.PROTOCOL_ERROR, `client sent HEADERS frame with incorrect identifier ${sid}, the last was ${this.lastSid}`);
@@ -544,7 +586,6 @@ export class Http2Connection {
       return this.connectionError(H2_ERROR.PROTOCOL_ERROR, `client sent HEADERS frame for stream ${sid} with incorrect dependency`);
     }
     this.lastSid = sid;
-    const fragment = payload.subarray(pos, end);
     const endStream = (flags & FLAG.END_STREAM) !== 0;
     const { conf } = this.owner.server;
     let stream: Http2Stream | undefined;
@@ -565,7 +606,7 @@ export class Http2Connection {
         this.setDependency(node, depend, excl);
       }
       stream.inClosed = endStream;
-      stream.requestLength = fragment.length;
+      stream.requestLength = length - prefixBytes.length - padding;
       this.streams.set(sid, stream);
       this.processing++;
       this.requests++;
@@ -577,8 +618,53 @@ export class Http2Connection {
         this.sendGoaway(H2_ERROR.NO_ERROR);
       }
     }
-    this.block = { sid, parts: [Buffer.from(fragment)], endStream, stream };
+    this.block = { sid, parts: [], endStream, stream, prefix: prefixBytes.length, padding, timer: undefined };
+  }
+
+  /** The payload of the HEADERS frame whose start `headersStart` read. */
+  private headersFrame(flags: number, payload: Buffer): void {
+    const block = this.block!;
+    block.parts.push(Buffer.from(payload.subarray(block.prefix, payload.length - block.padding)));
     if (flags & FLAG.END_HEADERS) this.headerBlockDone();
+  }
+
+  /**
+   * A header block whose frame is not complete yet: its stream's
+   * `client_header_timeout` runs (`ngx_http_v2_state_headers_save`), and
+   * what arrived is decoded as far as it goes, for the errors nginx finds
+   * before the rest comes (an integer or a field length too long).
+   */
+  private partialBlock(payload: Buffer, length: number, headers: boolean): void {
+    const block = this.block!;
+    if (block.stream && !block.timer) {
+      const stream = block.stream;
+      block.timer = setTimeout(() => this.headerTimedOut(block, stream), this.owner.server.conf.clientHeaderTimeoutMs);
+      block.timer.unref?.();
+    }
+    const part = headers ? payload.subarray(block.prefix, length - block.padding) : payload;
+    const error = this.hpack.probe(Buffer.concat([...block.parts, part]), this.owner.server.conf.largeClientHeaderBuffers.sizeBytes);
+    if (error) {
+      if (block.stream) this.removeStream(block.stream);
+      this.connectionError(error.code, error.message);
+    }
+  }
+
+  /**
+   * `client_header_timeout` passed with the stream's header block
+   * incomplete (`ngx_http_v2_close_stream_handler`): `client timed out`,
+   * RST_STREAM PROTOCOL_ERROR, and the rest of the block is read for the
+   * connection's table only.
+   */
+  private headerTimedOut(block: HeaderBlock, stream: Http2Stream): void {
+    block.timer = undefined;
+    if (block.stream !== stream || stream.closed) return;
+    block.stream = undefined;
+    this.owner.unreadStream([], 'client timed out (110: Connection timed out)');
+    this.queueControl(FRAME.RST_STREAM, 0, stream.id, uint32(H2_ERROR.PROTOCOL_ERROR));
+    stream.rstSent = true;
+    this.removeStream(stream);
+    this.flushControl();
+    this.handleConnection();
   }
 
   /** A CONTINUATION frame of the header block being read (`ngx_http_v2_handle_continuation`). */
@@ -597,10 +683,11 @@ export class Http2Connection {
   private headerBlockDone(): void {
     const block = this.block!;
     this.block = undefined;
+    clearTimeout(block.timer);
     const stream = block.stream;
     const { conf } = this.owner.server;
     const head: HeadBuilder = {
-      method: undefined, path: undefined, scheme: undefined, raw: [], cookies: [], seen: [], refusal: undefined,
+      method: undefined, path: undefined, scheme: undefined, authority: undefined, raw: [], cookies: [], seen: [], refusal: undefined,
       headerLimit: conf.largeClientHeaderBuffers.sizeBytes * conf.largeClientHeaderBuffers.count,
     };
     const data = block.parts.length === 1 ? block.parts[0]! : Buffer.concat(block.parts);
@@ -675,8 +762,9 @@ export class Http2Connection {
         head.scheme = value;
         return undefined;
       case ':authority':
-        // ngx_http_v2_parse_authority: a Host header at its place
-        head.raw.push('host', value);
+        // ngx_http_v2_parse_authority (nginx 1.29.1): kept apart from Host until the block ends
+        if (head.authority !== undefined) return refuse('client sent duplicate ":authority" header');
+        head.authority = value;
         return undefined;
       default:
         return refuse(`client sent unknown pseudo-header "${name}"`);
@@ -691,6 +779,7 @@ export class Http2Connection {
       if (missing) refusal = { status: 400, message: `client sent no ${missing} header`, reading: 'request headers', lineUnread: true };
     }
     if (head.cookies.length > 0) head.raw.push('cookie', head.cookies.join('; '));
+    if (!refusal) refusal = this.hostFromAuthority(head);
     const headers: IncomingHttpHeaders = {};
     for (let i = 0; i < head.raw.length; i += 2) {
       const name = head.raw[i]!;
@@ -728,6 +817,24 @@ export class Http2Connection {
     };
     stream.requestLength = 0;
     stream.request = this.owner.request(clientHead, body, target);
+  }
+
+  /**
+   * `ngx_http_v2_construct_host_header` (nginx 1.29.1): `:authority` becomes
+   * the Host header when there is none; a Host header must say the same,
+   * and a request needs one or the other.
+   */
+  private hostFromAuthority(head: HeadBuilder): Refusal | undefined {
+    const hosts: string[] = [];
+    for (let i = 0; i < head.raw.length; i += 2) if (head.raw[i] === 'host') hosts.push(head.raw[i + 1]!);
+    if (head.authority === undefined) {
+      return hosts.length === 0 ? { status: 400, message: 'client sent HTTP/2 request without ":authority" or "Host" header', reading: 'request headers' } : undefined;
+    }
+    if (hosts.length === 0) head.raw.push('host', head.authority);
+    else if (hosts.length === 1 && hosts[0] !== head.authority) {
+      return { status: 400, message: 'client sent ":authority" and "Host" headers with different values', reading: 'request headers' };
+    }
+    return undefined;
   }
 
   /** `ngx_http_v2_state_priority`. */
@@ -1074,6 +1181,7 @@ export class Http2Connection {
    */
   closeStream(stream: Http2Stream, timedOut = false): void {
     if (stream.closed) return;
+    timedOut ||= stream.request?.timedOut === true;
     if (!stream.rstSent && !this.error) {
       if (!stream.outClosed) {
         this.queueControl(FRAME.RST_STREAM, 0, stream.id, uint32(timedOut ? H2_ERROR.PROTOCOL_ERROR : H2_ERROR.INTERNAL_ERROR));

@@ -206,6 +206,30 @@ export class HpackDecoder {
    * @returns undefined, or the error that ends the connection
    */
   decode(block: Buffer, maxFieldBytes: number, onField: (field: HeaderField) => HpackError | undefined): HpackError | undefined {
+    return this.run(block, maxFieldBytes, onField, false);
+  }
+
+  /**
+   * Decodes the start of a header block whose rest has not arrived, on a
+   * copy of the table: the errors nginx finds before the rest comes (an
+   * integer longer than 4 octets, a field length over the limit, a bad
+   * index); running out of octets is not one.
+   */
+  probe(start: Buffer, maxFieldBytes: number): HpackError | undefined {
+    const copy = new HpackDecoder();
+    copy.entries.push(...this.entries);
+    copy.size = this.size;
+    copy.maxSize = this.maxSize;
+    return copy.run(start, maxFieldBytes, () => undefined, true);
+  }
+
+  private run(block: Buffer, maxFieldBytes: number, onField: (field: HeaderField) => HpackError | undefined, partial: boolean): HpackError | undefined {
+    const result = this.runFields(block, maxFieldBytes, onField);
+    if (partial && result && (result.code === H2_ERROR.SIZE_ERROR)) return undefined;
+    return result;
+  }
+
+  private runFields(block: Buffer, maxFieldBytes: number, onField: (field: HeaderField) => HpackError | undefined): HpackError | undefined {
     let pos = 0;
     const int = (prefixBits: number): number | HpackError => {
       const prefix = (1 << prefixBits) - 1;
@@ -213,8 +237,8 @@ export class HpackDecoder {
       if (value !== prefix) return value;
       const start = pos - 1;
       for (let shift = 0; ; shift += 7) {
-        if (pos >= block.length) return { message: 'client sent header block with incorrect length', code: H2_ERROR.SIZE_ERROR };
         if (pos - start >= INT_OCTETS) return { message: '', code: H2_ERROR.COMP_ERROR };
+        if (pos >= block.length) return { message: 'client sent header block with incorrect length', code: H2_ERROR.SIZE_ERROR };
         const octet = block[pos++]!;
         value += (octet & 0x7f) * 2 ** shift;
         if (octet < 128) return value;
@@ -284,7 +308,7 @@ export class HpackDecoder {
 
   /** `ngx_http_v2_get_indexed_header`. */
   private get(index: number, nameOnly: boolean): [Buffer, Buffer] | HpackError {
-    if (index === 0) return { message: 'client sent invalid hpack table index', code: H2_ERROR.COMP_ERROR };
+    if (index === 0) return { message: 'client sent invalid hpack table index 0', code: H2_ERROR.COMP_ERROR };
     if (index <= STATIC_TABLE.length) {
       const [n, v] = STATIC_TABLE[index - 1]!;
       return [Buffer.from(n, 'latin1'), nameOnly ? Buffer.alloc(0) : Buffer.from(v, 'latin1')];

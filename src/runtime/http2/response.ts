@@ -107,6 +107,9 @@ export class Http2Target implements ClientResponseTarget {
   private headSent = false;
   private readonly pending: Buffer[] = [];
   private pendingBytes = 0;
+  /** Body bytes the handler wrote, and the length the header declared (-1: none). */
+  private written = 0;
+  private declared = -1;
   private ended = false;
   /** The frame with END_STREAM was written (or the stream was reset). */
   private finSent = false;
@@ -157,6 +160,8 @@ export class Http2Target implements ClientResponseTarget {
     if (!fin && !r.expectTrailers && list.some(([n, v]) => n.toLowerCase() === 'content-length' && v === '0')) fin = true;
     if (!fin && r.expectTrailers) this.trailersOf = r;
     this.headFin = fin;
+    const length = list.find(([n]) => n.toLowerCase() === 'content-length')?.[1];
+    if (typeof length === 'string' && /^\d+$/.test(length)) this.declared = Number(length);
     this.headBlock = encodeResponseHead(wire, list, passedServer, date);
     this.stream.conn.wantsToSend(this.stream);
   }
@@ -171,6 +176,7 @@ export class Http2Target implements ClientResponseTarget {
     if (data.length === 0) return !this.needDrain;
     this.pending.push(data);
     this.pendingBytes += data.length;
+    this.written += data.length;
     this.stream.conn.wantsToSend(this.stream);
     if (this.pendingBytes >= HIGH_WATER_MARK) {
       this.needDrain = true;
@@ -189,8 +195,8 @@ export class Http2Target implements ClientResponseTarget {
     if (chunk !== undefined) this.write(chunk);
     this.ended = true;
     this.abortListener = undefined;
-    if (this.gone_) {
-      this.finish(false);
+    if (this.gone_ || this.finSent) {
+      this.finish(!this.gone_);
       return;
     }
     this.stream.conn.wantsToSend(this.stream);
@@ -222,7 +228,9 @@ export class Http2Target implements ClientResponseTarget {
     while (this.pendingBytes > 0 && window > 0 && !this.finSent) {
       const size = Math.min(frameSize, window, this.pendingBytes);
       const payload = this.take(size);
-      const last = this.ended && this.pendingBytes === 0 && !this.trailersOf;
+      // the last DATA frame ends the stream, as soon as what the header declared was written
+      // (nginx's output chain then carries last_buf with the data)
+      const last = this.pendingBytes === 0 && !this.trailersOf && (this.ended || this.written === this.declared);
       frames.push(frameHeader(size, FRAME.DATA, last ? FLAG.END_STREAM : 0, id), payload);
       this.bytesSent += 9 + size;
       dataBytes += size;
