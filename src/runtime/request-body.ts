@@ -22,13 +22,15 @@ import type { LogLevel } from '../log/levels.js';
 
 /**
  * Whether `r` comes with a body, as nginx sees it: a `Content-Length` other
- * than 0, a `Transfer-Encoding` (HTTP/1.x), or an HTTP/2 stream whose
+ * than 0 or a `Transfer-Encoding` (HTTP/1.x), or an HTTP/2 stream whose
  * HEADERS frame did not end it (`body`: the stream's request).
  */
 export function requestHasBody(r: HttpRequestState, body: Readable | undefined): boolean {
+  // ngx_http_read_client_request_body reads an HTTP/2 body until the stream ends, whatever its length says
+  if (r.protocol === 'HTTP/2.0' && body !== undefined && 'expectsData' in body) return (body as Readable & { expectsData: boolean }).expectsData;
   const length = r.headers['content-length'];
   if (length !== undefined) return length !== '0';
-  return r.headers['transfer-encoding'] !== undefined || http2BodyOfUnknownLength(r, body);
+  return r.headers['transfer-encoding'] !== undefined;
 }
 
 /**

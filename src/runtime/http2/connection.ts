@@ -119,6 +119,7 @@ export class Http2Body extends Readable implements DiscardableBody {
   /** `client_max_body_size` for a body without a length, checked as it arrives (0: no limit). */
   maxBytes = 0;
 
+  /** `expectsData`: the HEADERS frame did not end the stream, so DATA frames are to come. */
   constructor(private readonly stream: Http2Stream, readonly expectsData: boolean) {
     super({ highWaterMark: 64 * 1024 });
     // a handler that reads the body hears of its failure; one that does not is not failed by it
@@ -193,7 +194,8 @@ export class Http2Connection {
   private readonly nodes = new Map<number, PriorityNode>();
   /** Nodes of closed streams kept for the priority tree (`h2c->closed`), oldest first. */
   private readonly closedNodes: PriorityNode[] = [];
-  private readonly root: PriorityNode[] = [];
+  /** The root of the priority tree (`NGX_HTTP_V2_ROOT`, `h2c->dependencies`). */
+  private readonly rootNode: PriorityNode = { id: 0, weight: 256, parent: undefined, children: [], rank: 0, relWeight: 1, stream: undefined };
   private block: HeaderBlock | undefined;
   /** What the checks at the header of the frame being read decided (undefined: not checked yet). */
   private headVerdict: 'skip' | 'read' | undefined;
@@ -447,7 +449,6 @@ export class Http2Connection {
     }
     if (flags & FLAG.END_STREAM) stream.inClosed = true;
     if (stream.skipData) return;
-    if (stream.contentLength < 0 && !stream.body?.expectsData) return;
     if (stream.readMode === 'none') {
       if (data.length > 0) {
         stream.preread.push(Buffer.from(data));
@@ -801,7 +802,7 @@ export class Http2Connection {
       refusal = { status: 400, message: 'client prematurely closed stream', reading: 'request headers' };
     }
     if (refusal) stream.skipData = true;
-    const body = new Http2Body(stream, !endStream && stream.contentLength === -1);
+    const body = new Http2Body(stream, !endStream && !refusal);
     stream.body = body;
     if (endStream || refusal) body.push(null);
     const target = new Http2Target(stream, head.method === 'HEAD');
@@ -985,68 +986,74 @@ export class Http2Connection {
     return node;
   }
 
-  /** `ngx_http_v2_get_closed_node`: the oldest closed node leaves the tree, its children going to its parent. */
+  /**
+   * `ngx_http_v2_get_closed_node`: the oldest closed node leaves the tree,
+   * its children going to its parent with their share of its weight.
+   */
   private dropClosedNode(): void {
     const node = this.closedNodes.shift()!;
     this.nodes.delete(node.id);
-    const siblings = node.parent ? node.parent.children : this.root;
-    const at = siblings.indexOf(node);
-    if (at !== -1) siblings.splice(at, 1);
+    const parent = node.parent;
+    if (parent) remove(parent.children, node);
     const total = node.children.reduce((sum, c) => sum + c.weight, 0);
     for (const child of node.children) {
-      child.parent = node.parent;
+      child.parent = parent;
       child.weight = Math.max(Math.floor((node.weight * child.weight) / total), 1);
-      siblings.push(child);
     }
-    for (const child of node.children) this.updateChildren(child, node.parent);
+    if (parent) {
+      node.rank = parent.rank;
+      node.relWeight = parent.relWeight;
+      this.updateChildren(node);
+      parent.children.push(...node.children);
+    }
+    node.children.length = 0;
   }
 
-  private updateChildren(node: PriorityNode, parent: PriorityNode | undefined): void {
-    node.rank = parent ? parent.rank + 1 : 1;
-    node.relWeight = ((parent ? parent.relWeight : 1) / 256) * node.weight;
-    for (const child of node.children) this.updateChildren(child, node);
+  /** `ngx_http_v2_node_children_update`: ranks and relative weights below `node`. */
+  private updateChildren(node: PriorityNode): void {
+    for (const child of node.children) {
+      child.rank = node.rank + 1;
+      child.relWeight = (node.relWeight / 256) * child.weight;
+      this.updateChildren(child);
+    }
   }
 
+  /** `ngx_http_v2_set_dependency`: `node` depends on stream `depend` (0: the root), alone below it when `exclusive`. */
   private setDependency(node: PriorityNode, depend: number, exclusive: boolean): void {
     let parent = depend ? this.nodes.get(depend) : undefined;
-    if (!parent) exclusive = false;
-    if (parent && node.parent !== undefined) {
-      // a node made to depend on one of its descendants: that descendant takes the node's place first
-      for (let next = parent.parent; next !== undefined && next.rank >= node.rank; next = next.parent) {
+    if (!parent) {
+      parent = this.rootNode;
+      if (depend !== 0) exclusive = false;
+    } else if (node.parent !== undefined) {
+      // the new parent is below the node: it takes the node's place first
+      for (let next = parent.parent; next !== undefined && next !== this.rootNode && next.rank >= node.rank; next = next.parent) {
         if (next !== node) continue;
-        const siblings = parent.parent ? parent.parent.children : this.root;
-        siblings.splice(siblings.indexOf(parent), 1);
-        const where = node.parent ? node.parent.children : this.root;
-        where.splice(where.indexOf(node) + 1, 0, parent);
+        remove(parent.parent!.children, parent);
+        const siblings = node.parent.children;
+        siblings.splice(siblings.indexOf(node) + 1, 0, parent);
         parent.parent = node.parent;
-        this.updateChildren(parent, parent.parent);
+        parent.rank = node.parent.rank + 1;
+        parent.relWeight = (node.parent.relWeight / 256) * parent.weight;
+        if (!exclusive) this.updateChildren(parent);
         break;
       }
     }
-    if (node.parent !== undefined || this.root.includes(node)) {
-      const old = node.parent ? node.parent.children : this.root;
-      const at = old.indexOf(node);
-      if (at !== -1) old.splice(at, 1);
-    }
-    const children = parent ? parent.children : this.root;
-    if (parent && !parent.stream) {
-      const at = this.closedNodes.indexOf(parent);
-      if (at !== -1) {
-        this.closedNodes.splice(at, 1);
-        this.closedNodes.push(parent);
-      }
-    }
+    node.rank = parent.rank + 1;
+    node.relWeight = (parent.relWeight / 256) * node.weight;
+    if (parent !== this.rootNode && !parent.stream && remove(this.closedNodes, parent)) this.closedNodes.push(parent);
+    const children = parent.children;
     if (exclusive) {
-      for (const child of children) {
-        child.parent = node;
-        node.children.push(child);
-      }
-      children.length = 0;
+      const moved = children.splice(0);
+      for (const child of moved) child.parent = node;
+      node.children.push(...moved);
+    }
+    if (node.parent !== undefined) {
+      remove(node.parent.children, node);
+      remove(node.children, node);
     }
     children.push(node);
     node.parent = parent;
-    this.updateChildren(node, parent);
-    if (!parent) node.parent = undefined;
+    this.updateChildren(node);
   }
 
   // ---- writing ----
@@ -1349,6 +1356,14 @@ export class Http2Connection {
     this.finalize(undefined);
     this.socket.destroy();
   }
+}
+
+/** Takes `item` out of `list`; whether it was there. */
+function remove<T>(list: T[], item: T): boolean {
+  const at = list.indexOf(item);
+  if (at === -1) return false;
+  list.splice(at, 1);
+  return true;
 }
 
 /**
