@@ -151,37 +151,6 @@ export function logUnreadStream(
   cx.accessLog.write(r.loc.accessLogs, r, (level, line) => logRequest(cx, r, level, line));
 }
 
-/**
- * The headers of an HTTP/2 request as nginx sees them: pseudo-headers
- * removed, `:authority` as the Host header when there is none.
- */
-export function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
-  for (const name of Object.keys(raw)) if (name.charCodeAt(0) !== 58) out[name] = raw[name];
-  const authority = raw[':authority'];
-  if (out.host === undefined && typeof authority === 'string') out.host = authority;
-  return out;
-}
-
-/**
- * The header lines of an HTTP/2 request as nginx lists them: pseudo-headers
- * left out, and the `cookie` fields (HTTP/2 lets a client split them) made
- * one, joined with "; ", after the others (`ngx_http_v2_construct_cookie_header`),
- * which is how a proxied request sends them.
- */
-export function http2RawHeaders(raw: readonly string[]): string[] {
-  const out: string[] = [];
-  const cookies: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.charCodeAt(0) === 58) continue;
-    if (name === 'cookie') cookies.push(raw[i + 1]!);
-    else out.push(name, raw[i + 1]!);
-  }
-  if (cookies.length > 0) out.push('cookie', cookies.join('; '));
-  return out;
-}
-
 /** Why a request is refused before any phase, as nginx logs it (level info); 400 unless `status` says otherwise. */
 function requestError(ex: Exchange, message: string, whileReading: 'request line' | 'request headers', status = 400): Promise<void> {
   const { r } = ex;

@@ -1,7 +1,7 @@
 /**
  * The state of one client request as jinx's phases see it, independent of the
- * protocol that carried it (node:http for HTTP/1.x, node:http2's compatibility
- * API for HTTP/2). It plays the part of nginx's `ngx_http_request_t`.
+ * protocol that carried it (jinx's own HTTP/1.x and HTTP/2 connections). It
+ * plays the part of nginx's `ngx_http_request_t`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';

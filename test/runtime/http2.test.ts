@@ -476,7 +476,7 @@ describe('HTTP/2 connections as nginx starts and ends them (differential)', { sk
       await pause(1500);
       const closedWhenIdle = session.closed || session.destroyed;
       session.destroy();
-      // node:http2 may repeat its GOAWAY when it closes the connection (README): the same code and last stream
+      // a GOAWAY repeated as the connection closes would have to say the same: code and last stream
       const same = (list: readonly { code: number }[]): boolean => list.every((g) => JSON.stringify(g) === JSON.stringify(list[0]));
       const idle = idleGoaways[0];
       const raw = await RawH2.open(s.port);

@@ -2,8 +2,9 @@
  * HTTP/2 settings (`src/http/v2/ngx_http_v2_module.c`): `http2 on|off` per
  * server (nginx 1.25.1 and later): HTTP/2 by ALPN on TLS addresses, h2c
  * with prior knowledge on plain ones; `http2_max_concurrent_streams` per
- * server; `http2_body_preread_size` as the streams' initial window; the
- * buffer and frame sizes are checked, node:http2 applies its own.
+ * server; `http2_body_preread_size` as the streams' initial window;
+ * `http2_chunk_size` per location, the most a DATA frame carries; the
+ * other buffer sizes are checked (jinx sizes its buffers itself).
  */
 import { HTTP_SRV, HTTP_SRV_LOC } from '../flags.js';
 import { DirectiveFailure, fail, flagSetter, noEffect, numSetter, rule, sizeSetter, slot, type DirectiveSpec, type Rule } from '../spec.js';
