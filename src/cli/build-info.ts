@@ -110,6 +110,8 @@ export function buildInfo(): string {
   const args = [
     `--prefix=${DEFAULT_PREFIX.replace(/\/$/, '')}`, `--conf-path=${DEFAULT_CONF}`, '--error-log-path=stderr',
     '--http-log-path=logs/access.log', '--pid-path=logs/nginx.pid', ...moduleOptions(allDirectives),
+    // the debug log: `error_log FILE debug` writes nginx's debug lines of a request's head and location
+    '--with-debug',
   ];
   return [
     versionLine(),

@@ -10,7 +10,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { compileConfig, type CompiledConfig } from '../config/compile.js';
 import { ConfigError, formatWarning } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
-import { Engine } from '../runtime/engine.js';
+import type { Engine } from '../runtime/engine.js';
 import { prepareFiles } from '../runtime/prepare-files.js';
 import { checkListenSockets } from './bind-check.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
@@ -185,6 +185,8 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
   if (!compiled) return 1;
   const main = compiled.table.main;
   if (main.daemon && !process.env['JINX_DAEMON_CHILD']) return daemonize(main.pidFile);
+  // the runtime (and undici with it) is loaded only to serve: `-t`, `lint` and `-V` start without it
+  const { Engine } = await import('../runtime/engine.js');
   let engine: Engine;
   try {
     engine = await Engine.start(compiled, log);

@@ -483,7 +483,8 @@ class Compiler {
         for (const a of addrs) peers.push(this.peer(a, s.port, s));
       }
       this.upstreams.set(decl.name.toLowerCase(), {
-        name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs, keepaliveRequests: decl.keepaliveRequests,
+        name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs, keepaliveTimeMs: decl.keepaliveTimeMs,
+        keepaliveRequests: decl.keepaliveRequests,
         balancer: decl.balancer,
       });
     }
@@ -529,7 +530,7 @@ class Compiler {
     if (hostText.startsWith('unix:')) {
       // ngx_parse_unix_domain_url: one peer, the socket file
       const peers = [this.peer(hostText, 0, undefined, hostText.slice('unix:'.length))];
-      this.upstreams.set(key, { name: key, peers, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000, balancer: 'round_robin' });
+      this.upstreams.set(key, { name: key, peers, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin' });
       return;
     }
     const effectivePort = port ?? defaultPort;
@@ -538,7 +539,7 @@ class Compiler {
     const addrs = isIP(host) ? [host] : this.scope.hosts.lookup(host);
     if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${hostText}"`, loc);
     this.upstreams.set(key, {
-      name: key, peers: addrs.map((a) => this.peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000,
+      name: key, peers: addrs.map((a) => this.peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000,
       balancer: 'round_robin',
     });
   }

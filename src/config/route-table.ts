@@ -680,6 +680,8 @@ export interface UpstreamGroup {
   /** Idle connections kept (`keepalive`; 0 for a group made from a `proxy_pass`/`fastcgi_pass` address). */
   readonly keepalive: number;
   readonly keepaliveTimeoutMs: number;
+  /** `keepalive_time`: a connection open longer than this is closed after its request. */
+  readonly keepaliveTimeMs: number;
   /** Requests a kept connection carries at most (`keepalive_requests`). */
   readonly keepaliveRequests: number;
   /** How a peer is picked (`ip_hash`, `least_conn`, else round robin). */

@@ -40,6 +40,8 @@ export interface UpstreamDecl {
   keepalive: number;
   keepaliveSet: boolean;
   keepaliveTimeoutMs: number;
+  /** `keepalive_time`: a connection older than this is closed after its request. */
+  keepaliveTimeMs: number;
   keepaliveRequests: number;
   /** The load balancing method (`ip_hash`, `least_conn`; round robin by default). */
   balancer: UpstreamBalancer;

@@ -21,11 +21,13 @@ export type AccessLogErrorSink = (level: LogLevel, message: string) => void;
 /**
  * nginx's default escaping of variable values in the access log: `"`, `\`
  * and bytes outside 0x20..0x7e become `\xHH` (`ngx_http_log_escape`).
+ * `value` is a byte string, one character per byte, as jinx reads requests
+ * and configurations.
  */
 export function escapeDefault(value: string): string {
   if (/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(value)) return value;
   let out = '';
-  for (const byte of Buffer.from(value)) {
+  for (const byte of Buffer.from(value, 'latin1')) {
     out += byte < 0x20 || byte > 0x7e || byte === 0x22 || byte === 0x5c
       ? `\\x${byte.toString(16).toUpperCase().padStart(2, '0')}`
       : String.fromCharCode(byte);

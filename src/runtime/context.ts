@@ -29,6 +29,22 @@ export interface RuntimeContext {
   readonly limitReq: LimitReqStore;
 }
 
+/** Whether an `error_log` of the request's location takes `debug` lines (the test before a debug line is composed). */
+export function debugging(r: HttpRequestState): boolean {
+  for (const t of r.loc.errorLogs) if (t.level === 'debug') return true;
+  return false;
+}
+
+/**
+ * Writes a `debug` line for a request to the location's `error_log`s of
+ * level debug, as nginx's `ngx_log_debugN` (built `--with-debug`) writes
+ * it: no context fields after the message. Callers test `debugging(r)`
+ * first, so that no message is composed for nothing.
+ */
+export function debugRequest(cx: RuntimeContext, r: HttpRequestState, message: string): void {
+  cx.errorLog.write(r.loc.errorLogs, 'debug', message, r.main.conn.id);
+}
+
 /** Writes an error-log line for a request, with nginx's context fields, to the location's `error_log`. */
 export function logRequest(cx: RuntimeContext, r: HttpRequestState, level: LogLevel, message: string): void {
   const main = r.parent ?? r;

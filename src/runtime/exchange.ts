@@ -50,7 +50,14 @@ export interface ResponseTarget {
    * The client connection, for a tunnel after `101 Switching Protocols` has
    * been sent with `head` (undefined unless `tunnelable`).
    */
-  tunnel(): Duplex | undefined;
+  tunnel(): ClientTunnel | undefined;
+}
+
+/** A client connection taken out of HTTP for a tunnel (`ngx_http_upstream_upgrade`). */
+export interface ClientTunnel {
+  readonly socket: Duplex;
+  /** Counts bytes the tunnel wrote to the client in `$bytes_sent`, as nginx's `c->sent` does. */
+  sent(bytes: number): void;
 }
 
 /** The response to a client's request: a `ResponseTarget` that also reports when it is over. */

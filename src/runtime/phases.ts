@@ -11,7 +11,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
 import { findLocation } from './locations.js';
-import { logRequest, type RuntimeContext } from './context.js';
+import { debugging, debugRequest, logRequest, type RuntimeContext } from './context.js';
 import type { ClientResponseTarget, Exchange } from './exchange.js';
 import { FilteredTarget } from './filters/chain.js';
 import { checkAccessRules } from './handlers/access.js';
@@ -94,6 +94,11 @@ export function serveClientRequest(
     r.completed = completed;
     r.bytesSent = out.bytesSent;
     r.requestLength += out.requestBodyBytes;
+    if (debugging(r)) {
+      // ngx_http_free_request, ngx_http_log_request
+      debugRequest(cx, r, 'http close request');
+      debugRequest(cx, r, 'http log handler');
+    }
     // ngx_http_log_request
     r.action = 'logging request';
     cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
@@ -309,6 +314,7 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: C
     r.server = findServer(set, host, r);
     r.loc = r.server.conf;
     r.host = host || r.server.name;
+    if (debugging(r)) debugHead(ex);
     if (!head.parsed) {
       if (!set.http2Listen && !r.server.conf.http2) {
         // ngx_http_set_virtual_server: the Host names a server with `http2 off`
@@ -338,6 +344,22 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: C
 // each async layer would add promise ticks to every request. Their
 // exceptions reach runPhases' try/catch either way.
 
+/**
+ * The debug lines of a request's head (`ngx_http_process_request_line`,
+ * `ngx_http_process_request_headers`), written once the server is known.
+ */
+function debugHead(ex: Exchange): void {
+  const { r, cx } = ex;
+  debugRequest(cx, r, `http request line: "${r.requestLine}"`);
+  debugRequest(cx, r, `http uri: "${r.uri}"`);
+  debugRequest(cx, r, `http args: "${r.args}"`);
+  // the extension of the last path segment, as nginx's request-line parser finds it (r->exten)
+  const dot = r.uri.lastIndexOf('.');
+  debugRequest(cx, r, `http exten: "${dot > r.uri.lastIndexOf('/') ? r.uri.slice(dot + 1) : ''}"`);
+  for (let i = 0; i < r.rawHeaders.length; i += 2) debugRequest(cx, r, `http header: "${r.rawHeaders[i]}: ${r.rawHeaders[i + 1]}"`);
+  debugRequest(cx, r, 'http header done');
+}
+
 /** Logs what a script's `set` of a built-in variable refused, at level error as nginx. */
 function scriptErrors(ex: Exchange): (message: string) => void {
   return (message) => logRequest(ex.cx, ex.r, 'error', message);
@@ -362,6 +384,8 @@ function findConfig(ex: Exchange): Promise<void> {
       // ngx_http_core_find_config_phase: the location's escaped name (NGX_ESCAPE_URI) and the arguments
       return finalize(ex, 301, escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : ''));
     }
+    // ngx_http_core_find_config_phase, in the log of the configuration it leaves
+    if (debugging(r)) debugRequest(ex.cx, r, `using configuration "${match.location?.match === 'exact' ? '=' : ''}${match.location?.name ?? ''}"`);
     r.location = match.location;
     r.loc = match.location?.conf ?? r.server.conf;
     if (r.loc.internal && !r.internal) return finalize(ex, 404);

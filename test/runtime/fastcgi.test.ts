@@ -285,21 +285,28 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
     assertSameAsNginx(run);
   });
 
-  it('keeps one connection to php-fpm for successive requests with fastcgi_keep_conn on in an upstream block, and a connection per request otherwise', async () => {
+  it('keeps one connection to php-fpm for successive requests with fastcgi_keep_conn on in an upstream block (until keepalive_time), and a connection per request otherwise', async () => {
     const fpm = await startPhpFpm();
     const kept = await countingRelay(fpm.port!);
     const closed = await countingRelay(fpm.port!);
     const direct = await countingRelay(fpm.port!);
+    const aged = await countingRelay(fpm.port!);
     const counts: Record<string, number[]> = {};
+    const agedCounts: Record<string, number[]> = {};
     const run = await differential({
       conf: ({ port, prefix }) => httpConf(`  upstream kept { server 127.0.0.1:${kept.port}; }
   upstream closed { server 127.0.0.1:${closed.port}; }
+  upstream aged { server 127.0.0.1:${aged.port}; keepalive_time 1s; }
   server { listen 127.0.0.1:${port}; server_name php.test; root ${prefix}/html;
     location /kept/ { ${PHP_LOCATION('kept', 'fastcgi_keep_conn on;')} }
     location /closed/ { ${PHP_LOCATION('closed')} }
     location /direct/ { ${PHP_LOCATION(`127.0.0.1:${direct.port}`, 'fastcgi_keep_conn on;')} }
+    location /aged/ { ${PHP_LOCATION('aged', 'fastcgi_keep_conn on;')} }
   }`),
-      files: { ...FILES, 'html/kept/index.php': FILES['html/index.php']!, 'html/closed/index.php': FILES['html/index.php']!, 'html/direct/index.php': FILES['html/index.php']! },
+      files: {
+        ...FILES, 'html/kept/index.php': FILES['html/index.php']!, 'html/closed/index.php': FILES['html/index.php']!, 'html/direct/index.php': FILES['html/index.php']!,
+        'html/aged/index.php': FILES['html/index.php']!,
+      },
     }, async (s) => {
       const before = [kept.connections(), closed.connections(), direct.connections()];
       const out: Record<string, Snap> = {};
@@ -307,10 +314,20 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_ORACLE || NO_PHP_F
       counts[s.kind] = [kept.connections() - before[0]!, closed.connections() - before[1]!, direct.connections() - before[2]!];
       // missing scripts, for error-log lines whose connection numbers count the connections opened in between
       for (const where of ['kept', 'kept', 'closed', 'closed']) out[`missing ${where}`] = await seen(s, `/${where}/none.php`);
+      // the request after keepalive_time still uses the old connection, which is then closed
+      const agedBefore = aged.connections();
+      agedCounts[s.kind] = [];
+      for (const waitMs of [0, 0, 1500, 0]) {
+        await new Promise((res) => setTimeout(res, waitMs));
+        await seen(s, '/aged/index.php');
+        agedCounts[s.kind]!.push(aged.connections() - agedBefore);
+      }
       return out;
     });
     assert.deepEqual(counts.nginx, [1, 3, 3]);
     assert.deepEqual(counts.jinx, counts.nginx);
+    assert.deepEqual(agedCounts.nginx, [1, 1, 1, 2]);
+    assert.deepEqual(agedCounts.jinx, agedCounts.nginx);
     const numbers = (lines: string[]): number[] => {
       const ns = lines.filter((l) => l.includes('Primary script unknown')).map((l) => Number(/\*(\d+) /.exec(l)![1]));
       return ns.map((n) => n - ns[0]!);

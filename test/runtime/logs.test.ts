@@ -115,9 +115,13 @@ describe('access log (differential)', { skip: NO_ORACLE }, () => {
       const get = (path: string): Promise<unknown> => s.get(path, { headers: { Host: 'log.test' } });
       for (const name of ['', '0', 'a']) await get(`/var?name=${name}`);
       await get('/noroot?name=b');
+      // a request is logged once its response is sent: the directory moves only after the last line is written
+      const logged = (): Promise<void> => new Promise((res) => setTimeout(res, 300));
       for (const name of ['lru', 'lru', 'once', 'first', 'first', 'second', 'second']) await get(`/cache?name=${name}`);
+      await logged();
       renameSync(join(s.prefix, 'cachelogs'), join(s.prefix, 'moved'));
       for (const name of ['lru', 'once', 'first', 'second']) await get(`/cache?name=${name}`);
+      await logged();
       renameSync(join(s.prefix, 'moved'), join(s.prefix, 'cachelogs'));
       const count = (name: string): number => readFileSync(join(s.prefix, 'cachelogs', `cache_${name}`), 'latin1').split('\n').length - 1;
       return { lru: count('lru'), once: count('once'), first: count('first'), second: count('second') };
@@ -195,6 +199,39 @@ describe('error log (differential)', { skip: NO_ORACLE }, () => {
     assert.deepEqual(strip(run.nginx.file('logs/loc.log')), []);
     assert.equal(strip(run.nginx.file('logs/server-a.log')).length, 2);
     assert.ok(diffs.length === 0, `jinx differs from nginx:\n  ${diffs.join('\n  ')}`);
+  });
+
+  it('writes nginx\'s debug lines of the request head and location choice (server\'s log) and of its end (location\'s log) to error_logs of level debug only', async () => {
+    const run = await differential({
+      conf: ({ port }) => `${mainContext('warn')}http {
+  ${TEMP_PATHS}
+  access_log off;
+  server { listen 127.0.0.1:${port}; server_name a.test;
+    error_log logs/server.log debug;
+    location /debug/ { error_log logs/debug.log debug; error_log logs/info.log info; return 200 "d\\n"; }
+    location = /exact { error_log logs/debug.log debug; return 200 "e\\n"; }
+  }
+}`,
+    }, async (s) => {
+      await s.get('/debug/x?a=1', { headers: { Host: 'a.test', 'X-Probe': 'one' } });
+      await s.get('/exact', { headers: { Host: 'a.test' } });
+      return null;
+    });
+    const debugLines = (lines: string[]): string[] => lines.filter((l) => l.includes('[debug]')).map((l) => l.replace(/^.*?\[debug\] \d+#\d+: \*\d+ /, ''));
+    const wanted: [string, string[]][] = [
+      ['logs/server.log', [
+        'http request line: "GET /debug/x?a=1 HTTP/1.1"', 'http uri: "/debug/x"', 'http args: "a=1"', 'http exten: ""', 'http header: "X-Probe: one"',
+        'http header done', 'using configuration "/debug/"', 'using configuration "=/exact"',
+      ]],
+      ['logs/debug.log', ['http close request', 'http log handler']],
+    ];
+    for (const [file, want] of wanted) {
+      const jinx = debugLines(run.jinx.file(file));
+      const nginx = new Set(debugLines(run.nginx.file(file)));
+      for (const w of want) assert.ok(jinx.includes(w), `${file} of jinx has ${w}:\n  ${jinx.join('\n  ')}`);
+      assert.deepEqual(jinx.filter((l) => !nginx.has(l)), [], `every debug line jinx writes to ${file} is one nginx writes there`);
+    }
+    assert.deepEqual(debugLines(run.jinx.file('logs/info.log')), []);
   });
 
   it('logs at info a client that closes its connection without a request, or after a keep-alive response', async () => {

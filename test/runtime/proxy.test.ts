@@ -350,6 +350,28 @@ describe('proxy (differential)', { skip: NO_ORACLE }, () => {
     assertSameAsNginx(run);
   });
 
+  it('closes a kept upstream connection after the request that ends past its keepalive_time, and opens a new one for the next', async () => {
+    const ka = await echoUpstream('ka');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  upstream ka { server 127.0.0.1:${ka.port}; keepalive 1; keepalive_time 1s; }
+  server { listen 127.0.0.1:${port}; server_name proxy.test;
+    location /ka/ { proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass http://ka; }
+  }`),
+    }, async (s) => {
+      const b = ka.connections();
+      const opened: number[] = [];
+      for (const waitMs of [0, 0, 1500, 0]) {
+        await new Promise((res) => setTimeout(res, waitMs));
+        await s.get('/ka/', { headers: { Host: 'proxy.test' } });
+        opened.push(ka.connections() - b);
+      }
+      return { opened };
+    });
+    // the request after the pause still uses the old connection, which is then closed
+    assert.deepEqual(run.nginx.result.opened, [1, 1, 1, 2]);
+    assertSameAsNginx(run);
+  });
+
   it('writes the upstream request head with nginx\'s order and name case for every header undici does not own', async () => {
     const up = await echoUpstream('up');
     const run = await differential({

@@ -206,10 +206,13 @@ describe('upstream TLS (differential)', { skip }, () => {
     assertSameAsNginx(run);
   });
 
-  it('resumes the TLS session on the next connection (TLS 1.3 and 1.2), and never with proxy_ssl_session_reuse off', async () => {
-    const [tls13, tls12, off] = await Promise.all([upstream('leaf'), upstream('leaf', { maxVersion: 'TLSv1.2' }), upstream('leaf')]);
+  it('resumes the TLS session on the next connection (TLS 1.3 and 1.2), verifying the resumed session\'s certificate, and never with proxy_ssl_session_reuse off', async () => {
+    const [tls13, tls12, off, verified] = await Promise.all([upstream('leaf'), upstream('leaf', { maxVersion: 'TLSv1.2' }), upstream('leaf'), upstream('leaf')]);
     const run = await differential({
+      files: certFiles(),
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port};
+    location /verified/ { proxy_ssl_verify on; proxy_ssl_trusted_certificate certs/root.pem; proxy_ssl_name backend.test;
+      proxy_pass https://127.0.0.1:${verified.port}/; }
     location /tls13/ { proxy_pass https://127.0.0.1:${tls13.port}/; }
     location /tls12/ { proxy_pass https://127.0.0.1:${tls12.port}/; }
     location /off/ { proxy_ssl_session_reuse off; proxy_pass https://127.0.0.1:${off.port}/; }
@@ -224,9 +227,9 @@ describe('upstream TLS (differential)', { skip }, () => {
         }
         return out;
       };
-      return { tls13: await twice('/tls13/'), tls12: await twice('/tls12/'), off: await twice('/off/') };
+      return { tls13: await twice('/tls13/'), tls12: await twice('/tls12/'), off: await twice('/off/'), verified: await twice('/verified/') };
     });
-    assert.deepEqual(run.nginx.result, { tls13: [false, true], tls12: [false, true], off: [false, false] });
+    assert.deepEqual(run.nginx.result, { tls13: [false, true], tls12: [false, true], off: [false, false], verified: [false, true] });
     assertSameAsNginx(run);
   });
 });

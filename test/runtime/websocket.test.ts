@@ -5,9 +5,10 @@
  * reaching the upstream, `proxy_read_timeout` closing an idle tunnel with
  * nginx's info line, Nginx Proxy Manager's `Connection $http_connection`
  * form, and handshakes that do not upgrade (refused by the upstream, or to a
- * location that does not proxy).
+ * location that does not proxy), and `$bytes_sent` of a tunnel.
  */
 import { strict as assert } from 'node:assert';
+import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { WebSocket } from 'undici';
 import { cleanup } from '../helpers/harness.js';
@@ -116,5 +117,46 @@ describe('WebSockets through proxy_pass (differential)', { skip: NO_ORACLE }, ()
     assert.deepEqual(n.static, { status: 200, body: 'static\n' });
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[info] *CONN upstream timed out (110: Operation timed out) while proxying upgraded connection')));
     assertSameAsNginx(run);
+  });
+
+  it('counts what a tunnel carried to the client in $bytes_sent and $body_bytes_sent', async () => {
+    const up = await wsEchoUpstream();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  log_format sent '$bytes_sent $body_bytes_sent';
+  server { listen 127.0.0.1:${port}; server_name ws.test;
+    location /ws/ {
+      access_log logs/sent.log sent;
+      proxy_pass http://127.0.0.1:${up.port};
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection upgrade;
+    }
+  }`),
+    }, async (s) => {
+      // one masked text frame "hi" out, its echo (4 bytes) back, then the client closes
+      const read = await new Promise<Buffer>((res, rej) => {
+        const c = connect(s.port, '127.0.0.1', () => c.write(handshake('/ws/echo')));
+        let got = Buffer.alloc(0);
+        let sentFrame = false;
+        c.on('data', (chunk: Buffer) => {
+          got = Buffer.concat([got, chunk]);
+          const headEnd = got.indexOf('\r\n\r\n');
+          if (headEnd !== -1 && !sentFrame) {
+            sentFrame = true;
+            c.write(Buffer.from([0x81, 0x82, 0, 0, 0, 0, 0x68, 0x69]));
+          }
+          if (headEnd !== -1 && got.length >= headEnd + 4 + 4) c.end();
+        });
+        c.on('close', () => res(got));
+        c.on('error', rej);
+      });
+      await until(() => false, 300);
+      return { readBytes: read.length, headBytes: read.indexOf('\r\n\r\n') + 4 };
+    });
+    for (const side of [run.nginx, run.jinx]) {
+      const { readBytes, headBytes } = side.result;
+      assert.deepEqual(side.file('logs/sent.log'), [`${readBytes} ${readBytes - headBytes}`], `${side === run.nginx ? 'nginx' : 'jinx'} logs what its client read`);
+    }
   });
 });

@@ -40,7 +40,7 @@ export const errorLogs = listSlot<{ readonly path: string; readonly level: LogLe
 /** Parses `error_log FILE [LEVEL]` (nginx's `ngx_log_set_log` and `ngx_log_set_levels`). */
 export function parseErrorLog(d: Directive, cx: SetContext): { readonly path: string; readonly level: LogLevel } {
   const file = d.args[0]!;
-  if (file.startsWith('memory:')) fail('nginx was built without debug support');
+  if (file.startsWith('memory:')) fail('the cyclic memory buffer (memory:) is not supported by jinx');
   if (file.startsWith('syslog:')) fail('syslog is not supported by jinx');
   let level: LogLevel | undefined;
   for (const word of d.args.slice(1)) {

@@ -90,6 +90,7 @@ const setServer = (d: Directive, cx: SetContext): void => {
 /** `keepalive_timeout` and `keepalive_requests` were set in this upstream block (msec and num slots in nginx). */
 const keepaliveTimeoutSet = slot('upstream keepalive_timeout', false);
 const keepaliveRequestsSet = slot('upstream keepalive_requests', false);
+const keepaliveTimeSet = slot('upstream keepalive_time', false);
 
 /** A load balancing method has been chosen in this upstream block. */
 const balancerSet = slot('upstream balancer', false);
@@ -132,7 +133,7 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       if (existing?.explicit) fail(`duplicate upstream "${d.args[0]}"`);
       cx.scope.upstreams.set(name, {
         name: d.args[0]!, loc: d.loc, explicit: true, servers: [], keepalive: 32, keepaliveSet: false, keepaliveTimeoutMs: 60_000,
-        keepaliveRequests: 1000, balancer: 'round_robin',
+        keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin',
       });
       return { context: 'upstream', level: new LevelConf() };
     },
@@ -170,9 +171,16 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       cx.level.set(keepaliveRequestsSet, true, d.loc);
     },
   },
-  noEffect({
-    name: 'keepalive_time', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], note: 'upstream connections are not retired by age',
-  }, rule.msec),
+  {
+    name: 'keepalive_time', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(keepaliveTimeSet)) throw new DirectiveFailure('is duplicate');
+      const ms = parseTime(d.args[0]!, false);
+      if (ms === undefined) throw new DirectiveFailure('invalid value');
+      currentUpstream(cx).keepaliveTimeMs = ms;
+      cx.level.set(keepaliveTimeSet, true, d.loc);
+    },
+  },
   noEffect({
     name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], note: 'jinx runs one process: peer state is not shared',
   }, rule.repeatable(setZone)),

@@ -11,9 +11,8 @@
  * Without any, the target passes everything straight through.
  */
 import { pipeline, Writable, type Transform } from 'node:stream';
-import type { Duplex } from 'node:stream';
 import { logRequest, type RuntimeContext } from '../context.js';
-import type { ResponseTarget } from '../exchange.js';
+import type { ClientTunnel, ResponseTarget } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import { charsetHeaderFilter } from './charset.js';
 import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.js';
@@ -189,7 +188,7 @@ export class FilteredTarget implements ResponseTarget {
     return this.inner.tunnelable;
   }
 
-  tunnel(): Duplex | undefined {
+  tunnel(): ClientTunnel | undefined {
     return this.inner.tunnel();
   }
 }

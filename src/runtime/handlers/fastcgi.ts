@@ -223,7 +223,7 @@ async function attempt(
     socket.setNoDelay(true);
     socket.once('close', cx.upstreams.track());
   }
-  const connection: FastcgiConnection = { socket, requests: (kept?.requests ?? 0) + 1 };
+  const connection: FastcgiConnection = { socket, requests: (kept?.requests ?? 0) + 1, openedAtMs: kept?.openedAtMs ?? Date.now() };
   // this attempt's bytes on the connection, for $upstream_bytes_sent and _received
   const [readAtStart, writtenAtStart] = [socket.bytesRead, socket.bytesWritten];
   const wire = { get sent(): number { return socket.bytesWritten - writtenAtStart; }, get received(): number { return socket.bytesRead - readAtStart; } };

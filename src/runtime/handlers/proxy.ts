@@ -580,9 +580,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     out.head(r, statusCode, headers, 'Switching Protocols');
     out.flushHead();
     r.action = 'proxying upgraded connection';
-    tunnel(client, upstream, p.readTimeoutMs, {
+    tunnel(client.socket, upstream, p.readTimeoutMs, {
       toClient: (bytes) => {
         r.bodyBytesSent += bytes;
+        client.sent(bytes);
       },
       idle: () => logRequest(cx, r, 'info', upstreamTimeout('body').message),
       closed: () => {

@@ -32,6 +32,8 @@ export interface ChosenPeer {
   readonly path?: string;
   readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
+  /** `keepalive_time` of the group: a connection open longer is closed after its request. */
+  readonly keepaliveTimeMs: number;
   /** Requests one kept connection carries at most (`keepalive_requests` of the group). */
   readonly keepaliveRequests: number;
   /** The upstream group whose idle connections it uses (nginx keeps them per `upstream` block); undefined for an address from variables. */
@@ -60,7 +62,7 @@ function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
   if (!c) {
     c = {
       host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
-      keepaliveRequests: group.keepaliveRequests, group: resolvedGroups.has(group) ? undefined : group.name,
+      keepaliveTimeMs: group.keepaliveTimeMs, keepaliveRequests: group.keepaliveRequests, group: resolvedGroups.has(group) ? undefined : group.name,
       ...(peer.unixPath !== undefined ? { path: peer.unixPath } : {}),
     };
     configured.set(peer, c);
@@ -182,7 +184,7 @@ export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | {
  */
 function resolvedGroup(name: string, addrs: readonly string[], port: number, conf: NextUpstreamConf): PeerChoice {
   const group: UpstreamGroup = {
-    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveRequests: 0, balancer: 'round_robin',
+    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 0, balancer: 'round_robin',
     peers: addrs.map((addr) => ({
       name: peerName(addr, port), host: addr, port, unixPath: undefined, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000,
     })),
@@ -207,7 +209,8 @@ export async function dynamicPeer(
   const host = hostText.replace(/^\[|\]$/g, '');
   const effectivePort = port ?? defaultPort;
   const fixed = (addr: string): PeerChoice => ({
-    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000, keepaliveRequests: 1000, group: undefined },
+    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000,
+      group: undefined },
     attempts: undefined,
   });
   if (isIP(host)) return fixed(host);

@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
-import { armSendTimer, resetConnection, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
+import { armSendTimer, resetConnection, type ClientResponseTarget, type ClientTunnel, type SendTimeout } from '../exchange.js';
 import { responseHeaders, responseTrailers, STATUS_TEXT } from '../respond.js';
 import { browserOf } from '../user-agent.js';
 
@@ -318,11 +318,16 @@ export class Http1Target implements ClientResponseTarget {
    * head with `head` and `flushHead`); the response is over when the socket
    * closes.
    */
-  tunnel(): Duplex | undefined {
+  tunnel(): ClientTunnel | undefined {
     if (this.ended || !this.tunnelable) return undefined;
     const socket = this.owner.upgraded();
     socket.once('close', () => this.closed(true));
-    return socket;
+    return {
+      socket,
+      sent: (bytes) => {
+        this.bytesSent += bytes;
+      },
+    };
   }
 
   /** Calls `cb` once, when the response is over: `completed` when it was sent whole. */

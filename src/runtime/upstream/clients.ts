@@ -10,7 +10,7 @@ import type { ConnectionNumbers } from '../connection-numbers.js';
 import { WorkerConnectionsError } from './errors.js';
 import { RoundRobin } from './round-robin.js';
 import { tlsConnector } from './tls.js';
-import { carriedRequest } from './undici-socket.js';
+import { carriedRequest, retireAfter } from './undici-socket.js';
 import type { Socket } from 'node:net';
 
 /**
@@ -44,6 +44,8 @@ export interface PoolPeer {
   /** Whether idle connections are kept (`keepalive` in its `upstream` block). */
   readonly keepalive: boolean;
   readonly keepaliveTimeoutMs: number;
+  /** `keepalive_time`: a connection open longer than this is closed after its request. */
+  readonly keepaliveTimeMs: number;
   /** `keepalive_requests`: a connection is closed after carrying this many requests. */
   readonly keepaliveRequests: number;
   /** The upstream group whose connection cache it uses; undefined for an address from variables. */
@@ -113,7 +115,7 @@ export class UpstreamClients {
     const cached = entry[scheme];
     if (cached) return cached;
     const tls = scheme === 'https' ? settings.tls ?? DEFAULT_TLS : undefined;
-    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
+    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveTimeMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
       // a unix domain socket is reached through undici's `socketPath`; the origin only names it
@@ -135,6 +137,7 @@ export class UpstreamClients {
           connector(opts, (...args) => {
             callback(...args);
             const socket = args[1];
+            if (socket && kept) retireAfter(socket as Socket, peer.keepaliveTimeMs);
             // undici writes the request it connected for at once; a connection it opened for a request
             // aborted meanwhile (after proxy_next_upstream gave up on a response) stays idle and is
             // never closed: an upstream serving one connection at a time would wait on it

@@ -7,15 +7,16 @@
  * the least recently kept closed to make room; an idle connection is closed
  * after the block's `keepalive_timeout`, and when its server closes it or
  * sends anything. A connection is not kept after `keepalive_requests`
- * requests.
+ * requests, nor once it has been open longer than `keepalive_time`.
  */
 import type { Socket } from 'node:net';
 import type { UpstreamGroup } from '../../config/route-table.js';
 
-/** A connection with the number of requests it has carried. */
+/** A connection with the number of requests it has carried, and when it was opened (ms since the epoch). */
 export interface FastcgiConnection {
   readonly socket: Socket;
   readonly requests: number;
+  readonly openedAtMs: number;
 }
 
 interface Idle extends FastcgiConnection {
@@ -35,13 +36,13 @@ export class FastcgiConnections {
     if (i === -1) return undefined;
     const [c] = list!.splice(i, 1);
     this.release(c!);
-    return { socket: c!.socket, requests: c!.requests };
+    return { socket: c!.socket, requests: c!.requests, openedAtMs: c!.openedAtMs };
   }
 
   /** Keeps `conn` to `peer` idle for the next request, or closes it when `group` keeps no more. */
   keep(group: UpstreamGroup, peer: string, conn: FastcgiConnection): void {
     const { socket } = conn;
-    if (group.keepalive <= 0 || conn.requests >= group.keepaliveRequests || socket.destroyed) {
+    if (group.keepalive <= 0 || conn.requests >= group.keepaliveRequests || Date.now() - conn.openedAtMs > group.keepaliveTimeMs || socket.destroyed) {
       socket.destroy();
       return;
     }
@@ -52,7 +53,7 @@ export class FastcgiConnections {
       const at = list.indexOf(idle);
       if (at !== -1) this.close(list, at);
     };
-    const idle: Idle = { socket, requests: conn.requests, peer, timer: setTimeout(drop, group.keepaliveTimeoutMs), drop };
+    const idle: Idle = { ...conn, peer, timer: setTimeout(drop, group.keepaliveTimeoutMs), drop };
     idle.timer.unref();
     socket.setTimeout(0);
     socket.on('data', drop).on('end', drop).on('close', drop).on('error', drop);

@@ -12,6 +12,7 @@
  * travels as undici's `servername` dispatch option, which undici hands to
  * the connector; the connector decides whether it becomes SNI.
  */
+import { X509Certificate } from 'node:crypto';
 import { isIPv4 } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { buildConnector } from 'undici';
@@ -63,18 +64,29 @@ export function versionRange(protocols: readonly string[]): { minVersion: TlsVer
 }
 
 /**
- * The certificates of the verified chain, leaf first, up to the self-signed
- * one at its top: those the server sent, completed from the trusted ones
- * (Node.js's `getPeerCertificate(true)`).
+ * What a connection's peer showed: its certificate, and the length of the
+ * verified chain, leaf first, up to the self-signed certificate at its top
+ * (those the server sent, completed from the trusted ones).
  */
-function chainLength(socket: TLSSocket): number {
+export interface PeerChain {
+  readonly cert: X509Certificate;
+  readonly chainLength: number;
+}
+
+/**
+ * The peer's certificate and chain, from Node.js's `getPeerCertificate(true)`
+ * (Node.js 20 answers it and `getPeerX509Certificate()` only once between
+ * them: the leaf is made from the chain's DER instead); undefined when the
+ * handshake showed none (a resumed session).
+ */
+function peerChain(socket: TLSSocket): PeerChain | undefined {
+  const leaf = socket.getPeerCertificate(true) as PeerCertificate | undefined;
+  if (!leaf?.raw) return undefined;
   const seen = new Set<string>();
-  let cert: PeerCertificate | undefined = socket.getPeerCertificate(true);
-  while (cert && cert.fingerprint256 && !seen.has(cert.fingerprint256)) {
-    seen.add(cert.fingerprint256);
-    cert = (cert as PeerCertificate & { issuerCertificate?: PeerCertificate }).issuerCertificate;
+  for (let c: PeerCertificate | undefined = leaf; c?.fingerprint256 && !seen.has(c.fingerprint256); c = (c as PeerCertificate & { issuerCertificate?: PeerCertificate }).issuerCertificate) {
+    seen.add(c.fingerprint256);
   }
-  return seen.size;
+  return { cert: new X509Certificate(leaf.raw), chainLength: seen.size };
 }
 
 /**
@@ -89,17 +101,20 @@ function chainLength(socket: TLSSocket): number {
  * trust anchor included, and reports a longer one as nginx's OpenSSL does:
  * `(20:unable to get local issuer certificate)` (for a chain that would reach
  * a trusted or a self-signed certificate only beyond the limit).
+ *
+ * `peer` is what the handshake showed, or for a resumed session what the
+ * session was made with (OpenSSL keeps the certificate in the session;
+ * Node.js shows none on a resumed connection).
  */
-export function verifyPeer(socket: TLSSocket, name: string, depth: number): UpstreamCertificateError | undefined {
+export function verifyPeer(socket: TLSSocket, name: string, depth: number, peer: PeerChain | undefined): UpstreamCertificateError | undefined {
   // Node.js sets the verification result's code here (typed as an Error)
   const result = socket.authorizationError as unknown as string | (Error & { code?: string }) | null | undefined;
   let code = typeof result === 'string' ? result : result ? result.code ?? 'UNSPECIFIED' : undefined;
-  if ((code === undefined || code === 'SELF_SIGNED_CERT_IN_CHAIN') && chainLength(socket) > depth + 2) {
+  if ((code === undefined || code === 'SELF_SIGNED_CERT_IN_CHAIN') && (peer?.chainLength ?? 0) > depth + 2) {
     code = 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY';
   }
   if (code !== undefined) return new UpstreamCertificateError(code, name);
-  const cert = socket.getPeerX509Certificate();
-  if (name === '' || cert?.checkHost(name) === undefined) return new UpstreamCertificateError('ERR_TLS_CERT_ALTNAME_INVALID', name);
+  if (name === '' || peer?.cert.checkHost(name) === undefined) return new UpstreamCertificateError('ERR_TLS_CERT_ALTNAME_INVALID', name);
   return undefined;
 }
 
@@ -127,7 +142,8 @@ export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath
    * session per name is held here so that resumption does not depend on
    * the garbage collector (nginx keeps the session of each peer).
    */
-  const held = new Map<string, Buffer>();
+  const held = new Map<string, { readonly session: Buffer; readonly peer: PeerChain | undefined }>();
+  const peers = new WeakMap<TLSSocket, PeerChain | undefined>();
   const MAX_HELD_SESSIONS = 100;
   return (opts, callback) => {
     const name = opts.servername === EMPTY_NAME ? '' : opts.servername ?? '';
@@ -138,7 +154,7 @@ export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath
         return;
       }
       const tlsSocket = connected as TLSSocket;
-      const failure = tls.verify ? verifyPeer(tlsSocket, name, tls.verifyDepth) : undefined;
+      const failure = tls.verify ? verifyPeer(tlsSocket, name, tls.verifyDepth, peerOf(tlsSocket)) : undefined;
       if (failure) {
         tlsSocket.destroy();
         callback(failure, null);
@@ -146,11 +162,16 @@ export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath
       }
       callback(null, tlsSocket);
     }) as unknown as TLSSocket | undefined;
+    // undici resumes the latest session of the name (or host), the one held here with its certificate
+    const key = sni ?? opts.hostname;
+    const peerOf = (s: TLSSocket): PeerChain | undefined => {
+      if (!peers.has(s)) peers.set(s, peerChain(s) ?? (s.isSessionReused() ? held.get(key)?.peer : undefined));
+      return peers.get(s);
+    };
     if (tls.sessionReuse) {
       socket?.on('session', (session: Buffer) => {
-        const key = sni ?? opts.hostname;
         if (!held.has(key) && held.size >= MAX_HELD_SESSIONS) held.delete(held.keys().next().value!);
-        held.set(key, session);
+        held.set(key, { session, peer: peerOf(socket) });
       });
     }
     // After a fatal alert Node.js emits the OpenSSL error, then the end of the stream, which undici would

@@ -14,7 +14,10 @@
  * - starts the `WireMeter` armed by that handler's `onConnect`, for
  *   `$upstream_bytes_sent` and `$upstream_bytes_received` (nginx counts them
  *   on the peer connection);
- * - notes that the socket carried a request (`carriedRequest`).
+ * - notes that the socket carried a request (`carriedRequest`);
+ * - has undici close the connection after the response when it has been
+ *   open longer than its `keepalive_time` (`retireAfter`), as
+ *   `ngx_http_upstream_free_keepalive_peer` does.
  */
 import { subscribe } from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
@@ -59,6 +62,19 @@ export function carriedRequest(socket: Socket): boolean {
   return used.has(socket);
 }
 
+/** When each kept upstream connection is to be closed after its request: `keepalive_time` after it opened, in ms since the epoch. */
+const retireAtMs = new WeakMap<Socket, number>();
+
+/** Marks a new connection to be closed after the first response that ends more than `keepaliveTimeMs` after now. */
+export function retireAfter(socket: Socket, keepaliveTimeMs: number): void {
+  retireAtMs.set(socket, Date.now() + keepaliveTimeMs);
+}
+
+/** undici's own property of `socket` named `name` (its symbols are private to it). */
+function undiciSymbol(socket: Socket, name: string): symbol | undefined {
+  return Object.getOwnPropertySymbols(socket).find((sym) => sym.description === name);
+}
+
 /**
  * undici's HTTP/1 parser of a socket (`socket[kParser]`): its llhttp
  * instance and parser pointer, the `Content-Length` it read, and its
@@ -81,7 +97,7 @@ interface UndiciParser {
 function acceptBareLf(socket: Socket): void {
   if (used.has(socket)) return;
   used.add(socket);
-  const key = Object.getOwnPropertySymbols(socket).find((sym) => sym.description === 'parser');
+  const key = undiciSymbol(socket, 'parser');
   const parser = key && (socket as unknown as Record<symbol, UndiciParser | null | undefined>)[key];
   if (!parser?.ptr) return;
   parser.llhttp.llhttp_set_lenient_optional_cr_before_lf?.(parser.ptr, 1);
@@ -89,6 +105,10 @@ function acceptBareLf(socket: Socket): void {
   if (typeof headersComplete !== 'function') return;
   parser.onHeadersComplete = function (this: UndiciParser, statusCode: number, ...rest: unknown[]): unknown {
     if (statusCode === 204 || statusCode === 304) this.contentLength = '';
+    // undici closes a connection marked `reset` once its response is complete
+    const retireAt = retireAtMs.get(socket);
+    const reset = retireAt !== undefined && Date.now() > retireAt ? undiciSymbol(socket, 'reset') : undefined;
+    if (reset) (socket as unknown as Record<symbol, boolean>)[reset] = true;
     return headersComplete.call(this, statusCode, ...rest);
   };
 }
