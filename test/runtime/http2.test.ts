@@ -380,6 +380,42 @@ function alpn(port: number, servername: string, protocols: string[]): Promise<st
   });
 }
 
+describe('HTTP/2 frames and refusals as nginx sends them (differential)', { skip: NO_ORACLE }, () => {
+  after(cleanup);
+
+  it('sends a body in DATA frames of http2_chunk_size, answers 400 to an invalid header name and an :authority that Host contradicts, and ends the connection with GOAWAY for a bad HPACK index', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name frames.test;
+    location / { return 200 "body"; }
+    location /chunks { http2_chunk_size 1; return 200 "body"; }
+  }`),
+    }, async (s) => {
+      const streams = async (fields: Field[][]): Promise<string[]> => {
+        const raw = await RawH2.open(s.port, undefined, 'settings');
+        await raw.until((f) => f.some((x) => x.type === FRAME.SETTINGS));
+        raw.ackSettings();
+        fields.forEach((f, i) => raw.request(2 * i + 1, f));
+        await raw.until(() => raw.ended().length === fields.length, 3000);
+        raw.close();
+        return raw.summary();
+      };
+      const chunks = await streams([getFields('/chunks', 'frames.test')]);
+      const refused = await streams([
+        [...getFields('/', 'frames.test'), ['x-Upper', 'v']],
+        [...getFields('/', 'frames.test'), ['host', 'other.test']],
+      ]);
+      const raw = await RawH2.open(s.port);
+      raw.send(FRAME.HEADERS, 0x5, 1, Buffer.from([0xff, 0x7f]));
+      await raw.until(() => raw.goaways().length > 0 || raw.closed, 3000);
+      raw.close();
+      return { chunks, refused, goaways: raw.goaways() };
+    });
+    assert.deepEqual(run.nginx.result.goaways, [{ lastStream: 1, code: 9 }]);
+    assertSameAsNginx(run);
+  });
+});
+
 describe('HTTP/2 connections as nginx starts and ends them (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
   after(cleanup);
 

@@ -188,7 +188,11 @@ const enum State { Preface, Frames, Closed }
 /** An HTTP/2 connection: reads frames, runs streams, writes their responses. */
 export class Http2Connection {
   private state = State.Preface;
-  private pending: Buffer = Buffer.alloc(0);
+  /** Bytes read and not yet taken: the start of a frame whose rest has not arrived. */
+  private readonly pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Bytes the incomplete DATA (or skipped) frame needs before it is looked at again (0: look at every read). */
+  private needBytes = 0;
   private readonly hpack = new HpackDecoder();
   private readonly streams = new Map<number, Http2Stream>();
   private readonly nodes = new Map<number, PriorityNode>();
@@ -217,7 +221,6 @@ export class Http2Connection {
   private readonly ready = new Set<Http2Stream>();
   private pumpScheduled = false;
   private timer: NodeJS.Timeout | undefined;
-  private timerKind: 'header' | 'keepalive' | undefined;
   /** The socket errored or the connection is to close without GOAWAY (`c->error`). */
   private error = false;
   private lingering = false;
@@ -250,7 +253,7 @@ export class Http2Connection {
     // ngx_http_v2_init: SETTINGS, the connection window opened all the way, client_header_timeout
     this.sendSettings();
     this.queueControl(FRAME.WINDOW_UPDATE, 0, 0, uint32(MAX_WINDOW - DEFAULT_WINDOW));
-    this.armTimer('header', conf.clientHeaderTimeoutMs);
+    this.armTimer(conf.clientHeaderTimeoutMs);
     socket.resume();
     if (first.length > 0) this.received(first);
     this.flushControl();
@@ -264,9 +267,14 @@ export class Http2Connection {
   get waitsForWindowOnly(): boolean {
     if (this.processing === 0 || this.socket.writableLength > 0) return false;
     for (const stream of this.streams.values()) {
-      if (!stream.target?.hasOutput || (stream.sendWindow > 0 && this.sendWindow > 0)) return false;
+      if (!stream.target?.hasOutput || !this.windowClosed(stream)) return false;
     }
     return true;
+  }
+
+  /** Whether `stream` may send no DATA now: its window or the connection's is used up. */
+  windowClosed(stream: Http2Stream): boolean {
+    return stream.sendWindow <= 0 || this.sendWindow <= 0;
   }
 
   /** No stream is in progress: the connection may be closed to make room. */
@@ -279,7 +287,9 @@ export class Http2Connection {
   private received(chunk: Buffer): void {
     if (this.state === State.Closed) return;
     if (this.lingering) return;
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes < this.needBytes) return;
     this.process();
     this.flushControl();
     this.schedulePump();
@@ -289,7 +299,8 @@ export class Http2Connection {
   /** Runs the frames that are complete in what was read. */
   private process(): void {
     let pos = 0;
-    const buf = this.pending;
+    const buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.needBytes = 0;
     while (this.state !== State.Closed) {
       if (this.state === State.Preface) {
         const n = Math.min(buf.length - pos, PREFACE.length);
@@ -328,6 +339,7 @@ export class Http2Connection {
       }
       if (available < length) {
         if (this.block && this.headVerdict === 'read') this.partialBlock(buf.subarray(pos + FRAME_HEADER_BYTES), length, type === FRAME.HEADERS);
+        else this.needBytes = FRAME_HEADER_BYTES + length;
         break;
       }
       const payload = buf.subarray(pos + FRAME_HEADER_BYTES, pos + FRAME_HEADER_BYTES + length);
@@ -337,7 +349,9 @@ export class Http2Connection {
       if (verdict === 'skip') continue;
       this.frame(type, flags, sid, payload);
     }
-    this.pending = pos >= buf.length ? Buffer.alloc(0) : buf.subarray(pos);
+    this.pending.length = 0;
+    this.pendingBytes = buf.length - pos;
+    if (this.pendingBytes > 0) this.pending.push(buf.subarray(pos));
   }
 
   /**
@@ -506,9 +520,10 @@ export class Http2Connection {
       return;
     }
     stream.readMode = mode;
-    const body = stream.body!;
     if (stream.skipData) return;
     const loc = stream.request?.loc ?? this.owner.server.conf;
+    // ngx_http_v2_filter_request_body checks client_max_body_size on a body without a length, however it is read
+    stream.body!.maxBytes ||= loc.clientMaxBodySizeBytes;
     const preread = this.owner.server.conf.http2BodyPrereadSizeBytes;
     let len = stream.contentLength < 0 || stream.contentLength > loc.clientBodyBufferSizeBytes
       ? loc.clientBodyBufferSizeBytes : stream.contentLength + 1;
@@ -528,7 +543,6 @@ export class Http2Connection {
       stream.recvWindow += size;
       this.flushControl();
     }
-    void body;
   }
 
   /**
@@ -645,7 +659,10 @@ export class Http2Connection {
     const part = headers ? payload.subarray(block.prefix, length - block.padding) : payload;
     const error = this.hpack.probe(Buffer.concat([...block.parts, part]), this.owner.server.conf.largeClientHeaderBuffers.sizeBytes);
     if (error) {
-      if (block.stream) this.removeStream(block.stream);
+      if (block.stream) {
+        this.owner.unreadStream([]);
+        this.removeStream(block.stream);
+      }
       this.connectionError(error.code, error.message);
     }
   }
@@ -962,7 +979,7 @@ export class Http2Connection {
       return;
     }
     // ngx_http_v2_read_handler: the client closed its side
-    if (this.pending.length > 0 || this.block || this.processing > 0) this.owner.log('info', 'client prematurely closed connection');
+    if (this.pendingBytes > 0 || this.block || this.processing > 0) this.owner.log('info', 'client prematurely closed connection');
     this.error = true;
     this.finalize(undefined);
   }
@@ -1228,12 +1245,11 @@ export class Http2Connection {
       this.lingeringClose();
       return;
     }
-    if (!this.timer) this.armTimer('keepalive', this.owner.server.conf.keepaliveTimeoutMs);
+    if (!this.timer) this.armTimer(this.owner.server.conf.keepaliveTimeoutMs);
   }
 
-  private armTimer(kind: 'header' | 'keepalive', ms: number): void {
+  private armTimer(ms: number): void {
     this.clearTimer();
-    this.timerKind = kind;
     this.timer = setTimeout(() => this.timedOut(), ms);
     this.timer.unref?.();
   }
@@ -1241,7 +1257,6 @@ export class Http2Connection {
   private clearTimer(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    this.timerKind = undefined;
   }
 
   /**
@@ -1252,7 +1267,7 @@ export class Http2Connection {
   private timedOut(): void {
     this.timer = undefined;
     if (this.processing > 0 || this.state === State.Closed) return;
-    if (this.pending.length > 0 || this.block || this.state === State.Preface && this.timerKind === 'header' && this.pending.length > 0) {
+    if (this.pendingBytes > 0 || this.block) {
       this.owner.log('info', 'client timed out (110: Connection timed out)');
       this.finalize(H2_ERROR.PROTOCOL_ERROR);
       return;

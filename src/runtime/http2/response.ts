@@ -12,7 +12,6 @@
  * a trailers HEADERS frame after them (`add_trailer`).
  */
 import { EventEmitter } from 'node:events';
-import type { Duplex } from 'node:stream';
 import type { LocationConf } from '../../config/route-table.js';
 import { armSendTimer, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
 import { httpDate } from '../http1/response.js';
@@ -114,6 +113,8 @@ export class Http2Target implements ClientResponseTarget {
   /** The frame with END_STREAM was written (or the stream was reset). */
   private finSent = false;
   private trailersOf: HttpRequestState | undefined;
+  /** The trailers' block once made (null: not yet). */
+  private trailerBlock: Buffer | undefined | null = null;
   private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
   private readonly closeListeners: ((completed: boolean) => void)[] = [];
   private closedOnce = false;
@@ -171,7 +172,7 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   write(chunk: Buffer | string): boolean {
-    if (this.gone_ || this.ended || this.headFin) return !this.gone_;
+    if (this.gone_ || this.ended || this.headFin || this.finSent) return !this.gone_;
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
     if (data.length === 0) return !this.needDrain;
     this.pending.push(data);
@@ -180,11 +181,7 @@ export class Http2Target implements ClientResponseTarget {
     this.stream.conn.wantsToSend(this.stream);
     if (this.pendingBytes >= HIGH_WATER_MARK) {
       this.needDrain = true;
-      if (this.sendTimeout && !this.sendTimer) {
-        this.sendTimer = armSendTimer(this.events, this.sendTimeout, () => {
-          this.sendTimer = undefined;
-        });
-      }
+      this.armSendTimer();
       return false;
     }
     return true;
@@ -200,6 +197,25 @@ export class Http2Target implements ClientResponseTarget {
       return;
     }
     this.stream.conn.wantsToSend(this.stream);
+  }
+
+  /**
+   * `send_timeout` while written data waits for the socket (`ngx_http_writer`);
+   * a stream waiting for the client's window has no timer (the write event
+   * is `delayed`), so the timer starts over then.
+   */
+  private armSendTimer(): void {
+    const timeout = this.sendTimeout;
+    if (!timeout || this.sendTimer) return;
+    this.sendTimer = armSendTimer(this.events, {
+      ms: () => timeout.ms(),
+      expired: () => {
+        if (this.stream.conn.windowClosed(this.stream)) this.armSendTimer();
+        else timeout.expired();
+      },
+    }, () => {
+      this.sendTimer = undefined;
+    });
   }
 
   /** Whether frames wait to be written: the header block, body bytes, or the end of the stream. */
@@ -229,8 +245,8 @@ export class Http2Target implements ClientResponseTarget {
       const size = Math.min(frameSize, window, this.pendingBytes);
       const payload = this.take(size);
       // the last DATA frame ends the stream, as soon as what the header declared was written
-      // (nginx's output chain then carries last_buf with the data)
-      const last = this.pendingBytes === 0 && !this.trailersOf && (this.ended || this.written === this.declared);
+      // (nginx's output chain then carries last_buf with the data), unless trailers follow
+      const last = this.pendingBytes === 0 && (this.ended || this.written === this.declared) && this.trailers() === undefined;
       frames.push(frameHeader(size, FRAME.DATA, last ? FLAG.END_STREAM : 0, id), payload);
       this.bytesSent += 9 + size;
       dataBytes += size;
@@ -238,7 +254,7 @@ export class Http2Target implements ClientResponseTarget {
       if (last) this.finSent = true;
     }
     if (this.ended && this.pendingBytes === 0 && !this.finSent && this.headSent) {
-      const trailers = this.trailersOf && encodeTrailers(responseTrailers(this.trailersOf));
+      const trailers = this.trailers();
       if (trailers) frames.push(...this.headerFrames(FRAME.HEADERS, trailers, true));
       else {
         frames.push(frameHeader(0, FRAME.DATA, FLAG.END_STREAM, id));
@@ -247,6 +263,17 @@ export class Http2Target implements ClientResponseTarget {
       this.finSent = true;
     }
     return { frames, dataBytes };
+  }
+
+  /**
+   * The trailers' header block, made once when the body ends
+   * (`ngx_http_v2_create_trailers_frame`): undefined without `add_trailer`
+   * fields that apply, and then the last DATA frame ends the stream.
+   */
+  private trailers(): Buffer | undefined {
+    if (!this.trailersOf) return undefined;
+    if (this.trailerBlock === null) this.trailerBlock = encodeTrailers(responseTrailers(this.trailersOf));
+    return this.trailerBlock;
   }
 
   /** A header block in a HEADERS frame and CONTINUATION frames past the client's frame size (`ngx_http_v2_create_headers_frame`). */
@@ -366,7 +393,7 @@ export class Http2Target implements ClientResponseTarget {
 
   readonly tunnelable = false;
 
-  tunnel(): Duplex | undefined {
+  tunnel(): undefined {
     return undefined;
   }
 
