@@ -314,7 +314,8 @@ export class HpackDecoder {
       return [Buffer.from(n, 'latin1'), nameOnly ? Buffer.alloc(0) : Buffer.from(v, 'latin1')];
     }
     const entry = this.entries[index - STATIC_TABLE.length - 1];
-    if (!entry) return { message: `client sent out of bound hpack table index: ${index}`, code: H2_ERROR.COMP_ERROR };
+    // (nginx names the index within the dynamic table, counted from 0)
+    if (!entry) return { message: `client sent out of bound hpack table index: ${index - STATIC_TABLE.length - 1}`, code: H2_ERROR.COMP_ERROR };
     return entry;
   }
 
