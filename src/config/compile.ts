@@ -30,6 +30,8 @@ import * as fastcgi from './modules/fastcgi.js';
 import * as charset from './modules/charset.js';
 import * as gzip from './modules/gzip.js';
 import * as ssi from './modules/ssi.js';
+import * as sub from './modules/sub.js';
+import * as addition from './modules/addition.js';
 import * as limitReq from './modules/limit-req.js';
 import { addHeaders, addTrailers, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
@@ -718,6 +720,17 @@ class Compiler {
         lastModified: c.get(ssi.ssiLastModified),
         valueLengthBytes: c.get(ssi.ssiValueLength),
         types: c.get(ssi.ssiTypes) ?? new Set(ssi.SSI_DEFAULT_TYPES),
+      },
+      sub: {
+        pairs: c.list(sub.subFilters).map((p) => ({ match: vars.bind(p.match), value: vars.bind(p.value) })),
+        types: c.get(sub.subFilterTypes) ?? new Set(sub.SUB_DEFAULT_TYPES),
+        once: c.get(sub.subFilterOnce),
+        lastModified: c.get(sub.subFilterLastModified),
+      },
+      addition: {
+        beforeBody: c.get(addition.addBeforeBody),
+        afterBody: c.get(addition.addAfterBody),
+        types: c.get(addition.additionTypes) ?? new Set(addition.ADDITION_DEFAULT_TYPES),
       },
     };
     Object.freeze(conf);

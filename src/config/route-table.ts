@@ -509,6 +509,29 @@ export interface LocationConf {
   readonly charset: CharsetConf;
   readonly limitReq: LimitReqConf;
   readonly ssi: SsiConf;
+  readonly sub: SubFilterConf;
+  readonly addition: AdditionConf;
+}
+
+/** The sub filter's settings of a location (`ngx_http_sub_loc_conf_t`). */
+export interface SubFilterConf {
+  /**
+   * `sub_filter`: search strings (lowercase ASCII) and replacements, in
+   * the configuration's order; empty when the filter is off.
+   */
+  readonly pairs: readonly { readonly match: CompiledValue; readonly value: CompiledValue }[];
+  readonly types: MimeTypeSet;
+  /** `sub_filter_once`: each search string is replaced at its first place only. */
+  readonly once: boolean;
+  /** `sub_filter_last_modified`: keep `Last-Modified`, and the `ETag` made weak. */
+  readonly lastModified: boolean;
+}
+
+/** The addition filter's settings of a location (`ngx_http_addition_conf_t`); an empty URI is none. */
+export interface AdditionConf {
+  readonly beforeBody: string;
+  readonly afterBody: string;
+  readonly types: MimeTypeSet;
 }
 
 /** The SSI filter's settings of a location (`ngx_http_ssi_loc_conf_t`). */

@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, rawExchange, type Snap } from '../helpers/differential.js';
 import { END_REQUEST, STDERR, STDOUT, endRequest, fcgiRecord, scriptedFastcgi } from '../helpers/fastcgi-server.js';
 
 /** A response with its headers sorted by name (where node:http puts `Connection: close` is not compared here). */
@@ -83,6 +83,25 @@ describe('FastCGI bodies and response ends (differential)', { skip: NO_ORACLE },
     }, async (s) => ({ caught: sorted(await s.get('/catch')), passed: sorted(await s.get('/other')) }));
     assert.equal(run.jinx.result.caught.status, 502);
     assert.equal(run.jinx.result.passed.status, 200);
+    assertSameAsNginx(run);
+  });
+
+  it('a response that ends before its Content-Length still sends its header (with the bytes that came), then closes', async () => {
+    const fcgi = await scriptedFastcgi((req, sock) => {
+      const body = req.params.find(([n]) => n === 'REQUEST_URI')?.[1] === '/short' ? 'SEE-THIS\n' : '';
+      sock.end(Buffer.concat([fcgiRecord(STDOUT, `Content-Type: text/plain\r\nContent-Length: 100\r\n\r\n${body}`), fcgiRecord(STDOUT, ''), endRequest()]));
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name localhost;
+    location / { fastcgi_param REQUEST_URI $request_uri; fastcgi_pass 127.0.0.1:${fcgi.port}; }
+  }`),
+    }, async (s) => {
+      const raw = async (path: string): Promise<string> => (await rawExchange(s.port, `GET ${path} HTTP/1.0\r\n\r\n`, 3000))
+        .replace(/^Date: .*\r\n/m, '').replace(/^Server: .*\r\n/m, '');
+      return { empty: await raw('/empty'), short: await raw('/short') };
+    });
+    assert.equal(run.nginx.result.empty, 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\nConnection: close\r\n\r\n');
+    assert.match(run.nginx.result.short, /\r\n\r\nSEE-THIS\n$/);
     assertSameAsNginx(run);
   });
 });

@@ -5,6 +5,7 @@
 import type { DirectiveSpec } from '../spec.js';
 import type { VariableDef } from '../variables.js';
 import { accessDirectives } from './access.js';
+import { additionDirectives } from './addition.js';
 import { authBasicDirectives } from './auth-basic.js';
 import { authRequestDirectives } from './auth-request.js';
 import { charsetDirectives } from './charset.js';
@@ -25,6 +26,7 @@ import { rewriteDirectives } from './rewrite.js';
 import { ssiDirectives, ssiVariables } from './ssi.js';
 import { sslDirectives } from './ssl.js';
 import { streamDirectives } from './stream.js';
+import { subDirectives } from './sub.js';
 import { upstreamDirectives } from './upstream.js';
 
 /** All directive specs, grouped by module in nginx's order of modules. */
@@ -49,6 +51,8 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...gzipDirectives,
   ...ssiDirectives,
   ...charsetDirectives,
+  ...subDirectives,
+  ...additionDirectives,
   ...streamDirectives,
 ];
 

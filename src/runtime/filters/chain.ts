@@ -1,8 +1,9 @@
 /**
  * Response filters, nginx's header and body filter chains
  * (`ngx_http_top_header_filter`, `ngx_http_top_body_filter`) reduced to
- * what jinx has: gunzip, charset, SSI, gzip, run in nginx's order (a
- * subrequest's response passes the SSI filter only). A handler
+ * what jinx has: gunzip, addition, sub, charset, SSI, postpone, gzip, run
+ * in nginx's order (a subrequest's response passes the sub and SSI filters
+ * only). A handler
  * writes its response to a `FilteredTarget` as to any `ResponseTarget`:
  * `head` runs the header filters on the header list (after the headers
  * module, as in nginx); those that change the body give a Transform, and
@@ -10,13 +11,15 @@
  * backpressure at every step (memory stays within the streams' buffers).
  * Without any, the target passes everything straight through.
  */
-import { pipeline, Writable, type Transform } from 'node:stream';
+import { pipeline, Transform, Writable } from 'node:stream';
 import { logRequest, type RuntimeContext } from '../context.js';
 import type { ClientTunnel, ResponseTarget } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import { charsetHeaderFilter } from './charset.js';
 import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.js';
 import { ssiHeaderFilter } from './ssi.js';
+import { subHeaderFilter } from './sub.js';
+import { additionHeaderFilter, postponeHeaderFilter } from './addition.js';
 import type { ContentType, HeaderList } from './headers.js';
 
 /** What a header filter needs besides the headers, for one response. */
@@ -30,6 +33,8 @@ export interface FilterContext {
    * end, from `content_type` and `charset`).
    */
   contentType?: ContentType;
+  /** The subrequests the addition filter puts around the body, for the postpone filter. */
+  additions?: { readonly beforeUri: string; readonly afterUri: string };
 }
 
 /**
@@ -41,10 +46,20 @@ export interface FilterContext {
  */
 export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | undefined;
 
+/**
+ * How long an aborted response waits, at most, for its filters to pass on
+ * what they were given (one waiting on a subrequest, such as
+ * `add_before_body`, waits for it), and how often it looks, in ms.
+ */
+const SETTLE_MS = 1000;
+const SETTLE_POLL_MS = 5;
+
 /** The header filters in the order nginx runs them. */
-const HEADER_FILTERS: readonly HeaderFilter[] = [gunzipHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, gzipHeaderFilter];
-/** The filters of a subrequest's response: an included page is itself parsed for SSI. */
-const SUBREQUEST_FILTERS: readonly HeaderFilter[] = [ssiHeaderFilter];
+const HEADER_FILTERS: readonly HeaderFilter[] = [
+  gunzipHeaderFilter, additionHeaderFilter, subHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, postponeHeaderFilter, gzipHeaderFilter,
+];
+/** The filters of a subrequest's response: an included page has its own strings replaced and is itself parsed for SSI. */
+const SUBREQUEST_FILTERS: readonly HeaderFilter[] = [subHeaderFilter, ssiHeaderFilter];
 
 /** A response target with jinx's response filters in front of another. */
 export class FilteredTarget implements ResponseTarget {
@@ -108,6 +123,7 @@ export class FilteredTarget implements ResponseTarget {
         done();
       },
     });
+    this.streams = [...transforms, sink];
     pipeline([...transforms, sink] as [Transform, ...Transform[], Writable], (err: FilterError | null) => {
       if (!err || this.aborted) return;
       if (err.benign) {
@@ -122,6 +138,8 @@ export class FilteredTarget implements ResponseTarget {
 
   /** Set once the response was given up: the pipeline's errors are then expected. */
   private aborted = false;
+  /** The body's filters and the sink after them, once piped. */
+  private streams: Writable[] = [];
 
   flushHead(): void {
     this.inner.flushHead();
@@ -174,10 +192,31 @@ export class FilteredTarget implements ResponseTarget {
     this.first.end();
   }
 
+  /**
+   * Gives the response up. With `flush` (an upstream's response cut short),
+   * what the filters were given goes on through them to the client first,
+   * as nginx's filters pass on at once what they can (bytes a filter holds
+   * back, such as the start of a possible `sub_filter` match, are lost);
+   * the filters are not ended, so that nothing marks the body complete.
+   */
   abort(how?: 'flush' | 'reset'): void {
     this.aborted = true;
+    if (this.first && how === 'flush') {
+      this.settleThen(Date.now() + SETTLE_MS, () => {
+        this.first?.destroy();
+        this.inner.abort(how);
+      });
+      return;
+    }
     this.first?.destroy();
     this.inner.abort(how);
+  }
+
+  /** Calls `done` once no filter holds data it was given and can pass on, or at `deadlineMs` (epoch ms). */
+  private settleThen(deadlineMs: number, done: () => void): void {
+    const busy = this.streams.some((s) => s.writableLength > 0 || (s instanceof Transform && s.readableLength > 0));
+    if (!busy || Date.now() >= deadlineMs || this.inner.gone) done();
+    else setTimeout(() => this.settleThen(deadlineMs, done), SETTLE_POLL_MS);
   }
 
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {

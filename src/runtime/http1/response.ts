@@ -277,6 +277,8 @@ export class Http1Target implements ClientResponseTarget {
 
   abort(how?: 'flush' | 'reset'): void {
     if (this.ended) return;
+    // a head given but not yet written goes out first: nginx sends a response's header before its body
+    if (how === 'flush' && !this.headSent && this.headBytes !== undefined) this.sendHead();
     this.ended = true;
     this.abortListener = undefined;
     clearTimeout(this.sendTimer);
