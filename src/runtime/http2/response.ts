@@ -113,6 +113,8 @@ export class Http2Target implements ClientResponseTarget {
   /** The frame with END_STREAM was written (or the stream was reset). */
   private finSent = false;
   private trailersOf: HttpRequestState | undefined;
+  /** The response was cut short: what was given goes out, then the stream is reset. */
+  private cutShort = false;
   /** The trailers' block once made (null: not yet). */
   private trailerBlock: Buffer | undefined | null = null;
   private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
@@ -172,7 +174,7 @@ export class Http2Target implements ClientResponseTarget {
   }
 
   write(chunk: Buffer | string): boolean {
-    if (this.gone_ || this.ended || this.headFin || this.finSent) return !this.gone_;
+    if (this.gone_ || this.ended || this.headFin || this.finSent || this.cutShort) return !this.gone_;
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
     if (data.length === 0) return !this.needDrain;
     this.pending.push(data);
@@ -222,6 +224,7 @@ export class Http2Target implements ClientResponseTarget {
   get hasOutput(): boolean {
     if (this.gone_ || this.finSent) return false;
     if (this.headBlock !== undefined && !this.headSent) return true;
+    if (this.cutShort) return this.pendingBytes > 0;
     return this.headSent && (this.pendingBytes > 0 || (this.ended && !this.headFin));
   }
 
@@ -246,14 +249,14 @@ export class Http2Target implements ClientResponseTarget {
       const payload = this.take(size);
       // the last DATA frame ends the stream, as soon as what the header declared was written
       // (nginx's output chain then carries last_buf with the data), unless trailers follow
-      const last = this.pendingBytes === 0 && (this.ended || this.written === this.declared) && this.trailers() === undefined;
+      const last = !this.cutShort && this.pendingBytes === 0 && (this.ended || this.written === this.declared) && this.trailers() === undefined;
       frames.push(frameHeader(size, FRAME.DATA, last ? FLAG.END_STREAM : 0, id), payload);
       this.bytesSent += 9 + size;
       dataBytes += size;
       window -= size;
       if (last) this.finSent = true;
     }
-    if (this.ended && this.pendingBytes === 0 && !this.finSent && this.headSent) {
+    if (this.ended && !this.cutShort && this.pendingBytes === 0 && !this.finSent && this.headSent) {
       const trailers = this.trailers();
       if (trailers) frames.push(...this.headerFrames(FRAME.HEADERS, trailers, true));
       else {
@@ -331,7 +334,9 @@ export class Http2Target implements ClientResponseTarget {
     }
     if (this.finSent) {
       this.stream.outClosed = true;
-      if (this.ended) this.finish(true);
+      if (this.ended || this.cutShort) this.finish(true);
+    } else if (this.cutShort && !this.hasOutput) {
+      this.reset(false);
     }
   }
 
@@ -371,8 +376,18 @@ export class Http2Target implements ClientResponseTarget {
     this.events.on('drain', fire).on('close', fire);
   }
 
-  /** Resets the stream (RST_STREAM INTERNAL_ERROR, as nginx resets a stream it gives up); the connection stays. */
-  abort(): void {
+  /**
+   * Resets the stream (RST_STREAM INTERNAL_ERROR, as nginx resets a stream it
+   * gives up); the connection stays. With `flush` (a response cut short
+   * upstream), the header and body given so far go out first.
+   */
+  abort(how?: 'flush' | 'reset'): void {
+    if (how === 'flush' && !this.gone_ && !this.ended && this.headBlock !== undefined && (!this.headSent || this.pendingBytes > 0)) {
+      this.cutShort = true;
+      this.abortListener = undefined;
+      this.stream.conn.wantsToSend(this.stream);
+      return;
+    }
     this.reset(false);
   }
 
