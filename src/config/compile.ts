@@ -41,7 +41,7 @@ import { cacheZoneRefs } from './modules/cache.js';
 import * as proxy from './modules/proxy.js';
 import { realIpFrom, realIpHeader, realIpRecursive } from './modules/realip.js';
 import * as ssl from './modules/ssl.js';
-import { http2BodyPrereadSize, http2Enabled, http2MaxConcurrentStreams } from './modules/http2.js';
+import { http2BodyPrereadSize, http2ChunkSize, http2Enabled, http2MaxConcurrentStreams } from './modules/http2.js';
 import { splitHostPort } from './modules/upstream.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf, type Slot } from './spec.js';
@@ -659,6 +659,7 @@ class Compiler {
       http2: c.get(http2Enabled),
       http2MaxConcurrentStreams: c.get(http2MaxConcurrentStreams),
       http2BodyPrereadSizeBytes: c.get(http2BodyPrereadSize),
+      http2ChunkSizeBytes: c.get(http2ChunkSize),
       logNotFound: c.get(http.logNotFound),
       etag: c.get(http.etag),
       ifModifiedSince: c.get(http.ifModifiedSince),

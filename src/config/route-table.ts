@@ -451,6 +451,8 @@ export interface LocationConf {
   readonly http2MaxConcurrentStreams: number;
   /** `http2_body_preread_size` (a server's; its locations carry it): the streams' initial window. */
   readonly http2BodyPrereadSizeBytes: number;
+  /** `http2_chunk_size`: the largest DATA frame of a response. */
+  readonly http2ChunkSizeBytes: number;
   readonly logNotFound: boolean;
   /** `etag`: static files carry an ETag. */
   readonly etag: boolean;

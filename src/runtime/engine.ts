@@ -5,7 +5,6 @@
  * when all of that succeeded; connections in flight finish on the generation
  * they started with.
  */
-import { constants as h2, type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type Http2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { SecureContext, TLSSocket } from 'node:tls';
@@ -17,12 +16,12 @@ import { connectionContext, ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import type { RuntimeContext } from './context.js';
-import {
-  bindListener, createListener, H2_SESSION_OPTIONS, handshakeRejected, listenKey, sentSni, tlsServerOf, TlsContexts, type Http2StartSettings, type Listener,
-} from './listen.js';
-import { http2Headers, http2RawHeaders, logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
+import { bindListener, createListener, handshakeRejected, listenKey, sentSni, tlsServerOf, TlsContexts, type Listener } from './listen.js';
+import { logUnreadStream, serveClientRequest, type ClientRequestHead } from './phases.js';
 import { logRequest } from './context.js';
-import { Http2Target, resetConnection } from './exchange.js';
+import { resetConnection } from './exchange.js';
+import { Http2Connection, type Http2Body } from './http2/connection.js';
+import type { Http2Target } from './http2/response.js';
 import { LimitReqZones } from './limit-req-zones.js';
 import { Http1Connection, type Http1Head } from './http1/connection.js';
 import type { Http1Target } from './http1/response.js';
@@ -30,7 +29,6 @@ import { parseClientHello } from './client-hello.js';
 import { findServer } from './server-names.js';
 import type { ProxyProtocolRead } from './proxy-protocol.js';
 import { prepareFiles } from './prepare-files.js';
-import { headerBlockError } from './h2-limits.js';
 import { HttpRequestState, type ClientConnection } from './request.js';
 import { TlsDetails } from './tls-details.js';
 import { systemErrorText } from '../os-errors.js';
@@ -53,25 +51,10 @@ interface ConnectionState {
   info: ClientConnection;
   /** The accepted TCP socket. */
   readonly raw: Socket;
-  /** The HTTP/2 session on it, once there is one. */
-  session: Http2Session | undefined;
-  /**
-   * The server an HTTP/2 connection belongs to (the default server of its
-   * address, or the one its SNI name chose): its limits apply to every
-   * stream, whatever `:authority` says (`hc->conf_ctx` in nginx).
-   */
-  h2Server: VirtualServer | undefined;
-  /** The last stream an HTTP/2 GOAWAY for `keepalive_requests` named: later ones are not served. */
-  h2LastStream: number | undefined;
+  /** The HTTP/2 connection on it, once there is one. */
+  h2: Http2Connection | undefined;
   /** Requests in progress. */
   active: number;
-  /**
-   * Closes an HTTP/2 connection without streams in progress after
-   * `keepalive_timeout` (`client_header_timeout` before its first stream);
-   * one timer per connection, re-armed with `refresh()`.
-   */
-  idleTimer: NodeJS.Timeout | undefined;
-  idleTimeoutMs: number;
   /** The HTTP/1.x connection on it, once there is one. */
   http1: Http1Connection | undefined;
   /** The first TLS record the client sent (its ClientHello), for the `$ssl_*` variables Node.js has no answer for. */
@@ -82,42 +65,10 @@ interface ConnectionState {
 
 /** `TLS1_2_VERSION`, a ClientHello's `legacy_version` from TLS 1.2 and 1.3 clients. */
 const TLS1_2_VERSION = 0x0303;
-/**
- * `ngx_http_v2_lingering_close`: once an HTTP/2 connection has sent its
- * last frame and half-closed, what the client still sends is read and
- * dropped until it closes, nothing came for `lingering_timeout`, or
- * `lingering_time` passed (`lingering_close off` closes at once), so that
- * the client gets every frame rather than a reset.
- */
-function lingerAfterGoaway(socket: Socket, lingering: { readonly close: string; readonly timeMs: number; readonly timeoutMs: number }): void {
-  if (lingering.close === 'off') {
-    socket.destroy();
-    return;
-  }
-  socket.resume();
-  const deadline = Date.now() + lingering.timeMs;
-  let seen = socket.bytesRead;
-  const check = (): void => {
-    if (socket.destroyed) return;
-    const now = Date.now();
-    if (socket.bytesRead === seen || now >= deadline) {
-      socket.destroy();
-      return;
-    }
-    seen = socket.bytesRead;
-    setTimeout(check, Math.min(lingering.timeoutMs, deadline - now)).unref();
-  };
-  setTimeout(check, Math.min(lingering.timeoutMs, lingering.timeMs)).unref();
-}
-
-/** `NGX_HTTP_V2_MAX_WINDOW`: the connection window `ngx_http_v2_init` opens. */
-const MAX_WINDOW_BYTES = 2 ** 31 - 1;
-/** The smallest initial stream window jinx advertises (RFC 9113's default, node:http2's). */
-const NODE_DEFAULT_WINDOW_BYTES = 65_535;
 
 const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/;
 const plainAddr = (a: string | undefined): string => (a ? IPV4_MAPPED.exec(a)?.[1] ?? a : '');
-/** Identifies a TCP connection across the raw socket, its TLS socket and its HTTP/2 session. */
+/** Identifies a TCP connection across the raw socket and its TLS socket. */
 const socketKey = (s: { remoteAddress?: string; remotePort?: number; localPort?: number }): string =>
   `${s.remoteAddress}|${s.remotePort}|${s.localPort}`;
 
@@ -152,10 +103,9 @@ export class Engine {
   private readonly listeners = new Map<string, Listener>();
   /** Client connections by accepted socket, oldest first (nginx's reusable-connections order). */
   private readonly connections = new Map<Socket, ConnectionState>();
-  /** The same connections by `socketKey`, to find them from a TLS socket or an HTTP/2 session. */
+  /** The same connections by `socketKey`, to find them from a TLS socket. */
   private readonly byKey = new Map<string, ConnectionState>();
   private readonly byHttpSocket = new WeakMap<Socket, ConnectionState>();
-  private readonly bySession = new WeakMap<Http2Session, ConnectionState>();
   /** Handshakes whose certificates could not be read, with the server they were read for. */
   private readonly certificateFailed = new WeakMap<TLSSocket, VirtualServer>();
   /** The second in which the last "reusing connections" warning was written. */
@@ -236,11 +186,9 @@ export class Engine {
         firstByteTimeoutMs: () => (this.generation.groups.get(key) ?? group).servers.defaultServer.conf.clientHeaderTimeoutMs,
         onClientHello: (socket, bytes) => this.clientHello(socket, bytes, key),
         onHttp1: (socket, first) => this.http1(socket, first, key),
+        onHttp2: (socket, first) => this.http2(socket, first, key),
         handshakeContext: (server, socket, serverName) => this.handshakeContext(server, socket, serverName, key),
         onTlsError: (err, socket) => this.handshakeFailed(err, socket, key),
-        sessionSettings: (socket) => this.sessionSettings(socket, key),
-        onSession: (session, socket) => this.acceptSession(session, socket, key),
-        onStream: (req, res) => this.stream(key, req, res),
       });
       await bindListener(server, group);
       this.listeners.set(key, server);
@@ -300,7 +248,7 @@ export class Engine {
     };
   }
 
-  /** The same connection's details again (for its TLS socket or HTTP/2 session). */
+  /** The same connection's details again (for its TLS socket). */
   private refreshedInfo(st: ConnectionState, socket: Socket): ClientConnection {
     const unixPath = st.info.peerAddr === 'unix:' ? st.info.localAddr.slice('unix:'.length) : undefined;
     return { ...this.connectionInfo(socket, unixPath, st.info.id, st.info.acceptedAtMs, st.clientHello), proxyProtocol: st.info.proxyProtocol };
@@ -334,8 +282,7 @@ export class Engine {
     }
     raw.setNoDelay(true);
     const st: ConnectionState = {
-      info: this.connectionInfo(raw, unixPath), raw, session: undefined, h2Server: undefined, h2LastStream: undefined, active: 0, idleTimer: undefined,
-      idleTimeoutMs: 0, http1: undefined, clientHello: undefined, gen: this.generation,
+      info: this.connectionInfo(raw, unixPath), raw, h2: undefined, active: 0, http1: undefined, clientHello: undefined, gen: this.generation,
     };
     // unix domain sockets have no addresses to tell them apart: `stateOf` finds them by socket
     const key = unixPath === undefined ? socketKey(raw) : undefined;
@@ -343,7 +290,6 @@ export class Engine {
     if (key !== undefined) this.byKey.set(key, st);
     this.byHttpSocket.set(raw, st);
     raw.once('close', () => {
-      if (st.idleTimer) clearTimeout(st.idleTimer);
       this.connections.delete(raw);
       if (key !== undefined) this.byKey.delete(key);
     });
@@ -378,10 +324,7 @@ export class Engine {
     this.generation.cx.errorLog.write(logs, level, message, info.id, connectionContext(info.peerAddr, Engine.listenText(group)));
   }
 
-  /**
-   * The connection of an accepted socket, of the TLS socket over it, or of
-   * the socket an HTTP/2 session runs on.
-   */
+  /** The connection of an accepted socket or of the TLS socket over it. */
   private stateOf(socket: Socket): ConnectionState | undefined {
     return this.byHttpSocket.get(socket) ?? this.handshaking(socket as TLSSocket) ?? this.byKey.get(socketKey(socket));
   }
@@ -484,7 +427,7 @@ export class Engine {
   }
 
   private drain(limit: number): void {
-    const idle = [...this.connections.values()].filter((c) => (c.http1 ? c.http1.idle : c.active === 0));
+    const idle = [...this.connections.values()].filter((c) => (c.http1 ? c.http1.idle : c.h2 ? c.h2.idle : c.active === 0));
     if (idle.length === 0) return;
     const second = Math.floor(Date.now() / 1000);
     if (second !== this.reuseWarnedSec) {
@@ -494,7 +437,7 @@ export class Engine {
     const n = Math.max(Math.min(32, Math.floor(idle.length / 8)), 1);
     for (const c of idle.slice(0, n)) {
       this.connections.delete(c.raw);
-      if (c.session) c.session.destroy();
+      c.h2?.destroy();
       c.raw.destroy();
     }
   }
@@ -585,179 +528,44 @@ export class Engine {
   }
 
   /**
-   * The SETTINGS an HTTP/2 connection on `socket` starts with: its server's
-   * `http2_max_concurrent_streams` and `http2_body_preread_size`, as
-   * `ngx_http_v2_init` sends them. A preread size under node's 65535 is sent
-   * as 65535: nginx opens a stream's window once its body is read,
-   * node:http2 cannot, and a smaller window would slow or stall uploads.
+   * A connection that speaks HTTP/2 (h2c with prior knowledge, with the
+   * bytes the front read; or TLS with ALPN `h2`): jinx's own HTTP/2
+   * connection reads its streams, with the limits of the connection's server
+   * (the default server of its address, or the one its SNI name selects:
+   * `hc->conf_ctx`), and hands their requests to the phases.
    */
-  private sessionSettings(socket: Socket, key: string): Http2StartSettings {
+  private http2(socket: Socket, first: Buffer, groupKey: string): void {
     const st = this.stateOf(socket);
-    const group = this.generation.groups.get(key);
-    if (!st || !group) return H2_SESSION_OPTIONS.settings;
-    const { conf } = Engine.connectionServer(group, this.refreshedInfo(st, socket));
-    return {
-      maxConcurrentStreams: conf.http2MaxConcurrentStreams,
-      initialWindowSize: Math.max(conf.http2BodyPrereadSizeBytes, NODE_DEFAULT_WINDOW_BYTES),
-    };
-  }
-
-  /**
-   * An HTTP/2 session: its connection gets the session, the TLS details and
-   * its server (which chose the SETTINGS it started with); the connection's
-   * window opens to the largest, as `ngx_http_v2_init` opens it.
-   */
-  private acceptSession(session: Http2Session, socket: Socket, key: string): void {
-    const st = this.stateOf(socket);
-    const group = this.generation.groups.get(key);
+    const group = st?.gen.groups.get(groupKey);
     if (!st || !group) {
-      session.destroy();
+      socket.destroy();
       return;
     }
     st.info = this.refreshedInfo(st, socket);
-    st.session = session;
-    st.h2Server = Engine.connectionServer(group, st.info);
-    this.bySession.set(session, st);
-    session.setLocalWindowSize(MAX_WINDOW_BYTES);
-    const { conf } = st.h2Server;
-    socket.once('finish', () => lingerAfterGoaway(socket, conf.lingering));
-    // until its first stream, the timer ngx_http_init_connection set runs: client_header_timeout
-    this.armSessionIdle(st, conf.clientHeaderTimeoutMs);
-    if (this.stopping) this.closeSession(st);
+    this.byHttpSocket.set(socket, st);
+    const { gen } = st;
+    const server = Engine.connectionServer(group, st.info);
+    const engine = this;
+    st.h2 = new Http2Connection(socket, {
+      server,
+      get exiting(): boolean {
+        return engine.stopping || gen !== engine.generation;
+      },
+      request: (head, body, out) => this.http2Request(st, gen, group, head, body, out),
+      log: (level, message) => this.logConnection(group, st.info, `${message} while processing HTTP/2 connection`, level, server.conf.errorLogs),
+      requestLog: (r, level, message) => logRequest(gen.cx, r, level, message),
+      unreadStream: (rawHeaders, message) => logUnreadStream(gen.cx, st.info, server, rawHeaders, message),
+    }, first, st.info.acceptedAtMs);
+    if (this.stopping || gen !== this.generation) st.h2.stop();
   }
 
-  /**
-   * `ngx_http_v2_handle_connection`: a connection without streams in
-   * progress is closed after its server's `keepalive_timeout` (`timeoutMs`), with GOAWAY.
-   */
-  private armSessionIdle(st: ConnectionState, timeoutMs = st.h2Server!.conf.keepaliveTimeoutMs): void {
-    if (st.idleTimer && st.idleTimeoutMs === timeoutMs) {
-      st.idleTimer.refresh();
-      return;
-    }
-    if (st.idleTimer) clearTimeout(st.idleTimer);
-    st.idleTimeoutMs = timeoutMs;
-    st.idleTimer = setTimeout(() => {
-      if (st.active === 0) this.closeSession(st);
-    }, timeoutMs);
-    st.idleTimer.unref();
-  }
-
-  /**
-   * Ends an HTTP/2 connection as nginx does once it sent GOAWAY
-   * (`keepalive_requests`, `keepalive_timeout`, a reload or graceful
-   * shutdown): one GOAWAY NO_ERROR naming the last stream processed
-   * (node:http2's `close()`), streams in progress finish, what was written
-   * is sent, then the connection is half-closed and lingers
-   * (`ngx_http_v2_handle_connection`, `lingerAfterGoaway`), an idle one
-   * too where nginx closes it at once (`ngx_http_v2_finalize_connection`):
-   * node:http2 may still hold frames of a finished stream, which closing at
-   * once would lose. node:http2 sends its GOAWAY a second time as it
-   * closes the connection (the same code and last stream).
-   */
-  private closeSession(st: ConnectionState): void {
-    const session = st.session!;
-    if (!session.closed && !session.destroyed) session.close();
-  }
-
-  /**
-   * What nginx does with a new HTTP/2 stream before its request runs
-   * (`ngx_http_v2_state_headers`, `ngx_http_v2_state_field_len`,
-   * `ngx_http_v2_state_process_header`), with the limits of the connection's
-   * server. A header block over `large_client_header_buffers` ends the
-   * connection with GOAWAY ENHANCE_YOUR_CALM and an info line (`client sent
-   * too large header field while processing HTTP/2 connection, client: …,
-   * server: LISTEN_ADDR`); the stream is not served, its access-log entry
-   * has no request line and status 000. The stream that reaches
-   * `keepalive_requests` (or any stream with `keepalive_timeout 0`, or once
-   * the connection is older than `keepalive_time`) gets GOAWAY NO_ERROR
-   * naming it as the last stream, before its response: it and the streams
-   * before it finish, then the connection closes (`request` does). Streams
-   * after it that node:http2 had already read are not served: node:http2
-   * closes them without a frame once the GOAWAY is out, as nginx skips them.
-   * @returns false when the stream is not to be served
-   */
-  private admitStream(st: ConnectionState, group: ListenGroup, req: Http2ServerRequest, session: Http2Session): boolean {
-    const id = req.stream.id ?? 0;
-    if (st.h2LastStream !== undefined && id > st.h2LastStream) return false;
-    const server = st.h2Server ?? Engine.connectionServer(group, st.info);
-    const { conf } = server;
-    const tooLarge = headerBlockError(req.rawHeaders, conf.largeClientHeaderBuffers);
-    if (tooLarge) {
-      this.logConnection(group, st.info, `${tooLarge.message} while processing HTTP/2 connection`, 'info', conf.errorLogs);
-      logUnreadStream(this.generation.cx, st.info, server, req.rawHeaders.slice(0, 2 * tooLarge.fieldsBefore));
-      session.destroy(new Error(tooLarge.message), h2.NGHTTP2_ENHANCE_YOUR_CALM);
-      return false;
-    }
-    if (conf.keepaliveTimeoutMs === 0 || st.info.requests + 1 >= conf.keepaliveRequests || Date.now() - st.info.acceptedAtMs > conf.keepaliveTimeMs) {
-      st.h2LastStream = id;
-    }
-    return true;
-  }
-
-  /** A request on an HTTP/2 stream: admitted within the connection's limits, then served. */
-  private stream(key: string, req: Http2ServerRequest, res: Http2ServerResponse): void {
-    const session = req.stream.session;
-    const st = session ? this.bySession.get(session) : undefined;
-    const gen = this.generation;
-    const group = gen.groups.get(key);
-    if (!st || !group || !session) {
-      req.stream.close();
-      return;
-    }
-    if (!this.admitStream(st, group, req, session)) return;
-    if (st.idleTimer) {
-      clearTimeout(st.idleTimer);
-      st.idleTimer = undefined;
-    }
+  /** Serves the request of an HTTP/2 stream. */
+  private http2Request(st: ConnectionState, gen: Generation, group: ListenGroup, head: ClientRequestHead, body: Http2Body, out: Http2Target): HttpRequestState {
     st.active++;
     st.info.requests++;
-    // the stream that reached keepalive_requests is answered after the GOAWAY naming it (streams node:http2
-    // read after it are not served); the connection closes once the streams up to it are done
-    if (st.h2LastStream === req.stream.id) session.goaway(h2.NGHTTP2_NO_ERROR, st.h2LastStream);
-    // node:http2's compatibility request pauses its stream when it is paused, and starts reading the stream
-    // (a 'data' listener) only at its first `_read`, without resuming it: a body paused before that (a
-    // handler that reads it later, as FastCGI's STDIN or the client_body_timeout watch do) would never
-    // arrive. The stream is resumed as the request starts reading it; from then on node:http2's own flow
-    // control holds (the stream pauses when the request's buffer is full and resumes on its next read).
-    const stream = req.stream;
-    const onListener = (event: string | symbol): void => {
-      if (event !== 'data') return;
-      stream.off('newListener', onListener);
-      process.nextTick(() => stream.resume());
-    };
-    stream.on('newListener', onListener);
-    const head: ClientRequestHead = {
-      method: req.method ?? 'GET',
-      requestUri: req.url ?? '/',
-      protocol: 'HTTP/2.0',
-      headers: http2Headers(req.headers),
-      rawHeaders: http2RawHeaders(req.rawHeaders),
-    };
-    const r = serveClientRequest(gen.cx, head, req, new Http2Target(req, res), st.info, group, () => {
+    return serveClientRequest(gen.cx, head, body, out, st.info, group, () => {
       st.active--;
-      if (st.active > 0 || session.closed || session.destroyed) return;
-      if (st.h2LastStream !== undefined) this.closeSession(st);
-      else this.armSessionIdle(st);
     });
-    req.stream.once('aborted', () => this.streamReset(r, req.stream, session));
-  }
-
-  /**
-   * A stream the client reset (RST_STREAM) before its response was complete,
-   * logged at info as `ngx_http_v2_state_rst_stream` does; a stream ended
-   * by the connection's end is not.
-   */
-  private streamReset(r: HttpRequestState, stream: Http2Stream, session: Http2Session): void {
-    if (session.destroyed) return;
-    const id = stream.id ?? 0;
-    const code = stream.rstCode ?? h2.NGHTTP2_NO_ERROR;
-    const message = code === h2.NGHTTP2_CANCEL ? `client canceled stream ${id}`
-      : code === h2.NGHTTP2_REFUSED_STREAM ? `client refused stream ${id}`
-        : code === h2.NGHTTP2_INTERNAL_ERROR ? `client terminated stream ${id} due to internal error`
-          : `client terminated stream ${id} with status ${code}`;
-    r.action ??= r.upstream ? 'sending to client' : 'sending response to client';
-    logRequest(this.generation.cx, r, 'info', message);
   }
 
   /**
@@ -772,9 +580,9 @@ export class Engine {
     const old = this.generation;
     this.generation = gen;
     // the connections of the old configuration end as an old worker's do (ngx_close_idle_connections): an HTTP/2
-    // one with GOAWAY, then closed; a kept-alive HTTP/1.x one now, a busy one once its response is sent
+    // one with GOAWAY, once its streams are done; a kept-alive HTTP/1.x one now, a busy one once its response is sent
     for (const st of this.connections.values()) {
-      if (st.session) this.closeSession(st);
+      if (st.h2) st.h2.stop();
       else st.http1?.stop();
     }
     this.closeAfterShutdownTimeout(old.table.main.workerShutdownTimeoutMs);
@@ -816,13 +624,37 @@ export class Engine {
     this.stopping = true;
     const closed = this.closeListeners();
     for (const st of this.connections.values()) {
-      if (st.session) this.closeSession(st);
+      if (st.h2) st.h2.stop();
       else if (st.http1) st.http1.stop();
       else st.raw.destroy();
     }
     this.closeAfterShutdownTimeout(this.generation.table.main.workerShutdownTimeoutMs);
+    this.exitWhenNoTimersLeft();
     await closed;
     await this.finish();
+  }
+
+  /**
+   * An exiting nginx worker ends once no timer is left
+   * (`ngx_event_no_timers_left` in `ngx_worker_process_cycle`), closing the
+   * connections still open: HTTP/2 streams that only wait for the client to
+   * open its window have no timer. Checked every 100 ms while shutting down.
+   */
+  private exitWhenNoTimersLeft(): void {
+    const check = setInterval(() => {
+      const open = [...this.connections.values()];
+      if (open.length === 0) {
+        clearInterval(check);
+        return;
+      }
+      if (!open.every((st) => st.h2?.waitsForWindowOnly)) return;
+      clearInterval(check);
+      for (const st of open) {
+        st.h2!.destroy();
+        st.raw.destroy();
+      }
+    }, 100);
+    check.unref();
   }
 
   /**
@@ -835,7 +667,7 @@ export class Engine {
     const open = [...this.connections.values()];
     setTimeout(() => {
       for (const st of open) {
-        st.session?.destroy();
+        st.h2?.destroy();
         st.raw.destroy();
       }
     }, timeoutMs).unref();
@@ -846,7 +678,7 @@ export class Engine {
     this.stopping = true;
     const closed = this.closeListeners();
     for (const st of this.connections.values()) {
-      st.session?.destroy();
+      st.h2?.destroy();
       st.raw.destroy();
     }
     await closed;

@@ -4,11 +4,7 @@
  * the certificate by SNI with nginx's server-name rules, and refuse the
  * handshake for a server with `ssl_reject_handshake on`.
  */
-import {
-  createServer as createHttp2Server, type Http2Server, type Http2ServerRequest, type Http2ServerResponse, type Http2Session,
-} from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { constants as cryptoConstants } from 'node:crypto';
 import { chmodSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
@@ -22,7 +18,6 @@ import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
 import type { HttpRequestState } from './request.js';
 import { findServer } from './server-names.js';
-import { startHttp2 } from './http2/first-frame.js';
 import { readProxyProtocol, type ProxyProtocolRead } from './proxy-protocol.js';
 
 /** Every server on a listen group's address, whichever name or local address selects it. */
@@ -137,9 +132,10 @@ export class TlsContexts {
 
 /**
  * A listening server: a TCP server that hands each connection to jinx's
- * HTTP/1.x connection (`http1/connection.ts`), to node:http2 (h2c with
- * prior knowledge, with `http2 on`), or to node:tls first (a TLS address),
- * whose secured connections go to HTTP/2 or HTTP/1.x by ALPN.
+ * HTTP/1.x connection (`http1/connection.ts`), to its HTTP/2 connection
+ * (`http2/connection.ts`: h2c with prior knowledge, with `http2 on`), or to
+ * node:tls first (a TLS address), whose secured connections go to HTTP/2 or
+ * HTTP/1.x by ALPN.
  */
 export type Listener = NetServer;
 
@@ -185,14 +181,11 @@ export interface ListenHooks {
   /** A TLS handshake failed (or was refused by `ssl_reject_handshake`). */
   onTlsError(err: Error, socket: TLSSocket): void;
   /**
-   * The SETTINGS an HTTP/2 connection starts with, for its server (the
-   * default server of its address, or the one its SNI name chose).
+   * A connection that speaks HTTP/2: a plain one starting with the
+   * connection preface (with the bytes the front already read), or a TLS one
+   * whose client chose `h2` by ALPN.
    */
-  sessionSettings(socket: Socket): Http2StartSettings;
-  /** A new HTTP/2 connection on `socket` (TCP, or TLS after the handshake; `session.socket` may be a shim over it). */
-  onSession(session: Http2Session, socket: Socket): void;
-  /** A request on an HTTP/2 stream. */
-  onStream(req: Http2ServerRequest, res: Http2ServerResponse): void;
+  onHttp2(socket: Socket, first: Buffer): void;
 }
 
 /** TLS sockets whose client sent SNI (node:tls calls `SNICallback` only then). */
@@ -206,63 +199,6 @@ const rejected = new WeakSet<TLSSocket>();
 
 /** Whether `ssl_reject_handshake` refused the handshake of a TLS socket. */
 export const handshakeRejected = (socket: TLSSocket): boolean => rejected.has(socket);
-
-/** The server's values in the SETTINGS frame an HTTP/2 connection starts with (`ngx_http_v2_send_settings`). */
-export interface Http2StartSettings {
-  /** `http2_max_concurrent_streams`. */
-  readonly maxConcurrentStreams: number;
-  /** The initial stream window: `http2_body_preread_size`. */
-  readonly initialWindowSize: number;
-}
-
-/**
- * What every HTTP/2 session starts with: the SETTINGS of
- * `ngx_http_v2_send_settings` (nginx's defaults here; `Http2Servers` puts
- * in a server's own `http2_max_concurrent_streams` and
- * `http2_body_preread_size`), and room for as many header fields as
- * `large_client_header_buffers` lets through (node:http2 resets a stream
- * with more than 128 by default; the engine checks nginx's limits).
- * Response header blocks are written as `ngx_http_v2_header_filter` writes
- * them: without HPACK's dynamic table (every field a literal, so a long
- * block takes CONTINUATION frames as nginx's does).
- */
-export const H2_SESSION_OPTIONS = {
-  settings: { maxConcurrentStreams: 128, initialWindowSize: 65_536, maxFrameSize: 16_777_215 },
-  maxHeaderListPairs: 65_536,
-  maxDeflateDynamicTableSize: 0,
-};
-
-/**
- * The node:http2 servers that run a listening address's HTTP/2 sessions,
- * one for each set of SETTINGS its servers start connections with: node:http2
- * takes SETTINGS per server, nginx sends the connection's server's in its
- * first frame. None of them listens: a connection is handed to one
- * (`serve`) once its start was read (`startHttp2`).
- */
-class Http2Servers {
-  private readonly servers = new Map<string, Http2Server>();
-
-  constructor(
-    private readonly hooks: ListenHooks,
-    private readonly onStream: (req: Http2ServerRequest, res: Http2ServerResponse) => void,
-  ) {}
-
-  /** Starts an HTTP/2 session on `transport` (the socket, or a shim over it) with the SETTINGS of `socket`'s server. */
-  serve(socket: Socket, transport: Socket | Duplex): void {
-    const own = this.hooks.sessionSettings(socket);
-    const key = `${own.maxConcurrentStreams}|${own.initialWindowSize}`;
-    let server = this.servers.get(key);
-    if (!server) {
-      server = createHttp2Server({ ...H2_SESSION_OPTIONS, settings: { ...H2_SESSION_OPTIONS.settings, ...own } }, this.onStream);
-      this.servers.set(key, server);
-    }
-    // node:http2 makes the session and emits 'session' while it takes the connection
-    const onSession = (session: Http2Session): void => this.hooks.onSession(session, socket);
-    server.once('session', onSession);
-    server.emit('connection', transport);
-    server.off('session', onSession);
-  }
-}
 
 /** The protocols `ngx_http_ssl_alpn_select` offers, in its order of preference, with and without HTTP/2. */
 const ALPN_HTTP1 = ['http/1.1', 'http/1.0', 'http/0.9'];
@@ -290,14 +226,13 @@ export const listenKey = (g: { host: string; port: number }): string => `${g.hos
  */
 export function createListener(group: ListenGroup, hooks: ListenHooks): Listener {
   const key = listenKey(group);
-  const onStream = (req: Http2ServerRequest, res: Http2ServerResponse): void => hooks.onStream(req, res);
-  const h2 = group.http2 ? new Http2Servers(hooks, onStream) : undefined;
+  const h2 = group.http2;
   if (!group.ssl) {
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x;
     // ngx_http_wait_request_handler looks for the preface when the address's default server has `http2 on`
     return frontServer(hooks, key, group, (socket, first) => {
-      if (h2 && first.toString('latin1', 0, 4) === 'PRI ' && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress))) {
-        startHttp2(socket, first, (transport) => h2.serve(socket, transport));
+      if (h2 && startsWithPreface(first) && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress))) {
+        hooks.onHttp2(socket, first);
       } else hooks.onHttp1(socket, first);
     });
   }
@@ -335,9 +270,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   if (sessions?.sessionCache) new SessionCache(sessions.sessionCache.maxSessions, sessions.sessionTimeoutSec * 1000).serve(tlsServer);
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
     if (h2 && socket.alpnProtocol === 'h2') {
-      // HTTP/2 starts once its first frame was read
-      socket.pause();
-      startHttp2(socket, Buffer.alloc(0), (transport) => h2.serve(socket, transport));
+      hooks.onHttp2(socket, Buffer.alloc(0));
     } else {
       // as on plain connections: a client that shuts down its side after a request still gets the response
       socket.allowHalfOpen = true;
@@ -372,6 +305,19 @@ const tlsServers = new WeakMap<Listener, TlsServer>();
 export function tlsServerOf(listener: Listener): TlsServer | undefined {
   return tlsServers.get(listener);
 }
+
+/** The HTTP/2 client connection preface (RFC 9113 section 3.4, `NGX_HTTP_V2_PREFACE`). */
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/** Whether a connection starts with the whole HTTP/2 connection preface. */
+const startsWithPreface = (b: Buffer): boolean => b.length >= H2_PREFACE.length && b.subarray(0, H2_PREFACE.length).equals(H2_PREFACE);
+
+/**
+ * The bytes a connection starts with are part of the HTTP/2 preface, not
+ * all of it yet: `ngx_http_wait_request_handler` waits for the rest before
+ * it tells HTTP/2 from HTTP/1.x.
+ */
+const incompletePreface = (b: Buffer): boolean => b.length < H2_PREFACE.length && b.equals(H2_PREFACE.subarray(0, b.length));
 
 /** The largest TLS record a ClientHello can come in: 2^14 bytes and a header (RFC 8446 section 5.1). */
 const MAX_RECORD = 5 + 16384;
@@ -427,7 +373,7 @@ function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route:
         if (chunk.length === 0) return;
       }
       first = first ? Buffer.concat([first, chunk]) : chunk;
-      if (incompleteRecord(first)) return;
+      if (incompleteRecord(first) || (group.http2 && !group.ssl && incompletePreface(first))) return;
       done();
       socket.pause();
       route(socket, first);

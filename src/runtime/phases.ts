@@ -118,9 +118,12 @@ export function serveClientRequest(
  * `ngx_http_v2_state_process_header` closes the stream's request): in the
  * logs of the connection's server, with no request line (`$request` is
  * "-") and status 000, knowing the header fields read before the one that
- * ended it (`rawHeaders`, pseudo-headers first).
+ * ended it (`rawHeaders`, pseudo-headers first); `message` is logged first
+ * at info (a stream whose header block timed out).
  */
-export function logUnreadStream(cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[]): void {
+export function logUnreadStream(
+  cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[], message?: string,
+): void {
   const pseudo = new Map<string, string>();
   const headers: IncomingHttpHeaders = {};
   const raw: string[] = [];
@@ -142,39 +145,15 @@ export function logUnreadStream(cx: RuntimeContext, conn: ClientConnection, serv
   r.server = server;
   r.loc = server.conf;
   r.host = server.name;
-  r.action = 'logging request';
-  cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
-}
-
-/**
- * The headers of an HTTP/2 request as nginx sees them: pseudo-headers
- * removed, `:authority` as the Host header when there is none.
- */
-export function http2Headers(raw: IncomingHttpHeaders): IncomingHttpHeaders {
-  const out: IncomingHttpHeaders = {};
-  for (const name of Object.keys(raw)) if (name.charCodeAt(0) !== 58) out[name] = raw[name];
-  const authority = raw[':authority'];
-  if (out.host === undefined && typeof authority === 'string') out.host = authority;
-  return out;
-}
-
-/**
- * The header lines of an HTTP/2 request as nginx lists them: pseudo-headers
- * left out, and the `cookie` fields (HTTP/2 lets a client split them) made
- * one, joined with "; ", after the others (`ngx_http_v2_construct_cookie_header`),
- * which is how a proxied request sends them.
- */
-export function http2RawHeaders(raw: readonly string[]): string[] {
-  const out: string[] = [];
-  const cookies: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.charCodeAt(0) === 58) continue;
-    if (name === 'cookie') cookies.push(raw[i + 1]!);
-    else out.push(name, raw[i + 1]!);
+  if (message !== undefined) {
+    // (`while reading client request headers`, without request line nor host: nginx has none yet)
+    r.headersRead = false;
+    r.action = 'reading client request headers';
+    logRequest(cx, r, 'info', message);
+    r.headersRead = true;
   }
-  if (cookies.length > 0) out.push('cookie', cookies.join('; '));
-  return out;
+  r.action = 'logging request';
+  cx.accessLog.write(r.loc.accessLogs, r, (level, line) => logRequest(cx, r, level, line));
 }
 
 /** Why a request is refused before any phase, as nginx logs it (level info); 400 unless `status` says otherwise. */
@@ -250,6 +229,7 @@ async function refuse(ex: Exchange, set: ServerSet, host: string, refusal: Refus
   r.loc = r.server.conf;
   r.host = host || r.server.name;
   r.keepalive = false;
+  if (refusal.lineUnread) r.lineRead = false;
   if (!refusal.silent) return requestError(ex, refusal.message, refusal.reading, refusal.status);
   if (refusal.reading === 'request line') r.headersRead = false;
   r.action = `reading client ${refusal.reading}`;

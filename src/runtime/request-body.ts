@@ -18,16 +18,19 @@ import { logRequest } from './context.js';
 import type { Exchange } from './exchange.js';
 import type { HttpRequestState } from './request.js';
 import type { TempFile } from './temp-files.js';
+import type { LogLevel } from '../log/levels.js';
 
 /**
  * Whether `r` comes with a body, as nginx sees it: a `Content-Length` other
- * than 0, a `Transfer-Encoding` (HTTP/1.x), or an HTTP/2 stream whose
+ * than 0 or a `Transfer-Encoding` (HTTP/1.x), or an HTTP/2 stream whose
  * HEADERS frame did not end it (`body`: the stream's request).
  */
 export function requestHasBody(r: HttpRequestState, body: Readable | undefined): boolean {
+  // ngx_http_read_client_request_body reads an HTTP/2 body until the stream ends, whatever its length says
+  if (r.protocol === 'HTTP/2.0' && body !== undefined && 'expectsData' in body) return (body as Readable & { expectsData: boolean }).expectsData;
   const length = r.headers['content-length'];
   if (length !== undefined) return length !== '0';
-  return r.headers['transfer-encoding'] !== undefined || http2BodyOfUnknownLength(r, body);
+  return r.headers['transfer-encoding'] !== undefined;
 }
 
 /**
@@ -42,13 +45,12 @@ export function bodyOfUnknownLength(r: HttpRequestState, body: Readable | undefi
 
 function http2BodyOfUnknownLength(r: HttpRequestState, body: Readable | undefined): boolean {
   if (r.protocol !== 'HTTP/2.0' || body === undefined) return false;
-  const stream = (body as Readable & { stream?: { endAfterHeaders?: boolean } }).stream;
-  return stream?.endAfterHeaders === false;
+  return (body as Readable & { expectsData?: boolean }).expectsData === true;
 }
 
 /**
  * A request body a handler may discard instead of reading (an HTTP/1.x
- * connection's; HTTP/2 streams just drop their data).
+ * connection's, an HTTP/2 stream's).
  */
 export interface DiscardableBody {
   /**
@@ -56,6 +58,12 @@ export interface DiscardableBody {
    * on. Returns 400 when what has arrived is an invalid chunked body.
    */
   discard(): number | undefined;
+  /**
+   * The body is about to be read whole (`ngx_http_read_client_request_body`
+   * without `request_body_no_buffering`): an HTTP/2 stream opens its window
+   * all the way for it.
+   */
+  readWhole?(): void;
 }
 
 /**
@@ -248,6 +256,7 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
   // connection checks each chunk's size itself, as nginx's chunked filter does)
   const undeclared = r.headers['content-length'] === undefined;
   if ('maxBytes' in source) (source as Readable & { maxBytes: number }).maxBytes = max;
+  (source as Readable & Partial<DiscardableBody>).readWhole?.();
   const countHere = undeclared && !('maxBytes' in source);
   const chunks: Buffer[] = [];
   let size = 0;
@@ -315,7 +324,7 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
     // a body nginx refuses (an invalid chunked body): its status, with nginx's info line
     const status = (err as { status?: number }).status;
     if (status !== undefined && !gone) {
-      logRequest(cx, r, 'error', (err as Error).message);
+      logRequest(cx, r, (err as { level?: LogLevel }).level ?? 'error', (err as Error).message);
       return { status };
     }
     clientGone();

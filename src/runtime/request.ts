@@ -1,7 +1,7 @@
 /**
  * The state of one client request as jinx's phases see it, independent of the
- * protocol that carried it (node:http for HTTP/1.x, node:http2's compatibility
- * API for HTTP/2). It plays the part of nginx's `ngx_http_request_t`.
+ * protocol that carried it (jinx's own HTTP/1.x and HTTP/2 connections). It
+ * plays the part of nginx's `ngx_http_request_t`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';
@@ -87,6 +87,11 @@ export interface Refusal {
   readonly reading: 'request line' | 'request headers';
   /** No response is sent (the client went away or timed out); the request is only logged. */
   readonly silent?: boolean;
+  /**
+   * An HTTP/2 stream refused while its header block was read: nginx had no
+   * request line yet, so the log line has no `request:` and `$request` is empty.
+   */
+  readonly lineUnread?: boolean;
 }
 
 /** The phase a request is in, for the ` while …` part of error-log lines. */

@@ -5,7 +5,6 @@
  * and redirect pages (naming jinx), the `Server` header per `server_tokens`,
  * absolute `Location` per `absolute_redirect`, `add_header` and `expires`.
  */
-import type { Http2ServerResponse } from 'node:http2';
 import type { LocationConf } from '../config/route-table.js';
 import { parseExpires } from '../config/modules/headers.js';
 import { JINX_VERSION } from '../version.js';
@@ -262,7 +261,7 @@ const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
  * has one (`proxy_pass_header Server`), then `headers` in order; repeated
  * names become separate lines except `SINGLE_VALUED` ones, where the last
  * value wins. Each protocol writes the list its own way
- * (`Http1Target.head`, `writeHead` for HTTP/2).
+ * (`Http1Target.head`, `Http2Target.head`).
  */
 export function responseHeaders(
   r: HttpRequestState, status: number, headers: [string, string | string[]][],
@@ -293,36 +292,3 @@ export function responseHeaders(
   return { wire, list };
 }
 
-/** Header fields `ngx_http_v2_header_filter` leaves out: HTTP/1.x connection fields, which HTTP/2 has none of. */
-const HTTP1_ONLY = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
-
-/**
- * Sends status and headers on an HTTP/2 response (node:http2's
- * compatibility API), as `responseHeaders` lists them and
- * `ngx_http_v2_header_filter` sends them: without HTTP/1.x connection
- * fields, and in a HEADERS frame that ends the stream when no body follows
- * (a HEAD request, 204, 304, or `Content-Length: 0` without trailers to
- * come), where node:http2's compatibility response would send an empty
- * DATA frame after it to end the stream; with a body and no trailers, the
- * last DATA frame ends it, as nginx's does.
- * @returns whether the HEADERS frame ended the stream (nothing more is sent)
- */
-export function writeHead(r: HttpRequestState, res: Http2ServerResponse, status: number, headers: [string, string | string[]][]): boolean {
-  const { wire, list } = responseHeaders(r, status, headers);
-  let fin = r.method === 'HEAD' || wire === 204 || wire === 304;
-  for (const [name, value] of list) {
-    const lower = name.toLowerCase();
-    // (node:http2 refuses TE with another value than "trailers")
-    if (HTTP1_ONLY.has(lower) || (lower === 'te' && value !== 'trailers')) continue;
-    if (lower === 'content-length' && value === '0' && !r.expectTrailers) fin = true;
-    res.setHeader(lower, value);
-  }
-  if (res.stream.headersSent || res.stream.destroyed || (!fin && r.expectTrailers)) {
-    res.writeHead(wire);
-    return false;
-  }
-  // the compatibility response always waits for trailers, and so ends a stream with an empty DATA frame;
-  // without trailers to come, the last DATA frame carries END_STREAM
-  res.stream.respond({ ...res.getHeaders(), ':status': wire }, { endStream: fin });
-  return fin;
-}

@@ -212,6 +212,11 @@ export class RawH2 {
     this.socket.write(Buffer.concat(list.map(([s, f]) => headerFrames(s, headerBlock(f)))));
   }
 
+  /** Sends one frame as given. */
+  send(type: number, flags: number, stream: number, payload: Buffer): void {
+    this.socket.write(frame(type, flags, stream, payload));
+  }
+
   /** Resets a stream (RST_STREAM with `code`). */
   reset(stream: number, code: number): void {
     const payload = Buffer.alloc(4);

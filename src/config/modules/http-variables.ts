@@ -68,7 +68,7 @@ function requestHeader(r: HttpRequestState, name: string): string | undefined {
     if (SINGLE_HEADERS.has(name)) break;
   }
   if (out !== undefined || name !== 'host') return out;
-  // an HTTP/2 request's :authority, which node:http2 shows as its host
+  // an HTTP/2 stream logged before its header block was read: its :authority stands for the host
   const host = r.headers.host;
   return Array.isArray(host) ? host.join(', ') : host;
 }

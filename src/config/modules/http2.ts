@@ -2,8 +2,9 @@
  * HTTP/2 settings (`src/http/v2/ngx_http_v2_module.c`): `http2 on|off` per
  * server (nginx 1.25.1 and later): HTTP/2 by ALPN on TLS addresses, h2c
  * with prior knowledge on plain ones; `http2_max_concurrent_streams` per
- * server; `http2_body_preread_size` as the streams' initial window; the
- * buffer and frame sizes are checked, node:http2 applies its own.
+ * server; `http2_body_preread_size` as the streams' initial window;
+ * `http2_chunk_size` per location, the most a DATA frame carries; the
+ * other buffer sizes are checked (jinx sizes its buffers itself).
  */
 import { HTTP_SRV, HTTP_SRV_LOC } from '../flags.js';
 import { DirectiveFailure, fail, flagSetter, noEffect, numSetter, rule, sizeSetter, slot, type DirectiveSpec, type Rule } from '../spec.js';
@@ -23,6 +24,11 @@ export const http2MaxConcurrentStreams = slot('http2_max_concurrent_streams', 12
  * SETTINGS_INITIAL_WINDOW_SIZE of the connection's server (`ngx_http_v2_send_settings`).
  */
 export const http2BodyPrereadSize = slot('http2_body_preread_size', 65_536);
+/**
+ * `http2_chunk_size` (`ngx_conf_set_size_slot`, default 8k): the largest DATA
+ * frame of a response (`ngx_http_v2_send_chain`), per location.
+ */
+export const http2ChunkSize = slot('http2_chunk_size', 8192);
 
 /** `ngx_http_v2_obsolete`: a warning, whatever the value, as often as given. */
 const obsolete = (name: string, args: DirectiveSpec['args'], instead: string | undefined, contexts = HTTP_SRV): DirectiveSpec =>
@@ -31,7 +37,7 @@ const obsolete = (name: string, args: DirectiveSpec['args'], instead: string | u
   )));
 
 const tuning = (name: string, contexts: DirectiveSpec['contexts'], r: Rule): DirectiveSpec =>
-  noEffect({ name, module: V2, contexts, args: ['TAKE1'], note: 'node:http2 sizes HTTP/2 buffers and frames itself' }, r);
+  noEffect({ name, module: V2, contexts, args: ['TAKE1'], note: 'jinx sizes its HTTP/2 buffers itself' }, r);
 
 /** The post handlers of `src/http/v2/ngx_http_v2_module.c`, with its limits. */
 const recvBufferSize = (v: number): void => {
@@ -54,7 +60,13 @@ export const http2Directives: readonly DirectiveSpec[] = [
     set: numSetter(http2MaxConcurrentStreams),
   },
   tuning('http2_recv_buffer_size', ['http'], rule.size(recvBufferSize)),
-  tuning('http2_chunk_size', ['http', 'server', 'location'], rule.size(chunkSize)),
+  {
+    name: 'http2_chunk_size', module: V2, contexts: ['http', 'server', 'location'], args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      sizeSetter(http2ChunkSize)(d, cx);
+      chunkSize(cx.level.own(http2ChunkSize)!.value);
+    },
+  },
   {
     name: 'http2_body_preread_size', module: V2, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {

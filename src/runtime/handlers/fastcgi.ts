@@ -11,6 +11,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
+import type { LogLevel } from '../../log/levels.js';
 import type { FastcgiConf, UpstreamGroup } from '../../config/route-table.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
@@ -176,6 +177,17 @@ class BodyTimeoutError extends Error {}
 
 /** The client went away while its body was passed on: nginx's `client prematurely closed connection`, status 400. */
 class ClientGoneError extends Error {}
+
+/**
+ * A body passed on that its connection refused as it arrived (an HTTP/2
+ * stream's DATA past its `Content-Length`, or short of it): the request ends
+ * with its `status` and the connection's message, logged at `level`.
+ */
+class BodyRefusedError extends Error {
+  constructor(message: string, readonly status: number, readonly level: LogLevel) {
+    super(message);
+  }
+}
 
 /** Sends the request to the first address, then to the next ones of its group while `fastcgi_next_upstream` says so. */
 async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined): Promise<void> {
@@ -398,6 +410,9 @@ async function attempt(
           if (err instanceof BodyTimeoutError) {
             r.timedOut = true;
             giveUp(408);
+          } else if (err instanceof BodyRefusedError) {
+            logRequest(cx, r, err.level, err.message);
+            giveUp(err.status);
           } else if (err instanceof ClientGoneError) {
             logRequest(cx, r, 'info', 'client prematurely closed connection');
             r.status = 400;
@@ -471,14 +486,17 @@ async function attempt(
 /**
  * Reads a body passed on as it arrives, each read bounded by
  * `client_body_timeout` (`ngx_http_read_unbuffered_request_body`).
- * @throws BodyTimeoutError, ClientGoneError
+ * @throws BodyTimeoutError, ClientGoneError, BodyRefusedError
  */
 async function* passedChunks(stream: Readable, timeoutMs: number): AsyncGenerator<Buffer> {
   const it = stream.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
   for (;;) {
     let timer: NodeJS.Timeout | undefined;
     const next = await Promise.race([
-      it.next().catch(() => undefined),
+      it.next().catch((err: { status?: number; level?: LogLevel; message?: string }) => {
+        if (err.status === undefined) return undefined;
+        throw new BodyRefusedError(err.message ?? '', err.status, err.level ?? 'error');
+      }),
       new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), timeoutMs);
       }),

@@ -37,10 +37,10 @@ export interface Http1ResponseOwner {
   readonly exiting: boolean;
 }
 
-/** nginx's cached `Date` value, made once per second. */
+/** nginx's cached `Date` value (`ngx_cached_http_time`), made once per second. */
 let dateSecond = -1;
 let dateText = '';
-function httpDate(): string {
+export function httpDate(): string {
   const now = Date.now();
   const second = Math.floor(now / 1000);
   if (second !== dateSecond) {

@@ -1,0 +1,439 @@
+/**
+ * The response on an HTTP/2 stream, written as nginx's
+ * `src/http/v2/ngx_http_v2_filter_module.c` writes it: a HEADERS frame (with
+ * CONTINUATION frames past the client's frame size) whose block is encoded
+ * as `ngx_http_v2_header_filter` encodes it (`:status` indexed when the
+ * static table has it; `server`, `date`, `content-type`, `content-length`,
+ * `last-modified` and `location` as literals with incremental indexing of
+ * their static names; every other field a literal without indexing, names
+ * lowercased, strings Huffman-coded where that is shorter), then DATA frames
+ * of at most `http2_chunk_size` within the stream's and the connection's
+ * windows (`ngx_http_v2_send_chain`), the last one carrying END_STREAM, or
+ * a trailers HEADERS frame after them (`add_trailer`).
+ */
+import { EventEmitter } from 'node:events';
+import type { LocationConf } from '../../config/route-table.js';
+import { armSendTimer, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
+import { httpDate } from '../http1/response.js';
+import type { HttpRequestState } from '../request.js';
+import { responseHeaders, responseTrailers } from '../respond.js';
+import type { Http2Stream } from './connection.js';
+import { FLAG, FRAME, frameHeader } from './frames.js';
+import { STATIC_TABLE, writeInt, writeString } from './hpack.js';
+
+/** Header fields `ngx_http_v2_header_filter` leaves out: HTTP/1.x connection fields, which HTTP/2 has none of. */
+const HTTP1_ONLY = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/** Static-table indices of the fields nginx writes with incremental indexing, in its order. */
+const INDEXED_NAMES: readonly (readonly [string, number])[] = [
+  ['server', 54], ['date', 33], ['content-type', 31], ['content-length', 28], ['last-modified', 44], ['location', 46],
+];
+
+/** `:status` values of the static table, by code (`NGX_HTTP_V2_STATUS_*_INDEX`). */
+const STATUS_INDEX = new Map(STATIC_TABLE.flatMap(([n, v], i) => (n === ':status' ? [[Number(v), i + 1] as const] : [])));
+
+/** Body bytes a stream holds before `write` asks the handler to wait. */
+const HIGH_WATER_MARK = 64 * 1024;
+
+/**
+ * The header block of a response, as `ngx_http_v2_header_filter` encodes
+ * it; `passedServer` tells that `Server` came from the upstream
+ * (`proxy_pass_header`) and so is one of the other fields.
+ */
+export function encodeResponseHead(status: number, list: readonly (readonly [string, string | string[]])[], passedServer: boolean, date: string | undefined): Buffer {
+  const out: number[] = [];
+  const index = STATUS_INDEX.get(status);
+  if (index !== undefined) out.push(0x80 | index);
+  else {
+    out.push(0x40 | 8, 3);
+    for (const c of String(status).padStart(3, '0').slice(-3)) out.push(c.charCodeAt(0));
+  }
+  const literal = (value: string): void => writeString(out, Buffer.from(value, 'latin1'), false);
+  const done = new Set<number>();
+  for (const [lower, idx] of INDEXED_NAMES) {
+    if (lower === 'date' && date !== undefined) {
+      writeInt(out, 0x40, 6, idx);
+      literal(date);
+      continue;
+    }
+    if (lower === 'server' && passedServer) continue;
+    for (let i = 0; i < list.length; i++) {
+      const [name, value] = list[i]!;
+      if (name.length !== lower.length || name.toLowerCase() !== lower) continue;
+      done.add(i);
+      for (const v of Array.isArray(value) ? value : [value]) {
+        writeInt(out, 0x40, 6, idx);
+        if (lower === 'content-length') {
+          // ngx_http_v2_header_filter writes the length raw
+          writeInt(out, 0, 7, v.length);
+          for (const c of v) out.push(c.charCodeAt(0));
+        } else literal(v);
+      }
+      if (lower === 'date') break;
+    }
+  }
+  for (let i = 0; i < list.length; i++) {
+    if (done.has(i)) continue;
+    const [name, value] = list[i]!;
+    const lower = name.toLowerCase();
+    if (HTTP1_ONLY.has(lower)) continue;
+    for (const v of Array.isArray(value) ? value : [value]) {
+      out.push(0);
+      writeString(out, Buffer.from(name, 'latin1'), true);
+      literal(v);
+    }
+  }
+  return Buffer.from(out);
+}
+
+/** A header block of trailer fields (`ngx_http_v2_create_trailers_frame`), or undefined when there are none. */
+function encodeTrailers(trailers: readonly [string, string][]): Buffer | undefined {
+  if (trailers.length === 0) return undefined;
+  const out: number[] = [];
+  for (const [name, value] of trailers) {
+    out.push(0);
+    writeString(out, Buffer.from(name, 'latin1'), true);
+    writeString(out, Buffer.from(value, 'latin1'), false);
+  }
+  return Buffer.from(out);
+}
+
+/** The response to one stream's request. */
+export class Http2Target implements ClientResponseTarget {
+  /** The encoded header block, once `head` was called; `headFin` when it ends the stream. */
+  private headBlock: Buffer | undefined;
+  private headFin = false;
+  private headSent = false;
+  private readonly pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Body bytes the handler wrote, and the length the header declared (-1: none). */
+  private written = 0;
+  private declared = -1;
+  private ended = false;
+  /** The frame with END_STREAM was written (or the stream was reset). */
+  private finSent = false;
+  private trailersOf: HttpRequestState | undefined;
+  /** The response was cut short: what was given goes out, then the stream is reset. */
+  private cutShort = false;
+  /** The trailers' block once made (null: not yet). */
+  private trailerBlock: Buffer | undefined | null = null;
+  private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
+  private readonly closeListeners: ((completed: boolean) => void)[] = [];
+  private closedOnce = false;
+  private gone_ = false;
+  private needDrain = false;
+  /** `drain` and `close`, for the send timer and handlers waiting to write. */
+  private readonly events = new EventEmitter();
+  private sendTimeout: SendTimeout | undefined;
+  private sendTimer: NodeJS.Timeout | undefined;
+  private conf: LocationConf | undefined;
+  /** Frames written for the response, headers included (`$bytes_sent`: nginx counts each frame's header and payload). */
+  bytesSent = 0;
+
+  constructor(private readonly stream: Http2Stream, readonly headOnly: boolean) {}
+
+  get requestBodyBytes(): number {
+    return this.stream.requestLength;
+  }
+
+  get started(): boolean {
+    return this.headBlock !== undefined;
+  }
+
+  watchSend(timeout: SendTimeout): void {
+    this.sendTimeout = timeout;
+  }
+
+  /** `http2_chunk_size` of the location the response was made in (8k by default). */
+  private get chunkSize(): number {
+    return this.conf?.http2ChunkSizeBytes ?? 8192;
+  }
+
+  head(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
+    if (this.gone_ || this.headBlock !== undefined) return;
+    const passedServer = headers.some(([n]) => n.length === 6 && n.toLowerCase() === 'server');
+    const { wire, list } = responseHeaders(r, status, headers);
+    let date: string | undefined;
+    if (!list.some(([n]) => n.length === 4 && n.toLowerCase() === 'date')) {
+      date = httpDate();
+      r.sentHeaders['date'] = date;
+    }
+    this.conf = r.loc;
+    let fin = this.headOnly || wire === 204 || wire === 304;
+    if (!fin && !r.expectTrailers && list.some(([n, v]) => n.toLowerCase() === 'content-length' && v === '0')) fin = true;
+    if (!fin && r.expectTrailers) this.trailersOf = r;
+    this.headFin = fin;
+    const length = list.find(([n]) => n.toLowerCase() === 'content-length')?.[1];
+    if (typeof length === 'string' && /^\d+$/.test(length)) this.declared = Number(length);
+    this.headBlock = encodeResponseHead(wire, list, passedServer, date);
+    this.stream.conn.wantsToSend(this.stream);
+  }
+
+  flushHead(): void {
+    if (this.headBlock !== undefined) this.stream.conn.wantsToSend(this.stream);
+  }
+
+  write(chunk: Buffer | string): boolean {
+    if (this.gone_ || this.ended || this.headFin || this.finSent || this.cutShort) return !this.gone_;
+    const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
+    if (data.length === 0) return !this.needDrain;
+    this.pending.push(data);
+    this.pendingBytes += data.length;
+    this.written += data.length;
+    this.stream.conn.wantsToSend(this.stream);
+    if (this.pendingBytes >= HIGH_WATER_MARK) {
+      this.needDrain = true;
+      this.armSendTimer();
+      return false;
+    }
+    return true;
+  }
+
+  end(chunk?: Buffer | string): void {
+    if (this.ended) return;
+    if (chunk !== undefined) this.write(chunk);
+    this.ended = true;
+    this.abortListener = undefined;
+    if (this.gone_ || this.finSent) {
+      this.finish(!this.gone_);
+      return;
+    }
+    this.stream.conn.wantsToSend(this.stream);
+  }
+
+  /**
+   * `send_timeout` while written data waits for the socket (`ngx_http_writer`);
+   * a stream waiting for the client's window has no timer (the write event
+   * is `delayed`), so the timer starts over then.
+   */
+  private armSendTimer(): void {
+    const timeout = this.sendTimeout;
+    if (!timeout || this.sendTimer) return;
+    this.sendTimer = armSendTimer(this.events, {
+      ms: () => timeout.ms(),
+      expired: () => {
+        if (this.stream.conn.windowClosed(this.stream)) this.armSendTimer();
+        else timeout.expired();
+      },
+    }, () => {
+      this.sendTimer = undefined;
+    });
+  }
+
+  /** Whether frames wait to be written: the header block, body bytes, or the end of the stream. */
+  get hasOutput(): boolean {
+    if (this.gone_ || this.finSent) return false;
+    if (this.headBlock !== undefined && !this.headSent) return true;
+    if (this.cutShort) return this.pendingBytes > 0;
+    return this.headSent && (this.pendingBytes > 0 || (this.ended && !this.headFin));
+  }
+
+  /**
+   * The frames to write now, DATA within `window` octets
+   * (`ngx_http_v2_send_chain`): the header block first, body bytes in
+   * frames of the chunk size (and the client's frame size) at most, END_STREAM
+   * on the last (or an empty DATA frame, or the trailers, once the response ended).
+   */
+  frames(window: number): { frames: Buffer[]; dataBytes: number } {
+    const frames: Buffer[] = [];
+    let dataBytes = 0;
+    const { conn, id } = this.stream;
+    if (this.headBlock !== undefined && !this.headSent) {
+      this.headSent = true;
+      frames.push(...this.headerFrames(FRAME.HEADERS, this.headBlock, this.headFin));
+      if (this.headFin) this.finSent = true;
+    }
+    const frameSize = Math.min(this.chunkSize, conn.frameSize);
+    while (this.pendingBytes > 0 && window > 0 && !this.finSent) {
+      const size = Math.min(frameSize, window, this.pendingBytes);
+      const payload = this.take(size);
+      // the last DATA frame ends the stream, as soon as what the header declared was written
+      // (nginx's output chain then carries last_buf with the data), unless trailers follow
+      const last = !this.cutShort && this.pendingBytes === 0 && (this.ended || this.written === this.declared) && this.trailers() === undefined;
+      frames.push(frameHeader(size, FRAME.DATA, last ? FLAG.END_STREAM : 0, id), payload);
+      this.bytesSent += 9 + size;
+      dataBytes += size;
+      window -= size;
+      if (last) this.finSent = true;
+    }
+    if (this.ended && !this.cutShort && this.pendingBytes === 0 && !this.finSent && this.headSent) {
+      const trailers = this.trailers();
+      if (trailers) frames.push(...this.headerFrames(FRAME.HEADERS, trailers, true));
+      else {
+        frames.push(frameHeader(0, FRAME.DATA, FLAG.END_STREAM, id));
+        this.bytesSent += 9;
+      }
+      this.finSent = true;
+    }
+    return { frames, dataBytes };
+  }
+
+  /**
+   * The trailers' header block, made once when the body ends
+   * (`ngx_http_v2_create_trailers_frame`): undefined without `add_trailer`
+   * fields that apply, and then the last DATA frame ends the stream.
+   */
+  private trailers(): Buffer | undefined {
+    if (!this.trailersOf) return undefined;
+    if (this.trailerBlock === null) this.trailerBlock = encodeTrailers(responseTrailers(this.trailersOf));
+    return this.trailerBlock;
+  }
+
+  /** A header block in a HEADERS frame and CONTINUATION frames past the client's frame size (`ngx_http_v2_create_headers_frame`). */
+  private headerFrames(type: number, block: Buffer, fin: boolean): Buffer[] {
+    const { conn, id } = this.stream;
+    const out: Buffer[] = [];
+    let rest = block;
+    let flags = fin ? FLAG.END_STREAM : 0;
+    for (;;) {
+      const size = Math.min(rest.length, conn.frameSize);
+      if (size === rest.length) flags |= FLAG.END_HEADERS;
+      out.push(frameHeader(size, type, flags, id), rest.subarray(0, size));
+      rest = rest.subarray(size);
+      if (rest.length === 0) break;
+      type = FRAME.CONTINUATION;
+      flags = 0;
+    }
+    this.bytesSent += 9 + block.length;
+    return out;
+  }
+
+  private take(size: number): Buffer {
+    const first = this.pending[0]!;
+    if (first.length === size) {
+      this.pending.shift();
+      this.pendingBytes -= size;
+      return first;
+    }
+    if (first.length > size) {
+      this.pending[0] = first.subarray(size);
+      this.pendingBytes -= size;
+      return first.subarray(0, size);
+    }
+    const out = Buffer.allocUnsafe(size);
+    let o = 0;
+    while (o < size) {
+      const b = this.pending[0]!;
+      const n = Math.min(b.length, size - o);
+      b.copy(out, o, 0, n);
+      o += n;
+      if (n === b.length) this.pending.shift();
+      else this.pending[0] = b.subarray(n);
+    }
+    this.pendingBytes -= size;
+    return out;
+  }
+
+  /** After the connection wrote this stream's frames: a handler waiting to write hears `drain`; a finished response closes the stream. */
+  afterWrite(): void {
+    if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK && this.stream.conn.socketBuffered < HIGH_WATER_MARK) {
+      this.needDrain = false;
+      this.events.emit('drain');
+    } else if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK) {
+      this.stream.conn.onSocketDrain(() => this.afterWrite());
+    }
+    if (this.finSent) {
+      this.stream.outClosed = true;
+      if (this.ended || this.cutShort) this.finish(true);
+    } else if (this.cutShort && !this.hasOutput) {
+      this.reset(false);
+    }
+  }
+
+  /**
+   * Gives up a response the client stopped taking (`send_timeout`): the
+   * handler hears of it as of a client that left (with ETIMEDOUT), then the
+   * stream is reset (PROTOCOL_ERROR, as nginx resets a stream that timed out).
+   */
+  timedOut(): void {
+    const listener = this.abortListener;
+    this.abortListener = undefined;
+    listener?.(Object.assign(new Error('client timed out'), { code: 'ETIMEDOUT' }));
+    this.reset(true);
+  }
+
+  get bufferedBytes(): number {
+    return this.pendingBytes;
+  }
+
+  get gone(): boolean {
+    return this.gone_;
+  }
+
+  get highWaterMark(): number {
+    return HIGH_WATER_MARK;
+  }
+
+  onDrain(cb: () => void): void {
+    if (this.gone_ || !this.needDrain) {
+      queueMicrotask(cb);
+      return;
+    }
+    const fire = (): void => {
+      this.events.off('drain', fire).off('close', fire);
+      cb();
+    };
+    this.events.on('drain', fire).on('close', fire);
+  }
+
+  /**
+   * Resets the stream (RST_STREAM INTERNAL_ERROR, as nginx resets a stream it
+   * gives up); the connection stays. With `flush` (a response cut short
+   * upstream), the header and body given so far go out first.
+   */
+  abort(how?: 'flush' | 'reset'): void {
+    if (how === 'flush' && !this.gone_ && !this.ended && this.headBlock !== undefined && (!this.headSent || this.pendingBytes > 0)) {
+      this.cutShort = true;
+      this.abortListener = undefined;
+      this.stream.conn.wantsToSend(this.stream);
+      return;
+    }
+    this.reset(false);
+  }
+
+  /** Resets the stream: RST_STREAM INTERNAL_ERROR, or PROTOCOL_ERROR after a timeout (`ngx_http_v2_close_stream`). */
+  private reset(timedOut: boolean): void {
+    if (this.closedOnce) return;
+    this.abortListener = undefined;
+    this.ended = true;
+    this.gone_ = true;
+    this.pending.length = 0;
+    this.pendingBytes = 0;
+    this.finish(false, timedOut);
+  }
+
+  onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
+    this.abortListener = cb;
+  }
+
+  readonly tunnelable = false;
+
+  tunnel(): undefined {
+    return undefined;
+  }
+
+  whenClosed(cb: (completed: boolean) => void): void {
+    this.closeListeners.push(cb);
+  }
+
+  /** The client reset the stream or the connection ended: the handler hears of it, and the response is over. */
+  clientGone(): void {
+    if (this.closedOnce) return;
+    this.gone_ = true;
+    const listener = this.abortListener;
+    this.abortListener = undefined;
+    listener?.(Object.assign(new Error('stream reset'), { code: 'ECONNRESET' }));
+    if (this.ended || listener === undefined) this.finish(false);
+  }
+
+  /** The response is over: the stream closes and the request is logged. */
+  private finish(completed: boolean, timedOut = false): void {
+    if (this.closedOnce) return;
+    this.closedOnce = true;
+    clearTimeout(this.sendTimer);
+    this.events.emit('close');
+    this.stream.finished = true;
+    this.stream.conn.closeStream(this.stream, timedOut);
+    for (const cb of this.closeListeners.splice(0)) cb(completed);
+  }
+}
