@@ -21,6 +21,7 @@ import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
+import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
 import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
 import {
@@ -162,7 +163,8 @@ export async function fastcgiRequest(ex: Exchange): Promise<void> {
     body = read;
   }
   try {
-    await exchange(ex, conf, body);
+    const start = conf.cache ? await cacheStart(ex, conf.cache) : undefined;
+    if (start?.kind !== 'served') await exchange(ex, conf, body, start?.store);
   } finally {
     if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
@@ -178,11 +180,16 @@ class BodyTimeoutError extends Error {}
 class ClientGoneError extends Error {}
 
 /** Sends the request to the first address, then to the next ones of its group while `fastcgi_next_upstream` says so. */
-async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined): Promise<void> {
+async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, store: CacheStore | undefined): Promise<void> {
   const choice = await address(ex, conf);
-  if (!choice) return;
+  if (!choice) {
+    store?.abort();
+    return;
+  }
   let peer: FastcgiAddress | undefined = choice.peer;
-  for (let retry = false; peer; retry = true) peer = await attempt(ex, conf, body, peer, choice.attempts, retry);
+  for (let retry = false; peer; retry = true) peer = await attempt(ex, conf, body, peer, choice.attempts, retry, store);
+  // whatever did not reach the store's commit is not cached
+  store?.abort();
 }
 
 /** The group whose idle connections a request to `addr` may use and keep, when `fastcgi_keep_conn` is on. */
@@ -199,6 +206,7 @@ function keepingGroup(ex: Exchange, conf: FastcgiConf, addr: FastcgiAddress): Up
  */
 async function attempt(
   ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
+  store: CacheStore | undefined,
 ): Promise<FastcgiAddress | undefined> {
   const { r, cx, out } = ex;
   const state = startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
@@ -330,10 +338,11 @@ async function attempt(
         void acceleratedRedirect(ex, redirect).then(done, done);
         return 'stop';
       }
+      const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers) ?? false;
       applyHeadersModule(r, parsed.status, parsed.headers);
       out.head(r, parsed.status, parsed.headers, parsed.reason);
-      // nginx finalizes the upstream request once the header of a HEAD, 204 or 304 response is sent
-      if (out.headOnly || parsed.status === 204 || parsed.status === 304) {
+      // nginx finalizes the upstream request once the header of a HEAD, 204 or 304 response is sent, unless it is being cached
+      if (!caching && (out.headOnly || parsed.status === 204 || parsed.status === 304)) {
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
@@ -361,6 +370,8 @@ async function attempt(
       header: onHeader,
       stdout: (data) => {
         bodyBytes += data.length;
+        store?.write(data);
+        if (out.headOnly) return;
         r.bodyBytesSent += data.length;
         spool!.push(data);
       },
@@ -368,6 +379,7 @@ async function attempt(
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
+        store?.commit();
         release(reusable && bodySent);
         spool!.end();
         void spool!.done.then(done);
@@ -436,6 +448,7 @@ async function attempt(
       stage = 'done';
       r.action = 'sending to client';
       settled = true;
+      store?.commit();
       endAttempt(state, wire, bodyBytes);
       spool!.end();
       void spool!.done.then(done);
