@@ -259,7 +259,9 @@ const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
 /**
  * The status sent on the wire and the response headers in order, recorded
  * for `$status` and `$sent_http_*`: jinx's `Server` first unless the list
- * has one (`proxy_pass_header Server`), then `headers` in order; repeated
+ * has one (`proxy_pass_header Server`; a `Server` or `Date` with an empty
+ * list of values keeps nginx's own out and is not sent either, as the null
+ * header `ngx_http_proxy_process_header` adds for an upstream without one), then `headers` in order; repeated
  * names become separate lines except `SINGLE_VALUED` ones, where the last
  * value wins. Each protocol writes the list its own way
  * (`Http1Target.head`, `writeHead` for HTTP/2).
@@ -313,7 +315,8 @@ export function writeHead(r: HttpRequestState, res: Http2ServerResponse, status:
   for (const [name, value] of list) {
     const lower = name.toLowerCase();
     // (node:http2 refuses TE with another value than "trailers")
-    if (HTTP1_ONLY.has(lower) || (lower === 'te' && value !== 'trailers')) continue;
+    // (an empty list: a header that holds nginx's own back and is itself not sent, see `responseHeaders`)
+    if (HTTP1_ONLY.has(lower) || (lower === 'te' && value !== 'trailers') || (Array.isArray(value) && value.length === 0)) continue;
     if (lower === 'content-length' && value === '0' && !r.expectTrailers) fin = true;
     res.setHeader(lower, value);
   }

@@ -23,7 +23,7 @@ export interface EntryHead {
   readonly dateSec: number;
   readonly status: number;
   readonly reason: string;
-  readonly headers: readonly [string, string][];
+  readonly headers: readonly [string, string | string[]][];
   readonly upstreamHeaders: readonly string[];
   /** `Last-Modified` and `ETag` of a 200/206 entry, for `proxy_cache_revalidate`. */
   readonly lastModified: string | undefined;

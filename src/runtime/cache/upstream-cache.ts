@@ -70,7 +70,7 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
   const evaluate = (v: { evaluate: (x: typeof r) => string }): string => v.evaluate(r);
   if (predicatesHold(conf.bypass, evaluate)) {
     r.cacheStatus = 'BYPASS';
-    return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key) };
+    return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, true, false) };
   }
   e.uses++;
   let waited = false;
@@ -93,16 +93,16 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
       // ngx_http_file_cache_lock: wait for the request that updates the entry, at most *_cache_lock_timeout
       const timedOut = await waitForUpdate(e, conf.lockTimeoutMs);
       if (timedOut) {
+        // the response is not cached (ngx_http_file_cache_lock_wait: "cache lock timeout")
         r.cacheStatus = found ? 'EXPIRED' : 'MISS';
-        return NO_STORE;
+        return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, false, found !== undefined) };
       }
       continue;
     }
     r.cacheStatus = found ? 'EXPIRED' : 'MISS';
     if (found && conf.revalidate) r.cacheValidators = { lastModified: found.head.lastModified, etag: found.head.etag };
     await found?.fh.close();
-    if (e.uses < conf.minUses) return NO_STORE;
-    return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key) };
+    return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined) };
   }
 }
 
@@ -208,8 +208,12 @@ export class CacheStore {
     private readonly zone: CacheZone,
     private readonly e: IndexEntry,
     private readonly key: string,
+    /** Whether the response may be stored (`*_cache_min_uses` reached, no lock timeout). */
+    private readonly mayStore: boolean,
+    /** Whether an expired entry is there to send instead of an error (`*_cache_use_stale`). */
+    private readonly hasStale: boolean,
   ) {
-    if (e.updatingSinceMs === undefined || Date.now() - e.updatingSinceMs >= conf.lockAgeMs) {
+    if (mayStore && (e.updatingSinceMs === undefined || Date.now() - e.updatingSinceMs >= conf.lockAgeMs)) {
       e.updatingSinceMs = Date.now();
       this.owner = true;
     }
@@ -226,8 +230,12 @@ export class CacheStore {
    * module; `upstreamHeaders` as received (names and values alternating).
    * Returns whether the body is to be copied with `write`.
    */
-  begin(status: number, reason: string, upstreamHeaders: readonly string[], headers: readonly [string, string][]): boolean {
+  begin(status: number, reason: string, upstreamHeaders: readonly string[], headers: readonly [string, string | string[]][]): boolean {
     const { r } = this.ex;
+    if (!this.mayStore) {
+      this.end();
+      return false;
+    }
     const nowSec = Math.floor(Date.now() / 1000);
     const validSec = predicatesHold(this.conf.noCache, (v) => v.evaluate(r)) ? undefined : cacheValidity(this.conf, status, upstreamHeaders, nowSec);
     if (validSec === undefined) {
@@ -264,15 +272,18 @@ export class CacheStore {
     }).catch((err: Error) => this.fail(err));
   }
 
-  /** The whole response was read: the entry is put in place (`ngx_http_file_cache_update`). */
-  commit(): void {
+  /**
+   * The whole response was read: the entry is put in place
+   * (`ngx_http_file_cache_update`). Settles once it is (or failed, logged).
+   */
+  commit(): Promise<void> {
     if (!this.active) {
       this.abort();
-      return;
+      return Promise.resolve();
     }
     this.ended = true;
     const fh = this.fh!;
-    void this.writes.then(async () => {
+    return this.writes.then(async () => {
       const h = await fh;
       if (!h || this.failed) return;
       await h.close();
@@ -297,6 +308,29 @@ export class CacheStore {
       await h?.close();
       await unlink(this.tempPath).catch(() => undefined);
     }).catch(() => undefined).finally(() => this.release());
+  }
+
+  /**
+   * Whether the expired entry is sent instead of the upstream's failure
+   * `condition` (`error`, `timeout`, `invalid_header`, `http_500` …), as
+   * `*_cache_use_stale` says (`ngx_http_upstream_next`, `…_test_next`).
+   */
+  staleFor(condition: string): boolean {
+    return this.hasStale && this.ex.r.cacheStatus === 'EXPIRED' && this.conf.useStale.has(condition);
+  }
+
+  /**
+   * Sends the expired entry (STALE) in place of the upstream's response;
+   * nothing is stored. False when the entry is gone meanwhile (the caller
+   * answers with its error).
+   */
+  async sendStale(): Promise<boolean> {
+    this.abort();
+    const found = await this.zone.openEntry(this.e, this.key);
+    if (!found) return false;
+    this.ex.r.cacheStatus = 'STALE';
+    await sendEntry(this.ex, found.head, found.fh);
+    return true;
   }
 
   /** Ends a store that never began. */

@@ -379,10 +379,12 @@ async function attempt(
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
-        store?.commit();
         release(reusable && bodySent);
-        spool!.end();
-        void spool!.done.then(done);
+        // a cached response is in place before the response ends, as nginx renames the file first
+        void (store?.commit() ?? Promise.resolve()).then(() => {
+          spool!.end();
+          return spool!.done;
+        }).then(done);
       },
     });
 
@@ -448,10 +450,11 @@ async function attempt(
       stage = 'done';
       r.action = 'sending to client';
       settled = true;
-      store?.commit();
       endAttempt(state, wire, bodyBytes);
-      spool!.end();
-      void spool!.done.then(done);
+      void (store?.commit() ?? Promise.resolve()).then(() => {
+        spool!.end();
+        return spool!.done;
+      }).then(done);
     };
     const onData = (chunk: Buffer): void => {
       if (settled) return;

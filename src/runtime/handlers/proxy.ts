@@ -412,7 +412,12 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: dest.scheme, uri: dest.uri,
     });
     if (typeof next === 'number') {
-      this.store?.abort();
+      const { store } = this;
+      if (store?.staleFor(condition)) {
+        void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, next))).then(this.resolve, this.resolve);
+        return;
+      }
+      store?.abort();
       ex.r.action = 'sending to client';
       void finalize(ex, next).then(this.resolve, this.resolve);
       return;
@@ -516,6 +521,17 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.next(condition, undefined);
       return false;
     }
+    if (condition && this.store?.staleFor(condition)) {
+      // ngx_http_upstream_test_next: the expired entry goes out instead
+      ex.r.upstream!.status = statusCode;
+      attempts?.done();
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('stale'));
+      this.endState();
+      const store = this.store;
+      void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, statusCode))).then(this.resolve, this.resolve);
+      return false;
+    }
     attempts?.done();
     removeCleanBody(this.request.body);
     this.resumeReading = resume;
@@ -525,7 +541,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     up.headerTimeMs = Date.now() - up.startMs;
     up.bytesReceived = this.wire.received;
     const received: string[] = [];
-    const outHeaders: [string, string][] = [];
+    const outHeaders: [string, string | string[]][] = [];
     // the header's size in the header buffer: status line, header lines, blank line
     let headerBytes = 15 + statusText.length;
     let buffering = p.buffering;
@@ -555,6 +571,12 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       outHeaders.push([name, value]);
     }
     up.headers = received;
+    // ngx_http_proxy_process_header: an upstream without Server or Date has a null one, which, passed with
+    // proxy_pass_header, keeps nginx's own out of the response
+    for (const name of ['Server', 'Date']) {
+      const lower = name.toLowerCase();
+      if (!p.hideHeaders.has(lower) && !outHeaders.some(([n]) => n.toLowerCase() === lower)) outHeaders.push([name, []]);
+    }
     if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
       this.store?.abort();
       keepInterceptedHeaders(r, statusCode, received);
@@ -575,10 +597,20 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       void acceleratedRedirect(ex, redirect).then(this.resolve, this.resolve);
       return false;
     }
-    this.store?.begin(statusCode, statusText, received, outHeaders);
+    const caching = this.store?.begin(statusCode, statusText, received, outHeaders) ?? false;
     applyHeadersModule(r, statusCode, outHeaders);
     // the response filters run while nginx still reads the header (their log lines say so)
     out.head(r, statusCode, outHeaders, statusText);
+    if (out.headOnly && this.store && !caching) {
+      // ngx_http_upstream_send_response: a HEAD (sent upstream as GET) whose response is not cached ends with its header
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('header only'));
+      this.endState();
+      r.action = 'sending to client';
+      out.end();
+      this.resolve();
+      return false;
+    }
     r.action = 'reading upstream';
     this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes, chunked);
     // body data that came with the header is taken first, in this same parser run
@@ -646,10 +678,17 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   /** `trailers`: names and values alternating, as Buffers (undici's types say strings). */
   onComplete(trailers: string[] | null): void {
     this.complete = true;
-    this.store?.commit();
     if (trailers) this.state.trailers = (trailers as (string | Buffer)[]).map((b) => (typeof b === 'string' ? b : b.toString('latin1')));
     this.endState();
     this.ex.r.action = 'sending to client';
+    // a cached response is in place before the response ends, as nginx renames the file first
+    const committed = this.store?.commit();
+    if (committed) void committed.then(() => this.finish());
+    else this.finish();
+  }
+
+  /** Ends the response once the whole of it was read. */
+  private finish(): void {
     if (!this.spool) {
       this.ex.out.end();
       this.resolve();
