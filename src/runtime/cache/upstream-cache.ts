@@ -435,9 +435,12 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
       out.end();
       return;
     }
-    for (const part of parts) {
+    for (const [i, part] of parts.entries()) {
       if (part.head && !writeBody(ex, Buffer.from(part.head, 'latin1'))) return;
-      if (!(await streamPart(ex, fh, head.bodyOffset + part.range.start, part.range.end - part.range.start))) return;
+      // the body's last bytes end the response, as nginx's last buffer (the filters then see it whole)
+      const last = i === parts.length - 1 && !trailer;
+      if (!(await streamPart(ex, fh, head.bodyOffset + part.range.start, part.range.end - part.range.start, last))) return;
+      if (last) return;
     }
     if (trailer && !writeBody(ex, Buffer.from(trailer, 'latin1'))) return;
     out.end();
@@ -459,13 +462,15 @@ const READ_BYTES = 64 * 1024;
 
 /**
  * Streams `length` bytes of the entry's file from `position`, waiting for
- * the client to take each piece; false when it went away or the file could
- * not be read (the connection is then closed, as nginx does).
+ * the client to take each piece; with `last`, the last piece ends the
+ * response. False when the client went away or the file could not be read
+ * (the connection is then closed, as nginx does).
  */
-async function streamPart(ex: Exchange, fh: FileHandle, position: number, length: number): Promise<boolean> {
+async function streamPart(ex: Exchange, fh: FileHandle, position: number, length: number, last: boolean): Promise<boolean> {
   const { r, out, cx } = ex;
   let left = length;
   let at = position;
+  if (left === 0 && last) out.end();
   while (left > 0) {
     if (out.gone) return false;
     const buf = Buffer.allocUnsafe(Math.min(READ_BYTES, left));
@@ -485,7 +490,12 @@ async function streamPart(ex: Exchange, fh: FileHandle, position: number, length
     left -= n;
     at += n;
     r.bodyBytesSent += n;
-    if (!out.write(n === buf.length ? buf : buf.subarray(0, n))) {
+    const piece = n === buf.length ? buf : buf.subarray(0, n);
+    if (last && left === 0) {
+      out.end(piece);
+      return true;
+    }
+    if (!out.write(piece)) {
       await new Promise<void>((resolve) => out.onDrain(resolve));
     }
   }

@@ -190,7 +190,8 @@ export class CacheZone {
       for (const name of names) {
         const path = `${dir}/${name}`;
         if (name.endsWith('.tmp')) {
-          await rm(path, { force: true });
+          // left over by an earlier process (this one's are being written)
+          if (!name.endsWith(`.${process.pid}.tmp`) && !name.includes(`.${process.pid}.`)) await rm(path, { force: true });
           continue;
         }
         if (depth < this.conf.levels.length) {

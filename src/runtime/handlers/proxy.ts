@@ -383,6 +383,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private tunneled = false;
   /** The bytes of this attempt on its connection. */
   private readonly wire = new WireMeter();
+  /** The last bytes of a response being cached, sent once its entry is in place. */
+  private heldLast: Buffer | undefined;
 
   constructor(
     private readonly ex: Exchange,
@@ -670,8 +672,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { out, r } = this.ex;
     if (out.headOnly || !this.spool) return true;
     r.bodyBytesSent += chunk.length;
-    if (this.receivedBytes === this.expectedBytes) this.spool.pushLast(chunk);
-    else this.spool.push(chunk);
+    if (this.receivedBytes !== this.expectedBytes) this.spool.push(chunk);
+    // a response being cached ends once its entry is in place (see onComplete)
+    else if (this.store?.active) this.heldLast = chunk;
+    else this.spool.pushLast(chunk);
     return !this.paused;
   }
 
@@ -694,6 +698,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.resolve();
       return;
     }
+    if (this.heldLast) this.spool.pushLast(this.heldLast);
     this.spool.end();
     void this.spool.done.then(this.resolve);
   }
