@@ -4,10 +4,14 @@
  * header and body; jinx writes its own header, with the same facts, then the
  * body as the upstream sent it:
  *
- *     JINXCACHE 1 <length of the JSON>\n
- *     {"key":…,"validSec":…,"dateSec":…,"status":…,"reason":…,"headers":[…],"upstreamHeaders":[…],
+ *     JINXCACHE 2 <length of the JSON, 10 digits> <validity, 12 digits>\n
+ *     {"key":…,"dateSec":…,"status":…,"reason":…,"headers":[…],"upstreamHeaders":[…],
  *      "lastModified":…,"etag":…}\n
  *     <body>
+ *
+ * The validity (seconds since the epoch) has a fixed width in the first
+ * line, so that a revalidation rewrites only that line
+ * (`ngx_http_file_cache_update_header`).
  *
  * `headers` are those the client gets before the headers module
  * (`add_header`) runs; `upstreamHeaders` as received, for `$upstream_http_*`.
@@ -36,14 +40,24 @@ export interface ReadEntryHead extends EntryHead {
   readonly fileBytes: number;
 }
 
-const MAGIC = 'JINXCACHE 1 ';
-/** The longest first line: the magic and a length. */
-const FIRST_LINE_MAX = 64;
+const MAGIC = 'JINXCACHE 2 ';
+/** The first line: the magic, the JSON's length and the validity, fixed width. */
+const FIRST_LINE_BYTES = MAGIC.length + 10 + 1 + 12 + 1;
+
+function firstLine(jsonBytes: number, validSec: number): Buffer {
+  return Buffer.from(`${MAGIC}${String(jsonBytes).padStart(10, '0')} ${String(validSec).padStart(12, '0')}\n`, 'latin1');
+}
 
 /** Encodes an entry's header. */
 export function encodeEntryHead(head: EntryHead): Buffer {
-  const json = Buffer.from(`${JSON.stringify(head)}\n`, 'utf8');
-  return Buffer.concat([Buffer.from(`${MAGIC}${json.length}\n`, 'latin1'), json]);
+  const { validSec, ...rest } = head;
+  const json = Buffer.from(`${JSON.stringify(rest)}\n`, 'utf8');
+  return Buffer.concat([firstLine(json.length, validSec), json]);
+}
+
+/** Rewrites the validity of an entry in its file, open for writing (`ngx_http_file_cache_update_header`). */
+export async function updateEntryValidity(fh: FileHandle, head: ReadEntryHead, validSec: number): Promise<void> {
+  await fh.write(firstLine(head.bodyOffset - FIRST_LINE_BYTES, validSec), 0, FIRST_LINE_BYTES, 0);
 }
 
 /**
@@ -53,21 +67,22 @@ export function encodeEntryHead(head: EntryHead): Buffer {
  */
 export async function readEntryHead(fh: FileHandle): Promise<ReadEntryHead | undefined> {
   const { size } = await fh.stat();
-  const first = Buffer.alloc(FIRST_LINE_MAX);
-  const { bytesRead } = await fh.read(first, 0, FIRST_LINE_MAX, 0);
-  const text = first.subarray(0, bytesRead).toString('latin1');
-  const nl = text.indexOf('\n');
-  if (!text.startsWith(MAGIC) || nl === -1) return undefined;
-  const jsonBytes = Number(text.slice(MAGIC.length, nl));
-  if (!Number.isSafeInteger(jsonBytes) || jsonBytes <= 0 || nl + 1 + jsonBytes > size) return undefined;
+  const first = Buffer.alloc(FIRST_LINE_BYTES);
+  const { bytesRead } = await fh.read(first, 0, FIRST_LINE_BYTES, 0);
+  const m = /^JINXCACHE 2 (\d{10}) (\d{12})\n$/.exec(first.subarray(0, bytesRead).toString('latin1'));
+  if (!m) return undefined;
+  const jsonBytes = Number(m[1]);
+  const validSec = Number(m[2]);
+  if (jsonBytes <= 0 || FIRST_LINE_BYTES + jsonBytes > size) return undefined;
   const json = Buffer.alloc(jsonBytes);
-  await fh.read(json, 0, jsonBytes, nl + 1);
-  let head: EntryHead;
+  await fh.read(json, 0, jsonBytes, FIRST_LINE_BYTES);
+  let rest: Omit<EntryHead, 'validSec'>;
   try {
-    head = JSON.parse(json.toString('utf8')) as EntryHead;
+    rest = JSON.parse(json.toString('utf8')) as Omit<EntryHead, 'validSec'>;
   } catch {
     return undefined;
   }
-  if (typeof head.key !== 'string' || typeof head.validSec !== 'number') return undefined;
-  return { ...head, bodyOffset: nl + 1 + jsonBytes, fileBytes: size };
+  if (typeof rest.key !== 'string') return undefined;
+  const head: EntryHead = { ...rest, validSec };
+  return { ...head, bodyOffset: FIRST_LINE_BYTES + jsonBytes, fileBytes: size };
 }

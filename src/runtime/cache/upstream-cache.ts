@@ -130,7 +130,9 @@ function waitForUpdate(e: IndexEntry, timeoutMs: number): Promise<boolean> {
  * `X-Accel-Expires` wins over `Cache-Control` and `Expires`, whatever their
  * order; `Cache-Control` over `Expires`.
  */
-export function cacheValidity(conf: CacheConf, status: number, upstreamHeaders: readonly string[], nowSec: number): number | undefined {
+export function cacheValidity(
+  conf: CacheConf, status: number, upstreamHeaders: readonly string[], nowSec: number, validList = true,
+): number | undefined {
   const ignore = conf.ignoreHeaders;
   let accelSec: number | undefined;
   let accelNoCache = false;
@@ -183,6 +185,7 @@ export function cacheValidity(conf: CacheConf, status: number, upstreamHeaders: 
   if (controlSec !== undefined) return controlSec;
   if (expired) return undefined;
   if (expiresSec !== undefined) return expiresSec;
+  if (!validList) return undefined;
   const valid = conf.valid.find((v) => v.status === 0 || v.status === status);
   return valid && valid.sec > 0 ? nowSec + valid.sec : undefined;
 }
@@ -329,6 +332,33 @@ export class CacheStore {
     const found = await this.zone.openEntry(this.e, this.key);
     if (!found) return false;
     this.ex.r.cacheStatus = 'STALE';
+    await sendEntry(this.ex, found.head, found.fh);
+    return true;
+  }
+
+  /**
+   * Whether a 304 answers the revalidation of the expired entry
+   * (`proxy_cache_revalidate`, `ngx_http_upstream_test_next`).
+   */
+  revalidates(status: number): boolean {
+    return status === 304 && this.hasStale && this.conf.revalidate && this.ex.r.cacheStatus === 'EXPIRED';
+  }
+
+  /**
+   * Sends the entry a 304 revalidated (REVALIDATED), with a new validity:
+   * the 304's own (`X-Accel-Expires`, `Cache-Control`, `Expires`), else the
+   * entry's headers' and `*_cache_valid` for its status, as they are now.
+   * False when the entry is gone meanwhile.
+   */
+  async sendRevalidated(upstreamHeaders: readonly string[]): Promise<boolean> {
+    this.abort();
+    const found = await this.zone.openEntry(this.e, this.key);
+    if (!found) return false;
+    const nowSec = Math.floor(Date.now() / 1000);
+    const validSec = cacheValidity(this.conf, 304, upstreamHeaders, nowSec, false)
+      ?? cacheValidity(this.conf, found.head.status, found.head.upstreamHeaders, nowSec);
+    if (validSec !== undefined) await this.zone.renew(this.e, this.key, validSec);
+    this.ex.r.cacheStatus = 'REVALIDATED';
     await sendEntry(this.ex, found.head, found.fh);
     return true;
   }

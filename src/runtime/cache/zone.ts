@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import type { CacheZoneConf } from '../../config/modules/cache.js';
-import { readEntryHead, type ReadEntryHead } from './entry-file.js';
+import { readEntryHead, updateEntryValidity, type ReadEntryHead } from './entry-file.js';
 
 /** What the index knows of one key (`ngx_http_file_cache_node_t`). */
 export interface IndexEntry {
@@ -132,6 +132,26 @@ export class CacheZone {
     e.lastUsedMs = Date.now();
     this.totalBytes += fileBytes;
     if (this.conf.maxSizeBytes !== undefined && this.totalBytes > this.conf.maxSizeBytes) await this.evict();
+  }
+
+  /** Gives the entry of `e` a new validity (a revalidation); false when its file is gone or another key's. */
+  async renew(e: IndexEntry, key: string, validSec: number): Promise<boolean> {
+    const path = this.pathOf(e.hash);
+    const fh = await open(path, 'r+').catch(() => undefined);
+    if (!fh) return false;
+    try {
+      const head = await readEntryHead(fh);
+      if (!head || head.key !== key) return false;
+      await updateEntryValidity(fh, head, validSec);
+      e.validUntilMs = validSec * 1000;
+      e.lastUsedMs = Date.now();
+      return true;
+    } catch (err) {
+      this.log('crit', `write() to "${path}" failed (${(err as Error).message})`);
+      return false;
+    } finally {
+      await fh.close();
+    }
   }
 
   /** Ends the update of `e` and wakes the requests waiting on it. */

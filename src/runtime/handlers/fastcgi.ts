@@ -259,6 +259,10 @@ async function attempt(
         return;
       }
       r.action = 'sending to client';
+      if (store?.staleFor(condition)) {
+        void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, following))).then(done, done);
+        return;
+      }
       void finalize(ex, following).then(done, done);
     };
     /** Ends the request after a failure: a response already started is cut off, else `status` is sent. */
@@ -311,6 +315,19 @@ async function attempt(
       if (attempts && condition && attempts.mayRetry(condition, r.method, true, false, true)) {
         up.status = parsed.status;
         next(condition, undefined);
+        return 'stop';
+      }
+      const stale = condition !== undefined && store?.staleFor(condition);
+      if (stale || store?.revalidates(parsed.status)) {
+        // the expired entry goes out instead (use_stale), or fresh again (a 304 to a revalidation)
+        attempts?.done();
+        up.status = parsed.status;
+        up.headers = parsed.all.flat();
+        stage = 'done';
+        settled = true;
+        release(false);
+        const sending = stale ? store!.sendStale() : store!.sendRevalidated(up.headers);
+        void sending.then((sent) => (sent ? undefined : finalize(ex, stale ? parsed.status : 502))).then(done, done);
         return 'stop';
       }
       attempts?.done();

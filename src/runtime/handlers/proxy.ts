@@ -534,6 +534,18 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, statusCode))).then(this.resolve, this.resolve);
       return false;
     }
+    if (this.store?.revalidates(statusCode)) {
+      // the expired entry is still good: it goes out, fresh again
+      ex.r.upstream!.status = statusCode;
+      ex.r.upstream!.headers = rawHeaders.map((b) => b.toString('latin1'));
+      attempts?.done();
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('revalidated'));
+      this.endState();
+      const store = this.store;
+      void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => (sent ? undefined : finalize(ex, 502))).then(this.resolve, this.resolve);
+      return false;
+    }
     attempts?.done();
     removeCleanBody(this.request.body);
     this.resumeReading = resume;
