@@ -125,8 +125,8 @@ const FASTCGI_MERGE: UpstreamMergeSlots = {
   nextUpstreamTimeoutMs: fastcgi.fastcgiNextUpstreamTimeoutMs,
 };
 
-/** `proxy_cache_key`'s default (`ngx_http_proxy_merge_loc_conf`). */
-const PROXY_CACHE_KEY = '$scheme$proxy_host$request_uri';
+/** `proxy_cache_key`'s default in nginx 1.30 (`ngx_http_proxy_merge_loc_conf`; its entries say `KEY: http://HOST:PORT/URI`). */
+const PROXY_CACHE_KEY = '$scheme://$proxy_host$request_uri';
 
 /**
  * The request headers a location with a cache sends in place of the

@@ -275,7 +275,7 @@ export interface CacheChain {
  * Binds a location's cache settings (`ngx_http_proxy_merge_loc_conf`'s
  * cache part); undefined when the location does not cache (`*_cache off`
  * or none). `defaultKey`: the module's default key (the proxy module's
- * `$scheme$proxy_host$request_uri`; FastCGI has none and caches under an
+ * `$scheme://$proxy_host$request_uri`; FastCGI has none and caches under an
  * empty key, after nginx's warning). `ignoreHeaders`: the merged
  * `*_ignore_headers`.
  */

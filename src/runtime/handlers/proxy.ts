@@ -472,8 +472,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       logRequest(cx, r, 'info', `client prematurely closed connection${errno}`);
       return;
     }
-    if (this.p.ignoreClientAbort) {
-      // the upstream is read to its end, its data dropped
+    if (this.p.ignoreClientAbort || this.store?.active) {
+      // the upstream is read to its end, its data dropped (a response being cached is stored whole:
+      // ngx_http_upstream_check_broken_connection closes only an upstream that is not cacheable)
       this.spool?.abort();
       return;
     }
@@ -627,8 +628,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     r.action = 'reading upstream';
     this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes, chunked);
-    // body data that came with the header is taken first, in this same parser run
-    queueMicrotask(() => out.flushHead());
+    // body data that came with the header is taken first, in this same parser run; the header of a HEAD
+    // whose response is being cached goes with the end of the response, once the entry is in place
+    if (!(out.headOnly && caching)) queueMicrotask(() => out.flushHead());
     return true;
   }
 
