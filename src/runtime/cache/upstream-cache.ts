@@ -73,7 +73,13 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, true, false) };
   }
   e.uses++;
-  let waited = false;
+  if (e.error !== undefined && e.validUntilMs > Date.now()) {
+    // an intercepted error that was cached: the request ends with it, as with the upstream's (its error_page)
+    r.cacheStatus = 'HIT';
+    await finalize(ex, e.error);
+    return { kind: 'served' };
+  }
+  let waitedMs = 0;
   for (;;) {
     const found = await zone.openEntry(e, key);
     if (found && found.head.validSec * 1000 > Date.now()) {
@@ -87,12 +93,16 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
       await sendEntry(ex, found.head, found.fh);
       return { kind: 'served' };
     }
-    if (updating && conf.lock && !waited) {
+    if (updating && conf.lock && waitedMs < conf.lockTimeoutMs) {
       await found?.fh.close();
-      waited = true;
-      // ngx_http_file_cache_lock: wait for the request that updates the entry, at most *_cache_lock_timeout
-      const timedOut = await waitForUpdate(e, conf.lockTimeoutMs);
-      if (timedOut) {
+      // ngx_http_file_cache_lock: wait for the request that updates the entry, at most *_cache_lock_timeout;
+      // once the update is older than *_cache_lock_age, this request goes to the upstream itself
+      const ageLeftMs = conf.lockAgeMs - (Date.now() - e.updatingSinceMs!);
+      const stepMs = Math.max(1, Math.min(conf.lockTimeoutMs - waitedMs, ageLeftMs));
+      const startedMs = Date.now();
+      const timedOut = await waitForUpdate(e, stepMs);
+      waitedMs += Date.now() - startedMs;
+      if (timedOut && waitedMs >= conf.lockTimeoutMs) {
         // the response is not cached (ngx_http_file_cache_lock_wait: "cache lock timeout")
         r.cacheStatus = found ? 'EXPIRED' : 'MISS';
         return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, false, found !== undefined) };
@@ -140,9 +150,13 @@ export function cacheValidity(
   let noCache = false;
   let expiresSec: number | undefined;
   let expired = false;
+  // X-Accel-Expires and Expires are taken once, the first (a repeated one is ignored as nginx ignores it)
+  const seen = new Set<string>();
   for (let i = 0; i + 1 < upstreamHeaders.length; i += 2) {
     const name = upstreamHeaders[i]!.toLowerCase();
     const value = upstreamHeaders[i + 1]!;
+    if ((name === 'x-accel-expires' || name === 'expires') && seen.has(name)) continue;
+    seen.add(name);
     if (name === 'x-accel-expires' && !ignore.has('X-Accel-Expires')) {
       if (value.startsWith('@')) {
         if (/^\d+$/.test(value.slice(1))) accelSec = Number(value.slice(1));
@@ -180,15 +194,19 @@ export function cacheValidity(
     }
   }
   if (accelNoCache) return undefined;
-  if (accelSec !== undefined) return accelSec;
+  if (accelSec !== undefined) return clampSec(accelSec);
   if (noCache) return undefined;
-  if (controlSec !== undefined) return controlSec;
+  if (controlSec !== undefined) return clampSec(controlSec);
   if (expired) return undefined;
-  if (expiresSec !== undefined) return expiresSec;
+  if (expiresSec !== undefined) return clampSec(expiresSec);
   if (!validList) return undefined;
   const valid = conf.valid.find((v) => v.status === 0 || v.status === status);
-  return valid && valid.sec > 0 ? nowSec + valid.sec : undefined;
+  return valid && valid.sec > 0 ? clampSec(nowSec + valid.sec) : undefined;
 }
+
+/** The latest validity an entry keeps (a `max-age` too large for any clock is "for ever"). */
+const MAX_VALID_SEC = 999_999_999_999;
+const clampSec = (sec: number): number => Math.min(sec, MAX_VALID_SEC);
 
 /**
  * One response on its way into the cache: decided at the header, copied as
@@ -311,6 +329,23 @@ export class CacheStore {
       await h?.close();
       await unlink(this.tempPath).catch(() => undefined);
     }).catch(() => undefined).finally(() => this.release());
+  }
+
+  /**
+   * An error status intercepted for `error_page` (`proxy_intercept_errors`):
+   * when it may be cached, the key answers with it until it expires
+   * (`ngx_http_upstream_intercept_errors`); no body is stored.
+   */
+  storeError(status: number, upstreamHeaders: readonly string[]): void {
+    const { r } = this.ex;
+    const validSec = this.mayStore && !predicatesHold(this.conf.noCache, (v) => v.evaluate(r))
+      ? cacheValidity(this.conf, status, upstreamHeaders, Math.floor(Date.now() / 1000))
+      : undefined;
+    if (validSec !== undefined) {
+      this.e.error = status;
+      this.e.validUntilMs = validSec * 1000;
+    }
+    this.abort();
   }
 
   /**
@@ -439,6 +474,8 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
         await finalize(ex, 416);
         return;
       }
+      // the range filter's Content-Range replaces any the upstream sent
+      if (Array.isArray(ranges)) drop(headers, 'content-range');
       if (Array.isArray(ranges) && ranges.length === 1) {
         status = 206;
         parts = [{ head: '', range: ranges[0]! }];

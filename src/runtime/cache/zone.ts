@@ -28,6 +28,8 @@ export interface IndexEntry {
   /** Requests for the key (`proxy_cache_min_uses`). */
   uses: number;
   lastUsedMs: number;
+  /** An intercepted error status the key answers with until `validUntilMs` (`fcn->error`, kept in memory only). */
+  error: number | undefined;
   /** A request is fetching the key from the upstream (`updating`), since this time (ms). */
   updatingSinceMs: number | undefined;
   /** Called once the update ends (stored or given up): requests waiting on `proxy_cache_lock`. */
@@ -83,7 +85,7 @@ export class CacheZone {
   entry(hash: string): IndexEntry {
     let e = this.index.get(hash);
     if (!e) {
-      e = { hash, exists: false, validUntilMs: 0, fileBytes: 0, uses: 0, lastUsedMs: Date.now(), updatingSinceMs: undefined, waiters: [] };
+      e = { hash, exists: false, validUntilMs: 0, fileBytes: 0, uses: 0, lastUsedMs: Date.now(), error: undefined, updatingSinceMs: undefined, waiters: [] };
       this.index.set(hash, e);
     }
     return e;
@@ -127,6 +129,7 @@ export class CacheZone {
     await rename(tempPath, path);
     if (e.exists) this.totalBytes -= e.fileBytes;
     e.exists = true;
+    e.error = undefined;
     e.fileBytes = fileBytes;
     e.validUntilMs = validUntilMs;
     e.lastUsedMs = Date.now();
@@ -170,7 +173,7 @@ export class CacheZone {
   /** Removes an entry and its file (`ngx_http_file_cache_delete`). */
   private async remove(e: IndexEntry): Promise<void> {
     this.forget(e);
-    if (e.updatingSinceMs === undefined) this.index.delete(e.hash);
+    if (e.updatingSinceMs === undefined && e.error === undefined) this.index.delete(e.hash);
     await unlink(this.pathOf(e.hash)).catch(() => undefined);
   }
 

@@ -337,6 +337,7 @@ async function attempt(
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
       if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
+        store?.storeError(parsed.status, up.headers);
         keepInterceptedHeaders(r, parsed.status, up.headers);
         stage = 'done';
         r.action = 'sending to client';

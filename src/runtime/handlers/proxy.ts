@@ -593,7 +593,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       if (!p.hideHeaders.has(lower) && !outHeaders.some(([n]) => n.toLowerCase() === lower)) outHeaders.push([name, []]);
     }
     if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
-      this.store?.abort();
+      this.store?.storeError(statusCode, received);
       keepInterceptedHeaders(r, statusCode, received);
       this.endState();
       this.stage = 'intercepted';
