@@ -279,6 +279,8 @@ async function attempt(
     };
     const fail = (failure: UpstreamFailure): void => {
       if (settled) return;
+      // a HEAD whose response was being cached: its header is sent (nginx sent it before reading the body)
+      if (stage === 'body' && out.headOnly) out.flushHead();
       if ((stage === 'connect' || stage === 'header') && !out.started) {
         next(failure.condition, failure);
         return;

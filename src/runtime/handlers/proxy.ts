@@ -724,6 +724,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // a response that did not finish is not cached; one that goes to the next server may still be
     const toNext = err !== CLIENT_CLOSED && err !== BODY_TIMED_OUT && !(err instanceof WorkerConnectionsError) && this.stage !== 'body' && !out.started;
     if (!toNext) this.store?.abort();
+    // the header of a HEAD held while its response was being cached goes out now, as nginx had sent it
+    if (this.stage === 'body' && out.headOnly && err !== CLIENT_CLOSED) out.flushHead();
     if (err === CLIENT_CLOSED) {
       this.spool?.abort();
       r.action = 'sending to client';
