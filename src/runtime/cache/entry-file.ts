@@ -32,6 +32,11 @@ export interface EntryHead {
   /** `Last-Modified` and `ETag` of a 200/206 entry, for `proxy_cache_revalidate`. */
   readonly lastModified: string | undefined;
   readonly etag: string | undefined;
+  /**
+   * The request's values of the headers the response's `Vary` names, when it
+   * has one: a request whose values differ is not answered from the entry.
+   */
+  readonly variant: string | undefined;
 }
 
 /** An entry's header as read back: where its body starts in the file and the whole file's size. */

@@ -24,6 +24,7 @@ import { predicatesHold, type CacheConf, type CacheZoneConf } from '../../config
 import { parseHttpTime, preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
+import type { HttpRequestState } from '../request.js';
 import { finalize } from '../phases.js';
 import { applyHeadersModule, lastModifiedSec } from '../respond.js';
 import { encodeEntryHead, type ReadEntryHead } from './entry-file.js';
@@ -81,7 +82,12 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
   }
   let waitedMs = 0;
   for (;;) {
-    const found = await zone.openEntry(e, key);
+    let found = await zone.openEntry(e, key);
+    if (found?.head.variant !== undefined && variantOf(r, found.head.upstreamHeaders) !== found.head.variant) {
+      // another variant (Vary): this request's response is fetched, and replaces it
+      await found.fh.close();
+      found = undefined;
+    }
     if (found && found.head.validSec * 1000 > Date.now()) {
       r.cacheStatus = 'HIT';
       await sendEntry(ex, found.head, found.fh);
@@ -130,6 +136,24 @@ function waitForUpdate(e: IndexEntry, timeoutMs: number): Promise<boolean> {
     }, timeoutMs);
     e.waiters.push(wake);
   });
+}
+
+/**
+ * The request's values of the headers a response's `Vary` names (names and
+ * values, one a line), or undefined when it has no `Vary`
+ * (`ngx_http_file_cache_vary`).
+ */
+function variantOf(r: HttpRequestState, upstreamHeaders: readonly string[]): string | undefined {
+  const names: string[] = [];
+  for (let i = 0; i + 1 < upstreamHeaders.length; i += 2) {
+    if (upstreamHeaders[i]!.toLowerCase() !== 'vary') continue;
+    for (const n of upstreamHeaders[i + 1]!.split(',')) if (n.trim() !== '') names.push(n.trim().toLowerCase());
+  }
+  if (names.length === 0) return undefined;
+  return names.map((n) => {
+    const v = r.headers[n];
+    return `${n}:${Array.isArray(v) ? v.join(',') : v ?? ''}`;
+  }).join('\n');
 }
 
 /**
@@ -269,6 +293,7 @@ export class CacheStore {
       key: this.key, validSec, dateSec: nowSec, status, reason, headers: headers.map(([n, v]) => [n, v]), upstreamHeaders: [...upstreamHeaders],
       lastModified: validators ? headerOf(upstreamHeaders, 'last-modified') : undefined,
       etag: validators ? headerOf(upstreamHeaders, 'etag') : undefined,
+      variant: this.conf.ignoreHeaders.has('Vary') ? undefined : variantOf(r, upstreamHeaders),
     });
     this.tempPath = this.zone.tempPath(this.e.hash);
     this.fh = open(this.tempPath, 'wx', 0o600).then(async (fh) => {
