@@ -65,8 +65,8 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     }
   } else zoneConf = conf.zone;
   const zone = cx.cache.zone(zoneConf);
-  const key = conf.key.evaluate(r);
-  const e = zone.entry(CacheZone.hashOf(key));
+  let key = conf.key.evaluate(r);
+  let e = zone.entry(CacheZone.hashOf(key));
   e.lastUsedMs = Date.now();
   const evaluate = (v: { evaluate: (x: typeof r) => string }): string => v.evaluate(r);
   if (predicatesHold(conf.bypass, evaluate)) {
@@ -81,12 +81,22 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     return { kind: 'served' };
   }
   let waitedMs = 0;
+  let secondary = false;
   for (;;) {
     let found = await zone.openEntry(e, key);
-    if (found?.head.variant !== undefined && variantOf(r, found.head.upstreamHeaders) !== found.head.variant) {
-      // another variant (Vary): this request's response is fetched, and replaces it
+    const variant = found?.head.variant !== undefined ? variantOf(r, found.head.upstreamHeaders) : undefined;
+    if (found && variant !== found.head.variant) {
+      // another variant (Vary): it has an entry of its own, under the key and its values (ngx_http_file_cache_reopen)
       await found.fh.close();
       found = undefined;
+      if (!secondary) {
+        secondary = true;
+        key = `${key}\n${variant ?? ''}`;
+        e = zone.entry(CacheZone.hashOf(key));
+        e.lastUsedMs = Date.now();
+        e.uses++;
+        continue;
+      }
     }
     if (found && found.head.validSec * 1000 > Date.now()) {
       r.cacheStatus = 'HIT';
@@ -118,7 +128,9 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     r.cacheStatus = found ? 'EXPIRED' : 'MISS';
     if (found && conf.revalidate) r.cacheValidators = { lastModified: found.head.lastModified, etag: found.head.etag };
     await found?.fh.close();
-    return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined) };
+    const store = new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined);
+    if (secondary) store.primary = { e: zone.entry(CacheZone.hashOf(conf.key.evaluate(r))), key: conf.key.evaluate(r) };
+    return { kind: 'fetch', store };
   }
 }
 
@@ -152,7 +164,9 @@ function variantOf(r: HttpRequestState, upstreamHeaders: readonly string[]): str
   if (names.length === 0) return undefined;
   return names.map((n) => {
     const v = r.headers[n];
-    return `${n}:${Array.isArray(v) ? v.join(',') : v ?? ''}`;
+    // whitespace and empty list members do not make another variant
+    const value = (Array.isArray(v) ? v.join(',') : v ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '').join(',');
+    return `${n}:${value}`;
   }).join('\n');
 }
 
@@ -246,18 +260,26 @@ export class CacheStore {
   private ended = false;
   /** This store marked the entry as being updated. */
   private owner = false;
+  /** The entry being updated, whose waiters are woken at the end. */
+  private readonly updated: IndexEntry;
+  /**
+   * For a store under a variant's own key (`Vary`), the key's main entry:
+   * a response without `Vary` goes there (`ngx_http_file_cache_update_variant`).
+   */
+  primary: { readonly e: IndexEntry; readonly key: string } | undefined;
 
   constructor(
     private readonly ex: Exchange,
     private readonly conf: CacheConf,
     private readonly zone: CacheZone,
-    private readonly e: IndexEntry,
-    private readonly key: string,
+    private e: IndexEntry,
+    private key: string,
     /** Whether the response may be stored (`*_cache_min_uses` reached, no lock timeout). */
     private readonly mayStore: boolean,
     /** Whether an expired entry is there to send instead of an error (`*_cache_use_stale`). */
     private readonly hasStale: boolean,
   ) {
+    this.updated = e;
     if (mayStore && (e.updatingSinceMs === undefined || Date.now() - e.updatingSinceMs >= conf.lockAgeMs)) {
       e.updatingSinceMs = Date.now();
       this.owner = true;
@@ -288,12 +310,17 @@ export class CacheStore {
       return false;
     }
     this.validUntilMs = validSec * 1000;
+    const variant = this.conf.ignoreHeaders.has('Vary') ? undefined : variantOf(r, upstreamHeaders);
+    if (variant === undefined && this.primary) {
+      this.e = this.primary.e;
+      this.key = this.primary.key;
+    }
     const validators = status === 200 || status === 206;
     const head = encodeEntryHead({
       key: this.key, validSec, dateSec: nowSec, status, reason, headers: headers.map(([n, v]) => [n, v]), upstreamHeaders: [...upstreamHeaders],
       lastModified: validators ? headerOf(upstreamHeaders, 'last-modified') : undefined,
       etag: validators ? headerOf(upstreamHeaders, 'etag') : undefined,
-      variant: this.conf.ignoreHeaders.has('Vary') ? undefined : variantOf(r, upstreamHeaders),
+      variant,
     });
     this.tempPath = this.zone.tempPath(this.e.hash);
     this.fh = open(this.tempPath, 'wx', 0o600).then(async (fh) => {
@@ -438,7 +465,7 @@ export class CacheStore {
   private release(): void {
     if (!this.owner) return;
     this.owner = false;
-    this.zone.endUpdate(this.e);
+    this.zone.endUpdate(this.updated);
   }
 }
 
