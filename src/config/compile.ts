@@ -37,7 +37,7 @@ import { addHeaders, addTrailers, expires } from './modules/headers.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { accessLogs, COMBINED_FORMAT, openLogFileCache } from './modules/log.js';
 import { bindMap } from './modules/map.js';
-import { cacheZoneRefs } from './modules/cache.js';
+import { bindCache, fastcgiCache, proxyCache } from './modules/cache.js';
 import * as proxy from './modules/proxy.js';
 import { realIpFrom, realIpHeader, realIpRecursive } from './modules/realip.js';
 import * as ssl from './modules/ssl.js';
@@ -86,7 +86,7 @@ interface UpstreamMergeSlots {
   readonly busyBuffersSize: Slot<number | undefined>;
   readonly tempFileWriteSize: Slot<number | undefined>;
   readonly maxTempFileSize: Slot<number>;
-  readonly cacheZone: Slot<string | boolean | undefined>;
+  readonly cacheZone: Slot<string | ValueSource | false | undefined>;
   /** FastCGI has no default cache key: a cache without one is a warning. */
   readonly cacheKey?: Slot<unknown>;
   readonly nextUpstream: Slot<readonly string[]>;
@@ -116,16 +116,29 @@ function spoolSizes(c: ConfChain, m: UpstreamMergeSlots): { busyBytes: number; t
 
 const PROXY_MERGE: UpstreamMergeSlots = {
   prefix: 'proxy', buffers: proxy.proxyBuffers, bufferSize: proxy.proxyBufferSize, busyBuffersSize: proxy.proxyBusyBuffersSize,
-  tempFileWriteSize: proxy.proxyTempFileWriteSize, maxTempFileSize: proxy.proxyMaxTempFileSize, cacheZone: cacheZoneRefs.proxy,
+  tempFileWriteSize: proxy.proxyTempFileWriteSize, maxTempFileSize: proxy.proxyMaxTempFileSize, cacheZone: proxyCache.zone,
   nextUpstream: proxy.proxyNextUpstream, nextUpstreamTries: proxy.proxyNextUpstreamTries, nextUpstreamTimeoutMs: proxy.proxyNextUpstreamTimeoutMs,
 };
 
 const FASTCGI_MERGE: UpstreamMergeSlots = {
   prefix: 'fastcgi', buffers: fastcgi.fastcgiBuffers, bufferSize: fastcgi.fastcgiBufferSize, busyBuffersSize: fastcgi.fastcgiBusyBuffersSize,
-  tempFileWriteSize: fastcgi.fastcgiTempFileWriteSize, maxTempFileSize: fastcgi.fastcgiMaxTempFileSize, cacheZone: cacheZoneRefs.fastcgi,
-  cacheKey: fastcgi.fastcgiCacheKey, nextUpstream: fastcgi.fastcgiNextUpstream, nextUpstreamTries: fastcgi.fastcgiNextUpstreamTries,
+  tempFileWriteSize: fastcgi.fastcgiTempFileWriteSize, maxTempFileSize: fastcgi.fastcgiMaxTempFileSize, cacheZone: fastcgiCache.zone,
+  cacheKey: fastcgiCache.key, nextUpstream: fastcgi.fastcgiNextUpstream, nextUpstreamTries: fastcgi.fastcgiNextUpstreamTries,
   nextUpstreamTimeoutMs: fastcgi.fastcgiNextUpstreamTimeoutMs,
 };
+
+/** `proxy_cache_key`'s default in nginx 1.30 (`ngx_http_proxy_merge_loc_conf`; its entries say `KEY: http://HOST:PORT/URI`). */
+const PROXY_CACHE_KEY = '$scheme://$proxy_host$request_uri';
+
+/**
+ * The request headers a location with a cache sends in place of the
+ * client's (`ngx_http_proxy_cache_headers`, `ngx_http_fastcgi_cache_headers`):
+ * the validators of a stale entry being revalidated, else nothing.
+ */
+const CACHE_REQUEST_HEADERS: readonly [string, string][] = [
+  ['If-Modified-Since', '$upstream_cache_last_modified'], ['If-Unmodified-Since', ''], ['If-None-Match', '$upstream_cache_etag'],
+  ['If-Match', ''], ['Range', ''], ['If-Range', ''],
+];
 
 /** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
 const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
@@ -269,7 +282,7 @@ class Compiler {
       this.scope.variables.checkReferences();
       this.compileLogFormats();
       const httpChain = this.chain(httpNode);
-      for (const dir of [...httpChain.list(proxy.proxyCachePaths), ...httpChain.list(fastcgi.fastcgiCachePaths)]) this.tempDirs.add(dir);
+      for (const def of [...httpChain.list(proxyCache.paths), ...httpChain.list(fastcgiCache.paths)]) this.tempDirs.add(def.dir);
       this.locationConf(httpNode);
       const compiled = servers.map((s, i) => ({ node: s, server: this.server(s, certificates[i]!) }));
       listens = this.listenGroups(compiled);
@@ -305,6 +318,7 @@ class Compiler {
       accessLogTargets: this.accessLogTargets,
       errorLogTargets: [...errorLogs, ...this.errorLogTargets],
       tempDirs: [...this.tempDirs],
+      cacheZones: [...this.scope.cacheZones.values()].map(({ loc: _loc, ...zone }) => zone),
       warnings: this.warnings,
     });
   }
@@ -859,8 +873,11 @@ class Compiler {
     const set = c.list(proxy.proxySetHeader);
     const names = new Set(set.map((h) => h.name.toLowerCase()));
     // nginx 1.30 sends no Connection header by default: keepalive decides whether the connection is reused
+    const cache = bindCache(c, proxyCache, vars, this.scope.cacheZones, vars.value(PROXY_CACHE_KEY, pass.loc), c.get(proxy.proxyIgnoreHeaders));
     const defaults: [string, string][] = [
       ['Host', '$proxy_host'], ['Connection', ''], ['TE', ''], ['Keep-Alive', ''], ['Expect', ''], ['Upgrade', ''],
+      // ngx_http_proxy_cache_headers: with a cache, the client's validators and ranges are not passed
+      ...(cache ? CACHE_REQUEST_HEADERS : []),
     ];
     const headers = [
       ...set.map((h) => ({ name: h.name, lowerName: h.name.toLowerCase(), value: vars.bind(h.value) })),
@@ -920,6 +937,7 @@ class Compiler {
       cookieDomains: this.cookieRewrites(c.list(proxy.proxyCookieDomain)),
       cookiePaths: this.cookieRewrites(c.list(proxy.proxyCookiePath)),
       cookieFlags: this.cookieFlags(c.list(proxy.proxyCookieFlags)),
+      cache,
     };
   }
 
@@ -966,6 +984,15 @@ class Compiler {
     if (!pass) return undefined;
     const vars = this.scope.variables;
     const params = c.list(fastcgi.fastcgiParams).map((p) => ({ name: p.name, value: vars.bind(p.value), ifNotEmpty: p.ifNotEmpty }));
+    const cache = bindCache(c, fastcgiCache, vars, this.scope.cacheZones, vars.value('', pass.loc), c.get(fastcgi.fastcgiIgnoreHeaders));
+    if (cache) {
+      // ngx_http_fastcgi_cache_headers: the client's validators and ranges are not passed, as params only when not empty
+      const set = new Set(params.map((p) => p.name.toUpperCase()));
+      for (const [name, value] of CACHE_REQUEST_HEADERS) {
+        const param = `HTTP_${name.toUpperCase().replace(/-/g, '_')}`;
+        if (!set.has(param)) params.push({ name: param, value: vars.bind(vars.value(value, pass.loc)), ifNotEmpty: true });
+      }
+    }
     const hide = new Set(['status', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate', 'x-accel-buffering', 'x-accel-charset']);
     for (const h of c.list(fastcgi.fastcgiHideHeader)) hide.add(h.toLowerCase());
     for (const h of c.list(fastcgi.fastcgiPassHeader)) hide.delete(h.toLowerCase());
@@ -998,6 +1025,7 @@ class Compiler {
       ignoreClientAbort: c.get(fastcgi.fastcgiIgnoreClientAbort),
       catchStderr: c.list(fastcgi.fastcgiCatchStderr),
       ...nextUpstreamConf(c, FASTCGI_MERGE),
+      cache,
     };
   }
 

@@ -19,6 +19,7 @@ import type { ResolverDef } from './modules/http-core.js';
 import type { ScriptOp } from './modules/rewrite.js';
 import type { MimeTypeSet, TempPathValue } from './spec.js';
 import type { CharsetTables } from './modules/charset.js';
+import type { CacheConf, CacheZoneConf } from './modules/cache.js';
 
 /** Where an `error_log` writes, and from which level up. */
 export interface ErrorLogTarget {
@@ -333,6 +334,8 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly cookieDomains: readonly CookieRewrite[] | undefined;
   readonly cookiePaths: readonly CookieRewrite[] | undefined;
   readonly cookieFlags: readonly CookieFlags[] | undefined;
+  /** `proxy_cache` and its kin; undefined when the location does not cache. */
+  readonly cache: CacheConf | undefined;
 }
 
 /** What a cookie rule matches: a value (with variables) or a regex. */
@@ -654,6 +657,8 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly ignoreClientAbort: boolean;
   /** `fastcgi_catch_stderr`: a header-time STDERR record with one of these strings makes the response invalid. */
   readonly catchStderr: readonly string[];
+  /** `fastcgi_cache` and its kin; undefined when the location does not cache. */
+  readonly cache: CacheConf | undefined;
 }
 
 /** Real client address settings of the realip module. */
@@ -693,6 +698,8 @@ export interface RouteTable {
   readonly errorLogTargets: readonly ErrorLogTarget[];
   /** Temp-file directories of the configuration, created at start. */
   readonly tempDirs: readonly string[];
+  /** The `proxy_cache_path`/`fastcgi_cache_path` zones, loaded at start. */
+  readonly cacheZones: readonly CacheZoneConf[];
   readonly warnings: readonly ConfigWarning[];
 }
 

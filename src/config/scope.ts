@@ -8,6 +8,7 @@ import { isAbsolute } from 'node:path';
 import type { Directive, SourceLoc } from '../parser/ast.js';
 import type { ListenAddress } from './listen.js';
 import { CharsetTables } from './modules/charset.js';
+import type { CachePathDef } from './modules/cache.js';
 import type { LimitReqZoneDecl } from './modules/limit-req.js';
 import type { MapDef } from './modules/map.js';
 import { fail, type LevelConf } from './spec.js';
@@ -132,6 +133,8 @@ export class ConfigScope {
   readonly charsets = new CharsetTables();
   /** `limit_req_zone` zones by name: their key and rate (the size is in `sharedZones`). */
   readonly limitReqZones = new Map<string, LimitReqZoneDecl>();
+  /** `proxy_cache_path`/`fastcgi_cache_path` zones by `keys_zone` name. */
+  readonly cacheZones = new Map<string, CachePathDef>();
   /** Blocks that may appear once (`events`, `http`), once seen. */
   readonly seenBlocks = new Set<string>();
 

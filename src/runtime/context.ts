@@ -8,6 +8,7 @@ import type { AccessLogFiles } from '../log/access-log.js';
 import { requestContext, type ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import type { LimitReqStore } from './limit-req-zones.js';
+import type { CacheZones } from './cache/zone.js';
 import type { HttpRequestState } from './request.js';
 import type { UpstreamClients } from './upstream/clients.js';
 import type { FastcgiConnections } from './upstream/fastcgi-connections.js';
@@ -27,6 +28,8 @@ export interface RuntimeContext {
   readonly tempFiles: TempFiles;
   /** The `limit_req_zone` states, kept across reloads. */
   readonly limitReq: LimitReqStore;
+  /** The cache zones of `proxy_cache_path`/`fastcgi_cache_path`, kept across reloads. */
+  readonly cache: CacheZones;
 }
 
 /** Whether an `error_log` of the request's location takes `debug` lines (the test before a debug line is composed). */

@@ -23,6 +23,7 @@ import { resetConnection } from './exchange.js';
 import { Http2Connection, type Http2Body } from './http2/connection.js';
 import type { Http2Target } from './http2/response.js';
 import { LimitReqZones } from './limit-req-zones.js';
+import { CacheZones } from './cache/zone.js';
 import { Http1Connection, type Http1Head } from './http1/connection.js';
 import type { Http1Target } from './http1/response.js';
 import { parseClientHello } from './client-hello.js';
@@ -75,7 +76,7 @@ const socketKey = (s: { remoteAddress?: string; remotePort?: number; localPort?:
 /** Opens the logs and reads the certificates of a compiled configuration. @throws Error when a file cannot be opened */
 function prepare(
   compiled: CompiledConfig, errorLog: ErrorLogFiles, tempFiles: TempFiles, numbers: ConnectionNumbers, admit: () => boolean,
-  limitReq: LimitReqZones,
+  limitReq: LimitReqZones, cache: CacheZones,
 ): Generation {
   const table = compiled.table;
   prepareFiles(table);
@@ -86,7 +87,9 @@ function prepare(
   const upstreams = new UpstreamClients(numbers, admit, table.main.workerConnections);
   // nginx's resolver writes to the main error log (`cycle->new_log`)
   const resolver = new NameResolver((level, message) => errorLog.write(table.main.errorLogs, level, message));
-  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver, tempFiles, limitReq };
+  // the cache loader starts with the configuration, as nginx's does
+  cache.start(table.cacheZones);
+  const cx: RuntimeContext = { table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver, tempFiles, limitReq, cache };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
 
@@ -119,6 +122,8 @@ export class Engine {
     private readonly numbers: ConnectionNumbers,
     /** The `limit_req_zone` states, across reloads. */
     private readonly limitReq: LimitReqZones,
+    /** The cache zones, across reloads. */
+    private readonly cache: CacheZones,
   ) {}
 
   /** An error already written to the logs (the caller only exits). */
@@ -137,8 +142,9 @@ export class Engine {
     const numbers = new ConnectionNumbers();
     // nginx logs a zone that is full to the cycle's log (the main error_log of the configuration in use)
     const limitReq = new LimitReqZones((message) => engine.log('alert', message));
+    const cache = new CacheZones((level, message) => engine.log(level, message));
     const engine: Engine = new Engine(
-      prepare(compiled, new ErrorLogFiles(), tempFiles, numbers, () => engine.admitUpstream(), limitReq), tempFiles, numbers, limitReq,
+      prepare(compiled, new ErrorLogFiles(), tempFiles, numbers, () => engine.admitUpstream(), limitReq, cache), tempFiles, numbers, limitReq, cache,
     );
     const targets = compiled.table.main.errorLogs;
     const mirror = !startupLog.isStderr || !targets.some((t) => t.path === 'stderr');
@@ -575,7 +581,7 @@ export class Engine {
    */
   async reload(compiled: CompiledConfig): Promise<void> {
     const errorLog = new ErrorLogFiles();
-    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers, () => this.admitUpstream(), this.limitReq);
+    const gen = prepare(compiled, errorLog, this.tempFiles, this.numbers, () => this.admitUpstream(), this.limitReq, this.cache);
     await this.bindNew(gen);
     const old = this.generation;
     this.generation = gen;

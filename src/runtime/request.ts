@@ -137,6 +137,13 @@ export class HttpRequestState {
   validUnparsedUri = true;
   /** Internal redirects and `rewrite … last` cycles so far (nginx allows 10). */
   uriChanges = 0;
+  /** `$upstream_cache_status`: what the cache did for this request (MISS, HIT, EXPIRED …); undefined without a cache. */
+  cacheStatus: string | undefined = undefined;
+  /**
+   * The validators of the stale entry being revalidated (`proxy_cache_revalidate`),
+   * `$upstream_cache_last_modified` and `$upstream_cache_etag`.
+   */
+  cacheValidators: { readonly lastModified: string | undefined; readonly etag: string | undefined } | undefined = undefined;
   upstream: UpstreamState | undefined;
   /** What the request is doing, for error-log lines. */
   action: LogAction;

@@ -258,7 +258,10 @@ const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
 /**
  * The status sent on the wire and the response headers in order, recorded
  * for `$status` and `$sent_http_*`: jinx's `Server` first unless the list
- * has one (`proxy_pass_header Server`), then `headers` in order; repeated
+ * has one (`proxy_pass_header Server`; a `Server` or `Date` with an empty
+ * list of values keeps nginx's own out and is not sent either, as the null
+ * header `ngx_http_proxy_process_header` adds for an upstream without one),
+ * then `headers` in order; repeated
  * names become separate lines except `SINGLE_VALUED` ones, where the last
  * value wins. Each protocol writes the list its own way
  * (`Http1Target.head`, `Http2Target.head`).

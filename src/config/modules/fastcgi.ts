@@ -13,8 +13,8 @@ import {
   strSetter,
   type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
-import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
-import { CACHE_METHODS, IGNORE_HEADERS, parseAccess, parseBind, parseStore } from './proxy.js';
+import { cacheDirectives, fastcgiCache } from './cache.js';
+import { IGNORE_HEADERS, parseAccess, parseBind, parseStore } from './proxy.js';
 import { lowatIgnored } from './http-core.js';
 import type { ValueSource } from '../variables.js';
 
@@ -55,10 +55,6 @@ export const fastcgiCatchStderr = listSlot<string>('fastcgi_catch_stderr');
 /** Checked against the buffers when the configuration is merged; not used otherwise. */
 export const fastcgiBusyBuffersSize = slot<number | undefined>('fastcgi_busy_buffers_size', undefined);
 export const fastcgiTempFileWriteSize = slot<number | undefined>('fastcgi_temp_file_write_size', undefined);
-/** `fastcgi_cache_key`, checked to be there when a cache is used. */
-export const fastcgiCacheKey = slot<ValueSource | undefined>('fastcgi_cache_key', undefined);
-/** Every `fastcgi_cache_path` directory: nginx creates them when it starts, and with `-t`. */
-export const fastcgiCachePaths = listSlot<string>('fastcgi_cache_path');
 
 /** `fastcgi_next_upstream`, `_tries`, `_timeout`: as the proxy module's. */
 export const fastcgiNextUpstream = slot<readonly string[]>('fastcgi_next_upstream', ['error', 'timeout']);
@@ -96,8 +92,6 @@ function setParam(d: Directive, cx: SetContext): void {
     name: d.args[0]!, value: cx.scope.variables.value(d.args[1]!, d.loc), ifNotEmpty: d.args[2] === 'if_not_empty',
   }, d.loc);
 }
-
-const NO_CACHE = 'jinx does not cache responses';
 
 const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
   noEffect({ name, module: FASTCGI, contexts: HTTP_SRV_LOC, args, note }, r);
@@ -144,23 +138,7 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   runtime('fastcgi_next_upstream', ['1MORE'], bitmaskSetter(fastcgiNextUpstream, NEXT_UPSTREAM)),
   runtime('fastcgi_next_upstream_tries', ['TAKE1'], numSetter(fastcgiNextUpstreamTries)),
   runtime('fastcgi_next_upstream_timeout', ['TAKE1'], msecSetter(fastcgiNextUpstreamTimeoutMs)),
-  none('fastcgi_cache', ['TAKE1'], 'jinx does not cache responses', rule.custom((d, cx) => parseCacheRef(d, cx, FASTCGI), cacheZoneRefs.fastcgi)),
-  none('fastcgi_cache_key', ['TAKE1'], 'jinx does not cache responses', rule.custom((d, cx) => cx.scope.variables.value(d.args[0]!, d.loc), fastcgiCacheKey)),
-  none('fastcgi_cache_valid', ['1MORE'], 'jinx does not cache responses', rule.repeatable(setCacheValid)),
-  none('fastcgi_cache_bypass', ['1MORE'], 'jinx does not cache responses', rule.repeatable(setPredicates)),
-  none('fastcgi_no_cache', ['1MORE'], 'jinx does not cache responses', rule.repeatable(setPredicates)),
-  noEffect({ name: 'fastcgi_cache_path', module: FASTCGI, contexts: ['http'], args: ['2MORE'], note: 'jinx does not cache responses' }, rule.repeatable(
-    (d, cx) => cx.level.append(fastcgiCachePaths, parseCachePath(d, cx, FASTCGI), d.loc),
-  )),
-  none('fastcgi_cache_min_uses', ['TAKE1'], NO_CACHE, rule.num()),
-  none('fastcgi_cache_max_range_offset', ['TAKE1'], NO_CACHE, rule.off),
-  none('fastcgi_cache_use_stale', ['1MORE'], NO_CACHE, rule.bitmaskOf(...NEXT_UPSTREAM)),
-  none('fastcgi_cache_methods', ['1MORE'], NO_CACHE, rule.bitmaskOf(...CACHE_METHODS)),
-  none('fastcgi_cache_lock', ['FLAG'], NO_CACHE, rule.flag),
-  none('fastcgi_cache_lock_timeout', ['TAKE1'], NO_CACHE, rule.msec),
-  none('fastcgi_cache_lock_age', ['TAKE1'], NO_CACHE, rule.msec),
-  none('fastcgi_cache_revalidate', ['FLAG'], NO_CACHE, rule.flag),
-  none('fastcgi_cache_background_update', ['FLAG'], NO_CACHE, rule.flag),
+  ...cacheDirectives(fastcgiCache, FASTCGI, NEXT_UPSTREAM),
   none('fastcgi_store', ['TAKE1'], 'responses are not stored as files', rule.custom(parseStore)),
   none('fastcgi_store_access', ['TAKE1', 'TAKE2', 'TAKE3'], 'responses are not stored as files', rule.custom(parseAccess)),
   none('fastcgi_bind', ['TAKE1', 'TAKE2'], 'upstream connections use the address the system chooses', rule.custom(parseBind)),

@@ -8,7 +8,7 @@ import {
   bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule,
   sizeSetter, slot, strSetter, valueSetter, type DirectiveSpec, type ListSlot, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
-import { cacheZoneRefs, parseCachePath, parseCacheRef, setCacheValid, setPredicates } from './cache.js';
+import { cacheDirectives, proxyCache } from './cache.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import { parseCertificateCache, readPasswordFile } from './ssl.js';
 import { isIP } from 'node:net';
@@ -277,15 +277,8 @@ export const IGNORE_HEADERS = [
   'X-Accel-Redirect', 'X-Accel-Expires', 'X-Accel-Limit-Rate', 'X-Accel-Buffering', 'X-Accel-Charset', 'Expires',
   'Cache-Control', 'Set-Cookie', 'Vary',
 ];
-/** `ngx_http_upstream_cache_method_mask`. */
-export const CACHE_METHODS = ['GET', 'HEAD', 'POST'];
 /** The SSL protocol masks of `ngx_http_proxy_ssl_protocols` and `ngx_http_ssl_protocols`. */
 export const SSL_PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'];
-
-/** Every `proxy_cache_path` directory: nginx creates them when it starts, and with `-t`. */
-export const proxyCachePaths = listSlot<string>('proxy_cache_path');
-
-const NO_CACHE = 'jinx does not cache responses';
 
 /**
  * `ngx_http_upstream_bind_set_slot` (`proxy_bind`, `fastcgi_bind`): `off`,
@@ -424,24 +417,7 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
     },
   },
   { name: 'proxy_ssl_crl', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: strSetter(proxySslCrl) },
-  none('proxy_cache', ['TAKE1'], NO_CACHE, rule.custom((d, cx) => parseCacheRef(d, cx, PROXY), cacheZoneRefs.proxy)),
-  noEffect({ name: 'proxy_cache_path', module: PROXY, contexts: ['http'], args: ['2MORE'], note: NO_CACHE }, rule.repeatable(
-    (d, cx) => cx.level.append(proxyCachePaths, parseCachePath(d, cx, PROXY), d.loc),
-  )),
-  none('proxy_cache_key', ['TAKE1'], NO_CACHE, rule.value),
-  none('proxy_cache_valid', ['1MORE'], NO_CACHE, rule.repeatable(setCacheValid)),
-  none('proxy_cache_bypass', ['1MORE'], NO_CACHE, rule.repeatable(setPredicates)),
-  none('proxy_no_cache', ['1MORE'], NO_CACHE, rule.repeatable(setPredicates)),
-  none('proxy_cache_use_stale', ['1MORE'], NO_CACHE, rule.bitmaskOf(...NEXT_UPSTREAM)),
-  none('proxy_cache_lock', ['FLAG'], NO_CACHE, rule.flag),
-  none('proxy_cache_methods', ['1MORE'], NO_CACHE, rule.bitmaskOf(...CACHE_METHODS)),
-  none('proxy_cache_min_uses', ['TAKE1'], NO_CACHE, rule.num()),
-  none('proxy_cache_revalidate', ['FLAG'], NO_CACHE, rule.flag),
-  none('proxy_cache_background_update', ['FLAG'], NO_CACHE, rule.flag),
-  none('proxy_cache_lock_timeout', ['TAKE1'], NO_CACHE, rule.msec),
-  none('proxy_cache_lock_age', ['TAKE1'], NO_CACHE, rule.msec),
-  none('proxy_cache_max_range_offset', ['TAKE1'], NO_CACHE, rule.off),
-  none('proxy_cache_convert_head', ['FLAG'], NO_CACHE, rule.flag),
+  ...cacheDirectives(proxyCache, PROXY, NEXT_UPSTREAM),
   none('proxy_store', ['TAKE1'], NO_STORE, rule.custom(parseStore)),
   none('proxy_store_access', ['TAKE1', 'TAKE2', 'TAKE3'], NO_STORE, rule.custom(parseAccess)),
   none('proxy_bind', ['TAKE1', 'TAKE2'], NO_BIND, rule.custom(parseBind)),

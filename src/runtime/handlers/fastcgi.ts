@@ -22,6 +22,7 @@ import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
+import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
 import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
 import {
@@ -163,7 +164,8 @@ export async function fastcgiRequest(ex: Exchange): Promise<void> {
     body = read;
   }
   try {
-    await exchange(ex, conf, body);
+    const start = conf.cache ? await cacheStart(ex, conf.cache) : undefined;
+    if (start?.kind !== 'served') await exchange(ex, conf, body, start?.store);
   } finally {
     if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
@@ -190,11 +192,16 @@ class BodyRefusedError extends Error {
 }
 
 /** Sends the request to the first address, then to the next ones of its group while `fastcgi_next_upstream` says so. */
-async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined): Promise<void> {
+async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, store: CacheStore | undefined): Promise<void> {
   const choice = await address(ex, conf);
-  if (!choice) return;
+  if (!choice) {
+    store?.abort();
+    return;
+  }
   let peer: FastcgiAddress | undefined = choice.peer;
-  for (let retry = false; peer; retry = true) peer = await attempt(ex, conf, body, peer, choice.attempts, retry);
+  for (let retry = false; peer; retry = true) peer = await attempt(ex, conf, body, peer, choice.attempts, retry, store);
+  // whatever did not reach the store's commit is not cached
+  store?.abort();
 }
 
 /** The group whose idle connections a request to `addr` may use and keep, when `fastcgi_keep_conn` is on. */
@@ -211,6 +218,7 @@ function keepingGroup(ex: Exchange, conf: FastcgiConf, addr: FastcgiAddress): Up
  */
 async function attempt(
   ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
+  store: CacheStore | undefined,
 ): Promise<FastcgiAddress | undefined> {
   const { r, cx, out } = ex;
   const state = startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
@@ -263,6 +271,10 @@ async function attempt(
         return;
       }
       r.action = 'sending to client';
+      if (store?.staleFor(condition)) {
+        void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, following))).then(done, done);
+        return;
+      }
       void finalize(ex, following).then(done, done);
     };
     /** Ends the request after a failure: a response already started is cut off, else `status` is sent. */
@@ -279,6 +291,8 @@ async function attempt(
     };
     const fail = (failure: UpstreamFailure): void => {
       if (settled) return;
+      // a HEAD whose response was being cached: its header is sent (nginx sent it before reading the body)
+      if (stage === 'body' && out.headOnly) out.flushHead();
       if ((stage === 'connect' || stage === 'header') && !out.started) {
         next(failure.condition, failure);
         return;
@@ -317,6 +331,19 @@ async function attempt(
         next(condition, undefined);
         return 'stop';
       }
+      const stale = condition !== undefined && store?.staleFor(condition);
+      if (stale || store?.revalidates(parsed.status)) {
+        // the expired entry goes out instead (use_stale), or fresh again (a 304 to a revalidation)
+        attempts?.done();
+        up.status = parsed.status;
+        up.headers = parsed.all.flat();
+        stage = 'done';
+        settled = true;
+        release(false);
+        const sending = stale ? store!.sendStale() : store!.sendRevalidated(up.headers);
+        void sending.then((sent) => (sent ? undefined : finalize(ex, stale ? parsed.status : 502))).then(done, done);
+        return 'stop';
+      }
       attempts?.done();
       stage = 'body';
       up.status = parsed.status;
@@ -324,6 +351,7 @@ async function attempt(
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
       if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
+        store?.storeError(parsed.status, up.headers);
         keepInterceptedHeaders(r, parsed.status, up.headers);
         stage = 'done';
         r.action = 'sending to client';
@@ -342,10 +370,11 @@ async function attempt(
         void acceleratedRedirect(ex, redirect).then(done, done);
         return 'stop';
       }
+      const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers) ?? false;
       applyHeadersModule(r, parsed.status, parsed.headers);
       out.head(r, parsed.status, parsed.headers, parsed.reason);
-      // nginx finalizes the upstream request once the header of a HEAD, 204 or 304 response is sent
-      if (out.headOnly || parsed.status === 204 || parsed.status === 304) {
+      // nginx finalizes the upstream request once the header of a HEAD, 204 or 304 response is sent, unless it is being cached
+      if (!caching && (out.headOnly || parsed.status === 204 || parsed.status === 304)) {
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
@@ -373,6 +402,8 @@ async function attempt(
       header: onHeader,
       stdout: (data) => {
         bodyBytes += data.length;
+        store?.write(data);
+        if (out.headOnly) return;
         r.bodyBytesSent += data.length;
         spool!.push(data);
       },
@@ -381,8 +412,11 @@ async function attempt(
         r.action = 'sending to client';
         settled = true;
         release(reusable && bodySent);
-        spool!.end();
-        void spool!.done.then(done);
+        // a cached response is in place before the response ends, as nginx renames the file first
+        void (store?.commit() ?? Promise.resolve()).then(() => {
+          spool!.end();
+          return spool!.done;
+        }).then(done);
       },
     });
 
@@ -452,8 +486,10 @@ async function attempt(
       r.action = 'sending to client';
       settled = true;
       endAttempt(state, wire, bodyBytes);
-      spool!.end();
-      void spool!.done.then(done);
+      void (store?.commit() ?? Promise.resolve()).then(() => {
+        spool!.end();
+        return spool!.done;
+      }).then(done);
     };
     const onData = (chunk: Buffer): void => {
       if (settled) return;

@@ -28,6 +28,7 @@ import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstr
 import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
+import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 
 /**
  * Response headers nginx never passes from an upstream: it reads them for the
@@ -72,6 +73,11 @@ function parseUrl(url: string): { scheme: 'http' | 'https'; host: string; port: 
   return { scheme, host: m[2]!, port: m[3] ? Number(m[3]) : undefined, uri: m[4] === '' ? undefined : m[4] };
 }
 
+/** `$proxy_host` of a URL: the host, and the port unless it is the scheme's. */
+function hostHeaderOf(scheme: 'http' | 'https', host: string, port: number | undefined): string {
+  return port === undefined || port === (scheme === 'https' ? 443 : 80) ? host : `${host}:${port}`;
+}
+
 /** Finds the destination of a `proxy_pass` with variables, or answers the request and returns undefined. */
 async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind: 'variable' } }): Promise<Destination | undefined> {
   const { r, cx } = ex;
@@ -83,7 +89,7 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
     return undefined;
   }
   const defaultPort = parsed.scheme === 'https' ? 443 : 80;
-  const hostHeader = parsed.port === undefined || parsed.port === defaultPort ? parsed.host : `${parsed.host}:${parsed.port}`;
+  const hostHeader = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
   const uri = parsed.uri ?? upstreamUri(r, p, undefined);
   const choice = await dynamicPeer(ex, parsed.host, parsed.port, defaultPort, p, parsed.scheme, uri);
   if (!choice) return undefined;
@@ -232,18 +238,41 @@ async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
   }
 }
 
-/** Finds the peer and sends the request; the promise settles when the response is done. */
+/**
+ * Answers from the cache when the location has one (`proxy_cache`), else
+ * finds the peer and sends the request; the promise settles when the
+ * response is done. `$proxy_host` is known before the cache key is made.
+ */
 function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined): Promise<void> {
+  if (!p.cache) return forwardUpstream(ex, p, withBody, body, undefined);
+  const { r } = ex;
+  if (p.target.kind === 'static') r.proxyHost = p.target.hostHeader;
+  else {
+    const parsed = parseUrl(p.target.url.evaluate(r));
+    if (parsed) r.proxyHost = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
+  }
+  return cacheStart(ex, p.cache).then((start) => (start.kind === 'served' ? undefined : forwardUpstream(ex, p, withBody, body, start.store)));
+}
+
+/** Finds the peer and sends the request; `store` may cache the response. */
+function forwardUpstream(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined, store: CacheStore | undefined): Promise<void> {
   const { r, cx } = ex;
   const target = p.target;
   if (target.kind === 'static') {
     const uri = upstreamUri(r, p, target.uri);
     const choice = firstPeer(ex, cx.table.upstreams.get(target.group)!, p, target.scheme, uri);
-    if (typeof choice === 'number') return finalize(ex, choice);
+    if (typeof choice === 'number') {
+      store?.abort();
+      return finalize(ex, choice);
+    }
     const dest = { scheme: target.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader: target.hostHeader, port: choice.peer.port };
-    return send(ex, p, dest, withBody, body, false);
+    return send(ex, p, dest, withBody, body, false, store);
   }
-  return dynamicDestination(ex, p as ProxyConf & { target: typeof target }).then((dest) => (dest ? send(ex, p, dest, withBody, body, false) : undefined));
+  return dynamicDestination(ex, p as ProxyConf & { target: typeof target }).then((dest) => {
+    if (dest) return send(ex, p, dest, withBody, body, false, store);
+    store?.abort();
+    return undefined;
+  });
 }
 
 /**
@@ -251,7 +280,9 @@ function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBod
  * gone to the client (or failed). `retry` tells that an earlier peer of the
  * group failed (`$upstream_addr` then lists both).
  */
-function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, body: RequestBody | undefined, retry: boolean): Promise<void> {
+function send(
+  ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, body: RequestBody | undefined, retry: boolean, store: CacheStore | undefined,
+): Promise<void> {
   const { r, cx } = ex;
   r.proxyHost = dest.hostHeader;
   // a unix domain socket has no port: `$proxy_port` is empty (ngx_http_proxy_set_vars)
@@ -273,6 +304,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     } catch (err) {
       // nginx: ngx_http_upstream_ssl_init_connection finalizes with 500
       logRequest(cx, r, 'error', err instanceof ConfigError ? err.text : String(err));
+      store?.abort();
       return finalize(ex, 500);
     }
   }
@@ -280,8 +312,9 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
   const source = setBody || (body ? bodyStream(body) : withBody ? passedBody(ex.r, ex.body!) : null);
   const options: Dispatcher.DispatchOptions & { servername?: string } = {
     path: dest.uri,
-    // proxy_method, else the client's (an empty value too: undici refuses an empty method)
-    method: p.method?.evaluate(r) || r.method,
+    // proxy_method, else the client's (an empty value too: undici refuses an empty method); a HEAD whose
+    // response may be cached is sent as GET (proxy_cache_convert_head)
+    method: p.method?.evaluate(r) || (r.method === 'HEAD' && r.cacheStatus !== undefined && p.cache?.convertHead ? 'GET' : r.method),
     headers,
     body: source,
     headersTimeout: p.readTimeoutMs,
@@ -296,7 +329,7 @@ function send(ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, 
     options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
   }
   return new Promise<void>((resolve) => {
-    const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve);
+    const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve, store);
     ex.out.onAbort((err) => handler.clientClosed(err));
     if (source && !body && !setBody) {
       watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
@@ -350,6 +383,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private tunneled = false;
   /** The bytes of this attempt on its connection. */
   private readonly wire = new WireMeter();
+  /** The last bytes of a response being cached, sent once its entry is in place. */
+  private heldLast: Buffer | undefined;
 
   constructor(
     private readonly ex: Exchange,
@@ -359,6 +394,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     /** This attempt's `$upstream_*` state. */
     private readonly state: UpstreamState,
     private readonly resolve: () => void,
+    /** Copies the response into the cache, when it may be cached. */
+    private readonly store: CacheStore | undefined,
   ) {}
 
   /** Ends the attempt's `$upstream_*` state: its time, the bytes of its connection, its body's length. */
@@ -377,11 +414,17 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: dest.scheme, uri: dest.uri,
     });
     if (typeof next === 'number') {
+      const { store } = this;
+      if (store?.staleFor(condition)) {
+        void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, next))).then(this.resolve, this.resolve);
+        return;
+      }
+      store?.abort();
       ex.r.action = 'sending to client';
       void finalize(ex, next).then(this.resolve, this.resolve);
       return;
     }
-    void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true).then(this.resolve, this.resolve);
+    void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true, this.store).then(this.resolve, this.resolve);
   }
 
   /** `proxy_send_timeout` passed with the upstream taking none of the body. */
@@ -429,8 +472,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       logRequest(cx, r, 'info', `client prematurely closed connection${errno}`);
       return;
     }
-    if (this.p.ignoreClientAbort) {
-      // the upstream is read to its end, its data dropped
+    if (this.p.ignoreClientAbort || this.store?.active) {
+      // the upstream is read to its end, its data dropped (a response being cached is stored whole:
+      // ngx_http_upstream_check_broken_connection closes only an upstream that is not cacheable)
       this.spool?.abort();
       return;
     }
@@ -480,6 +524,29 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.next(condition, undefined);
       return false;
     }
+    if (condition && this.store?.staleFor(condition)) {
+      // ngx_http_upstream_test_next: the expired entry goes out instead
+      ex.r.upstream!.status = statusCode;
+      attempts?.done();
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('stale'));
+      this.endState();
+      const store = this.store;
+      void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, statusCode))).then(this.resolve, this.resolve);
+      return false;
+    }
+    if (this.store?.revalidates(statusCode)) {
+      // the expired entry is still good: it goes out, fresh again
+      ex.r.upstream!.status = statusCode;
+      ex.r.upstream!.headers = rawHeaders.map((b) => b.toString('latin1'));
+      attempts?.done();
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('revalidated'));
+      this.endState();
+      const store = this.store;
+      void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => (sent ? undefined : finalize(ex, 502))).then(this.resolve, this.resolve);
+      return false;
+    }
     attempts?.done();
     removeCleanBody(this.request.body);
     this.resumeReading = resume;
@@ -489,7 +556,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     up.headerTimeMs = Date.now() - up.startMs;
     up.bytesReceived = this.wire.received;
     const received: string[] = [];
-    const outHeaders: [string, string][] = [];
+    const outHeaders: [string, string | string[]][] = [];
     // the header's size in the header buffer: status line, header lines, blank line
     let headerBytes = 15 + statusText.length;
     let buffering = p.buffering;
@@ -519,7 +586,14 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       outHeaders.push([name, value]);
     }
     up.headers = received;
+    // ngx_http_proxy_process_header: an upstream without Server or Date has a null one, which, passed with
+    // proxy_pass_header, keeps nginx's own out of the response
+    for (const name of ['Server', 'Date']) {
+      const lower = name.toLowerCase();
+      if (!p.hideHeaders.has(lower) && !outHeaders.some(([n]) => n.toLowerCase() === lower)) outHeaders.push([name, []]);
+    }
     if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
+      this.store?.storeError(statusCode, received);
       keepInterceptedHeaders(r, statusCode, received);
       this.endState();
       this.stage = 'intercepted';
@@ -529,6 +603,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     const redirect = p.accelRedirect ? accelRedirectOf(received) : undefined;
     if (redirect !== undefined) {
+      this.store?.abort();
       r.action = 'reading response header from upstream';
       keepForRedirect(r, received, cookies ? (v) => rewriteSetCookie(r, p, v) ?? v : undefined);
       this.endState();
@@ -537,13 +612,25 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       void acceleratedRedirect(ex, redirect).then(this.resolve, this.resolve);
       return false;
     }
+    const caching = this.store?.begin(statusCode, statusText, received, outHeaders) ?? false;
     applyHeadersModule(r, statusCode, outHeaders);
     // the response filters run while nginx still reads the header (their log lines say so)
     out.head(r, statusCode, outHeaders, statusText);
+    if (out.headOnly && this.store && !caching) {
+      // ngx_http_upstream_send_response: a HEAD (sent upstream as GET) whose response is not cached ends with its header
+      this.stage = 'intercepted';
+      this.abortUpstream?.(new Error('header only'));
+      this.endState();
+      r.action = 'sending to client';
+      out.end();
+      this.resolve();
+      return false;
+    }
     r.action = 'reading upstream';
     this.spool = new ResponseSpool(out, buffering === p.buffering ? p : { ...p, buffering }, cx.tempFiles, this, p.bufferSizeBytes - headerBytes, chunked);
-    // body data that came with the header is taken first, in this same parser run
-    queueMicrotask(() => out.flushHead());
+    // body data that came with the header is taken first, in this same parser run; the header of a HEAD
+    // whose response is being cached goes with the end of the response, once the entry is in place
+    if (!(out.headOnly && caching)) queueMicrotask(() => out.flushHead());
     return true;
   }
 
@@ -557,6 +644,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   onUpgrade(statusCode: number, rawHeaders: Buffer[], upstream: Duplex): void {
     const { ex, p } = this;
     const { r, cx, out } = ex;
+    this.store?.abort();
     this.dest.attempts?.done();
     this.stage = 'body';
     this.tunneled = true;
@@ -595,11 +683,14 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     this.receivedBytes += chunk.length;
+    this.store?.write(chunk);
     const { out, r } = this.ex;
     if (out.headOnly || !this.spool) return true;
     r.bodyBytesSent += chunk.length;
-    if (this.receivedBytes === this.expectedBytes) this.spool.pushLast(chunk);
-    else this.spool.push(chunk);
+    if (this.receivedBytes !== this.expectedBytes) this.spool.push(chunk);
+    // a response being cached ends once its entry is in place (see onComplete)
+    else if (this.store?.active) this.heldLast = chunk;
+    else this.spool.pushLast(chunk);
     return !this.paused;
   }
 
@@ -609,11 +700,20 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (trailers) this.state.trailers = (trailers as (string | Buffer)[]).map((b) => (typeof b === 'string' ? b : b.toString('latin1')));
     this.endState();
     this.ex.r.action = 'sending to client';
+    // a cached response is in place before the response ends, as nginx renames the file first
+    const committed = this.store?.commit();
+    if (committed) void committed.then(() => this.finish());
+    else this.finish();
+  }
+
+  /** Ends the response once the whole of it was read. */
+  private finish(): void {
     if (!this.spool) {
       this.ex.out.end();
       this.resolve();
       return;
     }
+    if (this.heldLast) this.spool.pushLast(this.heldLast);
     this.spool.end();
     void this.spool.done.then(this.resolve);
   }
@@ -622,6 +722,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (this.stage === 'intercepted') return;
     this.endState();
     const { r, cx, out } = this.ex;
+    // a response that did not finish is not cached; one that goes to the next server may still be
+    const toNext = err !== CLIENT_CLOSED && err !== BODY_TIMED_OUT && !(err instanceof WorkerConnectionsError) && this.stage !== 'body' && !out.started;
+    if (!toNext) this.store?.abort();
+    // the header of a HEAD held while its response was being cached goes out now, as nginx had sent it
+    if (this.stage === 'body' && out.headOnly && err !== CLIENT_CLOSED) out.flushHead();
     if (err === CLIENT_CLOSED) {
       this.spool?.abort();
       r.action = 'sending to client';

@@ -1,0 +1,622 @@
+/**
+ * The response cache of the proxy and FastCGI handlers, as
+ * `ngx_http_upstream_cache`, `ngx_http_upstream_cache_send` and the cache
+ * part of `ngx_http_upstream_send_response` (`src/http/ngx_http_upstream.c`)
+ * with `src/http/ngx_http_file_cache.c` do it:
+ *
+ * - `cacheStart` runs before the upstream is asked: for a method
+ *   `*_cache_methods` allows, it looks the key up; a fresh entry is sent from
+ *   its file (HIT), through the same header and body filters as any
+ *   response, with the not-modified and range filters; an expired one may be
+ *   sent while another request updates it (`use_stale updating`: UPDATING),
+ *   or a request waits for that update (`*_cache_lock`). Otherwise the
+ *   request goes upstream (MISS, EXPIRED, BYPASS) with a `CacheStore`.
+ * - `CacheStore.begin` decides at the upstream's header whether the response
+ *   is cached and until when (`X-Accel-Expires`, `Cache-Control`,
+ *   `Expires`, `Set-Cookie`, `Vary: *`, `*_cache_valid`, `*_no_cache`),
+ *   `write` copies the body as it arrives into a temporary file, and
+ *   `commit` puts the file in place once the whole response was read; a
+ *   response that did not finish is never cached (`abort`).
+ */
+import type { FileHandle } from 'node:fs/promises';
+import { open, unlink } from 'node:fs/promises';
+import { predicatesHold, type CacheConf, type CacheZoneConf } from '../../config/modules/cache.js';
+import { parseHttpTime, preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
+import { logRequest } from '../context.js';
+import type { Exchange } from '../exchange.js';
+import type { HttpRequestState } from '../request.js';
+import { finalize } from '../phases.js';
+import { applyHeadersModule, lastModifiedSec } from '../respond.js';
+import { encodeEntryHead, type ReadEntryHead } from './entry-file.js';
+import { CacheZone, type IndexEntry } from './zone.js';
+
+/** What the cache made of a request before the upstream. */
+export type CacheStart =
+  /** The response was sent from the cache (or the request answered otherwise). */
+  | { readonly kind: 'served' }
+  /** The request goes upstream; `store`, when set, may cache the response. */
+  | { readonly kind: 'fetch'; readonly store: CacheStore | undefined };
+
+const NO_STORE: CacheStart = { kind: 'fetch', store: undefined };
+
+/** A header's value in a name/value list (names any case), the first one. */
+function headerOf(list: readonly string[], lower: string): string | undefined {
+  for (let i = 0; i + 1 < list.length; i += 2) if (list[i]!.toLowerCase() === lower) return list[i + 1];
+  return undefined;
+}
+
+/**
+ * Whether the response comes from the cache: looks its key up, sends a
+ * fresh entry, or says how the request goes upstream. Sets
+ * `$upstream_cache_status`.
+ */
+export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheStart> {
+  const { r, cx } = ex;
+  if (!conf.methods.has(r.method)) return NO_STORE;
+  let zoneConf: CacheZoneConf | undefined;
+  if ('kind' in conf.zone) {
+    const name = conf.zone.value.evaluate(r);
+    zoneConf = conf.zone.zones.get(name);
+    if (!zoneConf) {
+      // ngx_http_upstream_cache_get
+      logRequest(cx, r, 'error', `cache "${name}" not found`);
+      await finalize(ex, 500);
+      return { kind: 'served' };
+    }
+  } else zoneConf = conf.zone;
+  const zone = cx.cache.zone(zoneConf);
+  let key = conf.key.evaluate(r);
+  let e = zone.entry(CacheZone.hashOf(key));
+  e.lastUsedMs = Date.now();
+  const evaluate = (v: { evaluate: (x: typeof r) => string }): string => v.evaluate(r);
+  if (predicatesHold(conf.bypass, evaluate)) {
+    r.cacheStatus = 'BYPASS';
+    return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, true, false) };
+  }
+  e.uses++;
+  if (e.error !== undefined && e.validUntilMs > Date.now()) {
+    // an intercepted error that was cached: the request ends with it, as with the upstream's (its error_page)
+    r.cacheStatus = 'HIT';
+    await finalize(ex, e.error);
+    return { kind: 'served' };
+  }
+  let waitedMs = 0;
+  let secondary = false;
+  for (;;) {
+    let found = await zone.openEntry(e, key);
+    const variant = found?.head.variant !== undefined ? variantOf(r, found.head.upstreamHeaders) : undefined;
+    if (found && variant !== found.head.variant) {
+      // another variant (Vary): it has an entry of its own, under the key and its values (ngx_http_file_cache_reopen)
+      await found.fh.close();
+      found = undefined;
+      if (!secondary) {
+        secondary = true;
+        key = `${key}\n${variant ?? ''}`;
+        e = zone.entry(CacheZone.hashOf(key));
+        e.lastUsedMs = Date.now();
+        e.uses++;
+        continue;
+      }
+    }
+    if (found && found.head.validSec * 1000 > Date.now()) {
+      r.cacheStatus = 'HIT';
+      await sendEntry(ex, found.head, found.fh);
+      return { kind: 'served' };
+    }
+    const updating = e.updatingSinceMs !== undefined && Date.now() - e.updatingSinceMs < conf.lockAgeMs;
+    if (found && updating && conf.useStale.has('updating')) {
+      r.cacheStatus = 'UPDATING';
+      await sendEntry(ex, found.head, found.fh);
+      return { kind: 'served' };
+    }
+    if (updating && conf.lock && waitedMs < conf.lockTimeoutMs) {
+      await found?.fh.close();
+      // ngx_http_file_cache_lock: wait for the request that updates the entry, at most *_cache_lock_timeout;
+      // once the update is older than *_cache_lock_age, this request goes to the upstream itself
+      const ageLeftMs = conf.lockAgeMs - (Date.now() - e.updatingSinceMs!);
+      const stepMs = Math.max(1, Math.min(conf.lockTimeoutMs - waitedMs, ageLeftMs));
+      const startedMs = Date.now();
+      const timedOut = await waitForUpdate(e, stepMs);
+      waitedMs += Date.now() - startedMs;
+      if (timedOut && waitedMs >= conf.lockTimeoutMs) {
+        // the response is not cached (ngx_http_file_cache_lock_wait: "cache lock timeout")
+        r.cacheStatus = found ? 'EXPIRED' : 'MISS';
+        return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, false, found !== undefined) };
+      }
+      continue;
+    }
+    r.cacheStatus = found ? 'EXPIRED' : 'MISS';
+    if (found && conf.revalidate) r.cacheValidators = { lastModified: found.head.lastModified, etag: found.head.etag };
+    await found?.fh.close();
+    const store = new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined);
+    if (secondary) store.primary = { e: zone.entry(CacheZone.hashOf(conf.key.evaluate(r))), key: conf.key.evaluate(r) };
+    return { kind: 'fetch', store };
+  }
+}
+
+/** Waits until the update of `e` ends; true when `timeoutMs` passed first. */
+function waitForUpdate(e: IndexEntry, timeoutMs: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const wake = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      const at = e.waiters.indexOf(wake);
+      if (at !== -1) e.waiters.splice(at, 1);
+      resolve(true);
+    }, timeoutMs);
+    e.waiters.push(wake);
+  });
+}
+
+/**
+ * The request's values of the headers a response's `Vary` names (names and
+ * values, one a line), or undefined when it has no `Vary`
+ * (`ngx_http_file_cache_vary`).
+ */
+function variantOf(r: HttpRequestState, upstreamHeaders: readonly string[]): string | undefined {
+  const names: string[] = [];
+  for (let i = 0; i + 1 < upstreamHeaders.length; i += 2) {
+    if (upstreamHeaders[i]!.toLowerCase() !== 'vary') continue;
+    for (const n of upstreamHeaders[i + 1]!.split(',')) if (n.trim() !== '') names.push(n.trim().toLowerCase());
+  }
+  if (names.length === 0) return undefined;
+  return names.map((n) => {
+    const v = r.headers[n];
+    // whitespace and empty list members do not make another variant
+    const value = (Array.isArray(v) ? v.join(',') : v ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '').join(',');
+    return `${n}:${value}`;
+  }).join('\n');
+}
+
+/**
+ * How long a response may be cached, in seconds since the epoch; undefined
+ * when it may not (the cache part of `ngx_http_upstream_process_headers`,
+ * `…_process_cache_control`, `…_process_expires`, `…_process_accel_expires`,
+ * `…_process_set_cookie`, `…_process_vary`, then `ngx_http_file_cache_valid`).
+ * `X-Accel-Expires` wins over `Cache-Control` and `Expires`, whatever their
+ * order; `Cache-Control` over `Expires`.
+ */
+export function cacheValidity(
+  conf: CacheConf, status: number, upstreamHeaders: readonly string[], nowSec: number, validList = true,
+): number | undefined {
+  const ignore = conf.ignoreHeaders;
+  let accelSec: number | undefined;
+  let accelNoCache = false;
+  let controlSec: number | undefined;
+  let noCache = false;
+  let expiresSec: number | undefined;
+  let expired = false;
+  // X-Accel-Expires and Expires are taken once, the first (a repeated one is ignored as nginx ignores it)
+  const seen = new Set<string>();
+  for (let i = 0; i + 1 < upstreamHeaders.length; i += 2) {
+    const name = upstreamHeaders[i]!.toLowerCase();
+    const value = upstreamHeaders[i + 1]!;
+    if ((name === 'x-accel-expires' || name === 'expires') && seen.has(name)) continue;
+    seen.add(name);
+    if (name === 'x-accel-expires' && !ignore.has('X-Accel-Expires')) {
+      if (value.startsWith('@')) {
+        if (/^\d+$/.test(value.slice(1))) accelSec = Number(value.slice(1));
+      } else if (/^\d+$/.test(value)) {
+        const n = Number(value);
+        if (n === 0) accelNoCache = true;
+        else accelSec = nowSec + n;
+      }
+    } else if (name === 'cache-control' && !ignore.has('Cache-Control')) {
+      const lower = value.toLowerCase();
+      if (lower.includes('no-cache') || lower.includes('no-store') || lower.includes('private')) {
+        noCache = true;
+        continue;
+      }
+      let at = lower.indexOf('s-maxage=');
+      let offset = 9;
+      if (at === -1) {
+        at = lower.indexOf('max-age=');
+        offset = 8;
+      }
+      if (at === -1) continue;
+      const m = /^(\d*)(?:[,; ]|$)/.exec(lower.slice(at + offset));
+      if (!m) return undefined;
+      const n = Number(m[1] || '0');
+      if (n === 0) noCache = true;
+      else controlSec ??= nowSec + n;
+    } else if (name === 'expires' && !ignore.has('Expires')) {
+      const t = parseHttpTime(value);
+      if (t === -1 || t < nowSec) expired = true;
+      else expiresSec ??= t;
+    } else if (name === 'set-cookie' && !ignore.has('Set-Cookie')) {
+      return undefined;
+    } else if (name === 'vary' && !ignore.has('Vary') && value.trim() === '*') {
+      return undefined;
+    }
+  }
+  if (accelNoCache) return undefined;
+  if (accelSec !== undefined) return clampSec(accelSec);
+  if (noCache) return undefined;
+  if (controlSec !== undefined) return clampSec(controlSec);
+  if (expired) return undefined;
+  if (expiresSec !== undefined) return clampSec(expiresSec);
+  if (!validList) return undefined;
+  const valid = conf.valid.find((v) => v.status === 0 || v.status === status);
+  return valid && valid.sec > 0 ? clampSec(nowSec + valid.sec) : undefined;
+}
+
+/** The latest validity an entry keeps (a `max-age` too large for any clock is "for ever"). */
+const MAX_VALID_SEC = 999_999_999_999;
+const clampSec = (sec: number): number => Math.min(sec, MAX_VALID_SEC);
+
+/**
+ * One response on its way into the cache: decided at the header, copied as
+ * its body arrives, put in place when it is complete.
+ */
+export class CacheStore {
+  private fh: Promise<FileHandle | undefined> | undefined;
+  private tempPath = '';
+  private writes: Promise<void> = Promise.resolve();
+  private bytes = 0;
+  private validUntilMs = 0;
+  private failed = false;
+  private ended = false;
+  /** This store marked the entry as being updated. */
+  private owner = false;
+  /** The entry being updated, whose waiters are woken at the end. */
+  private readonly updated: IndexEntry;
+  /**
+   * For a store under a variant's own key (`Vary`), the key's main entry:
+   * a response without `Vary` goes there (`ngx_http_file_cache_update_variant`).
+   */
+  primary: { readonly e: IndexEntry; readonly key: string } | undefined;
+
+  constructor(
+    private readonly ex: Exchange,
+    private readonly conf: CacheConf,
+    private readonly zone: CacheZone,
+    private e: IndexEntry,
+    private key: string,
+    /** Whether the response may be stored (`*_cache_min_uses` reached, no lock timeout). */
+    private readonly mayStore: boolean,
+    /** Whether an expired entry is there to send instead of an error (`*_cache_use_stale`). */
+    private readonly hasStale: boolean,
+  ) {
+    this.updated = e;
+    if (mayStore && (e.updatingSinceMs === undefined || Date.now() - e.updatingSinceMs >= conf.lockAgeMs)) {
+      e.updatingSinceMs = Date.now();
+      this.owner = true;
+    }
+  }
+
+  /** Whether the body is being stored (`begin` said yes and nothing failed since). */
+  get active(): boolean {
+    return this.fh !== undefined && !this.failed && !this.ended;
+  }
+
+  /**
+   * Decides whether the response is cached: by `*_no_cache`, then its
+   * validity. `headers` are those the client gets before the headers
+   * module; `upstreamHeaders` as received (names and values alternating).
+   * Returns whether the body is to be copied with `write`.
+   */
+  begin(status: number, reason: string, upstreamHeaders: readonly string[], headers: readonly [string, string | string[]][]): boolean {
+    const { r } = this.ex;
+    if (!this.mayStore) {
+      this.end();
+      return false;
+    }
+    const nowSec = Math.floor(Date.now() / 1000);
+    const validSec = predicatesHold(this.conf.noCache, (v) => v.evaluate(r)) ? undefined : cacheValidity(this.conf, status, upstreamHeaders, nowSec);
+    if (validSec === undefined) {
+      this.end();
+      return false;
+    }
+    this.validUntilMs = validSec * 1000;
+    const variant = this.conf.ignoreHeaders.has('Vary') ? undefined : variantOf(r, upstreamHeaders);
+    if (variant === undefined && this.primary) {
+      this.e = this.primary.e;
+      this.key = this.primary.key;
+    }
+    const validators = status === 200 || status === 206;
+    const head = encodeEntryHead({
+      key: this.key, validSec, dateSec: nowSec, status, reason, headers: headers.map(([n, v]) => [n, v]), upstreamHeaders: [...upstreamHeaders],
+      lastModified: validators ? headerOf(upstreamHeaders, 'last-modified') : undefined,
+      etag: validators ? headerOf(upstreamHeaders, 'etag') : undefined,
+      variant,
+    });
+    this.tempPath = this.zone.tempPath(this.e.hash);
+    this.fh = open(this.tempPath, 'wx', 0o600).then(async (fh) => {
+      await fh.write(head);
+      this.bytes += head.length;
+      return fh;
+    }).catch((err: Error) => {
+      this.fail(err);
+      return undefined;
+    });
+    return true;
+  }
+
+  /** Copies a piece of the body. */
+  write(chunk: Buffer): void {
+    if (!this.active) return;
+    const fh = this.fh!;
+    this.bytes += chunk.length;
+    this.writes = this.writes.then(async () => {
+      const h = await fh;
+      if (h && !this.failed) await h.write(chunk);
+    }).catch((err: Error) => this.fail(err));
+  }
+
+  /**
+   * The whole response was read: the entry is put in place
+   * (`ngx_http_file_cache_update`). Settles once it is (or failed, logged).
+   */
+  commit(): Promise<void> {
+    if (!this.active) {
+      this.abort();
+      return Promise.resolve();
+    }
+    this.ended = true;
+    const fh = this.fh!;
+    return this.writes.then(async () => {
+      const h = await fh;
+      if (!h || this.failed) return;
+      await h.close();
+      await this.zone.install(this.e, this.tempPath, this.validUntilMs, this.bytes);
+    }).catch((err: Error) => {
+      logRequest(this.ex.cx, this.ex.r, 'crit', `rename() "${this.tempPath}" to "${this.zone.pathOf(this.e.hash)}" failed (${err.message})`);
+      return unlink(this.tempPath).catch(() => undefined);
+    }).finally(() => this.release());
+  }
+
+  /** The response did not finish (or is not cached): nothing is stored. */
+  abort(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const fh = this.fh;
+    if (!fh) {
+      this.release();
+      return;
+    }
+    void this.writes.then(async () => {
+      const h = await fh;
+      await h?.close();
+      await unlink(this.tempPath).catch(() => undefined);
+    }).catch(() => undefined).finally(() => this.release());
+  }
+
+  /**
+   * An error status intercepted for `error_page` (`proxy_intercept_errors`):
+   * when it may be cached, the key answers with it until it expires
+   * (`ngx_http_upstream_intercept_errors`); no body is stored.
+   */
+  storeError(status: number, upstreamHeaders: readonly string[]): void {
+    const { r } = this.ex;
+    const validSec = this.mayStore && !predicatesHold(this.conf.noCache, (v) => v.evaluate(r))
+      ? cacheValidity(this.conf, status, upstreamHeaders, Math.floor(Date.now() / 1000))
+      : undefined;
+    if (validSec !== undefined) {
+      this.e.error = status;
+      this.e.validUntilMs = validSec * 1000;
+    }
+    this.abort();
+  }
+
+  /**
+   * Whether the expired entry is sent instead of the upstream's failure
+   * `condition` (`error`, `timeout`, `invalid_header`, `http_500` …), as
+   * `*_cache_use_stale` says (`ngx_http_upstream_next`, `…_test_next`).
+   */
+  staleFor(condition: string): boolean {
+    return this.hasStale && this.ex.r.cacheStatus === 'EXPIRED' && this.conf.useStale.has(condition);
+  }
+
+  /**
+   * Sends the expired entry (STALE) in place of the upstream's response;
+   * nothing is stored. False when the entry is gone meanwhile (the caller
+   * answers with its error).
+   */
+  async sendStale(): Promise<boolean> {
+    this.abort();
+    const found = await this.zone.openEntry(this.e, this.key);
+    if (!found) return false;
+    this.ex.r.cacheStatus = 'STALE';
+    await sendEntry(this.ex, found.head, found.fh);
+    return true;
+  }
+
+  /**
+   * Whether a 304 answers the revalidation of the expired entry
+   * (`proxy_cache_revalidate`, `ngx_http_upstream_test_next`).
+   */
+  revalidates(status: number): boolean {
+    return status === 304 && this.hasStale && this.conf.revalidate && this.ex.r.cacheStatus === 'EXPIRED';
+  }
+
+  /**
+   * Sends the entry a 304 revalidated (REVALIDATED), with a new validity:
+   * the 304's own (`X-Accel-Expires`, `Cache-Control`, `Expires`), else the
+   * entry's headers' and `*_cache_valid` for its status, as they are now.
+   * False when the entry is gone meanwhile.
+   */
+  async sendRevalidated(upstreamHeaders: readonly string[]): Promise<boolean> {
+    this.abort();
+    const found = await this.zone.openEntry(this.e, this.key);
+    if (!found) return false;
+    const nowSec = Math.floor(Date.now() / 1000);
+    const validSec = cacheValidity(this.conf, 304, upstreamHeaders, nowSec, false)
+      ?? cacheValidity(this.conf, found.head.status, found.head.upstreamHeaders, nowSec);
+    if (validSec !== undefined) await this.zone.renew(this.e, this.key, validSec);
+    this.ex.r.cacheStatus = 'REVALIDATED';
+    await sendEntry(this.ex, found.head, found.fh);
+    return true;
+  }
+
+  /** Ends a store that never began. */
+  private end(): void {
+    this.ended = true;
+    this.release();
+  }
+
+  private fail(err: Error): void {
+    if (this.failed) return;
+    this.failed = true;
+    logRequest(this.ex.cx, this.ex.r, 'crit', `write() to "${this.tempPath}" failed (${err.message})`);
+  }
+
+  private release(): void {
+    if (!this.owner) return;
+    this.owner = false;
+    this.zone.endUpdate(this.updated);
+  }
+}
+
+/** Removes every header named `lower` from a list. */
+function drop(headers: [string, string | string[]][], lower: string): void {
+  for (let i = headers.length - 1; i >= 0; i--) if (headers[i]![0].toLowerCase() === lower) headers.splice(i, 1);
+}
+
+/** Sets a header's value, or adds it. */
+function put(headers: [string, string | string[]][], name: string, value: string): void {
+  const at = headers.findIndex(([n]) => n.toLowerCase() === name.toLowerCase());
+  if (at === -1) headers.push([name, value]);
+  else headers[at]![1] = value;
+}
+
+/**
+ * Sends an entry (`ngx_http_upstream_cache_send`, `ngx_http_cache_send`):
+ * its status and headers through the not-modified filter (304, 412 for a 200),
+ * the headers module and, when the upstream sent `Accept-Ranges`, the range
+ * filter (206, 416), then its body
+ * streamed from the file, with backpressure. Closes `fh`.
+ */
+async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Promise<void> {
+  const { r, out } = ex;
+  try {
+    const size = head.fileBytes - head.bodyOffset;
+    const headers: [string, string | string[]][] = head.headers.map(([n, v]) => [n, v]);
+    const main = head.status === 200 && !r.parent && !r.errStatus;
+    // ngx_http_upstream_copy_allow_ranges: a cached response is sent in ranges when the upstream said it could be
+    // (its Accept-Ranges is then the range filter's)
+    const allowRanges = headerOf(head.upstreamHeaders, 'accept-ranges') !== undefined;
+    if (allowRanges) drop(headers, 'accept-ranges');
+    if (main) {
+      const etag = headers.find(([n]) => n.toLowerCase() === 'etag')?.[1];
+      const condition = preconditionStatus(r, lastModifiedSec(headers), typeof etag === 'string' ? etag : undefined);
+      if (condition === 412) {
+        await finalize(ex, 412);
+        return;
+      }
+      if (condition === 304) {
+        // ngx_http_not_modified_header_filter
+        for (const h of ['content-type', 'content-length', 'accept-ranges', 'content-encoding']) drop(headers, h);
+        applyHeadersModule(r, 304, headers);
+        out.head(r, 304, headers);
+        out.end();
+        return;
+      }
+    }
+    applyHeadersModule(r, head.status, headers);
+    let parts: { readonly head: string; readonly range: ByteRange }[] = [{ head: '', range: { start: 0, end: size } }];
+    let trailer = '';
+    let status = head.status;
+    if (main && allowRanges) {
+      const etag = headers.find(([n]) => n.toLowerCase() === 'etag')?.[1];
+      const ranges = rangesFor(r, size, lastModifiedSec(headers), typeof etag === 'string' ? etag : undefined);
+      if (ranges === 416) {
+        r.pendingHeaders.push(['Content-Range', `bytes */${size}`]);
+        await finalize(ex, 416);
+        return;
+      }
+      // the range filter's Content-Range replaces any the upstream sent
+      if (Array.isArray(ranges)) drop(headers, 'content-range');
+      if (Array.isArray(ranges) && ranges.length === 1) {
+        status = 206;
+        parts = [{ head: '', range: ranges[0]! }];
+        headers.push(['Content-Range', `bytes ${ranges[0]!.start}-${ranges[0]!.end - 1}/${size}`]);
+      } else if (Array.isArray(ranges)) {
+        status = 206;
+        const type = headers.find(([n]) => n.toLowerCase() === 'content-type')?.[1];
+        const boundary = String(ex.cx.tempFiles.next()).padStart(20, '0');
+        parts = ranges.map((range) => ({
+          head: `\r\n--${boundary}\r\n${type ? `Content-Type: ${String(type)}\r\n` : ''}Content-Range: bytes ${range.start}-${range.end - 1}/${size}\r\n\r\n`,
+          range,
+        }));
+        trailer = `\r\n--${boundary}--\r\n`;
+        put(headers, 'Content-Type', `multipart/byteranges; boundary=${boundary}`);
+      } else if (ranges === undefined) headers.push(['Accept-Ranges', 'bytes']);
+      if (status === 206) {
+        const length = parts.reduce((n, p) => n + p.head.length + p.range.end - p.range.start, trailer.length);
+        if (headers.some(([n]) => n.toLowerCase() === 'content-length')) put(headers, 'Content-Length', String(length));
+      }
+    }
+    r.action = 'sending cached response to client';
+    out.head(r, status, headers);
+    if (out.headOnly) {
+      out.end();
+      return;
+    }
+    for (const [i, part] of parts.entries()) {
+      if (part.head && !writeBody(ex, Buffer.from(part.head, 'latin1'))) return;
+      // the body's last bytes end the response, as nginx's last buffer (the filters then see it whole)
+      const last = i === parts.length - 1 && !trailer;
+      if (!(await streamPart(ex, fh, head.bodyOffset + part.range.start, part.range.end - part.range.start, last))) return;
+      if (last) return;
+    }
+    if (trailer && !writeBody(ex, Buffer.from(trailer, 'latin1'))) return;
+    out.end();
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
+}
+
+/** Writes bytes of the body; false when the client is gone. */
+function writeBody(ex: Exchange, bytes: Buffer): boolean {
+  if (ex.out.gone) return false;
+  ex.r.bodyBytesSent += bytes.length;
+  ex.out.write(bytes);
+  return true;
+}
+
+/** How much of the file is read at a time. */
+const READ_BYTES = 64 * 1024;
+
+/**
+ * Streams `length` bytes of the entry's file from `position`, waiting for
+ * the client to take each piece; with `last`, the last piece ends the
+ * response. False when the client went away or the file could not be read
+ * (the connection is then closed, as nginx does).
+ */
+async function streamPart(ex: Exchange, fh: FileHandle, position: number, length: number, last: boolean): Promise<boolean> {
+  const { r, out, cx } = ex;
+  let left = length;
+  let at = position;
+  if (left === 0 && last) out.end();
+  while (left > 0) {
+    if (out.gone) return false;
+    const buf = Buffer.allocUnsafe(Math.min(READ_BYTES, left));
+    let n: number;
+    try {
+      ({ bytesRead: n } = await fh.read(buf, 0, buf.length, at));
+    } catch (err) {
+      logRequest(cx, r, 'crit', `pread() of a cache file failed (${(err as Error).message})`);
+      out.abort();
+      return false;
+    }
+    if (n === 0) {
+      logRequest(cx, r, 'crit', 'cache file is too small');
+      out.abort();
+      return false;
+    }
+    left -= n;
+    at += n;
+    r.bodyBytesSent += n;
+    const piece = n === buf.length ? buf : buf.subarray(0, n);
+    if (last && left === 0) {
+      out.end(piece);
+      return true;
+    }
+    if (!out.write(piece)) {
+      await new Promise<void>((resolve) => out.onDrain(resolve));
+    }
+  }
+  return true;
+}

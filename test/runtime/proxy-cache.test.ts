@@ -1,0 +1,196 @@
+/**
+ * The response cache (`proxy_cache`, `fastcgi_cache`): differential against
+ * nginx, a first request is a MISS and the next a HIT without the upstream
+ * being asked, with `X-Cache-Status` as nginx's and the entry's file at
+ * nginx's path (`levels=1:2` → `c/29/<md5 of the key>`); what the upstream's
+ * headers say (`Cache-Control`, `Set-Cookie`, `X-Accel-Expires`),
+ * `proxy_cache_valid`, `proxy_cache_bypass`, `proxy_no_cache`, a HEAD sent
+ * upstream as GET, ranges and `If-Modified-Since` of a HIT, the client's
+ * validators cleared upstream. jinx alone: a restart keeps the HIT (the
+ * loader), `max_size` evicts the least recently used entry, a response the
+ * upstream did not finish is never cached.
+ */
+import { strict as assert } from 'node:assert';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { createServer, type Socket } from 'node:net';
+import { after, describe, it } from 'node:test';
+import { cleanup, freePort, onCleanup, request, startServer, startUpstream, tempDir, waitFor, writeFiles, JINX } from '../helpers/harness.js';
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+
+/** The entry file of a key under a cache directory with `levels=1:2`. */
+function entryPath(dir: string, key: string): string {
+  const md5 = createHash('md5').update(key).digest('hex');
+  return join(dir, md5.slice(-1), md5.slice(-3, -1), md5);
+}
+
+/** Every file under a directory, recursively. */
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+/**
+ * An upstream that counts its requests per path and answers by path:
+ * `/h/NAME` sends the header `NAME` from the query (`?v=…`), the body
+ * names the path and the count; `/lm` has a Last-Modified and
+ * Accept-Ranges; `/echo-ims` echoes the validators it got.
+ */
+async function countingUpstream(): Promise<{ port: number; counts: Map<string, number> }> {
+  const counts = new Map<string, number>();
+  const { port } = await startUpstream((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const n = (counts.get(url.pathname) ?? 0) + 1;
+    counts.set(url.pathname, n);
+    const header = url.pathname.startsWith('/h/') ? url.pathname.slice(3) : undefined;
+    if (header) res.setHeader(header, url.searchParams.get('v') ?? '');
+    if (url.pathname === '/lm') {
+      res.setHeader('Last-Modified', 'Mon, 02 Jan 2023 03:04:05 GMT');
+      res.setHeader('Accept-Ranges', 'bytes');
+    }
+    if (url.pathname === '/echo-ims') {
+      res.end(`ims=${req.headers['if-modified-since'] ?? ''} inm=${req.headers['if-none-match'] ?? ''} range=${req.headers.range ?? ''}\n`);
+      return;
+    }
+    res.setHeader('Content-Type', 'text/plain');
+    res.end(`${req.method} ${url.pathname} #${n}\n`);
+  });
+  return { port, counts };
+}
+
+describe('proxy_cache (differential)', { skip: NO_ORACLE }, () => {
+  after(cleanup);
+
+  it('MISS then HIT without the upstream, entries at nginx\'s path, and the headers that keep a response out, as nginx', async () => {
+    const up = await countingUpstream();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  proxy_cache_path cache levels=1:2 keys_zone=one:1m;
+  server { listen 127.0.0.1:${port};
+    add_header X-Cache-Status $upstream_cache_status always;
+    location / { proxy_pass http://127.0.0.1:${up.port}; proxy_cache one; proxy_cache_valid 200 1m;
+      proxy_cache_bypass $arg_bypass; proxy_no_cache $arg_nocache; }
+    location /valid-any/ { proxy_pass http://127.0.0.1:${up.port}/; proxy_cache one; proxy_cache_valid any 1m; }
+    location /none/ { proxy_pass http://127.0.0.1:${up.port}/; proxy_cache one; }
+    location /ignore/ { proxy_pass http://127.0.0.1:${up.port}/; proxy_cache one; proxy_cache_valid 1m;
+      proxy_ignore_headers Set-Cookie Cache-Control; }
+    location /off/ { proxy_pass http://127.0.0.1:${up.port}/; proxy_cache off; }
+  }`),
+    }, async (s) => {
+      up.counts.clear();
+      const out: Record<string, Snap | boolean | number> = {};
+      const get = async (label: string, path: string, opts: { method?: string; headers?: Record<string, string> } = {}): Promise<void> => {
+        out[label] = await s.get(path, opts);
+      };
+      await get('first', '/a');
+      await get('second', '/a');
+      out['entry file at nginx\'s path'] = existsSync(entryPath(join(s.prefix, 'cache'), `http://127.0.0.1:${up.port}/a`));
+      await get('HEAD first', '/head', { method: 'HEAD' });
+      await get('GET after HEAD', '/head');
+      await get('bypass', '/a?bypass=1');
+      await get('no_cache first', '/nc?nocache=1');
+      await get('no_cache second', '/nc?nocache=1');
+      await get('no-store', '/h/Cache-Control?v=no-store');
+      await get('no-store again', '/h/Cache-Control?v=no-store');
+      await get('max-age', '/h/Cache-Control?v=max-age=60');
+      await get('max-age again', '/h/Cache-Control?v=max-age=60');
+      await get('Set-Cookie', '/h/Set-Cookie?v=a=b');
+      await get('Set-Cookie again', '/h/Set-Cookie?v=a=b');
+      await get('X-Accel-Expires 0', '/h/X-Accel-Expires?v=0');
+      await get('X-Accel-Expires 0 again', '/h/X-Accel-Expires?v=0');
+      await get('no valid, no headers', '/none/plain');
+      await get('no valid, no headers again', '/none/plain');
+      await get('ignored Set-Cookie', '/ignore/h/Set-Cookie?v=c=d');
+      await get('ignored Set-Cookie again', '/ignore/h/Set-Cookie?v=c=d');
+      await get('404 with valid any', '/valid-any/missing-404');
+      await get('cached with validators', '/lm');
+      await get('HIT with If-Modified-Since', '/lm', { headers: { 'If-Modified-Since': 'Mon, 02 Jan 2023 03:04:05 GMT' } });
+      await get('HIT with a range', '/lm', { headers: { Range: 'bytes=4-6' } });
+      await get('validators cleared upstream', '/echo-ims', { headers: { 'If-Modified-Since': 'x', 'If-None-Match': '"y"', Range: 'bytes=0-1' } });
+      await get('validators kept without a cache', '/off/echo-ims', { headers: { 'If-Modified-Since': 'x', 'If-None-Match': '"y"' } });
+      out['upstream requests'] = [...up.counts.values()].reduce((a, b) => a + b, 0);
+      return out;
+    });
+    assertSameAsNginx(run);
+  });
+});
+
+/** A jinx with a cache under `prefix`, proxying to `upstreamPort`. */
+async function startCachingJinx(prefix: string, port: number, upstreamPort: number, pathParams = ''): Promise<ReturnType<typeof startServer>> {
+  writeFiles(prefix, {
+    'nginx.conf': `daemon off; error_log logs/error.log info; events {}
+http { access_log off; proxy_temp_path tmp/proxy;
+  proxy_cache_path cache levels=1:2 keys_zone=one:1m ${pathParams};
+  server { listen 127.0.0.1:${port};
+    location / { proxy_pass http://127.0.0.1:${upstreamPort}; proxy_cache one; proxy_cache_valid 1h;
+      add_header X-Cache-Status $upstream_cache_status; }
+  }
+}
+`,
+  });
+  return startServer(JINX, prefix, join(prefix, 'nginx.conf'), [port]);
+}
+
+describe('proxy_cache (jinx)', () => {
+  after(cleanup);
+
+  it('keeps its entries across a restart: the HIT needs no upstream', async () => {
+    const up = await countingUpstream();
+    const prefix = tempDir('jinx-cache-');
+    writeFiles(prefix, { 'logs/.keep': '', 'tmp/.keep': '' });
+    const port = await freePort();
+    let server = await startCachingJinx(prefix, port, up.port);
+    assert.equal((await request(port, '/kept')).headers['x-cache-status'], 'MISS');
+    assert.equal((await request(port, '/kept')).headers['x-cache-status'], 'HIT');
+    await server.stop('SIGQUIT');
+    server = await startCachingJinx(prefix, port, up.port);
+    const again = await request(port, '/kept');
+    assert.equal(again.headers['x-cache-status'], 'HIT');
+    assert.equal(again.body, 'GET /kept #1\n');
+    assert.equal(up.counts.get('/kept'), 1);
+    assert.ok(existsSync(entryPath(join(prefix, 'cache'), `http://127.0.0.1:${up.port}/kept`)));
+    await server.stop('SIGQUIT');
+  });
+
+  it('max_size evicts the least recently used entries', async () => {
+    const big = 'x'.repeat(6000);
+    const { port: upstreamPort } = await startUpstream((_req, res) => res.end(big));
+    const prefix = tempDir('jinx-cache-');
+    writeFiles(prefix, { 'logs/.keep': '', 'tmp/.keep': '' });
+    const port = await freePort();
+    const server = await startCachingJinx(prefix, port, upstreamPort, 'max_size=16k');
+    for (const path of ['/one', '/two', '/three']) assert.equal((await request(port, path)).headers['x-cache-status'], 'MISS');
+    const files = filesUnder(join(prefix, 'cache'));
+    assert.equal(files.length, 2, `entries left: ${files.join(', ')}`);
+    assert.equal((await request(port, '/three')).headers['x-cache-status'], 'HIT');
+    assert.equal((await request(port, '/one')).headers['x-cache-status'], 'MISS');
+    await server.stop('SIGQUIT');
+  });
+
+  it('never caches a response the upstream did not finish', async () => {
+    let requests = 0;
+    const upstream = createServer((socket: Socket) => {
+      requests++;
+      socket.once('data', () => {
+        socket.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\nCache-Control: max-age=60\r\n\r\nunfinished');
+      });
+    });
+    await new Promise<void>((res) => upstream.listen(0, '127.0.0.1', () => res()));
+    onCleanup(() => new Promise<void>((res) => upstream.close(() => res())));
+    const prefix = tempDir('jinx-cache-');
+    writeFiles(prefix, { 'logs/.keep': '', 'tmp/.keep': '' });
+    const port = await freePort();
+    const server = await startCachingJinx(prefix, port, (upstream.address() as { port: number }).port);
+    await request(port, '/cut').catch(() => undefined);
+    const second = await request(port, '/cut').catch(() => undefined);
+    assert.equal(requests, 2);
+    if (second) assert.equal(second.headers['x-cache-status'], 'MISS');
+    // no entry, and the temporary file of the cut response goes away
+    await waitFor(() => filesUnder(join(prefix, 'cache')).length === 0, 5000, 'an empty cache directory');
+    assert.match(server.errorLog(), /upstream prematurely closed connection/);
+    await server.stop('SIGQUIT');
+  });
+});
