@@ -216,8 +216,6 @@ export function mapUpstreamError(err: Error & { code?: string }, stage: Upstream
       return { status: 502, message: 'upstream sent too big header', action: READING_HEADER, condition: 'invalid_header' };
     case 'UND_ERR_SOCKET':
     case 'UND_ERR_CLOSED':
-    // the connection ended before the body's Content-Length (undici tells it apart when the end comes with the last bytes)
-    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
       return {
         status: 502, message: 'upstream prematurely closed connection', action: stage === 'body' ? READING_BODY : READING_HEADER, condition: 'error',
       };
