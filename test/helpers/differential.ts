@@ -366,3 +366,12 @@ export function lineDiff(nginx: readonly string[], jinx: readonly string[]): str
   }
   return out;
 }
+
+/** GETs (or `method`s) each path in turn on one side, keyed `METHOD PATH`. */
+export async function takeEach(
+  s: { get(path: string, opts?: { method?: string }): Promise<Snap> }, paths: readonly string[], method = 'GET',
+): Promise<Record<string, Snap>> {
+  const out: Record<string, Snap> = {};
+  for (const p of paths) out[`${method} ${p}`] = await s.get(p, { method });
+  return out;
+}

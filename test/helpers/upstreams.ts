@@ -314,3 +314,18 @@ export async function tlsUpstream(options: ServerOptions): Promise<TlsUpstream> 
   onCleanup(() => new Promise<void>((res) => { server.closeAllConnections(); server.close(() => res()); }));
   return { port: (server.address() as AddressInfo).port, seen };
 }
+
+/** Sends `body` in pieces of `size` bytes, a few milliseconds apart, so that each reaches jinx's filters on its own. */
+export function sendInPieces(res: ServerResponse, body: string, size = 4): void {
+  let at = 0;
+  const next = (): void => {
+    if (at >= body.length) {
+      res.end();
+      return;
+    }
+    res.write(body.slice(at, at + size));
+    at += size;
+    setTimeout(next, 3);
+  };
+  next();
+}

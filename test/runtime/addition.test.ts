@@ -9,31 +9,10 @@
  * after-body.
  */
 import { strict as assert } from 'node:assert';
-import type { ServerResponse } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { cleanup, startUpstream } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, rawExchange, type Snap } from '../helpers/differential.js';
-
-/** Sends `body` in pieces of 4 bytes, a few milliseconds apart. */
-function sendInPieces(res: ServerResponse, body: string): void {
-  let at = 0;
-  const next = (): void => {
-    if (at >= body.length) {
-      res.end();
-      return;
-    }
-    res.write(body.slice(at, at + 4));
-    at += 4;
-    setTimeout(next, 3);
-  };
-  next();
-}
-
-async function take(s: { get(path: string, opts?: { method?: string }): Promise<Snap> }, paths: readonly string[], method = 'GET'): Promise<Record<string, Snap>> {
-  const out: Record<string, Snap> = {};
-  for (const p of paths) out[`${method} ${p}`] = await s.get(p, { method });
-  return out;
-}
+import { NO_ORACLE, assertSameAsNginx, differential, httpConf, rawExchange, takeEach } from '../helpers/differential.js';
+import { sendInPieces } from '../helpers/upstreams.js';
 
 describe('addition (differential)', { skip: NO_ORACLE }, () => {
   after(cleanup);
@@ -73,11 +52,11 @@ describe('addition (differential)', { skip: NO_ORACLE }, () => {
       },
     }, async (s) => ({
       pages: {
-        ...await take(s, [
+        ...await takeEach(s, [
           '/static/a.html', '/static/a.txt', '/after-only/a.html', '/typed/a.txt', '/typed/a.html', '/missing/a.html', '/self.html',
           '/up/page', '/up/created', '/ret', '/status', '/empty',
         ]),
-        ...await take(s, ['/static/a.html', '/up/page'], 'HEAD'),
+        ...await takeEach(s, ['/static/a.html', '/up/page'], 'HEAD'),
       },
       cut: (await rawExchange(s.port, 'GET /up/cut HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))
         .replace(/^(Date|Server): .*\r\n/gm, ''),

@@ -13,28 +13,8 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { cleanup, JINX, startUpstream, tempDir, writeFiles } from '../helpers/harness.js';
-import { NO_ORACLE, ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
-
-/** Sends `body` in pieces of `size` bytes, a few milliseconds apart, so that each reaches the filter on its own. */
-function sendInPieces(res: import('node:http').ServerResponse, body: string, size: number): void {
-  let at = 0;
-  const next = (): void => {
-    if (at >= body.length) {
-      res.end();
-      return;
-    }
-    res.write(body.slice(at, at + size));
-    at += size;
-    setTimeout(next, 3);
-  };
-  next();
-}
-
-async function take(s: { get(path: string, opts?: { method?: string }): Promise<Snap> }, paths: readonly string[], method = 'GET'): Promise<Record<string, Snap>> {
-  const out: Record<string, Snap> = {};
-  for (const p of paths) out[`${method} ${p}`] = await s.get(p, { method });
-  return out;
-}
+import { NO_ORACLE, ORACLE, assertSameAsNginx, differential, httpConf, takeEach } from '../helpers/differential.js';
+import { sendInPieces } from '../helpers/upstreams.js';
 
 describe('sub_filter (differential)', { skip: NO_ORACLE }, () => {
   after(cleanup);
@@ -61,13 +41,13 @@ describe('sub_filter (differential)', { skip: NO_ORACLE }, () => {
     location /lm/ { sub_filter foo bar; sub_filter_last_modified on; proxy_pass http://127.0.0.1:${up.port}/; }
   }`),
     }, async (s) => ({
-      ...await take(s, [
+      ...await takeEach(s, [
         `/once/p?b=${body}`, `/once/p?n=1&b=${body}`, `/all/p?b=${body}`, `/all/p?n=1&b=${body}`, `/all/p?n=7&b=${body}`,
         `/multi/p?b=${body}`, `/multi/p?n=2&b=${body}`, '/multi/p?n=1&b=abpatternyzABCDEabpatternyABCDEabpatternyABCDE',
         `/vars/p?s=FOO&r=R&t=x&b=${body}`, `/vars/p?t=Xf&b=${body}`, `/vars/p?b=${body}`,
         `/lm/p?b=${body}`,
       ]),
-      ...await take(s, ['/once/p?b=foo', '/lm/p?b=foo'], 'HEAD'),
+      ...await takeEach(s, ['/once/p?b=foo', '/lm/p?b=foo'], 'HEAD'),
     }));
     const n = run.nginx.result;
     assert.equal(n[`GET /all/p?n=1&b=${body}`]!.body, 'xxbarbarfobar a+ + AA+ abpatternyz abpattternyz end fo');
@@ -93,8 +73,8 @@ describe('sub_filter (differential)', { skip: NO_ORACLE }, () => {
         'html/a.html': 'a foo b FOO c', 'html/a.txt': 'text foo', 'html/a.css': 'css foo', 'html/page403.html': 'denied foo',
       },
     }, async (s) => ({
-      ...await take(s, ['/a.html', '/a.txt', '/own/a.html', '/plain/a.txt', '/plain/a.html', '/any/a.css', '/empty', '/ret', '/gone', '/forbidden']),
-      ...await take(s, ['/a.html', '/a.txt'], 'HEAD'),
+      ...await takeEach(s, ['/a.html', '/a.txt', '/own/a.html', '/plain/a.txt', '/plain/a.html', '/any/a.css', '/empty', '/ret', '/gone', '/forbidden']),
+      ...await takeEach(s, ['/a.html', '/a.txt'], 'HEAD'),
     }));
     assert.equal(run.nginx.result['GET /own/a.html']!.body, 'a own b OWN c');
     assertSameAsNginx(run);

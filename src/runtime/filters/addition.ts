@@ -17,7 +17,7 @@ import type { ResponseTarget } from '../exchange.js';
 import { fromServerRewrite } from '../phases.js';
 import type { HttpRequestState } from '../request.js';
 import { FilteredTarget, type HeaderFilter } from './chain.js';
-import { removeHeader, responseContentType, typeListed, weakenEtag } from './headers.js';
+import { bodyChanged, responseContentType, typeListed } from './headers.js';
 
 /**
  * The addition header filter (`ngx_http_addition_header_filter`): for a
@@ -31,9 +31,7 @@ export const additionHeaderFilter: HeaderFilter = (f, status, headers) => {
   const conf = r.loc.addition;
   if (conf.beforeBody === '' && conf.afterBody === '') return undefined;
   if (!typeListed(conf.types, f.contentType ?? responseContentType(r, headers))) return undefined;
-  removeHeader(headers, 'content-length');
-  removeHeader(headers, 'accept-ranges');
-  weakenEtag(headers);
+  bodyChanged(headers, 'weak');
   f.additions = { beforeUri: conf.beforeBody, afterUri: conf.afterBody };
   return undefined;
 };

@@ -12,7 +12,7 @@ import type { CharsetSetting } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { HttpRequestState } from '../request.js';
 import type { HeaderFilter } from './chain.js';
-import { lastHeader, removeHeader, replaceHeader, responseContentType, typeListed } from './headers.js';
+import { bodyChanged, lastHeader, replaceHeader, responseContentType, typeListed } from './headers.js';
 
 /** A charset decided for a response: its name and index (undefined: a name the configuration does not know). */
 interface Decided {
@@ -80,9 +80,7 @@ export const charsetHeaderFilter: HeaderFilter = (f, status, headers) => {
   if (!recoding) return noMap(src.name);
   setCharset(true);
   if (recoding.kind !== 'bytes') {
-    // the length changes: no Content-Length, nor the Accept-Ranges nginx's range filter adds only with one
-    removeHeader(headers, 'content-length');
-    removeHeader(headers, 'accept-ranges');
+    bodyChanged(headers, 'keep');
   }
   return () => [new Recoder(recoding)];
 };

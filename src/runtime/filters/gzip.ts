@@ -11,7 +11,7 @@ import { createDeflateRaw, createGunzip, crc32 } from 'node:zlib';
 import type { HttpRequestState } from '../request.js';
 import { browserOf } from '../user-agent.js';
 import type { HeaderFilter } from './chain.js';
-import { allHeaders, contentLength, lastHeader, removeHeader, responseContentType, typeListed, weakenEtag, type HeaderList } from './headers.js';
+import { allHeaders, bodyChanged, contentLength, lastHeader, removeHeader, responseContentType, typeListed, type HeaderList } from './headers.js';
 
 /** The header nginx writes before the deflated data: no name, no time, OS Unix. */
 const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
@@ -241,9 +241,7 @@ export const gzipHeaderFilter: HeaderFilter = (f, status, headers) => {
   r.gzipVary = true;
   if (!clientTakesGzip(r, headers)) return undefined;
   headers.push(['Content-Encoding', 'gzip']);
-  removeHeader(headers, 'content-length');
-  removeHeader(headers, 'accept-ranges');
-  weakenEtag(headers);
+  bodyChanged(headers, 'weak');
   let windowBits = g.windowBits;
   let memLevel = g.memLevel;
   if (length > 0) {
@@ -278,9 +276,7 @@ export const gunzipHeaderFilter: HeaderFilter = ({ r }, _status, headers) => {
   r.gzipVary = true;
   if (clientTakesGzip(r, headers)) return undefined;
   removeHeader(headers, 'content-encoding');
-  removeHeader(headers, 'content-length');
-  removeHeader(headers, 'accept-ranges');
-  weakenEtag(headers);
+  bodyChanged(headers, 'weak');
   return () => {
     const gunzip = createGunzip({ chunkSize: Math.max(g.gunzipBufferBytes, 64) });
     gunzip.on('error', (err: FilterError & { errno?: number; code?: string }) => {

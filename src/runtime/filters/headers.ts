@@ -98,6 +98,23 @@ export function contentLength(headers: HeaderList): number {
   return v !== undefined && /^\d+$/.test(v) ? Number(v) : -1;
 }
 
+/**
+ * What a filter that changes the body does to the header: no
+ * `Content-Length`, nor the `Accept-Ranges` nginx's range filter adds only
+ * with one (`ngx_http_clear_content_length`, `ngx_http_clear_accept_ranges`),
+ * and the validators `weak`ened (`ngx_http_weak_etag`), `clear`ed
+ * (`ngx_http_clear_last_modified`, `ngx_http_clear_etag`) or kept.
+ */
+export function bodyChanged(headers: HeaderList, validators: 'weak' | 'clear' | 'keep'): void {
+  removeHeader(headers, 'content-length');
+  removeHeader(headers, 'accept-ranges');
+  if (validators === 'weak') weakenEtag(headers);
+  else if (validators === 'clear') {
+    removeHeader(headers, 'last-modified');
+    removeHeader(headers, 'etag');
+  }
+}
+
 /** `ngx_http_weak_etag`: a strong ETag becomes weak; one that is not a quoted string is dropped. */
 export function weakenEtag(headers: HeaderList): void {
   const etag = lastHeader(headers, 'etag');

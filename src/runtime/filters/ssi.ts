@@ -22,7 +22,7 @@ import { fromServerRewrite } from '../phases.js';
 import { HttpRequestState } from '../request.js';
 import { parseUnsafeUri } from '../uri.js';
 import { FilteredTarget, type HeaderFilter } from './chain.js';
-import { contentLength, removeHeader, responseContentType, typeListed, weakenEtag, type ContentType } from './headers.js';
+import { bodyChanged, contentLength, responseContentType, typeListed, type ContentType } from './headers.js';
 import { SSI_DEFAULT_TIMEFMT } from './ssi-time.js';
 
 /** nginx's limits (`ngx_http_ssi_filter_module.h`). */
@@ -915,13 +915,6 @@ export const ssiHeaderFilter: HeaderFilter = (f, _status, headers) => {
   const contentType = f.contentType ?? responseContentType(r, headers);
   if (!typeListed(conf.types, contentType)) return undefined;
   r.ssi = new SsiState();
-  if (!r.parent) {
-    removeHeader(headers, 'content-length');
-    removeHeader(headers, 'accept-ranges');
-    if (!conf.lastModified) {
-      removeHeader(headers, 'last-modified');
-      removeHeader(headers, 'etag');
-    } else weakenEtag(headers);
-  }
+  if (!r.parent) bodyChanged(headers, conf.lastModified ? 'weak' : 'clear');
   return () => [new SsiFilter(cx, r, conf, contentType)];
 };

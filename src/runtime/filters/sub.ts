@@ -20,7 +20,7 @@ import type { SubFilterConf } from '../../config/route-table.js';
 import type { CompiledValue } from '../../config/variables.js';
 import type { HttpRequestState } from '../request.js';
 import type { HeaderFilter } from './chain.js';
-import { contentLength, removeHeader, responseContentType, typeListed, weakenEtag } from './headers.js';
+import { bodyChanged, contentLength, responseContentType, typeListed } from './headers.js';
 
 /** `ngx_tolower` as a table: ASCII letters only. */
 const LOWER = Uint8Array.from({ length: 256 }, (_, c) => (c >= 0x41 && c <= 0x5a ? c + 0x20 : c));
@@ -213,14 +213,6 @@ export const subHeaderFilter: HeaderFilter = (f, _status, headers) => {
   if (!typeListed(conf.types, f.contentType ?? responseContentType(r, headers))) return undefined;
   const m = matcherFor(r, conf);
   if (!m) return undefined;
-  if (!r.parent) {
-    removeHeader(headers, 'content-length');
-    // nor the Accept-Ranges nginx's range filter adds only with a length
-    removeHeader(headers, 'accept-ranges');
-    if (!conf.lastModified) {
-      removeHeader(headers, 'last-modified');
-      removeHeader(headers, 'etag');
-    } else weakenEtag(headers);
-  }
+  if (!r.parent) bodyChanged(headers, conf.lastModified ? 'weak' : 'clear');
   return () => [new SubFilter(r, m, conf.once)];
 };
