@@ -13,7 +13,7 @@ import { createSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type ServerOptions } from 'node:https';
-import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { onCleanup, startUpstream } from './harness.js';
 
@@ -328,4 +328,34 @@ export function sendInPieces(res: ServerResponse, body: string, size = 4): void 
     setTimeout(next, 3);
   };
   next();
+}
+
+/**
+ * An upstream that records the request head of every request it receives
+ * (the bytes up to the empty line, with the body length) and answers 200.
+ */
+export async function recordingUpstream(): Promise<{ port: number; seen: string[] }> {
+  const seen: string[] = [];
+  const server: Server = createNetServer((socket) => {
+    let buf = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      for (;;) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const head = buf.toString('latin1', 0, end);
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (buf.length < end + 4 + length) return;
+        // header names lowercased: undici writes its own `host` so (README, "Differences from nginx")
+        const lines = head.split('\r\n').filter((l) => !/^(x-real-ip|connection):/i.test(l));
+        seen.push(`${[lines[0], ...lines.slice(1).map((l) => l.replace(/^[^:]*/, (n) => n.toLowerCase()))].join(' | ')} [body ${length}]`);
+        buf = buf.subarray(end + 4 + length);
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nup\n');
+      }
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+  onCleanup(() => new Promise<void>((res) => server.close(() => res())));
+  return { port: (server.address() as { port: number }).port, seen };
 }

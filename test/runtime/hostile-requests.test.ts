@@ -8,40 +8,10 @@
  * send, tested apart).
  */
 import { strict as assert } from 'node:assert';
-import { createServer, type Server } from 'node:net';
 import { after, describe, it } from 'node:test';
-import { cleanup, onCleanup } from '../helpers/harness.js';
+import { cleanup } from '../helpers/harness.js';
 import { NO_ORACLE, assertSameAsNginx, differential, httpConf, normalizeBody, parseRaw, rawExchange, snap } from '../helpers/differential.js';
-
-/**
- * An upstream that records the request head of every request it receives
- * (the bytes up to the empty line, with the body length) and answers 200.
- */
-async function recordingUpstream(): Promise<{ port: number; seen: string[] }> {
-  const seen: string[] = [];
-  const server: Server = createServer((socket) => {
-    let buf = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      for (;;) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end === -1) return;
-        const head = buf.toString('latin1', 0, end);
-        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-        if (buf.length < end + 4 + length) return;
-        // header names lowercased: undici writes its own `host` so (README, "Differences from nginx")
-        const lines = head.split('\r\n').filter((l) => !/^(x-real-ip|connection):/i.test(l));
-        seen.push(`${[lines[0], ...lines.slice(1).map((l) => l.replace(/^[^:]*/, (n) => n.toLowerCase()))].join(' | ')} [body ${length}]`);
-        buf = buf.subarray(end + 4 + length);
-        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nup\n');
-      }
-    });
-    socket.on('error', () => undefined);
-  });
-  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
-  onCleanup(() => new Promise<void>((res) => server.close(() => res())));
-  return { port: (server.address() as { port: number }).port, seen };
-}
+import { recordingUpstream } from '../helpers/upstreams.js';
 
 const conf = (port: number, upstream: number): string => httpConf(`
   log_format t '"$request" $status $request_length $http_host';
