@@ -87,7 +87,7 @@ const setServer = (d: Directive, cx: SetContext): void => {
   up.servers.push(parseUpstreamServer(d, cx, 80, up.balancer));
 };
 
-/** `keepalive_timeout` and `keepalive_requests` were set in this upstream block (msec and num slots in nginx). */
+/** `keepalive_timeout`, `keepalive_requests` and `keepalive_time` were set in this upstream block (msec and num slots in nginx). */
 const keepaliveTimeoutSet = slot('upstream keepalive_timeout', false);
 const keepaliveRequestsSet = slot('upstream keepalive_requests', false);
 const keepaliveTimeSet = slot('upstream keepalive_time', false);
@@ -124,6 +124,23 @@ function setZone(d: Directive, cx: SetContext): void {
   cx.scope.sharedZone(name, size, UPSTREAM);
 }
 
+/**
+ * An upstream block's time directive of ngx_http_upstream_keepalive_module
+ * (`ngx_conf_set_msec_slot`): once per block, a time into `field`.
+ */
+function upstreamTime(name: string, set: typeof keepaliveTimeSet, field: 'keepaliveTimeoutMs' | 'keepaliveTimeMs'): DirectiveSpec {
+  return {
+    name, module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      if (cx.level.own(set)) throw new DirectiveFailure('is duplicate');
+      const ms = parseTime(d.args[0]!, false);
+      if (ms === undefined) throw new DirectiveFailure('invalid value');
+      currentUpstream(cx)[field] = ms;
+      cx.level.set(set, true, d.loc);
+    },
+  };
+}
+
 export const upstreamDirectives: readonly DirectiveSpec[] = [
   {
     name: 'upstream', module: UPSTREAM, contexts: ['http'], args: ['TAKE1'], block: 'context', effect: 'runtime',
@@ -151,16 +168,7 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       up.keepaliveSet = true;
     },
   },
-  {
-    name: 'keepalive_timeout', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
-    set: (d, cx) => {
-      if (cx.level.own(keepaliveTimeoutSet)) throw new DirectiveFailure('is duplicate');
-      const ms = parseTime(d.args[0]!, false);
-      if (ms === undefined) throw new DirectiveFailure('invalid value');
-      currentUpstream(cx).keepaliveTimeoutMs = ms;
-      cx.level.set(keepaliveTimeoutSet, true, d.loc);
-    },
-  },
+  upstreamTime('keepalive_timeout', keepaliveTimeoutSet, 'keepaliveTimeoutMs'),
   {
     name: 'keepalive_requests', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
@@ -171,16 +179,7 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       cx.level.set(keepaliveRequestsSet, true, d.loc);
     },
   },
-  {
-    name: 'keepalive_time', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
-    set: (d, cx) => {
-      if (cx.level.own(keepaliveTimeSet)) throw new DirectiveFailure('is duplicate');
-      const ms = parseTime(d.args[0]!, false);
-      if (ms === undefined) throw new DirectiveFailure('invalid value');
-      currentUpstream(cx).keepaliveTimeMs = ms;
-      cx.level.set(keepaliveTimeSet, true, d.loc);
-    },
-  },
+  upstreamTime('keepalive_time', keepaliveTimeSet, 'keepaliveTimeMs'),
   noEffect({
     name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], note: 'jinx runs one process: peer state is not shared',
   }, rule.repeatable(setZone)),
