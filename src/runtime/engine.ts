@@ -560,6 +560,9 @@ export class Engine {
       request: (head, body, out) => this.http2Request(st, gen, group, head, body, out),
       log: (level, message) => this.logConnection(group, st.info, `${message} while processing HTTP/2 connection`, level, server.conf.errorLogs),
       requestLog: (r, level, message) => logRequest(gen.cx, r, level, message),
+      headerLog: (level, message) => gen.cx.errorLog.write(
+        server.conf.errorLogs, level, `${message} while reading client request headers`, st.info.id, `, client: ${st.info.peerAddr}, server: ${server.name}`,
+      ),
       unreadStream: (rawHeaders, message) => logUnreadStream(gen.cx, st.info, server, rawHeaders, message),
     }, first, st.info.acceptedAtMs);
     if (this.stopping || gen !== this.generation) st.h2.stop();

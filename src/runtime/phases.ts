@@ -138,8 +138,6 @@ export function logUnreadStream(
     const seen = headers[name];
     headers[name] = seen === undefined ? value : `${String(seen)}${name === 'cookie' ? '; ' : ', '}${value}`;
   }
-  const authority = pseudo.get(':authority');
-  if (headers.host === undefined && authority !== undefined) headers.host = authority;
   const r = new HttpRequestState(conn, pseudo.get(':method') ?? '', pseudo.get(':path') ?? '', 'HTTP/2.0', headers, raw, conn.tls ? 'https' : 'http', cx.table.variableCount);
   r.lineRead = false;
   r.server = server;
@@ -229,7 +227,11 @@ async function refuse(ex: Exchange, set: ServerSet, host: string, refusal: Refus
   r.loc = r.server.conf;
   r.host = host || r.server.name;
   r.keepalive = false;
-  if (refusal.lineUnread) r.lineRead = false;
+  // an HTTP/2 stream refused in its header block: nginx has built neither the request line nor Host yet
+  if (refusal.lineUnread) {
+    r.lineRead = false;
+    r.headersRead = false;
+  }
   if (!refusal.silent) return requestError(ex, refusal.message, refusal.reading, refusal.status);
   if (refusal.reading === 'request line') r.headersRead = false;
   r.action = `reading client ${refusal.reading}`;
@@ -259,7 +261,8 @@ function http2Target(r: HttpRequestState): CheckedTarget | Refusal {
   }
   const q = target.indexOf('?');
   const uri = normalizePath(q === -1 ? target : target.slice(0, q), true);
-  if (uri === undefined) return { status: 400, message: 'client sent invalid request', reading: 'request line' };
+  // ngx_http_process_request_uri on the request line nginx builds after the header block: no line to log yet
+  if (uri === undefined) return { status: 400, message: 'client sent invalid request', reading: 'request headers', lineUnread: true };
   const hosts: string[] = [];
   for (let i = 0; i < r.rawHeaders.length; i += 2) if (r.rawHeaders[i]!.toLowerCase() === 'host') hosts.push(r.rawHeaders[i + 1]!);
   if (hosts.length === 0 && r.headers.host !== undefined) hosts.push(r.headers.host);
@@ -293,7 +296,7 @@ async function runPhases(ex: Exchange, set: ServerSet, sslPort: boolean, head: C
     const target: CheckedTarget | Refusal = head.parsed ?? http2Target(r);
     if ('status' in target) {
       // nginx never set r->uri: $uri is empty in the access log
-      if (target.reading === 'request line') {
+      if (target.reading === 'request line' || target.lineUnread) {
         r.uri = '';
         return await refuse(ex, set, '', target);
       }

@@ -26,6 +26,7 @@ import {
 } from './frames.js';
 import { H2_ERROR, HpackDecoder, type HpackError } from './hpack.js';
 import { Http2Target } from './response.js';
+import { normalizePath, validateHost } from '../uri.js';
 
 /** The client connection preface (RFC 9113 section 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -42,6 +43,12 @@ export interface Http2Owner {
   log(level: LogLevel, message: string): void;
   /** A line about a stream's request, with its request context. */
   requestLog(r: HttpRequestState, level: LogLevel, message: string): void;
+  /**
+   * A line about a stream's header block being read, before nginx builds
+   * its request line: `while reading client request headers`, the client
+   * and the connection's server.
+   */
+  headerLog(level: LogLevel, message: string): void;
   /**
    * The access-log entry of a stream ended while its header block was read
    * (fields read so far: names and values), after `message` at info when given.
@@ -750,7 +757,7 @@ export class Http2Connection {
     }
     if (name.charCodeAt(0) === 58) return this.pseudoHeader(head, name, value, refuse);
     if (invalid && conf.ignoreInvalidHeaders) {
-      this.owner.log('info', `client sent invalid header: "${name}"`);
+      this.owner.headerLog('info', `client sent invalid header: "${name}"`);
       return undefined;
     }
     if (name === 'cookie') head.cookies.push(value);
@@ -796,6 +803,13 @@ export class Http2Connection {
       const missing = head.method === undefined ? ':method' : head.scheme === undefined ? ':scheme' : head.path === undefined ? ':path' : undefined;
       if (missing) refusal = { status: 400, message: `client sent no ${missing} header`, reading: 'request headers', lineUnread: true };
     }
+    if (!refusal && head.path!.startsWith('/')) {
+      // ngx_http_v2_construct_request_line checks the URI (ngx_http_process_request_uri) before Host is made of :authority
+      const q = head.path!.indexOf('?');
+      if (normalizePath(q === -1 ? head.path! : head.path!.slice(0, q), true) === undefined) {
+        refusal = { status: 400, message: 'client sent invalid request', reading: 'request headers', lineUnread: true };
+      }
+    }
     if (head.cookies.length > 0) head.raw.push('cookie', head.cookies.join('; '));
     if (!refusal) refusal = this.hostFromAuthority(head);
     const headers: IncomingHttpHeaders = {};
@@ -840,13 +854,17 @@ export class Http2Connection {
   /**
    * `ngx_http_v2_construct_host_header` (nginx 1.29.1): `:authority` becomes
    * the Host header when there is none; a Host header must say the same,
-   * and a request needs one or the other.
+   * and a request needs one or the other. `:authority` itself is a valid
+   * host or refused (`ngx_http_v2_parse_authority`, `ngx_http_validate_host`).
    */
   private hostFromAuthority(head: HeadBuilder): Refusal | undefined {
     const hosts: string[] = [];
     for (let i = 0; i < head.raw.length; i += 2) if (head.raw[i] === 'host') hosts.push(head.raw[i + 1]!);
     if (head.authority === undefined) {
       return hosts.length === 0 ? { status: 400, message: 'client sent HTTP/2 request without ":authority" or "Host" header', reading: 'request headers' } : undefined;
+    }
+    if (validateHost(head.authority) === undefined) {
+      return { status: 400, message: 'client sent invalid ":authority" header', reading: 'request headers', lineUnread: true };
     }
     if (hosts.length === 0) head.raw.push('host', head.authority);
     else if (hosts.length === 1 && hosts[0] !== head.authority) {
@@ -1383,7 +1401,7 @@ function remove<T>(list: T[], item: T): boolean {
 
 /**
  * Whether `:path` is a request target nginx's `ngx_http_parse_uri` takes:
- * an origin form starting with `/`, an absolute URI, or `*`, without
+ * an origin form starting with `/` or an absolute URI (not `*`), without
  * spaces or control characters.
  */
 function validPath(value: string): boolean {
@@ -1391,5 +1409,5 @@ function validPath(value: string): boolean {
     const c = value.charCodeAt(i);
     if (c <= 0x20 || c === 0x7f) return false;
   }
-  return value.startsWith('/') || value === '*' || /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(value);
+  return value.startsWith('/') || /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(value);
 }
