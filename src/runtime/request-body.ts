@@ -64,6 +64,11 @@ export interface DiscardableBody {
    * all the way for it.
    */
   readWhole?(): void;
+  /**
+   * Whether the connection has read the body's end, so that the data being
+   * delivered is its last piece (an HTTP/1.x body; reads nothing).
+   */
+  readonly endRead?: boolean;
 }
 
 /**

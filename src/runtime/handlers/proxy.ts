@@ -17,7 +17,7 @@ import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
 import {
-  bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type RequestBody,
+  bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type DiscardableBody, type RequestBody,
 } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
@@ -334,6 +334,11 @@ function send(
     if (source && !body && !setBody) {
       watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
       keepPassedBody(r, source as Readable);
+      // a chunked body goes on chunked: its last piece and the last chunk leave together
+      const client = ex.body as Readable & Partial<DiscardableBody>;
+      if (r.headers['content-length'] === undefined && client.endRead !== undefined) {
+        (source as Readable).prependListener('data', () => client.endRead && handler.holdWrites());
+      }
     }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     pool.dispatch(options, handler);
@@ -425,6 +430,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       return;
     }
     void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true, this.store).then(this.resolve, this.resolve);
+  }
+
+  /** The body's last piece is being sent: see `WireMeter.holdWrites`. */
+  holdWrites(): void {
+    this.wire.holdWrites();
   }
 
   /** `proxy_send_timeout` passed with the upstream taking none of the body. */

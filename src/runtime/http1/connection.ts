@@ -610,28 +610,44 @@ export class Http1Connection {
     const stream = this.bodyStream;
     if (!stream || this.discarding) return;
     this.continueIfExpected();
+    // what one pass takes is delivered as one piece, as nginx passes on what one read brought
+    // (a chunked body's chunks become one chunk upstream)
+    const pieces: Buffer[] = [];
+    const deliver = (): void => {
+      if (pieces.length > 0) stream.deliver(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces));
+    };
     while (stream.wanted || force) {
       if (!this.body) {
+        deliver();
         stream.finish();
         return;
       }
       const data = this.takeBody();
       if (data === 'again') {
+        deliver();
         this.socket.resume();
         return;
       }
       if (data === 'invalid') {
         this.body = undefined;
         this.invalidBody = true;
+        deliver();
         stream.fail(400, 'client sent invalid chunked body');
         return;
       }
       if (data === 'too-large') {
+        deliver();
         stream.fail(413, `client intended to send too large chunked body: ${this.chunkedReceived}+${(this.body as { parser: ChunkedParser }).parser.size} bytes`);
         return;
       }
-      if (data !== undefined) stream.deliver(data);
+      if (data !== undefined) pieces.push(data);
     }
+    deliver();
+  }
+
+  /** Whether the body's end has been read (what came is delivered or being delivered); does not read on. */
+  bodyEndRead(): boolean {
+    return this.bodyStream !== undefined && !this.discarding && this.body === undefined;
   }
 
   /**
@@ -998,6 +1014,11 @@ export class Http1Body extends Readable implements DiscardableBody {
   /** Whether the whole body has arrived (what had, is now in the stream's buffer). */
   get complete(): boolean {
     return this.conn.bodyArrived();
+  }
+
+  /** Whether the connection has read the body's end: the data now delivered is the last (reads nothing). */
+  get endRead(): boolean {
+    return this.conn.bodyEndRead();
   }
 
   /** Body bytes from the connection. */

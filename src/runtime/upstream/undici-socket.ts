@@ -40,6 +40,24 @@ export class WireMeter {
     this.writtenAtStart = socket.bytesWritten;
   }
 
+  /**
+   * Holds the connection's writes until the event loop's next turn, so that
+   * the last piece of a chunked body and undici's last chunk, which it
+   * writes on the body's 'end' a tick later, leave in one write, as nginx's
+   * one `writev` of its last buffers does (`ngx_http_upstream_send_request_body`);
+   * an upstream that answers and closes once it read the last chunk does
+   * not reset the connection on a part it had not read.
+   */
+  holdWrites(): void {
+    const socket = this.socket;
+    if (!socket || this.holding) return;
+    this.holding = true;
+    socket.cork();
+    setImmediate(() => socket.uncork());
+  }
+
+  private holding = false;
+
   /** Bytes read from the peer since the request was sent (0 before). */
   get received(): number {
     return this.socket ? this.socket.bytesRead - this.readAtStart : 0;
