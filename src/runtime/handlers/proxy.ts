@@ -104,11 +104,18 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
  * nginx's one connection per request). `upgrade` is the `Upgrade` header set
  * by `proxy_set_header` (the client's own is never passed, as nginx's
  * default `Upgrade ""`); undici writes it with `Connection: upgrade`.
+ * `omitted` lists the fields undici cannot write (see `unsendable`), left out.
  */
-function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined } {
+function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined; omitted: string[] } {
   const out: string[] = [];
+  const omitted: string[] = [];
   let reuse = dest.peer.keepalive && p.httpVersion === '1.1';
   let upgrade: string | undefined;
+  const add = (name: string, value: string): void => {
+    const why = unsendable(name, value);
+    if (why) omitted.push(`header "${name}" left out of the upstream request: ${why}`);
+    else out.push(name, value);
+  };
   for (const h of p.headers) {
     const v = h.value.evaluate(r);
     if (v === '') continue;
@@ -121,18 +128,37 @@ function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): {
       continue;
     }
     if (UNDICI_MANAGED.has(h.lowerName)) continue;
-    out.push(h.name, v);
+    add(h.name, v);
   }
-  if (!p.passRequestHeaders) return { headers: out, reuse, upgrade };
+  if (!p.passRequestHeaders) return { headers: out, reuse, upgrade, omitted };
   const raw = r.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const lower = name.toLowerCase();
     if (lower.charCodeAt(0) === 58 || p.headerNames.has(lower) || UNDICI_MANAGED.has(lower) || lower === 'host') continue;
     if (lower === 'content-length') continue;
-    out.push(name, raw[i + 1]!);
+    add(name, raw[i + 1]!);
   }
-  return { headers: out, reuse, upgrade };
+  return { headers: out, reuse, upgrade, omitted };
+}
+
+/** A header value undici refuses to write: a control byte other than a tab, or DEL (undici's `isValidHeaderValue`). */
+const CONTROL_IN_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+/** A header name undici writes: a token (undici's `isValidHTTPToken`). */
+const TOKEN_NAME = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
+
+/**
+ * Why undici cannot write a header field nginx passes on, if it cannot:
+ * nginx reads a value with any byte but NUL, CR and LF
+ * (`ngx_http_parse_header_line`), and a name with any with
+ * `ignore_invalid_headers off`, and sends them as they came; undici refuses
+ * the whole request for one such field. jinx leaves the field out and
+ * serves the request (an `info` line says so).
+ */
+function unsendable(name: string, value: string): string | undefined {
+  if (!TOKEN_NAME.test(name)) return 'its name is not a token';
+  if (CONTROL_IN_VALUE.test(value)) return 'its value has a control character';
+  return undefined;
 }
 
 /**
@@ -289,7 +315,8 @@ function send(
   r.proxyPort = dest.port > 0 ? String(dest.port) : '';
   // ngx_http_upstream_log_error: a unix domain socket's name and the URI are joined by ':'
   const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.peer.path !== undefined ? ':' : ''}${dest.uri}`, dest.peer, retry);
-  const { headers, reuse, upgrade } = requestHeaders(r, p, dest);
+  const { headers, reuse, upgrade, omitted } = requestHeaders(r, p, dest);
+  for (const line of omitted) logRequest(cx, r, 'info', line);
   // proxy_set_body: its value is the body, whatever the client sent (ngx_http_proxy_create_request)
   const setBody = p.setBody && Buffer.from(p.setBody.evaluate(r), 'latin1');
   if (setBody) headers.push('Content-Length', String(setBody.length));
