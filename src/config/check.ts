@@ -80,9 +80,30 @@ export function checkConfig(
   const noEffect: NoEffectNote[] = [];
   const root: LevelNode = { context: 'main', directive: undefined, conf: new LevelConf(), children: [], parent: undefined };
 
-  const walk = (list: readonly ConfigNode[], level: LevelNode): void => {
-    for (const node of list) {
+  /**
+   * Checks statements in reading order with an explicit stack of open blocks
+   * (any nesting depth, no recursion); a block's `close` check runs once its
+   * statements have been checked, as nginx's block handlers do after
+   * `ngx_conf_parse` returns.
+   */
+  interface Frame {
+    readonly list: readonly ConfigNode[];
+    i: number;
+    readonly level: LevelNode;
+    readonly close: (() => void) | undefined;
+  }
+  const walk = (top: readonly ConfigNode[], topLevel: LevelNode): void => {
+    const stack: Frame[] = [{ list: top, i: 0, level: topLevel, close: undefined }];
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1]!;
+      if (frame.i >= frame.list.length) {
+        stack.pop();
+        frame.close?.();
+        continue;
+      }
+      const node = frame.list[frame.i++]!;
       if (node.kind === 'error') throw node.error;
+      const level = frame.level;
       const spec = pick(node, level.context);
       const cx: SetContext = {
         level: level.conf,
@@ -98,8 +119,8 @@ export function checkConfig(
           context: child.context, directive: node, conf: child.level, children: [], parent: level,
         };
         level.children.push(childNode);
-        walk(node.block ?? [], childNode);
-        if (spec.close) report(node, () => spec.close!(node, cx, child));
+        const close = spec.close ? (): void => report(node, () => spec.close!(node, cx, child)) : undefined;
+        stack.push({ list: node.block ?? [], i: 0, level: childNode, close });
       }
     }
   };

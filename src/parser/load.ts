@@ -10,13 +10,13 @@
  * is left in the tree as a `SyntaxErrorNode` where it occurred.
  */
 import { readFileSync } from 'node:fs';
-import { createTokenInstance, EOF, type IToken } from 'chevrotain';
+import { EOF, type IToken } from 'chevrotain';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
-import { cstToDirectives, type ConfigNode, type Directive, type SourceLoc } from './ast.js';
+import { buildDirectives, type ConfigNode, type Directive, type SourceLoc } from './ast.js';
 import { expandGlob, hasGlobMagic } from './glob.js';
-import { parseTokens } from './grammar.js';
-import { configLexer, RCurly, Unterminated } from './tokens.js';
+import { checkTokens } from './grammar.js';
+import { configLexer, Unterminated } from './tokens.js';
 
 /** The name nginx gives the source of `-g` directives in its messages. */
 export const COMMAND_LINE = 'command line';
@@ -95,7 +95,9 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
 
 /**
  * Parses one configuration text. Never throws for bad input: the first error
- * becomes a `SyntaxErrorNode` at the place reading stopped.
+ * becomes a `SyntaxErrorNode` at the end of the innermost block open where
+ * reading stopped, after what was read completely before it (the statement
+ * being read is dropped), so that errors come in the order nginx finds them.
  */
 export function parseConfigText(file: string, text: string): ConfigNode[] {
   const commandLine = file === COMMAND_LINE;
@@ -110,56 +112,26 @@ export function parseConfigText(file: string, text: string): ConfigNode[] {
   let stopAt = lexical?.index ?? tokens.length;
   let stopError = lexical?.error;
   const head = tokens.slice(0, stopAt);
-  const parsed = parseTokens(head);
-  if (parsed.error) {
-    const tok = parsed.error.token;
+  const grammarError = checkTokens(head);
+  if (grammarError) {
+    const tok = grammarError.token;
     if (tok.tokenType === EOF) {
-      if (!stopError) {
-        const stack = parsed.error.context.ruleStack;
-        const inArgs = stack[stack.length - 1] !== 'block';
-        stopError = new ConfigError('syntax', eofMessage(inArgs), locOf(countLines(text)));
-      }
+      // the grammar only fails at the end inside a statement's arguments
+      stopError ??= new ConfigError('syntax', eofMessage(true), locOf(countLines(text)));
     } else {
       stopAt = head.indexOf(tok);
       stopError = new ConfigError('syntax', `unexpected "${tok.image[0]}"`, locOf(tok.startLine ?? 0));
     }
   }
-  if (!stopError) return cstToDirectives(file, parsed.cst, !commandLine);
-  return partialTree(file, tokens.slice(0, stopAt), stopError, !commandLine);
-}
-
-/**
- * Builds the tree of what was read completely before a syntax error: the
- * statement being read is dropped, open blocks are closed, and the error is
- * placed at the end of the innermost open block.
- */
-function partialTree(file: string, before: IToken[], error: ConfigError, lines: boolean): ConfigNode[] {
-  let depth = 0;
-  let argStart = -1;
-  before.forEach((tok, i) => {
-    const name = tok.tokenType.name;
-    if (name === 'Word' || name === 'DoubleQuoted' || name === 'SingleQuoted') {
-      if (argStart < 0) argStart = i;
-    } else if (name === 'Semicolon') argStart = -1;
-    else if (name === 'LCurly') {
-      depth++;
-      argStart = -1;
-    } else if (name === 'RCurly') {
-      depth--;
-      argStart = -1;
-    }
-  });
-  const kept = before.slice(0, argStart >= 0 ? argStart : before.length);
-  for (let i = 0; i < depth; i++) kept.push(createTokenInstance(RCurly, '}', NaN, NaN, NaN, NaN, NaN, NaN));
-  const { cst } = parseTokens(kept);
-  const nodes: ConfigNode[] = cstToDirectives(file, cst, lines);
-  let list = nodes;
-  for (let i = 0; i < depth; i++) {
-    const last = list[list.length - 1] as Directive;
-    list = last.block as ConfigNode[];
+  const built = buildDirectives(file, tokens.slice(0, stopAt), !commandLine);
+  if (built.strayClose !== undefined) {
+    const tok = tokens[built.strayClose]!;
+    stopError = new ConfigError('syntax', 'unexpected "}"', locOf(tok.startLine ?? 0));
+  } else if (!stopError && built.openBlocks > 0) {
+    stopError = new ConfigError('syntax', eofMessage(false), locOf(countLines(text)));
   }
-  list.push({ kind: 'error', error });
-  return nodes;
+  if (stopError) built.innermost.push({ kind: 'error', error: stopError });
+  return built.nodes;
 }
 
 function countLines(text: string): number {
@@ -194,41 +166,63 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
     return text;
   };
 
-  const expand = (nodes: ConfigNode[], depth: number): ConfigNode[] => {
-    const out: ConfigNode[] = [];
-    for (const node of nodes) {
+  /**
+   * Splices included files into `nodes`, at any block depth, with an explicit
+   * stack: a frame either copies a statement list (a block's statements go
+   * into a new list, filled when its frame runs) or reads the files of one
+   * `include` in turn, each file's statements going where the `include` was.
+   */
+  type Frame =
+    | { readonly kind: 'list'; readonly nodes: readonly ConfigNode[]; i: number; readonly out: ConfigNode[]; readonly depth: number }
+    | { readonly kind: 'include'; readonly node: Directive; readonly paths: readonly string[]; k: number; readonly out: ConfigNode[]; readonly depth: number };
+  const expand = (top: readonly ConfigNode[], depth: number): ConfigNode[] => {
+    const result: ConfigNode[] = [];
+    const stack: Frame[] = [{ kind: 'list', nodes: top, i: 0, out: result, depth }];
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1]!;
+      if (frame.kind === 'include') {
+        if (frame.k >= frame.paths.length) {
+          stack.pop();
+          continue;
+        }
+        const path = frame.paths[frame.k++]!;
+        let text: string;
+        try {
+          text = read(path, frame.node.loc);
+        } catch (err) {
+          frame.out.push({ kind: 'error', error: err as ConfigError });
+          stack.pop();
+          continue;
+        }
+        stack.push({ kind: 'list', nodes: parseConfigText(path, text), i: 0, out: frame.out, depth: frame.depth + 1 });
+        continue;
+      }
+      if (frame.i >= frame.nodes.length) {
+        stack.pop();
+        continue;
+      }
+      const node = frame.nodes[frame.i++]!;
       if (node.kind === 'error') {
-        out.push(node);
-        continue;
+        frame.out.push(node);
+      } else if (node.name === 'include' && node.args.length === 1 && node.block === null) {
+        const arg = node.args[0]!;
+        const pattern = arg.startsWith('/') ? arg : opts.confPrefix + arg;
+        if (frame.depth >= MAX_INCLUDE_DEPTH) {
+          const text = `include nesting deeper than ${MAX_INCLUDE_DEPTH} files ("${pattern}")`;
+          frame.out.push({ kind: 'error', error: new ConfigError('include', text, node.loc) });
+          continue;
+        }
+        const paths = hasGlobMagic(pattern) ? expandGlob(pattern) : [pattern];
+        stack.push({ kind: 'include', node, paths, k: 0, out: frame.out, depth: frame.depth });
+      } else if (node.block) {
+        const block: ConfigNode[] = [];
+        frame.out.push({ ...node, block });
+        stack.push({ kind: 'list', nodes: node.block, i: 0, out: block, depth: frame.depth });
+      } else {
+        frame.out.push(node);
       }
-      if (node.name === 'include' && node.args.length === 1 && node.block === null) {
-        out.push(...includeFiles(node, depth));
-        continue;
-      }
-      out.push(node.block ? { ...node, block: expand(node.block as ConfigNode[], depth) } : node);
     }
-    return out;
-  };
-
-  const includeFiles = (node: Directive, depth: number): ConfigNode[] => {
-    const arg = node.args[0]!;
-    const pattern = arg.startsWith('/') ? arg : opts.confPrefix + arg;
-    if (depth >= MAX_INCLUDE_DEPTH) {
-      return [{ kind: 'error', error: new ConfigError('include', `include nesting deeper than ${MAX_INCLUDE_DEPTH} files ("${pattern}")`, node.loc) }];
-    }
-    const paths = hasGlobMagic(pattern) ? expandGlob(pattern) : [pattern];
-    const out: ConfigNode[] = [];
-    for (const path of paths) {
-      let text: string;
-      try {
-        text = read(path, node.loc);
-      } catch (err) {
-        out.push({ kind: 'error', error: err as ConfigError });
-        break;
-      }
-      out.push(...expand(parseConfigText(path, text), depth + 1));
-    }
-    return out;
+    return result;
   };
 
   const nodes: ConfigNode[] = [];
