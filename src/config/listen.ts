@@ -7,7 +7,7 @@
  */
 import { isIP } from 'node:net';
 import type { Directive } from '../parser/ast.js';
-import { fail, parseSize, parseTime, type SetContext } from './spec.js';
+import { fail, parseNumber, parseSize, parseTime, type SetContext } from './spec.js';
 
 /** A listening address. */
 export interface ListenAddress {
@@ -40,6 +40,17 @@ export function parseUnixPath(text: string, where: (err: string) => never): stri
 }
 
 /**
+ * Whether a `listen` value without `:` is a port (or `FIRST-LAST`): each part
+ * a number for `ngx_atoi`; anything else, a number too large included, is
+ * taken as a host name by `ngx_parse_inet_url`.
+ */
+function isPortOnly(text: string): boolean {
+  const dash = text.indexOf('-');
+  const parts = dash === -1 ? [text] : [text.slice(0, dash), text.slice(dash + 1)];
+  return parts.every((p) => parseNumber(p) !== undefined);
+}
+
+/**
  * Parses `ADDRESS[:PORT]`, `PORT`, `*:PORT`, `[IPV6][:PORT]` and
  * `unix:PATH` (`ngx_parse_url` with `u->listen` set). A port range
  * `FIRST-LAST` (nginx 1.27.3) gives one address per port, in order.
@@ -59,7 +70,7 @@ export function parseListenAddress(text: string): ListenAddress[] {
     host = v6[1]!;
     if (isIP(host) !== 6) bad('invalid host');
     portText = v6[2] ?? '80';
-  } else if (/^[\d-]+$/.test(text)) {
+  } else if (isPortOnly(text)) {
     host = '0.0.0.0';
     portText = text;
   } else {
@@ -106,7 +117,7 @@ function validKeepalive(v: string): boolean {
   const cnt = rest.join(':');
   const idleSec = idle === '' ? 0 : parseTime(idle, true);
   const intvlSec = intvl === '' ? 0 : parseTime(intvl, true);
-  const count = cnt === '' ? 0 : /^\d+$/.test(cnt) ? Number(cnt) : undefined;
+  const count = cnt === '' ? 0 : parseNumber(cnt);
   if (idleSec === undefined || intvlSec === undefined || count === undefined) return false;
   return idleSec + intvlSec + count > 0;
 }
@@ -141,11 +152,11 @@ export function parseListenParams(d: Directive, kind: 'http' | 'stream', cx: Set
         setsOptions = true;
         continue;
       case 'fastopen=':
-        if (!/^\d+$/.test(value)) fail(`invalid fastopen "${p}"`);
+        if (parseNumber(value) === undefined) fail(`invalid fastopen "${p}"`);
         setsOptions = true;
         continue;
       case 'backlog=':
-        if (!/^\d+$/.test(value) || Number(value) === 0) fail(`invalid backlog "${p}"`);
+        if (!parseNumber(value)) fail(`invalid backlog "${p}"`);
         setsOptions = true;
         continue;
       case 'rcvbuf=': case 'sndbuf=':

@@ -322,9 +322,12 @@ export function parseResolver(d: Directive): ResolverDef {
       else ipv6 = on;
     } else if (a.startsWith('status_zone=')) continue;
     else {
-      const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(a);
+      const v6 = /^\[([^\]]+)\](?::(.*))?$/s.exec(a);
       const host = v6 ? v6[1]! : a.includes(':') && isIP(a) !== 6 ? a.slice(0, a.lastIndexOf(':')) : a;
       const port = v6 ? v6[2] : a.includes(':') && isIP(a) !== 6 ? a.slice(a.lastIndexOf(':') + 1) : undefined;
+      // ngx_parse_inet_url: the port is read before the host is resolved
+      const portNumber = port === undefined ? undefined : parseNumber(port);
+      if (port !== undefined && (portNumber === undefined || portNumber < 1 || portNumber > 65535)) fail(`invalid port in resolver "${a}"`);
       if (!isIP(host)) fail(`host not found in resolver "${a}"`);
       servers.push(port ? (isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`) : host);
     }
@@ -384,7 +387,7 @@ function parseOpenFileCache(d: Directive): string {
   let max = 0;
   let off = false;
   for (const p of d.args) {
-    if (p.startsWith('max=') && /^\d+$/.test(p.slice(4)) && Number(p.slice(4)) > 0) max = Number(p.slice(4));
+    if (p.startsWith('max=') && (parseNumber(p.slice(4)) ?? 0) > 0) max = parseNumber(p.slice(4))!;
     else if (p.startsWith('inactive=') && parseTime(p.slice(9), true) !== undefined) continue;
     else if (p === 'off') off = true;
     else fail(`invalid "open_file_cache" parameter "${p}"`);
