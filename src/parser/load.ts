@@ -67,11 +67,13 @@ interface LexicalStop {
  */
 function lexicalStop(text: string, tokens: IToken[], comments: IToken[], commandLine: boolean, locOf: (line: number) => SourceLoc,
   eofMessage: (inArgs: boolean) => string): LexicalStop | undefined {
-  const all = [...tokens.map((t, i) => ({ t, i })), ...comments.map((t) => ({ t, i: -1 }))].sort((a, b) => a.t.startOffset - b.t.startOffset);
-  let nextIndex = 0;
-  for (const { t, i } of all) {
-    const index = i >= 0 ? i : nextIndex;
-    if (i >= 0) nextIndex = i + 1;
+  // tokens and comments are each in reading order: walk both at once
+  let [ti, ci] = [0, 0];
+  while (ti < tokens.length || ci < comments.length) {
+    const isComment = ti >= tokens.length || (ci < comments.length && comments[ci]!.startOffset < tokens[ti]!.startOffset);
+    const t = isComment ? comments[ci++]! : tokens[ti++]!;
+    // a comment stops reading before the next token
+    const index = isComment ? ti : ti - 1;
     const span = t.endOffset! - t.startOffset + 1;
     const quoted = t.tokenType.name === 'DoubleQuoted' || t.tokenType.name === 'SingleQuoted' || t.tokenType === Unterminated;
     if (span >= CONF_BUFFER && text.length > t.startOffset + CONF_BUFFER) {
@@ -167,6 +169,16 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
     return text;
   };
 
+  // a file included again (a file that includes itself, up to the nesting limit) is parsed once
+  const parsed = new Map<string, { readonly text: string; readonly nodes: ConfigNode[] }>();
+  const parse = (path: string, text: string): ConfigNode[] => {
+    const known = parsed.get(path);
+    if (known?.text === text) return known.nodes;
+    const nodes = parseConfigText(path, text);
+    parsed.set(path, { text, nodes });
+    return nodes;
+  };
+
   /**
    * Splices included files into `nodes`, at any block depth, with an explicit
    * stack: a frame either copies a statement list (a block's statements go
@@ -195,7 +207,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
           stack.pop();
           continue;
         }
-        stack.push({ kind: 'list', nodes: parseConfigText(path, text), i: 0, out: frame.out, depth: frame.depth + 1 });
+        stack.push({ kind: 'list', nodes: parse(path, text), i: 0, out: frame.out, depth: frame.depth + 1 });
         continue;
       }
       if (frame.i >= frame.nodes.length) {
@@ -230,6 +242,6 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   const nodes: ConfigNode[] = [];
   if (opts.globalDirectives) nodes.push(...expand(parseConfigText(COMMAND_LINE, opts.globalDirectives), 0));
   const mainText = read(opts.confFile, undefined);
-  nodes.push(...expand(parseConfigText(opts.confFile, mainText), 0));
+  nodes.push(...expand(parse(opts.confFile, mainText), 0));
   return { nodes, files };
 }
