@@ -4,7 +4,7 @@
  * `jinx lint`. Messages go where Debian's nginx build puts them: log lines
  * (`YYYY/MM/DD HH:MM:SS [emerg] PID#PID: …`) and `nginx: …` notes on stderr.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { Command, CommanderError, Option } from 'commander';
 import { compileConfig, type CompiledConfig } from '../config/compile.js';
@@ -107,6 +107,19 @@ async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxO
   }
 }
 
+/**
+ * `ngx_create_pidfile` in test mode (`src/core/ngx_cycle.c`, before temp
+ * directories and log files): the pid file is opened, created if missing,
+ * and left as it is. @throws ConfigError `open() "PATH" failed (…)`
+ */
+function openPidFile(path: string): void {
+  try {
+    closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT, 0o644));
+  } catch (err) {
+    throw new ConfigError('file', `open() "${path}" failed (${systemErrorText(err)})`, undefined, { phase: 'init' });
+  }
+}
+
 /** Where `checkConfiguration` writes. */
 export interface CheckOutput {
   /** Log lines (`[emerg] …`, `[warn] …`). */
@@ -139,6 +152,7 @@ export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?:
   const compiled = await compile(paths, flags, out.log, syntaxOk, (err) => out.internalError?.(err));
   if (!compiled) return failed();
   try {
+    openPidFile(compiled.table.main.pidFile);
     prepareFiles(compiled.table);
     await checkListenSockets(compiled.table);
   } catch (err) {

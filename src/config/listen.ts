@@ -40,6 +40,50 @@ export function parseUnixPath(text: string, where: (err: string) => never): stri
 }
 
 /**
+ * `ngx_inet_addr` (`src/core/ngx_inet.c`): four decimal octets, each at most
+ * 255, leading zeros and empty octets allowed (`127.0.0.010` is 127.0.0.10).
+ */
+function ngxInetAddr(text: string): number[] | undefined {
+  const octets = text.split('.');
+  if (octets.length !== 4 || !/^[\d.]*$/.test(text)) return undefined;
+  const values = octets.map((o) => [...o].reduce((v, d) => (v > 255 ? v : v * 10 + Number(d)), 0));
+  return values.every((v) => v <= 255) ? values : undefined;
+}
+
+/**
+ * glibc's `inet_aton`, which `getaddrinfo` applies to a numeric host: one to
+ * four parts, each decimal, octal (`0…`) or hex (`0x…`), the last filling
+ * the bytes left (`127.1`, `2130706433`), anything after a blank ignored.
+ */
+function inetAton(text: string): number[] | undefined {
+  const blank = text.search(/[ \t\n\v\f\r]/);
+  const parts = (blank === -1 ? text : text.slice(0, blank)).split('.');
+  if (parts.length > 4) return undefined;
+  const values: number[] = [];
+  for (const p of parts) {
+    const m = /^(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)$/.exec(p);
+    if (!m) return undefined;
+    const v = /^0[xX]/.test(p) ? parseInt(p.slice(2), 16) : p.startsWith('0') ? parseInt(p, 8) || 0 : Number(p);
+    values.push(v);
+  }
+  const last = values.pop()!;
+  if (values.some((v) => v > 255) || last >= 2 ** (8 * (4 - values.length))) return undefined;
+  const bytes = [...values];
+  for (let i = 4 - values.length - 1; i >= 0; i--) bytes.push(Math.floor(last / 2 ** (8 * i)) % 256);
+  return bytes;
+}
+
+/**
+ * The IPv4 address a `listen` host names without DNS, as nginx finds it:
+ * `ngx_inet_addr`, then `getaddrinfo` (numeric forms only: a `listen` name is
+ * not looked up in jinx); undefined when it names none.
+ */
+function ipv4Address(host: string): string | undefined {
+  const bytes = ngxInetAddr(host) ?? inetAton(host);
+  return bytes?.join('.');
+}
+
+/**
  * Whether a `listen` value without `:` is a port (or `FIRST-LAST`): each part
  * a number for `ngx_atoi`; anything else, a number too large included, is
  * taken as a host name by `ngx_parse_inet_url`.
@@ -87,7 +131,7 @@ export function parseListenAddress(text: string): ListenAddress[] {
   if (last < first) bad('invalid port range');
   if (host === '*') host = '0.0.0.0';
   else if (host === 'localhost') host = '127.0.0.1';
-  else if (!v6 && isIP(host) !== 4) fail(`host not found in "${text}" of the "listen" directive`);
+  else if (!v6) host = ipv4Address(host) ?? fail(`host not found in "${text}" of the "listen" directive`);
   const out: ListenAddress[] = [];
   for (let port = first; port <= last; port++) {
     const addrText = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;

@@ -9,6 +9,7 @@
  * reads a slot through the enclosing levels, which is nginx's merge
  * `child ?? parent ?? default` (`ngx_conf_merge_*_value`).
  */
+import { cString } from '../c-string.js';
 import type { Directive, SourceLoc } from '../parser/ast.js';
 import type { ArgFlag, Context } from './flags.js';
 import type { ConfigScope } from './scope.js';
@@ -369,10 +370,11 @@ type Setter = DirectiveSpec['set'];
 /** `ngx_conf_set_flag_slot`: `on` or `off` (any case). */
 export function flagSetter(s: Slot<boolean>): Setter {
   return (d, cx) => {
-    const v = d.args[0]!.toLowerCase();
+    // nginx compares with ngx_strcasecmp and prints with %s: the value ends at a NUL byte
+    const v = cString(d.args[0]!).toLowerCase();
     if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
     if (v !== 'on' && v !== 'off') {
-      fail(`invalid value "${d.args[0]}" in "${d.name}" directive, it must be "on" or "off"`);
+      fail(`invalid value "${cString(d.args[0]!)}" in "${d.name}" directive, it must be "on" or "off"`);
     }
     cx.level.set(s, v === 'on', d.loc);
   };
@@ -449,7 +451,8 @@ export function enumSetter<T extends string>(s: Slot<T>, values: readonly T[]): 
   return (d, cx) => {
     if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
     const v = values.find((x) => x.toLowerCase() === d.args[0]!.toLowerCase());
-    if (v === undefined) fail(`invalid value "${d.args[0]}"`);
+    // printed with %s: up to a NUL byte
+    if (v === undefined) fail(`invalid value "${cString(d.args[0]!)}"`);
     cx.level.set(s, v, d.loc);
   };
 }
@@ -464,7 +467,7 @@ export function bitmaskSetter<T extends string>(s: Slot<readonly T[]>, values: r
     const picked: T[] = own ? [...own.value] : [];
     for (const arg of d.args) {
       const v = values.find((x) => x.toLowerCase() === arg.toLowerCase());
-      if (v === undefined) fail(`invalid value "${arg}"`);
+      if (v === undefined) fail(`invalid value "${cString(arg)}"`);
       if (picked.includes(v)) cx.warn(`duplicate value "${arg}"`, 'duplicate-value');
       else picked.push(v);
     }

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { EOF, type IToken } from 'chevrotain';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
-import { cPath } from '../os-path.js';
+import { cString } from '../c-string.js';
 import { buildDirectives, type ConfigNode, type Directive, type SourceLoc } from './ast.js';
 import { expandGlob, hasGlobMagic } from './glob.js';
 import { checkTokens } from './grammar.js';
@@ -220,7 +220,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
       } else if (node.name === 'include' && node.args.length === 1 && node.block === null) {
         const arg = node.args[0]!;
         // the path nginx opens (and names) ends at a NUL byte
-        const pattern = cPath(arg.startsWith('/') ? arg : opts.confPrefix + arg);
+        const pattern = cString(arg.startsWith('/') ? arg : opts.confPrefix + arg);
         if (frame.depth >= MAX_INCLUDE_DEPTH) {
           const text = `include nesting deeper than ${MAX_INCLUDE_DEPTH} files ("${pattern}")`;
           frame.out.push({ kind: 'error', error: new ConfigError('include', text, node.loc) });

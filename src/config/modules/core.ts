@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { systemErrorText } from '../../os-errors.js';
 import type { Directive } from '../../parser/ast.js';
+import { cString } from '../../c-string.js';
 import { isLogLevel, type LogLevel } from '../../log/levels.js';
 import { ANY_CONTEXT, HTTP_SRV_LOC, type Context } from '../flags.js';
 import { accountExists } from '../accounts.js';
@@ -43,7 +44,8 @@ export function parseErrorLog(d: Directive, cx: SetContext): { readonly path: st
   if (file.startsWith('memory:')) fail('the cyclic memory buffer (memory:) is not supported by jinx');
   if (file.startsWith('syslog:')) fail('syslog is not supported by jinx');
   let level: LogLevel | undefined;
-  for (const word of d.args.slice(1)) {
+  // ngx_log_set_levels compares with ngx_strcmp and prints with %s: a word ends at a NUL byte
+  for (const word of d.args.slice(1).map(cString)) {
     if (!isLogLevel(word)) {
       if (/^debug_(core|alloc|mutex|event|http|mail|stream)$/.test(word)) continue;
       fail(`invalid log level "${word}"`);

@@ -333,6 +333,7 @@ export function parseResolver(d: Directive): ResolverDef {
     }
   }
   if (!ipv4 && !ipv6) fail('"ipv4" and "ipv6" cannot both be "off"');
+  if (servers.length === 0) fail('no name servers defined');
   return { servers, validSec, ipv4, ipv6 };
 }
 
