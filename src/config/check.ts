@@ -6,6 +6,7 @@
  * `unknown directive "X"`, `"X" directive is not allowed here`,
  * `invalid number of arguments in "X" directive`, `"X" directive is duplicate` …
  */
+import { cString } from '../c-string.js';
 import type { ConfigNode, Directive } from '../parser/ast.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { acceptsArgCount, type Context } from './flags.js';
@@ -141,7 +142,8 @@ export function checkConfig(
   const pick = (node: Directive, context: Context): DirectiveSpec => {
     const specs = registry.lookup(node.name)?.filter((s) => !s.dynamicModule || scope.loadedModules.has(s.dynamicModule));
     if (!specs || specs.length === 0) {
-      throw new ConfigError('unknown-directive', `unknown directive "${node.name}"`, node.loc);
+      // printed with %s: a name with a NUL byte (never a directive's) shows up to it
+      throw new ConfigError('unknown-directive', `unknown directive "${cString(node.name)}"`, node.loc);
     }
     const spec = specs.find((s) => s.contexts.includes(context));
     if (!spec) throw new ConfigError('not-allowed', `"${node.name}" directive is not allowed here`, node.loc);

@@ -50,8 +50,99 @@ const MAX_INCLUDE_DEPTH = 64;
 
 const QUOTE_FOLLOWERS = new Set([' ', '\t', '\r', '\n', ';', '{', ')']);
 
-/** nginx's read buffer (`NGX_CONF_BUFFER`): a token this long that does not end stops the parse. */
+/** nginx's read buffer (`NGX_CONF_BUFFER`). */
 const CONF_BUFFER = 4096;
+
+/** Where nginx's buffer overflows: the offset of the token start it holds, and the quote it is in, if any. */
+interface BufferOverflow {
+  readonly start: number;
+  readonly quote: '"' | "'" | undefined;
+}
+
+const isBlank = (ch: string): boolean => ch === ' ' || ch === '\t' || ch === '\r' || ch === '\n';
+
+/**
+ * Where `ngx_conf_read_token` (`src/core/ngx_conf_file.c`) stops with `too
+ * long parameter`: it reads the file into a 4096-byte buffer, and each time
+ * the buffer is used up it keeps the bytes from the current token's start
+ * (`start`) and reads on; when those kept bytes fill the whole buffer, it
+ * stops. `start` moves as nginx moves it: to each blank and to the first
+ * byte of a token (past the quote of a quoted one), not past the blank or
+ * quote that ends a token until the next byte is read, to the next byte
+ * after `;`, `{` or `}`, and not at all inside a comment. So a 4,095-byte
+ * word followed by a blank at a buffer boundary is too long, and a longer
+ * token is not when the file ends within that buffer. Returns undefined
+ * when the buffer never overflows (or reading stops first, on a byte
+ * nginx does not expect after a quoted token).
+ */
+function bufferOverflow(text: string): BufferOverflow | undefined {
+  let [bufferStart, start, pos] = [0, 0, 0];
+  let [lastSpace, comment, escaped, needSpace, variable] = [true, false, false, false, false];
+  let quote: '"' | "'" | undefined;
+  for (;;) {
+    if (pos >= bufferStart + CONF_BUFFER && pos < text.length) {
+      if (pos - start === CONF_BUFFER) return { start, quote };
+      bufferStart = start;
+    }
+    if (pos >= text.length) return undefined;
+    const ch = text[pos++]!;
+    if (ch === '\n') comment = false;
+    if (comment) continue;
+    if (escaped) {
+      escaped = false;
+      continue;
+    }
+    if (needSpace) {
+      if (isBlank(ch)) {
+        [lastSpace, needSpace] = [true, false];
+        continue;
+      }
+      if (ch === ';' || ch === '{') {
+        // the directive is read: the next call starts at the next byte
+        [start, lastSpace, needSpace] = [pos, true, false];
+        continue;
+      }
+      if (ch !== ')') return undefined;
+      [lastSpace, needSpace] = [true, false];
+    }
+    if (lastSpace) {
+      start = pos - 1;
+      if (isBlank(ch)) continue;
+      if (ch === ';' || ch === '{' || ch === '}') {
+        start = pos;
+        continue;
+      }
+      if (ch === '#') {
+        comment = true;
+        continue;
+      }
+      lastSpace = false;
+      if (ch === '\\') escaped = true;
+      else if (ch === '"' || ch === "'") {
+        start++;
+        quote = ch;
+      } else if (ch === '$') variable = true;
+      continue;
+    }
+    if (ch === '{' && variable) continue;
+    variable = false;
+    if (ch === '\\') {
+      escaped = true;
+      continue;
+    }
+    if (ch === '$') {
+      variable = true;
+      continue;
+    }
+    if (quote !== undefined) {
+      if (ch === quote) [quote, needSpace] = [undefined, true];
+    } else if (isBlank(ch)) {
+      lastSpace = true;
+    } else if (ch === ';' || ch === '{') {
+      [start, lastSpace] = [pos, true];
+    }
+  }
+}
 
 /** A place where reading stops before the grammar sees it: the token index and the error. */
 interface LexicalStop {
@@ -67,6 +158,7 @@ interface LexicalStop {
  */
 function lexicalStop(text: string, tokens: IToken[], comments: IToken[], commandLine: boolean, locOf: (line: number) => SourceLoc,
   eofMessage: (inArgs: boolean) => string): LexicalStop | undefined {
+  const overflow = commandLine ? undefined : bufferOverflow(text);
   // tokens and comments are each in reading order: walk both at once
   let [ti, ci] = [0, 0];
   while (ti < tokens.length || ci < comments.length) {
@@ -74,13 +166,14 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
     const t = isComment ? comments[ci++]! : tokens[ti++]!;
     // a comment stops reading before the next token
     const index = isComment ? ti : ti - 1;
-    const span = t.endOffset! - t.startOffset + 1;
     const quoted = t.tokenType.name === 'DoubleQuoted' || t.tokenType.name === 'SingleQuoted' || t.tokenType === Unterminated;
-    if (span >= CONF_BUFFER && text.length > t.startOffset + CONF_BUFFER) {
-      const message = quoted
-        ? `too long parameter, probably missing terminating "${t.image[0]}" character`
-        : `too long parameter "${t.image.slice(0, 10)}..." started`;
-      return { index, error: new ConfigError('syntax', message, locOf(t.startLine ?? 0)) };
+    if (overflow && t.endOffset! >= overflow.start) {
+      // reading stops at the token (or the blanks before it) that overflowed the buffer
+      const message = overflow.quote
+        ? `too long parameter, probably missing terminating "${overflow.quote}" character`
+        : `too long parameter "${text.slice(overflow.start, overflow.start + 10)}..." started`;
+      // nginx names the line `start` was set on (a blank LF counts for the next line)
+      return { index, error: new ConfigError('syntax', message, locOf(countLines(text.slice(0, overflow.start + 1)))) };
     }
     if (t.tokenType === Unterminated) return { index, error: new ConfigError('syntax', eofMessage(true), locOf(countLines(text))) };
     if (quoted) {
