@@ -14,6 +14,7 @@ import { isIP } from 'node:net';
 import type { ConfigNode, SourceLoc } from '../parser/ast.js';
 import { loadConfig, type LoadedFile } from '../parser/load.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
+import { checkHashSizes } from './hash.js';
 import { compileLogFormat } from '../log/access-log.js';
 import {
   checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTrustedCertificates, type CertificatePair,
@@ -300,6 +301,7 @@ class Compiler {
       for (const map of this.scope.maps) bindMap(map, this.scope.variables);
       const servers = httpNode.children.filter((c) => c.context === 'server');
       const certificates = servers.map((s) => this.certificates(s));
+      this.checkTypesHash(servers);
       this.checkUpstreamMerge(httpNode, servers, PROXY_MERGE);
       this.checkUpstreamMerge(httpNode, servers, FASTCGI_MERGE);
       this.loadProxyTls(servers);
@@ -384,6 +386,20 @@ class Compiler {
   private checkSharedZones(): void {
     for (const [name, zone] of this.scope.sharedZones) {
       if (zone.size === 0) throw new ConfigError('invalid-value', `zero size shared memory zone "${name}"`, undefined, { phase: 'init' });
+    }
+  }
+
+  /**
+   * `ngx_http_core_merge_loc_conf` builds the types hash of every server and
+   * of every level with a `types` block of its own (the others share their
+   * parent's), with that level's `types_hash_*` sizes: `checkHashSizes`.
+   */
+  private checkTypesHash(servers: readonly LevelNode[]): void {
+    for (const node of levelsInOrder(servers)) {
+      if (node.context !== 'server' && !node.conf.own(http.types)) continue;
+      const c = this.chain(node);
+      const keys = (c.get(http.types) ?? http.DEFAULT_TYPES).keys();
+      checkHashSizes('types_hash', keys, c.get(http.typesHashMaxSize) ?? 1024, c.get(http.typesHashBucketSize) ?? 64);
     }
   }
 

@@ -6,6 +6,7 @@
  * Linux.
  */
 import { isIP } from 'node:net';
+import { cString } from '../c-string.js';
 import type { Directive } from '../parser/ast.js';
 import { fail, parseNumber, parseSize, parseTime, type SetContext } from './spec.js';
 
@@ -51,13 +52,12 @@ function ngxInetAddr(text: string): number[] | undefined {
 }
 
 /**
- * glibc's `inet_aton`, which `getaddrinfo` applies to a numeric host: one to
- * four parts, each decimal, octal (`0…`) or hex (`0x…`), the last filling
- * the bytes left (`127.1`, `2130706433`), anything after a blank ignored.
+ * glibc's `inet_aton_exact`, which `getaddrinfo` applies to a numeric host:
+ * one to four parts, each decimal, octal (`0…`) or hex (`0x…`), the last
+ * filling the bytes left (`127.1`, `2130706433`), nothing after them.
  */
 function inetAton(text: string): number[] | undefined {
-  const blank = text.search(/[ \t\n\v\f\r]/);
-  const parts = (blank === -1 ? text : text.slice(0, blank)).split('.');
+  const parts = text.split('.');
   if (parts.length > 4) return undefined;
   const values: number[] = [];
   for (const p of parts) {
@@ -79,7 +79,8 @@ function inetAton(text: string): number[] | undefined {
  * not looked up in jinx); undefined when it names none.
  */
 function ipv4Address(host: string): string | undefined {
-  const bytes = ngxInetAddr(host) ?? inetAton(host);
+  // getaddrinfo gets a C string: the host up to a NUL byte
+  const bytes = ngxInetAddr(host) ?? inetAton(cString(host));
   return bytes?.join('.');
 }
 
