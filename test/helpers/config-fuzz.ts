@@ -313,7 +313,7 @@ export const PLACELESS: readonly RegExp[] = [
   /^\[emerg\] SSL_CTX_\w+\(.*\) failed.*$/,
   /^\[emerg\] no "ssl_certificate_key" is defined for certificate ".*"$/,
   /^\[emerg\] could not build .*$/,
-  /^\[emerg\] .*charset.* is not supported .*$/,
+  /^\[emerg\] no "charset_map" between the charsets ".*" and ".*"$/,
 ];
 
 /** A case worth reporting. */
