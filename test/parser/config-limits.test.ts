@@ -102,6 +102,26 @@ const values: ConfCase[] = [
     lines: failed('[emerg] no name servers defined in PREFIX/nginx.conf:4'),
   },
   {
+    name: 'log_format with "$ " or "${}": invalid parameter, from the $ on',
+    files: { 'nginx.conf': http(" log_format a '$remote_addr $ x';\n") }, status: 1,
+    lines: failed('[emerg] invalid parameter "$ x" in PREFIX/nginx.conf:4'),
+  },
+  {
+    name: 'log_format with "${name" unclosed: the closing bracket is missing',
+    files: { 'nginx.conf': http(" log_format a '${remote_addr';\n") }, status: 1,
+    lines: failed('[emerg] the closing bracket in "remote_addr" variable is missing in PREFIX/nginx.conf:4'),
+  },
+  {
+    name: 'resolver 127.0.0. and 127.1 are addresses, ::1 without brackets is an invalid port',
+    files: { 'nginx.conf': http(' resolver 127.0.0. 127.1:53;\n server { listen 127.0.0.1:8000; resolver ::1; }\n') }, status: 1,
+    lines: failed('[emerg] invalid port in resolver "::1" in PREFIX/nginx.conf:5'),
+  },
+  {
+    name: 'resolver [127.0.0.1]: invalid IPv6 address',
+    files: { 'nginx.conf': http(' resolver [127.0.0.1];\n') }, status: 1,
+    lines: failed('[emerg] invalid IPv6 address in resolver "[127.0.0.1]" in PREFIX/nginx.conf:4'),
+  },
+  {
     name: 'types_hash_max_size 0: could not build types_hash, without a place',
     files: { 'nginx.conf': http(' types_hash_max_size 0;\n server { listen 127.0.0.1:8000; }\n') }, status: 1,
     lines: failed('[emerg] could not build types_hash, you should increase types_hash_max_size: 0'),
@@ -151,6 +171,15 @@ const nul: ConfCase[] = [
 
 // `worker_processes ` starts its argument at byte 27: the buffer is refilled at 4096 with the argument's
 // start kept, and again at 27 + 4096, right after a 4,095-byte argument and its blank
+const includes: ConfCase[] = [
+  {
+    name: 'a file that includes itself twice stops at the first chain 64 files deep (not 2^64 reads)',
+    files: { 'nginx.conf': 'events {}\ninclude self.conf;\n', 'self.conf': 'include self.conf;\ninclude self.conf;\n' }, status: 1,
+    lines: failed('[emerg] include nesting deeper than 64 files ("PREFIX/self.conf") in PREFIX/self.conf:1'),
+    noReference: 'nginx 1.30 crashes (stack overflow) on a file that includes itself',
+  },
+];
+
 const buffer: ConfCase[] = [
   {
     name: 'a 4,095-byte word whose blank ends nginx\'s 4096-byte buffer: too long parameter',
@@ -174,6 +203,7 @@ defineConfCases('jinx -t: numbers past nginx\'s limits', numbers);
 defineConfCases('jinx -t: value checks', values);
 defineConfCases('jinx -t: NUL bytes', nul);
 defineConfCases('jinx -t: nginx\'s 4096-byte read buffer', buffer);
+defineConfCases('jinx -t: a file that includes itself', includes);
 
 describe('a request to a location 5,000 blocks deep', () => {
   after(cleanup);
