@@ -19,7 +19,7 @@ import { runFuzz, sandboxUnavailable, type CaseNote, type FuzzSummary } from '..
 const CASES = 3000;
 const ORACLE_CASES = 300;
 /** Fewer checked cases than this means the machine is too busy for the run to say much. */
-const MIN_CASES = 1000;
+const MIN_CASES = 500;
 const show = (notes: readonly CaseNote[]): string => notes.slice(0, 10).map((n) => `#${n.id} ${n.unit} ${n.file} (${n.mutation}): ${n.detail}`).join('\n');
 
 describe('jinx -t on mutated configurations (config fuzzer, seed 1)', { skip: sandboxUnavailable() ?? false }, () => {
