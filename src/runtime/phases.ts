@@ -119,10 +119,11 @@ export function serveClientRequest(
  * logs of the connection's server, with no request line (`$request` is
  * "-") and status 000, knowing the header fields read before the one that
  * ended it (`rawHeaders`, pseudo-headers first); `message` is logged first
- * at info (a stream whose header block timed out).
+ * at info, and `status` (408) logged, for a stream whose header block timed
+ * out (`ngx_http_v2_close_stream_handler`).
  */
 export function logUnreadStream(
-  cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[], message?: string,
+  cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[], message?: string, status?: number,
 ): void {
   const pseudo = new Map<string, string>();
   const headers: IncomingHttpHeaders = {};
@@ -143,6 +144,7 @@ export function logUnreadStream(
   r.server = server;
   r.loc = server.conf;
   r.host = server.name;
+  if (status !== undefined) r.status = status;
   if (message !== undefined) {
     // (`while reading client request headers`, without request line nor host: nginx has none yet)
     r.headersRead = false;

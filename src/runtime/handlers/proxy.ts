@@ -400,7 +400,12 @@ const BODY_TIMED_OUT = new Error('client body timed out');
  * `onData` pauses the upstream until `resume` is called.
  */
 class ProxyResponse implements Dispatcher.DispatchHandler {
-  private stage: UpstreamStage | 'intercepted' = 'connect';
+  /**
+   * `intercepted`: an error_page or X-Accel-Redirect took the request over;
+   * `abandoned`: the client went away before undici had a connection for
+   * the request, which ended then and is never sent.
+   */
+  private stage: UpstreamStage | 'intercepted' | 'abandoned' = 'connect';
   /** The request is being written to the peer (nginx's `u->request_sent`). */
   private requestSent = false;
   private abortUpstream: ((err?: Error) => void) | undefined;
@@ -494,7 +499,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   clientClosed(err: NodeJS.ErrnoException | undefined): void {
     const { r, cx, out } = this.ex;
     // a tunnel watches both of its sides itself; an error_page or X-Accel-Redirect took the request over
-    if (this.tunneled || this.stage === 'intercepted') return;
+    if (this.tunneled || this.stage === 'intercepted' || this.stage === 'abandoned') return;
     if (err?.code === 'ETIMEDOUT') {
       // send_timeout passed (logged): the upstream goes with the client, silently
       this.spool?.abort();
@@ -515,12 +520,29 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.spool?.abort();
       return;
     }
-    logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too${errno}`);
+    // ngx_http_upstream_check_broken_connection: an HTTP/2 stream's end was logged by the stream
+    // (`client canceled stream N`, or the connection's error), and its request ends silently
+    if (r.protocol !== 'HTTP/2.0') {
+      logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too${errno}`);
+    }
     if (!out.started) r.status = 499;
     // aborted while paused: a resume after the abort would have undici open a new connection
     this.paused = false;
-    this.abortUpstream?.(CLIENT_CLOSED);
+    if (this.abortUpstream) this.abortUpstream(CLIENT_CLOSED);
+    else this.abandon();
     this.spool?.abort();
+  }
+
+  /**
+   * The client went away while the request waited for a connection
+   * (undici calls `onConnect` once it has one): the request ends now, and
+   * `onConnect` drops it unsent. A stream reset right after its HEADERS
+   * (HTTP/2 rapid reset, CVE-2023-44487) frees its place at once and puts
+   * no request on an upstream.
+   */
+  private abandon(): void {
+    this.onError(CLIENT_CLOSED);
+    this.stage = 'abandoned';
   }
 
   /**
@@ -530,6 +552,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
    * reads from the upstream (`ngx_http_upstream_process_header`).
    */
   onConnect(abort: (err?: Error) => void): void {
+    if (this.stage === 'abandoned') {
+      abort(CLIENT_CLOSED);
+      return;
+    }
     this.abortUpstream = abort;
     this.requestSent = true;
     this.wire.arm();
@@ -756,7 +782,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   }
 
   onError(err: Error): void {
-    if (this.stage === 'intercepted') return;
+    if (this.stage === 'intercepted' || this.stage === 'abandoned') return;
     this.endState();
     const { r, cx, out } = this.ex;
     // a response that did not finish is not cached; one that goes to the next server may still be

@@ -245,7 +245,8 @@ export async function dynamicPeer(
   } catch (err) {
     if (client.signal.aborted) {
       const errno = clientError?.code !== undefined && /^E[A-Z]+$/.test(clientError.code) ? ` (${systemErrorText(clientError)})` : '';
-      logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection${errno}`);
+      // (an HTTP/2 stream's end was logged by the stream: ngx_http_upstream_check_broken_connection)
+      if (r.protocol !== 'HTTP/2.0') logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection${errno}`);
       await finalize(ex, 499);
       return undefined;
     }
