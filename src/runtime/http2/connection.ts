@@ -31,6 +31,8 @@ import { normalizePath, validateHost } from '../uri.js';
 
 /** The client connection preface (RFC 9113 section 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+/** What a connection may read beyond 8 times its payload before it is a flood (`ngx_http_v2_read_handler`: 1048576). */
+const FLOOD_SLACK_BYTES = 1024 * 1024;
 
 /** What a connection needs from the engine. */
 export interface Http2Owner {
@@ -230,6 +232,14 @@ export class Http2Connection {
   private newStreamsResetScheduled = false;
   /** Streams refused with RST_STREAM on the connection (`h2c->refused_streams`). */
   private refusedStreams = 0;
+  /**
+   * Bytes read (`h2c->total_bytes`), and of them the header blocks of the
+   * requests run and the DATA taken (`h2c->payload_bytes`): a connection
+   * whose reads are more than 8 times its payload plus 1 MiB is a flood
+   * (`ngx_http_v2_read_handler`: `http2 flood detected`, GOAWAY NO_ERROR).
+   */
+  private totalBytes = 0;
+  private payloadBytes = 0;
   private settingsAck = false;
   /** GOAWAY was sent (`h2c->goaway`): no new stream is read. */
   private goaway = false;
@@ -314,8 +324,13 @@ export class Http2Connection {
     }
     this.pending.push(chunk);
     this.pendingBytes += chunk.length;
+    this.totalBytes += chunk.length;
     if (this.pendingBytes < this.needBytes) return;
     this.process();
+    if ((this.state as State) !== State.Closed && this.totalBytes / 8 > this.payloadBytes + FLOOD_SLACK_BYTES) {
+      this.connectionError(H2_ERROR.NO_ERROR, 'http2 flood detected');
+      return;
+    }
     this.flushControl();
     this.schedulePump();
     this.handleConnection();
@@ -488,6 +503,7 @@ export class Http2Connection {
     }
     if (flags & FLAG.END_STREAM) stream.inClosed = true;
     if (stream.skipData) return;
+    this.payloadBytes += data.length;
     if (stream.readMode === 'none') {
       if (data.length > 0) {
         stream.preread.push(Buffer.from(data));
@@ -872,6 +888,7 @@ export class Http2Connection {
       headLength: stream.requestLength,
       refusal,
     };
+    this.payloadBytes += stream.requestLength;
     stream.requestLength = 0;
     stream.request = this.owner.request(clientHead, body, target);
   }
