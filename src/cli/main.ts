@@ -4,7 +4,7 @@
  * `jinx lint`. Messages go where Debian's nginx build puts them: log lines
  * (`YYYY/MM/DD HH:MM:SS [emerg] PID#PID: …`) and `nginx: …` notes on stderr.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { Command, CommanderError, Option } from 'commander';
 import { compileConfig, type CompiledConfig } from '../config/compile.js';
@@ -82,49 +82,94 @@ Commands:
 `;
 }
 
-function report(log: MessageSink, err: unknown): void {
+function report(log: MessageSink, err: unknown, internalError?: (err: unknown) => void): void {
   if (err instanceof ConfigError) log.write(err.level, err.message);
   else if ((err as NodeJS.ErrnoException)?.code && (err as NodeJS.ErrnoException).path) {
+    internalError?.(err);
     log.write('emerg', `open() "${(err as NodeJS.ErrnoException).path}" failed (${systemErrorText(err)})`);
-  } else log.write('emerg', String((err as Error)?.message ?? err));
+  } else {
+    internalError?.(err);
+    log.write('emerg', String((err as Error)?.message ?? err));
+  }
 }
 
 /** Compiles; reports warnings, and the error if any. `syntaxOk` is called once the file has been read. */
-async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxOk: () => void = () => undefined): Promise<CompiledConfig | undefined> {
+async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxOk: () => void = () => undefined,
+  internalError?: (err: unknown) => void): Promise<CompiledConfig | undefined> {
   try {
     return await compileConfig({
       confFile: paths.confFile, prefix: paths.prefix, globalDirectives: flags.g, onWarning: (w) => log.write(w.level, formatWarning(w)),
       onParsed: syntaxOk,
     });
   } catch (err) {
-    report(log, err);
+    report(log, err, internalError);
     return undefined;
   }
 }
 
-async function testConfig(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
+/**
+ * `ngx_create_pidfile` in test mode (`src/core/ngx_cycle.c`, before temp
+ * directories and log files): the pid file is opened, created if missing,
+ * and left as it is. @throws ConfigError `open() "PATH" failed (…)`
+ */
+function openPidFile(path: string): void {
+  try {
+    closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT, 0o644));
+  } catch (err) {
+    throw new ConfigError('file', `open() "${path}" failed (${systemErrorText(err)})`, undefined, { phase: 'init' });
+  }
+}
+
+/** Where `checkConfiguration` writes. */
+export interface CheckOutput {
+  /** Log lines (`[emerg] …`, `[warn] …`). */
+  readonly log: MessageSink;
+  /** `nginx: …` notes (`syntax is ok`, `test is successful`, `test failed`), without the newline. */
+  note(line: string): void;
+  /**
+   * Told of an error that is not a configuration error (a fault in jinx)
+   * before it is reported as an `[emerg]` line; for the config fuzzer.
+   */
+  internalError?(err: unknown): void;
+}
+
+/**
+ * `nginx -t` (`-q`, `-g` honoured): reads, checks and compiles the
+ * configuration, then creates its temp directories, opens its log files and
+ * binds its listening addresses, as `ngx_init_cycle` does in test mode.
+ * Returns the exit status, 0 or 1, and the compiled configuration when it
+ * passed.
+ */
+export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?: boolean; readonly g?: string }, out: CheckOutput,
+): Promise<{ readonly status: 0 | 1; readonly compiled: CompiledConfig | undefined }> {
   const syntaxOk = (): void => {
-    if (!flags.q) process.stderr.write(`nginx: the configuration file ${paths.confFile} syntax is ok\n`);
+    if (!flags.q) out.note(`nginx: the configuration file ${paths.confFile} syntax is ok`);
   };
-  const failed = (): number => {
-    process.stderr.write(`nginx: configuration file ${paths.confFile} test failed\n`);
-    return 1;
+  const failed = (): { status: 1; compiled: undefined } => {
+    out.note(`nginx: configuration file ${paths.confFile} test failed`);
+    return { status: 1, compiled: undefined };
   };
-  const compiled = await compile(paths, flags, log, syntaxOk);
+  const compiled = await compile(paths, flags, out.log, syntaxOk, (err) => out.internalError?.(err));
   if (!compiled) return failed();
   try {
+    openPidFile(compiled.table.main.pidFile);
     prepareFiles(compiled.table);
     await checkListenSockets(compiled.table);
   } catch (err) {
-    report(log, err);
+    report(out.log, err, (e) => out.internalError?.(e));
     return failed();
   }
-  if (!flags.q) process.stderr.write(`nginx: configuration file ${paths.confFile} test is successful\n`);
-  if (flags.T) {
+  if (!flags.q) out.note(`nginx: configuration file ${paths.confFile} test is successful`);
+  return { status: 0, compiled };
+}
+
+async function testConfig(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
+  const { status, compiled } = await checkConfiguration(paths, flags, { log, note: (line) => process.stderr.write(`${line}\n`) });
+  if (compiled && flags.T) {
     process.stdout.on('error', () => undefined);
     for (const f of compiled.files) process.stdout.write(Buffer.from(`# configuration file ${f.path}:\n${f.text}\n`, 'latin1'));
   }
-  return 0;
+  return status;
 }
 
 /** `-s SIGNAL`: signals the process whose pid the configuration's pid file holds. */

@@ -6,6 +6,7 @@
  * `unknown directive "X"`, `"X" directive is not allowed here`,
  * `invalid number of arguments in "X" directive`, `"X" directive is duplicate` …
  */
+import { cString } from '../c-string.js';
 import type { ConfigNode, Directive } from '../parser/ast.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { acceptsArgCount, type Context } from './flags.js';
@@ -80,9 +81,30 @@ export function checkConfig(
   const noEffect: NoEffectNote[] = [];
   const root: LevelNode = { context: 'main', directive: undefined, conf: new LevelConf(), children: [], parent: undefined };
 
-  const walk = (list: readonly ConfigNode[], level: LevelNode): void => {
-    for (const node of list) {
+  /**
+   * Checks statements in reading order with an explicit stack of open blocks
+   * (any nesting depth, no recursion); a block's `close` check runs once its
+   * statements have been checked, as nginx's block handlers do after
+   * `ngx_conf_parse` returns.
+   */
+  interface Frame {
+    readonly list: readonly ConfigNode[];
+    i: number;
+    readonly level: LevelNode;
+    readonly close: (() => void) | undefined;
+  }
+  const walk = (top: readonly ConfigNode[], topLevel: LevelNode): void => {
+    const stack: Frame[] = [{ list: top, i: 0, level: topLevel, close: undefined }];
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1]!;
+      if (frame.i >= frame.list.length) {
+        stack.pop();
+        frame.close?.();
+        continue;
+      }
+      const node = frame.list[frame.i++]!;
       if (node.kind === 'error') throw node.error;
+      const level = frame.level;
       const spec = pick(node, level.context);
       const cx: SetContext = {
         level: level.conf,
@@ -98,8 +120,8 @@ export function checkConfig(
           context: child.context, directive: node, conf: child.level, children: [], parent: level,
         };
         level.children.push(childNode);
-        walk(node.block ?? [], childNode);
-        if (spec.close) report(node, () => spec.close!(node, cx, child));
+        const close = spec.close ? (): void => report(node, () => spec.close!(node, cx, child)) : undefined;
+        stack.push({ list: node.block ?? [], i: 0, level: childNode, close });
       }
     }
   };
@@ -120,7 +142,8 @@ export function checkConfig(
   const pick = (node: Directive, context: Context): DirectiveSpec => {
     const specs = registry.lookup(node.name)?.filter((s) => !s.dynamicModule || scope.loadedModules.has(s.dynamicModule));
     if (!specs || specs.length === 0) {
-      throw new ConfigError('unknown-directive', `unknown directive "${node.name}"`, node.loc);
+      // printed with %s: a name with a NUL byte (never a directive's) shows up to it
+      throw new ConfigError('unknown-directive', `unknown directive "${cString(node.name)}"`, node.loc);
     }
     const spec = specs.find((s) => s.contexts.includes(context));
     if (!spec) throw new ConfigError('not-allowed', `"${node.name}" directive is not allowed here`, node.loc);

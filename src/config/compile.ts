@@ -14,6 +14,7 @@ import { isIP } from 'node:net';
 import type { ConfigNode, SourceLoc } from '../parser/ast.js';
 import { loadConfig, type LoadedFile } from '../parser/load.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
+import { checkHashSizes } from './hash.js';
 import { compileLogFormat } from '../log/access-log.js';
 import {
   checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTrustedCertificates, type CertificatePair,
@@ -150,24 +151,49 @@ export const registry = new DirectiveRegistry(allDirectives);
  * Collects the host names `proxy_pass` URLs, upstream `server` entries and
  * `set_real_ip_from` name, so they can be resolved before the synchronous check.
  */
-function collectHosts(nodes: readonly ConfigNode[], inUpstream: boolean, out: Set<string>, inStream = false): void {
-  for (const n of nodes) {
-    if (n.kind !== 'directive') continue;
-    let hostPort: string | undefined;
-    if (n.name === 'proxy_pass' && n.args.length === 1 && !n.args[0]!.includes('$')) {
-      hostPort = inStream ? n.args[0] : /^https?:\/\/([^/]*)/i.exec(n.args[0]!)?.[1];
-    } else if (n.name === 'fastcgi_pass' && n.args.length === 1 && !n.args[0]!.includes('$') && !n.args[0]!.startsWith('unix:')) {
-      hostPort = n.args[0];
-    } else if (n.name === 'server' && inUpstream && n.args.length > 0) hostPort = n.args[0];
-    else if (n.name === 'set_real_ip_from' && n.args.length === 1 && !n.args[0]!.startsWith('unix:') && !n.args[0]!.includes('/')) {
-      if (!isIP(n.args[0]!)) out.add(n.args[0]!.toLowerCase());
+function collectHosts(top: readonly ConfigNode[], out: Set<string>): void {
+  const stack: { readonly nodes: readonly ConfigNode[]; readonly inUpstream: boolean; readonly inStream: boolean }[] = [
+    { nodes: top, inUpstream: false, inStream: false },
+  ];
+  while (stack.length > 0) {
+    const { nodes, inUpstream, inStream } = stack.pop()!;
+    for (const n of nodes) {
+      if (n.kind !== 'directive') continue;
+      let hostPort: string | undefined;
+      if (n.name === 'proxy_pass' && n.args.length === 1 && !n.args[0]!.includes('$')) {
+        hostPort = inStream ? n.args[0] : /^https?:\/\/([^/]*)/i.exec(n.args[0]!)?.[1];
+      } else if (n.name === 'fastcgi_pass' && n.args.length === 1 && !n.args[0]!.includes('$') && !n.args[0]!.startsWith('unix:')) {
+        hostPort = n.args[0];
+      } else if (n.name === 'server' && inUpstream && n.args.length > 0) hostPort = n.args[0];
+      else if (n.name === 'set_real_ip_from' && n.args.length === 1 && !n.args[0]!.startsWith('unix:') && !n.args[0]!.includes('/')) {
+        if (!isIP(n.args[0]!)) out.add(n.args[0]!.toLowerCase());
+      }
+      if (hostPort && !hostPort.startsWith('unix:')) {
+        const hp = splitHostPort(hostPort);
+        if (hp && !isIP(hp.host)) out.add(hp.host.toLowerCase());
+      }
+      if (n.block) stack.push({ nodes: n.block, inUpstream: n.name === 'upstream', inStream: inStream || n.name === 'stream' });
     }
-    if (hostPort && !hostPort.startsWith('unix:')) {
-      const hp = splitHostPort(hostPort);
-      if (hp && !isIP(hp.host)) out.add(hp.host.toLowerCase());
-    }
-    if (n.block) collectHosts(n.block, n.name === 'upstream', out, inStream || n.name === 'stream');
   }
+}
+
+/**
+ * The levels under `roots`, each before the levels nested in it, in
+ * configuration order (nginx's merge order), without recursion: any nesting
+ * depth. `upstream` blocks and what they hold are left out.
+ */
+function levelsInOrder(roots: readonly LevelNode[]): LevelNode[] {
+  const out: LevelNode[] = [];
+  const stack = [...roots].reverse();
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    out.push(node);
+    for (let i = node.children.length - 1; i >= 0; i--) {
+      const child = node.children[i]!;
+      if (child.context !== 'upstream') stack.push(child);
+    }
+  }
+  return out;
 }
 
 /** Resolves names with the system resolver (nginx uses getaddrinfo at configuration time). */
@@ -195,7 +221,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
     globalDirectives: opts.globalDirectives,
   });
   const names = new Set<string>();
-  collectHosts(loaded.nodes, false, names);
+  collectHosts(loaded.nodes, names);
   const hosts = await resolveHosts(names);
   const variables = new VariableRegistry(allVariables);
   const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts);
@@ -229,6 +255,7 @@ const hasVariables = (v: ValueSource): boolean => v.parts.some((p) => typeof p !
 class Compiler {
   private readonly nodeOf = new Map<LevelConf, LevelNode>();
   private readonly confCache = new Map<LevelConf, LocationConf>();
+  private readonly chains = new Map<LevelNode, ConfChain>();
   private readonly logFormats = new Map<string, CompiledLogFormat>();
   private readonly accessLogTargets: AccessLogTarget[] = [];
   private readonly errorLogTargets: ErrorLogTarget[] = [];
@@ -251,11 +278,12 @@ class Compiler {
     private readonly onWarning: (w: ConfigWarning) => void,
     private readonly onParsed: () => void,
   ) {
-    const index = (n: LevelNode): void => {
+    const stack = [root];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
       this.nodeOf.set(n.conf, n);
-      n.children.forEach(index);
-    };
-    index(root);
+      stack.push(...n.children);
+    }
   }
 
   private warn(w: ConfigWarning): void {
@@ -273,6 +301,7 @@ class Compiler {
       for (const map of this.scope.maps) bindMap(map, this.scope.variables);
       const servers = httpNode.children.filter((c) => c.context === 'server');
       const certificates = servers.map((s) => this.certificates(s));
+      this.checkTypesHash(servers);
       this.checkUpstreamMerge(httpNode, servers, PROXY_MERGE);
       this.checkUpstreamMerge(httpNode, servers, FASTCGI_MERGE);
       this.loadProxyTls(servers);
@@ -361,6 +390,20 @@ class Compiler {
   }
 
   /**
+   * `ngx_http_core_merge_loc_conf` builds the types hash of every server and
+   * of every level with a `types` block of its own (the others share their
+   * parent's), with that level's `types_hash_*` sizes: `checkHashSizes`.
+   */
+  private checkTypesHash(servers: readonly LevelNode[]): void {
+    for (const node of levelsInOrder(servers)) {
+      if (node.context !== 'server' && !node.conf.own(http.types)) continue;
+      const c = this.chain(node);
+      const keys = (c.get(http.types) ?? http.DEFAULT_TYPES).keys();
+      checkHashSizes('types_hash', keys, c.get(http.typesHashMaxSize) ?? 1024, c.get(http.typesHashBucketSize) ?? 64);
+    }
+  }
+
+  /**
    * What `ngx_http_proxy_merge_loc_conf` and `ngx_http_fastcgi_merge_loc_conf`
    * check on every server and location (config order, nested ones after
    * their parent), reported at the end of the http block: at least two
@@ -375,7 +418,7 @@ class Compiler {
     };
     const p = m.prefix;
     const largest = `the maximum of the value of "${p}_buffer_size" and one of the "${p}_buffers"`;
-    const visit = (node: LevelNode): void => {
+    for (const node of levelsInOrder(servers)) {
       const c = this.chain(node);
       const bufs = c.get(m.buffers);
       if (bufs.count < 2) failAt(`there must be at least 2 "${p}_buffers"`);
@@ -395,9 +438,7 @@ class Compiler {
       if (zone && m.cacheKey && !c.has(m.cacheKey)) {
         this.warn({ level: 'warn', code: 'no-cache-key', text: `no "${p}_cache_key" for "${p}_cache"`, loc: at });
       }
-      for (const child of node.children) if (child.context !== 'upstream') visit(child);
-    };
-    servers.forEach(visit);
+    }
   }
 
   /**
@@ -408,12 +449,10 @@ class Compiler {
    * the trusted certificates. nginx reports these errors without a place.
    */
   private loadProxyTls(servers: readonly LevelNode[]): void {
-    const visit = (node: LevelNode): void => {
+    for (const node of levelsInOrder(servers)) {
       const pass = this.inheritedIntoIf(node, (n) => n.conf.own(proxy.proxyPass)?.value);
       if (pass && (pass.kind === 'variable' || pass.scheme === 'https')) this.proxyTls.set(node, this.upstreamTls(this.chain(node)));
-      for (const child of node.children) if (child.context !== 'upstream') visit(child);
-    };
-    servers.forEach(visit);
+    }
   }
 
   private upstreamTls(c: ConfChain): LoadedTls {
@@ -472,8 +511,19 @@ class Compiler {
     };
   }
 
+  /** The merge chain of a level, built once per level, without recursion. */
   private chain(node: LevelNode): ConfChain {
-    return new ConfChain(node.conf, node.parent ? this.chain(node.parent) : undefined);
+    const known = this.chains.get(node);
+    if (known) return known;
+    const path: LevelNode[] = [];
+    let n: LevelNode | undefined = node;
+    for (; n && !this.chains.has(n); n = n.parent) path.push(n);
+    let chain = n ? this.chains.get(n) : undefined;
+    for (let i = path.length - 1; i >= 0; i--) {
+      chain = new ConfChain(path[i]!.conf, chain);
+      this.chains.set(path[i]!, chain);
+    }
+    return chain!;
   }
 
   private errorLogs(chain: ConfChain): ErrorLogTarget[] {
@@ -504,14 +554,16 @@ class Compiler {
         balancer: decl.balancer,
       });
     }
-    const visit = (n: LevelNode): void => {
+    // every level, upstream blocks too, as the recursive walk did (they hold no proxy_pass)
+    const stack = [httpNode];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
       const pass = n.conf.own(proxy.proxyPass)?.value;
       if (pass?.kind === 'static') this.implicitUpstream(pass.host, pass.port, pass.scheme === 'https' ? 443 : 80, pass.loc);
       const fcgi = n.conf.own(fastcgi.fastcgiPass)?.value;
       if (fcgi?.kind === 'static') this.implicitUpstream(fcgi.host, fcgi.port, undefined, fcgi.loc);
-      n.children.forEach(visit);
-    };
-    visit(httpNode);
+      for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!);
+    }
   }
 
   private findUpstreamDirective(httpNode: LevelNode, name: string): number | undefined {
@@ -562,48 +614,57 @@ class Compiler {
 
   // --- locations -------------------------------------------------------------
 
-  private checkDuplicateLocations(level: LevelNode): void {
-    const seen = new Set<string>();
-    for (const c of level.children) {
-      if (c.context !== 'location') continue;
+  /**
+   * `duplicate location "NAME"` among the prefix, exact and named locations
+   * of one level (`ngx_http_add_location`'s check, `ngx_http_init_locations`),
+   * levels taken in configuration order, nested ones after their parent
+   * location and before its next sibling.
+   */
+  private checkDuplicateLocations(server: LevelNode): void {
+    const seen = new Map<LevelNode, Set<string>>();
+    const stack = server.children.filter((c) => c.context === 'location').reverse();
+    while (stack.length > 0) {
+      const c = stack.pop()!;
       const def = c.conf.own(http.locationDef)!.value!;
       if (!def.regex) {
+        const parent = c.parent!;
+        let names = seen.get(parent);
+        if (!names) seen.set(parent, (names = new Set()));
         const key = `${def.match === 'exact' ? '=' : def.match === 'named' ? '@' : ''}${def.name}`;
-        if (seen.has(key)) throw new ConfigError('invalid-value', `duplicate location "${def.name}"`, def.loc);
-        seen.add(key);
+        if (names.has(key)) throw new ConfigError('invalid-value', `duplicate location "${def.name}"`, def.loc);
+        names.add(key);
       }
-      this.checkDuplicateLocations(c);
+      for (let i = c.children.length - 1; i >= 0; i--) if (c.children[i]!.context === 'location') stack.push(c.children[i]!);
     }
   }
 
+  /**
+   * The locations of a level (a server), indexed, with their nested ones,
+   * without recursion. Each location's settings are built in configuration
+   * order, a location before those nested in it (nginx's merge order), then
+   * the trees are indexed innermost first.
+   */
   private locationTree(level: LevelNode): LocationTree | undefined {
-    const children = level.children.filter((c) => c.context === 'location');
-    if (children.length === 0) return undefined;
-    const exact = new Map<string, CompiledLocation>();
-    const regexes: CompiledLocation[] = [];
-    const named = new Map<string, CompiledLocation>();
-    const trie: MutablePrefixNode = { location: undefined, children: new Map() };
-    const prefixes: CompiledLocation[] = [];
-    for (const c of children) {
-      const loc = this.location(c);
-      if (loc.match === 'exact') exact.set(loc.name, loc);
-      else if (loc.match === 'named') named.set(loc.name, loc);
-      else if (loc.regex) regexes.push(loc);
-      else prefixes.push(loc);
+    const compiled = new Map<LevelNode, Mutable<CompiledLocation>>();
+    const order: LevelNode[] = [];
+    const locationsOf = (n: LevelNode): LevelNode[] => n.children.filter((c) => c.context === 'location');
+    const stack = locationsOf(level).reverse();
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      compiled.set(node, this.location(node));
+      order.push(node);
+      stack.push(...locationsOf(node).reverse());
     }
-    for (const loc of prefixes) {
-      let node = trie;
-      for (const ch of loc.name) {
-        let next = node.children.get(ch);
-        if (!next) node.children.set(ch, (next = { location: undefined, children: new Map() }));
-        node = next;
-      }
-      node.location = loc;
-    }
-    return { exact, prefixes: trie, regexes, named };
+    const index = (n: LevelNode): LocationTree | undefined => {
+      const children = locationsOf(n);
+      return children.length === 0 ? undefined : indexLocations(children.map((c) => compiled.get(c)!));
+    };
+    for (let i = order.length - 1; i >= 0; i--) compiled.get(order[i]!)!.nested = index(order[i]!);
+    return index(level);
   }
 
-  private location(node: LevelNode): CompiledLocation {
+  /** One location with its settings; `nested` is filled by `locationTree`. */
+  private location(node: LevelNode): Mutable<CompiledLocation> {
     const def: LocationDef = node.conf.own(http.locationDef)!.value!;
     const conf = this.locationConf(node);
     const handler = conf.proxy !== undefined || conf.fastcgi !== undefined;
@@ -613,7 +674,7 @@ class Compiler {
       regex: def.regex?.regex,
       namedCaptures: def.regex ? rewrite.namedCaptures(def.regex, this.scope.variables) : [],
       conf,
-      nested: this.locationTree(node),
+      nested: undefined,
       autoRedirect: handler && (def.match === 'prefix' || def.match === 'prefix-no-regex' || def.match === 'exact') && def.name.endsWith('/'),
       loc: def.loc,
     };
@@ -806,14 +867,12 @@ class Compiler {
    */
   private linkCharsets(servers: readonly LevelNode[]): void {
     const tables = this.scope.charsets;
-    const visit = (node: LevelNode): void => {
+    for (const node of levelsInOrder(servers)) {
       const c = this.chain(node);
       const dst = c.get(charset.charsetSlot);
       const src = c.get(charset.sourceCharsetSlot);
       if (dst?.kind === 'name' && src?.kind === 'name' && dst.index !== src.index) tables.needRecode(src.index, dst.index);
-      for (const child of node.children) if (child.context !== 'upstream') visit(child);
-    };
-    servers.forEach(visit);
+    }
     const missing = tables.link();
     if (missing) throw new ConfigError('invalid-value', missing);
   }
@@ -1303,6 +1362,31 @@ class Compiler {
 interface MutablePrefixNode extends PrefixNode {
   location: CompiledLocation | undefined;
   readonly children: Map<string, MutablePrefixNode>;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** One level's locations indexed as `ngx_http_init_locations` does: exact, named, regexes in order, prefixes in a trie. */
+function indexLocations(locations: readonly CompiledLocation[]): LocationTree {
+  const exact = new Map<string, CompiledLocation>();
+  const regexes: CompiledLocation[] = [];
+  const named = new Map<string, CompiledLocation>();
+  const trie: MutablePrefixNode = { location: undefined, children: new Map() };
+  for (const loc of locations) {
+    if (loc.match === 'exact') exact.set(loc.name, loc);
+    else if (loc.match === 'named') named.set(loc.name, loc);
+    else if (loc.regex) regexes.push(loc);
+    else {
+      let node = trie;
+      for (const ch of loc.name) {
+        let next = node.children.get(ch);
+        if (!next) node.children.set(ch, (next = { location: undefined, children: new Map() }));
+        node = next;
+      }
+      node.location = loc;
+    }
+  }
+  return { exact, prefixes: trie, regexes, named };
 }
 
 function emptyTree(): LocationTree {

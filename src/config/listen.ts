@@ -6,8 +6,9 @@
  * Linux.
  */
 import { isIP } from 'node:net';
+import { cString } from '../c-string.js';
 import type { Directive } from '../parser/ast.js';
-import { fail, parseSize, parseTime, type SetContext } from './spec.js';
+import { fail, parseNumber, parseSize, parseTime, type SetContext } from './spec.js';
 
 /** A listening address. */
 export interface ListenAddress {
@@ -40,6 +41,61 @@ export function parseUnixPath(text: string, where: (err: string) => never): stri
 }
 
 /**
+ * `ngx_inet_addr` (`src/core/ngx_inet.c`): four decimal octets, each at most
+ * 255, leading zeros and empty octets allowed (`127.0.0.010` is 127.0.0.10).
+ */
+function ngxInetAddr(text: string): number[] | undefined {
+  const octets = text.split('.');
+  if (octets.length !== 4 || !/^[\d.]*$/.test(text)) return undefined;
+  const values = octets.map((o) => [...o].reduce((v, d) => (v > 255 ? v : v * 10 + Number(d)), 0));
+  return values.every((v) => v <= 255) ? values : undefined;
+}
+
+/**
+ * glibc's `inet_aton_exact`, which `getaddrinfo` applies to a numeric host:
+ * one to four parts, each decimal, octal (`0…`) or hex (`0x…`), the last
+ * filling the bytes left (`127.1`, `2130706433`), nothing after them.
+ */
+function inetAton(text: string): number[] | undefined {
+  const parts = text.split('.');
+  if (parts.length > 4) return undefined;
+  const values: number[] = [];
+  for (const p of parts) {
+    const m = /^(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)$/.exec(p);
+    if (!m) return undefined;
+    const v = /^0[xX]/.test(p) ? parseInt(p.slice(2), 16) : p.startsWith('0') ? parseInt(p, 8) || 0 : Number(p);
+    values.push(v);
+  }
+  const last = values.pop()!;
+  if (values.some((v) => v > 255) || last >= 2 ** (8 * (4 - values.length))) return undefined;
+  const bytes = [...values];
+  for (let i = 4 - values.length - 1; i >= 0; i--) bytes.push(Math.floor(last / 2 ** (8 * i)) % 256);
+  return bytes;
+}
+
+/**
+ * The IPv4 address a `listen` host names without DNS, as nginx finds it:
+ * `ngx_inet_addr`, then `getaddrinfo` (numeric forms only: a `listen` name is
+ * not looked up in jinx); undefined when it names none.
+ */
+function ipv4Address(host: string): string | undefined {
+  // getaddrinfo gets a C string: the host up to a NUL byte
+  const bytes = ngxInetAddr(host) ?? inetAton(cString(host));
+  return bytes?.join('.');
+}
+
+/**
+ * Whether a `listen` value without `:` is a port (or `FIRST-LAST`): each part
+ * a number for `ngx_atoi`; anything else, a number too large included, is
+ * taken as a host name by `ngx_parse_inet_url`.
+ */
+function isPortOnly(text: string): boolean {
+  const dash = text.indexOf('-');
+  const parts = dash === -1 ? [text] : [text.slice(0, dash), text.slice(dash + 1)];
+  return parts.every((p) => parseNumber(p) !== undefined);
+}
+
+/**
  * Parses `ADDRESS[:PORT]`, `PORT`, `*:PORT`, `[IPV6][:PORT]` and
  * `unix:PATH` (`ngx_parse_url` with `u->listen` set). A port range
  * `FIRST-LAST` (nginx 1.27.3) gives one address per port, in order.
@@ -59,7 +115,7 @@ export function parseListenAddress(text: string): ListenAddress[] {
     host = v6[1]!;
     if (isIP(host) !== 6) bad('invalid host');
     portText = v6[2] ?? '80';
-  } else if (/^[\d-]+$/.test(text)) {
+  } else if (isPortOnly(text)) {
     host = '0.0.0.0';
     portText = text;
   } else {
@@ -76,7 +132,7 @@ export function parseListenAddress(text: string): ListenAddress[] {
   if (last < first) bad('invalid port range');
   if (host === '*') host = '0.0.0.0';
   else if (host === 'localhost') host = '127.0.0.1';
-  else if (!v6 && isIP(host) !== 4) fail(`host not found in "${text}" of the "listen" directive`);
+  else if (!v6) host = ipv4Address(host) ?? fail(`host not found in "${text}" of the "listen" directive`);
   const out: ListenAddress[] = [];
   for (let port = first; port <= last; port++) {
     const addrText = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
@@ -106,7 +162,7 @@ function validKeepalive(v: string): boolean {
   const cnt = rest.join(':');
   const idleSec = idle === '' ? 0 : parseTime(idle, true);
   const intvlSec = intvl === '' ? 0 : parseTime(intvl, true);
-  const count = cnt === '' ? 0 : /^\d+$/.test(cnt) ? Number(cnt) : undefined;
+  const count = cnt === '' ? 0 : parseNumber(cnt);
   if (idleSec === undefined || intvlSec === undefined || count === undefined) return false;
   return idleSec + intvlSec + count > 0;
 }
@@ -141,11 +197,11 @@ export function parseListenParams(d: Directive, kind: 'http' | 'stream', cx: Set
         setsOptions = true;
         continue;
       case 'fastopen=':
-        if (!/^\d+$/.test(value)) fail(`invalid fastopen "${p}"`);
+        if (parseNumber(value) === undefined) fail(`invalid fastopen "${p}"`);
         setsOptions = true;
         continue;
       case 'backlog=':
-        if (!/^\d+$/.test(value) || Number(value) === 0) fail(`invalid backlog "${p}"`);
+        if (!parseNumber(value)) fail(`invalid backlog "${p}"`);
         setsOptions = true;
         continue;
       case 'rcvbuf=': case 'sndbuf=':

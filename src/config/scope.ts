@@ -5,6 +5,7 @@
  * configuration untouched.
  */
 import { isAbsolute } from 'node:path';
+import { cString } from '../c-string.js';
 import type { Directive, SourceLoc } from '../parser/ast.js';
 import type { ListenAddress } from './listen.js';
 import { CharsetTables } from './modules/charset.js';
@@ -147,14 +148,17 @@ export class ConfigScope {
     readonly hosts: HostTable,
   ) {}
 
-  /** Resolves a path against the prefix, as `ngx_conf_full_name(cycle, name, 0)`. */
+  /**
+   * Resolves a path against the prefix, as `ngx_conf_full_name(cycle, name, 0)`;
+   * the path ends at a NUL byte, as the C calls nginx hands it to see it (`cString`).
+   */
   fullPath(path: string): string {
-    return isAbsolute(path) ? path : this.prefix + path;
+    return cString(isAbsolute(path) ? path : this.prefix + path);
   }
 
-  /** Resolves a path against the configuration directory, as `ngx_conf_full_name(cycle, name, 1)`. */
+  /** Resolves a path against the configuration directory, as `ngx_conf_full_name(cycle, name, 1)`; ends at a NUL byte. */
   confPath(path: string): string {
-    return isAbsolute(path) ? path : this.confPrefix + path;
+    return cString(isAbsolute(path) ? path : this.confPrefix + path);
   }
 
   /**

@@ -9,6 +9,7 @@
  * reads a slot through the enclosing levels, which is nginx's merge
  * `child ?? parent ?? default` (`ngx_conf_merge_*_value`).
  */
+import { cString } from '../c-string.js';
 import type { Directive, SourceLoc } from '../parser/ast.js';
 import type { ArgFlag, Context } from './flags.js';
 import type { ConfigScope } from './scope.js';
@@ -86,9 +87,14 @@ export class LevelConf {
 
 /**
  * A level together with the levels enclosing it, innermost first; reading a
- * slot through it is nginx's merge of that setting.
+ * slot through it is nginx's merge of that setting. What a read finds is kept
+ * at every level it passed (levels are not changed once checked), so reading
+ * every slot at every level of a deep nesting costs each level once.
  */
 export class ConfChain {
+  private readonly found = new Map<Slot<unknown>, Entry<unknown> | undefined>();
+  private readonly foundLists = new Map<ListSlot<unknown>, readonly Entry<unknown>[]>();
+
   constructor(
     readonly level: LevelConf,
     readonly parent: ConfChain | undefined,
@@ -96,11 +102,20 @@ export class ConfChain {
 
   private find<T>(s: Slot<T>): Entry<T> | undefined {
     if (!s.inherit) return this.level.own(s);
+    const key = s as Slot<unknown>;
+    const passed: ConfChain[] = [];
+    let result: Entry<unknown> | undefined;
     for (let c: ConfChain | undefined = this; c; c = c.parent) {
-      const e = c.level.own(s);
-      if (e) return e;
+      if (c.found.has(key)) {
+        result = c.found.get(key);
+        break;
+      }
+      passed.push(c);
+      result = c.level.own(key);
+      if (result) break;
     }
-    return undefined;
+    for (const c of passed) c.found.set(key, result);
+    return result as Entry<T> | undefined;
   }
 
   /** The merged value of a slot. */
@@ -122,11 +137,24 @@ export class ConfChain {
   /** The merged entries of a list slot: those of the innermost level that has any. */
   listEntries<T>(s: ListSlot<T>): readonly Entry<T>[] {
     if (!s.inherit) return this.level.ownList(s) ?? [];
+    const key = s as ListSlot<unknown>;
+    const passed: ConfChain[] = [];
+    let result: readonly Entry<unknown>[] = [];
     for (let c: ConfChain | undefined = this; c; c = c.parent) {
-      const e = c.level.ownList(s);
-      if (e) return e;
+      const known = c.foundLists.get(key);
+      if (known) {
+        result = known;
+        break;
+      }
+      passed.push(c);
+      const own = c.level.ownList(key);
+      if (own) {
+        result = own;
+        break;
+      }
     }
-    return [];
+    for (const c of passed) c.foundLists.set(key, result);
+    return result as readonly Entry<T>[];
   }
 
   /** The merged values of a list slot. */
@@ -220,94 +248,118 @@ export interface DirectiveSpec {
 }
 
 // ---------------------------------------------------------------------------
-// Value parsers: nginx's ngx_parse_time, ngx_parse_size, ngx_parse_offset.
+// Value parsers: nginx's ngx_atoi, ngx_parse_size, ngx_parse_offset, ngx_parse_time
+// (src/core/ngx_string.c, src/core/ngx_parse.c) with their 64-bit limits. Every
+// number a directive takes goes through one of these; the arithmetic is done on
+// BigInt so that the limits are nginx's to the unit, and the result is returned
+// as a number (exact up to 2^53, the nearest double above).
 
-const MAX_INT = Number.MAX_SAFE_INTEGER;
+/** `NGX_MAX_INT_T_VALUE`, and on 64-bit `NGX_MAX_SIZE_T_VALUE` and `NGX_MAX_OFF_T_VALUE` too. */
+const MAX_INT_T = 0x7fff_ffff_ffff_ffffn;
+
+/**
+ * `ngx_atoi` (and `ngx_atosz`, `ngx_atoof`, the same on 64-bit): one or more
+ * decimal digits, nothing else, at most `NGX_MAX_INT_T_VALUE`.
+ */
+function atoi(text: string): bigint | undefined {
+  if (!/^[0-9]+$/.test(text)) return undefined;
+  const v = BigInt(text);
+  return v > MAX_INT_T ? undefined : v;
+}
+
+const TIME_UNITS: Readonly<Record<string, { readonly step: number; readonly scale: bigint }>> = {
+  y: { step: 1, scale: 60n * 60n * 24n * 365n },
+  M: { step: 2, scale: 60n * 60n * 24n * 30n },
+  w: { step: 3, scale: 60n * 60n * 24n * 7n },
+  d: { step: 4, scale: 60n * 60n * 24n },
+  h: { step: 5, scale: 60n * 60n },
+  m: { step: 6, scale: 60n },
+  s: { step: 7, scale: 1n },
+};
 
 /**
  * nginx's `ngx_parse_time`: `1y 2M 3w 4d 5h 6m 7s 8ms`, units in that order,
- * a bare number meaning milliseconds (`isSec` false) or seconds. Returns
- * milliseconds or seconds, or undefined for an invalid value.
+ * a bare number meaning milliseconds (`isSec` false, where `y` is refused)
+ * or seconds (`ms` refused). Returns milliseconds or seconds, or undefined
+ * for an invalid value or one past `NGX_MAX_INT_T_VALUE`.
  */
 export function parseTime(text: string, isSec: boolean): number | undefined {
-  // steps of ngx_parse_time: start, year, month, week, day, hour, min, sec, msec, last
-  const [START, YEAR, MONTH, WEEK, DAY, HOUR, MIN, SEC, MSEC, LAST] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  // steps of ngx_parse_time: start, year … sec (TIME_UNITS), msec, last
+  const [START, MONTH, SEC, MSEC, LAST] = [0, 2, 7, 8, 9];
   let step = isSec ? START : MONTH;
-  let value = 0;
-  let total = 0;
+  let value = 0n;
+  let total = 0n;
   let valid = false;
   let i = 0;
   while (i < text.length) {
     const ch = text[i++]!;
     if (ch >= '0' && ch <= '9') {
-      value = value * 10 + (ch.charCodeAt(0) - 48);
-      if (value > MAX_INT) return undefined;
+      value = value * 10n + BigInt(ch.charCodeAt(0) - 48);
+      if (value > MAX_INT_T) return undefined;
       valid = true;
       continue;
     }
-    let scale: number;
-    if (ch === 'y') {
-      if (step > START) return undefined;
-      [step, scale] = [YEAR, 60 * 60 * 24 * 365];
-    } else if (ch === 'M') {
-      if (step >= MONTH) return undefined;
-      [step, scale] = [MONTH, 60 * 60 * 24 * 30];
-    } else if (ch === 'w') {
-      if (step >= WEEK) return undefined;
-      [step, scale] = [WEEK, 60 * 60 * 24 * 7];
-    } else if (ch === 'd') {
-      if (step >= DAY) return undefined;
-      [step, scale] = [DAY, 60 * 60 * 24];
-    } else if (ch === 'h') {
-      if (step >= HOUR) return undefined;
-      [step, scale] = [HOUR, 60 * 60];
-    } else if (ch === 'm' && text[i] === 's') {
+    let scale: bigint;
+    if (ch === 'm' && text[i] === 's') {
       if (isSec || step >= MSEC) return undefined;
       i++;
-      [step, scale] = [MSEC, 1];
-    } else if (ch === 'm') {
-      if (step >= MIN) return undefined;
-      [step, scale] = [MIN, 60];
-    } else if (ch === 's') {
-      if (step >= SEC) return undefined;
-      [step, scale] = [SEC, 1];
+      [step, scale] = [MSEC, 1n];
     } else if (ch === ' ') {
       if (step >= SEC) return undefined;
-      [step, scale] = [LAST, 1];
+      [step, scale] = [LAST, 1n];
     } else {
-      return undefined;
+      const unit = TIME_UNITS[ch];
+      // `y` is the only unit allowed at the start step; the others must follow a larger one
+      if (!unit || (unit.step === 1 ? step > START : step >= unit.step)) return undefined;
+      [step, scale] = [unit.step, unit.scale];
     }
-    if (step !== MSEC && !isSec) scale *= 1000;
-    total += value * scale;
-    if (total > MAX_INT) return undefined;
-    value = 0;
+    let max = MAX_INT_T / scale;
+    if (step !== MSEC && !isSec) {
+      scale *= 1000n;
+      max /= 1000n;
+    }
+    if (value > max) return undefined;
+    value *= scale;
+    if (total > MAX_INT_T - value) return undefined;
+    total += value;
+    value = 0n;
     while (text[i] === ' ') i++;
   }
   if (!valid) return undefined;
-  total += isSec ? value : value * 1000;
-  return total > MAX_INT ? undefined : total;
+  if (!isSec) {
+    if (value > MAX_INT_T / 1000n) return undefined;
+    value *= 1000n;
+  }
+  if (total > MAX_INT_T - value) return undefined;
+  return Number(total + value);
 }
 
-/** nginx's `ngx_parse_size`: a number with an optional `k`/`K` or `m`/`M` suffix; bytes or undefined. */
+/** A number with an optional unit letter from `units` (scale by letter), at most `NGX_MAX_INT_T_VALUE` once scaled. */
+function parseScaled(text: string, units: Readonly<Record<string, bigint>>): number | undefined {
+  const scale = units[text[text.length - 1] ?? ''];
+  const v = atoi(scale === undefined ? text : text.slice(0, -1));
+  if (v === undefined) return undefined;
+  if (scale === undefined) return Number(v);
+  return v > MAX_INT_T / scale ? undefined : Number(v * scale);
+}
+
+const SIZE_UNITS: Readonly<Record<string, bigint>> = { k: 1024n, K: 1024n, m: 1024n ** 2n, M: 1024n ** 2n };
+const OFFSET_UNITS: Readonly<Record<string, bigint>> = { ...SIZE_UNITS, g: 1024n ** 3n, G: 1024n ** 3n };
+
+/** nginx's `ngx_parse_size`: a number with an optional `k`/`K` or `m`/`M` suffix, at most `NGX_MAX_SIZE_T_VALUE` bytes; bytes or undefined. */
 export function parseSize(text: string): number | undefined {
-  const m = /^(\d+)([kKmM]?)$/.exec(text);
-  if (!m) return undefined;
-  const scale = m[2] === '' ? 1 : m[2]!.toLowerCase() === 'k' ? 1024 : 1024 * 1024;
-  return Number(m[1]) * scale;
+  return parseScaled(text, SIZE_UNITS);
 }
 
-/** nginx's `ngx_parse_offset`: like a size, also with `g`/`G`; bytes or undefined. */
+/** nginx's `ngx_parse_offset`: like a size, also with `g`/`G`, at most `NGX_MAX_OFF_T_VALUE` bytes; bytes or undefined. */
 export function parseOffset(text: string): number | undefined {
-  const m = /^(\d+)([kKmMgG]?)$/.exec(text);
-  if (!m) return undefined;
-  const unit = m[2]!.toLowerCase();
-  const scale = unit === '' ? 1 : unit === 'k' ? 1024 : unit === 'm' ? 1024 * 1024 : 1024 * 1024 * 1024;
-  return Number(m[1]) * scale;
+  return parseScaled(text, OFFSET_UNITS);
 }
 
-/** nginx's `ngx_atoi` for a whole argument: a non-negative decimal integer or undefined. */
+/** nginx's `ngx_atoi` for a whole argument: a decimal integer of at most `NGX_MAX_INT_T_VALUE`, or undefined. */
 export function parseNumber(text: string): number | undefined {
-  return /^\d+$/.test(text) ? Number(text) : undefined;
+  const v = atoi(text);
+  return v === undefined ? undefined : Number(v);
 }
 
 // ---------------------------------------------------------------------------
@@ -318,10 +370,11 @@ type Setter = DirectiveSpec['set'];
 /** `ngx_conf_set_flag_slot`: `on` or `off` (any case). */
 export function flagSetter(s: Slot<boolean>): Setter {
   return (d, cx) => {
-    const v = d.args[0]!.toLowerCase();
+    // nginx compares with ngx_strcasecmp and prints with %s: the value ends at a NUL byte
+    const v = cString(d.args[0]!).toLowerCase();
     if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
     if (v !== 'on' && v !== 'off') {
-      fail(`invalid value "${d.args[0]}" in "${d.name}" directive, it must be "on" or "off"`);
+      fail(`invalid value "${cString(d.args[0]!)}" in "${d.name}" directive, it must be "on" or "off"`);
     }
     cx.level.set(s, v === 'on', d.loc);
   };
@@ -398,7 +451,8 @@ export function enumSetter<T extends string>(s: Slot<T>, values: readonly T[]): 
   return (d, cx) => {
     if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
     const v = values.find((x) => x.toLowerCase() === d.args[0]!.toLowerCase());
-    if (v === undefined) fail(`invalid value "${d.args[0]}"`);
+    // printed with %s: up to a NUL byte
+    if (v === undefined) fail(`invalid value "${cString(d.args[0]!)}"`);
     cx.level.set(s, v, d.loc);
   };
 }
@@ -413,7 +467,7 @@ export function bitmaskSetter<T extends string>(s: Slot<readonly T[]>, values: r
     const picked: T[] = own ? [...own.value] : [];
     for (const arg of d.args) {
       const v = values.find((x) => x.toLowerCase() === arg.toLowerCase());
-      if (v === undefined) fail(`invalid value "${arg}"`);
+      if (v === undefined) fail(`invalid value "${cString(arg)}"`);
       if (picked.includes(v)) cx.warn(`duplicate value "${arg}"`, 'duplicate-value');
       else picked.push(v);
     }

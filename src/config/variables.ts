@@ -166,9 +166,12 @@ export class VariableRegistry {
    * Declares an indexed variable (`set $x`, `map … $x`, `auth_request_set $x`)
    * and returns its index. A later declaration of the same name shares it;
    * `lazy` replaces `set`.
-   * @throws DirectiveFailure `the duplicate "NAME" variable` for a built-in that cannot be set
+   * @throws DirectiveFailure `invalid variable name "$"` for an empty name
+   *   (`ngx_http_add_variable`), `the duplicate "NAME" variable` for a
+   *   built-in that cannot be set
    */
   declare(name: string, kind: IndexedKind): number {
+    if (name.length === 0) fail('invalid variable name "$"');
     const key = name.toLowerCase();
     const builtin = this.defs.get(key);
     if (builtin && !builtin.changeable) fail(`the duplicate "${name}" variable`);

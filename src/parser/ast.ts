@@ -1,5 +1,5 @@
 /**
- * The configuration AST and the CST visitor that builds it.
+ * The configuration AST and the builder that reads it from a token vector.
  *
  * A `Directive` is one statement as nginx's `ngx_conf_parse` hands it to a
  * directive handler: a name, unescaped arguments (with whether each was
@@ -7,7 +7,7 @@
  * `SyntaxErrorNode` stands where reading stopped, so that errors are reported
  * in the order nginx finds them: statements before it first, then it.
  */
-import type { CstNode, IToken } from 'chevrotain';
+import type { IToken } from 'chevrotain';
 import { ConfigError } from '../errors.js';
 
 /** A position in a configuration file; `line` counts from 1. */
@@ -73,44 +73,73 @@ export function unescapeToken(image: string, quoted: boolean): string {
   return out;
 }
 
-interface StmtChildren {
-  arg: CstNode[];
-  Semicolon?: IToken[];
-  block?: CstNode[];
+/** What `buildDirectives` read from a token vector. */
+export interface BuiltTree {
+  /** The top-level statements, blocks nested in them. */
+  readonly nodes: ConfigNode[];
+  /** The statement list of the innermost block still open where reading stopped (`nodes` when none is). */
+  readonly innermost: ConfigNode[];
+  /** How many blocks were still open where reading stopped. */
+  readonly openBlocks: number;
+  /** Index of a `}` that closes no block (nginx's `unexpected "}"`); reading stopped before it. */
+  readonly strayClose: number | undefined;
+}
+
+/** A block being read: the directive that opened it and its statements so far. */
+interface OpenBlock {
+  readonly start: IToken[];
+  readonly lcurly: IToken;
+  readonly list: ConfigNode[];
+  readonly parentList: ConfigNode[];
 }
 
 /**
- * Turns the CST of one file into directives carrying `file` and their lines.
- * `-g` directives (`lines: false`) have line 0: nginx names their place
- * `command line`.
+ * Builds directives carrying `file` and their lines from a token vector that
+ * the grammar accepted (statements and `}`), with an explicit stack of open
+ * blocks, so that any nesting depth reads without recursion. A statement not
+ * ended by `;` or `{` at the end of the vector is dropped (reading stopped in
+ * it); reading stops before a `}` that closes nothing. `-g` directives
+ * (`lines: false`) have line 0: nginx names their place `command line`.
  */
-export function cstToDirectives(file: string, cst: CstNode, lines = true): Directive[] {
-  const stmts = (cst.children['stmt'] as CstNode[] | undefined) ?? [];
-  return stmts.map((s) => stmtToDirective(file, s, lines));
+export function buildDirectives(file: string, tokens: readonly IToken[], lines = true): BuiltTree {
+  const nodes: ConfigNode[] = [];
+  const open: OpenBlock[] = [];
+  let list = nodes;
+  let args: IToken[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const tok = tokens[i]!;
+    const type = tok.tokenType.name;
+    if (type === 'Semicolon') {
+      list.push(directive(file, args, tok.startLine ?? 0, null, undefined, lines));
+      args = [];
+    } else if (type === 'LCurly') {
+      const block: ConfigNode[] = [];
+      open.push({ start: args, lcurly: tok, list: block, parentList: list });
+      list = block;
+      args = [];
+    } else if (type === 'RCurly') {
+      const top = open.pop();
+      if (!top) return { nodes, innermost: list, openBlocks: 0, strayClose: i };
+      top.parentList.push(directive(file, top.start, top.lcurly.startLine ?? 0, top.list, tok.startLine, lines));
+      list = top.parentList;
+    } else {
+      args.push(tok);
+    }
+  }
+  // blocks left open where reading stopped keep what was read in them
+  for (let k = open.length - 1; k >= 0; k--) {
+    const top = open[k]!;
+    top.parentList.push(directive(file, top.start, top.lcurly.startLine ?? 0, top.list, undefined, lines));
+  }
+  return { nodes, innermost: list, openBlocks: open.length, strayClose: undefined };
 }
 
-function stmtToDirective(file: string, stmt: CstNode, lines: boolean): Directive {
-  const ch = stmt.children as unknown as StmtChildren;
-  const tokens = ch.arg.map((a) => {
-    const [tok] = Object.values(a.children).flat() as IToken[];
-    return tok!;
-  });
+function directive(file: string, tokens: readonly IToken[], endLine: number, block: ConfigNode[] | null, closeLine: number | undefined,
+  lines: boolean): Directive {
   const values = tokens.map((t) => {
     const quoted = t.tokenType.name !== 'Word';
     return { value: unescapeToken(t.image, quoted), quoted };
   });
-  let block: Directive[] | null = null;
-  let endLine: number;
-  let closeLine: number | undefined;
-  if (ch.block) {
-    const b = ch.block[0]!;
-    const lcurly = (b.children['LCurly'] as IToken[])[0]!;
-    endLine = lcurly.startLine ?? 0;
-    closeLine = (b.children['RCurly'] as IToken[] | undefined)?.[0]?.startLine;
-    block = ((b.children['stmt'] as CstNode[] | undefined) ?? []).map((s) => stmtToDirective(file, s, lines));
-  } else {
-    endLine = ch.Semicolon![0]!.startLine ?? 0;
-  }
   return {
     kind: 'directive',
     name: values[0]!.value,

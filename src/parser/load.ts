@@ -10,13 +10,14 @@
  * is left in the tree as a `SyntaxErrorNode` where it occurred.
  */
 import { readFileSync } from 'node:fs';
-import { createTokenInstance, EOF, type IToken } from 'chevrotain';
+import { EOF, type IToken } from 'chevrotain';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
-import { cstToDirectives, type ConfigNode, type Directive, type SourceLoc } from './ast.js';
+import { cString } from '../c-string.js';
+import { buildDirectives, type ConfigNode, type Directive, type SourceLoc } from './ast.js';
 import { expandGlob, hasGlobMagic } from './glob.js';
-import { parseTokens } from './grammar.js';
-import { configLexer, RCurly, Unterminated } from './tokens.js';
+import { checkTokens } from './grammar.js';
+import { configLexer, Unterminated } from './tokens.js';
 
 /** The name nginx gives the source of `-g` directives in its messages. */
 export const COMMAND_LINE = 'command line';
@@ -49,8 +50,99 @@ const MAX_INCLUDE_DEPTH = 64;
 
 const QUOTE_FOLLOWERS = new Set([' ', '\t', '\r', '\n', ';', '{', ')']);
 
-/** nginx's read buffer (`NGX_CONF_BUFFER`): a token this long that does not end stops the parse. */
+/** nginx's read buffer (`NGX_CONF_BUFFER`). */
 const CONF_BUFFER = 4096;
+
+/** Where nginx's buffer overflows: the offset of the token start it holds, and the quote it is in, if any. */
+interface BufferOverflow {
+  readonly start: number;
+  readonly quote: '"' | "'" | undefined;
+}
+
+const isBlank = (ch: string): boolean => ch === ' ' || ch === '\t' || ch === '\r' || ch === '\n';
+
+/**
+ * Where `ngx_conf_read_token` (`src/core/ngx_conf_file.c`) stops with `too
+ * long parameter`: it reads the file into a 4096-byte buffer, and each time
+ * the buffer is used up it keeps the bytes from the current token's start
+ * (`start`) and reads on; when those kept bytes fill the whole buffer, it
+ * stops. `start` moves as nginx moves it: to each blank and to the first
+ * byte of a token (past the quote of a quoted one), not past the blank or
+ * quote that ends a token until the next byte is read, to the next byte
+ * after `;`, `{` or `}`, and not at all inside a comment. So a 4,095-byte
+ * word followed by a blank at a buffer boundary is too long, and a longer
+ * token is not when the file ends within that buffer. Returns undefined
+ * when the buffer never overflows (or reading stops first, on a byte
+ * nginx does not expect after a quoted token).
+ */
+function bufferOverflow(text: string): BufferOverflow | undefined {
+  let [bufferStart, start, pos] = [0, 0, 0];
+  let [lastSpace, comment, escaped, needSpace, variable] = [true, false, false, false, false];
+  let quote: '"' | "'" | undefined;
+  for (;;) {
+    if (pos >= bufferStart + CONF_BUFFER && pos < text.length) {
+      if (pos - start === CONF_BUFFER) return { start, quote };
+      bufferStart = start;
+    }
+    if (pos >= text.length) return undefined;
+    const ch = text[pos++]!;
+    if (ch === '\n') comment = false;
+    if (comment) continue;
+    if (escaped) {
+      escaped = false;
+      continue;
+    }
+    if (needSpace) {
+      if (isBlank(ch)) {
+        [lastSpace, needSpace] = [true, false];
+        continue;
+      }
+      if (ch === ';' || ch === '{') {
+        // the directive is read: the next call starts at the next byte
+        [start, lastSpace, needSpace] = [pos, true, false];
+        continue;
+      }
+      if (ch !== ')') return undefined;
+      [lastSpace, needSpace] = [true, false];
+    }
+    if (lastSpace) {
+      start = pos - 1;
+      if (isBlank(ch)) continue;
+      if (ch === ';' || ch === '{' || ch === '}') {
+        start = pos;
+        continue;
+      }
+      if (ch === '#') {
+        comment = true;
+        continue;
+      }
+      lastSpace = false;
+      if (ch === '\\') escaped = true;
+      else if (ch === '"' || ch === "'") {
+        start++;
+        quote = ch;
+      } else if (ch === '$') variable = true;
+      continue;
+    }
+    if (ch === '{' && variable) continue;
+    variable = false;
+    if (ch === '\\') {
+      escaped = true;
+      continue;
+    }
+    if (ch === '$') {
+      variable = true;
+      continue;
+    }
+    if (quote !== undefined) {
+      if (ch === quote) [quote, needSpace] = [undefined, true];
+    } else if (isBlank(ch)) {
+      lastSpace = true;
+    } else if (ch === ';' || ch === '{') {
+      [start, lastSpace] = [pos, true];
+    }
+  }
+}
 
 /** A place where reading stops before the grammar sees it: the token index and the error. */
 interface LexicalStop {
@@ -66,18 +158,22 @@ interface LexicalStop {
  */
 function lexicalStop(text: string, tokens: IToken[], comments: IToken[], commandLine: boolean, locOf: (line: number) => SourceLoc,
   eofMessage: (inArgs: boolean) => string): LexicalStop | undefined {
-  const all = [...tokens.map((t, i) => ({ t, i })), ...comments.map((t) => ({ t, i: -1 }))].sort((a, b) => a.t.startOffset - b.t.startOffset);
-  let nextIndex = 0;
-  for (const { t, i } of all) {
-    const index = i >= 0 ? i : nextIndex;
-    if (i >= 0) nextIndex = i + 1;
-    const span = t.endOffset! - t.startOffset + 1;
+  const overflow = commandLine ? undefined : bufferOverflow(text);
+  // tokens and comments are each in reading order: walk both at once
+  let [ti, ci] = [0, 0];
+  while (ti < tokens.length || ci < comments.length) {
+    const isComment = ti >= tokens.length || (ci < comments.length && comments[ci]!.startOffset < tokens[ti]!.startOffset);
+    const t = isComment ? comments[ci++]! : tokens[ti++]!;
+    // a comment stops reading before the next token
+    const index = isComment ? ti : ti - 1;
     const quoted = t.tokenType.name === 'DoubleQuoted' || t.tokenType.name === 'SingleQuoted' || t.tokenType === Unterminated;
-    if (span >= CONF_BUFFER && text.length > t.startOffset + CONF_BUFFER) {
-      const message = quoted
-        ? `too long parameter, probably missing terminating "${t.image[0]}" character`
-        : `too long parameter "${t.image.slice(0, 10)}..." started`;
-      return { index, error: new ConfigError('syntax', message, locOf(t.startLine ?? 0)) };
+    if (overflow && t.endOffset! >= overflow.start) {
+      // reading stops at the token (or the blanks before it) that overflowed the buffer
+      const message = overflow.quote
+        ? `too long parameter, probably missing terminating "${overflow.quote}" character`
+        : `too long parameter "${text.slice(overflow.start, overflow.start + 10)}..." started`;
+      // nginx names the line `start` was set on (a blank LF counts for the next line)
+      return { index, error: new ConfigError('syntax', message, locOf(countLines(text.slice(0, overflow.start + 1)))) };
     }
     if (t.tokenType === Unterminated) return { index, error: new ConfigError('syntax', eofMessage(true), locOf(countLines(text))) };
     if (quoted) {
@@ -95,7 +191,9 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
 
 /**
  * Parses one configuration text. Never throws for bad input: the first error
- * becomes a `SyntaxErrorNode` at the place reading stopped.
+ * becomes a `SyntaxErrorNode` at the end of the innermost block open where
+ * reading stopped, after what was read completely before it (the statement
+ * being read is dropped), so that errors come in the order nginx finds them.
  */
 export function parseConfigText(file: string, text: string): ConfigNode[] {
   const commandLine = file === COMMAND_LINE;
@@ -110,56 +208,26 @@ export function parseConfigText(file: string, text: string): ConfigNode[] {
   let stopAt = lexical?.index ?? tokens.length;
   let stopError = lexical?.error;
   const head = tokens.slice(0, stopAt);
-  const parsed = parseTokens(head);
-  if (parsed.error) {
-    const tok = parsed.error.token;
+  const grammarError = checkTokens(head);
+  if (grammarError) {
+    const tok = grammarError.token;
     if (tok.tokenType === EOF) {
-      if (!stopError) {
-        const stack = parsed.error.context.ruleStack;
-        const inArgs = stack[stack.length - 1] !== 'block';
-        stopError = new ConfigError('syntax', eofMessage(inArgs), locOf(countLines(text)));
-      }
+      // the grammar only fails at the end inside a statement's arguments
+      stopError ??= new ConfigError('syntax', eofMessage(true), locOf(countLines(text)));
     } else {
       stopAt = head.indexOf(tok);
       stopError = new ConfigError('syntax', `unexpected "${tok.image[0]}"`, locOf(tok.startLine ?? 0));
     }
   }
-  if (!stopError) return cstToDirectives(file, parsed.cst, !commandLine);
-  return partialTree(file, tokens.slice(0, stopAt), stopError, !commandLine);
-}
-
-/**
- * Builds the tree of what was read completely before a syntax error: the
- * statement being read is dropped, open blocks are closed, and the error is
- * placed at the end of the innermost open block.
- */
-function partialTree(file: string, before: IToken[], error: ConfigError, lines: boolean): ConfigNode[] {
-  let depth = 0;
-  let argStart = -1;
-  before.forEach((tok, i) => {
-    const name = tok.tokenType.name;
-    if (name === 'Word' || name === 'DoubleQuoted' || name === 'SingleQuoted') {
-      if (argStart < 0) argStart = i;
-    } else if (name === 'Semicolon') argStart = -1;
-    else if (name === 'LCurly') {
-      depth++;
-      argStart = -1;
-    } else if (name === 'RCurly') {
-      depth--;
-      argStart = -1;
-    }
-  });
-  const kept = before.slice(0, argStart >= 0 ? argStart : before.length);
-  for (let i = 0; i < depth; i++) kept.push(createTokenInstance(RCurly, '}', NaN, NaN, NaN, NaN, NaN, NaN));
-  const { cst } = parseTokens(kept);
-  const nodes: ConfigNode[] = cstToDirectives(file, cst, lines);
-  let list = nodes;
-  for (let i = 0; i < depth; i++) {
-    const last = list[list.length - 1] as Directive;
-    list = last.block as ConfigNode[];
+  const built = buildDirectives(file, tokens.slice(0, stopAt), !commandLine);
+  if (built.strayClose !== undefined) {
+    const tok = tokens[built.strayClose]!;
+    stopError = new ConfigError('syntax', 'unexpected "}"', locOf(tok.startLine ?? 0));
+  } else if (!stopError && built.openBlocks > 0) {
+    stopError = new ConfigError('syntax', eofMessage(false), locOf(countLines(text)));
   }
-  list.push({ kind: 'error', error });
-  return nodes;
+  if (stopError) built.innermost.push({ kind: 'error', error: stopError });
+  return built.nodes;
 }
 
 function countLines(text: string): number {
@@ -194,46 +262,79 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
     return text;
   };
 
-  const expand = (nodes: ConfigNode[], depth: number): ConfigNode[] => {
-    const out: ConfigNode[] = [];
-    for (const node of nodes) {
-      if (node.kind === 'error') {
-        out.push(node);
-        continue;
-      }
-      if (node.name === 'include' && node.args.length === 1 && node.block === null) {
-        out.push(...includeFiles(node, depth));
-        continue;
-      }
-      out.push(node.block ? { ...node, block: expand(node.block as ConfigNode[], depth) } : node);
-    }
-    return out;
+  // a file included again (a file that includes itself, up to the nesting limit) is parsed once
+  const parsed = new Map<string, { readonly text: string; readonly nodes: ConfigNode[] }>();
+  const parse = (path: string, text: string): ConfigNode[] => {
+    const known = parsed.get(path);
+    if (known?.text === text) return known.nodes;
+    const nodes = parseConfigText(path, text);
+    parsed.set(path, { text, nodes });
+    return nodes;
   };
 
-  const includeFiles = (node: Directive, depth: number): ConfigNode[] => {
-    const arg = node.args[0]!;
-    const pattern = arg.startsWith('/') ? arg : opts.confPrefix + arg;
-    if (depth >= MAX_INCLUDE_DEPTH) {
-      return [{ kind: 'error', error: new ConfigError('include', `include nesting deeper than ${MAX_INCLUDE_DEPTH} files ("${pattern}")`, node.loc) }];
-    }
-    const paths = hasGlobMagic(pattern) ? expandGlob(pattern) : [pattern];
-    const out: ConfigNode[] = [];
-    for (const path of paths) {
-      let text: string;
-      try {
-        text = read(path, node.loc);
-      } catch (err) {
-        out.push({ kind: 'error', error: err as ConfigError });
-        break;
+  /**
+   * Splices included files into `nodes`, at any block depth, with an explicit
+   * stack: a frame either copies a statement list (a block's statements go
+   * into a new list, filled when its frame runs) or reads the files of one
+   * `include` in turn, each file's statements going where the `include` was.
+   */
+  type Frame =
+    | { readonly kind: 'list'; readonly nodes: readonly ConfigNode[]; i: number; readonly out: ConfigNode[]; readonly depth: number }
+    | { readonly kind: 'include'; readonly node: Directive; readonly paths: readonly string[]; k: number; readonly out: ConfigNode[]; readonly depth: number };
+  const expand = (top: readonly ConfigNode[], depth: number): ConfigNode[] => {
+    const result: ConfigNode[] = [];
+    const stack: Frame[] = [{ kind: 'list', nodes: top, i: 0, out: result, depth }];
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1]!;
+      if (frame.kind === 'include') {
+        if (frame.k >= frame.paths.length) {
+          stack.pop();
+          continue;
+        }
+        const path = frame.paths[frame.k++]!;
+        let text: string;
+        try {
+          text = read(path, frame.node.loc);
+        } catch (err) {
+          frame.out.push({ kind: 'error', error: err as ConfigError });
+          stack.pop();
+          continue;
+        }
+        stack.push({ kind: 'list', nodes: parse(path, text), i: 0, out: frame.out, depth: frame.depth + 1 });
+        continue;
       }
-      out.push(...expand(parseConfigText(path, text), depth + 1));
+      if (frame.i >= frame.nodes.length) {
+        stack.pop();
+        continue;
+      }
+      const node = frame.nodes[frame.i++]!;
+      if (node.kind === 'error') {
+        frame.out.push(node);
+      } else if (node.name === 'include' && node.args.length === 1 && node.block === null) {
+        const arg = node.args[0]!;
+        // the path nginx opens (and names) ends at a NUL byte
+        const pattern = cString(arg.startsWith('/') ? arg : opts.confPrefix + arg);
+        if (frame.depth >= MAX_INCLUDE_DEPTH) {
+          const text = `include nesting deeper than ${MAX_INCLUDE_DEPTH} files ("${pattern}")`;
+          frame.out.push({ kind: 'error', error: new ConfigError('include', text, node.loc) });
+          continue;
+        }
+        const paths = hasGlobMagic(pattern) ? expandGlob(pattern) : [pattern];
+        stack.push({ kind: 'include', node, paths, k: 0, out: frame.out, depth: frame.depth });
+      } else if (node.block) {
+        const block: ConfigNode[] = [];
+        frame.out.push({ ...node, block });
+        stack.push({ kind: 'list', nodes: node.block, i: 0, out: block, depth: frame.depth });
+      } else {
+        frame.out.push(node);
+      }
     }
-    return out;
+    return result;
   };
 
   const nodes: ConfigNode[] = [];
   if (opts.globalDirectives) nodes.push(...expand(parseConfigText(COMMAND_LINE, opts.globalDirectives), 0));
   const mainText = read(opts.confFile, undefined);
-  nodes.push(...expand(parseConfigText(opts.confFile, mainText), 0));
+  nodes.push(...expand(parse(opts.confFile, mainText), 0));
   return { nodes, files };
 }

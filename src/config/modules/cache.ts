@@ -10,7 +10,7 @@
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
-  bitmaskSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, numSetter, offSetter, parseOffset, parseSize, parseTime, slot,
+  bitmaskSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, numSetter, offSetter, parseNumber, parseOffset, parseSize, parseTime, slot,
   type DirectiveSpec, type ListSlot, type SetContext, type Slot,
 } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
@@ -108,7 +108,7 @@ export function parseCachePath(d: Directive, cx: SetContext, tag: string): Cache
       if (bytes === undefined) fail(`invalid ${p.slice(0, p.indexOf('='))} value "${p}"`);
       if (p.startsWith('max_size=')) maxSizeBytes = bytes;
     } else if ((v = after('loader_files=') ?? after('manager_files=')) !== undefined) {
-      if (!/^\d+$/.test(v)) fail(`invalid ${p.slice(0, p.indexOf('='))} value "${p}"`);
+      if (parseNumber(v) === undefined) fail(`invalid ${p.slice(0, p.indexOf('='))} value "${p}"`);
     } else if ((v = after('loader_sleep=') ?? after('loader_threshold=') ?? after('manager_sleep=') ?? after('manager_threshold=')) !== undefined) {
       if (parseTime(v, false) === undefined) fail(`invalid ${p.slice(0, p.indexOf('='))} value "${p}"`);
     } else fail(`invalid parameter "${p}"`);

@@ -9,11 +9,12 @@ import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { systemErrorText } from '../../os-errors.js';
 import type { Directive } from '../../parser/ast.js';
+import { cString } from '../../c-string.js';
 import { isLogLevel, type LogLevel } from '../../log/levels.js';
 import { ANY_CONTEXT, HTTP_SRV_LOC, type Context } from '../flags.js';
 import { accountExists } from '../accounts.js';
 import {
-  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, rule, slot, strSetter, type DirectiveSpec, type Rule,
+  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, parseNumber, rule, slot, strSetter, type DirectiveSpec, type Rule,
   type SetContext,
 } from '../spec.js';
 
@@ -43,7 +44,8 @@ export function parseErrorLog(d: Directive, cx: SetContext): { readonly path: st
   if (file.startsWith('memory:')) fail('the cyclic memory buffer (memory:) is not supported by jinx');
   if (file.startsWith('syslog:')) fail('syslog is not supported by jinx');
   let level: LogLevel | undefined;
-  for (const word of d.args.slice(1)) {
+  // ngx_log_set_levels compares with ngx_strcmp and prints with %s: a word ends at a NUL byte
+  for (const word of d.args.slice(1).map(cString)) {
     if (!isLogLevel(word)) {
       if (/^debug_(core|alloc|mutex|event|http|mail|stream)$/.test(word)) continue;
       fail(`invalid log level "${word}"`);
@@ -117,9 +119,10 @@ const workerPriority = slot('worker_priority', 0);
 /** `ngx_set_priority` (`src/core/nginx.c`): `[+|-]NUMBER`. */
 function setPriority(d: Directive, cx: SetContext): void {
   if (cx.level.own(workerPriority)?.value) throw new DirectiveFailure('is duplicate');
-  const m = /^([-+]?)(\d+)$/.exec(d.args[0]!);
-  if (!m) throw new DirectiveFailure('invalid number');
-  cx.level.replace(workerPriority, (m[1] === '-' ? -1 : 1) * Number(m[2]), d.loc);
+  const m = /^([-+]?)(.*)$/s.exec(d.args[0]!)!;
+  const n = parseNumber(m[2]!);
+  if (n === undefined) throw new DirectiveFailure('invalid number');
+  cx.level.replace(workerPriority, (m[1] === '-' ? -1 : 1) * n, d.loc);
 }
 
 /** `ngx_set_cpu_affinity` (`src/core/nginx.c`): `auto [MASK]` or one mask of 0s and 1s per worker. */
@@ -148,9 +151,9 @@ function setThreadPool(d: Directive, cx: SetContext): void {
   let threads = 0;
   for (const p of d.args.slice(1)) {
     if (p.startsWith('threads=')) {
-      threads = /^\d+$/.test(p.slice(8)) ? Number(p.slice(8)) : 0;
+      threads = parseNumber(p.slice(8)) ?? 0;
       if (threads === 0) fail(`invalid threads value "${p}"`);
-    } else if (p.startsWith('max_queue=') && !/^\d+$/.test(p.slice(10))) fail(`invalid max_queue value "${p}"`);
+    } else if (p.startsWith('max_queue=') && parseNumber(p.slice(10)) === undefined) fail(`invalid max_queue value "${p}"`);
   }
   if (threads === 0) fail('"thread_pool" must have "threads" parameter');
   cx.scope.threadPools.set(name, { defined: true, loc: d.loc });
@@ -171,7 +174,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     note: 'jinx runs one process; the value is checked, not used',
     set: (d, cx) => {
       if (cx.level.own(workerProcesses)) throw new DirectiveFailure('is duplicate');
-      const v = d.args[0] === 'auto' ? availableParallelism() : /^\d+$/.test(d.args[0]!) ? Number(d.args[0]) : undefined;
+      const v = d.args[0] === 'auto' ? availableParallelism() : parseNumber(d.args[0]!);
       if (v === undefined) throw new DirectiveFailure('invalid value');
       cx.level.set(workerProcesses, v, d.loc);
     },
@@ -199,8 +202,9 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     name: 'worker_connections', module: EVENT_CORE, contexts: EVENT, args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
       if (cx.level.own(workerConnections)) throw new DirectiveFailure('is duplicate');
-      if (!/^\d+$/.test(d.args[0]!)) fail(`invalid number "${d.args[0]}"`);
-      cx.level.set(workerConnections, Number(d.args[0]), d.loc);
+      const n = parseNumber(d.args[0]!);
+      if (n === undefined) fail(`invalid number "${d.args[0]}"`);
+      cx.level.set(workerConnections, n, d.loc);
     },
   },
   {

@@ -193,6 +193,21 @@ function setTryFiles(d: Directive, cx: SetContext): void {
 /** The `types { … }` map of a level: extension → MIME type. */
 export const types = slot<ReadonlyMap<string, string> | undefined>('types', undefined);
 
+/**
+ * `types_hash_max_size` and `types_hash_bucket_size` (nginx's defaults 1024
+ * and 64): jinx builds no hash, and reads them only to refuse the sizes
+ * nginx's `ngx_hash_init` cannot build the types hash with.
+ */
+export const typesHashMaxSize = slot<number | undefined>('types_hash_max_size', undefined);
+export const typesHashBucketSize = slot<number | undefined>('types_hash_bucket_size', undefined);
+
+/** `ngx_conf_set_num_slot` for a hash size. @throws DirectiveFailure `invalid number` */
+function hashSize(d: Directive): number {
+  const n = parseNumber(d.args[0]!);
+  if (n === undefined) throw new DirectiveFailure('invalid number');
+  return n;
+}
+
 /** nginx's built-in types when no `types` block applies (`ngx_http_core_default_types`). */
 export const DEFAULT_TYPES: ReadonlyMap<string, string> = new Map([
   ['html', 'text/html'], ['gif', 'image/gif'], ['jpg', 'image/jpeg'],
@@ -322,14 +337,18 @@ export function parseResolver(d: Directive): ResolverDef {
       else ipv6 = on;
     } else if (a.startsWith('status_zone=')) continue;
     else {
-      const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(a);
+      const v6 = /^\[([^\]]+)\](?::(.*))?$/s.exec(a);
       const host = v6 ? v6[1]! : a.includes(':') && isIP(a) !== 6 ? a.slice(0, a.lastIndexOf(':')) : a;
       const port = v6 ? v6[2] : a.includes(':') && isIP(a) !== 6 ? a.slice(a.lastIndexOf(':') + 1) : undefined;
+      // ngx_parse_inet_url: the port is read before the host is resolved
+      const portNumber = port === undefined ? undefined : parseNumber(port);
+      if (port !== undefined && (portNumber === undefined || portNumber < 1 || portNumber > 65535)) fail(`invalid port in resolver "${a}"`);
       if (!isIP(host)) fail(`host not found in resolver "${a}"`);
       servers.push(port ? (isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`) : host);
     }
   }
   if (!ipv4 && !ipv6) fail('"ipv4" and "ipv6" cannot both be "off"');
+  if (servers.length === 0) fail('no name servers defined');
   return { servers, validSec, ipv4, ipv6 };
 }
 
@@ -384,7 +403,7 @@ function parseOpenFileCache(d: Directive): string {
   let max = 0;
   let off = false;
   for (const p of d.args) {
-    if (p.startsWith('max=') && /^\d+$/.test(p.slice(4)) && Number(p.slice(4)) > 0) max = Number(p.slice(4));
+    if (p.startsWith('max=') && (parseNumber(p.slice(4)) ?? 0) > 0) max = parseNumber(p.slice(4))!;
     else if (p.startsWith('inactive=') && parseTime(p.slice(9), true) !== undefined) continue;
     else if (p === 'off') off = true;
     else fail(`invalid "open_file_cache" parameter "${p}"`);
@@ -575,8 +594,8 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('open_file_cache_events', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors', rule.flag),
   none('server_names_hash_bucket_size', ['http'], ['TAKE1'], 'server names are kept in a Map', rule.num()),
   none('server_names_hash_max_size', ['http'], ['TAKE1'], 'server names are kept in a Map', rule.num()),
-  none('types_hash_bucket_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.num()),
-  none('types_hash_max_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.num()),
+  none('types_hash_bucket_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.custom(hashSize, typesHashBucketSize)),
+  none('types_hash_max_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.custom(hashSize, typesHashMaxSize)),
   none('variables_hash_bucket_size', ['http'], ['TAKE1'], 'variables are bound at configuration time', rule.num()),
   none('variables_hash_max_size', ['http'], ['TAKE1'], 'variables are bound at configuration time', rule.num()),
   none('connection_pool_size', HTTP_SRV, ['TAKE1'], TUNING, rule.size(poolSize)),

@@ -9,7 +9,7 @@
 import type { Directive } from '../../parser/ast.js';
 import { HTTP_SRV_LOC, TAKE123 } from '../flags.js';
 import {
-  DirectiveFailure, enumSetter, fail, flagSetter, listSlot, numBounds, numSetter, parseSize, slot, type DirectiveSpec, type SetContext,
+  DirectiveFailure, enumSetter, fail, flagSetter, listSlot, numBounds, numSetter, parseNumber, parseSize, slot, type DirectiveSpec, type SetContext,
 } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
@@ -39,7 +39,10 @@ export const limitReqStatus = slot('limit_req_status', 503);
 export const limitReqDryRun = slot('limit_req_dry_run', false);
 
 /** `ngx_atoi` on the rest of a word: a positive decimal number, or undefined. */
-const positive = (text: string): number | undefined => (/^\d+$/.test(text) && Number(text) > 0 ? Number(text) : undefined);
+const positive = (text: string): number | undefined => {
+  const n = parseNumber(text);
+  return n !== undefined && n > 0 ? n : undefined;
+};
 
 /** `ngx_http_limit_req_zone`. */
 function setZone(d: Directive, cx: SetContext): void {

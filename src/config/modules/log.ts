@@ -5,7 +5,7 @@
  */
 import type { SourceLoc } from '../../parser/ast.js';
 import type { Directive } from '../../parser/ast.js';
-import { fail, listSlot, parseSize, parseTime, rule, ruleSetter, slot, type DirectiveSpec } from '../spec.js';
+import { fail, listSlot, parseNumber, parseSize, parseTime, rule, ruleSetter, slot, type DirectiveSpec } from '../spec.js';
 import type { ValueSource } from '../variables.js';
 
 const LOG = 'ngx_http_log_module';
@@ -63,7 +63,7 @@ function parseOpenLogFileCache(d: Directive): OpenLogFileCacheDef | null {
   let minUses = 1;
   let off = false;
   for (const p of d.args) {
-    const num = (prefix: string): number | undefined => (p.startsWith(prefix) && /^\d+$/.test(p.slice(prefix.length)) ? Number(p.slice(prefix.length)) : undefined);
+    const num = (prefix: string): number | undefined => (p.startsWith(prefix) ? parseNumber(p.slice(prefix.length)) : undefined);
     const sec = (prefix: string): number | undefined => (p.startsWith(prefix) ? parseTime(p.slice(prefix.length), true) : undefined);
     if (p.startsWith('max=') && num('max=') !== undefined) maxFiles = num('max=')!;
     else if (p.startsWith('inactive=') && sec('inactive=') !== undefined) inactiveMs = sec('inactive=')! * 1000;

@@ -94,8 +94,13 @@ export const mapDirectives: readonly DirectiveSpec[] = [
         source: cx.scope.variables.value(d.args[0]!, d.loc), hostnames: false, volatile: false, exact: new Map(), headWildcards: [],
         tailWildcards: [], regexes: [], defaultValue: undefined, bound: undefined,
       };
+      // ngx_http_map_block adds the variable before it reads the entries (`volatile` among them)
+      cx.scope.variables.declare(name.slice(1), {
+        kind: 'lazy', compute: (r) => map.bound!(r), get volatile() {
+          return map.volatile;
+        },
+      });
       readEntries(d, cx, map);
-      cx.scope.variables.declare(name.slice(1), { kind: 'lazy', compute: (r) => map.bound!(r), volatile: map.volatile });
       cx.scope.maps.push(map);
     },
   },

@@ -8,7 +8,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { HTTP_SRV } from '../flags.js';
 import type { ValueSource } from '../variables.js';
 import {
-  bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, noEffect, numSetter, parseSize, parseTime, rule, secSetter, slot, strSetter,
+  bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, noEffect, numSetter, parseNumber, parseSize, parseTime, rule, secSetter, slot, strSetter,
   type DirectiveSpec, type Rule, type SetContext,
 } from '../spec.js';
 
@@ -77,8 +77,9 @@ export function setSessionCache(d: Directive, cx: SetContext, tag: string): Sess
       continue;
     }
     if (p.startsWith('builtin:') && p.length > 8) {
-      if (!/^\d+$/.test(p.slice(8))) fail(`invalid session cache "${p}"`);
-      maxSessions += Number(p.slice(8));
+      const n = parseNumber(p.slice(8));
+      if (n === undefined) fail(`invalid session cache "${p}"`);
+      maxSessions += n;
       continue;
     }
     const shared = p.length > 7 && p.startsWith('shared:') ? /^shared:([^:]+):(.*)$/.exec(p) : null;
@@ -111,7 +112,7 @@ export function parseCertificateCache(d: Directive): CertificateCacheConf | unde
   let [maxEntries, inactiveSec, validSec, off] = [0, 10, 60, false];
   for (const p of d.args) {
     const time = (prefix: string): number | undefined => (p.startsWith(prefix) ? parseTime(p.slice(prefix.length), true) : undefined);
-    if (p.startsWith('max=') && /^\d+$/.test(p.slice(4)) && Number(p.slice(4)) > 0) maxEntries = Number(p.slice(4));
+    if (p.startsWith('max=') && (parseNumber(p.slice(4)) ?? 0) > 0) maxEntries = parseNumber(p.slice(4))!;
     else if (time('inactive=') !== undefined) inactiveSec = time('inactive=')!;
     else if (time('valid=') !== undefined) validSec = time('valid=')!;
     else if (p === 'off') off = true;
