@@ -23,6 +23,7 @@ import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
+import type { UpstreamRequest } from '../upstream/peer-connections.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
@@ -109,7 +110,7 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
 function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined; omitted: string[] } {
   const out: string[] = [];
   const omitted: string[] = [];
-  let reuse = dest.peer.keepalive && p.httpVersion === '1.1';
+  let reuse = dest.peer.keepalive > 0 && p.httpVersion === '1.1';
   let upgrade: string | undefined;
   const add = (name: string, value: string): void => {
     const why = unsendable(name, value);
@@ -368,7 +369,7 @@ function send(
       }
     }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
-    pool.dispatch(options, handler);
+    handler.dispatched(pool.dispatch(options, handler));
   });
 }
 
@@ -403,7 +404,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private stage: UpstreamStage | 'intercepted' = 'connect';
   /** The request is being written to the peer (nginx's `u->request_sent`). */
   private requestSent = false;
-  private abortUpstream: ((err?: Error) => void) | undefined;
+  /** The request on its upstream connection, once dispatched. */
+  private upstream: UpstreamRequest | undefined;
+  /** Why the request was cancelled before it was dispatched. */
+  private cancelled: Error | undefined;
   private resumeReading: (() => void) | undefined;
   private paused = false;
   private spool: ResponseSpool | undefined;
@@ -459,6 +463,21 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true, this.store).then(this.resolve, this.resolve);
   }
 
+  /** The request went to its connection (or waits for it to open): `abortUpstream` reaches it from now on. */
+  dispatched(request: UpstreamRequest): void {
+    this.upstream = request;
+    if (this.cancelled) request.cancel(this.cancelled);
+  }
+
+  /**
+   * Ends the upstream request and closes its connection, at whatever stage
+   * (connecting, sending, reading); `onError` hears of it with `err`.
+   */
+  private abortUpstream(err: Error): void {
+    if (this.upstream) this.upstream.cancel(err);
+    else this.cancelled ??= err;
+  }
+
   /** The body's last piece is being sent: see `WireMeter.holdWrites`. */
   holdWrites(): void {
     this.wire.holdWrites();
@@ -466,7 +485,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   /** `proxy_send_timeout` passed with the upstream taking none of the body. */
   sendTimedOut(): void {
-    this.abortUpstream?.(new SendTimeoutError());
+    this.abortUpstream(new SendTimeoutError());
   }
 
   /**
@@ -477,7 +496,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   bodyTimedOut(): void {
     this.ex.r.timedOut = true;
     this.paused = false;
-    this.abortUpstream?.(BODY_TIMED_OUT);
+    this.abortUpstream(BODY_TIMED_OUT);
   }
 
   /**
@@ -498,7 +517,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (err?.code === 'ETIMEDOUT') {
       // send_timeout passed (logged): the upstream goes with the client, silently
       this.spool?.abort();
-      if (!this.complete) this.abortUpstream?.(CLIENT_CLOSED);
+      if (!this.complete) this.abortUpstream(CLIENT_CLOSED);
       return;
     }
     // a system error (a reset) is printed with its number, not the parser's errors of an abandoned request
@@ -519,7 +538,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (!out.started) r.status = 499;
     // aborted while paused: a resume after the abort would have undici open a new connection
     this.paused = false;
-    this.abortUpstream?.(CLIENT_CLOSED);
+    this.abortUpstream(CLIENT_CLOSED);
     this.spool?.abort();
   }
 
@@ -529,8 +548,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
    * upstream" until the response arrives: nginx changes it when it first
    * reads from the upstream (`ngx_http_upstream_process_header`).
    */
-  onConnect(abort: (err?: Error) => void): void {
-    this.abortUpstream = abort;
+  onConnect(): void {
     this.requestSent = true;
     this.wire.arm();
     this.state.connectTimeMs ??= Date.now() - this.state.startMs;
@@ -547,7 +565,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     for (const warning of checked.warnings) logRequest(cx, r, 'warn', warning);
     if (checked.invalid) {
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('invalid header'));
+      this.abortUpstream(new Error('invalid header'));
       this.next('invalid_header', { status: 502, message: checked.invalid, action: r.action, condition: 'invalid_header' });
       return false;
     }
@@ -557,7 +575,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       // nginx's ngx_http_upstream_test_next: the response is dropped with its connection
       ex.r.upstream!.status = statusCode;
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('next upstream'));
+      this.abortUpstream(new Error('next upstream'));
       this.next(condition, undefined);
       return false;
     }
@@ -566,7 +584,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       ex.r.upstream!.status = statusCode;
       attempts?.done();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('stale'));
+      this.abortUpstream(new Error('stale'));
       this.endState();
       const store = this.store;
       void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, statusCode))).then(this.resolve, this.resolve);
@@ -578,7 +596,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       ex.r.upstream!.headers = rawHeaders.map((b) => b.toString('latin1'));
       attempts?.done();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('revalidated'));
+      this.abortUpstream(new Error('revalidated'));
       this.endState();
       const store = this.store;
       void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => (sent ? undefined : finalize(ex, 502))).then(this.resolve, this.resolve);
@@ -634,7 +652,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       keepInterceptedHeaders(r, statusCode, received);
       this.endState();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('intercepted'));
+      this.abortUpstream(new Error('intercepted'));
       void finalize(ex, statusCode).then(this.resolve, this.resolve);
       return false;
     }
@@ -645,7 +663,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       keepForRedirect(r, received, cookies ? (v) => rewriteSetCookie(r, p, v) ?? v : undefined);
       this.endState();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('X-Accel-Redirect'));
+      this.abortUpstream(new Error('X-Accel-Redirect'));
       void acceleratedRedirect(ex, redirect).then(this.resolve, this.resolve);
       return false;
     }
@@ -656,7 +674,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (out.headOnly && this.store && !caching) {
       // ngx_http_upstream_send_response: a HEAD (sent upstream as GET) whose response is not cached ends with its header
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('header only'));
+      this.abortUpstream(new Error('header only'));
       this.endState();
       r.action = 'sending to client';
       out.end();
@@ -825,6 +843,6 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   onFileError(err: Error, path: string | undefined): void {
     logRequest(this.ex.cx, this.ex.r, 'crit', `write() to "${path ?? this.p.tempPath.dir}" failed (${systemErrorText(err)})`);
-    this.abortUpstream?.(err);
+    this.abortUpstream(err);
   }
 }
