@@ -117,8 +117,8 @@ export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstream
   // the peer is held (for least_conn's counts) until the request ends, whatever ends it
   let main = ex.r;
   while (main.parent) main = main.parent;
-  main.cleanups.push(() => attempts.finish());
   const peer = attempts.pick();
+  main.atEnd(() => attempts.finish());
   if (peer) return { peer: chosen(group, peer), attempts };
   return logNoLiveUpstreams(ex, group, scheme, uri);
 }
