@@ -90,6 +90,7 @@ export function serveClientRequest(
   // the handlers' responses pass through the response filters (gunzip, charset, gzip)
   const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx) };
   out.whenClosed((completed) => {
+    r.ended = true;
     for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = completed;
     r.bytesSent = out.bytesSent;

@@ -67,10 +67,24 @@ export class FilteredTarget implements ResponseTarget {
   private first: Transform | undefined;
   private r: HttpRequestState | undefined;
 
+  /** The handler's listener for a client that goes away (`onAbort`). */
+  private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
+  /** The client went away (with the connection's error, if any), heard before or after a listener was set. */
+  private clientGone: { readonly err: NodeJS.ErrnoException | undefined } | undefined;
+
   constructor(
     private readonly inner: ResponseTarget,
     private readonly cx: RuntimeContext,
-  ) {}
+  ) {
+    // the connection tells once, whenever it happens: a client that leaves while the body is read or
+    // a temp file written, before a handler listens, still cancels what the handler starts afterwards
+    inner.onAbort((err) => {
+      this.clientGone = { err };
+      const listener = this.abortListener;
+      this.abortListener = undefined;
+      listener?.(err);
+    });
+  }
 
   get started(): boolean {
     return this.inner.started;
@@ -219,8 +233,18 @@ export class FilteredTarget implements ResponseTarget {
     else setTimeout(() => this.settleThen(deadlineMs, done), SETTLE_POLL_MS);
   }
 
+  /**
+   * Calls `cb` if the client goes away before the response is complete; at
+   * once when it went away already (nginx's check of a broken connection
+   * sees a close that happened before the upstream was connected).
+   */
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
-    this.inner.onAbort(cb);
+    if (this.clientGone) {
+      this.abortListener = undefined;
+      cb(this.clientGone.err);
+      return;
+    }
+    this.abortListener = cb;
   }
 
   get tunnelable(): boolean {

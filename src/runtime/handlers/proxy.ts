@@ -23,6 +23,7 @@ import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
+import type { UpstreamRequest } from '../upstream/peer-connections.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
@@ -109,7 +110,7 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
 function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined; omitted: string[] } {
   const out: string[] = [];
   const omitted: string[] = [];
-  let reuse = dest.peer.keepalive && p.httpVersion === '1.1';
+  let reuse = dest.peer.keepalive > 0 && p.httpVersion === '1.1';
   let upgrade: string | undefined;
   const add = (name: string, value: string): void => {
     const why = unsendable(name, value);
@@ -368,7 +369,7 @@ function send(
       }
     }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
-    pool.dispatch(options, handler);
+    handler.dispatched(pool.dispatch(options, handler));
   });
 }
 
@@ -400,15 +401,14 @@ const BODY_TIMED_OUT = new Error('client body timed out');
  * `onData` pauses the upstream until `resume` is called.
  */
 class ProxyResponse implements Dispatcher.DispatchHandler {
-  /**
-   * `intercepted`: an error_page or X-Accel-Redirect took the request over;
-   * `abandoned`: the client went away before undici had a connection for
-   * the request, which ended then and is never sent.
-   */
-  private stage: UpstreamStage | 'intercepted' | 'abandoned' = 'connect';
+  /** `intercepted`: an error_page or X-Accel-Redirect took the request over. */
+  private stage: UpstreamStage | 'intercepted' = 'connect';
   /** The request is being written to the peer (nginx's `u->request_sent`). */
   private requestSent = false;
-  private abortUpstream: ((err?: Error) => void) | undefined;
+  /** The request on its upstream connection, once dispatched. */
+  private upstream: UpstreamRequest | undefined;
+  /** Why the request was cancelled before it was dispatched. */
+  private cancelled: Error | undefined;
   private resumeReading: (() => void) | undefined;
   private paused = false;
   private spool: ResponseSpool | undefined;
@@ -464,6 +464,21 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true, this.store).then(this.resolve, this.resolve);
   }
 
+  /** The request went to its connection (or waits for it to open): `abortUpstream` reaches it from now on. */
+  dispatched(request: UpstreamRequest): void {
+    this.upstream = request;
+    if (this.cancelled) request.cancel(this.cancelled);
+  }
+
+  /**
+   * Ends the upstream request and closes its connection, at whatever stage
+   * (connecting, sending, reading); `onError` hears of it with `err`.
+   */
+  private abortUpstream(err: Error): void {
+    if (this.upstream) this.upstream.cancel(err);
+    else this.cancelled ??= err;
+  }
+
   /** The body's last piece is being sent: see `WireMeter.holdWrites`. */
   holdWrites(): void {
     this.wire.holdWrites();
@@ -471,7 +486,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   /** `proxy_send_timeout` passed with the upstream taking none of the body. */
   sendTimedOut(): void {
-    this.abortUpstream?.(new SendTimeoutError());
+    this.abortUpstream(new SendTimeoutError());
   }
 
   /**
@@ -482,7 +497,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   bodyTimedOut(): void {
     this.ex.r.timedOut = true;
     this.paused = false;
-    this.abortUpstream?.(BODY_TIMED_OUT);
+    this.abortUpstream(BODY_TIMED_OUT);
   }
 
   /**
@@ -499,11 +514,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   clientClosed(err: NodeJS.ErrnoException | undefined): void {
     const { r, cx, out } = this.ex;
     // a tunnel watches both of its sides itself; an error_page or X-Accel-Redirect took the request over
-    if (this.tunneled || this.stage === 'intercepted' || this.stage === 'abandoned') return;
+    if (this.tunneled || this.stage === 'intercepted') return;
     if (err?.code === 'ETIMEDOUT') {
       // send_timeout passed (logged): the upstream goes with the client, silently
       this.spool?.abort();
-      if (!this.complete) this.abortUpstream?.(CLIENT_CLOSED);
+      if (!this.complete) this.abortUpstream(CLIENT_CLOSED);
       return;
     }
     // a system error (a reset) is printed with its number, not the parser's errors of an abandoned request
@@ -528,21 +543,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (!out.started) r.status = 499;
     // aborted while paused: a resume after the abort would have undici open a new connection
     this.paused = false;
-    if (this.abortUpstream) this.abortUpstream(CLIENT_CLOSED);
-    else this.abandon();
+    this.abortUpstream(CLIENT_CLOSED);
     this.spool?.abort();
-  }
-
-  /**
-   * The client went away while the request waited for a connection
-   * (undici calls `onConnect` once it has one): the request ends now, and
-   * `onConnect` drops it unsent. A stream reset right after its HEADERS
-   * (HTTP/2 rapid reset, CVE-2023-44487) frees its place at once and puts
-   * no request on an upstream.
-   */
-  private abandon(): void {
-    this.onError(CLIENT_CLOSED);
-    this.stage = 'abandoned';
   }
 
   /**
@@ -551,12 +553,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
    * upstream" until the response arrives: nginx changes it when it first
    * reads from the upstream (`ngx_http_upstream_process_header`).
    */
-  onConnect(abort: (err?: Error) => void): void {
-    if (this.stage === 'abandoned') {
-      abort(CLIENT_CLOSED);
-      return;
-    }
-    this.abortUpstream = abort;
+  onConnect(): void {
     this.requestSent = true;
     this.wire.arm();
     this.state.connectTimeMs ??= Date.now() - this.state.startMs;
@@ -573,7 +570,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     for (const warning of checked.warnings) logRequest(cx, r, 'warn', warning);
     if (checked.invalid) {
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('invalid header'));
+      this.abortUpstream(new Error('invalid header'));
       this.next('invalid_header', { status: 502, message: checked.invalid, action: r.action, condition: 'invalid_header' });
       return false;
     }
@@ -583,7 +580,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       // nginx's ngx_http_upstream_test_next: the response is dropped with its connection
       ex.r.upstream!.status = statusCode;
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('next upstream'));
+      this.abortUpstream(new Error('next upstream'));
       this.next(condition, undefined);
       return false;
     }
@@ -592,7 +589,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       ex.r.upstream!.status = statusCode;
       attempts?.done();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('stale'));
+      this.abortUpstream(new Error('stale'));
       this.endState();
       const store = this.store;
       void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, statusCode))).then(this.resolve, this.resolve);
@@ -604,7 +601,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       ex.r.upstream!.headers = rawHeaders.map((b) => b.toString('latin1'));
       attempts?.done();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('revalidated'));
+      this.abortUpstream(new Error('revalidated'));
       this.endState();
       const store = this.store;
       void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => (sent ? undefined : finalize(ex, 502))).then(this.resolve, this.resolve);
@@ -660,7 +657,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       keepInterceptedHeaders(r, statusCode, received);
       this.endState();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('intercepted'));
+      this.abortUpstream(new Error('intercepted'));
       void finalize(ex, statusCode).then(this.resolve, this.resolve);
       return false;
     }
@@ -671,7 +668,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       keepForRedirect(r, received, cookies ? (v) => rewriteSetCookie(r, p, v) ?? v : undefined);
       this.endState();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('X-Accel-Redirect'));
+      this.abortUpstream(new Error('X-Accel-Redirect'));
       void acceleratedRedirect(ex, redirect).then(this.resolve, this.resolve);
       return false;
     }
@@ -682,7 +679,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (out.headOnly && this.store && !caching) {
       // ngx_http_upstream_send_response: a HEAD (sent upstream as GET) whose response is not cached ends with its header
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('header only'));
+      this.abortUpstream(new Error('header only'));
       this.endState();
       r.action = 'sending to client';
       out.end();
@@ -782,7 +779,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   }
 
   onError(err: Error): void {
-    if (this.stage === 'intercepted' || this.stage === 'abandoned') return;
+    if (this.stage === 'intercepted') return;
     this.endState();
     const { r, cx, out } = this.ex;
     // a response that did not finish is not cached; one that goes to the next server may still be
@@ -851,6 +848,6 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   onFileError(err: Error, path: string | undefined): void {
     logRequest(this.ex.cx, this.ex.r, 'crit', `write() to "${path ?? this.p.tempPath.dir}" failed (${systemErrorText(err)})`);
-    this.abortUpstream?.(err);
+    this.abortUpstream(err);
   }
 }
