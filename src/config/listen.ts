@@ -74,11 +74,11 @@ function inetAton(text: string): number[] | undefined {
 }
 
 /**
- * The IPv4 address a `listen` host names without DNS, as nginx finds it:
+ * The IPv4 address a `listen` (or `resolver`) host names without DNS, as nginx finds it:
  * `ngx_inet_addr`, then `getaddrinfo` (numeric forms only: a `listen` name is
  * not looked up in jinx); undefined when it names none.
  */
-function ipv4Address(host: string): string | undefined {
+export function ipv4Address(host: string): string | undefined {
   // getaddrinfo gets a C string: the host up to a NUL byte
   const bytes = ngxInetAddr(host) ?? inetAton(cString(host));
   return bytes?.join('.');

@@ -277,6 +277,8 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
    * stack: a frame either copies a statement list (a block's statements go
    * into a new list, filled when its frame runs) or reads the files of one
    * `include` in turn, each file's statements going where the `include` was.
+   * Reading stops at the first error, as nginx's does: nothing after it is
+   * read (a file that includes itself twice is not read 2^64 times).
    */
   type Frame =
     | { readonly kind: 'list'; readonly nodes: readonly ConfigNode[]; i: number; readonly out: ConfigNode[]; readonly depth: number }
@@ -297,8 +299,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
           text = read(path, frame.node.loc);
         } catch (err) {
           frame.out.push({ kind: 'error', error: err as ConfigError });
-          stack.pop();
-          continue;
+          return result;
         }
         stack.push({ kind: 'list', nodes: parse(path, text), i: 0, out: frame.out, depth: frame.depth + 1 });
         continue;
@@ -310,6 +311,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
       const node = frame.nodes[frame.i++]!;
       if (node.kind === 'error') {
         frame.out.push(node);
+        return result;
       } else if (node.name === 'include' && node.args.length === 1 && node.block === null) {
         const arg = node.args[0]!;
         // the path nginx opens (and names) ends at a NUL byte
@@ -317,7 +319,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
         if (frame.depth >= MAX_INCLUDE_DEPTH) {
           const text = `include nesting deeper than ${MAX_INCLUDE_DEPTH} files ("${pattern}")`;
           frame.out.push({ kind: 'error', error: new ConfigError('include', text, node.loc) });
-          continue;
+          return result;
         }
         const paths = hasGlobMagic(pattern) ? expandGlob(pattern) : [pattern];
         stack.push({ kind: 'include', node, paths, k: 0, out: frame.out, depth: frame.depth });

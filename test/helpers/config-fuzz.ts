@@ -313,7 +313,7 @@ export const PLACELESS: readonly RegExp[] = [
   /^\[emerg\] SSL_CTX_\w+\(.*\) failed.*$/,
   /^\[emerg\] no "ssl_certificate_key" is defined for certificate ".*"$/,
   /^\[emerg\] could not build .*$/,
-  /^\[emerg\] .*charset.* is not supported .*$/,
+  /^\[emerg\] no "charset_map" between the charsets ".*" and ".*"$/,
 ];
 
 /** A case worth reporting. */
@@ -358,7 +358,7 @@ export interface FuzzSummary {
     /** nginx killed by a signal (it crashes on a file that includes itself): not compared. */
     readonly nginxCrashed: number;
   };
-  readonly cases_shown?: readonly unknown[];
+  readonly shown?: readonly unknown[];
 }
 
 /** Options of a run. */
@@ -508,7 +508,7 @@ async function runInside(root: string, opts: FuzzOptions): Promise<FuzzSummary> 
     seed: opts.seed, cases: results.length + hangs.length, ms, slowestMs, accepted, refused: results.length - accepted, byMutation,
     hangs: hangs.map((id) => note(id, `still running after ${opts.timeoutMs} ms`)), crashes, badStatus, placeless,
     oracle: { binary: nginx, cases: oracleCases, agree, disagreements, placeMismatches, firstErrorDiffers, nginxCrashed },
-    ...(opts.show ? { cases_shown: results.map((r) => ({ ...meta.get(r.id), ...r })) } : {}),
+    ...(opts.show ? { shown: results.map((r) => ({ ...meta.get(r.id), ...r })) } : {}),
   };
 }
 

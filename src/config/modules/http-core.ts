@@ -7,7 +7,7 @@
 import { isIP } from 'node:net';
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV, HTTP_SRV_LOC, HTTP_SRV_LOC_LIF, type Context } from '../flags.js';
-import { parseListenAddress, parseListenParams, type ListenAddress, type ListenParams } from '../listen.js';
+import { ipv4Address, parseListenAddress, parseListenParams, type ListenAddress, type ListenParams } from '../listen.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
   bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, offSetter,
@@ -338,13 +338,18 @@ export function parseResolver(d: Directive): ResolverDef {
     } else if (a.startsWith('status_zone=')) continue;
     else {
       const v6 = /^\[([^\]]+)\](?::(.*))?$/s.exec(a);
-      const host = v6 ? v6[1]! : a.includes(':') && isIP(a) !== 6 ? a.slice(0, a.lastIndexOf(':')) : a;
-      const port = v6 ? v6[2] : a.includes(':') && isIP(a) !== 6 ? a.slice(a.lastIndexOf(':') + 1) : undefined;
+      // ngx_parse_inet_url: without brackets, the port is what follows the first `:` (so `::1` is an invalid port)
+      const colon = a.indexOf(':');
+      const host = v6 ? v6[1]! : colon === -1 ? a : a.slice(0, colon);
+      const port = v6 ? v6[2] : colon === -1 ? undefined : a.slice(colon + 1);
       // ngx_parse_inet_url: the port is read before the host is resolved
       const portNumber = port === undefined ? undefined : parseNumber(port);
       if (port !== undefined && (portNumber === undefined || portNumber < 1 || portNumber > 65535)) fail(`invalid port in resolver "${a}"`);
-      if (!isIP(host)) fail(`host not found in resolver "${a}"`);
-      servers.push(port ? (isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`) : host);
+      // an IPv4 host as ngx_inet_addr or getaddrinfo reads it (`127.0.0.`, `127.1`)
+      if (v6 && (isIP(host) !== 6 || host.includes('%'))) fail(`invalid IPv6 address in resolver "${a}"`);
+      const address = v6 ? host : ipv4Address(host);
+      if (address === undefined) fail(`host not found in resolver "${a}"`);
+      servers.push(portNumber ? (isIP(address) === 6 ? `[${address}]:${portNumber}` : `${address}:${portNumber}`) : address);
     }
   }
   if (!ipv4 && !ipv6) fail('"ipv4" and "ipv6" cannot both be "off"');

@@ -3,6 +3,7 @@
  * `log_format NAME [escape=default|json|none] STRING…` and
  * `access_log PATH [FORMAT [buffer=SIZE] [gzip[=LEVEL]] [flush=TIME] [if=COND]] | off`.
  */
+import { cString } from '../../c-string.js';
 import type { SourceLoc } from '../../parser/ast.js';
 import type { Directive } from '../../parser/ast.js';
 import { fail, listSlot, parseNumber, parseSize, parseTime, rule, ruleSetter, slot, type DirectiveSpec } from '../spec.js';
@@ -77,6 +78,41 @@ function parseOpenLogFileCache(d: Directive): OpenLogFileCacheDef | null {
   return { maxFiles, inactiveMs, minUses, validMs };
 }
 
+/**
+ * The variable syntax of a `log_format` string, as
+ * `ngx_http_log_compile_format` (and `ngx_stream_log_compile_format`) read
+ * each argument: `$name` or `${name}`, a name of letters, digits and `_`.
+ * @throws DirectiveFailure `invalid parameter "$…"` (the argument from the
+ *   `$` on, up to a NUL byte as nginx prints it with %s), `the closing
+ *   bracket in "NAME" variable is missing`
+ */
+export function checkLogFormatSyntax(args: readonly string[]): void {
+  for (const arg of args) {
+    for (let i = arg.indexOf('$'); i !== -1; i = arg.indexOf('$', i)) {
+      const invalid = (): never => fail(`invalid parameter "${cString(arg.slice(i))}"`);
+      let j = i + 1;
+      if (j === arg.length) invalid();
+      let bracket = arg[j] === '{';
+      if (bracket && ++j === arg.length) invalid();
+      const start = j;
+      let end = j;
+      for (; j < arg.length; j++) {
+        const ch = arg[j]!;
+        if (ch === '}' && bracket) {
+          end = j++;
+          bracket = false;
+          break;
+        }
+        if (!/[A-Za-z0-9_]/.test(ch)) break;
+        end = j + 1;
+      }
+      if (bracket) fail(`the closing bracket in "${arg.slice(start, j)}" variable is missing`);
+      if (end === start) invalid();
+      i = j;
+    }
+  }
+}
+
 export const logDirectives: readonly DirectiveSpec[] = [
   {
     name: 'log_format', module: LOG, contexts: ['http'], args: ['2MORE'], effect: 'runtime',
@@ -93,6 +129,7 @@ export const logDirectives: readonly DirectiveSpec[] = [
         parts = parts.slice(1);
         if (parts.length === 0) fail('invalid number of arguments in "log_format" directive');
       }
+      checkLogFormatSyntax(parts);
       const text = parts.join('');
       for (const v of text.matchAll(/\$\{?([A-Za-z0-9_]+)\}?/g)) cx.scope.variables.reference(v[1]!, d.loc);
       cx.scope.logFormats.set(name, { name, escape, text, loc: d.loc });

@@ -17,6 +17,7 @@ import {
   type Rule, type SetContext,
 } from '../spec.js';
 import { parseErrorLog } from './core.js';
+import { checkLogFormatSyntax } from './log.js';
 import { parseResolver } from './http-core.js';
 import { SSL_PROTOCOLS } from './proxy.js';
 import { setSessionCache } from './ssl.js';
@@ -144,6 +145,7 @@ function setLogFormat(d: Directive, cx: SetContext): void {
     if (e !== 'default' && e !== 'json' && e !== 'none') fail(`unknown log format escaping "${e}"`);
     if (d.args.length === 2) fail('invalid number of arguments in "log_format" directive');
   }
+  checkLogFormatSyntax(d.args.slice(escape.startsWith('escape=') ? 2 : 1));
   cx.scope.stream.logFormats.add(name);
 }
 
