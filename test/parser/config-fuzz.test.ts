@@ -24,13 +24,13 @@ describe('jinx -t on mutated configurations (config fuzzer, seed 1)', { skip: sa
     summary = await runFuzz({ cases: CASES, seed: 1, oracleCases: ORACLE_CASES, timeoutMs: 10_000 });
   });
 
-  it(`checks ${CASES} mutations, every kind of mutation among them, in under a minute`, () => {
+  // (how fast: bench/config-fuzz.ts)
+  it(`checks ${CASES} mutations, every kind of mutation among them`, () => {
     assert.equal(summary.cases, CASES);
     for (const kind of ['flip', 'delete-token', 'duplicate-token', 'number', 'brace', 'nest', 'self-include', 'nul', 'huge-token', 'line-swap']) {
       assert.ok((summary.byMutation[kind] ?? 0) > 0, `no "${kind}" mutation`);
     }
     assert.ok(summary.accepted > 0 && summary.refused > 0, `${summary.accepted} accepted, ${summary.refused} refused`);
-    assert.ok(summary.ms < 60_000, `took ${summary.ms} ms`);
   });
 
   it('no case hangs (10 s each), ends with a status other than 0 or 1, or meets a fault in jinx', () => {
