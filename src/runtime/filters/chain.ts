@@ -72,19 +72,13 @@ export class FilteredTarget implements ResponseTarget {
   /** The client went away (with the connection's error, if any), heard before or after a listener was set. */
   private clientGone: { readonly err: NodeJS.ErrnoException | undefined } | undefined;
 
+  /** Whether this target listens to the client's connection (from the first `onAbort` on). */
+  private watching = false;
+
   constructor(
     private readonly inner: ResponseTarget,
     private readonly cx: RuntimeContext,
-  ) {
-    // the connection tells once, whenever it happens: a client that leaves while the body is read or
-    // a temp file written, before a handler listens, still cancels what the handler starts afterwards
-    inner.onAbort((err) => {
-      this.clientGone = { err };
-      const listener = this.abortListener;
-      this.abortListener = undefined;
-      listener?.(err);
-    });
-  }
+  ) {}
 
   get started(): boolean {
     return this.inner.started;
@@ -234,9 +228,13 @@ export class FilteredTarget implements ResponseTarget {
   }
 
   /**
-   * Calls `cb` if the client goes away before the response is complete; at
-   * once when it went away already (nginx's check of a broken connection
-   * sees a close that happened before the upstream was connected).
+   * Calls `cb` if the client goes away before the response is complete. From
+   * the first call on, the connection is watched for good: a client that
+   * leaves between two listeners (while a body is read or written to a temp
+   * file, before a handler listens again) has the next listener called at
+   * once, as nginx's check of a broken connection sees a close that happened
+   * before the upstream was connected. A handler that is to hear of it
+   * whenever it happens calls this when it starts.
    */
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
     if (this.clientGone) {
@@ -245,6 +243,14 @@ export class FilteredTarget implements ResponseTarget {
       return;
     }
     this.abortListener = cb;
+    if (this.watching) return;
+    this.watching = true;
+    this.inner.onAbort((err) => {
+      this.clientGone = { err };
+      const listener = this.abortListener;
+      this.abortListener = undefined;
+      listener?.(err);
+    });
   }
 
   get tunnelable(): boolean {

@@ -236,6 +236,8 @@ function checkUpstreamHeaders(raw: readonly Buffer[]): { invalid: string | undef
  */
 export function proxyRequest(ex: Exchange): Promise<void> {
   const p = ex.r.loc.proxy!;
+  // a client that leaves from now on (while its body is read, the cache looked up) cancels the upstream request
+  ex.out.onAbort(() => undefined);
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex.r, ex.body);
   // ngx_http_proxy_handler: the body is passed on as it arrives (r->request_body_no_buffering) with
   // proxy_request_buffering off, unless proxy_set_body replaces it or a chunked body meets HTTP/1.0;
@@ -356,8 +358,10 @@ function send(
     const name = p.tls?.name;
     options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
   }
+  let started: ProxyResponse | undefined;
   return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve, store);
+    started = handler;
     ex.out.onAbort((err) => handler.clientClosed(err));
     if (source && !body && !setBody) {
       watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
@@ -370,6 +374,9 @@ function send(
     }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     handler.dispatched(pool.dispatch(options, handler));
+  }).then(() => {
+    // the connection of a client that left while the upstream was read to its end closes now
+    if (started?.clientLeft) ex.out.abort();
   });
 }
 
@@ -383,6 +390,8 @@ function send(
 function passedBody(r: HttpRequestState, body: Readable): Readable {
   if (r.protocol !== 'HTTP/2.0') return body;
   const passed = new PassThrough();
+  // undici hears of the failure when it reads the stream; a request cancelled before that leaves no one else to
+  passed.on('error', () => undefined);
   body.once('error', (err) => passed.destroy(err));
   body.once('aborted', () => passed.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
   return body.pipe(passed);
@@ -420,6 +429,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private tunneled = false;
   /** The bytes of this attempt on its connection. */
   private readonly wire = new WireMeter();
+  /** The client went away while the upstream is read to its end (a response being cached, `proxy_ignore_client_abort`). */
+  clientLeft = false;
   /** The last bytes of a response being cached, sent once its entry is in place. */
   private heldLast: Buffer | undefined;
 
@@ -524,14 +535,18 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // a system error (a reset) is printed with its number, not the parser's errors of an abandoned request
     const errno = err?.code !== undefined && /^E[A-Z]+$/.test(err.code) ? ` (${systemErrorText(err)})` : '';
     if (this.complete) {
+      // ngx_http_test_reading: the request ends, its connection closes
       this.spool?.abort();
       r.action = 'sending to client';
       logRequest(cx, r, 'info', `client prematurely closed connection${errno}`);
+      out.abort();
       return;
     }
     if (this.p.ignoreClientAbort || this.store?.active) {
       // the upstream is read to its end, its data dropped (a response being cached is stored whole:
-      // ngx_http_upstream_check_broken_connection closes only an upstream that is not cacheable)
+      // ngx_http_upstream_check_broken_connection closes only an upstream that is not cacheable);
+      // the client connection is closed once it is read
+      this.clientLeft = true;
       this.spool?.abort();
       return;
     }
