@@ -109,8 +109,8 @@ async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxO
 
 /**
  * `ngx_create_pidfile` in test mode (`src/core/ngx_cycle.c`, before temp
- * directories and log files): the pid file is opened, created if missing,
- * and left as it is. @throws ConfigError `open() "PATH" failed (…)`
+ * directories and log files): the pid file `pid` names is opened, created if
+ * missing, and left as it is. @throws ConfigError `open() "PATH" failed (…)`
  */
 function openPidFile(path: string): void {
   try {
@@ -152,7 +152,7 @@ export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?:
   const compiled = await compile(paths, flags, out.log, syntaxOk, (err) => out.internalError?.(err));
   if (!compiled) return failed();
   try {
-    openPidFile(compiled.table.main.pidFile);
+    if (compiled.table.main.pidFileConfigured) openPidFile(compiled.table.main.pidFile);
     prepareFiles(compiled.table);
     await checkListenSockets(compiled.table);
   } catch (err) {

@@ -325,6 +325,7 @@ class Compiler {
     const main = {
       daemon: mainChain.get(core.daemon),
       pidFile: this.scope.fullPath(mainChain.get(core.pidFile)),
+      pidFileConfigured: mainChain.has(core.pidFile),
       workerProcesses: mainChain.get(core.workerProcesses),
       workerConnections: new ConfChain(events.conf, undefined).get(core.workerConnections),
       masterProcess: mainChain.get(core.masterProcess),

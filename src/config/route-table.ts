@@ -32,6 +32,12 @@ export interface ErrorLogTarget {
 export interface MainConf {
   readonly daemon: boolean;
   readonly pidFile: string;
+  /**
+   * Whether `pid` is set in the configuration: `-t` opens the pid file as
+   * nginx -t does only then (jinx's compiled-in `logs/nginx.pid` is not
+   * opened by `-t`; the reference build's is `/run/nginx.pid`).
+   */
+  readonly pidFileConfigured: boolean;
   readonly workerProcesses: number;
   readonly workerConnections: number;
   /** `master_process`: an nginx worker counts its channel to the master among its connections. */

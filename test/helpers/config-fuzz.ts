@@ -17,11 +17,8 @@
  * namespace with only a loopback interface (host names do not resolve, no
  * packet leaves). The temp directory is removed afterwards.
  *
- * Run by the test `test/parser/config-fuzz.test.ts`; by hand (as root):
- *
- *     npm run -s build && node dist/test/helpers/config-fuzz.js [--cases N] [--seed N] [--oracle N] [--show]
- *
- * prints the summary as JSON (`--show`: also every case's lines).
+ * Run by the test `test/parser/config-fuzz.test.ts`; by hand (as root) with
+ * `scripts/config-fuzz.mjs`, which is also what runs inside the sandbox.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -368,6 +365,8 @@ export interface FuzzOptions {
   /** How many of the cases (spread evenly) also go to the reference nginx. */
   readonly oracleCases: number;
   readonly timeoutMs: number;
+  /** No case starts after this many milliseconds: on a busy machine the run checks fewer cases (the first ones). */
+  readonly budgetMs: number;
   readonly show?: boolean;
 }
 
@@ -381,7 +380,12 @@ interface Slot {
   timer: NodeJS.Timeout | undefined;
 }
 
-async function runInside(root: string, opts: FuzzOptions): Promise<FuzzSummary> {
+/**
+ * Runs the cases in this process (already in the sandbox): prepares the
+ * seed trees under `root`, one copy per worker, and checks the cases in two
+ * worker threads, stopping early when `budgetMs` is spent.
+ */
+export async function runInside(root: string, opts: FuzzOptions): Promise<FuzzSummary> {
   const seedRoot = join(root, 'seed');
   const units = await prepareSeeds(seedRoot);
   const texts = new Map<string, string>();
@@ -430,9 +434,12 @@ async function runInside(root: string, opts: FuzzOptions): Promise<FuzzSummary> 
   await new Promise<void>((done) => {
     let nextId = 0;
     let finished = 0;
+    let total = opts.cases;
     const feed = (slot: Slot): void => {
-      if (nextId >= opts.cases) {
-        if (finished >= opts.cases) done();
+      // past the time budget no new case starts: the run covers the first cases of the fixed sequence
+      if (nextId < total && Date.now() - started > opts.budgetMs) total = nextId;
+      if (nextId >= total) {
+        if (finished >= total) done();
         return;
       }
       const c = makeCase(nextId++);
@@ -540,10 +547,9 @@ export function sandboxUnavailable(): string | undefined {
 export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
   const root = mkdtempSync(join(tmpdir(), 'jinx-fuzz-'));
   try {
-    const self = fileURLToPath(import.meta.url);
-    const args = ['-m', '-n', '--', 'sh', '-c', SANDBOX_SCRIPT, 'sandbox', root, process.execPath, self, '--inside', root,
+    const args = ['-m', '-n', '--', 'sh', '-c', SANDBOX_SCRIPT, 'sandbox', root, process.execPath, join(ROOT, 'scripts/config-fuzz.mjs'), '--inside', root,
       '--cases', String(opts.cases), '--seed', String(opts.seed), '--oracle', String(opts.oracleCases), '--timeout', String(opts.timeoutMs),
-      ...(opts.show ? ['--show'] : [])];
+      '--budget', String(opts.budgetMs), ...(opts.show ? ['--show'] : [])];
     const child = spawn('unshare', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
@@ -554,31 +560,5 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
     return JSON.parse(out) as FuzzSummary;
   } finally {
     rmSync(root, { recursive: true, force: true });
-  }
-}
-
-function argValue(argv: readonly string[], name: string, fallback: number): number {
-  const i = argv.indexOf(name);
-  return i >= 0 ? Number(argv[i + 1]) : fallback;
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  const opts: FuzzOptions = {
-    cases: argValue(argv, '--cases', 3000), seed: argValue(argv, '--seed', 1), oracleCases: argValue(argv, '--oracle', 0),
-    timeoutMs: argValue(argv, '--timeout', 10_000), show: argv.includes('--show'),
-  };
-  const inside = argv.indexOf('--inside');
-  if (inside >= 0) {
-    const summary = await runInside(argv[inside + 1]!, opts);
-    process.stdout.write(JSON.stringify(summary) + '\n');
-  } else {
-    const why = sandboxUnavailable();
-    if (why) {
-      process.stderr.write(`${why}\n`);
-      process.exitCode = 1;
-    } else {
-      process.stdout.write(JSON.stringify(await runFuzz(opts), null, 1) + '\n');
-    }
   }
 }
