@@ -125,8 +125,8 @@ export class UpstreamClients {
       // a unix domain socket is reached through undici's `socketPath`; the origin only names it
       const origin = peer.path !== undefined ? `${scheme}://localhost` : `${scheme}://${peer.host.includes(':') ? `[${peer.host}]` : peer.host}:${peer.port}`;
       const socketPath = peer.path !== undefined ? { socketPath: peer.path } : {};
-      // a connection is kept only in a group's cache; keepalive_requests 1 keeps none
-      const kept = peer.keepalive > 0 && peer.group !== undefined && peer.keepaliveRequests > 1;
+      // a connection is kept only in a group's cache; keepalive_requests 1 and keepalive_timeout 0 keep none
+      const kept = peer.keepalive > 0 && peer.group !== undefined && peer.keepaliveRequests > 1 && peer.keepaliveTimeoutMs > 0;
       const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath });
       pool = new PeerConnections({
         origin,
@@ -145,9 +145,9 @@ export class UpstreamClients {
             });
           },
           maxHeaderSize: settings.bufferSizeBytes,
-          // keepalive_timeout of an idle connection (one not kept is closed after its response)
-          keepAliveTimeout: peer.keepaliveTimeoutMs,
-          keepAliveMaxTimeout: peer.keepaliveTimeoutMs,
+          // keepalive_timeout of an idle connection (one not kept is closed after its response; undici wants a positive time)
+          keepAliveTimeout: Math.max(peer.keepaliveTimeoutMs, 1),
+          keepAliveMaxTimeout: Math.max(peer.keepaliveTimeoutMs, 1),
           pipelining: 1,
           // ngx_http_upstream_keepalive_close_handler's count: undici closes a socket after the request
           // that finds this many before it (sent with `connection: close`)
