@@ -498,7 +498,7 @@ export class Engine {
         if (bare) gen.cx.errorLog.write(this.defaultErrorLogs(g, st.info), level, message, st.info.id);
         else this.logConnection(g, st.info, message, level);
       },
-    }, first, st.info.peerAddr);
+    }, first, st.info.acceptedAtMs, st.info.peerAddr);
     if (this.stopping || gen !== this.generation) st.http1.stop();
   }
 
@@ -563,7 +563,7 @@ export class Engine {
       headerLog: (level, message) => gen.cx.errorLog.write(
         server.conf.errorLogs, level, `${message} while reading client request headers`, st.info.id, `, client: ${st.info.peerAddr}, server: ${server.name}`,
       ),
-      unreadStream: (rawHeaders, message) => logUnreadStream(gen.cx, st.info, server, rawHeaders, message),
+      unreadStream: (rawHeaders, message, status) => logUnreadStream(gen.cx, st.info, server, rawHeaders, message, status),
     }, first, st.info.acceptedAtMs);
     if (this.stopping || gen !== this.generation) st.h2.stop();
   }

@@ -90,6 +90,7 @@ export function serveClientRequest(
   // the handlers' responses pass through the response filters (gunzip, charset, gzip)
   const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx) };
   out.whenClosed((completed) => {
+    r.ended = true;
     for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = completed;
     r.bytesSent = out.bytesSent;
@@ -119,10 +120,11 @@ export function serveClientRequest(
  * logs of the connection's server, with no request line (`$request` is
  * "-") and status 000, knowing the header fields read before the one that
  * ended it (`rawHeaders`, pseudo-headers first); `message` is logged first
- * at info (a stream whose header block timed out).
+ * at info, and `status` (408) logged, for a stream whose header block timed
+ * out (`ngx_http_v2_close_stream_handler`).
  */
 export function logUnreadStream(
-  cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[], message?: string,
+  cx: RuntimeContext, conn: ClientConnection, server: VirtualServer, rawHeaders: readonly string[], message?: string, status?: number,
 ): void {
   const pseudo = new Map<string, string>();
   const headers: IncomingHttpHeaders = {};
@@ -143,6 +145,7 @@ export function logUnreadStream(
   r.server = server;
   r.loc = server.conf;
   r.host = server.name;
+  if (status !== undefined) r.status = status;
   if (message !== undefined) {
     // (`while reading client request headers`, without request line nor host: nginx has none yet)
     r.headersRead = false;

@@ -213,7 +213,10 @@ export function keepPassedBody(r: HttpRequestState, stream: Readable): void {
   });
 }
 
-/** Opens the body's temp file and has it closed (and removed with `client_body_in_file_only clean`) when the request ends. */
+/**
+ * Opens the body's temp file; with `client_body_in_file_only clean` its
+ * name is removed when the request ends. The caller owns the handle.
+ */
 async function openBodyFile(ex: Exchange): Promise<TempFile | BodyFailure> {
   const { r, cx } = ex;
   const { loc } = r;
@@ -225,11 +228,9 @@ async function openBodyFile(ex: Exchange): Promise<TempFile | BodyFailure> {
     logRequest(cx, r, 'crit', `open() "${(err as NodeJS.ErrnoException).path ?? loc.clientBodyTempPath.dir}" failed (${systemErrorText(err)})`);
     return { status: 500 };
   }
-  logRequest(cx, r, persistent ? 'notice' : 'warn', `a client request body is buffered to a temporary file ${file.path}`);
-  r.cleanups.push(() => {
-    void file.handle.close().catch(() => undefined);
-    if (loc.clientBodyInFileOnly === 'clean') void unlink(file.path).catch(() => undefined);
-  });
+  // a request that ended while the file was being made has no more use for it (its reader closes it)
+  if (!r.ended) logRequest(cx, r, persistent ? 'notice' : 'warn', `a client request body is buffered to a temporary file ${file.path}`);
+  if (loc.clientBodyInFileOnly === 'clean') r.atEnd(() => void unlink(file.path).catch(() => undefined));
   return file;
 }
 
@@ -251,8 +252,25 @@ function discard(it: AsyncIterator<Buffer>, source: Readable, failure: BodyFailu
   return failure;
 }
 
-/** Reads the body of `ex` completely. */
+/**
+ * Reads the body of `ex` completely. A body in a file comes with its open
+ * handle, which the caller closes once the request no longer needs it;
+ * whatever else ends the reading (the client went away, the request ended,
+ * a timeout, a refusal) closes the file here.
+ */
 export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyFailure> {
+  const opened: { file?: TempFile } = {};
+  let read: RequestBody | BodyFailure | undefined;
+  try {
+    read = await readInto(ex, opened);
+    return read;
+  } finally {
+    if (opened.file && (read === undefined || 'status' in read)) void opened.file.handle.close().catch(() => undefined);
+  }
+}
+
+/** `readRequestBody`, with the temp file it opens in `opened.file` as soon as it is open. */
+async function readInto(ex: Exchange, opened: { file?: TempFile }): Promise<RequestBody | BodyFailure> {
   const { r, cx } = ex;
   const source = ex.body!;
   const limit = memoryLimit(r);
@@ -275,6 +293,12 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
     expired = true;
     wake?.();
   }, r.loc.clientBodyTimeoutMs);
+  // the request ended meanwhile (its client went away, its stream was reset): reading stops
+  let over = false;
+  r.atEnd(() => {
+    over = true;
+    wake?.();
+  });
   const it = source.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
   // nginx: the read returned 0 or failed; the request ends as a 400 without a
   // response. Noted as the stream aborts, before the access log is written.
@@ -288,16 +312,17 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
   source.once('aborted', clientGone);
   try {
     if (limit < 0) {
-      const opened = await openBodyFile(ex);
-      if ('status' in opened) return discard(it, source, opened);
-      file = opened;
+      const made = await openBodyFile(ex);
+      if ('status' in made) return discard(it, source, made);
+      file = opened.file = made;
     }
     for (;;) {
-      const next = expired ? undefined : await new Promise<IteratorResult<Buffer> | undefined>((resolve, reject) => {
+      const next = expired || over ? undefined : await new Promise<IteratorResult<Buffer> | undefined>((resolve, reject) => {
         wake = () => resolve(undefined);
         it.next().then(resolve, reject);
       });
       wake = undefined;
+      if (over) return discard(it, source, { status: 0 });
       if (!next) {
         r.timedOut = true;
         return { status: 408 };
@@ -316,9 +341,9 @@ export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyF
         continue;
       }
       if (!file) {
-        const opened = await openBodyFile(ex);
-        if ('status' in opened) return discard(it, source, opened);
-        file = opened;
+        const made = await openBodyFile(ex);
+        if ('status' in made) return discard(it, source, made);
+        file = opened.file = made;
         await write(file, Buffer.concat(chunks, size), 0);
         chunks.length = 0;
       }

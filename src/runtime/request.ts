@@ -219,9 +219,18 @@ export class HttpRequestState {
   timedOut = false;
   /**
    * What to undo when the request ends, whatever the handler did (nginx's
-   * request pool cleanups): temp files closed or removed.
+   * request pool cleanups): temp files removed, peers released. Added with
+   * `atEnd`.
    */
   readonly cleanups: (() => void)[] = [];
+  /** The request is over (its response sent or abandoned) and its cleanups ran. */
+  ended = false;
+
+  /** Runs `cleanup` when the request ends (nginx's pool cleanup); at once when it has ended already. */
+  atEnd(cleanup: () => void): void {
+    if (this.ended) cleanup();
+    else this.cleanups.push(cleanup);
+  }
   /**
    * Whether the connection may serve another request after this one (nginx's
    * `r->keepalive`): what the client asked for, cleared by responses that end

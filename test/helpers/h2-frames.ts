@@ -9,15 +9,17 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+/** The client connection preface (RFC 9113 section 3.4). */
+export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 /** Frame types (RFC 9113 section 6). */
 export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
 const FRAME_NAMES: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(FRAME).map(([name, type]) => [type, name]));
 /** Error codes (RFC 9113 section 7). */
 export const H2_ERROR = { NO_ERROR: 0, PROTOCOL_ERROR: 1, REFUSED_STREAM: 7, CANCEL: 8, ENHANCE_YOUR_CALM: 11 } as const;
-const END_STREAM = 0x1;
-const END_HEADERS = 0x4;
+/** HEADERS flags. */
+export const END_STREAM = 0x1;
+export const END_HEADERS = 0x4;
 const ACK = 0x1;
 
 /** One frame received. */

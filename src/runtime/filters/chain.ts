@@ -67,6 +67,14 @@ export class FilteredTarget implements ResponseTarget {
   private first: Transform | undefined;
   private r: HttpRequestState | undefined;
 
+  /** The handler's listener for a client that goes away (`onAbort`). */
+  private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
+  /** The client went away (with the connection's error, if any), heard before or after a listener was set. */
+  private clientGone: { readonly err: NodeJS.ErrnoException | undefined } | undefined;
+
+  /** Whether this target listens to the client's connection (from the first `onAbort` on). */
+  private watching = false;
+
   constructor(
     private readonly inner: ResponseTarget,
     private readonly cx: RuntimeContext,
@@ -219,8 +227,30 @@ export class FilteredTarget implements ResponseTarget {
     else setTimeout(() => this.settleThen(deadlineMs, done), SETTLE_POLL_MS);
   }
 
+  /**
+   * Calls `cb` if the client goes away before the response is complete. From
+   * the first call on, the connection is watched for good: a client that
+   * leaves between two listeners (while a body is read or written to a temp
+   * file, before a handler listens again) has the next listener called at
+   * once, as nginx's check of a broken connection sees a close that happened
+   * before the upstream was connected. A handler that is to hear of it
+   * whenever it happens calls this when it starts.
+   */
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
-    this.inner.onAbort(cb);
+    if (this.clientGone) {
+      this.abortListener = undefined;
+      cb(this.clientGone.err);
+      return;
+    }
+    this.abortListener = cb;
+    if (this.watching) return;
+    this.watching = true;
+    this.inner.onAbort((err) => {
+      this.clientGone = { err };
+      const listener = this.abortListener;
+      this.abortListener = undefined;
+      listener?.(err);
+    });
   }
 
   get tunnelable(): boolean {

@@ -147,6 +147,8 @@ function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
 export async function fastcgiRequest(ex: Exchange): Promise<void> {
   const { r } = ex;
   const conf = r.loc.fastcgi!;
+  // a client that leaves from now on (while its body is read, the cache looked up) ends the attempt as soon as it starts
+  if (!conf.ignoreClientAbort) ex.out.onAbort(() => undefined);
   const hasBody = conf.passRequestBody && ex.body !== undefined && requestHasBody(r, ex.body);
   let body: FastcgiBody | undefined;
   if (hasBody && !conf.requestBuffering) {
@@ -515,6 +517,8 @@ async function attempt(
     if (!conf.ignoreClientAbort) out.onAbort(() => {
       spool?.abort();
       settle();
+      // the request ends with its client: its connection closes (an HTTP/1.x one that only shut down its side too)
+      out.abort();
     });
   });
 }

@@ -23,6 +23,7 @@ import { accelBuffering, ResponseSpool } from '../spool.js';
 import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
+import type { UpstreamRequest } from '../upstream/peer-connections.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
@@ -109,7 +110,7 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
 function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined; omitted: string[] } {
   const out: string[] = [];
   const omitted: string[] = [];
-  let reuse = dest.peer.keepalive && p.httpVersion === '1.1';
+  let reuse = dest.peer.keepalive > 0 && p.httpVersion === '1.1';
   let upgrade: string | undefined;
   const add = (name: string, value: string): void => {
     const why = unsendable(name, value);
@@ -235,6 +236,8 @@ function checkUpstreamHeaders(raw: readonly Buffer[]): { invalid: string | undef
  */
 export function proxyRequest(ex: Exchange): Promise<void> {
   const p = ex.r.loc.proxy!;
+  // a client that leaves from now on (while its body is read, the cache looked up) cancels the upstream request
+  ex.out.onAbort(() => undefined);
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex.r, ex.body);
   // ngx_http_proxy_handler: the body is passed on as it arrives (r->request_body_no_buffering) with
   // proxy_request_buffering off, unless proxy_set_body replaces it or a chunked body meets HTTP/1.0;
@@ -355,8 +358,10 @@ function send(
     const name = p.tls?.name;
     options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
   }
+  let started: ProxyResponse | undefined;
   return new Promise<void>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve, store);
+    started = handler;
     ex.out.onAbort((err) => handler.clientClosed(err));
     if (source && !body && !setBody) {
       watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
@@ -368,7 +373,10 @@ function send(
       }
     }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
-    pool.dispatch(options, handler);
+    handler.dispatched(pool.dispatch(options, handler));
+  }).then(() => {
+    // the connection of a client that left while the upstream was read to its end closes now
+    if (started?.clientLeft) ex.out.abort();
   });
 }
 
@@ -382,6 +390,8 @@ function send(
 function passedBody(r: HttpRequestState, body: Readable): Readable {
   if (r.protocol !== 'HTTP/2.0') return body;
   const passed = new PassThrough();
+  // undici hears of the failure when it reads the stream; a request cancelled before that leaves no one else to
+  passed.on('error', () => undefined);
   body.once('error', (err) => passed.destroy(err));
   body.once('aborted', () => passed.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
   return body.pipe(passed);
@@ -400,10 +410,14 @@ const BODY_TIMED_OUT = new Error('client body timed out');
  * `onData` pauses the upstream until `resume` is called.
  */
 class ProxyResponse implements Dispatcher.DispatchHandler {
+  /** `intercepted`: an error_page or X-Accel-Redirect took the request over. */
   private stage: UpstreamStage | 'intercepted' = 'connect';
   /** The request is being written to the peer (nginx's `u->request_sent`). */
   private requestSent = false;
-  private abortUpstream: ((err?: Error) => void) | undefined;
+  /** The request on its upstream connection, once dispatched. */
+  private upstream: UpstreamRequest | undefined;
+  /** Why the request was cancelled before it was dispatched. */
+  private cancelled: Error | undefined;
   private resumeReading: (() => void) | undefined;
   private paused = false;
   private spool: ResponseSpool | undefined;
@@ -415,6 +429,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private tunneled = false;
   /** The bytes of this attempt on its connection. */
   private readonly wire = new WireMeter();
+  /** The client went away while the upstream is read to its end (a response being cached, `proxy_ignore_client_abort`). */
+  clientLeft = false;
   /** The last bytes of a response being cached, sent once its entry is in place. */
   private heldLast: Buffer | undefined;
 
@@ -459,6 +475,21 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true, this.store).then(this.resolve, this.resolve);
   }
 
+  /** The request went to its connection (or waits for it to open): `abortUpstream` reaches it from now on. */
+  dispatched(request: UpstreamRequest): void {
+    this.upstream = request;
+    if (this.cancelled) request.cancel(this.cancelled);
+  }
+
+  /**
+   * Ends the upstream request and closes its connection, at whatever stage
+   * (connecting, sending, reading); `onError` hears of it with `err`.
+   */
+  private abortUpstream(err: Error): void {
+    if (this.upstream) this.upstream.cancel(err);
+    else this.cancelled ??= err;
+  }
+
   /** The body's last piece is being sent: see `WireMeter.holdWrites`. */
   holdWrites(): void {
     this.wire.holdWrites();
@@ -466,7 +497,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   /** `proxy_send_timeout` passed with the upstream taking none of the body. */
   sendTimedOut(): void {
-    this.abortUpstream?.(new SendTimeoutError());
+    this.abortUpstream(new SendTimeoutError());
   }
 
   /**
@@ -477,7 +508,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   bodyTimedOut(): void {
     this.ex.r.timedOut = true;
     this.paused = false;
-    this.abortUpstream?.(BODY_TIMED_OUT);
+    this.abortUpstream(BODY_TIMED_OUT);
   }
 
   /**
@@ -498,28 +529,36 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (err?.code === 'ETIMEDOUT') {
       // send_timeout passed (logged): the upstream goes with the client, silently
       this.spool?.abort();
-      if (!this.complete) this.abortUpstream?.(CLIENT_CLOSED);
+      if (!this.complete) this.abortUpstream(CLIENT_CLOSED);
       return;
     }
     // a system error (a reset) is printed with its number, not the parser's errors of an abandoned request
     const errno = err?.code !== undefined && /^E[A-Z]+$/.test(err.code) ? ` (${systemErrorText(err)})` : '';
     if (this.complete) {
+      // ngx_http_test_reading: the request ends, its connection closes
       this.spool?.abort();
       r.action = 'sending to client';
       logRequest(cx, r, 'info', `client prematurely closed connection${errno}`);
+      out.abort();
       return;
     }
     if (this.p.ignoreClientAbort || this.store?.active) {
       // the upstream is read to its end, its data dropped (a response being cached is stored whole:
-      // ngx_http_upstream_check_broken_connection closes only an upstream that is not cacheable)
+      // ngx_http_upstream_check_broken_connection closes only an upstream that is not cacheable);
+      // the client connection is closed once it is read
+      this.clientLeft = true;
       this.spool?.abort();
       return;
     }
-    logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too${errno}`);
+    // ngx_http_upstream_check_broken_connection: an HTTP/2 stream's end was logged by the stream
+    // (`client canceled stream N`, or the connection's error), and its request ends silently
+    if (r.protocol !== 'HTTP/2.0') {
+      logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too${errno}`);
+    }
     if (!out.started) r.status = 499;
     // aborted while paused: a resume after the abort would have undici open a new connection
     this.paused = false;
-    this.abortUpstream?.(CLIENT_CLOSED);
+    this.abortUpstream(CLIENT_CLOSED);
     this.spool?.abort();
   }
 
@@ -529,8 +568,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
    * upstream" until the response arrives: nginx changes it when it first
    * reads from the upstream (`ngx_http_upstream_process_header`).
    */
-  onConnect(abort: (err?: Error) => void): void {
-    this.abortUpstream = abort;
+  onConnect(): void {
     this.requestSent = true;
     this.wire.arm();
     this.state.connectTimeMs ??= Date.now() - this.state.startMs;
@@ -547,7 +585,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     for (const warning of checked.warnings) logRequest(cx, r, 'warn', warning);
     if (checked.invalid) {
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('invalid header'));
+      this.abortUpstream(new Error('invalid header'));
       this.next('invalid_header', { status: 502, message: checked.invalid, action: r.action, condition: 'invalid_header' });
       return false;
     }
@@ -557,7 +595,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       // nginx's ngx_http_upstream_test_next: the response is dropped with its connection
       ex.r.upstream!.status = statusCode;
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('next upstream'));
+      this.abortUpstream(new Error('next upstream'));
       this.next(condition, undefined);
       return false;
     }
@@ -566,7 +604,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       ex.r.upstream!.status = statusCode;
       attempts?.done();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('stale'));
+      this.abortUpstream(new Error('stale'));
       this.endState();
       const store = this.store;
       void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, statusCode))).then(this.resolve, this.resolve);
@@ -578,7 +616,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       ex.r.upstream!.headers = rawHeaders.map((b) => b.toString('latin1'));
       attempts?.done();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('revalidated'));
+      this.abortUpstream(new Error('revalidated'));
       this.endState();
       const store = this.store;
       void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => (sent ? undefined : finalize(ex, 502))).then(this.resolve, this.resolve);
@@ -634,7 +672,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       keepInterceptedHeaders(r, statusCode, received);
       this.endState();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('intercepted'));
+      this.abortUpstream(new Error('intercepted'));
       void finalize(ex, statusCode).then(this.resolve, this.resolve);
       return false;
     }
@@ -645,7 +683,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       keepForRedirect(r, received, cookies ? (v) => rewriteSetCookie(r, p, v) ?? v : undefined);
       this.endState();
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('X-Accel-Redirect'));
+      this.abortUpstream(new Error('X-Accel-Redirect'));
       void acceleratedRedirect(ex, redirect).then(this.resolve, this.resolve);
       return false;
     }
@@ -656,7 +694,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (out.headOnly && this.store && !caching) {
       // ngx_http_upstream_send_response: a HEAD (sent upstream as GET) whose response is not cached ends with its header
       this.stage = 'intercepted';
-      this.abortUpstream?.(new Error('header only'));
+      this.abortUpstream(new Error('header only'));
       this.endState();
       r.action = 'sending to client';
       out.end();
@@ -825,6 +863,6 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   onFileError(err: Error, path: string | undefined): void {
     logRequest(this.ex.cx, this.ex.r, 'crit', `write() to "${path ?? this.p.tempPath.dir}" failed (${systemErrorText(err)})`);
-    this.abortUpstream?.(err);
+    this.abortUpstream(err);
   }
 }

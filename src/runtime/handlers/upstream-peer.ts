@@ -30,7 +30,8 @@ export interface ChosenPeer {
   readonly name: string;
   /** The socket file of a peer on a unix domain socket (absent otherwise). */
   readonly path?: string;
-  readonly keepalive: boolean;
+  /** Idle connections the group keeps at most (`keepalive N`; 0: none). */
+  readonly keepalive: number;
   readonly keepaliveTimeoutMs: number;
   /** `keepalive_time` of the group: a connection open longer is closed after its request. */
   readonly keepaliveTimeMs: number;
@@ -61,7 +62,7 @@ function chosen(group: UpstreamGroup, peer: UpstreamPeer): ChosenPeer {
   let c = configured.get(peer);
   if (!c) {
     c = {
-      host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive > 0, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
+      host: peer.host, port: peer.port, name: peer.name, keepalive: group.keepalive, keepaliveTimeoutMs: group.keepaliveTimeoutMs,
       keepaliveTimeMs: group.keepaliveTimeMs, keepaliveRequests: group.keepaliveRequests, group: resolvedGroups.has(group) ? undefined : group.name,
       ...(peer.unixPath !== undefined ? { path: peer.unixPath } : {}),
     };
@@ -116,8 +117,8 @@ export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstream
   // the peer is held (for least_conn's counts) until the request ends, whatever ends it
   let main = ex.r;
   while (main.parent) main = main.parent;
-  main.cleanups.push(() => attempts.finish());
   const peer = attempts.pick();
+  main.atEnd(() => attempts.finish());
   if (peer) return { peer: chosen(group, peer), attempts };
   return logNoLiveUpstreams(ex, group, scheme, uri);
 }
@@ -209,7 +210,7 @@ export async function dynamicPeer(
   const host = hostText.replace(/^\[|\]$/g, '');
   const effectivePort = port ?? defaultPort;
   const fixed = (addr: string): PeerChoice => ({
-    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: false, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000,
+    peer: { host: addr, port: effectivePort, name: peerName(addr, effectivePort), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000,
       group: undefined },
     attempts: undefined,
   });
@@ -245,7 +246,8 @@ export async function dynamicPeer(
   } catch (err) {
     if (client.signal.aborted) {
       const errno = clientError?.code !== undefined && /^E[A-Z]+$/.test(clientError.code) ? ` (${systemErrorText(clientError)})` : '';
-      logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection${errno}`);
+      // (an HTTP/2 stream's end was logged by the stream: ngx_http_upstream_check_broken_connection)
+      if (r.protocol !== 'HTTP/2.0') logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection${errno}`);
       await finalize(ex, 499);
       return undefined;
     }

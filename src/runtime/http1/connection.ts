@@ -178,6 +178,13 @@ export class Http1Connection {
     private readonly owner: Http1Owner,
     /** Bytes already read from the socket (by the TCP front). */
     first: Buffer | undefined,
+    /**
+     * When the connection was accepted, in ms since the epoch: the first
+     * request's `client_header_timeout` runs from then, through the TLS
+     * handshake and the first bytes, as nginx's one timer set in
+     * `ngx_http_init_connection` (neither the handshake nor a read resets it).
+     */
+    acceptedAtMs: number,
     /** The client's address, for `client ADDR closed keepalive connection`. */
     private readonly peerAddr: string,
   ) {
@@ -185,7 +192,7 @@ export class Http1Connection {
     socket.on('end', this.onEnd);
     socket.on('error', this.onError);
     socket.on('close', this.onClose);
-    this.armTimer(this.defaultServer().conf.clientHeaderTimeoutMs, () => this.headerTimedOut());
+    this.armTimer(Math.max(acceptedAtMs + this.defaultServer().conf.clientHeaderTimeoutMs - Date.now(), 0), () => this.headerTimedOut());
     // reading goes on while a request is served (bounded by READ_AHEAD_BYTES), so that a client that leaves is seen
     socket.resume();
     if (first && first.length > 0) this.received(first);

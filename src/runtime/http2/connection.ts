@@ -18,6 +18,7 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import type { VirtualServer } from '../../config/route-table.js';
 import type { LogLevel } from '../../log/levels.js';
+import { systemErrorText } from '../../os-errors.js';
 import type { ClientRequestHead } from '../phases.js';
 import type { DiscardableBody } from '../request-body.js';
 import type { HttpRequestState, Refusal } from '../request.js';
@@ -30,6 +31,8 @@ import { normalizePath, validateHost } from '../uri.js';
 
 /** The client connection preface (RFC 9113 section 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+/** What a connection may read beyond 8 times its payload before it is a flood (`ngx_http_v2_read_handler`: 1048576). */
+const FLOOD_SLACK_BYTES = 1024 * 1024;
 
 /** What a connection needs from the engine. */
 export interface Http2Owner {
@@ -51,9 +54,10 @@ export interface Http2Owner {
   headerLog(level: LogLevel, message: string): void;
   /**
    * The access-log entry of a stream ended while its header block was read
-   * (fields read so far: names and values), after `message` at info when given.
+   * (fields read so far: names and values), after `message` at info when
+   * given; `status` 408 for one that timed out, else 000.
    */
-  unreadStream(rawHeaders: string[], message?: string): void;
+  unreadStream(rawHeaders: string[], message?: string, status?: number): void;
 }
 
 /**
@@ -219,6 +223,23 @@ export class Http2Connection {
   private lastSid = 0;
   /** Streams being processed (`h2c->processing`). */
   private processing = 0;
+  /**
+   * Streams opened since the connection last read all there was to read
+   * (`h2c->new_streams`, zeroed by `ngx_http_v2_read_handler` at each read
+   * event; here at each turn of the event loop that read something).
+   */
+  private newStreams = 0;
+  private newStreamsResetScheduled = false;
+  /** Streams refused with RST_STREAM on the connection (`h2c->refused_streams`). */
+  private refusedStreams = 0;
+  /**
+   * Bytes read (`h2c->total_bytes`), and of them the header blocks of the
+   * requests run and the DATA taken (`h2c->payload_bytes`): a connection
+   * whose reads are more than 8 times its payload plus 1 MiB is a flood
+   * (`ngx_http_v2_read_handler`: `http2 flood detected`, GOAWAY NO_ERROR).
+   */
+  private totalBytes = 0;
+  private payloadBytes = 0;
   private settingsAck = false;
   /** GOAWAY was sent (`h2c->goaway`): no new stream is read. */
   private goaway = false;
@@ -294,10 +315,22 @@ export class Http2Connection {
   private received(chunk: Buffer): void {
     if (this.state === State.Closed) return;
     if (this.lingering) return;
+    if (!this.newStreamsResetScheduled) {
+      this.newStreamsResetScheduled = true;
+      setImmediate(() => {
+        this.newStreamsResetScheduled = false;
+        this.newStreams = 0;
+      });
+    }
     this.pending.push(chunk);
     this.pendingBytes += chunk.length;
+    this.totalBytes += chunk.length;
     if (this.pendingBytes < this.needBytes) return;
     this.process();
+    if ((this.state as State) !== State.Closed && this.totalBytes / 8 > this.payloadBytes + FLOOD_SLACK_BYTES) {
+      this.connectionError(H2_ERROR.NO_ERROR, 'http2 flood detected');
+      return;
+    }
     this.flushControl();
     this.schedulePump();
     this.handleConnection();
@@ -470,6 +503,7 @@ export class Http2Connection {
     }
     if (flags & FLAG.END_STREAM) stream.inClosed = true;
     if (stream.skipData) return;
+    this.payloadBytes += data.length;
     if (stream.readMode === 'none') {
       if (data.length > 0) {
         stream.preread.push(Buffer.from(data));
@@ -611,11 +645,18 @@ export class Http2Connection {
     const endStream = (flags & FLAG.END_STREAM) !== 0;
     const { conf } = this.owner.server;
     let stream: Http2Stream | undefined;
-    if (this.processing >= conf.http2MaxConcurrentStreams) {
-      this.owner.log('info', `concurrent streams exceeded ${this.processing}`);
-      this.queueControl(FRAME.RST_STREAM, 0, sid, uint32(H2_ERROR.REFUSED_STREAM));
-    } else if (!this.settingsAck && !endStream && conf.http2BodyPrereadSizeBytes < DEFAULT_WINDOW) {
-      this.owner.log('info', 'client sent stream with data before settings were acknowledged');
+    // ngx_http_v2_state_headers: a stream is refused past the concurrent streams, past twice as many new
+    // ones in one read, or with data before SETTINGS were acknowledged; the connection ends (GOAWAY
+    // NO_ERROR) once more streams were refused than max(http2_max_concurrent_streams, 100)
+    const refusal = this.processing >= conf.http2MaxConcurrentStreams ? `concurrent streams exceeded ${this.processing}`
+      : this.newStreams++ >= 2 * conf.http2MaxConcurrentStreams ? 'client sent too many streams at once'
+        : !this.settingsAck && !endStream && conf.http2BodyPrereadSizeBytes < DEFAULT_WINDOW
+          ? 'client sent stream with data before settings were acknowledged' : undefined;
+    if (refusal !== undefined) {
+      this.owner.log('info', refusal);
+      if (this.refusedStreams++ > Math.max(conf.http2MaxConcurrentStreams, 100)) {
+        return this.connectionError(H2_ERROR.NO_ERROR, 'client sent too many refused streams');
+      }
       this.queueControl(FRAME.RST_STREAM, 0, sid, uint32(H2_ERROR.REFUSED_STREAM));
     } else {
       const node = this.nodeOf(sid, true)!;
@@ -684,7 +725,7 @@ export class Http2Connection {
     block.timer = undefined;
     if (block.stream !== stream || stream.closed) return;
     block.stream = undefined;
-    this.owner.unreadStream([], 'client timed out (110: Connection timed out)');
+    this.owner.unreadStream([], `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`, 408);
     this.queueControl(FRAME.RST_STREAM, 0, stream.id, uint32(H2_ERROR.PROTOCOL_ERROR));
     stream.rstSent = true;
     this.removeStream(stream);
@@ -847,6 +888,7 @@ export class Http2Connection {
       headLength: stream.requestLength,
       refusal,
     };
+    this.payloadBytes += stream.requestLength;
     stream.requestLength = 0;
     stream.request = this.owner.request(clientHead, body, target);
   }
@@ -1286,7 +1328,7 @@ export class Http2Connection {
     this.timer = undefined;
     if (this.processing > 0 || this.state === State.Closed) return;
     if (this.pendingBytes > 0 || this.block) {
-      this.owner.log('info', 'client timed out (110: Connection timed out)');
+      this.owner.log('info', `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`);
       this.finalize(H2_ERROR.PROTOCOL_ERROR);
       return;
     }

@@ -1,8 +1,9 @@
 /**
- * Connections to upstream servers: one undici `Pool` per peer and connection
- * settings, and the peers' balancing state (round-robin.ts).
+ * Connections to upstream servers: the connections of each peer and
+ * connection settings (peer-connections.ts), the idle connections each
+ * `upstream` block keeps, and the peers' balancing state (round-robin.ts).
  */
-import { buildConnector, Pool } from 'undici';
+import { buildConnector } from 'undici';
 import { isAbsolute } from 'node:path';
 import { loadCertificatePair, type CertificatePair } from '../../config/certificates.js';
 import type { UpstreamTlsConf } from '../../config/route-table.js';
@@ -10,7 +11,8 @@ import type { ConnectionNumbers } from '../connection-numbers.js';
 import { WorkerConnectionsError } from './errors.js';
 import { RoundRobin } from './round-robin.js';
 import { tlsConnector } from './tls.js';
-import { carriedRequest, retireAfter } from './undici-socket.js';
+import { IdleConnections, PeerConnections } from './peer-connections.js';
+import { retireAfter } from './undici-socket.js';
 import type { Socket } from 'node:net';
 
 /**
@@ -41,8 +43,8 @@ export interface PoolPeer {
   readonly name: string;
   /** The socket file of a peer on a unix domain socket. */
   readonly path?: string;
-  /** Whether idle connections are kept (`keepalive` in its `upstream` block). */
-  readonly keepalive: boolean;
+  /** Idle connections its group keeps at most (`keepalive N` of its `upstream` block; 0: none, each connection closes after its request). */
+  readonly keepalive: number;
   readonly keepaliveTimeoutMs: number;
   /** `keepalive_time`: a connection open longer than this is closed after its request. */
   readonly keepaliveTimeMs: number;
@@ -52,12 +54,14 @@ export interface PoolPeer {
   readonly group: string | undefined;
 }
 
-/** The upstream connection pools of a running configuration. */
+/** The upstream connections of a running configuration. */
 export class UpstreamClients {
-  /** Every pool, by group, scheme, address and settings. */
-  private readonly pools = new Map<string, Pool>();
-  /** The same pools by peer object (configured peers are long-lived) and settings object. */
-  private readonly byPeer = new WeakMap<PoolPeer, Map<PoolSettings, { http?: Pool; https?: Pool }>>();
+  /** Every peer's connections, by group, scheme, address and settings. */
+  private readonly pools = new Map<string, PeerConnections>();
+  /** The same by peer object (configured peers are long-lived) and settings object. */
+  private readonly byPeer = new WeakMap<PoolPeer, Map<PoolSettings, { http?: PeerConnections; https?: PeerConnections }>>();
+  /** The idle connections of each `upstream` block, by name. */
+  private readonly idle = new Map<string, IdleConnections>();
   /** The peers' round-robin and failure state. */
   readonly roundRobin = new RoundRobin();
 
@@ -106,8 +110,8 @@ export class UpstreamClients {
     return derived;
   }
 
-  /** The pool for `scheme://peer` with `settings`. */
-  pool(scheme: 'http' | 'https', peer: PoolPeer, settings: PoolSettings): Pool {
+  /** The connections to `scheme://peer` with `settings`. */
+  pool(scheme: 'http' | 'https', peer: PoolPeer, settings: PoolSettings): PeerConnections {
     let mine = this.byPeer.get(peer);
     if (!mine) this.byPeer.set(peer, (mine = new Map()));
     let entry = mine.get(settings);
@@ -121,40 +125,38 @@ export class UpstreamClients {
       // a unix domain socket is reached through undici's `socketPath`; the origin only names it
       const origin = peer.path !== undefined ? `${scheme}://localhost` : `${scheme}://${peer.host.includes(':') ? `[${peer.host}]` : peer.host}:${peer.port}`;
       const socketPath = peer.path !== undefined ? { socketPath: peer.path } : {};
-      // Without keepalive every request closes its connection; the only idle
-      // one is the connection undici opens again after a request is aborted
-      // (its queue still counts the aborted request), closed at once here.
-      const kept = peer.keepalive && peer.keepaliveRequests > 1;
-      const idleMs = kept ? peer.keepaliveTimeoutMs : 1;
+      // a connection is kept only in a group's cache; keepalive_requests 1 and keepalive_timeout 0 keep none
+      const kept = peer.keepalive > 0 && peer.group !== undefined && peer.keepaliveRequests > 1 && peer.keepaliveTimeoutMs > 0;
       const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath });
-      pool = new Pool(origin, {
-        // a new connection needs room within worker_connections, as nginx's ngx_get_connection
-        connect: (opts, callback) => {
-          if (!this.admit()) {
-            callback(new WorkerConnectionsError(this.workerConnections), null);
-            return;
-          }
-          connector(opts, (...args) => {
-            callback(...args);
-            const socket = args[1];
-            if (socket && kept) retireAfter(socket as Socket, peer.keepaliveTimeMs);
-            // undici writes the request it connected for at once; a connection it opened for a request
-            // aborted meanwhile (after proxy_next_upstream gave up on a response) stays idle and is
-            // never closed: an upstream serving one connection at a time would wait on it
-            if (socket) setImmediate(() => carriedRequest(socket as Socket) || socket.destroy());
-          });
+      pool = new PeerConnections({
+        origin,
+        cache: kept ? this.idleConnections(peer.group!, peer.keepalive) : undefined,
+        client: {
+          // a new connection needs room within worker_connections, as nginx's ngx_get_connection
+          connect: (opts, callback) => {
+            if (!this.admit()) {
+              callback(new WorkerConnectionsError(this.workerConnections), null);
+              return;
+            }
+            connector(opts, (...args) => {
+              const socket = args[1];
+              if (socket && kept) retireAfter(socket as Socket, peer.keepaliveTimeMs);
+              callback(...args);
+            });
+          },
+          maxHeaderSize: settings.bufferSizeBytes,
+          // keepalive_timeout of an idle connection (one not kept is closed after its response; undici wants a positive time)
+          keepAliveTimeout: Math.max(peer.keepaliveTimeoutMs, 1),
+          keepAliveMaxTimeout: Math.max(peer.keepaliveTimeoutMs, 1),
+          pipelining: 1,
+          // ngx_http_upstream_keepalive_close_handler's count: undici closes a socket after the request
+          // that finds this many before it (sent with `connection: close`)
+          maxRequestsPerClient: kept ? peer.keepaliveRequests - 1 : undefined,
         },
-        maxHeaderSize: settings.bufferSizeBytes,
-        keepAliveTimeout: idleMs,
-        keepAliveMaxTimeout: idleMs,
-        pipelining: 1,
-        // ngx_http_upstream_keepalive_close_handler's count: undici closes a socket after the request
-        // that finds this many before it (sent with `connection: close`)
-        maxRequestsPerClient: kept ? peer.keepaliveRequests - 1 : undefined,
-      });
-      // every attempt to connect takes a connection number, successful or not (one refused for want of room never started)
-      pool.on('connect', () => this.numbers.next()).on('connectionError', (_origin, _targets, err) => {
-        if (!(err instanceof WorkerConnectionsError)) this.numbers.next();
+        // every attempt to connect takes a connection number, successful or not (one refused for want of room never started)
+        onConnectAttempt: (err) => {
+          if (!(err instanceof WorkerConnectionsError)) this.numbers.next();
+        },
       });
       this.pools.set(key, pool);
     }
@@ -162,7 +164,14 @@ export class UpstreamClients {
     return pool;
   }
 
-  /** FastCGI connections open right now (undici's pools count their own). */
+  /** The idle connections of group `name`, which keeps `max` at most (its first peer's settings make them). */
+  private idleConnections(name: string, max: number): IdleConnections {
+    let idle = this.idle.get(name);
+    if (!idle) this.idle.set(name, (idle = new IdleConnections(max)));
+    return idle;
+  }
+
+  /** FastCGI connections open right now (the peers' connections count their own). */
   private otherConnections = 0;
 
   /** Counts a connection made outside the pools (FastCGI) until `release`; it takes a connection number. */
@@ -179,11 +188,11 @@ export class UpstreamClients {
   /** Upstream connections open right now, for `worker_connections`. */
   connectionCount(): number {
     let n = this.otherConnections;
-    for (const pool of this.pools.values()) n += pool.stats.connected;
+    for (const pool of this.pools.values()) n += pool.connected;
     return n;
   }
 
-  /** Closes every pool (at shutdown, or when a reloaded configuration replaces this one). */
+  /** Closes every connection, busy ones after their request (at shutdown, or when a reloaded configuration replaces this one). */
   async close(): Promise<void> {
     const pools = [...this.pools.values()];
     this.pools.clear();

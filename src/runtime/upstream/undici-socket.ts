@@ -14,7 +14,6 @@
  * - starts the `WireMeter` armed by that handler's `onConnect`, for
  *   `$upstream_bytes_sent` and `$upstream_bytes_received` (nginx counts them
  *   on the peer connection);
- * - notes that the socket carried a request (`carriedRequest`);
  * - has undici close the connection after the response when it has been
  *   open longer than its `keepalive_time` (`retireAfter`), as
  *   `ngx_http_upstream_free_keepalive_peer` does.
@@ -74,11 +73,6 @@ let armed: WireMeter | undefined;
 
 /** Sockets a request was sent on (their parser takes bare LFs). */
 const used = new WeakSet<Socket>();
-
-/** Whether a request was sent on `socket`. */
-export function carriedRequest(socket: Socket): boolean {
-  return used.has(socket);
-}
 
 /** When each kept upstream connection is to be closed after its request: `keepalive_time` after it opened, in ms since the epoch. */
 const retireAtMs = new WeakMap<Socket, number>();

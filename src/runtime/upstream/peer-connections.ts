@@ -1,0 +1,222 @@
+/**
+ * Connections to one upstream peer, and the idle connections an `upstream`
+ * block keeps (`ngx_http_upstream_keepalive_module.c`). undici speaks HTTP
+ * on each connection: one undici `Client` per connection, carrying one
+ * request at a time. A request takes the peer's most recently kept idle
+ * connection, or opens a new one (no queue: as in nginx, busy connections
+ * are not limited in number, only idle ones are). When the response has
+ * been read whole on a connection that may be kept, the connection goes to
+ * its group's cache, most recently kept first; a cache that holds `keepalive
+ * N` connections closes its least recently kept one to make room
+ * (`ngx_http_upstream_free_keepalive_peer`). Every other end of a request
+ * (an upstream failure, a client that went away, an intercepted or
+ * abandoned response, an upgrade) closes the connection at once, as nginx
+ * closes a connection it does not keep. A kept connection is closed when
+ * its server closes it, and after `keepalive_timeout` idle (undici's
+ * `keepAliveTimeout`).
+ */
+import { Client, type Dispatcher } from 'undici';
+
+/**
+ * One group's cache of idle connections (nginx's `kp->cache` queue, per
+ * worker and `upstream` block): at most `max`, most recently kept first.
+ */
+export class IdleConnections {
+  /** Idle connections and whose they are, most recently kept first. */
+  private readonly idle: { readonly client: Client; readonly owner: PeerConnections }[] = [];
+
+  /** @param max `keepalive N`: idle connections kept at most (> 0) */
+  constructor(private readonly max: number) {}
+
+  /** Idle connections kept right now. */
+  get size(): number {
+    return this.idle.length;
+  }
+
+  /** Takes the most recently kept idle connection of `owner` (`ngx_http_upstream_get_keepalive_peer`), if there is one. */
+  take(owner: PeerConnections): Client | undefined {
+    const at = this.idle.findIndex((e) => e.owner === owner);
+    if (at === -1) return undefined;
+    return this.idle.splice(at, 1)[0]!.client;
+  }
+
+  /** Keeps `client` idle, closing the least recently kept connection when `max` are kept already. */
+  put(owner: PeerConnections, client: Client): void {
+    if (this.idle.length >= this.max) {
+      const oldest = this.idle.pop()!;
+      oldest.owner.discard(oldest.client);
+    }
+    this.idle.unshift({ client, owner });
+  }
+
+  /** Forgets `client` (its connection closed while idle); whether it was kept here. */
+  remove(client: Client): boolean {
+    const at = this.idle.findIndex((e) => e.client === client);
+    if (at === -1) return false;
+    this.idle.splice(at, 1);
+    return true;
+  }
+}
+
+/** How a request ended on its connection. */
+type Outcome = 'complete' | 'failed' | 'upgraded';
+
+/** What `PeerConnections` needs to open and count connections. */
+export interface PeerConnectionOptions {
+  /** The peer's origin (`http://IP:port`, `https://…`, `http://localhost` for a unix socket). */
+  readonly origin: string;
+  /** undici's `Client` options of every connection (connector, header size, keepalive timeouts …). */
+  readonly client: Client.Options;
+  /** The group's idle connections; undefined when nothing is kept (no `keepalive`, or an address from variables). */
+  readonly cache: IdleConnections | undefined;
+  /** Called on every connection opened, and every attempt that failed (for connection numbers). */
+  readonly onConnectAttempt: (err: Error | undefined) => void;
+}
+
+/** A request in flight on one of the peer's connections. */
+export interface UpstreamRequest {
+  /**
+   * Ends the request with `err` (its handler's `onError` gets `err`) and
+   * closes its connection, whether the request is being sent, is waiting
+   * for its connection to open, or is being answered.
+   */
+  cancel(err: Error): void;
+}
+
+/** The connections to one peer with one set of connection settings. */
+export class PeerConnections {
+  /** Every connection, busy or idle. */
+  private readonly clients = new Set<Client>();
+  private closing = false;
+
+  constructor(private readonly options: PeerConnectionOptions) {}
+
+  /** Connections open right now (busy and idle), for `worker_connections`. */
+  get connected(): number {
+    let n = 0;
+    for (const client of this.clients) n += client.stats.connected ? 1 : 0;
+    return n;
+  }
+
+  /**
+   * Sends a request on an idle connection of the peer, or on a new one;
+   * `handler` is undici's dispatch handler of the request.
+   */
+  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): UpstreamRequest {
+    const client = this.idleClient() ?? this.open();
+    const tracked = new TrackedHandler(handler, (outcome) => this.settle(client, outcome));
+    client.dispatch(opts, tracked);
+    return {
+      cancel: (err) => {
+        if (tracked.abort) tracked.abort(err);
+        // not yet on a connection: the client fails its queued request with `err`
+        else if (!tracked.ended) void client.destroy(err).catch(() => undefined);
+      },
+    };
+  }
+
+  /** Closes every connection: idle ones at once, busy ones after their request (reload, shutdown). */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.allSettled([...this.clients].map((client) => {
+      this.options.cache?.remove(client);
+      return client.close();
+    }));
+  }
+
+  /** Closes `client` at once (evicted from the cache, or not to be kept). */
+  discard(client: Client): void {
+    this.clients.delete(client);
+    void client.destroy().catch(() => undefined);
+  }
+
+  /** The most recently kept idle connection that is still open. */
+  private idleClient(): Client | undefined {
+    const { cache } = this.options;
+    for (let client = cache?.take(this); client; client = cache!.take(this)) {
+      if (client.stats.connected && !client.closed && !client.destroyed) return client;
+      this.discard(client);
+    }
+    return undefined;
+  }
+
+  private open(): Client {
+    const client = new Client(this.options.origin, this.options.client);
+    this.clients.add(client);
+    client.on('connect', () => this.options.onConnectAttempt(undefined));
+    client.on('connectionError', (_origin, _targets, err) => this.options.onConnectAttempt(err));
+    // a kept connection closed by its server, or by keepalive_timeout
+    client.on('disconnect', () => {
+      if (this.options.cache?.remove(client)) this.discard(client);
+    });
+    return client;
+  }
+
+  /**
+   * After undici is done with the request's response (it closes the socket
+   * of a response that ends its connection in the same turn): a connection
+   * that carried a whole response and may be kept goes to the cache, any
+   * other is closed.
+   */
+  private settle(client: Client, outcome: Outcome): void {
+    setImmediate(() => {
+      const { cache } = this.options;
+      const stats = client.stats;
+      const reusable = outcome === 'complete' && cache !== undefined && !this.closing && !client.closed && !client.destroyed
+        && stats.connected && stats.running === 0 && stats.pending === 0;
+      if (reusable) cache.put(this, client);
+      else this.discard(client);
+    });
+  }
+}
+
+/**
+ * A request's dispatch handler as undici calls it, telling its connection
+ * how the request ended, and keeping undici's abort of it.
+ */
+class TrackedHandler implements Dispatcher.DispatchHandler {
+  /** undici's abort of the request, once it is on a connection. */
+  abort: ((err?: Error) => void) | undefined;
+  /** The request ended (completed, failed or upgraded). */
+  ended = false;
+
+  constructor(
+    private readonly inner: Dispatcher.DispatchHandler,
+    private readonly done: (outcome: Outcome) => void,
+  ) {}
+
+  private end(outcome: Outcome): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.abort = undefined;
+    this.done(outcome);
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    this.inner.onConnect?.(abort);
+  }
+
+  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
+    return this.inner.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.inner.onData?.(chunk) ?? true;
+  }
+
+  onComplete(trailers: string[] | null): void {
+    this.end('complete');
+    this.inner.onComplete?.(trailers);
+  }
+
+  onError(err: Error): void {
+    this.end('failed');
+    this.inner.onError?.(err);
+  }
+
+  onUpgrade(statusCode: number, headers: Buffer[] | string[] | null, socket: import('node:stream').Duplex): void {
+    this.end('upgraded');
+    this.inner.onUpgrade?.(statusCode, headers, socket);
+  }
+}
