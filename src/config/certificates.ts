@@ -209,12 +209,14 @@ export function loadTrustedCertificates(path: string): Buffer {
 
 /**
  * Checks a cipher list as `ngx_ssl_ciphers` sets it (`SSL_CTX_set_cipher_list`).
- * @throws ConfigError `SSL_CTX_set_cipher_list("LIST") failed (SSL: error:0A0000B9:SSL routines::no cipher match)`
+ * @throws ConfigError `SSL_CTX_set_cipher_list("LIST") failed (SSL: …)` with OpenSSL's reason:
+ * `error:0A0000B9:SSL routines::no cipher match`, or `…::invalid command` for a byte no cipher name has
  */
 export function checkCiphers(ciphers: string): void {
   try {
     createSecureContext({ ciphers });
-  } catch {
-    throw new ConfigError('file', `SSL_CTX_set_cipher_list("${ciphers}") failed (SSL: error:0A0000B9:SSL routines::no cipher match)`);
+  } catch (e) {
+    const reason = e instanceof Error && e.message.startsWith('error:') ? e.message : 'error:0A0000B9:SSL routines::no cipher match';
+    throw new ConfigError('file', `SSL_CTX_set_cipher_list("${ciphers}") failed (SSL: ${reason})`);
   }
 }

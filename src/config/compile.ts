@@ -456,12 +456,16 @@ class Compiler {
     }
   }
 
+  /** `ngx_ssl_ciphers` once per distinct list (`checkCiphers`). */
+  private checkCiphersOnce(ciphers: string): void {
+    if (this.checkedCiphers.has(ciphers)) return;
+    checkCiphers(ciphers);
+    this.checkedCiphers.add(ciphers);
+  }
+
   private upstreamTls(c: ConfChain): LoadedTls {
     const ciphers = c.get(proxy.proxySslCiphers);
-    if (!this.checkedCiphers.has(ciphers)) {
-      checkCiphers(ciphers);
-      this.checkedCiphers.add(ciphers);
-    }
+    this.checkCiphersOnce(ciphers);
     let certificate: CertificatePair | undefined;
     let certificateSources: LoadedTls['certificateSources'];
     const passwords = c.get(proxy.proxySslPasswords);
@@ -1121,8 +1125,10 @@ class Compiler {
    * `ssl_certificate` and `ssl_certificate_key` in order
    * (`ngx_http_ssl_merge_srv_conf`). When any of them has variables, none
    * is read now: all are bound to be read per handshake
-   * (`ngx_http_ssl_compile_certificates`).
-   * @throws ConfigError `no "ssl_certificate_key" is defined for certificate "…"`, and the loading errors of `loadCertificatePair`
+   * (`ngx_http_ssl_compile_certificates`). A server that gets a TLS context
+   * (a certificate or `ssl_reject_handshake on`) has its `ssl_ciphers`
+   * checked first, as nginx 1.30 does before it reads a certificate.
+   * @throws ConfigError `no "ssl_certificate_key" is defined for certificate "…"`, the errors of `checkCiphers` and the loading errors of `loadCertificatePair`
    */
   private certificates(node: LevelNode): ServerCertificates {
     const chain = this.chain(node);
@@ -1131,6 +1137,7 @@ class Compiler {
     if (keys.length < certs.length) {
       throw new ConfigError('file', `no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.text}"`);
     }
+    if (certs.length > 0 || chain.get(ssl.sslRejectHandshake)) this.checkCiphersOnce(chain.get(ssl.sslCiphers));
     const passwords = chain.get(ssl.sslPasswords);
     const perHandshake = certs.some((c, i) => hasVariables(c) || hasVariables(keys[i]!))
       ? certs.map((cert, i) => ({ cert, key: keys[i]! }))

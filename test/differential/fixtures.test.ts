@@ -301,6 +301,8 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'set-real-ip-from-invalid', expect: '[emerg] host not found in set_real_ip_from "not-an-address.invalid" in PREFIX/nginx.conf:6' },
   { name: 'ssl-certificate-in-location', expect: '[emerg] "ssl_certificate" directive is not allowed here in PREFIX/nginx.conf:7' },
   { name: 'ssl-certificate-missing-file', expect: '[emerg] cannot load certificate "PREFIX/missing.pem": BIO_new_file() failed (SSL: error:80000002:system library::No such file or directory:calling fopen(PREFIX/missing.pem, r) error:10000080:BIO routines::no such file)' },
+  { name: 'ssl-ciphers-before-certificate-key', expect: '[emerg] SSL_CTX_set_cipher_list("NO-SUCH-CIPHER") failed (SSL: error:0A0000B9:SSL routines::no cipher match)' },
+  { name: 'ssl-ciphers-invalid-byte', expect: '[emerg] SSL_CTX_set_cipher_list("ECDHE-ECDSA-AES128-GCM-SHA256:ECDH#-RSA-AES128-GCM-SHA256") failed (SSL: error:0A000118:SSL routines::invalid command)' },
   { name: 'ssl-dhparam-missing-file', expect: '[emerg] BIO_new_file("PREFIX/missing-dhparam.pem") failed (SSL: error:80000002:system library::No such file or directory:calling fopen(PREFIX/missing-dhparam.pem, r) error:10000080:BIO routines::no such file)' },
   {
     name: 'ssl-dhparam-not-dh-parameters', expect: '[emerg] PEM_read_bio_DHparams("PREFIX/cert.pem") failed (SSL: error:0480006C:PEM routines::no start line:Expecting: DH PARAMETERS)',

@@ -252,6 +252,15 @@ function write(ex: Exchange, bytes: Buffer): boolean {
 }
 
 /**
+ * A part of a file up to this size is read with one read: its bytes are all
+ * at hand when the client's window opens, so HTTP/2 DATA frames are cut where
+ * nginx cuts them (nginx reads on as the window opens; a second read that a
+ * busy disk finishes late would cut a frame short). Larger parts go in
+ * node's 64 KiB reads.
+ */
+const ONE_READ_MAX_BYTES = 128 * 1024;
+
+/**
  * Streams a part of a file to the client, waiting for it to drain; false
  * when the client went away or the file could not be read (the connection
  * is then aborted, with nginx's `read() "…" failed`).
@@ -260,7 +269,8 @@ function streamFile(ex: Exchange, path: string, range: ByteRange): Promise<boole
   const { r, out } = ex;
   if (range.end <= range.start) return Promise.resolve(true);
   return new Promise<boolean>((resolve) => {
-    const stream = createReadStream(fsPath(path), { start: range.start, end: range.end - 1 });
+    const size = range.end - range.start;
+    const stream = createReadStream(fsPath(path), { start: range.start, end: range.end - 1, highWaterMark: size <= ONE_READ_MAX_BYTES ? size : 64 * 1024 });
     // the client went away (or send_timeout passed): the file is closed
     const stop = (): void => {
       stream.destroy();
