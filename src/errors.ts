@@ -2,7 +2,7 @@
  * Error classes shared by the stages. Each has a stable `code` callers branch
  * on; the message is nginx's wording, without the location suffix.
  */
-import type { SourceLoc } from './parser/ast.js';
+import type { SourceLoc } from './source-loc.js';
 
 /** Stable codes of configuration errors. */
 export type ConfigErrorCode =

@@ -6,7 +6,7 @@
  */
 import { compileConfig } from '../config/compile.js';
 import { ConfigError } from '../errors.js';
-import type { ConfPaths } from './main.js';
+import type { ConfPaths } from './conf-paths.js';
 
 /** One finding of `jinx lint`. */
 export interface Finding {

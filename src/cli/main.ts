@@ -14,6 +14,7 @@ import type { Engine } from '../runtime/engine.js';
 import { prepareFiles } from '../runtime/prepare-files.js';
 import { checkListenSockets } from './bind-check.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
+import { confPaths, type ConfPaths } from './conf-paths.js';
 import { lint } from './lint.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
 
@@ -38,22 +39,6 @@ interface Flags {
   c?: string;
   g?: string;
   e?: string;
-}
-
-/** Paths derived from `-p` and `-c` as nginx's `ngx_process_options` does. */
-export interface ConfPaths {
-  /** The prefix as given (relative stays relative), ending with `/`. */
-  readonly prefix: string;
-  /** The configuration file: `-c` as given if absolute, else the prefix joined to it as text. */
-  readonly confFile: string;
-}
-
-/** Joins `-p` and `-c` as text, as nginx does (no normalization: messages show the paths as the user gave them). */
-export function confPaths(prefixFlag: string | undefined, confFlag: string | undefined): ConfPaths {
-  let prefix = prefixFlag ?? DEFAULT_PREFIX;
-  if (!prefix.endsWith('/')) prefix += '/';
-  const conf = confFlag ?? DEFAULT_CONF;
-  return { prefix, confFile: conf.startsWith('/') ? conf : prefix + conf };
 }
 
 /** nginx's usage text (`-h`, `-?`), with jinx's subcommand. */

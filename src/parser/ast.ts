@@ -9,12 +9,9 @@
  */
 import type { IToken } from 'chevrotain';
 import { ConfigError } from '../errors.js';
+import type { SourceLoc } from '../source-loc.js';
 
-/** A position in a configuration file; `line` counts from 1. */
-export interface SourceLoc {
-  readonly file: string;
-  readonly line: number;
-}
+export type { SourceLoc };
 
 /** One nginx directive with its arguments and block. */
 export interface Directive {
