@@ -15,7 +15,7 @@ import type { ConfigNode, SourceLoc } from '../parser/ast.js';
 import { loadConfig, type LoadedFile } from '../parser/load.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { checkHashSizes } from './hash.js';
-import { compileLogFormat } from '../log/access-log.js';
+import { compileLogFormat } from './log-format.js';
 import {
   checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTrustedCertificates, type CertificatePair,
 } from './certificates.js';

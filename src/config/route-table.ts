@@ -7,9 +7,9 @@
 import type { UpstreamBalancer } from './scope.js';
 import type { SourceLoc } from '../parser/ast.js';
 import type { ConfigWarning } from '../errors.js';
-import type { LogLevel } from '../log/levels.js';
+import type { LogLevel } from '../log-levels.js';
 import type { CompiledValue, VariableGetter } from './variables.js';
-import type { HttpRequestState } from '../runtime/request.js';
+import type { RequestView } from './request-view.js';
 import type { CertificateCacheConf, SessionCacheConf } from './modules/ssl.js';
 import type { CertificatePair } from './certificates.js';
 import type { Cidr } from './cidr.js';
@@ -250,7 +250,7 @@ export interface AccessLogTarget {
 /** A compiled `log_format`. */
 export interface CompiledLogFormat {
   readonly name: string;
-  readonly render: (r: HttpRequestState) => string;
+  readonly render: (r: RequestView) => string;
 }
 
 /** `proxy_set_header` after merging with nginx's defaults. */
@@ -588,7 +588,7 @@ export interface GzipConf {
 export type CharsetSetting =
   | { readonly kind: 'off' }
   | { readonly kind: 'name'; readonly index: number }
-  | { readonly kind: 'variable'; readonly get: (r: HttpRequestState) => string | undefined };
+  | { readonly kind: 'variable'; readonly get: (r: RequestView) => string | undefined };
 
 /** The charset filter's settings of a location. */
 export interface CharsetConf {
@@ -683,7 +683,7 @@ export interface AuthRequestConf {
   /** `auth_request_set`: the variable's index, the value, and the variable's set handler if it has one (`$args`). */
   readonly sets: readonly {
     readonly index: number; readonly value: CompiledValue;
-    readonly handler: ((r: HttpRequestState, value: string) => string | undefined) | undefined;
+    readonly handler: ((r: RequestView, value: string) => string | undefined) | undefined;
   }[];
 }
 

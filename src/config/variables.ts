@@ -12,25 +12,25 @@
  */
 import type { SourceLoc } from '../parser/ast.js';
 import { ConfigError } from '../errors.js';
-import type { HttpRequestState } from '../runtime/request.js';
+import type { RequestView } from './request-view.js';
 import { fail } from './spec.js';
 
 /** Reads a variable for a request; undefined means "not found" (nginx's `not_found`). */
-export type VariableGetter = (r: HttpRequestState) => string | undefined;
+export type VariableGetter = (r: RequestView) => string | undefined;
 
 /** A variable defined by a module: a whole name, or a prefix such as `http_` taking the rest as argument. */
 export interface VariableDef {
   readonly name: string;
   /** For prefix variables: the getter receives the part after the prefix. */
   readonly prefix?: boolean;
-  readonly get: (r: HttpRequestState, suffix: string) => string | undefined;
+  readonly get: (r: RequestView, suffix: string) => string | undefined;
   /** May be assigned with `set` (nginx's `NGX_HTTP_VAR_CHANGEABLE`). */
   readonly changeable?: boolean;
   /**
    * What `set` does instead of storing the value (nginx's `set_handler`):
    * returns an error to log, if any.
    */
-  readonly set?: (r: HttpRequestState, value: string) => string | undefined;
+  readonly set?: (r: RequestView, value: string) => string | undefined;
 }
 
 /** A reference to a variable inside a value: a name, or a regex capture `$1`…`$9`. */
@@ -48,7 +48,7 @@ export interface CompiledValue {
   readonly source: string;
   /** The value when it has no variables. */
   readonly constant: string | undefined;
-  readonly evaluate: (r: HttpRequestState) => string;
+  readonly evaluate: (r: RequestView) => string;
 }
 
 /** How an indexed variable (`set`, `map`, `auth_request_set`) gets its value when read. */
@@ -56,7 +56,7 @@ export type IndexedKind =
   | { readonly kind: 'set' }
   | {
       readonly kind: 'lazy';
-      readonly compute: (r: HttpRequestState) => string;
+      readonly compute: (r: RequestView) => string;
       /** Computed each time it is read, never cached (`map … { volatile; }`). */
       readonly volatile?: boolean;
     };
@@ -127,7 +127,7 @@ export class VariableRegistry {
   private readonly prefixes: VariableDef[] = [];
   private readonly indexed = new Map<string, { index: number; kind: IndexedKind }>();
   private readonly referenced = new Map<string, SourceLoc>();
-  private onUninitialized: ((r: HttpRequestState, name: string) => void) | undefined;
+  private onUninitialized: ((r: RequestView, name: string) => void) | undefined;
 
   constructor(defs: readonly VariableDef[]) {
     for (const d of defs) {
@@ -142,7 +142,7 @@ export class VariableRegistry {
   }
 
   /** Sets what reading an unset `set` variable does (nginx warns `using uninitialized "x" variable`). */
-  setUninitializedHandler(handler: (r: HttpRequestState, name: string) => void): void {
+  setUninitializedHandler(handler: (r: RequestView, name: string) => void): void {
     this.onUninitialized = handler;
   }
 
@@ -239,7 +239,7 @@ export class VariableRegistry {
       };
     }
     const builtin = this.defs.get(name);
-    const fallback = builtin ? (r: HttpRequestState) => builtin.get(r, '') : this.prefixFallback(name);
+    const fallback = builtin ? (r: RequestView) => builtin.get(r, '') : this.prefixFallback(name);
     return (r) => {
       const v = r.vars[index];
       if (v !== undefined) return v;

@@ -1,84 +1,21 @@
 /**
- * The access log: `log_format` compiled once into literal and variable parts
- * (`ngx_http_log_compile_format` in `src/http/modules/ngx_http_log_module.c`),
- * rendered per request and written to a sonic-boom stream per file; gzip
+ * The access log: each request's line, rendered by its compiled `log_format`
+ * (`config/log-format.ts`), written to a sonic-boom stream per file; gzip
  * buffers (`ngx_http_log_gzip`) and files named by variables
- * (`ngx_http_log_script_write`, with `open_log_file_cache`) as nginx writes them.
+ * (`ngx_http_log_script_write`, with `open_log_file_cache`) as nginx writes
+ * them (`src/http/modules/ngx_http_log_module.c`).
  */
 import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { SonicBoom, writeBytes } from './sonic.js';
-import type { AccessLogTarget, CompiledLogFormat } from '../config/route-table.js';
+import type { AccessLogTarget } from '../config/route-table.js';
 import type { OpenLogFileCacheDef } from '../config/modules/log.js';
-import type { VariableRegistry } from '../config/variables.js';
-import type { HttpRequestState } from '../runtime/request.js';
+import type { RequestView } from '../config/request-view.js';
 import { systemErrorText } from '../os-errors.js';
-import type { LogLevel } from './levels.js';
+import type { LogLevel } from '../log-levels.js';
 
 /** Where the access log reports a file it could not write: the request's error log. */
 export type AccessLogErrorSink = (level: LogLevel, message: string) => void;
-
-/**
- * nginx's default escaping of variable values in the access log: `"`, `\`
- * and bytes outside 0x20..0x7e become `\xHH` (`ngx_http_log_escape`).
- * `value` is a byte string, one character per byte, as jinx reads requests
- * and configurations.
- */
-export function escapeDefault(value: string): string {
-  if (/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(value)) return value;
-  let out = '';
-  for (const byte of Buffer.from(value, 'latin1')) {
-    out += byte < 0x20 || byte > 0x7e || byte === 0x22 || byte === 0x5c
-      ? `\\x${byte.toString(16).toUpperCase().padStart(2, '0')}`
-      : String.fromCharCode(byte);
-  }
-  return out;
-}
-
-/**
- * `escape=json` (`ngx_escape_json`): `"` and `\\` escaped, control bytes as
- * `\\n`, `\\r`, `\\t`, `\\b`, `\\f` or `\\u00XX` (upper-case hex), other
- * bytes as they are.
- */
-export function escapeJson(value: string): string {
-  if (!/["\\\x00-\x1f]/.test(value)) return value;
-  return value.replace(/["\\\x00-\x1f]/g, (ch) => JSON_ESCAPES[ch] ?? `\\u00${ch.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
-}
-
-const JSON_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
-
-/**
- * Compiles a format. Variables that are not found print `-` (nginx's
- * `ngx_http_log_variable`), except with `escape=json`/`none` where they
- * print nothing; an empty value prints nothing.
- */
-export function compileLogFormat(
-  name: string, text: string, escape: 'default' | 'json' | 'none', vars: VariableRegistry,
-): CompiledLogFormat {
-  const parts: (string | ((r: HttpRequestState) => string))[] = [];
-  const re = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
-  let last = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    if (m.index > last) parts.push(text.slice(last, m.index));
-    const get = vars.getter(m[1] ?? m[2]!) ?? (() => undefined);
-    const missing = escape === 'default' ? '-' : '';
-    const esc = escape === 'default' ? escapeDefault : escape === 'json' ? escapeJson : (v: string) => v;
-    parts.push((r) => {
-      const v = get(r);
-      return v === undefined ? missing : esc(v);
-    });
-    last = re.lastIndex;
-  }
-  if (last < text.length) parts.push(text.slice(last));
-  return {
-    name,
-    render: (r) => {
-      let out = '';
-      for (const p of parts) out += typeof p === 'string' ? p : p(r);
-      return out;
-    },
-  };
-}
 
 /**
  * A `gzip` access-log buffer (`ngx_http_log_buf_t` with `gzip`): lines are
@@ -247,7 +184,7 @@ export class AccessLogFiles {
    * `onError` gets what nginx logs when a file named by variables cannot be
    * written.
    */
-  write(targets: readonly AccessLogTarget[], r: HttpRequestState, onError: AccessLogErrorSink): void {
+  write(targets: readonly AccessLogTarget[], r: RequestView, onError: AccessLogErrorSink): void {
     for (const t of targets) {
       if (t.condition) {
         const c = t.condition.evaluate(r);
@@ -266,7 +203,7 @@ export class AccessLogFiles {
    * file the value names is opened, written and closed, or kept open by
    * `open_log_file_cache` (`open() "…" failed` at level crit).
    */
-  private writeNamed(t: AccessLogTarget, r: HttpRequestState, line: string, onError: AccessLogErrorSink): void {
+  private writeNamed(t: AccessLogTarget, r: RequestView, line: string, onError: AccessLogErrorSink): void {
     const root = r.documentRoot();
     let failure: unknown;
     try {

@@ -13,8 +13,8 @@
 import pino, { type Logger } from 'pino';
 import { SonicBoom, writeBytes } from './sonic.js';
 import type { ErrorLogTarget } from '../config/route-table.js';
-import type { HttpRequestState } from '../runtime/request.js';
-import { LOG_LEVELS, type LogLevel } from './levels.js';
+import type { RequestView } from '../config/request-view.js';
+import { LOG_LEVELS, type LogLevel } from '../log-levels.js';
 
 /** nginx's `NGX_MAX_ERROR_STR`: a line is cut to this many bytes, its newline included. */
 const MAX_LINE_BYTES = 2048;
@@ -45,7 +45,7 @@ export function errorLogTime(nowMs: number = Date.now()): string {
  * `client`, `server`, `request`, `subrequest`, `upstream`, `host`, `referrer`,
  * each present exactly when nginx prints it.
  */
-export function requestContext(r: HttpRequestState): string {
+export function requestContext(r: RequestView): string {
   const main = r.parent ?? r;
   let s = r.action ? ` while ${r.action}` : '';
   s += `, client: ${main.clientAddr}, server: ${main.server.name}`;

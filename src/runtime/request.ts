@@ -5,66 +5,20 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';
+import type { ConnectionView, RequestView, UpstreamState } from '../config/request-view.js';
 import type { SsiState } from './filters/ssi.js';
 import type { TlsDetails } from './tls-details.js';
-import type { ProxyProtocolHeader } from './proxy-protocol.js';
 
-/** The client connection a request arrived on (nginx's `ngx_connection_t`). */
-export interface ClientConnection {
-  /** nginx's connection number, printed as `*N` in the error log. */
-  readonly id: number;
-  /**
-   * Peer address of the socket (`unix:` on a unix domain socket), before
-   * `set_real_ip_from` is applied; the port is 0 when there is none.
-   */
-  readonly peerAddr: string;
-  readonly peerPort: number;
-  /** Local address and port the connection was accepted on (`unix:PATH` and 0 on a unix domain socket). */
-  readonly localAddr: string;
-  readonly localPort: number;
-  /** What the connection's PROXY protocol header said (`listen … proxy_protocol`), if it had addresses. */
-  readonly proxyProtocol?: ProxyProtocolHeader | undefined;
-  /** TLS details when the connection is over TLS. */
-  readonly tls: TlsDetails | undefined;
-  /** Requests served on this connection so far, this one included. */
-  requests: number;
-  /** When the connection was accepted, in ms since the epoch. */
-  readonly acceptedAtMs: number;
-}
+export type { UpstreamState };
 
 /**
- * One attempt of a request at an upstream peer (nginx's
- * `ngx_http_upstream_state_t`), for `$upstream_*` and the error log's
- * `upstream:` field. Times are milliseconds from the start of the attempt;
- * undefined prints as `-`.
+ * The client connection a request arrived on (nginx's `ngx_connection_t`):
+ * what variables read of it (`ConnectionView`), with the runtime's TLS
+ * details and the count of requests it served, which the runtime advances.
  */
-export interface UpstreamState {
-  /** `scheme://host:port/uri` as nginx prints it in the error log (schema + peer name + uri). */
-  logName: string;
-  /** `$upstream_addr`: `IP:port` of the peer tried, or the name when it could not be resolved. */
-  addr: string;
-  /** `$upstream_status`, `undefined` until a status line arrived. */
-  status: number | undefined;
-  /** When the attempt started, in ms since the epoch (nginx's `u->start_time`). */
-  readonly startMs: number;
-  /** `$upstream_connect_time`: until the connection was ready (TLS included). */
-  connectTimeMs: number | undefined;
-  /** `$upstream_header_time`: until the response header was read. */
-  headerTimeMs: number | undefined;
-  /** `$upstream_response_time`: until the attempt ended; undefined while it runs. */
-  responseTimeMs: number | undefined;
-  /** `$upstream_response_length`: body bytes received, set when the attempt ends. */
-  responseLength: number;
-  /** `$upstream_bytes_received`: bytes read from the peer's connection so far. */
-  bytesReceived: number;
-  /** `$upstream_bytes_sent`: bytes written to the peer's connection, set when the attempt ends. */
-  bytesSent: number;
-  /** Response headers of the upstream as received, names and values alternating, for `$upstream_http_*`. */
-  headers: readonly string[];
-  /** Response trailers of the upstream, names and values alternating, for `$upstream_trailer_*`. */
-  trailers: readonly string[];
-  /** Earlier attempts of the request at other peers (`proxy_next_upstream`), oldest first. */
-  readonly earlier: readonly UpstreamState[];
+export interface ClientConnection extends ConnectionView {
+  readonly tls: TlsDetails | undefined;
+  requests: number;
 }
 
 /** A new attempt at `addr`, started now. */
@@ -100,9 +54,10 @@ export type LogAction = string | undefined;
 /**
  * One request. Fields are written by the phases in order: the server and
  * location are chosen, rewrites change `uri`/`args`, the handler fills in the
- * upstream and status.
+ * upstream and status. Configuration code (variables, scripts, log formats)
+ * sees it as a `RequestView`.
  */
-export class HttpRequestState {
+export class HttpRequestState implements RequestView {
   /** `$remote_addr`: the client address, after the realip module. */
   clientAddr: string;
   clientPort: number;

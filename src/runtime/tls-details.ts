@@ -16,8 +16,9 @@ import type { TLSSocket } from 'node:tls';
 import { children, element } from './der.js';
 import { parseClientHello, type ClientHello } from './client-hello.js';
 import { cipherName, groupId, groupName } from './openssl-names.js';
-import { X509_ERRORS } from './upstream/errors.js';
+import { X509_ERRORS } from './x509-errors.js';
 import { certificateText, pem, type CertificateText } from './x509-text.js';
+import type { ClientCertificateView, TlsView } from '../config/request-view.js';
 
 /**
  * The groups a Node.js server offers (`ecdhCurve: 'auto'`: OpenSSL 3.0's
@@ -40,7 +41,7 @@ function escapeUriComponent(s: string): string {
 }
 
 /** A client certificate as the `$ssl_client_*` variables print it, each part made when first asked for. */
-export class ClientCertificate {
+export class ClientCertificate implements ClientCertificateView {
   private parsed: CertificateText | null | undefined;
   private pemText: string | undefined;
   private sha1: string | undefined;
@@ -128,7 +129,7 @@ export class ClientCertificate {
 }
 
 /** What the `$ssl_*` variables and `$https` report about one TLS connection. */
-export class TlsDetails {
+export class TlsDetails implements TlsView {
   /** `$ssl_server_name`: the SNI name, when the client sent one. */
   readonly serverName: string | undefined;
   /** `$ssl_protocol`: `TLSv1.3` … (`SSL_get_version`). */

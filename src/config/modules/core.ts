@@ -10,7 +10,7 @@ import { basename } from 'node:path';
 import { systemErrorText } from '../../os-errors.js';
 import type { Directive } from '../../parser/ast.js';
 import { cString } from '../../c-string.js';
-import { isLogLevel, type LogLevel } from '../../log/levels.js';
+import { isLogLevel, type LogLevel } from '../../log-levels.js';
 import { ANY_CONTEXT, HTTP_SRV_LOC, type Context } from '../flags.js';
 import { accountExists } from '../accounts.js';
 import {

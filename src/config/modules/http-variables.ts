@@ -14,13 +14,12 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { isIP } from 'node:net';
 import type { VariableDef } from '../variables.js';
-import type { HttpRequestState, UpstreamState } from '../../runtime/request.js';
+import type { ClientCertificateView, RequestView, UpstreamState } from '../request-view.js';
 import { NGINX_VERSION } from '../../version.js';
 import { parseSize } from '../spec.js';
-import { fastcgiSplit } from '../../runtime/fastcgi-split.js';
-import { basicCredentials } from '../../runtime/credentials.js';
-import type { ClientCertificate } from '../../runtime/tls-details.js';
-import { proxyProtocolTlv } from '../../runtime/proxy-protocol.js';
+import { fastcgiSplit } from '../fastcgi-split.js';
+import { basicCredentials } from '../../credentials.js';
+import { proxyProtocolTlv } from '../proxy-protocol-tlv.js';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
@@ -56,7 +55,7 @@ const SINGLE_HEADERS = new Set([
  * `ngx_http_variable_cookies` do (node:http keeps only the first of some
  * headers, so the raw list is read).
  */
-function requestHeader(r: HttpRequestState, name: string): string | undefined {
+function requestHeader(r: RequestView, name: string): string | undefined {
   const raw = r.rawHeaders;
   const sep = name === 'cookie' ? '; ' : ', ';
   let out: string | undefined;
@@ -85,7 +84,7 @@ function argument(args: string, name: string): string | undefined {
 }
 
 /** One cookie (`$cookie_NAME`). */
-function cookie(r: HttpRequestState, name: string): string | undefined {
+function cookie(r: RequestView, name: string): string | undefined {
   const raw = r.headers.cookie;
   if (raw === undefined) return undefined;
   for (const part of (Array.isArray(raw) ? raw.join('; ') : raw).split(';')) {
@@ -102,7 +101,7 @@ function cookie(r: HttpRequestState, name: string): string | undefined {
  * (nginx's `headers_out` as the header filters build it); once sent, the
  * headers as sent.
  */
-function sentHeader(r: HttpRequestState, name: string): string | undefined {
+function sentHeader(r: RequestView, name: string): string | undefined {
   const key = name.replace(/_/g, '-');
   if (r.outHeaders) return fieldOf(r.outHeaders, key);
   const v = r.sentHeaders[key];
@@ -111,7 +110,7 @@ function sentHeader(r: HttpRequestState, name: string): string | undefined {
 }
 
 /** `$sent_trailer_NAME`: the response trailer(s) of that name (`add_trailer`), joined with ", ". */
-function sentTrailer(r: HttpRequestState, name: string): string | undefined {
+function sentTrailer(r: RequestView, name: string): string | undefined {
   return r.outTrailers ? fieldOf(r.outTrailers, name.replace(/_/g, '-')) : undefined;
 }
 
@@ -143,7 +142,7 @@ function upstreamField(raw: readonly string[] | undefined, name: string): string
  * the name is the start of a header's value, matched case-insensitively; the
  * value ends at `;`).
  */
-function upstreamCookie(r: HttpRequestState, name: string): string | undefined {
+function upstreamCookie(r: RequestView, name: string): string | undefined {
   const raw = r.upstream?.headers;
   if (!raw) return undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -160,7 +159,7 @@ function upstreamCookie(r: HttpRequestState, name: string): string | undefined {
  * The attempts of a request at upstream peers, oldest first; undefined
  * before the first (nginx's empty `r->upstream_states`: "not found").
  */
-function attempts(r: HttpRequestState): readonly UpstreamState[] | undefined {
+function attempts(r: RequestView): readonly UpstreamState[] | undefined {
   const up = r.upstream;
   return up ? [...up.earlier, up] : undefined;
 }
@@ -169,7 +168,7 @@ function attempts(r: HttpRequestState): readonly UpstreamState[] | undefined {
  * An `$upstream_*` variable: one value per attempt, joined with ", "
  * (`ngx_http_upstream_addr_variable` and its neighbours).
  */
-function perAttempt(value: (state: UpstreamState) => string): (r: HttpRequestState) => string | undefined {
+function perAttempt(value: (state: UpstreamState) => string): (r: RequestView) => string | undefined {
   return (r) => attempts(r)?.map(value).join(', ');
 }
 
@@ -186,14 +185,14 @@ const statusText = (s: UpstreamState): string => (s.status === undefined ? '-' :
 const noTcpInfo = (): undefined => undefined;
 
 /** `$http2`: `h2` over TLS, `h2c` in clear text, empty for other protocols (`ngx_http_v2_variable`). */
-function http2Protocol(r: HttpRequestState): string {
+function http2Protocol(r: RequestView): string {
   const main = r.parent ?? r;
   if (main.protocol !== 'HTTP/2.0') return '';
   return main.scheme === 'https' ? 'h2' : 'h2c';
 }
 
 /** Whether the request says it has a body (a length or `Transfer-Encoding`). */
-function hasBody(r: HttpRequestState): boolean {
+function hasBody(r: RequestView): boolean {
   return r.headers['content-length'] !== undefined || r.headers['transfer-encoding'] !== undefined;
 }
 
@@ -201,7 +200,7 @@ function hasBody(r: HttpRequestState): boolean {
  * `$proxy_internal_body_length`: the length of the body sent upstream, when
  * known (`proxy_set_body`'s value, the body read whole, or the declared length).
  */
-function proxyBodyLength(r: HttpRequestState): string | undefined {
+function proxyBodyLength(r: RequestView): string | undefined {
   const set = r.loc.proxy?.setBody;
   if (set) return String(Buffer.byteLength(set.evaluate(r), 'latin1'));
   if (r.bodyLength !== undefined) return String(r.bodyLength);
@@ -209,14 +208,14 @@ function proxyBodyLength(r: HttpRequestState): string | undefined {
 }
 
 /** `$request_body`: the body when it was read into memory (`ngx_http_variable_request_body`). */
-function requestBody(r: HttpRequestState): string | undefined {
+function requestBody(r: RequestView): string | undefined {
   const body = (r.parent ?? r).requestBody;
   // an empty body leaves nginx's buffer chain empty: not found
   return body?.kind === 'memory' && body.data.length > 0 ? body.data.toString('latin1') : undefined;
 }
 
 /** `$request_body_file`: the temp file holding the body, when it was written to one. */
-function requestBodyFile(r: HttpRequestState): string | undefined {
+function requestBodyFile(r: RequestView): string | undefined {
   const body = (r.parent ?? r).requestBody;
   return body?.kind === 'file' ? body.path : undefined;
 }
@@ -229,7 +228,7 @@ const portText = (port: number): string => (port > 0 ? String(port) : '');
  * value of a TLV of the connection's PROXY protocol v2 header, by name or
  * `0x` type; not found without one.
  */
-function proxyProtocolTlvText(r: HttpRequestState, name: string): string | undefined {
+function proxyProtocolTlvText(r: RequestView, name: string): string | undefined {
   const pp = r.conn.proxyProtocol;
   return pp ? proxyProtocolTlv(pp, name).value?.toString('latin1') : undefined;
 }
@@ -260,12 +259,12 @@ function binaryAddress(addr: string): string {
  * an address where some server does (README, "Differences from nginx"), and
  * a server that does not ask ignores it, as if it had not been sent.
  */
-function clientCertificate(r: HttpRequestState): ClientCertificate | undefined {
+function clientCertificate(r: RequestView): ClientCertificateView | undefined {
   if (r.server.verifyClient === 'off') return undefined;
   return r.conn.tls?.clientCertificate;
 }
 
-const requestIds = new WeakMap<HttpRequestState, string>();
+const requestIds = new WeakMap<RequestView, string>();
 
 /** The variables jinx defines. */
 /**
@@ -273,7 +272,7 @@ const requestIds = new WeakMap<HttpRequestState, string>();
  * with two decimals, rounded as nginx rounds (2.125 gives 2.13); not found
  * until the gzip filter has ended.
  */
-function gzipRatio(r: HttpRequestState): string | undefined {
+function gzipRatio(r: RequestView): string | undefined {
   const c = r.gzipCounts;
   if (!c || c.zout === 0) return undefined;
   let whole = Math.floor(c.zin / c.zout);

@@ -5,7 +5,7 @@
  * evaluated each time it is read.
  */
 import type { Directive } from '../../parser/ast.js';
-import type { HttpRequestState } from '../../runtime/request.js';
+import type { RequestView } from '../request-view.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import { DirectiveFailure, fail, noEffect, rule, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
@@ -26,7 +26,7 @@ export interface MapDef {
   readonly regexes: { readonly regex: NginxRegex; readonly value: ValueSource }[];
   defaultValue: ValueSource | undefined;
   /** Set once bound at compile time; read by the variable's getter. */
-  bound: ((r: HttpRequestState) => string) | undefined;
+  bound: ((r: RequestView) => string) | undefined;
 }
 
 function readEntries(d: Directive, cx: SetContext, map: MapDef): void {

@@ -10,6 +10,7 @@ import { compileRegex, type NginxRegex } from '../regex.js';
 import { fail, flagSetter, LevelConf, listSlot, slot, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableGetter, VariableRegistry } from '../variables.js';
 import type { LocationConf, NamedCapture } from '../route-table.js';
+import type { RequestView } from '../request-view.js';
 
 const REWRITE = 'ngx_http_rewrite_module';
 
@@ -38,18 +39,16 @@ export type ScriptOpDef =
 
 /** A condition, bound. */
 export type Condition =
-  | { readonly kind: 'var'; readonly get: (r: Req) => string }
-  | { readonly kind: 'equal'; readonly get: (r: Req) => string; readonly negate: boolean; readonly value: CompiledValue }
+  | { readonly kind: 'var'; readonly get: (r: RequestView) => string }
+  | { readonly kind: 'equal'; readonly get: (r: RequestView) => string; readonly negate: boolean; readonly value: CompiledValue }
   | {
-      readonly kind: 'regex'; readonly get: (r: Req) => string; readonly negate: boolean; readonly regex: RegExp;
+      readonly kind: 'regex'; readonly get: (r: RequestView) => string; readonly negate: boolean; readonly regex: RegExp;
       readonly namedCaptures: readonly NamedCapture[];
     }
   | { readonly kind: 'file'; readonly test: 'f' | 'd' | 'e' | 'x'; readonly negate: boolean; readonly path: CompiledValue };
 
-type Req = import('../../runtime/request.js').HttpRequestState;
-
 /** The `set_handler` of a built-in variable: `set` calls it instead of storing the value; it returns an error to log. */
-type SetHandler = (r: Req, value: string) => string | undefined;
+type SetHandler = (r: RequestView, value: string) => string | undefined;
 
 /** A rewrite directive, bound and ready to run. */
 export type ScriptOp =
@@ -254,7 +253,7 @@ export function bindScript(
 function bindCondition(c: ConditionDef, vars: VariableRegistry): Condition {
   if (c.kind === 'file') return { kind: 'file', test: c.test, negate: c.negate, path: vars.bind(c.path) };
   const getter = vars.getter(c.name)!;
-  const get = (r: Req): string => getter(r) ?? '';
+  const get = (r: RequestView): string => getter(r) ?? '';
   if (c.kind === 'var') return { kind: 'var', get };
   if (c.kind === 'equal') return { kind: 'equal', get, negate: c.negate, value: vars.bind(c.value) };
   return { kind: 'regex', get, negate: c.negate, regex: c.regex.regex, namedCaptures: namedCaptures(c.regex, vars) };

@@ -7,7 +7,7 @@
 import { HTTP_SRV_LOC, HTTP_SRV_LOC_LIF } from '../flags.js';
 import { flagSetter, noEffect, rule, sizeSetter, slot, typesSetter, type DirectiveSpec, type MimeTypeSet } from '../spec.js';
 import type { VariableDef } from '../variables.js';
-import { ssiDate } from '../../runtime/filters/ssi-time.js';
+import { ssiDate } from '../ssi-time.js';
 
 const SSI = 'ngx_http_ssi_filter_module';
 

@@ -23,7 +23,7 @@ import { HttpRequestState } from '../request.js';
 import { parseUnsafeUri } from '../uri.js';
 import { FilteredTarget, type HeaderFilter } from './chain.js';
 import { bodyChanged, contentLength, responseContentType, typeListed, type ContentType } from './headers.js';
-import { SSI_DEFAULT_TIMEFMT } from './ssi-time.js';
+import { SSI_DEFAULT_TIMEFMT } from '../../config/ssi-time.js';
 
 /** nginx's limits (`ngx_http_ssi_filter_module.h`). */
 const COMMAND_LEN = 32;

@@ -19,7 +19,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
 import type { AccessResult } from './access.js';
-import { basicCredentials } from '../credentials.js';
+import { basicCredentials } from '../../credentials.js';
 
 /** apache-md5 is CommonJS: its default import is the function, which its types describe as a namespace. */
 const aprMd5 = aprMd5Module as unknown as (password: string, salt: string) => string;

@@ -4,9 +4,10 @@
  * (first and second capture), with `fastcgi_index` appended to a script
  * name ending in `/`.
  */
-import type { HttpRequestState } from './request.js';
+import type { RequestView } from './request-view.js';
 
-export function fastcgiSplit(r: HttpRequestState): { script: string; pathInfo: string } {
+/** The script name and path info of the request's URI in its location. */
+export function fastcgiSplit(r: RequestView): { script: string; pathInfo: string } {
   const split = r.loc.fastcgiSplit;
   let script = r.uri;
   let pathInfo = '';
