@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';
 import type { ConnectionView, RequestView, UpstreamState } from '../config/request-view.js';
-import type { SsiState } from './filters/ssi.js';
+import type { SsiState } from './filters/ssi-state.js';
 import type { TlsDetails } from './tls-details.js';
 
 export type { UpstreamState };

@@ -23,7 +23,7 @@ import { HttpRequestState } from '../request.js';
 import { parseUnsafeUri } from '../uri.js';
 import { FilteredTarget, type HeaderFilter } from './chain.js';
 import { bodyChanged, contentLength, responseContentType, typeListed, type ContentType } from './headers.js';
-import { SSI_DEFAULT_TIMEFMT } from '../../config/ssi-time.js';
+import { SsiState, type Block } from './ssi-state.js';
 
 /** nginx's limits (`ngx_http_ssi_filter_module.h`). */
 const COMMAND_LEN = 32;
@@ -31,30 +31,6 @@ const PARAM_LEN = 32;
 const MAX_PARAMS = 16;
 /** `NGX_HTTP_MAX_SUBREQUESTS`: how deep subrequests may nest. */
 const MAX_SUBREQUEST_DEPTH = 50;
-
-const DEFAULT_ERRMSG = '[an error occurred while processing the directive]';
-
-/** A named `block`: its text, commands in it kept as text (`ngx_http_ssi_block_t`). */
-interface Block {
-  readonly name: string;
-  readonly parts: Buffer[];
-}
-
-/**
- * What the SSI filter keeps for a request (nginx's module ctx): `timefmt`
- * and `errmsg` of its own page; SSI variables, blocks and the last regex's
- * captures live in the main request's state and are shared by every
- * included page.
- */
-export class SsiState {
-  timefmt = SSI_DEFAULT_TIMEFMT;
-  errmsg = DEFAULT_ERRMSG;
-  /** Variables of `set`, `include … set=` and named captures, by lowercase name. */
-  readonly variables = new Map<string, string>();
-  readonly blocks: Block[] = [];
-  /** `$0`…`$9` of the last regex an `if` matched. */
-  captures: readonly string[] = [];
-}
 
 /** One parsed command: its name and parameters, in order, as bytes (latin1). */
 interface Command {
