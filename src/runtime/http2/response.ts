@@ -17,7 +17,6 @@ import { armSendTimer, type ClientResponseTarget, type SendTimeout } from '../ex
 import { httpDate } from '../http1/response.js';
 import type { HttpRequestState } from '../request.js';
 import { responseHeaders, responseTrailers } from '../respond.js';
-import type { Http2Stream } from './connection.js';
 import { FLAG, FRAME, frameHeader } from './frames.js';
 import { STATIC_TABLE, writeInt, writeString } from './hpack.js';
 
@@ -98,6 +97,26 @@ function encodeTrailers(trailers: readonly [string, string][]): Buffer | undefin
   return Buffer.from(out);
 }
 
+/**
+ * What a response reads and sets of its stream and the stream's connection
+ * (`Http2Stream` and `Http2Connection` of connection.ts, which creates the
+ * response: typed here so that this file does not import that one).
+ */
+interface ResponseStream {
+  readonly id: number;
+  readonly requestLength: number;
+  outClosed: boolean;
+  finished: boolean;
+  readonly conn: {
+    readonly frameSize: number;
+    readonly socketBuffered: number;
+    wantsToSend(stream: ResponseStream): void;
+    windowClosed(stream: ResponseStream): boolean;
+    onSocketDrain(cb: () => void): void;
+    closeStream(stream: ResponseStream, timedOut?: boolean): void;
+  };
+}
+
 /** The response to one stream's request. */
 export class Http2Target implements ClientResponseTarget {
   /** The encoded header block, once `head` was called; `headFin` when it ends the stream. */
@@ -130,7 +149,7 @@ export class Http2Target implements ClientResponseTarget {
   /** Frames written for the response, headers included (`$bytes_sent`: nginx counts each frame's header and payload). */
   bytesSent = 0;
 
-  constructor(private readonly stream: Http2Stream, readonly headOnly: boolean) {}
+  constructor(private readonly stream: ResponseStream, readonly headOnly: boolean) {}
 
   get requestBodyBytes(): number {
     return this.stream.requestLength;
