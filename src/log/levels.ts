@@ -3,4 +3,4 @@
  * log/. They live in `src/log-levels.ts`, below every layer, because
  * configuration reads them too (`error_log`, `*_log_level` directives).
  */
-export { isLogLevel, LOG_LEVELS, severity, type LogLevel } from '../log-levels.js';
+export { severity, type LogLevel } from '../log-levels.js';
