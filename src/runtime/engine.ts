@@ -69,6 +69,7 @@ export class Engine {
       onHttp1: (socket, first) => http1.start(socket, first, key),
       onHttp2: (socket, first) => http2.start(socket, first, key),
       handshakeContext: (server, socket, serverName) => handshakes.context(server, socket, serverName, key),
+      onServerName: (socket, rejected) => handshakes.serverName(socket, rejected),
       onTlsError: (err, socket) => handshakes.failed(err, socket, key),
     }));
   }

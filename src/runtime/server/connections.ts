@@ -34,6 +34,10 @@ export interface OpenConnection {
   active: number;
   /** The first TLS record the client sent (its ClientHello), for the `$ssl_*` variables Node.js has no answer for. */
   clientHello: Buffer | undefined;
+  /** Whether the client sent a server name (SNI) in its TLS handshake. */
+  sentSni: boolean;
+  /** Whether `ssl_reject_handshake` refused the TLS handshake. */
+  handshakeRejected: boolean;
   /** The server whose certificates could not be read for the TLS handshake (`cert cb error`). */
   certificateFailed: VirtualServer | undefined;
 }
@@ -128,7 +132,7 @@ export class ClientConnections {
     raw.setNoDelay(true);
     const conn: OpenConnection = {
       info: connectionInfo(raw, unixPath, this.numbers.next(), Date.now()),
-      raw, gen, http1: undefined, h2: undefined, active: 0, clientHello: undefined, certificateFailed: undefined,
+      raw, gen, http1: undefined, h2: undefined, active: 0, clientHello: undefined, sentSni: false, handshakeRejected: false, certificateFailed: undefined,
     };
     this.open.add(conn);
     this.bySocket.set(raw, conn);

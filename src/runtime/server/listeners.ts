@@ -4,7 +4,7 @@
  * binds the new addresses first and closes the ones it dropped after.
  */
 import type { ListenGroup } from '../../config/route-table.js';
-import { bindListener, createListener, tlsServerOf, type ListenHooks, type Listener } from '../listen.js';
+import { bindListener, createListener, type ListenHooks, type Listener } from '../listen.js';
 import type { Generation } from './generations.js';
 
 /** The server's listening sockets by `listenKey`. */
@@ -39,18 +39,18 @@ export class Listeners {
   keepOnly(gen: Generation): void {
     for (const [key, server] of this.byKey) {
       if (gen.groups.has(key)) continue;
-      server.close();
+      server.front.close();
       this.byKey.delete(key);
     }
     for (const [key, server] of this.byKey) {
       const group = gen.groups.get(key)!;
-      tlsServerOf(server)?.setSecureContext(gen.tls.optionsOf(group.servers.defaultServer));
+      server.tls?.setSecureContext(gen.tls.optionsOf(group.servers.defaultServer));
     }
   }
 
   /** Closes every listening socket; resolves once all are closed. */
   closeAll(): Promise<void> {
-    const closing = [...this.byKey.values()].map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+    const closing = [...this.byKey.values()].map((s) => new Promise<void>((resolve) => s.front.close(() => resolve())));
     this.byKey.clear();
     return Promise.all(closing).then(() => undefined);
   }

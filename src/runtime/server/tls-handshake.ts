@@ -10,7 +10,6 @@ import type { SecureContext, TLSSocket } from 'node:tls';
 import type { VirtualServer } from '../../config/route-table.js';
 import { ConfigError } from '../../errors.js';
 import { parseClientHello } from '../client-hello.js';
-import { handshakeRejected, sentSni } from '../listen.js';
 import { HttpRequestState } from '../request.js';
 import { findServer } from '../server-names.js';
 import { TlsDetails } from '../tls-details.js';
@@ -89,6 +88,14 @@ export class TlsHandshakes {
     }
   }
 
+  /** The client of `socket` sent a server name; `rejected` by `ssl_reject_handshake`. */
+  serverName(socket: TLSSocket, rejected: boolean): void {
+    const conn = this.connections.of(socket);
+    if (!conn) return;
+    conn.sentSni = true;
+    if (rejected) conn.handshakeRejected = true;
+  }
+
   /**
    * A TLS handshake that failed: `ssl_reject_handshake` is nginx's info line
    * `handshake rejected while SSL handshaking` (`ngx_http_ssl_servername`);
@@ -105,7 +112,7 @@ export class TlsHandshakes {
     const conn = this.connections.of(socket);
     const group = this.generations.current.groups.get(groupKey);
     if (!conn || !group) return;
-    if (handshakeRejected(socket)) {
+    if (conn.handshakeRejected) {
       this.logConnection(group, conn.info, 'handshake rejected while SSL handshaking');
       return;
     }
@@ -115,7 +122,7 @@ export class TlsHandshakes {
       return;
     }
     const defaultServer = addressServers(group, conn.info).defaultServer;
-    if (!sentSni(socket) && this.generations.current.tls.perHandshake(defaultServer)) this.context(defaultServer, socket, '', groupKey);
+    if (!conn.sentSni && this.generations.current.tls.perHandshake(defaultServer)) this.context(defaultServer, socket, '', groupKey);
     const server = conn.certificateFailed;
     if (server) {
       const certCbError = 'SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error) while SSL handshaking';
