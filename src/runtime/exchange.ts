@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
 import type { HttpRequestState } from './request.js';
+import { tcpSocketOf } from './server/tcp-socket.js';
 
 /** Where a response goes. */
 export interface ResponseTarget {
@@ -83,7 +84,7 @@ export interface ClientResponseTarget extends ResponseTarget {
  * before closing): on the TCP socket under TLS, if any.
  */
 export function resetConnection(socket: Socket): void {
-  const tcp = (socket as Socket & { _parent?: Socket | null })._parent ?? socket;
+  const tcp = tcpSocketOf(socket);
   try {
     tcp.resetAndDestroy();
   } catch {

@@ -1,8 +1,9 @@
 /**
- * Listening sockets: one node:http or node:https server per address:port of
- * the route table, all sharing the engine's request handler. TLS servers pick
- * the certificate by SNI with nginx's server-name rules, and refuse the
- * handshake for a server with `ssl_reject_handshake on`.
+ * Listening sockets: one TCP server per address:port of the route table,
+ * which tells each connection's protocol from its first bytes and reports
+ * to the server through `ListenHooks`. On a TLS address node:tls picks the
+ * certificate by SNI with nginx's server-name rules, and the handshake is
+ * refused for a server with `ssl_reject_handshake on`.
  */
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { constants as cryptoConstants } from 'node:crypto';
@@ -131,13 +132,16 @@ export class TlsContexts {
 }
 
 /**
- * A listening server: a TCP server that hands each connection to jinx's
- * HTTP/1.x connection (`http1/connection.ts`), to its HTTP/2 connection
- * (`http2/connection.ts`: h2c with prior knowledge, with `http2 on`), or to
- * node:tls first (a TLS address), whose secured connections go to HTTP/2 or
- * HTTP/1.x by ALPN.
+ * A listening server: a TCP server (`front`) that hands each connection to
+ * jinx's HTTP/1.x connection (`http1/connection.ts`), to its HTTP/2
+ * connection (`http2/connection.ts`: h2c with prior knowledge, with `http2
+ * on`), or on a TLS address to node:tls first (`tls`, whose default context
+ * a reload replaces), whose secured connections go to HTTP/2 or HTTP/1.x by ALPN.
  */
-export type Listener = NetServer;
+export interface Listener {
+  readonly front: NetServer;
+  readonly tls: TlsServer | undefined;
+}
 
 /** How a listening server reaches the current configuration. */
 export interface ListenHooks {
@@ -178,6 +182,12 @@ export interface ListenHooks {
    * why), a context without certificates, which fails the handshake.
    */
   handshakeContext(server: VirtualServer, socket: TLSSocket, serverName: string): SecureContext;
+  /**
+   * The client of a TLS socket sent a server name (node:tls calls
+   * `SNICallback` only then); `rejected` when `ssl_reject_handshake` of the
+   * server it names refuses the handshake.
+   */
+  onServerName(socket: TLSSocket, rejected: boolean): void;
   /** A TLS handshake failed (or was refused by `ssl_reject_handshake`). */
   onTlsError(err: Error, socket: TLSSocket): void;
   /**
@@ -187,18 +197,6 @@ export interface ListenHooks {
    */
   onHttp2(socket: Socket, first: Buffer): void;
 }
-
-/** TLS sockets whose client sent SNI (node:tls calls `SNICallback` only then). */
-const withSni = new WeakSet<TLSSocket>();
-
-/** Whether the client of a TLS socket sent a server name (known before the handshake completes). */
-export const sentSni = (socket: TLSSocket): boolean => withSni.has(socket);
-
-/** TLS sockets whose handshake `ssl_reject_handshake` refused. */
-const rejected = new WeakSet<TLSSocket>();
-
-/** Whether `ssl_reject_handshake` refused the handshake of a TLS socket. */
-export const handshakeRejected = (socket: TLSSocket): boolean => rejected.has(socket);
 
 /** The protocols `ngx_http_ssl_alpn_select` offers, in its order of preference, with and without HTTP/2. */
 const ALPN_HTTP1 = ['http/1.1', 'http/1.0', 'http/0.9'];
@@ -230,11 +228,12 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
   if (!group.ssl) {
     // `http2 on` on a plain address: h2c with prior knowledge (the connection preface), else HTTP/1.x;
     // ngx_http_wait_request_handler looks for the preface when the address's default server has `http2 on`
-    return frontServer(hooks, key, group, (socket, first) => {
+    const front = frontServer(hooks, key, group, (socket, first) => {
       if (h2 && startsWithPreface(first) && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress))) {
         hooks.onHttp2(socket, first);
       } else hooks.onHttp1(socket, first);
     });
+    return { front, tls: undefined };
   }
   const tlsOptions = {
     ...hooks.tls().optionsOf(group.servers.defaultServer),
@@ -249,14 +248,13 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     },
     // node:tls calls it on the socket being handshaken
     SNICallback(this: TLSSocket, name: string, cb: (err: Error | null, ctx?: SecureContext) => void) {
-      withSni.add(this);
       const g = hooks.group(key) ?? group;
       const vs = findServer(g.servers, name.toLowerCase());
       const tls = hooks.tls();
+      hooks.onServerName(this, vs.tls?.rejectHandshake === true);
       if (vs.tls?.rejectHandshake) {
         // a name the ClientHello's first record did not show (`onClientHello` refuses the others):
         // a context without certificates, so that OpenSSL ends the handshake with an alert
-        rejected.add(this);
         return cb(null, tls.withoutCertificate(vs));
       }
       // ngx_http_ssl_servername: a server without certificates keeps the default server's
@@ -294,16 +292,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     socket.allowHalfOpen = false;
     tlsServer.emit('connection', socket);
   });
-  tlsServers.set(front, tlsServer);
-  return front;
-}
-
-/** The node:tls server behind each TLS listener, whose default context a reload replaces. */
-const tlsServers = new WeakMap<Listener, TlsServer>();
-
-/** The node:tls server behind a listener on a TLS address, if it is one. */
-export function tlsServerOf(listener: Listener): TlsServer | undefined {
-  return tlsServers.get(listener);
+  return { front, tls: tlsServer };
 }
 
 /** The HTTP/2 client connection preface (RFC 9113 section 3.4, `NGX_HTTP_V2_PREFACE`). */
@@ -399,7 +388,7 @@ function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route:
  * `ngx_open_listening_sockets` chmods it (0666); closing the server removes
  * its file, as `ngx_close_listening_sockets` does on exit.
  */
-export function bindListener(server: Listener, group: ListenGroup): Promise<void> {
+export function bindListener({ front: server }: Listener, group: ListenGroup): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => {
       reject(new ConfigError('file', `bind() to ${group.addrText.replace(/^\*/, '0.0.0.0')} failed (${systemErrorText(err)})`));
