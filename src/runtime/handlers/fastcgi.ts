@@ -19,19 +19,19 @@ import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
-import { applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
+import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
-import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
+import {
+  mapUpstreamError, READING_BODY, READING_HEADER, SendTimeoutError, upstreamFailure, upstreamTimeout, type UpstreamFailure,
+} from '../upstream/errors.js';
 import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
 import {
   beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, StderrCaught, type BodyReading,
 } from '../upstream/fastcgi-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt } from './upstream-peer.js';
-
-const READING_HEADER = 'reading response header from upstream';
-const READING_BODY = 'reading upstream';
+import { dynamicPeer, endAttempt, firstPeer, startAttempt } from './upstream-peer.js';
+import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 
 /** Where to connect: a TCP peer (of a group when `group` is set) or a unix socket, and the name nginx logs. */
 type FastcgiAddress =
@@ -263,31 +263,19 @@ async function attempt(
     const next = (condition: NextCondition, failure: UpstreamFailure | undefined): void => {
       settled = true;
       release(false);
-      const following = nextUpstream(ex, attempts, {
+      const following = nextOrAnswer(ex, attempts, {
         condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: body?.kind === 'passed', scheme: 'fastcgi', uri: '',
-      });
-      if (typeof following !== 'number') {
-        resolve({ kind: 'next', peer: following });
-        return;
-      }
-      r.action = 'sending to client';
-      if (store?.staleFor(condition)) {
-        void store.sendStale().then((sent) => (sent ? DONE : statusOutcome(following)), () => DONE).then(resolve);
-        return;
-      }
-      resolve(statusOutcome(following));
+      }, store);
+      if (following instanceof Promise) void following.then(resolve);
+      else resolve({ kind: 'next', peer: following });
     };
     /** Ends the request after a failure: a response already started is cut off, else `status` is sent. */
     const giveUp = (status: number): void => {
-      spool?.abort();
-      if (out.started) {
-        out.abort();
-        settle();
-        return;
-      }
+      const outcome = cutOff(ex, status, spool);
+      if (settled) return;
       settled = true;
       release(false);
-      resolve(statusOutcome(status));
+      resolve(outcome);
     };
     const fail = (failure: UpstreamFailure): void => {
       if (settled) return;
@@ -297,22 +285,14 @@ async function attempt(
         next(failure.condition, failure);
         return;
       }
-      r.action = failure.action;
-      logRequest(cx, r, 'error', failure.message);
-      r.action = 'sending to client';
-      if (spool && failure.message.startsWith('upstream prematurely closed')) {
-        // nginx's upstream_error: what arrived goes to the client, then the connection is closed
-        settled = true;
-        release(false);
-        spool.endCut();
-        void spool.done.then(done);
-        return;
-      }
-      giveUp(failure.status);
+      settled = true;
+      release(false);
+      void responseFailed(ex, failure, spool).then(resolve);
     };
-    const invalid = (message: string): void => {
-      const inHeader = stage !== 'body';
-      fail({ status: 502, message, action: inHeader ? READING_HEADER : READING_BODY, condition: inHeader ? 'invalid_header' : 'error' });
+    /** A response nginx refuses: an invalid header while the header is read, else what `err` says. */
+    const invalid = (err: Error): void => {
+      const code = err instanceof FastcgiResponseError ? err.code : 'invalid-header';
+      fail(stage !== 'body' ? upstreamFailure('invalid-header', err.message, READING_HEADER) : upstreamFailure(code, err.message, READING_BODY));
     };
 
     /** The CGI header: status, next server, intercepted errors, or the response head and how to read the body. */
@@ -321,7 +301,7 @@ async function attempt(
       try {
         parsed = cgiHeader(lines, conf);
       } catch (err) {
-        invalid((err as Error).message);
+        invalid(err as Error);
         return 'stop';
       }
       const up = state;
@@ -350,9 +330,7 @@ async function attempt(
       up.headerTimeMs = Date.now() - up.startMs;
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
-      if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
-        store?.storeError(parsed.status, up.headers);
-        keepInterceptedHeaders(r, parsed.status, up.headers);
+      if (interceptsError(ex, conf.interceptErrors, parsed.status, up.headers, store)) {
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
@@ -391,7 +369,7 @@ async function attempt(
         onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
         pauseUpstream: () => socket.pause(),
         resumeUpstream: () => socket.resume(),
-        onFileError: (err, path) => fail({ status: 502, message: `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, action: READING_BODY, condition: 'error' }),
+        onFileError: (err, path) => fail(upstreamFailure('temp-file', `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, READING_BODY)),
       }, room);
       return { contentLength: parsed.contentLength, buffered: buffering };
     };
@@ -467,7 +445,7 @@ async function attempt(
       clearTimeout(connectTimer);
       if (settled) return;
       if (stage === 'header') {
-        fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_HEADER, condition: 'error' });
+        fail(upstreamFailure('premature-close', 'upstream prematurely closed connection', READING_HEADER));
         return;
       }
       if (stage !== 'body') return;
@@ -475,11 +453,11 @@ async function attempt(
       try {
         reader.eof();
       } catch (err) {
-        invalid((err as Error).message);
+        invalid(err as Error);
         return;
       }
       if (conf.keepConn) {
-        fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_BODY, condition: 'error' });
+        fail(upstreamFailure('premature-close', 'upstream prematurely closed connection', READING_BODY));
         return;
       }
       stage = 'done';
@@ -502,7 +480,7 @@ async function attempt(
           return;
         }
         if (err instanceof FastcgiResponseError) {
-          invalid(err.message);
+          invalid(err);
           return;
         }
         logRequest(cx, r, 'crit', `jinx internal error reading a FastCGI response: ${(err as Error).stack ?? String(err)}`);

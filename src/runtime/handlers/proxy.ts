@@ -11,7 +11,7 @@ import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState, UpstreamState } from '../request.js';
-import { absoluteLocation, applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
+import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
@@ -19,13 +19,16 @@ import {
   bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type DiscardableBody, type RequestBody,
 } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
-import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
+import {
+  mapUpstreamError, SendTimeoutError, upstreamFailure, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage,
+} from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
 import type { UpstreamRequest } from '../upstream/peer-connections.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
 import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
@@ -451,18 +454,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private next(condition: NextCondition, failure: UpstreamFailure | undefined): void {
     const { ex, p, dest, request } = this;
     this.endState();
-    const next = nextUpstream(ex, dest.attempts, {
+    const next = nextOrAnswer(ex, dest.attempts, {
       condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: dest.scheme, uri: dest.uri,
-    });
-    if (typeof next === 'number') {
-      const { store } = this;
-      if (store?.staleFor(condition)) {
-        void store.sendStale().then((sent) => (sent ? DONE : statusOutcome(next)), () => DONE).then(this.resolve);
-        return;
-      }
-      store?.abort();
-      ex.r.action = 'sending to client';
-      this.resolve(statusOutcome(next));
+    }, this.store);
+    if (next instanceof Promise) {
+      void next.then(this.resolve);
       return;
     }
     void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true, this.store).then(this.resolve, () => this.resolve(DONE));
@@ -579,7 +575,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (checked.invalid) {
       this.stage = 'intercepted';
       this.abortUpstream(new Error('invalid header'));
-      this.next('invalid_header', { status: 502, message: checked.invalid, action: r.action, condition: 'invalid_header' });
+      this.next('invalid_header', upstreamFailure('invalid-header', checked.invalid, r.action));
       return false;
     }
     const attempts = this.dest.attempts;
@@ -660,9 +656,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       const lower = name.toLowerCase();
       if (!p.hideHeaders.has(lower) && !outHeaders.some(([n]) => n.toLowerCase() === lower)) outHeaders.push([name, []]);
     }
-    if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
-      this.store?.storeError(statusCode, received);
-      keepInterceptedHeaders(r, statusCode, received);
+    if (interceptsError(ex, p.interceptErrors, statusCode, received, this.store)) {
       this.endState();
       this.stage = 'intercepted';
       this.abortUpstream(new Error('intercepted'));
@@ -820,21 +814,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.next(failure.condition, failure);
       return;
     }
-    r.action = failure.action;
-    logRequest(cx, r, 'error', failure.message);
-    r.action = 'sending to client';
-    if (this.spool && failure.message === 'upstream prematurely closed connection') {
-      this.spool.endCut();
-      void this.spool.done.then(() => this.resolve(DONE));
-      return;
-    }
-    this.spool?.abort();
-    if (out.started) {
-      out.abort();
-      this.resolve(DONE);
-      return;
-    }
-    this.resolve(statusOutcome(failure.status));
+    void responseFailed(this.ex, failure, this.spool).then(this.resolve);
   }
 
   // SpoolHooks
