@@ -181,3 +181,38 @@ export interface Exchange {
   readonly body: Readable | undefined;
   readonly out: ResponseTarget;
 }
+
+/** A subrequest: an exchange whose request has a parent (`r.parent`), its response recorded. */
+export type Subrequest = Exchange & { readonly out: SubrequestTarget };
+
+/**
+ * What a content handler leaves to the phase runner (phases.ts), which alone
+ * finalizes, redirects internally and runs `error_page` (nginx's handlers
+ * return a code to `ngx_http_finalize_request` the same way): `done`, the
+ * response was sent or its connection closed; `close`, the connection is to
+ * be closed without a response; `status`, a special response (error_page or
+ * nginx's page, 444/408/499 close), with a redirect's `Location`;
+ * `redirect`, an internal redirect; `named`, a named location; `accel`, an
+ * upstream's `X-Accel-Redirect` value. With `thenClose`, the connection is
+ * closed once the outcome is followed (a client that left while the
+ * upstream was read to its end).
+ */
+export type Outcome = (
+  | { readonly kind: 'done' }
+  | { readonly kind: 'close' }
+  | { readonly kind: 'status'; readonly status: number; readonly location?: string }
+  | { readonly kind: 'redirect'; readonly uri: string; readonly args: string }
+  | { readonly kind: 'named'; readonly name: string }
+  | { readonly kind: 'accel'; readonly value: string }
+) & { readonly thenClose?: boolean };
+
+/** The response was sent, or its connection closed. */
+export const DONE: Outcome = { kind: 'done' };
+
+/** A special response with `status` (and a redirect's `location`), for the phase runner to finalize. */
+export function statusOutcome(status: number, location?: string): Outcome {
+  return location === undefined ? { kind: 'status', status } : { kind: 'status', status, location };
+}
+
+/** A content handler: serves `ex` and says how the request goes on. */
+export type ContentHandler = (ex: Exchange) => Promise<Outcome>;

@@ -12,11 +12,11 @@ import type { Readable } from 'node:stream';
 import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
 import { findLocation } from './locations.js';
 import { debugging, debugRequest, logRequest, type RuntimeContext } from './context.js';
-import type { ClientResponseTarget, Exchange } from './exchange.js';
+import type { ClientResponseTarget, ContentHandler, Exchange, Outcome, Subrequest } from './exchange.js';
 import { FilteredTarget } from './filters/chain.js';
-import { checkAccessRules } from './handlers/access.js';
+import { checkAccessRules, type AccessResult } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
-import { checkAuthRequest } from './handlers/auth-request.js';
+import { authRequestResult, authSubrequest } from './handlers/auth-request.js';
 import { fastcgiRequest } from './handlers/fastcgi.js';
 import { limitRequests } from './handlers/limit-req.js';
 import { proxyRequest } from './handlers/proxy.js';
@@ -429,7 +429,7 @@ function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecti
 }
 
 /** Preaccess (realip with the location's settings, limit_req), access, try_files and content phases. */
-export function afterRewrite(ex: Exchange): Promise<void> {
+function afterRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   realClientAddress(r);
   if (r.loc.limitReq.limits.length > 0) return limitRequests(ex).then((refused) => (refused === undefined ? accessPhases(ex) : finalize(ex, refused)));
@@ -453,9 +453,7 @@ async function checkedAccess(ex: Exchange): Promise<void> {
   }
   if (r.loc.tryFiles) {
     const next = await tryFiles(ex);
-    if (next.kind === 'code') return finalize(ex, next.code);
-    if (next.kind === 'redirect') return internalRedirect(ex, next.uri, next.args);
-    if (next.kind === 'named') return namedLocation(ex, next.name);
+    if (next.kind !== 'found') return follow(ex, next);
   }
   return contentPhase(ex);
 }
@@ -475,7 +473,7 @@ async function accessPhase(ex: Exchange): Promise<number | undefined> {
   const checks = [
     () => checkAccessRules(ex),
     () => checkAuthBasic(ex),
-    () => checkAuthRequest(ex),
+    () => authRequest(ex),
   ];
   for (const check of checks) {
     const result = await check();
@@ -495,21 +493,62 @@ async function accessPhase(ex: Exchange): Promise<number | undefined> {
   return undefined;
 }
 
-function contentPhase(ex: Exchange): Promise<void> {
-  const { r } = ex;
-  if (r.loc.proxy) return proxyRequest(ex);
-  if (r.loc.fastcgi) return fastcgiRequest(ex);
-  return staticContent(ex);
+/** `auth_request`: its subrequest runs through the phases, then its status decides. */
+async function authRequest(ex: Exchange): Promise<AccessResult> {
+  const sub = authSubrequest(ex);
+  if (!sub) return 'declined';
+  await runSubrequest(sub);
+  return authRequestResult(ex, sub);
 }
 
-async function staticContent(ex: Exchange): Promise<void> {
-  // ngx_http_static_handler and ngx_http_index_handler discard the body first
-  const failed = discardRequestBody(ex);
-  if (failed !== undefined) return finalize(ex, failed);
-  const result = await serveStatic(ex);
-  if (result.kind === 'code') return finalize(ex, result.code);
-  if (result.kind === 'redirect') return internalRedirect(ex, result.uri, result.args);
-  if (result.kind === 'moved') return finalize(ex, 301, result.location);
+/** The content phase: the location's handler, then what its outcome asks for. */
+function contentPhase(ex: Exchange): Promise<void> {
+  const { loc } = ex.r;
+  const handler: ContentHandler = loc.proxy ? proxyRequest : loc.fastcgi ? fastcgiRequest : serveStatic;
+  return handler(ex).then((outcome) => follow(ex, outcome));
+}
+
+/**
+ * Follows a handler's outcome (`ngx_http_finalize_request` with the code a
+ * handler returns): nothing more once the response is done, a special
+ * response, an internal redirect, a named location or an `X-Accel-Redirect`.
+ */
+function follow(ex: Exchange, outcome: Outcome): Promise<void> {
+  const followed = followOutcome(ex, outcome);
+  return outcome.thenClose ? followed.then(() => ex.out.abort()) : followed;
+}
+
+function followOutcome(ex: Exchange, outcome: Outcome): Promise<void> {
+  switch (outcome.kind) {
+    case 'done':
+      return Promise.resolve();
+    case 'close':
+      ex.out.abort();
+      return Promise.resolve();
+    case 'status':
+      return finalize(ex, outcome.status, outcome.location);
+    case 'redirect':
+      return internalRedirect(ex, outcome.uri, outcome.args);
+    case 'named':
+      return namedLocation(ex, outcome.name);
+    case 'accel':
+      return acceleratedRedirect(ex, outcome.value);
+  }
+}
+
+/**
+ * Runs a subrequest (`auth_request`) through the phases from server
+ * rewrite, as any request, and resolves once its response has ended; a
+ * failure of jinx's own is logged and recorded as 500.
+ */
+export async function runSubrequest(sub: Subrequest): Promise<void> {
+  try {
+    await fromServerRewrite(sub);
+  } catch (err) {
+    logRequest(sub.cx, sub.r, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
+    sub.out.status ||= 500;
+  }
+  await sub.out.finished;
 }
 
 /**
@@ -517,7 +556,7 @@ async function staticContent(ex: Exchange): Promise<void> {
  * to server rewrite, with no action in log lines until a handler sets one
  * (`ngx_http_internal_redirect`, `ngx_http_handler`).
  */
-export function internalRedirect(ex: Exchange, uri: string, args: string): Promise<void> {
+function internalRedirect(ex: Exchange, uri: string, args: string): Promise<void> {
   const { r } = ex;
   r.action = undefined;
   r.uri = uri;
@@ -535,7 +574,7 @@ export function internalRedirect(ex: Exchange, uri: string, args: string): Promi
  * unescaped) as GET (HEAD stays HEAD); an unsafe URI is 404 with nginx's
  * error line.
  */
-export function acceleratedRedirect(ex: Exchange, value: string): Promise<void> {
+function acceleratedRedirect(ex: Exchange, value: string): Promise<void> {
   const { r } = ex;
   if (value.startsWith('@')) return namedLocation(ex, value);
   const target = parseUnsafeUri(value);

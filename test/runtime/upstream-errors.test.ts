@@ -16,13 +16,13 @@ const systemError = (code: string, syscall = 'read'): Error & { code: string } =
 describe('upstream error table', () => {
   it('connect() failed (111: Connection refused) while connecting to upstream: 502', () => {
     assert.deepEqual(mapUpstreamError(systemError('ECONNREFUSED', 'connect'), 'connect'), {
-      status: 502, message: 'connect() failed (111: Connection refused)', action: 'connecting to upstream', condition: 'error',
+      code: 'connect', status: 502, message: 'connect() failed (111: Connection refused)', action: 'connecting to upstream', condition: 'error',
     });
   });
 
   it('a connect timeout is 504 "upstream timed out (110: Operation timed out) while connecting to upstream"', () => {
     assert.deepEqual(mapUpstreamError(new errors.ConnectTimeoutError(), 'connect'), {
-      status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'connecting to upstream', condition: 'timeout',
+      code: 'timeout', status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'connecting to upstream', condition: 'timeout',
     });
   });
 
@@ -30,31 +30,31 @@ describe('upstream error table', () => {
     assert.deepEqual(mapUpstreamError(new errors.HeadersTimeoutError(), 'header'), upstreamTimeout('header'));
     assert.equal(upstreamTimeout('header').action, 'reading response header from upstream');
     assert.deepEqual(mapUpstreamError(new errors.BodyTimeoutError(), 'body'), {
-      status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'reading upstream', condition: 'timeout',
+      code: 'timeout', status: 504, message: 'upstream timed out (110: Operation timed out)', action: 'reading upstream', condition: 'timeout',
     });
   });
 
   it('an oversized header is 502 "upstream sent too big header"', () => {
     assert.deepEqual(mapUpstreamError(new errors.HeadersOverflowError(), 'header'), {
-      status: 502, message: 'upstream sent too big header', action: 'reading response header from upstream', condition: 'invalid_header',
+      code: 'header-too-big', status: 502, message: 'upstream sent too big header', action: 'reading response header from upstream', condition: 'invalid_header',
     });
   });
 
   it('a reset is "recv() failed (104: …)" for the header and unbuffered bodies, "readv() failed" for buffered bodies', () => {
     const reset = systemError('ECONNRESET');
     assert.deepEqual(mapUpstreamError(reset, 'header'), {
-      status: 502, message: 'recv() failed (104: Connection reset by peer)', action: 'reading response header from upstream', condition: 'error',
+      code: 'read', status: 502, message: 'recv() failed (104: Connection reset by peer)', action: 'reading response header from upstream', condition: 'error',
     });
     assert.equal(mapUpstreamError(reset, 'body', false).message, 'recv() failed (104: Connection reset by peer)');
     assert.deepEqual(mapUpstreamError(reset, 'body', true), {
-      status: 502, message: 'readv() failed (104: Connection reset by peer)', action: 'reading upstream', condition: 'error',
+      code: 'read', status: 502, message: 'readv() failed (104: Connection reset by peer)', action: 'reading upstream', condition: 'error',
     });
   });
 
   it('a closed connection is "upstream prematurely closed connection" in the phase it happened', () => {
     const closed = new errors.SocketError('other side closed');
     assert.deepEqual(mapUpstreamError(closed, 'header'), {
-      status: 502, message: 'upstream prematurely closed connection', action: 'reading response header from upstream', condition: 'error',
+      code: 'premature-close', status: 502, message: 'upstream prematurely closed connection', action: 'reading response header from upstream', condition: 'error',
     });
     assert.equal(mapUpstreamError(closed, 'body').action, 'reading upstream');
   });
@@ -64,7 +64,7 @@ describe('upstream error table', () => {
     assert.equal(mapUpstreamError(statusLine, 'header').message, 'upstream sent no valid HTTP/1.0 header');
     const headerLine = Object.assign(new errors.HTTPParserError('Invalid header value char'), { code: 'HPE_INVALID_HEADER_TOKEN' });
     assert.deepEqual(mapUpstreamError(headerLine, 'header'), {
-      status: 502, message: 'upstream sent invalid header', action: 'reading response header from upstream', condition: 'invalid_header',
+      code: 'invalid-header', status: 502, message: 'upstream sent invalid header', action: 'reading response header from upstream', condition: 'invalid_header',
     });
   });
 
@@ -73,7 +73,7 @@ describe('upstream error table', () => {
       code: 'ERR_SSL_WRONG_VERSION_NUMBER',
     });
     assert.deepEqual(mapUpstreamError(err, 'connect'), {
-      status: 502,
+      code: 'ssl', status: 502,
       message: 'SSL_do_handshake() failed (SSL: error:0A00010B:SSL routines:ssl3_get_record:wrong version number)',
       action: 'SSL handshaking to upstream',
       condition: 'error',
@@ -87,7 +87,7 @@ describe('upstream error table', () => {
   it('a TLS alert in the handshake keeps OpenSSL\'s data: "…:tlsv1 alert protocol version:SSL alert number 70"', () => {
     const err = opensslError('ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', '0A00042E', 'ssl3_read_bytes', 'tlsv1 alert protocol version', 'SSL alert number 70');
     assert.deepEqual(mapUpstreamError(err, 'connect'), {
-      status: 502,
+      code: 'ssl', status: 502,
       message: 'SSL_do_handshake() failed (SSL: error:0A00042E:SSL routines:ssl3_read_bytes:tlsv1 alert protocol version:SSL alert number 70)',
       action: 'SSL handshaking to upstream', condition: 'error',
     });
@@ -102,7 +102,7 @@ describe('upstream error table', () => {
   it('a TLS alert after the handshake is "SSL_read() failed (SSL: …)" in the phase it came in (TLS 1.3 client certificate required)', () => {
     const err = opensslError('ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', '0A00045C', 'ssl3_read_bytes', 'tlsv13 alert certificate required', 'SSL alert number 116');
     assert.deepEqual(mapUpstreamError(err, 'header'), {
-      status: 502,
+      code: 'ssl', status: 502,
       message: 'SSL_read() failed (SSL: error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:SSL alert number 116)',
       action: 'reading response header from upstream', condition: 'error',
     });
@@ -122,7 +122,7 @@ describe('upstream error table', () => {
     ];
     for (const [code, text] of cases) {
       assert.deepEqual(mapUpstreamError(new UpstreamCertificateError(code, 'backend.test'), 'connect'), {
-        status: 502, message: `upstream SSL certificate verify error: ${text}`, action: 'SSL handshaking to upstream', condition: 'error',
+        code: 'certificate', status: 502, message: `upstream SSL certificate verify error: ${text}`, action: 'SSL handshaking to upstream', condition: 'error',
       }, code);
     }
   });
@@ -135,7 +135,7 @@ describe('upstream error table', () => {
 
   it('a certificate whose names do not match is "upstream SSL certificate does not match \"NAME\""', () => {
     assert.deepEqual(mapUpstreamError(new UpstreamCertificateError('ERR_TLS_CERT_ALTNAME_INVALID', 'backend.test'), 'connect'), {
-      status: 502, message: 'upstream SSL certificate does not match "backend.test"', action: 'SSL handshaking to upstream', condition: 'error',
+      code: 'certificate', status: 502, message: 'upstream SSL certificate does not match "backend.test"', action: 'SSL handshaking to upstream', condition: 'error',
     });
   });
 });

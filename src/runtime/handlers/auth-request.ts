@@ -1,32 +1,31 @@
 /**
  * `auth_request` (`ngx_http_auth_request_module.c`): a subrequest to the
- * configured URI, run through the same phases as any request (server
- * rewrite, location, handlers), with no body and the parent's headers. Its
- * status decides: 2xx allows, 401 and 403 are returned (401 with the
- * subrequest's `WWW-Authenticate`, from its response or else from its
- * upstream's), anything else is 500 with
+ * configured URI, which the phase runner runs through the same phases as
+ * any request (server rewrite, location, handlers), with no body and the
+ * parent's headers. Its status decides: 2xx allows, 401 and 403 are
+ * returned (401 with the subrequest's `WWW-Authenticate`, from its response
+ * or else from its upstream's), anything else is 500 with
  * `auth request unexpected status: N`. `auth_request_set` values are taken
  * from the subrequest once it has completed, whatever its status.
  */
 import { logRequest } from '../context.js';
-import { SubrequestTarget, type Exchange } from '../exchange.js';
-import { fromServerRewrite } from '../phases.js';
-import { HttpRequestState } from '../request.js';
+import { SubrequestTarget, type Exchange, type Subrequest } from '../exchange.js';
+import type { HttpRequestState } from '../request.js';
 import type { AccessResult } from './access.js';
 
-export async function checkAuthRequest(ex: Exchange): Promise<AccessResult> {
+/** The subrequest of the location's `auth_request`, for the phase runner to run; undefined without one. */
+export function authSubrequest(ex: Exchange): Subrequest | undefined {
   const { r, cx } = ex;
   const conf = r.loc.authRequest;
-  if (!conf) return 'declined';
-  const sr = r.subrequest(conf.uri, '', cx.table.variableCount);
-  const out = new SubrequestTarget();
-  try {
-    await fromServerRewrite({ cx, r: sr, body: undefined, out });
-  } catch (err) {
-    logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
-    out.status ||= 500;
-  }
-  await out.finished;
+  if (!conf) return undefined;
+  return { cx, r: r.subrequest(conf.uri, '', cx.table.variableCount), body: undefined, out: new SubrequestTarget() };
+}
+
+/** Takes `auth_request_set` values from the subrequest that has completed, and decides by its status. */
+export function authRequestResult(ex: Exchange, sub: Subrequest): AccessResult {
+  const { r, cx } = ex;
+  const conf = r.loc.authRequest!;
+  const { r: sr, out } = sub;
   r.action = sr.action;
   for (const s of conf.sets) {
     const value = s.value.evaluate(sr);

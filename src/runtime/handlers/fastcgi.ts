@@ -15,24 +15,23 @@ import type { LogLevel } from '../../log/levels.js';
 import type { FastcgiConf, UpstreamGroup } from '../../config/route-table.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
-import type { Exchange } from '../exchange.js';
-import { acceleratedRedirect, finalize } from '../phases.js';
+import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
-import { applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
+import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
-import { mapUpstreamError, SendTimeoutError, upstreamTimeout, type UpstreamFailure } from '../upstream/errors.js';
+import {
+  mapUpstreamError, READING_BODY, READING_HEADER, SendTimeoutError, upstreamFailure, upstreamTimeout, type UpstreamFailure,
+} from '../upstream/errors.js';
 import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
 import {
   beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, StderrCaught, type BodyReading,
 } from '../upstream/fastcgi-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt } from './upstream-peer.js';
-
-const READING_HEADER = 'reading response header from upstream';
-const READING_BODY = 'reading upstream';
+import { dynamicPeer, endAttempt, firstPeer, startAttempt } from './upstream-peer.js';
+import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 
 /** Where to connect: a TCP peer (of a group when `group` is set) or a unix socket, and the name nginx logs. */
 type FastcgiAddress =
@@ -77,27 +76,23 @@ function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
   return out;
 }
 
-async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiChoice | undefined> {
+/** The first address of the request, or the status to answer. */
+async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiChoice | number> {
   const { r, cx } = ex;
   if (conf.target.kind === 'unix') return { peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined };
   if (conf.target.kind === 'group') {
-    const choice = firstPeer(ex, cx.table.upstreams.get(conf.target.group)!, conf, 'fastcgi', '');
-    if (typeof choice !== 'number') return choice;
-    await finalize(ex, choice);
-    return undefined;
+    return firstPeer(ex, cx.table.upstreams.get(conf.target.group)!, conf, 'fastcgi', '');
   }
   const text = conf.target.address.evaluate(r);
   if (text.startsWith('unix:')) return { peer: { path: text.slice(5), name: text }, attempts: undefined };
   const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(text);
   if (!m) {
     logRequest(cx, r, 'error', `invalid host in upstream "${text}"`);
-    await finalize(ex, 500);
-    return undefined;
+    return 500;
   }
   if (m[2] === undefined && !cx.table.upstreams.has(m[1]!.toLowerCase())) {
     logRequest(cx, r, 'error', `no port in upstream "${text}"`);
-    await finalize(ex, 500);
-    return undefined;
+    return 500;
   }
   return dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0, conf, 'fastcgi', '');
 }
@@ -144,7 +139,7 @@ function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
 }
 
 /** Sends the request to the FastCGI server. */
-export async function fastcgiRequest(ex: Exchange): Promise<void> {
+export async function fastcgiRequest(ex: Exchange): Promise<Outcome> {
   const { r } = ex;
   const conf = r.loc.fastcgi!;
   // a client that leaves from now on (while its body is read, the cache looked up) ends the attempt as soon as it starts
@@ -158,16 +153,12 @@ export async function fastcgiRequest(ex: Exchange): Promise<void> {
     body = { kind: 'passed', stream: ex.body! };
   } else if (hasBody) {
     const read = await readRequestBody(ex);
-    if ('status' in read) {
-      if (read.status === 0) ex.out.abort();
-      else await finalize(ex, read.status);
-      return;
-    }
+    if ('status' in read) return read.status === 0 ? { kind: 'close' } : statusOutcome(read.status);
     body = read;
   }
   try {
     const start = conf.cache ? await cacheStart(ex, conf.cache) : undefined;
-    if (start?.kind !== 'served') await exchange(ex, conf, body, start?.store);
+    return start?.kind === 'served' ? DONE : await exchange(ex, conf, body, start?.store);
   } finally {
     if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
@@ -194,16 +185,23 @@ class BodyRefusedError extends Error {
 }
 
 /** Sends the request to the first address, then to the next ones of its group while `fastcgi_next_upstream` says so. */
-async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, store: CacheStore | undefined): Promise<void> {
+async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, store: CacheStore | undefined): Promise<Outcome> {
   const choice = await address(ex, conf);
-  if (!choice) {
+  if (typeof choice === 'number') {
     store?.abort();
-    return;
+    return statusOutcome(choice);
   }
-  let peer: FastcgiAddress | undefined = choice.peer;
-  for (let retry = false; peer; retry = true) peer = await attempt(ex, conf, body, peer, choice.attempts, retry, store);
+  let result: Outcome | NextAddress = { kind: 'next', peer: choice.peer };
+  for (let retry = false; result.kind === 'next'; retry = true) result = await attempt(ex, conf, body, result.peer, choice.attempts, retry, store);
   // whatever did not reach the store's commit is not cached
   store?.abort();
+  return result;
+}
+
+/** An attempt gave up on its server: the request goes to `peer` (`ngx_http_upstream_next`). */
+interface NextAddress {
+  readonly kind: 'next';
+  readonly peer: FastcgiAddress;
 }
 
 /** The group whose idle connections a request to `addr` may use and keep, when `fastcgi_keep_conn` is on. */
@@ -214,14 +212,14 @@ function keepingGroup(ex: Exchange, conf: FastcgiConf, addr: FastcgiAddress): Up
 }
 
 /**
- * One attempt at `addr`, on a kept connection or a new one: resolves when
- * the response is done or answered, or with the next address to try
- * (`ngx_http_upstream_next`).
+ * One attempt at `addr`, on a kept connection or a new one: resolves with
+ * how the request goes on once the response is done or given up, or with
+ * the next address to try (`ngx_http_upstream_next`).
  */
 async function attempt(
   ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
   store: CacheStore | undefined,
-): Promise<FastcgiAddress | undefined> {
+): Promise<Outcome | NextAddress> {
   const { r, cx, out } = ex;
   const state = startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
   const group = keepingGroup(ex, conf, addr);
@@ -244,9 +242,9 @@ async function attempt(
   let settled = false;
   let bodySent = !body;
 
-  return new Promise<FastcgiAddress | undefined>((resolve) => {
+  return new Promise<Outcome | NextAddress>((resolve) => {
     const connectTimer = kept ? undefined : setTimeout(() => fail(upstreamTimeout('connect')), conf.connectTimeoutMs);
-    const done = (): void => resolve(undefined);
+    const done = (): void => resolve(DONE);
     /** Stops listening to the socket; it is closed, or kept for the next request when `keep`. */
     const release = (keep: boolean): void => {
       endAttempt(state, wire, bodyBytes);
@@ -259,37 +257,25 @@ async function attempt(
       if (settled) return;
       settled = true;
       release(false);
-      resolve(undefined);
+      resolve(DONE);
     };
     /** Gives up on this server for `condition`: the next one, or nginx's answer. */
     const next = (condition: NextCondition, failure: UpstreamFailure | undefined): void => {
       settled = true;
       release(false);
-      const following = nextUpstream(ex, attempts, {
+      const following = nextOrAnswer(ex, attempts, {
         condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: body?.kind === 'passed', scheme: 'fastcgi', uri: '',
-      });
-      if (typeof following !== 'number') {
-        resolve(following);
-        return;
-      }
-      r.action = 'sending to client';
-      if (store?.staleFor(condition)) {
-        void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, following))).then(done, done);
-        return;
-      }
-      void finalize(ex, following).then(done, done);
+      }, store);
+      if (following instanceof Promise) void following.then(resolve);
+      else resolve({ kind: 'next', peer: following });
     };
     /** Ends the request after a failure: a response already started is cut off, else `status` is sent. */
     const giveUp = (status: number): void => {
-      spool?.abort();
-      if (out.started) {
-        out.abort();
-        settle();
-        return;
-      }
+      const outcome = cutOff(ex, status, spool);
+      if (settled) return;
       settled = true;
       release(false);
-      void finalize(ex, status).then(done, done);
+      resolve(outcome);
     };
     const fail = (failure: UpstreamFailure): void => {
       if (settled) return;
@@ -299,22 +285,14 @@ async function attempt(
         next(failure.condition, failure);
         return;
       }
-      r.action = failure.action;
-      logRequest(cx, r, 'error', failure.message);
-      r.action = 'sending to client';
-      if (spool && failure.message.startsWith('upstream prematurely closed')) {
-        // nginx's upstream_error: what arrived goes to the client, then the connection is closed
-        settled = true;
-        release(false);
-        spool.endCut();
-        void spool.done.then(done);
-        return;
-      }
-      giveUp(failure.status);
+      settled = true;
+      release(false);
+      void responseFailed(ex, failure, spool).then(resolve);
     };
-    const invalid = (message: string): void => {
-      const inHeader = stage !== 'body';
-      fail({ status: 502, message, action: inHeader ? READING_HEADER : READING_BODY, condition: inHeader ? 'invalid_header' : 'error' });
+    /** A response nginx refuses: an invalid header while the header is read, else what `err` says. */
+    const invalid = (err: Error): void => {
+      const code = err instanceof FastcgiResponseError ? err.code : 'invalid-header';
+      fail(stage !== 'body' ? upstreamFailure('invalid-header', err.message, READING_HEADER) : upstreamFailure(code, err.message, READING_BODY));
     };
 
     /** The CGI header: status, next server, intercepted errors, or the response head and how to read the body. */
@@ -323,7 +301,7 @@ async function attempt(
       try {
         parsed = cgiHeader(lines, conf);
       } catch (err) {
-        invalid((err as Error).message);
+        invalid(err as Error);
         return 'stop';
       }
       const up = state;
@@ -343,7 +321,7 @@ async function attempt(
         settled = true;
         release(false);
         const sending = stale ? store!.sendStale() : store!.sendRevalidated(up.headers);
-        void sending.then((sent) => (sent ? undefined : finalize(ex, stale ? parsed.status : 502))).then(done, done);
+        void sending.then((sent) => (sent ? DONE : statusOutcome(stale ? parsed.status : 502)), () => DONE).then(resolve);
         return 'stop';
       }
       attempts?.done();
@@ -352,14 +330,12 @@ async function attempt(
       up.headerTimeMs = Date.now() - up.startMs;
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
-      if (conf.interceptErrors && parsed.status >= 300 && r.loc.errorPages.has(parsed.status)) {
-        store?.storeError(parsed.status, up.headers);
-        keepInterceptedHeaders(r, parsed.status, up.headers);
+      if (interceptsError(ex, conf.interceptErrors, parsed.status, up.headers, store)) {
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
         release(false);
-        void finalize(ex, parsed.status).then(done, done);
+        resolve(statusOutcome(parsed.status));
         return 'stop';
       }
       const redirect = conf.accelRedirect ? accelRedirectOf(up.headers) : undefined;
@@ -369,7 +345,7 @@ async function attempt(
         stage = 'done';
         settled = true;
         release(false);
-        void acceleratedRedirect(ex, redirect).then(done, done);
+        resolve({ kind: 'accel', value: redirect });
         return 'stop';
       }
       const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers) ?? false;
@@ -393,7 +369,7 @@ async function attempt(
         onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
         pauseUpstream: () => socket.pause(),
         resumeUpstream: () => socket.resume(),
-        onFileError: (err, path) => fail({ status: 502, message: `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, action: READING_BODY, condition: 'error' }),
+        onFileError: (err, path) => fail(upstreamFailure('temp-file', `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, READING_BODY)),
       }, room);
       return { contentLength: parsed.contentLength, buffered: buffering };
     };
@@ -469,7 +445,7 @@ async function attempt(
       clearTimeout(connectTimer);
       if (settled) return;
       if (stage === 'header') {
-        fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_HEADER, condition: 'error' });
+        fail(upstreamFailure('premature-close', 'upstream prematurely closed connection', READING_HEADER));
         return;
       }
       if (stage !== 'body') return;
@@ -477,11 +453,11 @@ async function attempt(
       try {
         reader.eof();
       } catch (err) {
-        invalid((err as Error).message);
+        invalid(err as Error);
         return;
       }
       if (conf.keepConn) {
-        fail({ status: 502, message: 'upstream prematurely closed connection', action: READING_BODY, condition: 'error' });
+        fail(upstreamFailure('premature-close', 'upstream prematurely closed connection', READING_BODY));
         return;
       }
       stage = 'done';
@@ -504,7 +480,7 @@ async function attempt(
           return;
         }
         if (err instanceof FastcgiResponseError) {
-          invalid(err.message);
+          invalid(err);
           return;
         }
         logRequest(cx, r, 'crit', `jinx internal error reading a FastCGI response: ${(err as Error).stack ?? String(err)}`);

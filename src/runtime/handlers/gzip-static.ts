@@ -9,12 +9,12 @@
 import { stat } from 'node:fs/promises';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
-import type { Exchange } from '../exchange.js';
+import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { gzipOk } from '../filters/gzip.js';
-import { sendFile, type StaticResult } from './static.js';
+import { sendFile } from './static.js';
 
 /** Serves `FILE.gz` for the request's URI, or returns undefined for the static handler to go on. */
-export async function gzipStatic(ex: Exchange): Promise<StaticResult | undefined> {
+export async function gzipStatic(ex: Exchange): Promise<Outcome | undefined> {
   const { r } = ex;
   const mode = r.loc.gzip.static;
   const ok = mode === 'on' ? gzipOk(r, []) : true;
@@ -37,7 +37,7 @@ export async function gzipStatic(ex: Exchange): Promise<StaticResult | undefined
   if (st.isDirectory()) return undefined;
   if (!st.isFile()) {
     logRequest(ex.cx, r, 'crit', `"${path}" is not a regular file`);
-    return { kind: 'code', code: 404 };
+    return statusOutcome(404);
   }
   return sendFile(ex, path, st, true);
 }

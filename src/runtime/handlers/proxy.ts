@@ -8,11 +8,10 @@ import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
-import type { Exchange } from '../exchange.js';
-import { acceleratedRedirect, finalize } from '../phases.js';
+import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState, UpstreamState } from '../request.js';
-import { absoluteLocation, applyHeadersModule, keepInterceptedHeaders } from '../respond.js';
+import { absoluteLocation, applyHeadersModule } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
@@ -20,13 +19,16 @@ import {
   bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type DiscardableBody, type RequestBody,
 } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
-import { mapUpstreamError, SendTimeoutError, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage } from '../upstream/errors.js';
+import {
+  mapUpstreamError, SendTimeoutError, upstreamFailure, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage,
+} from '../upstream/errors.js';
 import { servernameOption, sslName } from '../upstream/tls.js';
 import type { PoolSettings } from '../upstream/clients.js';
 import type { UpstreamRequest } from '../upstream/peer-connections.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, endAttempt, firstPeer, nextUpstream, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
 import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
@@ -79,21 +81,20 @@ function hostHeaderOf(scheme: 'http' | 'https', host: string, port: number | und
   return port === undefined || port === (scheme === 'https' ? 443 : 80) ? host : `${host}:${port}`;
 }
 
-/** Finds the destination of a `proxy_pass` with variables, or answers the request and returns undefined. */
-async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind: 'variable' } }): Promise<Destination | undefined> {
+/** Finds the destination of a `proxy_pass` with variables, or returns the status to answer. */
+async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind: 'variable' } }): Promise<Destination | number> {
   const { r, cx } = ex;
   const url = p.target.url.evaluate(r);
   const parsed = parseUrl(url);
   if (!parsed) {
     logRequest(cx, r, 'error', `invalid URL prefix in "${url}"`);
-    await finalize(ex, 500);
-    return undefined;
+    return 500;
   }
   const defaultPort = parsed.scheme === 'https' ? 443 : 80;
   const hostHeader = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
   const uri = parsed.uri ?? upstreamUri(r, p, undefined);
   const choice = await dynamicPeer(ex, parsed.host, parsed.port, defaultPort, p, parsed.scheme, uri);
-  if (!choice) return undefined;
+  if (typeof choice === 'number') return choice;
   return { scheme: parsed.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader, port: choice.peer.port };
 }
 
@@ -234,7 +235,7 @@ function checkUpstreamHeaders(raw: readonly Buffer[]): { invalid: string | undef
  * then sends it upstream. A plain function on the common path (no body to
  * read first), see phases.ts.
  */
-export function proxyRequest(ex: Exchange): Promise<void> {
+export function proxyRequest(ex: Exchange): Promise<Outcome> {
   const p = ex.r.loc.proxy!;
   // a client that leaves from now on (while its body is read, the cache looked up) cancels the upstream request
   ex.out.onAbort(() => undefined);
@@ -252,16 +253,12 @@ export function proxyRequest(ex: Exchange): Promise<void> {
   return forward(ex, p, false, undefined);
 }
 
-async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
+async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<Outcome> {
   const body = await readRequestBody(ex);
-  if ('status' in body) {
-    if (body.status === 0) ex.out.abort();
-    else await finalize(ex, body.status);
-    return;
-  }
+  if ('status' in body) return body.status === 0 ? { kind: 'close' } : statusOutcome(body.status);
   try {
     const passed = p.passRequestBody && !p.setBody;
-    await forward(ex, p, passed, passed ? body : undefined);
+    return await forward(ex, p, passed, passed ? body : undefined);
   } finally {
     if (body.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
@@ -272,7 +269,7 @@ async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<void> {
  * finds the peer and sends the request; the promise settles when the
  * response is done. `$proxy_host` is known before the cache key is made.
  */
-function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined): Promise<void> {
+function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined): Promise<Outcome> {
   if (!p.cache) return forwardUpstream(ex, p, withBody, body, undefined);
   const { r } = ex;
   if (p.target.kind === 'static') r.proxyHost = p.target.hostHeader;
@@ -280,11 +277,11 @@ function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBod
     const parsed = parseUrl(p.target.url.evaluate(r));
     if (parsed) r.proxyHost = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
   }
-  return cacheStart(ex, p.cache).then((start) => (start.kind === 'served' ? undefined : forwardUpstream(ex, p, withBody, body, start.store)));
+  return cacheStart(ex, p.cache).then((start) => (start.kind === 'served' ? DONE : forwardUpstream(ex, p, withBody, body, start.store)));
 }
 
 /** Finds the peer and sends the request; `store` may cache the response. */
-function forwardUpstream(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined, store: CacheStore | undefined): Promise<void> {
+function forwardUpstream(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined, store: CacheStore | undefined): Promise<Outcome> {
   const { r, cx } = ex;
   const target = p.target;
   if (target.kind === 'static') {
@@ -292,15 +289,15 @@ function forwardUpstream(ex: Exchange, p: ProxyConf, withBody: boolean, body: Re
     const choice = firstPeer(ex, cx.table.upstreams.get(target.group)!, p, target.scheme, uri);
     if (typeof choice === 'number') {
       store?.abort();
-      return finalize(ex, choice);
+      return Promise.resolve(statusOutcome(choice));
     }
     const dest = { scheme: target.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader: target.hostHeader, port: choice.peer.port };
     return send(ex, p, dest, withBody, body, false, store);
   }
   return dynamicDestination(ex, p as ProxyConf & { target: typeof target }).then((dest) => {
-    if (dest) return send(ex, p, dest, withBody, body, false, store);
+    if (typeof dest !== 'number') return send(ex, p, dest, withBody, body, false, store);
     store?.abort();
-    return undefined;
+    return statusOutcome(dest);
   });
 }
 
@@ -311,7 +308,7 @@ function forwardUpstream(ex: Exchange, p: ProxyConf, withBody: boolean, body: Re
  */
 function send(
   ex: Exchange, p: ProxyConf, dest: Destination, withBody: boolean, body: RequestBody | undefined, retry: boolean, store: CacheStore | undefined,
-): Promise<void> {
+): Promise<Outcome> {
   const { r, cx } = ex;
   r.proxyHost = dest.hostHeader;
   // a unix domain socket has no port: `$proxy_port` is empty (ngx_http_proxy_set_vars)
@@ -335,7 +332,7 @@ function send(
       // nginx: ngx_http_upstream_ssl_init_connection finalizes with 500
       logRequest(cx, r, 'error', err instanceof ConfigError ? err.text : String(err));
       store?.abort();
-      return finalize(ex, 500);
+      return Promise.resolve(statusOutcome(500));
     }
   }
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
@@ -359,7 +356,7 @@ function send(
     options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
   }
   let started: ProxyResponse | undefined;
-  return new Promise<void>((resolve) => {
+  return new Promise<Outcome>((resolve) => {
     const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve, store);
     started = handler;
     ex.out.onAbort((err) => handler.clientClosed(err));
@@ -374,10 +371,8 @@ function send(
     }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());
     handler.dispatched(pool.dispatch(options, handler));
-  }).then(() => {
-    // the connection of a client that left while the upstream was read to its end closes now
-    if (started?.clientLeft) ex.out.abort();
-  });
+    // the connection of a client that left while the upstream was read to its end closes once the outcome is followed
+  }).then((outcome) => (started?.clientLeft && !outcome.thenClose ? { ...outcome, thenClose: true } : outcome));
 }
 
 /**
@@ -441,7 +436,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     private readonly request: { readonly withBody: boolean; readonly body: RequestBody | undefined },
     /** This attempt's `$upstream_*` state. */
     private readonly state: UpstreamState,
-    private readonly resolve: () => void,
+    /** Settles the attempt with how the request goes on. */
+    private readonly resolve: (outcome: Outcome) => void,
     /** Copies the response into the cache, when it may be cached. */
     private readonly store: CacheStore | undefined,
   ) {}
@@ -458,21 +454,14 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private next(condition: NextCondition, failure: UpstreamFailure | undefined): void {
     const { ex, p, dest, request } = this;
     this.endState();
-    const next = nextUpstream(ex, dest.attempts, {
+    const next = nextOrAnswer(ex, dest.attempts, {
       condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: dest.scheme, uri: dest.uri,
-    });
-    if (typeof next === 'number') {
-      const { store } = this;
-      if (store?.staleFor(condition)) {
-        void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, next))).then(this.resolve, this.resolve);
-        return;
-      }
-      store?.abort();
-      ex.r.action = 'sending to client';
-      void finalize(ex, next).then(this.resolve, this.resolve);
+    }, this.store);
+    if (next instanceof Promise) {
+      void next.then(this.resolve);
       return;
     }
-    void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true, this.store).then(this.resolve, this.resolve);
+    void send(ex, p, { ...dest, peer: next, port: next.port }, request.withBody, request.body, true, this.store).then(this.resolve, () => this.resolve(DONE));
   }
 
   /** The request went to its connection (or waits for it to open): `abortUpstream` reaches it from now on. */
@@ -586,7 +575,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (checked.invalid) {
       this.stage = 'intercepted';
       this.abortUpstream(new Error('invalid header'));
-      this.next('invalid_header', { status: 502, message: checked.invalid, action: r.action, condition: 'invalid_header' });
+      this.next('invalid_header', upstreamFailure('invalid-header', checked.invalid, r.action));
       return false;
     }
     const attempts = this.dest.attempts;
@@ -607,7 +596,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.abortUpstream(new Error('stale'));
       this.endState();
       const store = this.store;
-      void store.sendStale().then((sent) => (sent ? undefined : finalize(ex, statusCode))).then(this.resolve, this.resolve);
+      void store.sendStale().then((sent) => (sent ? DONE : statusOutcome(statusCode)), () => DONE).then(this.resolve);
       return false;
     }
     if (this.store?.revalidates(statusCode)) {
@@ -619,7 +608,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.abortUpstream(new Error('revalidated'));
       this.endState();
       const store = this.store;
-      void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => (sent ? undefined : finalize(ex, 502))).then(this.resolve, this.resolve);
+      void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => (sent ? DONE : statusOutcome(502)), () => DONE).then(this.resolve);
       return false;
     }
     attempts?.done();
@@ -667,13 +656,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       const lower = name.toLowerCase();
       if (!p.hideHeaders.has(lower) && !outHeaders.some(([n]) => n.toLowerCase() === lower)) outHeaders.push([name, []]);
     }
-    if (p.interceptErrors && statusCode >= 300 && r.loc.errorPages.has(statusCode)) {
-      this.store?.storeError(statusCode, received);
-      keepInterceptedHeaders(r, statusCode, received);
+    if (interceptsError(ex, p.interceptErrors, statusCode, received, this.store)) {
       this.endState();
       this.stage = 'intercepted';
       this.abortUpstream(new Error('intercepted'));
-      void finalize(ex, statusCode).then(this.resolve, this.resolve);
+      this.resolve(statusOutcome(statusCode));
       return false;
     }
     const redirect = p.accelRedirect ? accelRedirectOf(received) : undefined;
@@ -684,7 +671,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.endState();
       this.stage = 'intercepted';
       this.abortUpstream(new Error('X-Accel-Redirect'));
-      void acceleratedRedirect(ex, redirect).then(this.resolve, this.resolve);
+      this.resolve({ kind: 'accel', value: redirect });
       return false;
     }
     const caching = this.store?.begin(statusCode, statusText, received, outHeaders) ?? false;
@@ -698,7 +685,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.endState();
       r.action = 'sending to client';
       out.end();
-      this.resolve();
+      this.resolve(DONE);
       return false;
     }
     r.action = 'reading upstream';
@@ -751,7 +738,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       idle: () => logRequest(cx, r, 'info', upstreamTimeout('body').message),
       closed: () => {
         this.endState();
-        this.resolve();
+        this.resolve(DONE);
       },
     });
   }
@@ -785,12 +772,12 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private finish(): void {
     if (!this.spool) {
       this.ex.out.end();
-      this.resolve();
+      this.resolve(DONE);
       return;
     }
     if (this.heldLast) this.spool.pushLast(this.heldLast);
     this.spool.end();
-    void this.spool.done.then(this.resolve);
+    void this.spool.done.then(() => this.resolve(DONE));
   }
 
   onError(err: Error): void {
@@ -806,19 +793,19 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.spool?.abort();
       r.action = 'sending to client';
       out.abort();
-      this.resolve();
+      this.resolve(DONE);
       return;
     }
     if (err === BODY_TIMED_OUT) {
       this.spool?.abort();
-      void finalize(this.ex, 408).then(this.resolve, this.resolve);
+      this.resolve(statusOutcome(408));
       return;
     }
     if (err instanceof WorkerConnectionsError) {
       this.dest.attempts?.done();
       r.action = 'connecting to upstream';
       logRequest(cx, r, 'alert', err.message);
-      void finalize(this.ex, 500).then(this.resolve, this.resolve);
+      this.resolve(statusOutcome(500));
       return;
     }
     const unixPeer = this.dest.peer.path !== undefined ? this.dest.peer.name : undefined;
@@ -827,21 +814,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.next(failure.condition, failure);
       return;
     }
-    r.action = failure.action;
-    logRequest(cx, r, 'error', failure.message);
-    r.action = 'sending to client';
-    if (this.spool && failure.message === 'upstream prematurely closed connection') {
-      this.spool.endCut();
-      void this.spool.done.then(this.resolve);
-      return;
-    }
-    this.spool?.abort();
-    if (out.started) {
-      out.abort();
-      this.resolve();
-      return;
-    }
-    void finalize(this.ex, failure.status).then(this.resolve, this.resolve);
+    void responseFailed(this.ex, failure, this.spool).then(this.resolve);
   }
 
   // SpoolHooks

@@ -10,25 +10,15 @@ import { stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
-import type { Exchange } from '../exchange.js';
+import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { applyHeadersModule, contentTypeFor, keptHeaders, lastModifiedSec } from '../respond.js';
+import { discardRequestBody } from '../request-body.js';
 import { escapeUri } from '../uri.js';
 import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { gzipStatic } from './gzip-static.js';
 
-/** What the static handler decided. */
-export type StaticResult =
-  | { readonly kind: 'sent' }
-  | { readonly kind: 'code'; readonly code: number }
-  | { readonly kind: 'redirect'; readonly uri: string; readonly args: string }
-  | { readonly kind: 'moved'; readonly location: string };
-
-/** What `try_files` decided. */
-export type TryFilesResult =
-  | { readonly kind: 'found' }
-  | { readonly kind: 'code'; readonly code: number }
-  | { readonly kind: 'redirect'; readonly uri: string; readonly args: string }
-  | { readonly kind: 'named'; readonly name: string };
+/** What `try_files` decided: a file was found (the request goes on to the content phase), or how the request ends. */
+export type TryFilesResult = { readonly kind: 'found' } | Outcome;
 
 /** A path as the file system expects it: URIs are byte strings (latin1). */
 const fsPath = (path: string): Buffer => Buffer.from(path, 'latin1');
@@ -68,15 +58,17 @@ export async function tryFiles(ex: Exchange): Promise<TryFilesResult> {
     } else r.uri = r.uri.slice(0, aliasLength) + name;
     return { kind: 'found' };
   }
-  if ('code' in tf.fallback) return { kind: 'code', code: tf.fallback.code };
+  if ('code' in tf.fallback) return statusOutcome(tf.fallback.code);
   const target = tf.fallback.uri.evaluate(r);
   if (target.startsWith('@')) return { kind: 'named', name: target };
   const q = target.indexOf('?');
   return { kind: 'redirect', uri: q === -1 ? target : target.slice(0, q), args: q === -1 ? r.args : target.slice(q + 1) };
 }
 
-/** Serves the request from the file system. */
-export async function serveStatic(ex: Exchange): Promise<StaticResult> {
+/** Serves the request from the file system, the body discarded first (`ngx_http_static_handler`, `ngx_http_index_handler`). */
+export async function serveStatic(ex: Exchange): Promise<Outcome> {
+  const failed = discardRequestBody(ex);
+  if (failed !== undefined) return statusOutcome(failed);
   const { r } = ex;
   const method = r.method;
   if (r.uri.endsWith('/')) return index(ex);
@@ -84,33 +76,33 @@ export async function serveStatic(ex: Exchange): Promise<StaticResult> {
     const precompressed = await gzipStatic(ex);
     if (precompressed) return precompressed;
   }
-  if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') return { kind: 'code', code: 405 };
+  if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') return statusOutcome(405);
   const path = r.mapUriToPath(r.uri);
   const st = await statOrError(path);
   if (st instanceof Error) return fileError(ex, st, path);
   // ngx_http_static_handler: the URI escaped (NGX_ESCAPE_URI), a slash, the arguments as they came
-  if (st.isDirectory()) return { kind: 'moved', location: escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : '') };
+  if (st.isDirectory()) return statusOutcome(301, escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : ''));
   if (!st.isFile()) {
     logRequest(ex.cx, r, 'crit', `"${path}" is not a regular file`);
-    return { kind: 'code', code: 404 };
+    return statusOutcome(404);
   }
-  if (method === 'POST') return { kind: 'code', code: 405 };
+  if (method === 'POST') return statusOutcome(405);
   return sendFile(ex, path, st);
 }
 
-function fileError(ex: Exchange, err: NodeJS.ErrnoException, path: string): StaticResult {
+function fileError(ex: Exchange, err: NodeJS.ErrnoException, path: string): Outcome {
   const { r } = ex;
   const code = err.code === 'ENOENT' || err.code === 'ENOTDIR' || err.code === 'ENAMETOOLONG' ? 404 : err.code === 'EACCES' ? 403 : 500;
   if (code !== 404 || r.loc.logNotFound) {
     logRequest(ex.cx, r, code === 500 ? 'crit' : 'error', `open() "${path}" failed (${systemErrorText(err)})`);
   }
-  return { kind: 'code', code };
+  return statusOutcome(code);
 }
 
 /** The index module: the first existing index file is served through an internal redirect. */
-async function index(ex: Exchange): Promise<StaticResult> {
+async function index(ex: Exchange): Promise<Outcome> {
   const { r } = ex;
-  if (r.method !== 'GET' && r.method !== 'HEAD' && r.method !== 'POST') return { kind: 'code', code: 405 };
+  if (r.method !== 'GET' && r.method !== 'HEAD' && r.method !== 'POST') return statusOutcome(405);
   const dir = r.mapUriToPath(r.uri);
   let dirTested = false;
   const names = r.loc.index;
@@ -122,24 +114,24 @@ async function index(ex: Exchange): Promise<StaticResult> {
       if (st.code === 'EACCES' || st.code === 'ENOTDIR') {
         if (st.code === 'EACCES') {
           logRequest(ex.cx, r, 'error', `"${dir + name}" is forbidden (${systemErrorText(st)})`);
-          return { kind: 'code', code: 403 };
+          return statusOutcome(403);
         }
         if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir + name}" is not found (${systemErrorText(st)})`);
-        return { kind: 'code', code: 404 };
+        return statusOutcome(404);
       }
       if (!dirTested) {
         const d = await statOrError(dir);
         if (d instanceof Error && d.code === 'ENOENT') {
           if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir + name}" is not found (${systemErrorText(d)})`);
-          return { kind: 'code', code: 404 };
+          return statusOutcome(404);
         }
         if (d instanceof Error && d.code !== 'EACCES') {
           logRequest(ex.cx, r, 'crit', `stat() "${dir}" failed (${systemErrorText(d)})`);
-          return { kind: 'code', code: 500 };
+          return statusOutcome(500);
         }
         if (!(d instanceof Error) && !d.isDirectory()) {
           logRequest(ex.cx, r, 'alert', `"${dir}" is not a directory`);
-          return { kind: 'code', code: 500 };
+          return statusOutcome(500);
         }
         dirTested = true;
       }
@@ -150,10 +142,10 @@ async function index(ex: Exchange): Promise<StaticResult> {
   const d = await statOrError(dir);
   if (d instanceof Error) {
     if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir}" is not found (${systemErrorText(d)})`);
-    return { kind: 'code', code: 404 };
+    return statusOutcome(404);
   }
   logRequest(ex.cx, r, 'error', `directory index of "${dir}" is forbidden`);
-  return { kind: 'code', code: 403 };
+  return statusOutcome(403);
 }
 
 /**
@@ -163,7 +155,7 @@ async function index(ex: Exchange): Promise<StaticResult> {
  * `gzipped`: a `gzip_static` file, sent with `Content-Encoding: gzip` (a 304
  * has none: `ngx_http_not_modified_header_filter`).
  */
-export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<StaticResult> {
+export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<Outcome> {
   const { r, out } = ex;
   const mtimeSec = Math.floor(st.mtimeMs / 1000);
   const lastModified = new Date(mtimeSec * 1000).toUTCString();
@@ -171,7 +163,7 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
   const final = r.errStatus || 200;
   const main = final === 200 && !r.parent;
   const condition = main ? preconditionStatus(r, mtimeSec, etag) : 200;
-  if (condition === 412) return { kind: 'code', code: 412 };
+  if (condition === 412) return statusOutcome(412);
   const headers = keptHeaders(r);
   if (condition === 304) {
     headers.push(['Last-Modified', lastModified]);
@@ -179,7 +171,7 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
     applyHeadersModule(r, 304, headers);
     out.head(r, 304, headers);
     out.end();
-    return { kind: 'sent' };
+    return DONE;
   }
   // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
   const kept = headers.find(([name]) => name.toLowerCase() === 'content-type');
@@ -195,7 +187,7 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
   const ranges = main ? rangesFor(r, st.size, lastModifiedSec(headers), typeof sentEtag === 'string' ? sentEtag : undefined) : 'skip';
   if (ranges === 416) {
     r.pendingHeaders.push(['Content-Range', `bytes */${st.size}`]);
-    return { kind: 'code', code: 416 };
+    return statusOutcome(416);
   }
   let parts: { readonly head: string; readonly range: ByteRange }[] | undefined;
   let trailer = '';
@@ -232,15 +224,15 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
   out.head(r, status, headers);
   if (out.headOnly || length === 0) {
     out.end();
-    return { kind: 'sent' };
+    return DONE;
   }
   for (const part of parts ?? [{ head: '', range: { start: 0, end: st.size } }]) {
-    if (part.head && !write(ex, Buffer.from(part.head, 'latin1'))) return { kind: 'sent' };
-    if (!(await streamFile(ex, path, part.range))) return { kind: 'sent' };
+    if (part.head && !write(ex, Buffer.from(part.head, 'latin1'))) return DONE;
+    if (!(await streamFile(ex, path, part.range))) return DONE;
   }
-  if (trailer && !write(ex, Buffer.from(trailer, 'latin1'))) return { kind: 'sent' };
+  if (trailer && !write(ex, Buffer.from(trailer, 'latin1'))) return DONE;
   out.end();
-  return { kind: 'sent' };
+  return DONE;
 }
 
 /** Writes bytes of the body; false when the client is gone. */

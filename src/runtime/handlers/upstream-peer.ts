@@ -16,7 +16,6 @@ import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
-import { finalize } from '../phases.js';
 import { upstreamAttempt, type UpstreamState } from '../request.js';
 import type { UpstreamFailure } from '../upstream/errors.js';
 import { ResolveError } from '../upstream/resolver.js';
@@ -196,8 +195,8 @@ function resolvedGroup(name: string, addrs: readonly string[], port: number, con
 }
 
 /**
- * The peer for a host and port computed at request time; answers the request
- * (502) and returns undefined when the name cannot be resolved. While the
+ * The peer for a host and port computed at request time, or the status to
+ * answer (502 when the name cannot be resolved). While the
  * name is resolved, a client that leaves ends the request (499, nginx's
  * `[info] epoll_wait() reported that client prematurely closed connection`)
  * unless `ignoreClientAbort` is set.
@@ -205,7 +204,7 @@ function resolvedGroup(name: string, addrs: readonly string[], port: number, con
 export async function dynamicPeer(
   ex: Exchange, hostText: string, port: number | undefined, defaultPort: number, conf: NextUpstreamConf & { readonly ignoreClientAbort: boolean },
   scheme: string, uri: string,
-): Promise<PeerChoice | undefined> {
+): Promise<PeerChoice | number> {
   const { r, cx } = ex;
   const host = hostText.replace(/^\[|\]$/g, '');
   const effectivePort = port ?? defaultPort;
@@ -220,17 +219,13 @@ export async function dynamicPeer(
   const key = hostText.toLowerCase();
   const group = cx.table.upstreams.get(port === undefined ? key : `${key}:${port}`);
   if (group) {
-    const choice = firstPeer(ex, group, conf, scheme, uri);
-    if (typeof choice !== 'number') return choice;
-    await finalize(ex, choice);
-    return undefined;
+    return firstPeer(ex, group, conf, scheme, uri);
   }
   const resolverConf = r.loc.resolver;
   // a `resolver` with parameters only has no server to ask (nginx refuses it: `no name servers defined`)
   if (!resolverConf || resolverConf.servers.length === 0) {
     logRequest(cx, r, 'error', `no resolver defined to resolve ${hostText}`);
-    await finalize(ex, 502);
-    return undefined;
+    return 502;
   }
   const client = new AbortController();
   let clientError: NodeJS.ErrnoException | undefined;
@@ -248,12 +243,10 @@ export async function dynamicPeer(
       const errno = clientError?.code !== undefined && /^E[A-Z]+$/.test(clientError.code) ? ` (${systemErrorText(clientError)})` : '';
       // (an HTTP/2 stream's end was logged by the stream: ngx_http_upstream_check_broken_connection)
       if (r.protocol !== 'HTTP/2.0') logRequest(cx, r, 'info', `epoll_wait() reported that client prematurely closed connection${errno}`);
-      await finalize(ex, 499);
-      return undefined;
+      return 499;
     }
     logRequest(cx, r, 'error', err instanceof ResolveError ? err.message : `${hostText} could not be resolved`);
-    await finalize(ex, 502);
-    return undefined;
+    return 502;
   }
   if (addrs.length === 1) return fixed(addrs[0]!);
   return resolvedGroup(hostText, addrs, effectivePort, conf);

@@ -12,8 +12,34 @@ import { errnoOf } from '../../os-errors.js';
 import type { NextCondition } from './round-robin.js';
 import { X509_ERRORS } from '../x509-errors.js';
 
+/**
+ * What went wrong with an upstream, stable for callers to branch on (the
+ * message is nginx's text, for the log only): a row of `FAILURES`.
+ */
+export type FailureCode =
+  | 'connect' | 'timeout' | 'premature-close' | 'invalid-header' | 'header-too-big' | 'ssl' | 'certificate' | 'read' | 'temp-file' | 'other';
+
+/**
+ * The one table of upstream failures: the client's status when nothing was
+ * sent yet, and the `proxy_next_upstream`/`fastcgi_next_upstream`
+ * condition (`NGX_HTTP_UPSTREAM_FT_*`) each falls under.
+ */
+const FAILURES: Readonly<Record<FailureCode, { readonly status: number; readonly condition: NextCondition }>> = {
+  connect: { status: 502, condition: 'error' },
+  timeout: { status: 504, condition: 'timeout' },
+  'premature-close': { status: 502, condition: 'error' },
+  'invalid-header': { status: 502, condition: 'invalid_header' },
+  'header-too-big': { status: 502, condition: 'invalid_header' },
+  ssl: { status: 502, condition: 'error' },
+  certificate: { status: 502, condition: 'error' },
+  read: { status: 502, condition: 'error' },
+  'temp-file': { status: 502, condition: 'error' },
+  other: { status: 502, condition: 'error' },
+};
+
 /** How nginx reports an upstream failure. */
 export interface UpstreamFailure {
+  readonly code: FailureCode;
   /** Status for the client when nothing was sent yet (502, 504). */
   readonly status: number;
   /** The error-log message, without the ` while …` part. */
@@ -32,11 +58,22 @@ export interface UpstreamFailure {
  */
 const CONNECT_ERRORS_AT_ERROR = new Set(['ECONNREFUSED', 'EAGAIN', 'ECONNRESET', 'ENETDOWN', 'ENETUNREACH', 'EHOSTDOWN', 'EHOSTUNREACH']);
 
+/**
+ * The failure `code` as nginx logs it: `message` while `action` (nginx's
+ * `log->action`), at `level` when not error; its status and condition from
+ * `FAILURES`.
+ */
+export function upstreamFailure(code: FailureCode, message: string, action: string, level?: 'crit'): UpstreamFailure {
+  const row = FAILURES[code];
+  return { code, status: row.status, message, action, condition: row.condition, ...(level ? { level } : {}) };
+}
+
 /** Whether the response header had been received when the failure happened. */
 export type UpstreamStage = 'connect' | 'header' | 'body';
 
-const READING_HEADER = 'reading response header from upstream';
-const READING_BODY = 'reading upstream';
+/** nginx's `log->action` while an upstream's response header, then its body, is read. */
+export const READING_HEADER = 'reading response header from upstream';
+export const READING_BODY = 'reading upstream';
 
 /** The `(N: text)` part nginx prints for a system error code. */
 function errnoText(code: string, fallback: string): string {
@@ -66,6 +103,7 @@ export function sslErrorText(err: Error): string | undefined {
  * logs this alert and answers 500, trying no other server.
  */
 export class WorkerConnectionsError extends Error {
+  readonly code = 'JINX_WORKER_CONNECTIONS';
   constructor(limit: number) {
     super(`${limit} worker_connections are not enough`);
   }
@@ -76,6 +114,7 @@ export class WorkerConnectionsError extends Error {
  * (`fastcgi_send_timeout`) while jinx had more to write.
  */
 export class SendTimeoutError extends Error {
+  readonly code = 'JINX_UPSTREAM_SEND_TIMEOUT';
   constructor() {
     super('upstream send timed out');
   }
@@ -117,7 +156,7 @@ const SSL_HANDSHAKING = 'SSL handshaking to upstream';
  */
 export function upstreamTimeout(stage: TimeoutStage): UpstreamFailure {
   const action = TIMEOUT_ACTIONS[stage];
-  return { status: 504, message: `upstream timed out ${errnoText('ETIMEDOUT', 'timed out')}`, action, condition: 'timeout' };
+  return upstreamFailure('timeout', `upstream timed out ${errnoText('ETIMEDOUT', 'timed out')}`, action);
 }
 
 /**
@@ -133,45 +172,40 @@ export function mapUpstreamError(err: Error & { code?: string }, stage: Upstream
   if (err instanceof SendTimeoutError) return upstreamTimeout('send');
   const code = err.code ?? '';
   if (unixPeer !== undefined && stage === 'connect' && errnoOf(code)) {
-    return {
-      status: 502, message: `connect() to ${unixPeer} failed ${errnoText(code, err.message)}`, action: 'connecting to upstream', condition: 'error',
-      ...(CONNECT_ERRORS_AT_ERROR.has(code) ? {} : { level: 'crit' as const }),
-    };
+    return upstreamFailure('connect', `connect() to ${unixPeer} failed ${errnoText(code, err.message)}`, 'connecting to upstream', CONNECT_ERRORS_AT_ERROR.has(code) ? undefined : 'crit');
   }
   if (stage === 'body' && (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || /\(Invalid EOF state\)/.test(err.message))) {
     // the connection closed before the body's length, or in a chunk (ngx_http_upstream_process_upstream's eof)
-    return { status: 502, message: 'upstream prematurely closed connection', action: READING_BODY, condition: 'error' };
+    return upstreamFailure('premature-close', 'upstream prematurely closed connection', READING_BODY);
   }
   if (err.name === 'HTTPParserError' || code.startsWith('HPE_')) {
     // undici's parser refused the status line (nginx: not HTTP) or a header line
     const statusLine = /Expected HTTP\/|Invalid HTTP version|Invalid status|Invalid method/i.test(err.message);
-    return {
-      status: 502,
-      message: statusLine && stage !== 'body' ? 'upstream sent no valid HTTP/1.0 header' : 'upstream sent invalid header',
-      action: stage === 'body' ? READING_BODY : READING_HEADER,
-      condition: 'invalid_header',
-    };
+    return upstreamFailure(
+      'invalid-header', statusLine && stage !== 'body' ? 'upstream sent no valid HTTP/1.0 header' : 'upstream sent invalid header',
+      stage === 'body' ? READING_BODY : READING_HEADER,
+    );
   }
   if (err instanceof UpstreamCertificateError) {
     if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
-      return { status: 502, message: `upstream SSL certificate does not match "${err.host}"`, action: SSL_HANDSHAKING, condition: 'error' };
+      return upstreamFailure('certificate', `upstream SSL certificate does not match "${err.host}"`, SSL_HANDSHAKING);
     }
     const [n, text] = X509_ERRORS[code] ?? [1, err.message];
-    return { status: 502, message: `upstream SSL certificate verify error: (${n}:${text})`, action: SSL_HANDSHAKING, condition: 'error' };
+    return upstreamFailure('certificate', `upstream SSL certificate verify error: (${n}:${text})`, SSL_HANDSHAKING);
   }
   const phaseAction = stage === 'body' ? READING_BODY : stage === 'header' ? READING_HEADER : 'connecting to upstream';
   if (code.startsWith('ERR_SSL_') || sslErrorText(err)) {
     // an OpenSSL error: in the handshake (until the connection is ready), or while reading
     const text = sslErrorText(err) ?? `(SSL: ${err.message})`;
-    if (stage === 'connect') return { status: 502, message: `SSL_do_handshake() failed ${text}`, action: SSL_HANDSHAKING, condition: 'error' };
-    return { status: 502, message: `SSL_read() failed ${text}`, action: phaseAction, condition: 'error' };
+    if (stage === 'connect') return upstreamFailure('ssl', `SSL_do_handshake() failed ${text}`, SSL_HANDSHAKING);
+    return upstreamFailure('ssl', `SSL_read() failed ${text}`, phaseAction);
   }
   switch (code) {
     case 'ECONNREFUSED':
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
     case 'EADDRNOTAVAIL':
-      return { status: 502, message: `connect() failed ${errnoText(code, err.message)}`, action: 'connecting to upstream', condition: 'error' };
+      return upstreamFailure('connect', `connect() failed ${errnoText(code, err.message)}`, 'connecting to upstream');
     case 'UND_ERR_CONNECT_TIMEOUT':
       return upstreamTimeout('connect');
     case 'UND_ERR_HEADERS_TIMEOUT':
@@ -179,22 +213,17 @@ export function mapUpstreamError(err: Error & { code?: string }, stage: Upstream
     case 'UND_ERR_BODY_TIMEOUT':
       return upstreamTimeout('body');
     case 'UND_ERR_HEADERS_OVERFLOW':
-      return { status: 502, message: 'upstream sent too big header', action: READING_HEADER, condition: 'invalid_header' };
+      return upstreamFailure('header-too-big', 'upstream sent too big header', READING_HEADER);
     case 'UND_ERR_SOCKET':
     case 'UND_ERR_CLOSED':
-      return {
-        status: 502, message: 'upstream prematurely closed connection', action: stage === 'body' ? READING_BODY : READING_HEADER, condition: 'error',
-      };
+      return upstreamFailure('premature-close', 'upstream prematurely closed connection', stage === 'body' ? READING_BODY : READING_HEADER);
     default:
       if (errnoOf(code)) {
         // a system error while reading: the socket was connected (ECONNRESET …)
-        return {
-          status: 502,
-          message: `${stage === 'body' && buffered ? 'readv' : 'recv'}() failed ${errnoText(code, err.message)}`,
-          action: stage === 'connect' ? READING_HEADER : phaseAction,
-          condition: 'error',
-        };
+        return upstreamFailure(
+          'read', `${stage === 'body' && buffered ? 'readv' : 'recv'}() failed ${errnoText(code, err.message)}`, stage === 'connect' ? READING_HEADER : phaseAction,
+        );
       }
-      return { status: 502, message: `upstream error: ${err.message}`, action: phaseAction, condition: 'error' };
+      return upstreamFailure('other', `upstream error: ${err.message}`, phaseAction);
   }
 }

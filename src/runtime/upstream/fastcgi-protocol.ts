@@ -91,8 +91,12 @@ export function encodeParams(pairs: readonly (readonly [string, string])[]): Buf
   return Buffer.concat(out);
 }
 
-/** A response nginx refuses, in nginx's words (the message of its error-log line). */
-export class FastcgiResponseError extends Error {}
+/** A response nginx refuses, in nginx's words (the message of its error-log line); `code` is its row in upstream/errors.ts's `FAILURES`. */
+export class FastcgiResponseError extends Error {
+  constructor(message: string, readonly code: 'invalid-header' | 'premature-close' | 'header-too-big' = 'invalid-header') {
+    super(message);
+  }
+}
 
 /**
  * A STDERR record before the end of the header had a `fastcgi_catch_stderr`
@@ -210,7 +214,7 @@ export class ResponseReader {
       this.last += n;
       offset += n;
       if (!this.processHeader()) {
-        if (this.last === this.buf.length) throw new FastcgiResponseError('upstream sent too big header');
+        if (this.last === this.buf.length) throw new FastcgiResponseError('upstream sent too big header', 'header-too-big');
         continue;
       }
       // the header is done: the rest of the header buffer is the first body buffer
@@ -247,7 +251,7 @@ export class ResponseReader {
         if (this.type !== FCGI.STDOUT && this.type !== FCGI.STDERR) {
           throw new FastcgiResponseError(`upstream sent unexpected FastCGI record: ${this.type}`);
         }
-        if (this.type === FCGI.STDOUT && this.length === 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout');
+        if (this.type === FCGI.STDOUT && this.length === 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout', 'premature-close');
       }
       if (this.state === St.Padding) {
         if (this.pos + this.padding < this.last) {
@@ -492,11 +496,11 @@ export class ResponseReader {
         if (this.state < St.Data) return;
         if (this.type === FCGI.STDOUT && this.length === 0) {
           this.state = St.Padding;
-          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout');
+          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout', 'premature-close');
           continue;
         }
         if (this.type === FCGI.END_REQUEST) {
-          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI request');
+          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI request', 'premature-close');
           if (!this.settings.keepConn) {
             // without fastcgi_keep_conn, nginx 1.30 reads on to the connection's end, which ends the response
             this.flushStderr();
