@@ -14,9 +14,9 @@ if [ -n "$need" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test/prepare.sh: installing$need" >&2
     (apt-get install -y -q $need >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $need >/dev/null; }) \
-      || echo "test/prepare.sh: could not install$need; tests that need them are skipped" >&2
+      || echo "test/prepare.sh: could not install$need; tests that need them are skipped (without nginx, tests compare with its recorded answers)" >&2
   else
-    echo "test/prepare.sh: missing$need (not root or no apt-get); tests that need them are skipped" >&2
+    echo "test/prepare.sh: missing$need (not root or no apt-get); tests that need them are skipped (without nginx, tests compare with its recorded answers)" >&2
   fi
 fi
 oracle=../shared/tools/install-nginx-oracle

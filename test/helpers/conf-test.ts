@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup, JINX, referenceNginx, tempDir } from './harness.js';
+import { answerSync, nextKey } from './recorded.js';
 
 /** Files of a prefix: relative path → content (a Buffer for exact bytes). */
 export type PrefixFiles = Readonly<Record<string, string | Buffer>>;
@@ -92,6 +93,16 @@ export function confTest(binary: string, prefix: string, opts: ConfTestOptions =
   };
 }
 
+/**
+ * `confTest` of the reference nginx on `prefix`, checked against the running
+ * test's recording, or the recorded answer when no reference is installed
+ * (recorded.ts).
+ */
+export function referenceConfTest(prefix: string, opts: ConfTestOptions = {}): ConfTestResult {
+  const reference = referenceNginx();
+  return answerSync(nextKey(), reference === undefined ? undefined : () => confTest(reference, prefix, opts));
+}
+
 /** The lines nginx prints after a failed test of PREFIX/nginx.conf. */
 export function failed(...messages: string[]): string[] {
   return [...messages, 'nginx: configuration file PREFIX/nginx.conf test failed'];
@@ -129,26 +140,23 @@ export interface ConfCase {
  * Defines, under `describe(title)`, one test per case that runs `jinx -t`,
  * and under `describe(title + " (reference nginx agrees)")` one per case that
  * runs the reference nginx on the same files, so an expectation that is not
- * nginx's behaviour fails too. The reference tests are skipped, with a
- * message, when no nginx is installed.
+ * nginx's behaviour fails too. Without a reference nginx the second test
+ * checks the expectation against nginx's answer recorded in the test file's
+ * `FOO.recorded.json` (recorded.ts).
  */
 export function defineConfCases(title: string, cases: readonly ConfCase[]): void {
-  const reference = referenceNginx();
-  const run = (binary: string, c: ConfCase): void => {
+  const run = (binary: 'jinx' | 'nginx', c: ConfCase): void => {
     const prefix = makePrefix(c.files);
     const opts = typeof c.opts === 'function' ? c.opts(prefix) : c.opts;
-    const got = confTest(binary, prefix, opts);
+    const got = binary === 'jinx' ? confTest(JINX, prefix, opts) : referenceConfTest(prefix, opts);
     assert.deepEqual({ status: got.status, lines: got.lines }, { status: c.status, lines: [...c.lines] });
   };
   describe(title, () => {
     after(cleanup);
-    for (const c of cases) it(c.name, () => run(JINX, c));
+    for (const c of cases) it(c.name, () => run('jinx', c));
   });
   describe(`${title} (reference nginx agrees)`, () => {
     after(cleanup);
-    for (const c of cases) {
-      const skip = reference === undefined ? 'no reference nginx (/opt/nginx-oracle/nginx or /usr/sbin/nginx)' : c.noReference;
-      it(c.name, { skip: skip ?? false }, () => run(reference!, c));
-    }
+    for (const c of cases) it(c.name, { skip: c.noReference ?? false }, () => run('nginx', c));
   });
 }

@@ -398,7 +398,7 @@ export async function runInside(root: string, opts: FuzzOptions): Promise<FuzzSu
     return t;
   };
   // the comparison is with nginx 1.30 only (Debian's older nginx differs in ways jinx does not follow)
-  const nginx = existsSync(ORACLE) ? ORACLE : undefined;
+  const nginx = existsSync(ORACLE) && process.env.JINX_NO_NGINX !== '1' ? ORACLE : undefined;
   const workerFile = join(dirname(fileURLToPath(import.meta.url)), 'config-fuzz-worker.js');
   const start = (slotRoot: string): Worker => new Worker(workerFile, { workerData: { root: slotRoot, nginx } });
   const slots: Slot[] = [0, 1].map((k) => {

@@ -8,12 +8,17 @@
  * `the configuration file … syntax is ok`, `nginx: [emerg] …`) are kept as
  * they are. Optionally a directory is replaced by a placeholder so that
  * expected lines can be written without the temp path.
+ *
+ * nginx's side is checked against, or without a reference nginx read from,
+ * the test's recording (recorded.ts): keyed by the running test's name, or by
+ * `record` where tests run side by side.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, JINX, onCleanup, referenceNginx, ROOT, runJinx } from './harness.js';
+import { answer, answerSync, nextKey } from './recorded.js';
 
 /** One side of a `-t` comparison. */
 export interface TestOutcome {
@@ -22,10 +27,10 @@ export interface TestOutcome {
   readonly lines: string[];
 }
 
-/** Both sides; `nginx` is undefined when no reference binary is installed. */
+/** Both sides; `nginx` is the recorded answer when no reference binary is installed. */
 export interface Comparison {
   readonly jinx: TestOutcome;
-  readonly nginx: TestOutcome | undefined;
+  readonly nginx: TestOutcome;
 }
 
 export interface ConfigTestOptions {
@@ -33,6 +38,10 @@ export interface ConfigTestOptions {
   readonly flags?: readonly string[];
   /** Replaces every occurrence of this string in the output by `PREFIX`. */
   readonly hidePrefix?: string;
+  /** The key of nginx's answer in the recording (default: the running test's next, `nextKey()`). */
+  readonly record?: string;
+  /** Literals of this run (ports) and their placeholders in the recording. */
+  readonly placeholders?: ReadonlyMap<string, string>;
 }
 
 /** Drops the timestamp and `pid#tid` of nginx log lines; keeps every other line. */
@@ -64,11 +73,13 @@ export function nginxTest(dir: string, conf: string, opts: ConfigTestOptions = {
 
 /**
  * Runs both on the same file. jinx runs first, on the tree as given; nginx
- * runs second (nginx -t may create log files and temp directories).
+ * runs second (nginx -t may create log files and temp directories), or its
+ * recorded answer stands in.
  */
 export function compareConfigTest(dir: string, conf: string, opts: ConfigTestOptions = {}): Comparison {
   const jinx = jinxTest(dir, conf, opts);
-  const nginx = nginxTest(dir, conf, opts);
+  const live = referenceNginx() ? () => nginxTest(dir, conf, opts)! : undefined;
+  const nginx = answerSync(opts.record ?? nextKey(), live, opts.placeholders);
   return { jinx, nginx };
 }
 
@@ -88,19 +99,16 @@ function runAsync(cmd: string, args: readonly string[]): Promise<{ status: numbe
 
 /**
  * `compareConfigTest` without blocking, so that tests in one file can run
- * side by side (each on its own directory). jinx first, then nginx.
+ * side by side (each on its own directory, each with its own `record` key).
+ * jinx first, then nginx.
  */
 export async function compareConfigTestAsync(dir: string, conf: string, opts: ConfigTestOptions = {}): Promise<Comparison> {
   const args = ['-t', ...(opts.flags ?? []), '-p', `${dir}/`, '-c', conf];
+  const key = opts.record ?? nextKey();
   const jinx = outcome(await runAsync(JINX, args), opts.hidePrefix);
   const bin = referenceNginx();
-  const nginx = bin ? outcome(await runAsync(bin, args), opts.hidePrefix) : undefined;
+  const nginx = await answer(key, bin ? async () => outcome(await runAsync(bin, args), opts.hidePrefix) : undefined, opts.placeholders);
   return { jinx, nginx };
-}
-
-/** Why a differential test is skipped, or false when a reference nginx exists. */
-export function skipWithoutNginx(): string | false {
-  return referenceNginx() ? false : 'no reference nginx (/opt/nginx-oracle/nginx or /usr/sbin/nginx) installed';
 }
 
 /**

@@ -19,9 +19,10 @@ export function streamModulePath(): string {
   return '/usr/lib/nginx/modules/ngx_stream_module.so';
 }
 
-/** Whether the reference is nginx 1.25.1 or later (knows `http2 on;`). */
+/** Whether the reference is nginx 1.25.1 or later (knows `http2 on;`); the recorded answers are 1.30's. */
 export function referenceKnowsHttp2Directive(): boolean {
-  return referenceNginx() === '/opt/nginx-oracle/nginx';
+  const reference = referenceNginx();
+  return reference === undefined || reference === '/opt/nginx-oracle/nginx';
 }
 
 /** `/etc/nginx` → `ROOT/etc/nginx` for each of `paths`, only at path boundaries, in one pass. */

@@ -6,6 +6,11 @@
  * server's name in `Server:` and in its pages (`nginx/1.30.6` vs
  * `jinx/X.Y.Z`, `nginx` vs `jinx` with `server_tokens off`), `Date`, and the
  * `Content-Length` of a page that names the server.
+ *
+ * Without a reference nginx (or with `JINX_NO_NGINX=1`) nginx's side is the
+ * answer recorded in the test's `FOO.recorded.json` (see recorded.ts; re-record
+ * with `npm run -s record -- test/DIR/FOO.test.ts`), and both sides are then
+ * compared with their times made fixed.
  */
 import { strict as assert } from 'node:assert';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -15,6 +20,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { JINX_VERSION } from '../../src/version.js';
 import { JINX, freePort, logEntries, referenceNginx, startServer, tempDir, writeFiles, type Response, type ServerProcess } from './harness.js';
+import { answer, nextKey, placeholdersOf, recordCommand, stable } from './recorded.js';
 
 /** The version a reference binary reports (`nginx -v`), e.g. `1.30.6`. */
 function versionOf(binary: string): string | undefined {
@@ -30,11 +36,8 @@ const current = (v: string | undefined): boolean => {
   return major > 1 || (major === 1 && minor >= 30);
 };
 
-/** The reference nginx (1.30 or later), or undefined (differential tests are then skipped). */
+/** The reference nginx (1.30 or later), or undefined (differential runs then use the recorded answers). */
 export const ORACLE = FOUND && current(FOUND_VERSION) ? FOUND : undefined;
-/** `skip` option for `it()`/`describe()` when there is no usable reference nginx. */
-export const NO_ORACLE: string | false = ORACLE ? false
-  : FOUND ? `reference nginx ${FOUND_VERSION ?? '?'} at ${FOUND} is older than 1.30` : 'no reference nginx installed';
 
 /**
  * The main context every differential config starts with. Both servers run as
@@ -225,16 +228,50 @@ const PROBE = /^\[info\] \*CONN client closed connection while waiting for reque
 
 const TIME_LOCAL = /\d\d\/[A-Z][a-z]{2}\/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}/g;
 
+/** What one side produced, as plain data (what a recording keeps). */
+interface SideRecord<T> {
+  /** The configuration, in a recording with its ports and directories as placeholders. */
+  readonly conf: string;
+  readonly result: T;
+  readonly errorLog: readonly string[];
+  readonly allErrorLog: readonly string[];
+  /** Lines of each file under logs/, keyed `logs/NAME`. */
+  readonly files: Readonly<Record<string, string[]>>;
+}
+
+/** A notice about the process itself (version, OS, limits, workers, signals): it names the machine. */
+const PROCESS_NOTICE = /^\[notice\] (?!\*)/;
+/** The same notice in a log file's line. */
+const PROCESS_NOTICE_LINE = /^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d \[notice\] \d+#\d+: (?!\*)/;
+
+/**
+ * What of a side is recorded and compared with a recording: the log lines
+ * about the process and the pid file left out, times made fixed (`stable`).
+ * The configuration is kept, so a recording for another one is noticed.
+ */
+function comparableSide<T>(side: SideRecord<T>): SideRecord<T> {
+  const files: Record<string, string[]> = {};
+  for (const [rel, lines] of Object.entries(side.files)) if (!rel.endsWith('.pid')) files[rel] = lines.filter((l) => !PROCESS_NOTICE_LINE.test(l));
+  return stable({ ...side, allErrorLog: side.allErrorLog.filter((l) => !PROCESS_NOTICE.test(l)), files });
+}
+
+const sideResult = <T>(r: SideRecord<T>): SideResult<T> => ({
+  result: r.result, errorLog: r.errorLog, allErrorLog: r.allErrorLog, file: (rel) => r.files[rel] ?? [],
+});
+
 /**
  * Runs `scenario` against nginx, then against jinx, each on a fresh copy of
  * `files` in one prefix and on one port, and returns both sides' results and
  * logs. The config template is called with the port(s) and the prefix.
+ *
+ * nginx's side is also checked against the test's recording (a stale one
+ * fails, naming the command that re-records it; `JINX_RECORD=1` rewrites it). Without a reference nginx, nginx's side is the recording and
+ * jinx's side is made comparable with it the same way (`comparableSide`).
  */
 export async function differential<T>(
   spec: { conf: (env: ConfEnv) => string; files?: Readonly<Record<string, string>>; extraPorts?: number; dirs?: readonly string[] },
   scenario: (side: Side) => Promise<T>,
 ): Promise<{ nginx: SideResult<T>; jinx: SideResult<T> }> {
-  if (!ORACLE) throw new Error('no reference nginx');
   const prefix = tempDir('jinx-diff-');
   chmodSync(prefix, 0o755);
   const port = await freePort();
@@ -242,14 +279,16 @@ export async function differential<T>(
   for (let i = 0; i < (spec.extraPorts ?? 0); i++) ports.push(await freePort());
   const env: ConfEnv = { port, ports, prefix };
   const conf = spec.conf(env);
+  const key = nextKey();
+  const subs = placeholdersOf(conf, [[prefix, '@PREFIX@'], [String(port), '@PORT@'], ...ports.map((p, i) => [String(p), `@PORT${i + 1}@`] as const)]);
   // written once: both servers see the same files (and the same mtimes, ETags)
   for (const d of spec.dirs ?? []) mkdirSync(join(prefix, d), { recursive: true });
   writeFiles(prefix, { 'nginx.conf': conf, ...spec.files });
-  const runOne = async (kind: 'nginx' | 'jinx'): Promise<SideResult<T>> => {
+  const runOne = async (kind: 'nginx' | 'jinx'): Promise<SideRecord<T>> => {
     for (const d of ['logs', 'tmp']) rmSync(join(prefix, d), { recursive: true, force: true });
     mkdirSync(join(prefix, 'logs'));
     mkdirSync(join(prefix, 'tmp'));
-    const server = await startServer(kind === 'nginx' ? ORACLE : JINX, prefix, join(prefix, 'nginx.conf'), [port, ...ports]);
+    const server = await startServer(kind === 'nginx' ? ORACLE! : JINX, prefix, join(prefix, 'nginx.conf'), [port, ...ports]);
     let result: T;
     try {
       const side: Side = {
@@ -267,19 +306,23 @@ export async function differential<T>(
     }
     const all = logEntries(server.errorLog()).map(comparable);
     // the side's log files are read now: the next side starts with fresh ones
-    const texts = new Map<string, string[]>();
+    const files: Record<string, string[]> = {};
     const logs = join(prefix, 'logs');
-    for (const f of readdirSync(logs)) texts.set(`logs/${f}`, readLines(join(logs, f)));
+    for (const f of readdirSync(logs)) files[`logs/${f}`] = readLines(join(logs, f));
     return {
+      conf,
       result,
       errorLog: all.filter((l) => /^\[\w+\] \*CONN /.test(l) && !PROBE.test(l)),
       allErrorLog: all,
-      file: (rel) => texts.get(rel) ?? [],
+      files,
     };
   };
-  const nginx = await runOne('nginx');
+  const nginx = await answer(key, ORACLE ? () => runOne('nginx') : undefined, subs, comparableSide);
+  if (!ORACLE) {
+    assert.equal(nginx.conf, conf, `the recorded nginx answer is for another configuration; re-record with ${recordCommand()}`);
+  }
   const jinx = await runOne('jinx');
-  return { nginx, jinx };
+  return ORACLE ? { nginx: sideResult(nginx), jinx: sideResult(jinx) } : { nginx: sideResult(nginx), jinx: sideResult(comparableSide(jinx)) };
 }
 
 /**

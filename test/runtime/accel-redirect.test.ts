@@ -9,7 +9,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 import { echoUpstream } from '../helpers/upstreams.js';
 import { STDOUT, endRequest, fcgiRecord, scriptedFastcgi } from '../helpers/fastcgi-server.js';
 
@@ -31,7 +31,7 @@ const TARGETS = `
 
 const CASES = ['/files/a.txt', '/text?q=1', '/text%20sp', '@named', '..', '../x', '/x/..', '/x/.%2e', '/x/..?a', '/missing-file', '?a'];
 
-describe('X-Accel-Redirect (differential)', { skip: NO_ORACLE }, () => {
+describe('X-Accel-Redirect (differential)', () => {
   after(cleanup);
 
   it('follows X-Accel-Redirect from a proxied server with the headers nginx keeps', async () => {

@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { SHARED, cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 
 /** NPM's user file: alice / alice-secret, bob / bob-secret. */
 const USERS = join(SHARED, 'corpus/nginx-proxy-manager/rootfs/data/access/1');
@@ -30,7 +30,7 @@ const NPM_REALIP = `  set_real_ip_from 10.0.0.0/8;
 const SERVE = 'try_files /ok.txt =404; add_header X-Remote-Addr $remote_addr always; add_header X-Remote-User $remote_user always;';
 const FILES = { 'html/ok.txt': 'ok\n' };
 
-describe('real client address (differential)', { skip: NO_ORACLE }, () => {
+describe('real client address (differential)', () => {
   after(cleanup);
 
   it('takes $remote_addr from X-Real-IP of a trusted peer, for variables, allow/deny and the error log', async () => {
@@ -89,7 +89,7 @@ describe('real client address (differential)', { skip: NO_ORACLE }, () => {
   });
 });
 
-describe('access control (differential)', { skip: NO_ORACLE }, () => {
+describe('access control (differential)', () => {
   after(cleanup);
 
   it('applies allow/deny in order and answers 403 with "access forbidden by rule"', async () => {

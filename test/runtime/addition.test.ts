@@ -11,10 +11,10 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup, startUpstream } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, rawExchange, takeEach } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, rawExchange, takeEach } from '../helpers/differential.js';
 import { sendInPieces } from '../helpers/upstreams.js';
 
-describe('addition (differential)', { skip: NO_ORACLE }, () => {
+describe('addition (differential)', () => {
   after(cleanup);
 
   it('puts the subrequests\' bodies before and after static, returned and proxied bodies, as nginx', async () => {

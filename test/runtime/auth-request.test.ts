@@ -13,7 +13,7 @@ import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { SHARED, cleanup, freePort } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Side, type Snap } from '../helpers/differential.js';
 import { dnsServer, echoOf, echoUpstream, type Echo, type EchoUpstream } from '../helpers/upstreams.js';
 
 /** NPM's user file: alice / alice-secret, bob / bob-secret. */
@@ -122,7 +122,7 @@ const AUTHELIA_AUTHREQUEST = `auth_request /authelia;
 
 const cookie = (verdict: number): Record<string, string> => ({ Host: 'wiki.example.com', Cookie: `authelia_session=s; verdict=${verdict}` });
 
-describe('auth_request with an Authelia-style verifier (differential)', { skip: NO_ORACLE }, () => {
+describe('auth_request with an Authelia-style verifier (differential)', () => {
   after(cleanup);
 
   it('lets 2xx through with the verifier\'s Remote-* headers passed to the app, redirects 401 to the portal, returns 403, and answers 500 to other statuses', async () => {

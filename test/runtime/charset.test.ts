@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { ROOT, cleanup, startUpstream } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, snap, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, snap, type Snap } from '../helpers/differential.js';
 
 /** nginx's own charset maps, as Debian ships them in /etc/nginx. */
 const MAPS = Object.fromEntries(['koi-utf', 'koi-win', 'win-utf'].map((f) => [f, readFileSync(join(ROOT, 'test/differential/fixtures/valid/charset-maps', f), 'latin1')]));
@@ -42,7 +42,7 @@ function seen(resp: { status: number; headers: Record<string, string | string[] 
   return { ...s, body: s.body.replace(/[^\x20-\x7e\n]/g, (c) => `<${c.charCodeAt(0).toString(16)}>`) };
 }
 
-describe('charset (differential)', { skip: NO_ORACLE }, () => {
+describe('charset (differential)', () => {
   after(cleanup);
 
   it('adds the charset and recodes bodies with charset_map tables, as nginx', async () => {

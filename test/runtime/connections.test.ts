@@ -12,7 +12,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup, startUpstream } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
 import { scriptedUpstream } from '../helpers/upstreams.js';
 import { rawClient, sleep, statusOf, type RawClient } from '../helpers/slow-clients.js';
 
@@ -45,7 +45,7 @@ const halfSeconds = (ms: number): number => Math.round(ms / 500) / 2;
 /** The error-log lines about `worker_connections`. */
 const workerConnectionLines = (lines: readonly string[]): string[] => lines.filter((l) => l.includes('worker_connections'));
 
-describe('connections (differential)', { skip: NO_ORACLE }, () => {
+describe('connections (differential)', () => {
   after(cleanup);
 
   it('closes idle connections to make room when worker_connections runs out, with nginx\'s warning and no request fields', async () => {

@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, rawExchange, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, rawExchange, type Snap } from '../helpers/differential.js';
 import { END_REQUEST, STDERR, STDOUT, endRequest, fcgiRecord, scriptedFastcgi } from '../helpers/fastcgi-server.js';
 
 /** A response with its headers sorted by name (where node:http puts `Connection: close` is not compared here). */
@@ -16,7 +16,7 @@ function sorted(r: Snap): Snap {
   return { ...r, headers: Object.fromEntries(Object.entries(r.headers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
 }
 
-describe('FastCGI bodies and response ends (differential)', { skip: NO_ORACLE }, () => {
+describe('FastCGI bodies and response ends (differential)', () => {
   after(cleanup);
 
   it('fastcgi_request_buffering off sends the body as STDIN; $request_body holds it when it fits the body buffer', async () => {

@@ -10,7 +10,7 @@ import { strict as assert } from 'node:assert';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup, onCleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 import { STDERR, STDOUT, endRequest, fcgiRecord, scriptedFastcgi, type SeenRequest } from '../helpers/fastcgi-server.js';
 
 /** Writes `parts` one after the other, `gapMs` apart (separate TCP segments), then closes unless `keep`. */
@@ -70,7 +70,7 @@ const received = (req: SeenRequest): object => ({
   role: req.role, flags: req.flags, params: req.params.filter(([n]) => n !== 'REMOTE_PORT'), stdinLength: req.stdin.length, stdin: req.stdin.toString('latin1', 0, 64),
 });
 
-describe('FastCGI records (differential, scripted FastCGI server)', { skip: NO_ORACLE }, () => {
+describe('FastCGI records (differential, scripted FastCGI server)', () => {
   after(cleanup);
 
   it('sends BEGIN_REQUEST, the params in nginx\'s order with the request headers as HTTP_*, and the body as STDIN', async () => {

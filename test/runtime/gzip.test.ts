@@ -17,7 +17,7 @@ import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { cleanup, freePort, startJinx, startUpstream, type Response } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, normalizeBody, parseRaw, rawExchange, snap, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, normalizeBody, parseRaw, rawExchange, snap, type Snap } from '../helpers/differential.js';
 
 const TEXT = 'The quick brown fox jumps over the lazy dog. '.repeat(40);
 
@@ -41,7 +41,7 @@ const FILES = {
   'html/st/plain.txt': `only plain ${TEXT}`,
 };
 
-describe('gzip (differential)', { skip: NO_ORACLE }, () => {
+describe('gzip (differential)', () => {
   after(cleanup);
 
   it('compresses by Accept-Encoding, type, length, status and client, as nginx', async () => {

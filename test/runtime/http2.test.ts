@@ -20,7 +20,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, hasCommand, startJinx, startUpstream } from '../helpers/harness.js';
 import { selfSigned } from '../helpers/pki.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
 import { FRAME, H2_ERROR, RawH2, getFields, type ClientStart, type Field } from '../helpers/h2-frames.js';
 import { echoUpstream, type Echo } from '../helpers/upstreams.js';
 
@@ -65,7 +65,7 @@ function http1(port: number, path: string): Promise<{ status: number; alpn: stri
 
 const NO_OPENSSL = hasCommand('openssl') ? false : 'no openssl command';
 
-describe('HTTP/2 over TLS (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
+describe('HTTP/2 over TLS (differential)', { skip: NO_OPENSSL }, () => {
   after(cleanup);
 
   it('serves h2 and http/1.1 on one TLS port, proxies GET and a 1 MiB POST, and logs requests as HTTP/2.0', async () => {
@@ -157,7 +157,7 @@ function goaways(session: ClientHttp2Session): { code: number; last: number }[] 
   return seen;
 }
 
-describe('HTTP/2 limits per connection (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
+describe('HTTP/2 limits per connection (differential)', { skip: NO_OPENSSL }, () => {
   after(cleanup);
 
   it('advertises the SNI server\'s http2_max_concurrent_streams, refuses a stream beyond it with RST_STREAM REFUSED_STREAM, and a client that respects it gets every response', async () => {
@@ -380,7 +380,7 @@ function alpn(port: number, servername: string, protocols: string[]): Promise<st
   });
 }
 
-describe('HTTP/2 frames and refusals as nginx sends them (differential)', { skip: NO_ORACLE }, () => {
+describe('HTTP/2 frames and refusals as nginx sends them (differential)', () => {
   after(cleanup);
 
   it('sends a body in DATA frames of http2_chunk_size, answers 400 to an invalid header name and an :authority that Host contradicts, and ends the connection with GOAWAY for a bad HPACK index', async () => {
@@ -416,7 +416,7 @@ describe('HTTP/2 frames and refusals as nginx sends them (differential)', { skip
   });
 });
 
-describe('HTTP/2 connections as nginx starts and ends them (differential)', { skip: NO_ORACLE || NO_OPENSSL }, () => {
+describe('HTTP/2 connections as nginx starts and ends them (differential)', { skip: NO_OPENSSL }, () => {
   after(cleanup);
 
   it('serves a client whose first frame after the preface is a SETTINGS acknowledgement or a request, and sends each client the frames nginx sends', async () => {

@@ -13,7 +13,7 @@ import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, startJinx, tempDir, waitFor } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, lineDiff, parseRaw, snap, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, lineDiff, parseRaw, snap, type Snap } from '../helpers/differential.js';
 
 /** Sends `data` on the unix domain socket `path` and returns the response (undefined when none came). */
 function unixExchange(path: string, data: string): Promise<Snap | undefined> {
@@ -35,7 +35,7 @@ function unixExchange(path: string, data: string): Promise<Snap | undefined> {
 /** Echoes what the server on the socket sees of its client and itself. */
 const ECHO = 'add_header X-Seen "$remote_addr|$remote_port|$server_addr|$server_port|$realip_remote_addr|$http_host" always;';
 
-describe('unix domain sockets (differential)', { skip: NO_ORACLE }, () => {
+describe('unix domain sockets (differential)', () => {
   after(cleanup);
 
   it('serves a unix socket, proxies to it, and tells unix clients apart in variables, allow/deny and realip', async () => {

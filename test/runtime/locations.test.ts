@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup, startUpstream } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 
 const LOCATIONS = `
     location = / { return 200 "exact-root\\n"; }
@@ -45,7 +45,7 @@ const URIS = [
 /** URIs that are decoded and normalized before a location is searched. */
 const NORMALIZED = ['/docs/%61pi/x', '/docs/../static/x.php', '//docs//api//x', '/docs/./api/x', '/docs/api/x?a=1', '/docs/x%2ephp', '/docs/%2F/x'];
 
-describe('location selection (differential)', { skip: NO_ORACLE }, () => {
+describe('location selection (differential)', () => {
   after(cleanup);
 
   it('chooses =, the longest prefix, ^~, regexes in order and nested locations as nginx does', async () => {

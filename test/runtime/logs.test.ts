@@ -11,7 +11,7 @@ import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { SHARED, cleanup, freePort } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, lineDiff, mainContext, TEMP_PATHS } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, lineDiff, mainContext, TEMP_PATHS } from '../helpers/differential.js';
 import { echoUpstream } from '../helpers/upstreams.js';
 
 /** NPM's log formats (`log_format proxy …; log_format standard …;`), without its fallback access_log line. */
@@ -24,7 +24,7 @@ function assertSameFile(run: { nginx: { file(rel: string): string[] }; jinx: { f
   assert.ok(diff.length === 0, `${rel} differs:\n  ${diff.join('\n  ')}`);
 }
 
-describe('access log (differential)', { skip: NO_ORACLE }, () => {
+describe('access log (differential)', () => {
   after(cleanup);
 
   it('writes combined, and NPM\'s proxy and standard formats, like nginx', async () => {
@@ -149,7 +149,7 @@ describe('access log (differential)', { skip: NO_ORACLE }, () => {
   });
 });
 
-describe('error log (differential)', { skip: NO_ORACLE }, () => {
+describe('error log (differential)', () => {
   after(cleanup);
 
   it('prints client, server, request, upstream, host and referrer as nginx does', async () => {

@@ -8,7 +8,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 
 const LOCATIONS: readonly string[] = [
   '^/dollar/a$',
@@ -36,7 +36,7 @@ const LOCATIONS: readonly string[] = [
   '^/octal/\\101\\x42\\x{43}\\o{104}$',
 ];
 
-describe('PCRE2 regexes (differential)', { skip: NO_ORACLE }, () => {
+describe('PCRE2 regexes (differential)', () => {
   after(cleanup);
 
   it('chooses the regex location nginx chooses and captures what it captures', async () => {

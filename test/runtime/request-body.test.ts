@@ -14,7 +14,7 @@ import { after, describe, it } from 'node:test';
 import { connect as connectHttp2 } from 'node:http2';
 import { join } from 'node:path';
 import { cleanup, waitFor } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
 import { makePki } from '../helpers/pki.js';
 import { echoOf, echoUpstream } from '../helpers/upstreams.js';
 import { listTree, openFiles, rawClient, servingPid, settledTree, sleep, statusOf } from '../helpers/slow-clients.js';
@@ -49,7 +49,7 @@ function leftOpen(s: Side, baselineSockets: number): { tempFiles: string[]; extr
 /** Sockets the serving process holds when idle (listening sockets and the like). */
 const baseline = (s: Side): number => openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).sockets;
 
-describe('request bodies (differential)', { skip: NO_ORACLE }, () => {
+describe('request bodies (differential)', () => {
   after(cleanup);
 
   it('answers 413 with "client intended to send too large body" above client_max_body_size, for lengths and chunks, and takes any size with 0', async () => {

@@ -13,7 +13,7 @@ import { strict as assert } from 'node:assert';
 import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, startUpstream } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, lineDiff, type Side, type SideResult } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, lineDiff, type Side, type SideResult } from '../helpers/differential.js';
 import { A, AAAA, CNAME, DNAME, TXT, buildReply, scriptedDns, type DnsReply, type ScriptedDns } from '../helpers/dns-server.js';
 
 /** What a client sees of one request: its status and the `$upstream_addr` the server reports. */
@@ -68,7 +68,7 @@ const a = (addr: string, ttl?: number): DnsReply => ({ answers: [{ type: A, data
 /** An answer with no records (NOERROR). */
 const empty: DnsReply = { answers: [] };
 
-describe('resolver (differential)', { skip: NO_ORACLE }, () => {
+describe('resolver (differential)', () => {
   after(cleanup);
 
   it('follows CNAMEs to a second query, long labels and names, DNAME; caches them; NXDOMAIN and a CNAME to nothing are 502', async () => {

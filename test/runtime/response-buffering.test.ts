@@ -13,7 +13,7 @@ import { after, describe, it } from 'node:test';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { cleanup, onCleanup, waitFor } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
 import { listTree, openFiles, rawClient, servingPid, sleep, statusOf } from '../helpers/slow-clients.js';
 import { scriptedUpstream } from '../helpers/upstreams.js';
 
@@ -155,7 +155,7 @@ async function fastcgiUpstream(size: number): Promise<{ port: number; written():
   return { port: (server.address() as AddressInfo).port, written: () => written };
 }
 
-describe('response buffering (differential)', { skip: NO_ORACLE }, () => {
+describe('response buffering (differential)', () => {
   after(cleanup);
 
   it('spools what a slow client cannot take to one temp file under proxy_temp_path\'s levels, logs it once, and releases the upstream at once', async () => {

@@ -6,7 +6,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Side, type Snap } from '../helpers/differential.js';
 
 const servers = (port: number, port2: number): string => `
   server { listen 127.0.0.1:${port}; server_name first.test; return 200 "first $server_name $host\\n"; }
@@ -32,7 +32,7 @@ const HOSTS = [
   '_', '127.0.0.1', '[::1]', 'first.test',
 ];
 
-describe('server selection by Host (differential)', { skip: NO_ORACLE }, () => {
+describe('server selection by Host (differential)', () => {
   after(cleanup);
 
   it('picks exact names, wildcards, regexes and the default server as nginx does', async () => {

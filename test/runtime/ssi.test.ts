@@ -15,7 +15,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup, startUpstream } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 
 /** A page with every command, and the errors nginx logs for each kind of mistake. */
 const COMMANDS_PAGE = `<!-- a plain comment --><<!--#echo var="uri" --><!-x<!--y<!--#echo var="args" -->
@@ -43,7 +43,7 @@ async function take(s: { get(path: string, opts?: { method?: string; headers?: R
   return out;
 }
 
-describe('ssi (differential)', { skip: NO_ORACLE }, () => {
+describe('ssi (differential)', () => {
   after(cleanup);
 
   it('carries out echo, set, config, if and block, and logs and marks errors, as nginx', async () => {

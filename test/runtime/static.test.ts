@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 
 const FILES = {
   'html/index.html': '<p>index</p>\n',
@@ -39,7 +39,7 @@ async function getAll(s: { get(p: string, o?: { method?: string; headers?: Recor
   return out;
 }
 
-describe('static content (differential)', { skip: NO_ORACLE }, () => {
+describe('static content (differential)', () => {
   after(cleanup);
 
   it('serves files under root with types by extension, and 404 with its log line', async () => {

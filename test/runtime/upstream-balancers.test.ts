@@ -7,13 +7,13 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, startUpstream } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
 
 /** Back ends on the extra ports, each answering with its port. */
 const backEnds = (ports: readonly number[]): string =>
   ports.map((p) => `  server { listen 127.0.0.1:${p}; location / { return 200 "${p}\\n"; } }`).join('\n');
 
-describe('upstream balancers (differential)', { skip: NO_ORACLE }, () => {
+describe('upstream balancers (differential)', () => {
   after(cleanup);
 
   it('ip_hash picks the peer by the client address (three octets of IPv4, all of IPv6), by weight, past down and failing peers', async () => {

@@ -13,7 +13,7 @@ import { strict as assert } from 'node:assert';
 import { createServer as createNetServer } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup, onCleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, parseRaw, rawExchange } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, parseRaw, rawExchange } from '../helpers/differential.js';
 import { dnsServer, echoUpstream, scriptedUpstream, unacceptingPort } from '../helpers/upstreams.js';
 
 /** What a client saw of one exchange: the status, the body bytes received, and the declared length. */
@@ -44,7 +44,7 @@ const faultsConf = (port: number, upPort: number, okPort: number, settings: stri
 
 const HEAD_200 = (length: number): string => `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${length}\r\n\r\n`;
 
-describe('upstream faults (differential)', { skip: NO_ORACLE }, () => {
+describe('upstream faults (differential)', () => {
   after(cleanup);
 
   it('answers 504 to an upstream that never answers, and passes a slow body whose reads come within proxy_read_timeout', async () => {

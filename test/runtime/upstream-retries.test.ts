@@ -9,7 +9,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { freePort, cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
 import { echoUpstream, scriptedUpstream } from '../helpers/upstreams.js';
 
 /** What a client sees of one proxied request: status, the upstream that answered (its echo name), the `X-Upstream` header. */
@@ -29,7 +29,7 @@ async function seen(s: Side, path: string, method = 'GET'): Promise<Seen> {
 /** Lets the tests' ports show as names in assertions. */
 const ADD_UPSTREAM = 'add_header X-Upstream "$upstream_addr | $upstream_status" always;';
 
-describe('upstream retries and failing servers (differential)', { skip: NO_ORACLE }, () => {
+describe('upstream retries and failing servers (differential)', () => {
   after(cleanup);
 
   it('tries the next server after connect() failed, disables the failed one, uses backups, says "no live upstreams" when none is left, and numbers connections as nginx', async () => {

@@ -16,12 +16,12 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { compareConfigTestAsync } from '../helpers/config-test.js';
-import { NO_ORACLE, TEMP_PATHS, assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
+import { TEMP_PATHS, assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
 import { cleanup, freePort, hasCommand, tempDir, writeFiles } from '../helpers/harness.js';
 import { makePki, type Pki } from '../helpers/pki.js';
 import { tlsUpstream, type TlsSeen, type TlsUpstream } from '../helpers/upstreams.js';
 
-const skip = NO_ORACLE || (hasCommand('openssl') ? false : 'no openssl command');
+const skip = hasCommand('openssl') ? false : 'no openssl command';
 
 let pki: Pki;
 

@@ -8,7 +8,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf, rawExchange, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, rawExchange, type Snap } from '../helpers/differential.js';
 
 /** A raw HTTP/1.1 request with `Connection: close` and extra header lines. */
 const rawGet = (path: string, ...headers: string[]): string =>
@@ -24,7 +24,7 @@ function rawHeader(raw: string, name: string): string | undefined {
   return new RegExp(`\r\n${name}: ([^]*?)\r\n`, 'i').exec(raw)?.[1];
 }
 
-describe('variables (differential)', { skip: NO_ORACLE }, () => {
+describe('variables (differential)', () => {
   after(cleanup);
 
   it('$arg_ with an empty name, repeated request headers joined, $limit_rate stored by set, $http2 empty over HTTP/1.1', async () => {
@@ -67,7 +67,7 @@ describe('variables (differential)', { skip: NO_ORACLE }, () => {
   });
 });
 
-describe('headers module (differential)', { skip: NO_ORACLE }, () => {
+describe('headers module (differential)', () => {
   after(cleanup);
 
   it('expires: epoch, max, off, access times, negative, 0, modified from Last-Modified, variables (invalid ones set nothing)', async () => {

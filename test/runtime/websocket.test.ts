@@ -12,7 +12,7 @@ import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { WebSocket } from 'undici';
 import { cleanup } from '../helpers/harness.js';
-import { NO_ORACLE, assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
 import { wsEchoUpstream } from '../helpers/upstreams.js';
 
 /** A WebSocket handshake as a browser sends it; `connection` may add `close`. */
@@ -65,7 +65,7 @@ async function until(cond: () => boolean, timeoutMs: number): Promise<boolean> {
   return cond();
 }
 
-describe('WebSockets through proxy_pass (differential)', { skip: NO_ORACLE }, () => {
+describe('WebSockets through proxy_pass (differential)', () => {
   after(cleanup);
 
   it('tunnels a WebSocket both ways, closes the upstream when the client closes, and closes an idle tunnel after proxy_read_timeout', async () => {
