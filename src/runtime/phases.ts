@@ -5,7 +5,9 @@
  * (`allow`/`deny`, `auth_basic`, `auth_request`, combined per `satisfy`),
  * try_files, content (proxy, static), and the special responses with
  * `error_page`. Internal redirects re-enter at server rewrite; named
- * locations at rewrite.
+ * locations at rewrite. Content handlers return an `Outcome` (exchange.ts):
+ * only this runner finalizes, redirects internally and runs `error_page`;
+ * a subrequest (`auth_request`) runs through it as any request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
