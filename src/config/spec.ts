@@ -190,6 +190,9 @@ export function fail(text: string, loc?: SourceLoc | null): never {
   throw new DirectiveFailure(text, 'full', loc);
 }
 
+/** How a directive's arguments name a host to resolve (`DirectiveSpec.resolves`). */
+export type HostArgument = 'url' | 'address' | 'server' | 'name';
+
 /** Whether a directive is acted on by jinx or only accepted. */
 export type Effect = 'runtime' | 'none';
 
@@ -233,6 +236,15 @@ export interface DirectiveSpec {
   readonly note?: string;
   /** A dynamic module that must be loaded with `load_module` for the directive to exist. */
   readonly dynamicModule?: string;
+  /**
+   * A host name the directive's arguments give, resolved before the check
+   * (nginx resolves names while it reads the configuration): `url` in a
+   * lone `http[s]://HOST[:PORT]/…`, `address` a lone `HOST[:PORT]`, `server`
+   * `HOST[:PORT]` before parameters, `name` a lone name that is not a
+   * network. A lone value with variables, a `unix:` path or an IP address
+   * names none.
+   */
+  readonly resolves?: HostArgument;
   /**
    * Validates and stores the directive. Returns the child block for
    * `block: 'context'` directives. @throws DirectiveFailure

@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import type { Directive } from '../../parser/ast.js';
 import { parseCidr, type Cidr } from '../cidr.js';
 import { fail, listSlot, type DirectiveSpec, type SetContext } from '../spec.js';
+import type { ConfChain } from '../spec.js';
 
 const ACCESS = 'ngx_http_access_module';
 
@@ -38,3 +39,26 @@ export const accessDirectives: readonly DirectiveSpec[] = [
   { name: 'allow', module: ACCESS, contexts: ['http', 'server', 'location', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setRule },
   { name: 'deny', module: ACCESS, contexts: ['http', 'server', 'location', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setRule },
 ];
+
+/** One entry of an `allow`/`deny` list. */
+export interface AccessRule {
+  readonly allow: boolean;
+  /** `all`, or an address with prefix length. */
+  readonly all: boolean;
+  readonly family: 'ipv4' | 'ipv6' | 'unix' | 'all';
+  readonly addr: readonly number[];
+  readonly prefixLength: number;
+  readonly text: string;
+}
+
+/** The `allow`/`deny` rules of a level (`ngx_http_access_merge_loc_conf`). */
+export function accessConf(c: ConfChain): AccessRule[] {
+  return c.list(accessRules).map((r): AccessRule => ({
+    allow: r.allow,
+    all: r.match === 'all',
+    family: r.match === 'all' ? 'all' : r.match === 'unix' ? 'unix' : r.match.family,
+    addr: typeof r.match === 'string' ? [] : r.match.bytes,
+    prefixLength: typeof r.match === 'string' ? 0 : r.match.prefixLength,
+    text: r.text,
+  }));
+}

@@ -4,7 +4,9 @@
  */
 import { HTTP_SRV_LOC } from '../flags.js';
 import { DirectiveFailure, slot, type DirectiveSpec } from '../spec.js';
-import type { ValueSource } from '../variables.js';
+import type { CompiledValue, ValueSource } from '../variables.js';
+import type { ConfChain } from '../spec.js';
+import type { ConfigScope } from '../scope.js';
 
 const AUTH_BASIC = 'ngx_http_auth_basic_module';
 
@@ -29,3 +31,24 @@ export const authBasicDirectives: readonly DirectiveSpec[] = [
     },
   },
 ];
+
+/**
+ * `auth_basic` and `auth_basic_user_file`; a file name made from a leading
+ * variable that is not absolute is taken relative to `confPrefix` (the
+ * configuration's directory) when evaluated, as nginx's `conf_prefix`
+ * complex values are.
+ */
+export interface AuthBasicConf {
+  readonly realm: CompiledValue;
+  readonly userFile: CompiledValue;
+  readonly confPrefix: string | undefined;
+}
+
+/** The auth_basic settings of a level (`ngx_http_auth_basic_merge_loc_conf`), bound; undefined unless both are set. */
+export function authBasicConf(c: ConfChain, scope: ConfigScope): AuthBasicConf | undefined {
+  const realm = c.get(authBasicRealm);
+  const userFile = c.get(authBasicUserFile);
+  if (!realm || !userFile) return undefined;
+  const vars = scope.variables;
+  return { realm: vars.bind(realm), userFile: vars.bind(userFile), confPrefix: userFile.text.startsWith('$') ? scope.confPrefix : undefined };
+}

@@ -6,7 +6,8 @@
  */
 import { HTTP_SRV_LOC } from '../flags.js';
 import { DirectiveFailure, fail, listSlot, slot, type DirectiveSpec } from '../spec.js';
-import type { ValueSource, VariableDef } from '../variables.js';
+import type { CompiledValue, ValueSource, VariableDef, VariableRegistry } from '../variables.js';
+import type { ConfChain } from '../spec.js';
 
 const AUTH_REQUEST = 'ngx_http_auth_request_module';
 
@@ -34,3 +35,20 @@ export const authRequestDirectives: readonly DirectiveSpec[] = [
     },
   },
 ];
+
+/** `auth_request URI` with its `auth_request_set` assignments. */
+export interface AuthRequestConf {
+  readonly uri: string;
+  /** `auth_request_set`: the variable's index, the value, and the variable's set handler if it has one (`$args`). */
+  readonly sets: readonly {
+    readonly index: number; readonly value: CompiledValue;
+    readonly handler: VariableDef['set'];
+  }[];
+}
+
+/** The auth_request settings of a level (`ngx_http_auth_request_merge_conf`), values bound; undefined for `off`. */
+export function authRequestConf(c: ConfChain, vars: VariableRegistry): AuthRequestConf | undefined {
+  const uri = c.get(authRequestUri);
+  if (uri === 'off') return undefined;
+  return { uri, sets: c.list(authRequestSets).map((s) => ({ index: s.index, value: vars.bind(s.value), handler: s.handler })) };
+}

@@ -7,7 +7,14 @@
  */
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC, HTTP_SRV_LOC_LIF } from '../flags.js';
-import { DirectiveFailure, fail, flagSetter, slot, typesSetter, type DirectiveSpec, type MimeTypeSet, type SetContext } from '../spec.js';
+import {
+  DirectiveFailure, fail, flagSetter, slot, typesSetter, type ConfChain, type DirectiveSpec, type MimeTypeSet, type SetContext,
+} from '../spec.js';
+import { ConfigError } from '../../errors.js';
+import { levelsInOrder, type CompileContext } from '../compile-context.js';
+import type { LevelNode } from '../check.js';
+import type { ConfigScope } from '../scope.js';
+import type { VariableGetter } from '../variables.js';
 
 const CHARSET = 'ngx_http_charset_filter_module';
 
@@ -221,3 +228,54 @@ export const charsetDirectives: readonly DirectiveSpec[] = [
     set: (d, cx) => cx.scope.charsets.readMap(d),
   },
 ];
+
+/** A charset setting bound: `off`, a charset by its index in `CharsetTables`, or a variable naming one. */
+export type CharsetSetting =
+  | { readonly kind: 'off' }
+  | { readonly kind: 'name'; readonly index: number }
+  | { readonly kind: 'variable'; readonly get: VariableGetter };
+
+/** The charset filter's settings of a location. */
+export interface CharsetConf {
+  readonly charset: CharsetSetting;
+  readonly source: CharsetSetting;
+  readonly override: boolean;
+  readonly types: MimeTypeSet;
+  /** The configuration's charsets and `charset_map` tables, shared by every location. */
+  readonly tables: CharsetTables;
+}
+
+/** The charset filter's settings of a level (`ngx_http_charset_merge_loc_conf`); unset charsets are `off`. */
+export function charsetConf(c: ConfChain, scope: ConfigScope): CharsetConf {
+  const bind = (ref: CharsetRef | undefined): CharsetSetting => {
+    if (!ref || ref.kind === 'off') return { kind: 'off' };
+    if (ref.kind === 'name') return ref;
+    return { kind: 'variable', get: scope.variables.getter(ref.name)! };
+  };
+  return {
+    charset: bind(c.get(charsetSlot)),
+    source: bind(c.get(sourceCharsetSlot)),
+    override: c.get(overrideCharset),
+    types: c.get(charsetTypes) ?? new Set(CHARSET_DEFAULT_TYPES),
+    tables: scope.charsets,
+  };
+}
+
+/**
+ * What `ngx_http_charset_merge_loc_conf` notes on every server and
+ * location (in configuration order), then `ngx_http_charset_postconfiguration`:
+ * a level that recodes between two named charsets needs a `charset_map`
+ * between them. nginx reports it without a place.
+ * @throws ConfigError the missing `charset_map`
+ */
+export function linkCharsets(cx: CompileContext, servers: readonly LevelNode[]): void {
+  const tables = cx.scope.charsets;
+  for (const node of levelsInOrder(servers)) {
+    const c = cx.chain(node);
+    const dst = c.get(charsetSlot);
+    const src = c.get(sourceCharsetSlot);
+    if (dst?.kind === 'name' && src?.kind === 'name' && dst.index !== src.index) tables.needRecode(src.index, dst.index);
+  }
+  const missing = tables.link();
+  if (missing) throw new ConfigError('invalid-value', missing);
+}

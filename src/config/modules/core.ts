@@ -13,9 +13,12 @@ import { cString } from '../../c-string.js';
 import { isLogLevel, type LogLevel } from '../../log-levels.js';
 import { ANY_CONTEXT, HTTP_SRV_LOC, type Context } from '../flags.js';
 import { accountExists } from '../accounts.js';
+import { ConfigError } from '../../errors.js';
+import type { LevelNode } from '../check.js';
+import type { CompileContext } from '../compile-context.js';
 import {
-  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, parseNumber, rule, slot, strSetter, type DirectiveSpec, type Rule,
-  type SetContext,
+  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, parseNumber, rule, slot, strSetter, type ConfChain, type DirectiveSpec,
+  type Rule, type SetContext,
 } from '../spec.js';
 
 const CORE = 'ngx_core_module';
@@ -238,3 +241,100 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   }), EVENT_CORE),
   none('worker_aio_requests', EVENT, ['TAKE1'], 'file I/O uses the runtime\'s thread pool', rule.num(), 'ngx_epoll_module'),
 ];
+
+/** Where an `error_log` writes, and from which level up. */
+export interface ErrorLogTarget {
+  /** Absolute file path, or `stderr`. */
+  readonly path: string;
+  readonly level: LogLevel;
+}
+
+/** Settings of the main and events contexts. */
+export interface MainConf {
+  readonly daemon: boolean;
+  readonly pidFile: string;
+  /**
+   * Whether `pid` is set in the configuration: `-t` opens the pid file as
+   * nginx -t does only then (jinx's compiled-in `logs/nginx.pid` is not
+   * opened by `-t`; the reference build's is `/run/nginx.pid`).
+   */
+  readonly pidFileConfigured: boolean;
+  readonly workerProcesses: number;
+  readonly workerConnections: number;
+  /** `master_process`: an nginx worker counts its channel to the master among its connections. */
+  readonly masterProcess: boolean;
+  /** `worker_shutdown_timeout` (ngx_set_shutdown_timer): connections left this long after a graceful shutdown or reload are closed; 0: none. */
+  readonly workerShutdownTimeoutMs: number;
+  readonly errorLogs: readonly ErrorLogTarget[];
+}
+
+/** The `error_log`s of a level; `stderr` at `error` when none is set. */
+export function errorLogsConf(c: ConfChain): ErrorLogTarget[] {
+  const list = c.list(errorLogs);
+  return list.length > 0 ? list : [{ path: 'stderr', level: 'error' }];
+}
+
+/** Every http-level error-log target the compile made, in the order made. */
+const ERROR_LOG_TARGETS = Symbol('error log targets');
+
+/** The `error_log`s of an http level (`ngx_http_core_merge_loc_conf`), kept among the targets to open at start. */
+export function levelErrorLogs(cx: CompileContext, c: ConfChain): ErrorLogTarget[] {
+  const list = errorLogsConf(c);
+  errorLogTargets(cx).push(...list);
+  return list;
+}
+
+/** The error-log targets `levelErrorLogs` made. */
+export function errorLogTargets(cx: CompileContext): ErrorLogTarget[] {
+  return cx.memo(ERROR_LOG_TARGETS, () => []);
+}
+
+/**
+ * `ngx_core_module_init_conf` (`src/core/nginx.c`): a number of
+ * `worker_cpu_affinity` masks other than one or `worker_processes` is a warning.
+ */
+export function checkCpuAffinity(cx: CompileContext, mainChain: ConfChain): void {
+  const affinity = mainChain.get(cpuAffinity);
+  if (!affinity || affinity.auto || affinity.masks === 1 || affinity.masks === mainChain.get(workerProcesses)) return;
+  cx.warn({
+    level: 'warn', code: 'cpu-affinity-masks', loc: undefined,
+    text: 'the number of "worker_processes" is not equal to the number of "worker_cpu_affinity" masks, using last mask for remaining worker processes',
+  });
+}
+
+/**
+ * The main and events settings, checked as `ngx_init_cycle` does once the
+ * configuration is read: an `events` section, and `worker_connections`
+ * for `sockets` listening sockets and one more.
+ * @throws ConfigError `no "events" section in configuration`, `N worker_connections are not enough …`
+ */
+export function mainConf(cx: CompileContext, root: LevelNode, errorLogTargets: readonly ErrorLogTarget[], sockets: number): MainConf {
+  const mainChain = cx.chain(root);
+  const events = root.children.find((c) => c.context === 'events');
+  if (!events) throw new ConfigError('missing-section', 'no "events" section in configuration', undefined, { phase: 'init' });
+  const main = {
+    daemon: mainChain.get(daemon),
+    pidFile: cx.scope.fullPath(mainChain.get(pidFile)),
+    pidFileConfigured: mainChain.has(pidFile),
+    workerProcesses: mainChain.get(workerProcesses),
+    workerConnections: cx.chain(events).get(workerConnections),
+    masterProcess: mainChain.get(masterProcess),
+    workerShutdownTimeoutMs: mainChain.get(workerShutdownTimeoutMs),
+    errorLogs: errorLogTargets,
+  };
+  if (main.workerConnections < sockets + 1) {
+    throw new ConfigError('invalid-value', `${main.workerConnections} worker_connections are not enough for ${sockets} listening sockets`,
+      undefined, { phase: 'init' });
+  }
+  return main;
+}
+
+/**
+ * `ngx_init_cycle`: every shared memory zone needs a size by now (`zone NAME;` names one sized elsewhere).
+ * @throws ConfigError `zero size shared memory zone "NAME"`
+ */
+export function checkSharedZones(cx: CompileContext): void {
+  for (const [name, zone] of cx.scope.sharedZones) {
+    if (zone.size === 0) throw new ConfigError('invalid-value', `zero size shared memory zone "${name}"`, undefined, { phase: 'init' });
+  }
+}

@@ -11,12 +11,17 @@ import { compileRegex, type NginxRegex } from '../regex.js';
 import {
   bitmaskSetter, bufsSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule, slot, sizeSetter,
   strSetter,
-  type DirectiveSpec, type Rule, type SetContext, type TempPathValue,
+  type ConfChain, type DirectiveSpec, type LevelConf, type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
-import { cacheDirectives, fastcgiCache } from './cache.js';
+import type { LevelNode } from '../check.js';
+import { groupKey, inheritedIntoIf, type CompileContext } from '../compile-context.js';
+import { bindCache, cacheDirectives, fastcgiCache, type CacheConf } from './cache.js';
 import { IGNORE_HEADERS, parseAccess, parseBind, parseStore } from './proxy.js';
 import { lowatIgnored } from './http-core.js';
-import type { ValueSource } from '../variables.js';
+import {
+  CACHE_REQUEST_HEADERS, nextUpstreamConf, spoolSizes, type NextUpstreamConf, type PassAddress, type UpstreamMergeSlots,
+} from './upstream.js';
+import type { CompiledValue, ValueSource } from '../variables.js';
 
 const FASTCGI = 'ngx_http_fastcgi_module';
 
@@ -101,7 +106,7 @@ const runtime = (name: string, args: DirectiveSpec['args'], set: DirectiveSpec['
 });
 
 export const fastcgiDirectives: readonly DirectiveSpec[] = [
-  runtime('fastcgi_pass', ['TAKE1'], setPass, ['location', 'lif']),
+  { ...runtime('fastcgi_pass', ['TAKE1'], setPass, ['location', 'lif']), resolves: 'address' },
   runtime('fastcgi_param', ['TAKE2', 'TAKE3'], setParam),
   runtime('fastcgi_index', ['TAKE1'], strSetter(fastcgiIndex)),
   runtime('fastcgi_split_path_info', ['TAKE1'], (d, cx) => {
@@ -148,3 +153,127 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   runtime('fastcgi_catch_stderr', ['TAKE1'], (d, cx) => cx.level.append(fastcgiCatchStderr, d.args[0]!, d.loc)),
   none('fastcgi_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),
 ];
+
+/** Where a `fastcgi_pass` sends requests. */
+export type FastcgiTarget =
+  | { readonly kind: 'group'; readonly group: string }
+  | { readonly kind: 'unix'; readonly path: string }
+  | { readonly kind: 'variable'; readonly address: CompiledValue };
+
+/** Settings of the FastCGI module in a location. */
+export interface FastcgiConf extends NextUpstreamConf {
+  readonly target: FastcgiTarget;
+  /** `fastcgi_param`s in order, after merging. */
+  readonly params: readonly { readonly name: string; readonly value: CompiledValue; readonly ifNotEmpty: boolean }[];
+  /** Names set by `fastcgi_param`: request headers are not passed as `HTTP_*` under these names. */
+  readonly paramNames: ReadonlySet<string>;
+  readonly index: string | undefined;
+  readonly splitPathInfo: RegExp | undefined;
+  readonly connectTimeoutMs: number;
+  readonly sendTimeoutMs: number;
+  readonly readTimeoutMs: number;
+  /** Bytes allowed for the response header (`fastcgi_buffer_size`). */
+  readonly bufferSizeBytes: number;
+  readonly buffering: boolean;
+  /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `fastcgi_ignore_headers`). */
+  readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `fastcgi_ignore_headers`). */
+  readonly accelRedirect: boolean;
+  readonly requestBuffering: boolean;
+  readonly memoryBytes: number;
+  /** Size of one of `fastcgi_buffers`. */
+  readonly bufferBytes: number;
+  readonly tempPath: TempPathValue;
+  readonly maxTempFileBytes: number;
+  /** `fastcgi_busy_buffers_size`. */
+  readonly busyBytes: number;
+  /** `fastcgi_temp_file_write_size`. */
+  readonly tempFileWriteBytes: number;
+  readonly interceptErrors: boolean;
+  readonly keepConn: boolean;
+  /** Lowercase names of response headers not passed to the client. */
+  readonly hideHeaders: ReadonlySet<string>;
+  readonly passRequestBody: boolean;
+  readonly passRequestHeaders: boolean;
+  readonly ignoreClientAbort: boolean;
+  /** `fastcgi_catch_stderr`: a header-time STDERR record with one of these strings makes the response invalid. */
+  readonly catchStderr: readonly string[];
+  /** `fastcgi_cache` and its kin; undefined when the location does not cache. */
+  readonly cache: CacheConf | undefined;
+}
+
+/** The FastCGI module's slots that the upstream merge checks read. */
+export const FASTCGI_MERGE: UpstreamMergeSlots = {
+  prefix: 'fastcgi', buffers: fastcgiBuffers, bufferSize: fastcgiBufferSize, busyBuffersSize: fastcgiBusyBuffersSize,
+  tempFileWriteSize: fastcgiTempFileWriteSize, maxTempFileSize: fastcgiMaxTempFileSize, cacheZone: fastcgiCache.zone,
+  cacheKey: fastcgiCache.key, nextUpstream: fastcgiNextUpstream, nextUpstreamTries: fastcgiNextUpstreamTries,
+  nextUpstreamTimeoutMs: fastcgiNextUpstreamTimeoutMs,
+};
+
+/** The static address of a level's own `fastcgi_pass`, for `resolveUpstreams`. */
+export function fastcgiPassAddress(conf: LevelConf): PassAddress | undefined {
+  const pass = conf.own(fastcgiPass)?.value;
+  if (pass?.kind !== 'static') return undefined;
+  return { host: pass.host, port: pass.port, defaultPort: undefined, loc: pass.loc };
+}
+
+/** The FastCGI settings of a level (`ngx_http_fastcgi_merge_loc_conf`), values bound; undefined without `fastcgi_pass`. */
+export function fastcgiConf(cx: CompileContext, node: LevelNode, c: ConfChain): FastcgiConf | undefined {
+  const pass = inheritedIntoIf(node, (n) => n.conf.own(fastcgiPass)?.value);
+  if (!pass) return undefined;
+  const vars = cx.scope.variables;
+  const params = c.list(fastcgiParams).map((p) => ({ name: p.name, value: vars.bind(p.value), ifNotEmpty: p.ifNotEmpty }));
+  const cache = bindCache(c, fastcgiCache, vars, cx.scope.cacheZones, vars.value('', pass.loc), c.get(fastcgiIgnoreHeaders));
+  if (cache) {
+    // ngx_http_fastcgi_cache_headers: the client's validators and ranges are not passed, as params only when not empty
+    const set = new Set(params.map((p) => p.name.toUpperCase()));
+    for (const [name, value] of CACHE_REQUEST_HEADERS) {
+      const param = `HTTP_${name.toUpperCase().replace(/-/g, '_')}`;
+      if (!set.has(param)) params.push({ name: param, value: vars.bind(vars.value(value, pass.loc)), ifNotEmpty: true });
+    }
+  }
+  const hide = new Set(['status', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate', 'x-accel-buffering', 'x-accel-charset']);
+  for (const h of c.list(fastcgiHideHeader)) hide.add(h.toLowerCase());
+  for (const h of c.list(fastcgiPassHeader)) hide.delete(h.toLowerCase());
+  const buffers = c.get(fastcgiBuffers);
+  return {
+    target: pass.kind === 'static' ? { kind: 'group', group: groupKey(pass.host, pass.port) }
+      : pass.kind === 'unix' ? { kind: 'unix', path: pass.path } : { kind: 'variable', address: vars.bind(pass.address) },
+    params,
+    paramNames: new Set(params.map((p) => p.name.toUpperCase())),
+    index: c.get(fastcgiIndex),
+    splitPathInfo: c.get(fastcgiSplitPathInfo)?.regex,
+    connectTimeoutMs: c.get(fastcgiConnectTimeoutMs),
+    sendTimeoutMs: c.get(fastcgiSendTimeoutMs),
+    readTimeoutMs: c.get(fastcgiReadTimeoutMs),
+    bufferSizeBytes: c.get(fastcgiBufferSize),
+    buffering: c.get(fastcgiBuffering),
+    accelBuffering: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Buffering'),
+    accelRedirect: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Redirect'),
+    requestBuffering: c.get(fastcgiRequestBuffering),
+    memoryBytes: buffers.count * buffers.sizeBytes,
+    bufferBytes: buffers.sizeBytes,
+    tempPath: c.get(fastcgiTempPath) ?? { dir: cx.scope.fullPath('fastcgi_temp'), levels: [] },
+    maxTempFileBytes: c.get(fastcgiMaxTempFileSize),
+    ...spoolSizes(c, FASTCGI_MERGE),
+    interceptErrors: c.get(fastcgiInterceptErrors),
+    keepConn: c.get(fastcgiKeepConn),
+    hideHeaders: hide,
+    passRequestBody: c.get(fastcgiPassRequestBody),
+    passRequestHeaders: c.get(fastcgiPassRequestHeaders),
+    ignoreClientAbort: c.get(fastcgiIgnoreClientAbort),
+    catchStderr: c.list(fastcgiCatchStderr),
+    ...nextUpstreamConf(c, FASTCGI_MERGE),
+    cache,
+  };
+}
+
+/** `fastcgi_split_path_info` and `fastcgi_index` of a level, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
+export function fastcgiSplitConf(c: ConfChain): { readonly regex: RegExp | undefined; readonly index: string | undefined } {
+  return { regex: c.get(fastcgiSplitPathInfo)?.regex, index: c.get(fastcgiIndex) };
+}
+
+/** Keeps a level's `fastcgi_temp_path` (default or set) among the directories created at start: nginx creates every one. */
+export function keepFastcgiTempDir(cx: CompileContext, c: ConfChain): void {
+  cx.tempDirs.add((c.get(fastcgiTempPath) ?? { dir: cx.scope.fullPath('fastcgi_temp') }).dir);
+}

@@ -12,6 +12,7 @@ import {
   bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, flagSetter, noEffect, numBounds, numSetter, rule, sizeSetter, slot, typesSetter,
   type DirectiveSpec, type MimeTypeSet, type SetContext, type Slot,
 } from '../spec.js';
+import type { ConfChain } from '../spec.js';
 
 const GZIP = 'ngx_http_gzip_filter_module';
 const GZIP_STATIC = 'ngx_http_gzip_static_module';
@@ -125,3 +126,54 @@ export const gzipDirectives: readonly DirectiveSpec[] = [
   },
   { name: 'gzip_disable', module: CORE, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime', set: setGzipDisable },
 ];
+
+/**
+ * Compression settings of a location: the gzip filter's, `gzip_static`,
+ * `gunzip`, and the core module's `gzip_*` that `ngx_http_gzip_ok` reads.
+ */
+export interface GzipConf {
+  readonly enable: boolean;
+  /** `gzip_comp_level`, 1..9. */
+  readonly level: number;
+  /** `gzip_window` and `gzip_hash` as zlib's window bits and memory level. */
+  readonly windowBits: number;
+  readonly memLevel: number;
+  readonly minLengthBytes: number;
+  readonly types: MimeTypeSet;
+  /** Size of one of `gzip_buffers`: compressed data leaves in pieces of at most this. */
+  readonly bufferBytes: number;
+  readonly static: 'off' | 'on' | 'always';
+  readonly gunzip: boolean;
+  /** Size of one of `gunzip_buffers`. */
+  readonly gunzipBufferBytes: number;
+  readonly vary: boolean;
+  /** `gzip_http_version` as nginx's `http_version` (1000 for 1.0, 1001 for 1.1). */
+  readonly httpVersion: number;
+  /** `gzip_proxied` flags (`off`, `expired`, `no-cache`, …, `any`). */
+  readonly proxied: ReadonlySet<string>;
+  /** `gzip_disable msie6`. */
+  readonly disableMsie6: boolean;
+  /** `gzip_disable` regexes, matched against `User-Agent`. */
+  readonly disable: readonly RegExp[];
+}
+
+/** The compression settings of a level (`ngx_http_gzip_merge_conf`, the core module's `gzip_*`). */
+export function gzipConf(c: ConfChain): GzipConf {
+  return {
+    enable: c.get(gzipEnable),
+    level: c.get(gzipCompLevel),
+    windowBits: c.get(gzipWindowBits),
+    memLevel: c.get(gzipMemLevel),
+    minLengthBytes: c.get(gzipMinLength),
+    types: c.get(gzipTypes) ?? new Set(GZIP_DEFAULT_TYPES),
+    bufferBytes: c.get(gzipBuffers).sizeBytes,
+    static: c.get(gzipStatic),
+    gunzip: c.get(gunzipEnable),
+    gunzipBufferBytes: c.get(gunzipBuffers).sizeBytes,
+    vary: c.get(gzipVary),
+    httpVersion: c.get(gzipHttpVersion) === '1.0' ? 1000 : 1001,
+    proxied: new Set(c.get(gzipProxied)),
+    disableMsie6: c.get(gzipDisableMsie6),
+    disable: c.get(gzipDisableRegexes),
+  };
+}

@@ -5,7 +5,8 @@
 import { HTTP_SRV_LOC_LIF } from '../flags.js';
 import type { Directive } from '../../parser/ast.js';
 import { DirectiveFailure, fail, listSlot, parseTime, slot, type DirectiveSpec, type SetContext } from '../spec.js';
-import type { ValueSource } from '../variables.js';
+import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import type { ConfChain } from '../spec.js';
 
 const HEADERS = 'ngx_http_headers_module';
 
@@ -93,3 +94,23 @@ export const headersDirectives: readonly DirectiveSpec[] = [
     set: (d, cx) => cx.level.append(addTrailers, parseHeader(d, cx), d.loc),
   },
 ];
+
+/** An `add_header NAME VALUE [always]`. */
+export interface AddHeader {
+  readonly name: string;
+  readonly value: CompiledValue;
+  readonly always: boolean;
+}
+
+/** `expires`; with variables, parsed per response. */
+export type ExpiresConf = ExpiresDef | { readonly kind: 'variable'; readonly modified: boolean; readonly value: CompiledValue };
+
+/** The headers filter's settings of a level (`ngx_http_headers_merge_conf`), values bound. */
+export function headersConf(c: ConfChain, vars: VariableRegistry): { addHeaders: AddHeader[]; addTrailers: AddHeader[]; expires: ExpiresConf } {
+  const e = c.get(expires);
+  return {
+    addHeaders: c.list(addHeaders).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
+    addTrailers: c.list(addTrailers).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
+    expires: e.kind === 'variable' ? { ...e, value: vars.bind(e.value) } : e,
+  };
+}

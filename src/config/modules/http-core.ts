@@ -14,7 +14,8 @@ import {
   parseNumber, parseOffset, parseSize, parseTime, pathSetter, rule, slot, sizeSetter, type DirectiveSpec, type PostCheck,
   type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
-import type { ValueSource } from '../variables.js';
+import type { CompiledValue, ValueSource } from '../variables.js';
+import type { ErrorLogTarget } from './core.js';
 
 const CORE = 'ngx_http_core_module';
 
@@ -616,3 +617,87 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('msie_refresh', HTTP_SRV_LOC, ['FLAG'], 'redirects are answered with Location', rule.flag),
 ];
+
+/** `error_page CODES [=[RESPONSE]] URI`. */
+export interface ErrorPage {
+  readonly target: CompiledValue;
+  /** `=CODE` replaces the status; `=` alone takes the status of the redirected request. */
+  readonly overwrite: number | 'from-target' | undefined;
+}
+
+/** `try_files FILE … URI|=CODE`. */
+export interface TryFiles {
+  /** Items before the last: a directory is wanted for those written with a final `/`. */
+  readonly files: readonly { readonly value: CompiledValue; readonly testDir: boolean }[];
+  readonly fallback: { readonly uri: CompiledValue } | { readonly code: number };
+}
+
+/** The core module's settings of a level (`ngx_http_core_loc_conf_t`, and the server's that its locations carry). */
+export interface HttpCoreLocConf {
+  /**
+   * `root` or `alias`. An alias replaces the first `aliasLength` bytes of the
+   * URI, the length of the name of the location it was set in (nginx's
+   * `clcf->alias`, inherited with the path), or, set in a regex location
+   * (`aliasRegex`), is the whole path.
+   */
+  readonly root: { readonly alias: boolean; readonly path: CompiledValue; readonly aliasRegex: boolean; readonly aliasLength: number };
+  readonly index: readonly CompiledValue[];
+  readonly tryFiles: TryFiles | undefined;
+  readonly types: ReadonlyMap<string, string>;
+  readonly defaultType: string;
+  readonly errorPages: ReadonlyMap<number, ErrorPage>;
+  readonly recursiveErrorPages: boolean;
+  readonly internal: boolean;
+  readonly clientMaxBodySizeBytes: number;
+  readonly clientBodyBufferSizeBytes: number;
+  /** `subrequest_output_buffer_size`: the most a subrequest kept in memory (`include … set=`) may send. */
+  readonly subrequestOutputBufferSizeBytes: number;
+  readonly clientBodyTempPath: TempPathValue;
+  /** `client_body_in_file_only`: `on` keeps the file after the request, `clean` removes it. */
+  readonly clientBodyInFileOnly: 'off' | 'on' | 'clean';
+  readonly clientBodyTimeoutMs: number;
+  /** `client_header_timeout` (a server's; its locations carry it). */
+  readonly clientHeaderTimeoutMs: number;
+  /**
+   * `large_client_header_buffers` (a server's; its locations carry it): over
+   * HTTP/2, the largest header field and, times `count`, header block.
+   */
+  readonly largeClientHeaderBuffers: { readonly count: number; readonly sizeBytes: number };
+  /** `client_header_buffer_size` (a server's; its locations carry it): the first buffer a request's head is read into. */
+  readonly clientHeaderBufferSizeBytes: number;
+  /** `max_headers` (a server's; its locations carry it). */
+  readonly maxHeaders: number;
+  /** `merge_slashes`, `underscores_in_headers`, `ignore_invalid_headers` (a server's; its locations carry them). */
+  readonly mergeSlashes: boolean;
+  readonly underscoresInHeaders: boolean;
+  readonly ignoreInvalidHeaders: boolean;
+  readonly logNotFound: boolean;
+  /** `etag`: static files carry an ETag. */
+  readonly etag: boolean;
+  /** `if_modified_since`. */
+  readonly ifModifiedSince: 'off' | 'exact' | 'before';
+  /** `max_ranges`; undefined: no limit. */
+  readonly maxRanges: number | undefined;
+  readonly serverTokens: 'on' | 'off' | 'build';
+  readonly absoluteRedirect: boolean;
+  readonly serverNameInRedirect: boolean;
+  readonly portInRedirect: boolean;
+  readonly msiePadding: boolean;
+  readonly errorLogs: readonly ErrorLogTarget[];
+  readonly satisfy: 'all' | 'any';
+  readonly keepaliveTimeoutMs: number;
+  readonly keepaliveRequests: number;
+  /** `keepalive_timeout`'s second argument, sent as `Keep-Alive: timeout=N`. */
+  readonly keepaliveHeaderSec: number | undefined;
+  /** `keepalive_time`: how long after it was accepted a connection may still be kept alive. */
+  readonly keepaliveTimeMs: number;
+  /** `keepalive_disable`: no keep-alive for POSTs from MSIE 6 and older, or for Safari on Mac OS X. */
+  readonly keepaliveDisable: { readonly msie6: boolean; readonly safari: boolean };
+  readonly sendTimeoutMs: number;
+  /** `lingering_close`, `lingering_time`, `lingering_timeout`. */
+  readonly lingering: { readonly close: 'off' | 'on' | 'always'; readonly timeMs: number; readonly timeoutMs: number };
+  readonly resetTimedoutConnection: boolean;
+  readonly chunkedTransferEncoding: boolean;
+  readonly resolver: ResolverDef | undefined;
+  readonly resolverTimeoutMs: number;
+}

@@ -9,6 +9,7 @@
 import { HTTP_SRV, HTTP_SRV_LOC } from '../flags.js';
 import { DirectiveFailure, fail, flagSetter, noEffect, numSetter, rule, sizeSetter, slot, type DirectiveSpec, type Rule } from '../spec.js';
 import { poolSize } from './http-core.js';
+import type { ConfChain } from '../spec.js';
 
 const V2 = 'ngx_http_v2_module';
 
@@ -85,3 +86,30 @@ export const http2Directives: readonly DirectiveSpec[] = [
   obsolete('http2_push_preload', ['FLAG'], undefined, HTTP_SRV_LOC),
   obsolete('http2_max_concurrent_pushes', ['TAKE1'], undefined),
 ];
+
+/** The HTTP/2 settings a location carries (a server's, nginx's `ngx_http_v2_srv_conf_t`, and `http2_chunk_size`). */
+export interface Http2LocConf {
+  /**
+   * `http2` (a server's; its locations carry it): whether HTTP/2 reaches the
+   * server (by ALPN with its SNI name, by the connection preface as the
+   * default server of a plain address, by `:authority` on a connection
+   * another server accepted), unless the address's `listen … http2` says so for all.
+   */
+  readonly http2: boolean;
+  /** `http2_max_concurrent_streams` (a server's; its locations carry it). */
+  readonly http2MaxConcurrentStreams: number;
+  /** `http2_body_preread_size` (a server's; its locations carry it): the streams' initial window. */
+  readonly http2BodyPrereadSizeBytes: number;
+  /** `http2_chunk_size`: the largest DATA frame of a response. */
+  readonly http2ChunkSizeBytes: number;
+}
+
+/** The HTTP/2 settings of a level (`ngx_http_v2_merge_srv_conf`, `ngx_http_v2_merge_loc_conf`). */
+export function http2LocConf(c: ConfChain): Http2LocConf {
+  return {
+    http2: c.get(http2Enabled),
+    http2MaxConcurrentStreams: c.get(http2MaxConcurrentStreams),
+    http2BodyPrereadSizeBytes: c.get(http2BodyPrereadSize),
+    http2ChunkSizeBytes: c.get(http2ChunkSize),
+  };
+}

@@ -9,9 +9,11 @@
 import type { Directive } from '../../parser/ast.js';
 import { HTTP_SRV_LOC, TAKE123 } from '../flags.js';
 import {
-  DirectiveFailure, enumSetter, fail, flagSetter, listSlot, numBounds, numSetter, parseNumber, parseSize, slot, type DirectiveSpec, type SetContext,
+  DirectiveFailure, enumSetter, fail, flagSetter, listSlot, numBounds, numSetter, parseNumber, parseSize, slot, type ConfChain, type DirectiveSpec,
+  type SetContext,
 } from '../spec.js';
-import type { ValueSource } from '../variables.js';
+import type { CompiledValue, ValueSource } from '../variables.js';
+import type { CompileContext } from '../compile-context.js';
 
 export const LIMIT_REQ = 'ngx_http_limit_req_module';
 
@@ -34,7 +36,9 @@ export interface LimitReqDef {
 const NODELAY = Math.floor(Number.MAX_SAFE_INTEGER / 1000);
 
 export const limitReqs = listSlot<LimitReqDef>('limit_req');
-export const limitReqLogLevel = slot<'info' | 'notice' | 'warn' | 'error'>('limit_req_log_level', 'error');
+/** `limit_req_log_level`'s levels. */
+export type LimitReqLogLevel = 'info' | 'notice' | 'warn' | 'error';
+export const limitReqLogLevel = slot<LimitReqLogLevel>('limit_req_log_level', 'error');
 export const limitReqStatus = slot('limit_req_status', 503);
 export const limitReqDryRun = slot('limit_req_dry_run', false);
 
@@ -117,3 +121,53 @@ export const limitReqDirectives: readonly DirectiveSpec[] = [
   },
   { name: 'limit_req_dry_run', module: LIMIT_REQ, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(limitReqDryRun) },
 ];
+
+/** A `limit_req_zone`, bound: its key, its rate in thousandths of a request per second, and its size. */
+export interface LimitReqZone {
+  readonly name: string;
+  readonly key: CompiledValue;
+  readonly rateMilli: number;
+  readonly sizeBytes: number;
+}
+
+/** The limit_req settings of a location (`ngx_http_limit_req_conf_t`). */
+export interface LimitReqConf {
+  /** Its `limit_req`s in order, `burst` and `delay` in thousandths of a request. */
+  readonly limits: readonly { readonly zone: LimitReqZone; readonly burstMilli: number; readonly delayMilli: number }[];
+  /** `limit_req_log_level` for refused requests; delayed ones are logged one level lower (info stays info). */
+  readonly logLevel: LimitReqLogLevel;
+  readonly delayLogLevel: 'info' | 'notice' | 'warn';
+  readonly status: number;
+  readonly dryRun: boolean;
+}
+
+/** The zones bound so far in one compile, by name. */
+const BOUND_ZONES = Symbol('limit_req zones');
+
+/** The limit_req settings of a level (`ngx_http_limit_req_merge_conf`), zones bound once per compile. */
+export function limitReqConf(cx: CompileContext, c: ConfChain): LimitReqConf {
+  const logLevel = c.get(limitReqLogLevel);
+  const delayLogLevel = logLevel === 'info' ? 'info' : logLevel === 'notice' ? 'info' : logLevel === 'warn' ? 'notice' : 'warn';
+  return {
+    limits: c.list(limitReqs).map((l) => ({ zone: boundZone(cx, l.zone), burstMilli: l.burstMilli, delayMilli: l.delayMilli })),
+    logLevel,
+    delayLogLevel,
+    status: c.get(limitReqStatus),
+    dryRun: c.get(limitReqDryRun),
+  };
+}
+
+function boundZone(cx: CompileContext, name: string): LimitReqZone {
+  const zones = cx.memo(BOUND_ZONES, () => new Map<string, LimitReqZone>());
+  let zone = zones.get(name);
+  if (!zone) {
+    // a zone no limit_req_zone defines is "zero size shared memory zone" once the configuration is read
+    const vars = cx.scope.variables;
+    const decl = cx.scope.limitReqZones.get(name);
+    zone = decl
+      ? { name, key: vars.bind(decl.key), rateMilli: decl.rateMilli, sizeBytes: decl.sizeBytes }
+      : { name, key: vars.bind(vars.value('', { file: '', line: 0 })), rateMilli: 1000, sizeBytes: 0 };
+    zones.set(name, zone);
+  }
+  return zone;
+}

@@ -6,8 +6,10 @@
 import { cString } from '../../c-string.js';
 import type { SourceLoc } from '../../parser/ast.js';
 import type { Directive } from '../../parser/ast.js';
-import { fail, listSlot, parseNumber, parseSize, parseTime, rule, ruleSetter, slot, type DirectiveSpec } from '../spec.js';
-import type { ValueSource } from '../variables.js';
+import { fail, listSlot, parseNumber, parseSize, parseTime, rule, ruleSetter, slot, type ConfChain, type DirectiveSpec } from '../spec.js';
+import type { CompiledValue, ValueSource } from '../variables.js';
+import type { CompileContext } from '../compile-context.js';
+import { compileLogFormat } from '../log-format.js';
 
 const LOG = 'ngx_http_log_module';
 
@@ -179,3 +181,67 @@ export const logDirectives: readonly DirectiveSpec[] = [
     effect: 'runtime', set: ruleSetter('open_log_file_cache', rule.custom(parseOpenLogFileCache, openLogFileCache)),
   },
 ];
+
+/** A compiled `log_format`. */
+export interface CompiledLogFormat {
+  readonly name: string;
+  readonly render: CompiledValue['evaluate'];
+}
+
+/** An `access_log` target. */
+export interface AccessLogTarget {
+  /** The file; for a name with variables, its template. */
+  readonly path: string;
+  /** A name with variables: the file is opened for each line (`ngx_http_log_script_write`). */
+  readonly pathValue: CompiledValue | undefined;
+  /** `open_log_file_cache` of the location, for names with variables (shared by the locations that inherit it). */
+  readonly openFileCache: OpenLogFileCacheDef | undefined;
+  /** `gzip[=LEVEL]`: each buffer is written as one gzip member of this level; 0: plain. */
+  readonly gzipLevel: number;
+  readonly format: CompiledLogFormat;
+  readonly condition: CompiledValue | undefined;
+  /** `buffer=SIZE`: lines are written once this many bytes are pending (0: at once). */
+  readonly bufferBytes: number;
+  /** `flush=TIME`: pending lines are written at least this often (0: no timer). */
+  readonly flushMs: number;
+}
+
+/** The compiled formats of one compile, by name, and every access-log target made. */
+const LOGS = Symbol('access logs');
+
+function logsOf(cx: CompileContext): { formats: Map<string, CompiledLogFormat>; targets: AccessLogTarget[] } {
+  return cx.memo(LOGS, () => ({ formats: new Map<string, CompiledLogFormat>(), targets: [] }));
+}
+
+/** Compiles `combined` and every `log_format` (`ngx_http_log_compile_format`), once the variables are known. */
+export function compileLogFormats(cx: CompileContext): void {
+  const vars = cx.scope.variables;
+  const { formats } = logsOf(cx);
+  formats.set('combined', compileLogFormat('combined', COMBINED_FORMAT, 'default', vars));
+  for (const f of cx.scope.logFormats.values()) formats.set(f.name, compileLogFormat(f.name, f.text, f.escape, vars));
+}
+
+/** The access logs of a level (`ngx_http_log_merge_loc_conf`): `logs/access.log` in `combined` when none is set, none with `off`. */
+export function accessLogsConf(cx: CompileContext, c: ConfChain): AccessLogTarget[] {
+  const entries = c.list(accessLogs);
+  if (entries.some((e) => e.off)) return [];
+  const { formats, targets } = logsOf(cx);
+  const vars = cx.scope.variables;
+  const list = entries.length > 0
+    ? entries.flatMap((e) => (e.off ? [] : [{
+        path: e.path, pathValue: e.pathValue && vars.bind(e.pathValue), openFileCache: c.get(openLogFileCache) ?? undefined,
+        gzipLevel: e.gzipLevel, format: formats.get(e.format)!, condition: e.condition && vars.bind(e.condition),
+        bufferBytes: e.bufferBytes ?? 0, flushMs: e.flushMs ?? (e.bufferBytes ? 1000 : 0),
+      }]))
+    : [{
+        path: cx.scope.fullPath('logs/access.log'), pathValue: undefined, openFileCache: undefined, gzipLevel: 0,
+        format: formats.get('combined')!, condition: undefined, bufferBytes: 0, flushMs: 0,
+      }];
+  targets.push(...list);
+  return list;
+}
+
+/** Every access-log target the compile made, in the order made, to open at start. */
+export function accessLogTargets(cx: CompileContext): AccessLogTarget[] {
+  return logsOf(cx).targets;
+}

@@ -3,16 +3,24 @@
  * and the settings of a proxied request.
  */
 import type { Directive, SourceLoc } from '../../parser/ast.js';
+import { ConfigError } from '../../errors.js';
+import { loadCrl, loadTrustedCertificates, type CertificatePair } from '../certificates.js';
+import type { LevelNode } from '../check.js';
+import { groupKey, hasVariables, inheritedIntoIf, levelsInOrder, type CompileContext } from '../compile-context.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
   bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule,
-  sizeSetter, slot, strSetter, valueSetter, type DirectiveSpec, type ListSlot, type Rule, type SetContext, type TempPathValue,
+  sizeSetter, slot, strSetter, valueSetter, type ConfChain, type DirectiveSpec, type LevelConf, type ListSlot, type Rule, type SetContext,
+  type TempPathValue,
 } from '../spec.js';
-import { cacheDirectives, proxyCache } from './cache.js';
+import { bindCache, cacheDirectives, proxyCache, type CacheConf } from './cache.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
-import { parseCertificateCache, readPasswordFile } from './ssl.js';
+import { certificatePair, checkCiphersOnce, parseCertificateCache, readPasswordFile } from './ssl.js';
 import { isIP } from 'node:net';
-import type { ValueSource } from '../variables.js';
+import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import {
+  CACHE_REQUEST_HEADERS, nextUpstreamConf, spoolSizes, type NextUpstreamConf, type PassAddress, type UpstreamMergeSlots,
+} from './upstream.js';
 import { locationDef, lowatIgnored } from './http-core.js';
 import { parseUnixPath } from '../listen.js';
 
@@ -330,7 +338,10 @@ const NO_TRAILERS = 'responses are sent without the upstream\'s trailers';
 const NO_BIND = 'upstream connections use the address the system chooses';
 
 export const proxyDirectives: readonly DirectiveSpec[] = [
-  { name: 'proxy_pass', module: PROXY, contexts: ['location', 'lif', 'limit_except'], args: ['TAKE1'], effect: 'runtime', set: setProxyPass },
+  {
+    name: 'proxy_pass', module: PROXY, contexts: ['location', 'lif', 'limit_except'], args: ['TAKE1'], effect: 'runtime', resolves: 'url',
+    set: setProxyPass,
+  },
   {
     name: 'proxy_set_header', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE2'], effect: 'runtime',
     set: (d, cx) => cx.level.append(proxySetHeader, { name: d.args[0]!, value: cx.scope.variables.value(d.args[1]!, d.loc) }, d.loc),
@@ -434,3 +445,354 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   none('proxy_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),
   none('proxy_send_lowat', ['TAKE1'], 'a kernel tuning knob with no counterpart in jinx', rule.size(lowatIgnored)),
 ];
+
+/** `proxy_set_header` after merging with nginx's defaults. */
+export interface ProxyHeader {
+  readonly name: string;
+  readonly lowerName: string;
+  readonly value: CompiledValue;
+}
+
+/** Where a `proxy_pass` sends requests. */
+export type ProxyTarget =
+  | {
+      readonly kind: 'static';
+      readonly scheme: 'http' | 'https';
+      /** The upstream group (an `upstream` block, or the URL's host:port). */
+      readonly group: string;
+      /** The URI part of the URL, or undefined when none was given. */
+      readonly uri: string | undefined;
+      /** `$proxy_host`: host[:port] as written in the URL (port omitted when default). */
+      readonly hostHeader: string;
+    }
+  | { readonly kind: 'variable'; readonly url: CompiledValue };
+
+/** Settings of the proxy module in a location. */
+export interface ProxyConf extends NextUpstreamConf {
+  readonly target: ProxyTarget;
+  /** The location prefix that a URI part replaces (nginx's `plcf->location`). */
+  readonly locationPrefix: string;
+  readonly headers: readonly ProxyHeader[];
+  /** Lowercase names of `headers`: client headers with these names are not passed. */
+  readonly headerNames: ReadonlySet<string>;
+  readonly httpVersion: '1.0' | '1.1';
+  readonly hideHeaders: ReadonlySet<string>;
+  readonly passRequestBody: boolean;
+  readonly passRequestHeaders: boolean;
+  readonly connectTimeoutMs: number;
+  readonly sendTimeoutMs: number;
+  readonly readTimeoutMs: number;
+  readonly bufferSizeBytes: number;
+  readonly interceptErrors: boolean;
+  /** `proxy_redirect`: rules replace a prefix of the value, or (a regex) the whole value. */
+  readonly redirect: 'default' | 'off' | readonly (
+    { readonly from: CompiledValue; readonly to: CompiledValue } | { readonly regex: RegExp; readonly to: CompiledValue }
+  )[];
+  readonly ignoreClientAbort: boolean;
+  /** `proxy_buffering`: read the upstream at full speed, spooling what the client has not taken. */
+  readonly buffering: boolean;
+  /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `proxy_ignore_headers`). */
+  readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `proxy_ignore_headers`). */
+  readonly accelRedirect: boolean;
+  /** `proxy_request_buffering`: read the whole request body before connecting. */
+  readonly requestBuffering: boolean;
+  /** Bytes of a response kept in memory before spooling (`proxy_buffers` number × size). */
+  readonly memoryBytes: number;
+  /** Size of one of `proxy_buffers`: with buffering, the client gets the body in whole buffers. */
+  readonly bufferBytes: number;
+  readonly tempPath: TempPathValue;
+  readonly maxTempFileBytes: number;
+  /** `proxy_busy_buffers_size`: bytes handed to the client connection and not yet sent, at most. */
+  readonly busyBytes: number;
+  /** `proxy_temp_file_write_size`: bytes written to the temp file at a time, at most. */
+  readonly tempFileWriteBytes: number;
+  /**
+   * The `proxy_ssl_*` settings, for a `proxy_pass https://…` or one with
+   * variables (nginx's `plcf->ssl`); undefined for plain HTTP.
+   */
+  readonly tls: UpstreamTlsConf | undefined;
+  /** `proxy_method`: the upstream request's method; undefined: the client's. */
+  readonly method: CompiledValue | undefined;
+  /** `proxy_set_body`: the body sent in place of the client's. */
+  readonly setBody: CompiledValue | undefined;
+  /** `proxy_cookie_domain`, `proxy_cookie_path`, `proxy_cookie_flags` rules; undefined when there are none (or `off`). */
+  readonly cookieDomains: readonly CookieRewrite[] | undefined;
+  readonly cookiePaths: readonly CookieRewrite[] | undefined;
+  readonly cookieFlags: readonly CookieFlags[] | undefined;
+  /** `proxy_cache` and its kin; undefined when the location does not cache. */
+  readonly cache: CacheConf | undefined;
+}
+
+/** What a cookie rule matches: a value (with variables) or a regex. */
+export type CookieMatch =
+  | { readonly kind: 'value'; readonly value: CompiledValue }
+  | { readonly kind: 'regex'; readonly regex: RegExp };
+
+/**
+ * A rule of `proxy_cookie_domain` (`kind: 'value'` matches the whole domain,
+ * case-insensitively) or `proxy_cookie_path` (a prefix); a regex replaces
+ * the whole value, `$1`… taken from it.
+ */
+export interface CookieRewrite {
+  readonly match: CookieMatch;
+  readonly replacement: CompiledValue;
+}
+
+/** A rule of `proxy_cookie_flags`: the cookie's name (case-insensitive) or a regex, and its flags. */
+export interface CookieFlags {
+  readonly cookie: CookieMatch;
+  readonly flags: readonly CompiledValue[];
+}
+
+/**
+ * TLS to upstream servers (`ngx_http_proxy_set_ssl` in
+ * `src/http/modules/ngx_http_proxy_module.c`, merged with nginx's defaults;
+ * used as `ngx_http_upstream_ssl_init_connection` uses them,
+ * `src/http/ngx_http_upstream.c`). Files are read when the configuration is.
+ */
+export interface UpstreamTlsConf {
+  /** The settings below as text: locations with equal settings share connection pools. */
+  readonly key: string;
+  /** `proxy_ssl_server_name`: send the name as SNI (never for an IP address). */
+  readonly serverName: boolean;
+  /** `proxy_ssl_name`; undefined: the host of `proxy_pass` (`$proxy_host` without the port). */
+  readonly name: CompiledValue | undefined;
+  /** `proxy_ssl_verify`: check the chain against `trusted` and the name against the certificate. */
+  readonly verify: boolean;
+  /** `proxy_ssl_verify_depth`. */
+  readonly verifyDepth: number;
+  /** The PEM certificates of `proxy_ssl_trusted_certificate` (read when `verify` is on). */
+  readonly trusted: Buffer | undefined;
+  /** `proxy_ssl_certificate` and `…_key`: the client certificate, if any. */
+  readonly certificate: CertificatePair | undefined;
+  /**
+   * `proxy_ssl_certificate` and `…_key` with variables: the files are read
+   * when a request needs them (an empty certificate: none), relative paths
+   * against `confPrefix` (`ngx_http_upstream_ssl_certificate`).
+   */
+  readonly certificateFiles: { readonly cert: CompiledValue; readonly key: CompiledValue; readonly confPrefix: string } | undefined;
+  /** `proxy_ssl_protocols`. */
+  readonly protocols: readonly string[];
+  /** `proxy_ssl_ciphers` (an OpenSSL cipher list, TLS 1.2 and older). */
+  readonly ciphers: string;
+  /** `proxy_ssl_password_file`: the passphrases of an encrypted `proxy_ssl_certificate_key`. */
+  readonly passwords: readonly string[] | undefined;
+  /** `proxy_ssl_crl`: revoked certificates, read when `verify` is on. */
+  readonly crl: Buffer | undefined;
+  /** `proxy_ssl_session_reuse`: resume TLS sessions on new connections. */
+  readonly sessionReuse: boolean;
+}
+
+/** The proxy module's slots that the upstream merge checks read. */
+export const PROXY_MERGE: UpstreamMergeSlots = {
+  prefix: 'proxy', buffers: proxyBuffers, bufferSize: proxyBufferSize, busyBuffersSize: proxyBusyBuffersSize,
+  tempFileWriteSize: proxyTempFileWriteSize, maxTempFileSize: proxyMaxTempFileSize, cacheZone: proxyCache.zone,
+  nextUpstream: proxyNextUpstream, nextUpstreamTries: proxyNextUpstreamTries, nextUpstreamTimeoutMs: proxyNextUpstreamTimeoutMs,
+};
+
+/** `proxy_cache_key`'s default in nginx 1.30 (`ngx_http_proxy_merge_loc_conf`; its entries say `KEY: http://HOST:PORT/URI`). */
+const PROXY_CACHE_KEY = '$scheme://$proxy_host$request_uri';
+
+/** The static address of a level's own `proxy_pass`, for `resolveUpstreams`. */
+export function proxyPassAddress(conf: LevelConf): PassAddress | undefined {
+  const pass = conf.own(proxyPass)?.value;
+  if (pass?.kind !== 'static') return undefined;
+  return { host: pass.host, port: pass.port, defaultPort: pass.scheme === 'https' ? 443 : 80, loc: pass.loc };
+}
+
+/** The proxy settings of a level (`ngx_http_proxy_merge_loc_conf`), values bound; undefined without `proxy_pass`. */
+export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): ProxyConf | undefined {
+  const pass = inheritedIntoIf(node, (n) => n.conf.own(proxyPass)?.value);
+  if (!pass) return undefined;
+  const vars = cx.scope.variables;
+  const set = c.list(proxySetHeader);
+  const names = new Set(set.map((h) => h.name.toLowerCase()));
+  // nginx 1.30 sends no Connection header by default: keepalive decides whether the connection is reused
+  const cache = bindCache(c, proxyCache, vars, cx.scope.cacheZones, vars.value(PROXY_CACHE_KEY, pass.loc), c.get(proxyIgnoreHeaders));
+  const defaults: [string, string][] = [
+    ['Host', '$proxy_host'], ['Connection', ''], ['TE', ''], ['Keep-Alive', ''], ['Expect', ''], ['Upgrade', ''],
+    // ngx_http_proxy_cache_headers: with a cache, the client's validators and ranges are not passed
+    ...(cache ? CACHE_REQUEST_HEADERS : []),
+  ];
+  const headers = [
+    ...set.map((h) => ({ name: h.name, lowerName: h.name.toLowerCase(), value: vars.bind(h.value) })),
+    ...defaults.filter(([n]) => !names.has(n.toLowerCase())).map(([name, value]) => ({
+      name, lowerName: name.toLowerCase(), value: vars.bind(vars.value(value, pass.loc)),
+    })),
+  ];
+  const hide = new Set(['date', 'server', 'x-pad', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate',
+    'x-accel-buffering', 'x-accel-charset']);
+  for (const h of c.list(proxyHideHeader)) hide.add(h.toLowerCase());
+  for (const h of c.list(proxyPassHeader)) hide.delete(h.toLowerCase());
+  const redirects = c.list(proxyRedirect);
+  const method = c.get(proxyMethod);
+  const setBody = c.get(proxySetBody);
+  return {
+    target: pass.kind === 'static'
+      ? {
+          kind: 'static', scheme: pass.scheme, group: groupKey(pass.host, pass.port), uri: pass.uri,
+          // ngx_http_proxy_set_vars: a unix domain socket's Host is `localhost`
+          hostHeader: pass.host.startsWith('unix:') ? 'localhost'
+            : pass.port === undefined || pass.port === (pass.scheme === 'https' ? 443 : 80) ? pass.host
+            : `${pass.host}:${pass.port}`,
+        }
+      : { kind: 'variable', url: vars.bind(pass.url) },
+    locationPrefix: pass.locationPrefix,
+    headers,
+    headerNames: new Set(headers.map((h) => h.lowerName)),
+    httpVersion: c.get(proxyHttpVersion),
+    hideHeaders: hide,
+    passRequestBody: c.get(proxyPassRequestBody),
+    passRequestHeaders: c.get(proxyPassRequestHeaders),
+    connectTimeoutMs: c.get(proxyConnectTimeoutMs),
+    sendTimeoutMs: c.get(proxySendTimeoutMs),
+    readTimeoutMs: c.get(proxyReadTimeoutMs),
+    bufferSizeBytes: c.get(proxyBufferSize),
+    interceptErrors: c.get(proxyInterceptErrors),
+    redirect: redirects.length === 0 || redirects.includes('default')
+      ? 'default'
+      : redirects.includes('off')
+        ? 'off'
+        : redirects.filter((r): r is Exclude<typeof r, string> => typeof r !== 'string')
+          .map((r) => ('regex' in r ? { regex: r.regex.regex, to: vars.bind(r.to) } : { from: vars.bind(r.from), to: vars.bind(r.to) })),
+    ignoreClientAbort: c.get(proxyIgnoreClientAbort),
+    buffering: c.get(proxyBuffering),
+    accelBuffering: !c.get(proxyIgnoreHeaders).includes('X-Accel-Buffering'),
+    accelRedirect: !c.get(proxyIgnoreHeaders).includes('X-Accel-Redirect'),
+    requestBuffering: c.get(proxyRequestBuffering),
+    memoryBytes: c.get(proxyBuffers).count * c.get(proxyBuffers).sizeBytes,
+    bufferBytes: c.get(proxyBuffers).sizeBytes,
+    tempPath: c.get(proxyTempPath) ?? { dir: cx.scope.fullPath('proxy_temp'), levels: [] },
+    maxTempFileBytes: c.get(proxyMaxTempFileSize),
+    ...spoolSizes(c, PROXY_MERGE),
+    ...nextUpstreamConf(c, PROXY_MERGE),
+    tls: upstreamTlsConf(cx, node, c),
+    method: method && vars.bind(method),
+    setBody: setBody && vars.bind(setBody),
+    cookieDomains: cookieRewrites(vars, c.list(proxyCookieDomain)),
+    cookiePaths: cookieRewrites(vars, c.list(proxyCookiePath)),
+    cookieFlags: cookieFlags(vars, c.list(proxyCookieFlags)),
+    cache,
+  };
+}
+
+/** The bound `proxy_cookie_domain`/`_path` rules of a location; undefined for none or `off`. */
+function cookieRewrites(vars: VariableRegistry, rules: readonly (CookieRewriteDef | 'off')[]): CookieRewrite[] | undefined {
+  const bound = rules.filter((r): r is CookieRewriteDef => r !== 'off').map((r) => ({
+    match: cookieMatch(vars, r.match), replacement: vars.bind(r.replacement),
+  }));
+  return bound.length > 0 ? bound : undefined;
+}
+
+/** The bound `proxy_cookie_flags` rules of a location; undefined for none or `off`. */
+function cookieFlags(vars: VariableRegistry, rules: readonly (CookieFlagsDef | 'off')[]): CookieFlags[] | undefined {
+  const bound = rules.filter((r): r is CookieFlagsDef => r !== 'off').map((r) => ({
+    cookie: cookieMatch(vars, r.cookie), flags: r.flags.map((f) => vars.bind(f)),
+  }));
+  return bound.length > 0 ? bound : undefined;
+}
+
+function cookieMatch(vars: VariableRegistry, m: CookieRewriteDef['match']): CookieMatch {
+  return m.kind === 'regex' ? { kind: 'regex', regex: m.regex.regex } : { kind: 'value', value: vars.bind(m.value) };
+}
+
+/** A location's upstream TLS settings as read before variables are bound (`proxy_ssl_name` and certificates with variables are bound later). */
+type LoadedTls = Omit<UpstreamTlsConf, 'name' | 'certificateFiles'> & {
+  readonly certificateSources: { readonly cert: ValueSource; readonly key: ValueSource } | undefined;
+};
+
+/** The upstream TLS settings read for every level that proxies over TLS (`loadProxyTls`), and the trusted certificates read, by path. */
+const PROXY_TLS = Symbol('proxy tls');
+
+function proxyTlsOf(cx: CompileContext): { levels: Map<LevelNode, LoadedTls>; trusted: Map<string, Buffer> } {
+  return cx.memo(PROXY_TLS, () => ({ levels: new Map<LevelNode, LoadedTls>(), trusted: new Map<string, Buffer>() }));
+}
+
+/**
+ * `ngx_http_proxy_set_ssl` (`src/http/modules/ngx_http_proxy_module.c`)
+ * for every location (and `if` block) whose `proxy_pass` is `https://…` or
+ * has variables, in configuration order as nginx's merge runs it: the
+ * cipher list, the client certificate and key, then with `proxy_ssl_verify`
+ * the trusted certificates. nginx reports these errors without a place.
+ * @throws ConfigError the first missing or unreadable file, or cipher list refused
+ */
+export function loadProxyTls(cx: CompileContext, servers: readonly LevelNode[]): void {
+  const { levels } = proxyTlsOf(cx);
+  for (const node of levelsInOrder(servers)) {
+    const pass = inheritedIntoIf(node, (n) => n.conf.own(proxyPass)?.value);
+    if (pass && (pass.kind === 'variable' || pass.scheme === 'https')) levels.set(node, readUpstreamTls(cx, cx.chain(node)));
+  }
+}
+
+function readUpstreamTls(cx: CompileContext, c: ConfChain): LoadedTls {
+  const ciphers = c.get(proxySslCiphers);
+  checkCiphersOnce(cx, ciphers);
+  let certificate: CertificatePair | undefined;
+  let certificateSources: LoadedTls['certificateSources'];
+  const passwords = c.get(proxySslPasswords);
+  const cert = c.get(proxySslCertificate);
+  const key = c.get(proxySslCertificateKey);
+  if (cert !== undefined && cert.text !== '') {
+    if (key === undefined) throw new ConfigError('file', `no "proxy_ssl_certificate_key" is defined for certificate "${cert.text}"`);
+    if (hasVariables(cert) || hasVariables(key)) {
+      // read per request (nginx: per connection)
+      certificateSources = { cert, key };
+    } else {
+      certificate = certificatePair(cx, cx.scope.confPath(cert.text), cx.scope.confPath(key.text), passwords);
+    }
+  }
+  const verify = c.get(proxySslVerify);
+  let trusted: Buffer | undefined;
+  const trustedFile = c.get(proxySslTrustedCertificate);
+  if (verify) {
+    if (!trustedFile) throw new ConfigError('file', 'no proxy_ssl_trusted_certificate for proxy_ssl_verify');
+    const path = cx.scope.confPath(trustedFile);
+    const cache = proxyTlsOf(cx).trusted;
+    trusted = cache.get(path);
+    if (!trusted) cache.set(path, (trusted = loadTrustedCertificates(path)));
+  }
+  const crlFile = c.get(proxySslCrl);
+  const crl = verify && crlFile !== undefined ? loadCrl(cx.scope.confPath(crlFile)) : undefined;
+  const settings = {
+    serverName: c.get(proxySslServerName),
+    verify,
+    verifyDepth: c.get(proxySslVerifyDepth),
+    trusted,
+    certificate,
+    certificateSources,
+    passwords,
+    crl,
+    protocols: c.get(proxySslProtocols),
+    ciphers,
+    sessionReuse: c.get(proxySslSessionReuse),
+  };
+  return {
+    key: JSON.stringify([
+      settings.serverName, verify, settings.verifyDepth, verify ? trustedFile : '', verify ? crlFile ?? '' : '', certificate?.certPath ?? cert?.text ?? '',
+      certificate?.keyPath ?? key?.text ?? '', passwords ?? [], settings.protocols, ciphers, settings.sessionReuse,
+    ]),
+    ...settings,
+  };
+}
+
+/** The upstream TLS settings read for `node`, with `proxy_ssl_name` bound. */
+function upstreamTlsConf(cx: CompileContext, node: LevelNode, c: ConfChain): UpstreamTlsConf | undefined {
+  const loaded = proxyTlsOf(cx).levels.get(node);
+  if (!loaded) return undefined;
+  const { certificateSources, ...settings } = loaded;
+  const vars = cx.scope.variables;
+  const name = c.get(proxySslName);
+  return {
+    ...settings,
+    name: name && vars.bind(name),
+    certificateFiles: certificateSources && {
+      cert: vars.bind(certificateSources.cert), key: vars.bind(certificateSources.key), confPrefix: cx.scope.confPrefix,
+    },
+  };
+}
+
+/** Keeps a level's `proxy_temp_path` (default or set) among the directories created at start: nginx creates every one. */
+export function keepProxyTempDir(cx: CompileContext, c: ConfChain): void {
+  cx.tempDirs.add((c.get(proxyTempPath) ?? { dir: cx.scope.fullPath('proxy_temp') }).dir);
+}

@@ -9,6 +9,7 @@
 import { HTTP_SRV_LOC } from '../flags.js';
 import { parseCidr, type Cidr } from '../cidr.js';
 import { DirectiveFailure, fail, flagSetter, listSlot, slot, type DirectiveSpec } from '../spec.js';
+import type { ConfChain } from '../spec.js';
 
 const REALIP = 'ngx_http_realip_module';
 
@@ -23,7 +24,7 @@ export const realIpRecursive = slot('real_ip_recursive', false);
 
 export const realIpDirectives: readonly DirectiveSpec[] = [
   {
-    name: 'set_real_ip_from', module: REALIP, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    name: 'set_real_ip_from', module: REALIP, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', resolves: 'name',
     set: (d, cx) => {
       const text = d.args[0]!;
       if (text === 'unix:') {
@@ -51,3 +52,20 @@ export const realIpDirectives: readonly DirectiveSpec[] = [
   },
   { name: 'real_ip_recursive', module: REALIP, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(realIpRecursive) },
 ];
+
+/** Real client address settings of the realip module. */
+export interface RealIpConf {
+  readonly from: readonly (Cidr | 'unix')[];
+  /** Header name, lowercase. */
+  readonly header: string;
+  /** `real_ip_header proxy_protocol`: the address and port come from the connection's PROXY protocol header. */
+  readonly proxyProtocol: boolean;
+  readonly recursive: boolean;
+}
+
+/** The realip settings of a level (`ngx_http_realip_merge_loc_conf`); undefined without `set_real_ip_from`. */
+export function realIpConf(c: ConfChain): RealIpConf | undefined {
+  const from = c.list(realIpFrom);
+  if (from.length === 0) return undefined;
+  return { from, header: c.get(realIpHeader).toLowerCase(), proxyProtocol: c.get(realIpHeader) === 'proxy_protocol', recursive: c.get(realIpRecursive) };
+}

@@ -8,6 +8,7 @@ import { HTTP_SRV_LOC, HTTP_SRV_LOC_LIF } from '../flags.js';
 import { flagSetter, noEffect, rule, sizeSetter, slot, typesSetter, type DirectiveSpec, type MimeTypeSet } from '../spec.js';
 import type { VariableDef } from '../variables.js';
 import { ssiDate } from '../ssi-time.js';
+import type { ConfChain } from '../spec.js';
 
 const SSI = 'ngx_http_ssi_filter_module';
 
@@ -42,3 +43,25 @@ export const ssiVariables: readonly VariableDef[] = [
   { name: 'date_local', get: (r) => ssiDate(r.ssi?.timefmt, false) },
   { name: 'date_gmt', get: (r) => ssiDate(r.ssi?.timefmt, true) },
 ];
+
+/** The SSI filter's settings of a location (`ngx_http_ssi_loc_conf_t`). */
+export interface SsiConf {
+  readonly enable: boolean;
+  readonly silentErrors: boolean;
+  /** `ssi_last_modified`: keep `Last-Modified` and a weak `ETag`. */
+  readonly lastModified: boolean;
+  /** `ssi_value_length`: the longest parameter value, in bytes. */
+  readonly valueLengthBytes: number;
+  readonly types: MimeTypeSet;
+}
+
+/** The SSI filter's settings of a level (`ngx_http_ssi_merge_loc_conf`). */
+export function ssiConf(c: ConfChain): SsiConf {
+  return {
+    enable: c.get(ssiEnable),
+    silentErrors: c.get(ssiSilentErrors),
+    lastModified: c.get(ssiLastModified),
+    valueLengthBytes: c.get(ssiValueLength),
+    types: c.get(ssiTypes) ?? new Set(SSI_DEFAULT_TYPES),
+  };
+}

@@ -6,11 +6,18 @@ import { readFileSync } from 'node:fs';
 import type { Directive } from '../../parser/ast.js';
 import { systemErrorText } from '../../os-errors.js';
 import { HTTP_SRV } from '../flags.js';
-import type { ValueSource } from '../variables.js';
+import { ConfigError } from '../../errors.js';
+import {
+  checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTrustedCertificates, type CertificatePair,
+} from '../certificates.js';
+import type { LevelNode } from '../check.js';
+import { hasVariables, type CompileContext } from '../compile-context.js';
+import type { CompiledValue, ValueSource } from '../variables.js';
 import {
   bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, noEffect, numSetter, parseNumber, parseSize, parseTime, rule, secSetter, slot, strSetter,
-  type DirectiveSpec, type Rule, type SetContext,
+  type ConfChain, type DirectiveSpec, type Rule, type SetContext,
 } from '../spec.js';
+import { listens } from './http-core.js';
 
 const SSL = 'ngx_http_ssl_module';
 
@@ -211,3 +218,205 @@ export const sslDirectives: readonly DirectiveSpec[] = [
   none('ssl_early_data', ['FLAG'], 'TLS 1.3 early data is not accepted', rule.flag),
   none('ssl_conf_command', ['TAKE2'], 'OpenSSL configuration commands are not passed through', rule.array),
 ];
+
+/** TLS certificate settings of a server. */
+export interface TlsServerConf {
+  /** Certificate chains and keys, read when the configuration was loaded. */
+  readonly certificates: readonly CertificatePair[];
+  /**
+   * `ssl_certificate` / `ssl_certificate_key` pairs when any has variables
+   * (`$ssl_server_name` …): evaluated and read at every handshake, relative
+   * paths against `confPrefix`, encrypted keys opened with `passwords`
+   * (`ngx_http_ssl_certificate`); `certificates` is then empty.
+   */
+  readonly certificateValues: PerHandshakeCertificates | undefined;
+  readonly protocols: readonly string[];
+  readonly ciphers: string;
+  readonly preferServerCiphers: boolean;
+  readonly rejectHandshake: boolean;
+  readonly sessionTimeoutSec: number;
+  /** `ssl_verify_client`. */
+  readonly verifyClient: 'off' | 'on' | 'optional' | 'optional_no_ca';
+  /** PEM certificates of `ssl_client_certificate`, read when the configuration was loaded (only with `ssl_verify_client`). */
+  readonly clientCa: Buffer | undefined;
+  /** PEM certificates of `ssl_trusted_certificate`: client certificates may chain to them too. */
+  readonly trusted: Buffer | undefined;
+  readonly verifyDepth: number;
+  /** PEM CRLs of `ssl_crl`. */
+  readonly crl: Buffer | undefined;
+  /** PEM DH parameters of `ssl_dhparam` (DHE ciphers are offered only with them). */
+  readonly dhparam: Buffer | undefined;
+  /** `ssl_ecdh_curve`: an OpenSSL curve list, or `auto`. */
+  readonly ecdhCurve: string;
+  /** `ssl_session_tickets`. */
+  readonly sessionTickets: boolean;
+  /** `ssl_session_cache`, undefined for `off`/`none`. */
+  readonly sessionCache: SessionCacheConf | undefined;
+}
+
+/** `ssl_certificate` pairs with variables, read per handshake (or taken from `ssl_certificate_cache`). */
+export interface PerHandshakeCertificates {
+  readonly pairs: readonly { readonly cert: CompiledValue; readonly key: CompiledValue }[];
+  readonly confPrefix: string;
+  readonly passwords: readonly string[] | undefined;
+  /** `ssl_certificate_cache`, undefined when off. */
+  readonly cache: CertificateCacheConf | undefined;
+}
+
+/** The certificate pairs read in one compile, by paths and passphrases, and the cipher lists and curves checked. */
+const LOADED = Symbol('ssl files');
+
+function loadedOf(cx: CompileContext): { pairs: Map<string, CertificatePair>; ciphers: Set<string>; curves: Set<string> } {
+  return cx.memo(LOADED, () => ({ pairs: new Map<string, CertificatePair>(), ciphers: new Set<string>(), curves: new Set<string>() }));
+}
+
+/** `ngx_ssl_ciphers` once per distinct list in a compile (`checkCiphers`). */
+export function checkCiphersOnce(cx: CompileContext, ciphers: string): void {
+  const { ciphers: checked } = loadedOf(cx);
+  if (checked.has(ciphers)) return;
+  checkCiphers(ciphers);
+  checked.add(ciphers);
+}
+
+/** A certificate and its key (`loadCertificatePair`), read once per compile for the same files and passphrases. */
+export function certificatePair(cx: CompileContext, certPath: string, keyPath: string, passwords: readonly string[] | undefined): CertificatePair {
+  const { pairs } = loadedOf(cx);
+  const cacheKey = `${certPath}\0${keyPath}\0${passwords?.join('\n') ?? ''}`;
+  let pair = pairs.get(cacheKey);
+  if (!pair) pairs.set(cacheKey, (pair = loadCertificatePair(certPath, keyPath, false, passwords)));
+  return pair;
+}
+
+/** A server's certificates: read now, or (with variables) to be read per handshake. */
+export interface ServerCertificates {
+  readonly loaded: CertificatePair[];
+  readonly perHandshake: readonly { readonly cert: ValueSource; readonly key: ValueSource }[] | undefined;
+  readonly passwords: readonly string[] | undefined;
+  /** The other files of a TLS server, read after its certificates; undefined for a server without TLS. */
+  readonly files: TlsFiles | undefined;
+}
+
+/** What a TLS server reads besides its certificates. */
+type TlsFiles = Pick<TlsServerConf, 'verifyClient' | 'clientCa' | 'trusted' | 'verifyDepth' | 'crl' | 'dhparam'>;
+
+/**
+ * Loads a server's certificates (merged from http level), pairing
+ * `ssl_certificate` and `ssl_certificate_key` in order
+ * (`ngx_http_ssl_merge_srv_conf`). When any of them has variables, none
+ * is read now: all are bound to be read per handshake
+ * (`ngx_http_ssl_compile_certificates`). A server that gets a TLS context
+ * (a certificate or `ssl_reject_handshake on`) has its `ssl_ciphers`
+ * checked first, as nginx 1.30 does before it reads a certificate.
+ * @throws ConfigError `no "ssl_certificate_key" is defined for certificate "…"`, the errors of `checkCiphers` and the loading errors of `loadCertificatePair`
+ */
+export function serverCertificates(cx: CompileContext, node: LevelNode): ServerCertificates {
+  const chain = cx.chain(node);
+  const certs = chain.list(sslCertificates);
+  const keys = chain.list(sslCertificateKeys);
+  if (keys.length < certs.length) {
+    throw new ConfigError('file', `no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.text}"`);
+  }
+  if (certs.length > 0 || chain.get(sslRejectHandshake)) checkCiphersOnce(cx, chain.get(sslCiphers));
+  const passwords = chain.get(sslPasswords);
+  const perHandshake = certs.some((c, i) => hasVariables(c) || hasVariables(keys[i]!))
+    ? certs.map((cert, i) => ({ cert, key: keys[i]! }))
+    : undefined;
+  const loaded = perHandshake ? [] : certs.map((c, i) => certificatePair(cx, cx.scope.confPath(c.text), cx.scope.confPath(keys[i]!.text), passwords));
+  if (certs.length === 0 && !chain.get(sslRejectHandshake)) return { loaded, perHandshake, passwords, files: undefined };
+  return { loaded, perHandshake, passwords, files: tlsFiles(cx, chain) };
+}
+
+/**
+ * The files of a TLS server after its certificates, in the order of
+ * `ngx_http_ssl_merge_srv_conf`: with `ssl_verify_client`, the CA
+ * certificates of `ssl_client_certificate` (`on` and `optional` need them
+ * or `ssl_trusted_certificate`); then `ssl_trusted_certificate`,
+ * `ssl_crl`, `ssl_dhparam` and the `ssl_ecdh_curve` list, each read or
+ * checked whether or not client certificates are asked for.
+ * @throws ConfigError nginx's `[emerg]`s
+ */
+function tlsFiles(cx: CompileContext, chain: ConfChain): TlsFiles {
+  const verifyClient = chain.get(sslVerifyClient);
+  const caPath = chain.get(sslClientCertificate);
+  const trustedPath = chain.get(sslTrustedCertificate);
+  if (verifyClient !== 'off' && verifyClient !== 'optional_no_ca' && caPath === undefined && trustedPath === undefined) {
+    throw new ConfigError('invalid-value', 'no ssl_client_certificate or ssl_trusted_certificate for ssl_verify_client');
+  }
+  const clientCa = verifyClient !== 'off' && caPath !== undefined ? loadTrustedCertificates(caPath) : undefined;
+  const read = <T>(path: string | undefined, load: (full: string) => T): T | undefined => (path === undefined ? undefined : load(cx.scope.confPath(path)));
+  const trusted = read(trustedPath, loadTrustedCertificates);
+  const crl = read(chain.get(sslCrl), loadCrl);
+  const dhparam = read(chain.get(sslDhparam), loadDhparam);
+  const curves = chain.get(sslEcdhCurve);
+  const { curves: checked } = loadedOf(cx);
+  if (!checked.has(curves)) {
+    checkEcdhCurve(curves);
+    checked.add(curves);
+  }
+  return { verifyClient, clientCa, trusted, verifyDepth: chain.get(sslVerifyDepth), crl, dhparam };
+}
+
+/**
+ * `ngx_http_ssl_init`: on every `listen … ssl` address, the default server
+ * needs a certificate, or `ssl_reject_handshake on`, in which case every
+ * other server of the address needs one of the two (a handshake's
+ * certificate comes from the server SNI names, else the default server's).
+ * @throws ConfigError `no "ssl_certificate" is defined for the "listen ... ssl" directive`, at the server
+ */
+export function checkSslListens(cx: CompileContext, servers: readonly LevelNode[], certificates: readonly ServerCertificates[]): void {
+  const addrs = new Map<string, { ssl: boolean; defaultServer: number | undefined; servers: number[] }>();
+  servers.forEach((s, i) => {
+    for (const { value: l } of s.conf.ownList(listens) ?? []) {
+      const key = `${l.host}|${l.port}`;
+      let a = addrs.get(key);
+      if (!a) addrs.set(key, (a = { ssl: false, defaultServer: undefined, servers: [] }));
+      a.ssl ||= l.ssl;
+      if (l.defaultServer && a.defaultServer === undefined) a.defaultServer = i;
+      if (!a.servers.includes(i)) a.servers.push(i);
+    }
+  });
+  const hasCertificate = (i: number): boolean => certificates[i]!.loaded.length > 0 || certificates[i]!.perHandshake !== undefined;
+  const rejects = (i: number): boolean => cx.chain(servers[i]!).get(sslRejectHandshake);
+  const refuse = (i: number): never => {
+    throw new ConfigError('file', 'no "ssl_certificate" is defined for the "listen ... ssl" directive', servers[i]!.directive!.loc);
+  };
+  for (const a of addrs.values()) {
+    if (!a.ssl) continue;
+    const first = a.defaultServer ?? a.servers[0]!;
+    if (hasCertificate(first)) continue;
+    if (!rejects(first)) refuse(first);
+    for (const i of a.servers) if (!hasCertificate(i) && !rejects(i)) refuse(i);
+  }
+}
+
+/** A server's TLS settings (undefined without a certificate or `ssl_reject_handshake on`), certificates with variables bound. */
+export function serverTlsConf(cx: CompileContext, node: LevelNode, certificates: ServerCertificates): TlsServerConf | undefined {
+  const chain = cx.chain(node);
+  if (!(certificates.loaded.length > 0 || certificates.perHandshake || chain.get(sslRejectHandshake))) return undefined;
+  return {
+    certificates: certificates.loaded,
+    certificateValues: perHandshakeCertificates(cx, chain, certificates),
+    protocols: chain.get(sslProtocols),
+    ciphers: chain.get(sslCiphers),
+    preferServerCiphers: chain.get(sslPreferServerCiphers),
+    rejectHandshake: chain.get(sslRejectHandshake),
+    sessionTimeoutSec: chain.get(sslSessionTimeoutSec),
+    sessionTickets: chain.get(sslSessionTickets),
+    sessionCache: chain.get(sslSessionCache),
+    ecdhCurve: chain.get(sslEcdhCurve),
+    ...certificates.files!,
+  };
+}
+
+function perHandshakeCertificates(
+  cx: CompileContext, chain: ConfChain, { perHandshake, passwords }: ServerCertificates,
+): PerHandshakeCertificates | undefined {
+  if (!perHandshake) return undefined;
+  const vars = cx.scope.variables;
+  return {
+    pairs: perHandshake.map((p) => ({ cert: vars.bind(p.cert), key: vars.bind(p.key) })),
+    confPrefix: cx.scope.confPrefix,
+    passwords,
+    cache: chain.get(sslCertificateCache),
+  };
+}

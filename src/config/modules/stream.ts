@@ -22,6 +22,7 @@ import { parseResolver } from './http-core.js';
 import { SSL_PROTOCOLS } from './proxy.js';
 import { setSessionCache } from './ssl.js';
 import { parseUpstreamServer, splitHostPort } from './upstream.js';
+import type { ConfigScope } from '../scope.js';
 
 const NOTE = 'jinx does not proxy TCP/UDP streams';
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
@@ -203,12 +204,15 @@ export const streamDirectives: readonly DirectiveSpec[] = [
       return { context: 'stream_upstream', level: new LevelConf() };
     },
   },
-  item('server', ['stream_upstream'], ['1MORE'], rule.repeatable((d, cx) => {
-    parseUpstreamServer(d, cx, undefined);
-    cx.scope.stream.upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!.servers++;
-  }), 'ngx_stream_upstream_module'),
+  {
+    ...item('server', ['stream_upstream'], ['1MORE'], rule.repeatable((d, cx) => {
+      parseUpstreamServer(d, cx, undefined);
+      cx.scope.stream.upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!.servers++;
+    }), 'ngx_stream_upstream_module'),
+    resolves: 'server',
+  },
   item('listen', ['stream_server'], ['1MORE'], rule.repeatable(setListen)),
-  item('proxy_pass', ['stream_server'], ['TAKE1'], rule.repeatable(setProxyPass), 'ngx_stream_proxy_module'),
+  { ...item('proxy_pass', ['stream_server'], ['TAKE1'], rule.repeatable(setProxyPass), 'ngx_stream_proxy_module'), resolves: 'address' },
   item('proxy_connect_timeout', STREAM_ANY, ['TAKE1'], rule.msec, 'ngx_stream_proxy_module'),
   item('proxy_timeout', STREAM_ANY, ['TAKE1'], rule.msec, 'ngx_stream_proxy_module'),
   item('log_format', ['stream'], ['2MORE'], rule.repeatable(setLogFormat), 'ngx_stream_log_module'),
@@ -226,3 +230,28 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   item('ssl_session_cache', STREAM_ANY, ['TAKE1', 'TAKE2'], rule.repeatable((d, cx) => setSessionCache(d, cx, 'ngx_stream_ssl_module')), 'ngx_stream_ssl_module'),
   item('ssl_session_timeout', STREAM_ANY, ['TAKE1'], rule.sec, 'ngx_stream_ssl_module'),
 ];
+
+/** A stream listening socket: jinx does not serve it, `-t` binds it as nginx does. */
+export interface StreamSocket {
+  readonly host: string;
+  readonly port: number;
+  readonly addrText: string;
+  readonly udp: boolean;
+}
+
+/**
+ * The stream sockets nginx opens, grouped as `ngx_stream_optimize_servers`
+ * does: on a port (and protocol) with a wildcard address only the
+ * wildcards are bound.
+ */
+export function streamSockets(scope: ConfigScope): StreamSocket[] {
+  const seen = new Set<string>();
+  const unique = scope.stream.listens.filter((l) => {
+    const key = `${l.udp}|${l.host}|${l.port}`;
+    return !seen.has(key) && seen.add(key);
+  });
+  const wildcardPorts = new Set(unique.filter((l) => l.wildcard).map((l) => `${l.udp}|${l.port}`));
+  return unique
+    .filter((l) => l.wildcard || !wildcardPorts.has(`${l.udp}|${l.port}`))
+    .map((l) => ({ host: l.host, port: l.port, addrText: l.addrText, udp: l.udp }));
+}

@@ -9,7 +9,8 @@
 import type { Directive } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import { fail, flagSetter, listSlot, slot, typesSetter, type DirectiveSpec, type MimeTypeSet, type SetContext } from '../spec.js';
-import type { ValueSource } from '../variables.js';
+import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import type { ConfChain } from '../spec.js';
 
 const SUB = 'ngx_http_sub_filter_module';
 
@@ -50,3 +51,27 @@ export const subDirectives: readonly DirectiveSpec[] = [
   { name: 'sub_filter_once', module: SUB, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(subFilterOnce) },
   { name: 'sub_filter_last_modified', module: SUB, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(subFilterLastModified) },
 ];
+
+/** The sub filter's settings of a location (`ngx_http_sub_loc_conf_t`). */
+export interface SubFilterConf {
+  /**
+   * `sub_filter`: search strings (lowercase ASCII) and replacements, in
+   * the configuration's order; empty when the filter is off.
+   */
+  readonly pairs: readonly { readonly match: CompiledValue; readonly value: CompiledValue }[];
+  readonly types: MimeTypeSet;
+  /** `sub_filter_once`: each search string is replaced at its first place only. */
+  readonly once: boolean;
+  /** `sub_filter_last_modified`: keep `Last-Modified`, and the `ETag` made weak. */
+  readonly lastModified: boolean;
+}
+
+/** The sub filter's settings of a level (`ngx_http_sub_merge_conf`), values bound. */
+export function subFilterConf(c: ConfChain, vars: VariableRegistry): SubFilterConf {
+  return {
+    pairs: c.list(subFilters).map((p) => ({ match: vars.bind(p.match), value: vars.bind(p.value) })),
+    types: c.get(subFilterTypes) ?? new Set(SUB_DEFAULT_TYPES),
+    once: c.get(subFilterOnce),
+    lastModified: c.get(subFilterLastModified),
+  };
+}

@@ -6,10 +6,15 @@
  * `host not found in upstream "NAME:PORT"`.
  */
 import { isIP } from 'node:net';
-import type { Directive } from '../../parser/ast.js';
+import type { Directive, SourceLoc } from '../../parser/ast.js';
+import { ConfigError } from '../../errors.js';
+import type { LevelNode } from '../check.js';
+import { groupKey, levelsInOrder, type CompileContext } from '../compile-context.js';
 import {
-  DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseSize, parseTime, rule, slot, type DirectiveSpec, type SetContext,
+  DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext,
+  type Slot,
 } from '../spec.js';
+import type { ValueSource } from '../variables.js';
 import type { UpstreamBalancer, UpstreamDecl, UpstreamServerDecl } from '../scope.js';
 import { parseUnixPath } from '../listen.js';
 
@@ -155,7 +160,7 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       return { context: 'upstream', level: new LevelConf() };
     },
   },
-  { name: 'server', module: UPSTREAM, contexts: ['upstream'], args: ['1MORE'], effect: 'runtime', set: setServer },
+  { name: 'server', module: UPSTREAM, contexts: ['upstream'], args: ['1MORE'], effect: 'runtime', resolves: 'server', set: setServer },
   {
     name: 'keepalive', module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], effect: 'runtime',
     set: (d, cx) => {
@@ -189,3 +194,234 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
   },
   { name: 'ip_hash', module: 'ngx_http_upstream_ip_hash_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'runtime', set: setBalancer },
 ];
+
+/** A resolved upstream group. */
+export interface UpstreamGroup {
+  readonly name: string;
+  readonly peers: readonly UpstreamPeer[];
+  /** Idle connections kept (`keepalive`; 0 for a group made from a `proxy_pass`/`fastcgi_pass` address). */
+  readonly keepalive: number;
+  readonly keepaliveTimeoutMs: number;
+  /** `keepalive_time`: a connection open longer than this is closed after its request. */
+  readonly keepaliveTimeMs: number;
+  /** Requests a kept connection carries at most (`keepalive_requests`). */
+  readonly keepaliveRequests: number;
+  /** How a peer is picked (`ip_hash`, `least_conn`, else round robin). */
+  readonly balancer: UpstreamBalancer;
+}
+
+/** One address of an upstream group. */
+export interface UpstreamPeer {
+  /** `IP:port` as nginx prints it (`[::1]:80` for IPv6, `unix:PATH` for a unix domain socket). */
+  readonly name: string;
+  /** The IP address, or `unix:PATH`. */
+  readonly host: string;
+  /** The port; 0 for a unix domain socket. */
+  readonly port: number;
+  /** The socket file of a peer on a unix domain socket. */
+  readonly unixPath: string | undefined;
+  readonly weight: number;
+  readonly backup: boolean;
+  readonly down: boolean;
+  readonly maxFails: number;
+  readonly failTimeoutMs: number;
+}
+
+/**
+ * `proxy_next_upstream` and its kin (`ngx_http_upstream_conf_t`'s
+ * `next_upstream`, `next_upstream_tries`, `next_upstream_timeout`).
+ */
+export interface NextUpstreamConf {
+  /** nginx's condition names (`error`, `timeout`, `invalid_header`, `http_502`, `non_idempotent` …); empty with `off`. */
+  readonly nextUpstream: ReadonlySet<string>;
+  /** At most this many servers per request; 0: no limit. */
+  readonly nextUpstreamTries: number;
+  /** No further server after this many ms from the first; 0: no limit. */
+  readonly nextUpstreamTimeoutMs: number;
+}
+
+/** A static `proxy_pass`/`fastcgi_pass` address, whose group is made when upstreams are resolved. */
+export interface PassAddress {
+  readonly host: string;
+  readonly port: number | undefined;
+  /** The port of an address without one (the URL scheme's); undefined: `no port in upstream`. */
+  readonly defaultPort: number | undefined;
+  readonly loc: SourceLoc;
+}
+
+/** The upstream groups of one compile, by key (`groupKey`). */
+const GROUPS = Symbol('upstream groups');
+
+/** The upstream groups resolved by `resolveUpstreams`, by key. */
+export function upstreamGroups(cx: CompileContext): Map<string, UpstreamGroup> {
+  return cx.memo(GROUPS, () => new Map<string, UpstreamGroup>());
+}
+
+/**
+ * `ngx_http_upstream_init_main_conf`: every `upstream` block's servers, the
+ * names resolved before the check; then, every level in configuration order
+ * (upstream blocks too), the group of each static address that `passes`
+ * (one function per module, in module order) find at the level.
+ * @throws ConfigError `no servers are inside upstream`, and those of an implicit group
+ */
+export function resolveUpstreams(
+  cx: CompileContext, httpNode: LevelNode, passes: readonly ((conf: LevelConf) => PassAddress | undefined)[],
+): void {
+  const groups = upstreamGroups(cx);
+  for (const decl of cx.scope.upstreams.values()) {
+    if (decl.servers.length === 0) {
+      const d = httpNode.children.find((c) => c.context === 'upstream' && c.directive?.args[0]?.toLowerCase() === decl.name.toLowerCase());
+      throw new ConfigError('invalid-value', 'no servers are inside upstream', { file: decl.loc.file, line: d?.directive?.closeLine ?? decl.loc.line });
+    }
+    const peers: UpstreamPeer[] = [];
+    for (const s of decl.servers) {
+      if (s.unixPath !== undefined) {
+        peers.push(peer(s.host, 0, s, s.unixPath));
+        continue;
+      }
+      const addrs = isIP(s.host) ? [s.host] : cx.scope.hosts.lookup(s.host) ?? [];
+      for (const a of addrs) peers.push(peer(a, s.port, s));
+    }
+    groups.set(decl.name.toLowerCase(), {
+      name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs, keepaliveTimeMs: decl.keepaliveTimeMs,
+      keepaliveRequests: decl.keepaliveRequests,
+      balancer: decl.balancer,
+    });
+  }
+  // every level, upstream blocks too, as the recursive walk did (they hold no proxy_pass)
+  const stack = [httpNode];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    for (const pass of passes) {
+      const address = pass(n.conf);
+      if (address) implicitUpstream(cx, groups, address);
+    }
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!);
+  }
+}
+
+/** A peer at an IP and port, or (`unixPath`) at `unix:PATH`, with its `server` parameters. */
+function peer(
+  addr: string, port: number, s?: { weight: number; backup: boolean; down: boolean; maxFails: number; failTimeoutMs: number }, unixPath?: string,
+): UpstreamPeer {
+  return {
+    name: unixPath !== undefined ? addr : isIP(addr) === 6 ? `[${addr}]:${port}` : `${addr}:${port}`, host: addr, port, unixPath,
+    weight: s?.weight ?? 1, backup: s?.backup ?? false, down: s?.down ?? false,
+    maxFails: s?.maxFails ?? 1, failTimeoutMs: s?.failTimeoutMs ?? 10_000,
+  };
+}
+
+/**
+ * The group a static `proxy_pass`/`fastcgi_pass` uses: an `upstream` block
+ * of that name, or the host:port resolved now (`ngx_http_upstream_add`,
+ * `ngx_http_upstream_init_round_robin`).
+ */
+function implicitUpstream(cx: CompileContext, groups: Map<string, UpstreamGroup>, { host: hostText, port, defaultPort, loc }: PassAddress): void {
+  const explicit = cx.scope.upstreams.get(hostText.toLowerCase());
+  if (explicit) {
+    if (port !== undefined) throw new ConfigError('invalid-value', `upstream "${hostText}" may not have port ${port}`, loc);
+    return;
+  }
+  const key = groupKey(hostText, port);
+  if (groups.has(key)) return;
+  if (hostText.startsWith('unix:')) {
+    // ngx_parse_unix_domain_url: one peer, the socket file
+    const peers = [peer(hostText, 0, undefined, hostText.slice('unix:'.length))];
+    groups.set(key, { name: key, peers, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin' });
+    return;
+  }
+  const effectivePort = port ?? defaultPort;
+  if (effectivePort === undefined) throw new ConfigError('invalid-value', `no port in upstream "${hostText}"`, loc);
+  const host = hostText.replace(/^\[|\]$/g, '');
+  const addrs = isIP(host) ? [host] : cx.scope.hosts.lookup(host);
+  if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${hostText}"`, loc);
+  groups.set(key, {
+    name: key, peers: addrs.map((a) => peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000,
+    balancer: 'round_robin',
+  });
+}
+
+/** The slots `checkUpstreamMerge` reads for one module (proxy, fastcgi), and its directives' prefix. */
+export interface UpstreamMergeSlots {
+  readonly prefix: 'proxy' | 'fastcgi';
+  readonly buffers: Slot<{ readonly count: number; readonly sizeBytes: number }>;
+  readonly bufferSize: Slot<number>;
+  readonly busyBuffersSize: Slot<number | undefined>;
+  readonly tempFileWriteSize: Slot<number | undefined>;
+  readonly maxTempFileSize: Slot<number>;
+  readonly cacheZone: Slot<string | ValueSource | false | undefined>;
+  /** FastCGI has no default cache key: a cache without one is a warning. */
+  readonly cacheKey?: Slot<unknown>;
+  readonly nextUpstream: Slot<readonly string[]>;
+  readonly nextUpstreamTries: Slot<number>;
+  readonly nextUpstreamTimeoutMs: Slot<number>;
+}
+
+/** `*_next_upstream` merged: `off` leaves no condition (`ngx_http_proxy_merge_loc_conf`). */
+export function nextUpstreamConf(c: ConfChain, s: UpstreamMergeSlots): NextUpstreamConf {
+  const conditions = c.get(s.nextUpstream);
+  return {
+    nextUpstream: new Set(conditions.includes('off') ? [] : conditions),
+    nextUpstreamTries: c.get(s.nextUpstreamTries),
+    nextUpstreamTimeoutMs: c.get(s.nextUpstreamTimeoutMs),
+  };
+}
+
+/**
+ * `*_busy_buffers_size` and `*_temp_file_write_size` as nginx defaults them
+ * (`ngx_http_proxy_merge_loc_conf`): twice the larger of `*_buffer_size` and
+ * one of `*_buffers`.
+ */
+export function spoolSizes(c: ConfChain, m: UpstreamMergeSlots): { busyBytes: number; tempFileWriteBytes: number } {
+  const size = Math.max(c.get(m.bufferSize), c.get(m.buffers).sizeBytes);
+  return { busyBytes: c.get(m.busyBuffersSize) ?? 2 * size, tempFileWriteBytes: c.get(m.tempFileWriteSize) ?? 2 * size };
+}
+
+/**
+ * The request headers a location with a cache sends in place of the
+ * client's (`ngx_http_proxy_cache_headers`, `ngx_http_fastcgi_cache_headers`):
+ * the validators of a stale entry being revalidated, else nothing.
+ */
+export const CACHE_REQUEST_HEADERS: readonly [string, string][] = [
+  ['If-Modified-Since', '$upstream_cache_last_modified'], ['If-Unmodified-Since', ''], ['If-None-Match', '$upstream_cache_etag'],
+  ['If-Match', ''], ['Range', ''], ['If-Range', ''],
+];
+
+/**
+ * What `ngx_http_proxy_merge_loc_conf` and `ngx_http_fastcgi_merge_loc_conf`
+ * check on every server and location (config order, nested ones after
+ * their parent), reported at the end of the http block: at least two
+ * buffers; busy buffers, temp file writes and the temp file limit against
+ * the largest buffer (`proxy_buffer_size` or one of `proxy_buffers`); a
+ * cache zone that no `*_cache_path` defines.
+ * @throws ConfigError the first of these, at the end of the http block
+ */
+export function checkUpstreamMerge(cx: CompileContext, httpNode: LevelNode, servers: readonly LevelNode[], m: UpstreamMergeSlots): void {
+  const at = { file: httpNode.directive!.loc.file, line: httpNode.directive!.closeLine ?? httpNode.directive!.loc.line };
+  const failAt = (text: string): never => {
+    throw new ConfigError('invalid-value', text, at);
+  };
+  const p = m.prefix;
+  const largest = `the maximum of the value of "${p}_buffer_size" and one of the "${p}_buffers"`;
+  for (const node of levelsInOrder(servers)) {
+    const c = cx.chain(node);
+    const bufs = c.get(m.buffers);
+    if (bufs.count < 2) failAt(`there must be at least 2 "${p}_buffers"`);
+    const size = Math.max(c.get(m.bufferSize), bufs.sizeBytes);
+    const busy = c.get(m.busyBuffersSize) ?? 2 * size;
+    if (busy < size) failAt(`"${p}_busy_buffers_size" must be equal to or greater than ${largest}`);
+    if (busy > (bufs.count - 1) * bufs.sizeBytes) {
+      failAt(`"${p}_busy_buffers_size" must be less than the size of all "${p}_buffers" minus one buffer`);
+    }
+    if ((c.get(m.tempFileWriteSize) ?? 2 * size) < size) failAt(`"${p}_temp_file_write_size" must be equal to or greater than ${largest}`);
+    const maxTemp = c.get(m.maxTempFileSize);
+    if (maxTemp !== 0 && maxTemp < size) {
+      failAt(`"${p}_max_temp_file_size" must be equal to zero to disable temporary files usage or must be equal to or greater than ${largest}`);
+    }
+    const zone = c.get(m.cacheZone);
+    if (typeof zone === 'string' && !cx.scope.sharedZones.get(zone)?.defined) failAt(`"${p}_cache" zone "${zone}" is unknown`);
+    if (zone && m.cacheKey && !c.has(m.cacheKey)) {
+      cx.warn({ level: 'warn', code: 'no-cache-key', text: `no "${p}_cache_key" for "${p}_cache"`, loc: at });
+    }
+  }
+}

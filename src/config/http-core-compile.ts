@@ -1,0 +1,333 @@
+/**
+ * The core http module's part of the compile step, next to
+ * `modules/http-core.ts` (its directives): its merge of a level
+ * (`ngx_http_core_merge_loc_conf`), the checks of its merge (types hash,
+ * duplicate locations), the location trees (`ngx_http_init_locations`) and
+ * the listening sockets with their server names (`ngx_http_optimize_servers`).
+ */
+import type { SourceLoc } from '../parser/ast.js';
+import { ConfigError } from '../errors.js';
+import type { LevelNode } from './check.js';
+import { levelsInOrder, type CompileContext } from './compile-context.js';
+import { checkHashSizes } from './hash.js';
+import { levelErrorLogs } from './modules/core.js';
+import * as http from './modules/http-core.js';
+import { http2Enabled } from './modules/http2.js';
+import { namedCaptures } from './modules/rewrite.js';
+import type { CompiledLocation, ListenGroup, LocationConf, LocationTree, PrefixNode, ServerSet, VirtualServer } from './route-table.js';
+import type { ConfChain } from './spec.js';
+
+/** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
+const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
+
+/**
+ * The core module's settings of a level (`ngx_http_core_merge_loc_conf`),
+ * values bound; its `error_log`s and client body temp path are kept for
+ * the start.
+ */
+export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): http.HttpCoreLocConf {
+  const vars = cx.scope.variables;
+  const docRoot = c.get(http.docRoot);
+  const rootPath = docRoot ? vars.bind(docRoot.path) : vars.bind(vars.value(cx.scope.fullPath('html'), node.directive?.loc ?? { file: '', line: 0 }));
+  const indexes = c.list(http.indexFiles);
+  const tryFiles = c.get(http.tryFiles);
+  const errorPages = new Map<number, http.ErrorPage>();
+  for (const e of c.list(http.errorPages)) {
+    if (!errorPages.has(e.code)) errorPages.set(e.code, { target: vars.bind(e.target), overwrite: e.overwrite });
+  }
+  const errorLogs = levelErrorLogs(cx, c);
+  const bodyTemp = c.get(http.clientBodyTempPath) ?? { dir: cx.scope.fullPath('client_body_temp'), levels: [] };
+  cx.tempDirs.add(bodyTemp.dir);
+  return {
+    root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: docRoot?.aliasRegex ?? false, aliasLength: docRoot?.aliasLength ?? 0 },
+    index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
+    tryFiles: tryFiles && {
+      files: tryFiles.files.map((f) => ({ value: vars.bind(f.value), testDir: f.testDir })),
+      fallback: 'code' in tryFiles.fallback ? { code: tryFiles.fallback.code } : { uri: vars.bind(tryFiles.fallback.uri) },
+    },
+    types: c.get(http.types) ?? http.DEFAULT_TYPES,
+    defaultType: c.get(http.defaultType),
+    errorPages,
+    recursiveErrorPages: c.get(http.recursiveErrorPages),
+    internal: node.conf.own(http.internal)?.value ?? false,
+    clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
+    clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
+    subrequestOutputBufferSizeBytes: c.get(http.subrequestOutputBufferSize),
+    clientBodyTempPath: bodyTemp,
+    clientBodyInFileOnly: c.get(http.clientBodyInFileOnly),
+    clientBodyTimeoutMs: c.get(http.clientBodyTimeoutMs),
+    clientHeaderTimeoutMs: c.get(http.clientHeaderTimeoutMs),
+    largeClientHeaderBuffers: c.get(http.largeClientHeaderBuffers),
+    clientHeaderBufferSizeBytes: c.get(http.clientHeaderBufferSize),
+    maxHeaders: c.get(http.maxHeaders),
+    mergeSlashes: c.get(http.mergeSlashes),
+    underscoresInHeaders: c.get(http.underscoresInHeaders),
+    ignoreInvalidHeaders: c.get(http.ignoreInvalidHeaders),
+    logNotFound: c.get(http.logNotFound),
+    etag: c.get(http.etag),
+    ifModifiedSince: c.get(http.ifModifiedSince),
+    maxRanges: c.get(http.maxRanges),
+    serverTokens: c.get(http.serverTokens),
+    absoluteRedirect: c.get(http.absoluteRedirect),
+    serverNameInRedirect: c.get(http.serverNameInRedirect),
+    portInRedirect: c.get(http.portInRedirect),
+    msiePadding: c.get(http.msiePadding),
+    errorLogs,
+    satisfy: c.get(http.satisfy),
+    keepaliveTimeoutMs: c.get(http.keepaliveTimeoutMs),
+    keepaliveRequests: c.get(http.keepaliveRequests),
+    keepaliveHeaderSec: c.get(http.keepaliveHeaderSec),
+    keepaliveTimeMs: c.get(http.keepaliveTimeMs),
+    keepaliveDisable: { msie6: c.get(http.keepaliveDisable).includes('msie6'), safari: c.get(http.keepaliveDisable).includes('safari') },
+    sendTimeoutMs: c.get(http.sendTimeoutMs),
+    lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
+    resetTimedoutConnection: c.get(http.resetTimedoutConnection),
+    chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
+    resolver: c.get(http.resolver),
+    resolverTimeoutMs: c.get(http.resolverTimeoutMs),
+  };
+}
+
+/** A location's `limit_except` block (a child of the location), with `conf` the merge of its level. */
+export function limitExceptConf(node: LevelNode, conf: (node: LevelNode) => LocationConf): LocationConf['limitExcept'] {
+  const block = node.context === 'location' ? node.children.find((c) => c.context === 'limit_except') : undefined;
+  const methods = block?.conf.own(http.limitExceptMethods)?.value;
+  if (!block || !methods) return undefined;
+  return { methods: new Set(methods), conf: conf(block) };
+}
+
+/**
+ * `ngx_http_core_merge_loc_conf` builds the types hash of every server and
+ * of every level with a `types` block of its own (the others share their
+ * parent's), with that level's `types_hash_*` sizes: `checkHashSizes`.
+ * @throws ConfigError the hash's `[emerg]`
+ */
+export function checkTypesHash(cx: CompileContext, servers: readonly LevelNode[]): void {
+  for (const node of levelsInOrder(servers)) {
+    if (node.context !== 'server' && !node.conf.own(http.types)) continue;
+    const c = cx.chain(node);
+    const keys = (c.get(http.types) ?? http.DEFAULT_TYPES).keys();
+    checkHashSizes('types_hash', keys, c.get(http.typesHashMaxSize) ?? 1024, c.get(http.typesHashBucketSize) ?? 64);
+  }
+}
+
+/**
+ * `duplicate location "NAME"` among the prefix, exact and named locations
+ * of one level (`ngx_http_add_location`'s check, `ngx_http_init_locations`),
+ * levels taken in configuration order, nested ones after their parent
+ * location and before its next sibling.
+ * @throws ConfigError `duplicate location "NAME"`
+ */
+export function checkDuplicateLocations(server: LevelNode): void {
+  const seen = new Map<LevelNode, Set<string>>();
+  const stack = server.children.filter((c) => c.context === 'location').reverse();
+  while (stack.length > 0) {
+    const c = stack.pop()!;
+    const def = c.conf.own(http.locationDef)!.value!;
+    if (!def.regex) {
+      const parent = c.parent!;
+      let names = seen.get(parent);
+      if (!names) seen.set(parent, (names = new Set()));
+      const key = `${def.match === 'exact' ? '=' : def.match === 'named' ? '@' : ''}${def.name}`;
+      if (names.has(key)) throw new ConfigError('invalid-value', `duplicate location "${def.name}"`, def.loc);
+      names.add(key);
+    }
+    for (let i = c.children.length - 1; i >= 0; i--) if (c.children[i]!.context === 'location') stack.push(c.children[i]!);
+  }
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * The locations of a level (a server), indexed, with their nested ones,
+ * without recursion. Each location's settings (`conf`) are built in
+ * configuration order, a location before those nested in it (nginx's merge
+ * order), then the trees are indexed innermost first.
+ */
+export function locationTree(cx: CompileContext, level: LevelNode, conf: (node: LevelNode) => LocationConf): LocationTree {
+  const compiled = new Map<LevelNode, Mutable<CompiledLocation>>();
+  const order: LevelNode[] = [];
+  const locationsOf = (n: LevelNode): LevelNode[] => n.children.filter((c) => c.context === 'location');
+  const stack = locationsOf(level).reverse();
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    compiled.set(node, location(cx, node, conf(node)));
+    order.push(node);
+    stack.push(...locationsOf(node).reverse());
+  }
+  const index = (n: LevelNode): LocationTree | undefined => {
+    const children = locationsOf(n);
+    return children.length === 0 ? undefined : indexLocations(children.map((c) => compiled.get(c)!));
+  };
+  for (let i = order.length - 1; i >= 0; i--) compiled.get(order[i]!)!.nested = index(order[i]!);
+  return index(level) ?? { exact: new Map(), prefixes: { location: undefined, children: new Map() }, regexes: [], named: new Map() };
+}
+
+/** One location with its settings; `nested` is filled by `locationTree`. */
+function location(cx: CompileContext, node: LevelNode, conf: LocationConf): Mutable<CompiledLocation> {
+  const def = node.conf.own(http.locationDef)!.value!;
+  const handler = conf.proxy !== undefined || conf.fastcgi !== undefined;
+  return {
+    match: def.match,
+    name: def.name,
+    regex: def.regex?.regex,
+    namedCaptures: def.regex ? namedCaptures(def.regex, cx.scope.variables) : [],
+    conf,
+    nested: undefined,
+    autoRedirect: handler && (def.match === 'prefix' || def.match === 'prefix-no-regex' || def.match === 'exact') && def.name.endsWith('/'),
+    loc: def.loc,
+  };
+}
+
+interface MutablePrefixNode extends PrefixNode {
+  location: CompiledLocation | undefined;
+  readonly children: Map<string, MutablePrefixNode>;
+}
+
+/** One level's locations indexed as `ngx_http_init_locations` does: exact, named, regexes in order, prefixes in a trie. */
+function indexLocations(locations: readonly CompiledLocation[]): LocationTree {
+  const exact = new Map<string, CompiledLocation>();
+  const regexes: CompiledLocation[] = [];
+  const named = new Map<string, CompiledLocation>();
+  const trie: MutablePrefixNode = { location: undefined, children: new Map() };
+  for (const loc of locations) {
+    if (loc.match === 'exact') exact.set(loc.name, loc);
+    else if (loc.match === 'named') named.set(loc.name, loc);
+    else if (loc.regex) regexes.push(loc);
+    else {
+      let node = trie;
+      for (const ch of loc.name) {
+        let next = node.children.get(ch);
+        if (!next) node.children.set(ch, (next = { location: undefined, children: new Map() }));
+        node = next;
+      }
+      node.location = loc;
+    }
+  }
+  return { exact, prefixes: trie, regexes, named };
+}
+
+/** The name a server is known by (`$server_name`, the error log's `server:`): its first `server_name`, a leading dot dropped. */
+export function primaryServerName(node: LevelNode): string {
+  const first = node.conf.ownList(http.serverNames)?.[0]?.value.name ?? '';
+  return first.startsWith('.') ? first.slice(1) : first;
+}
+
+/**
+ * The listening sockets of the http servers (`ngx_http_optimize_servers`):
+ * every address with its servers, on a port with a wildcard only the
+ * wildcards bound, the specific addresses served through them.
+ * @throws ConfigError `duplicate listen options for ADDR`, `a duplicate default server for ADDR`
+ */
+export function listenGroups(cx: CompileContext, servers: readonly { node: LevelNode; server: VirtualServer }[]): ListenGroup[] {
+  interface Addr {
+    host: string;
+    port: number;
+    addrText: string;
+    unixPath: string | undefined;
+    ssl: boolean;
+    http2: boolean;
+    /** `listen … http2` on the address. */
+    http2Listen: boolean;
+    proxyProtocol: boolean;
+    optionsSet: boolean;
+    defaultServer: VirtualServer | undefined;
+    servers: { server: VirtualServer; node: LevelNode }[];
+    loc: SourceLoc;
+  }
+  const addrs = new Map<string, Addr>();
+  for (const s of servers) {
+    const own = s.node.conf.ownList(http.listens)?.map((e) => e.value) ?? [{
+      host: '0.0.0.0', port: DEFAULT_PORT, addrText: `0.0.0.0:${DEFAULT_PORT}`, wildcard: true, defaultServer: false, ssl: false,
+      http2: false, udp: false, ipv6only: true, setsOptions: false, proxyProtocol: false, loc: s.server.loc,
+    }];
+    const http2 = cx.chain(s.node).get(http2Enabled);
+    for (const l of own) {
+      const key = `${l.host}|${l.port}`;
+      let a = addrs.get(key);
+      if (!a) {
+        a = {
+          host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, ssl: false, http2: false, http2Listen: false, proxyProtocol: false,
+          optionsSet: false, defaultServer: undefined, servers: [], loc: l.loc,
+        };
+        addrs.set(key, a);
+      }
+      if (l.setsOptions) {
+        if (a.optionsSet) throw new ConfigError('invalid-value', `duplicate listen options for ${a.addrText}`, l.loc);
+        a.optionsSet = true;
+      }
+      if (l.defaultServer) {
+        if (a.defaultServer) throw new ConfigError('invalid-value', `a duplicate default server for ${a.addrText}`, l.loc);
+        a.defaultServer = s.server;
+      }
+      a.ssl ||= l.ssl;
+      a.proxyProtocol ||= l.proxyProtocol;
+      a.http2 ||= l.http2 || http2;
+      a.http2Listen ||= l.http2;
+      if (!a.servers.some((x) => x.server === s.server)) a.servers.push(s);
+    }
+  }
+  const set = (a: Addr): ServerSet => serverSet(cx, a.addrText, a.defaultServer ?? a.servers[0]!.server, a.servers, a.http2Listen);
+  const groups: ListenGroup[] = [];
+  const byPort = new Map<number, Addr[]>();
+  for (const a of addrs.values()) byPort.set(a.port, [...(byPort.get(a.port) ?? []), a]);
+  for (const [port, list] of byPort) {
+    const wildcard = list.find((a) => a.host === '0.0.0.0') ?? list.find((a) => a.host === '::');
+    const bound = wildcard ? [wildcard, ...list.filter((a) => a !== wildcard && (a.host === '::' || a.host === '0.0.0.0'))] : list;
+    for (const a of bound) {
+      const byLocalAddr = new Map<string, ServerSet>();
+      if (a === wildcard) for (const specific of list.filter((x) => !bound.includes(x))) byLocalAddr.set(specific.host, set(specific));
+      groups.push({
+        host: a.host, port, addrText: a.addrText, unixPath: a.unixPath,
+        ssl: a.ssl || [...byLocalAddr.keys()].some((h) => list.find((x) => x.host === h)?.ssl),
+        http2: a.http2, proxyProtocol: a.proxyProtocol || [...byLocalAddr.keys()].some((h) => list.find((x) => x.host === h)?.proxyProtocol),
+        byLocalAddr, servers: set(a), loc: a.loc,
+      });
+    }
+  }
+  return groups;
+}
+
+/** The server names of one address (`ngx_http_server_names`): exact, head and tail wildcards, regexes; `conflicting server name` warnings. */
+function serverSet(
+  cx: CompileContext, addrText: string, defaultServer: VirtualServer, servers: readonly { server: VirtualServer; node: LevelNode }[],
+  http2Listen: boolean,
+): ServerSet {
+  const exact = new Map<string, VirtualServer>();
+  const heads: [string, VirtualServer][] = [];
+  const tails: [string, VirtualServer][] = [];
+  const regexes: ServerSet['regexes'][number][] = [];
+  for (const { server, node } of servers) {
+    const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [{ name: '', regex: undefined }];
+    for (const n of names) {
+      if (n.regex) {
+        regexes.push({ regex: n.regex.regex, captureCount: n.regex.captureCount, server, namedCaptures: namedCaptures(n.regex, cx.scope.variables) });
+        continue;
+      }
+      const add = (list: [string, VirtualServer][] | Map<string, VirtualServer>, key: string): void => {
+        const taken = list instanceof Map ? list.get(key) : list.find(([k]) => k === key)?.[1];
+        if (taken && taken !== server) {
+          cx.warn({ level: 'warn', code: 'conflicting-server-name', text: `conflicting server name "${n.name}" on ${addrText}, ignored`, loc: undefined });
+          return;
+        }
+        if (taken) return;
+        if (list instanceof Map) list.set(key, server);
+        else list.push([key, server]);
+      };
+      if (n.name.startsWith('*.')) add(heads, n.name.slice(1));
+      else if (n.name.startsWith('.')) {
+        add(exact, n.name.slice(1));
+        add(heads, n.name);
+      } else if (n.name.endsWith('.*')) add(tails, n.name.slice(0, -1));
+      else add(exact, n.name);
+    }
+  }
+  // ngx_http_optimize_servers: one server on an address gets no name table unless a regex of its names captures,
+  // so neither SNI nor Host is looked up there (and nginx's 421 rule never applies)
+  if (servers.length === 1 && !regexes.some((x) => x.captureCount > 0)) {
+    return { defaultServer, http2Listen, exact: new Map(), headWildcards: [], tailWildcards: [], regexes: [] };
+  }
+  heads.sort((a, b) => b[0].length - a[0].length);
+  tails.sort((a, b) => b[0].length - a[0].length);
+  return { defaultServer, http2Listen, exact, headWildcards: heads, tailWildcards: tails, regexes };
+}
