@@ -31,10 +31,8 @@ import { tmpdir } from 'node:os';
 import { relative } from 'node:path';
 import { afterEach, beforeEach } from 'node:test';
 
-/** Whether the helpers behave as if no reference nginx were installed (`JINX_NO_NGINX=1`). */
-export const NO_NGINX = process.env.JINX_NO_NGINX === '1';
 /** Whether this run rewrites the recordings from nginx's live answers (`JINX_RECORD=1`). */
-export const RECORDING = process.env.JINX_RECORD === '1';
+const RECORDING = process.env.JINX_RECORD === '1';
 
 /** The project root, as harness.ts finds it (dist/test/helpers → root). */
 const ROOT = new URL('../../..', import.meta.url).pathname.replace(/\/$/, '');
@@ -104,7 +102,7 @@ const UNSTABLE: readonly (readonly [RegExp, string])[] = [
 ];
 
 /** A string with its times made fixed (see UNSTABLE). */
-export function stableText(s: string): string {
+function stableText(s: string): string {
   let out = s;
   for (const [re, to] of UNSTABLE) out = out.replace(re, to);
   return out;
@@ -132,13 +130,13 @@ const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const literalRe = (s: string): RegExp => new RegExp(/^\d+$/.test(s) ? `(?<!\\d)${s}(?!\\d)` : escapeRe(s), 'g');
 
 /** Replaces each literal by its placeholder, longest literal first. */
-export function placehold<T>(v: T, subs: Placeholders): T {
+function placehold<T>(v: T, subs: Placeholders): T {
   const order = [...subs.entries()].sort((a, b) => b[0].length - a[0].length).map(([k, p]) => [literalRe(k), p] as const);
   return mapStrings(v, (s) => order.reduce((acc, [re, p]) => acc.replace(re, p), s)) as T;
 }
 
 /** Puts this run's literals back in place of the placeholders. */
-export function fill<T>(v: T, subs: Placeholders): T {
+function fill<T>(v: T, subs: Placeholders): T {
   const back = [...subs.entries()].map(([k, p]) => [new RegExp(escapeRe(p), 'g'), k] as const);
   return mapStrings(v, (s) => back.reduce((acc, [re, k]) => acc.replace(re, () => k), s)) as T;
 }
