@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
 import { findLocation } from './locations.js';
 import { debugging, debugRequest, logRequest, type RuntimeContext } from './context.js';
-import type { ClientResponseTarget, ContentHandler, Exchange, Outcome, Subrequest } from './exchange.js';
+import type { ClientResponseTarget, ContentHandler, Exchange, Outcome, ResponseTarget, Subrequest } from './exchange.js';
 import { FilteredTarget } from './filters/chain.js';
 import { checkAccessRules, type AccessResult } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
@@ -90,7 +90,7 @@ export function serveClientRequest(
     },
   });
   // the handlers' responses pass through the response filters (gunzip, charset, gzip)
-  const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx) };
+  const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx, filterSubrequest) };
   out.whenClosed((completed) => {
     r.ended = true;
     for (const cleanup of r.cleanups.splice(0)) cleanup();
@@ -374,7 +374,7 @@ function scriptErrors(ex: Exchange): (message: string) => void {
 }
 
 /** Runs a request from the server rewrite phase (a new request, or after an internal redirect). */
-export function fromServerRewrite(ex: Exchange): Promise<void> {
+function fromServerRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   r.loc = r.server.conf;
   const outcome = runScript(r.server.script, r, scriptErrors(ex));
@@ -551,6 +551,22 @@ export async function runSubrequest(sub: Subrequest): Promise<void> {
     sub.out.status ||= 500;
   }
   await sub.out.finished;
+}
+
+/**
+ * Runs an SSI or addition subrequest through the phases from server rewrite
+ * (the filters' `SubrequestRunner`): its response to `out`, through the
+ * subrequest filters with `filtered`; a failure of jinx's own is logged and
+ * the response aborted.
+ */
+async function filterSubrequest(cx: RuntimeContext, sr: HttpRequestState, out: ResponseTarget, filtered: boolean): Promise<void> {
+  const target = filtered ? new FilteredTarget(out, cx, filterSubrequest) : out;
+  try {
+    await fromServerRewrite({ cx, r: sr, body: undefined, out: target });
+  } catch (err) {
+    logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
+    target.abort();
+  }
 }
 
 /**

@@ -23,17 +23,16 @@ import { open, unlink } from 'node:fs/promises';
 import { predicatesHold, type CacheConf, type CacheZoneConf } from '../../config/modules/cache.js';
 import { parseHttpTime, preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { logRequest } from '../context.js';
-import type { Exchange } from '../exchange.js';
+import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
-import { finalize } from '../phases.js';
 import { applyHeadersModule, lastModifiedSec } from '../respond.js';
 import { encodeEntryHead, type ReadEntryHead } from './entry-file.js';
 import { CacheZone, type IndexEntry } from './zone.js';
 
 /** What the cache made of a request before the upstream. */
 export type CacheStart =
-  /** The response was sent from the cache (or the request answered otherwise). */
-  | { readonly kind: 'served' }
+  /** The response came from the cache (or the request is answered otherwise): `outcome` says how the request ends. */
+  | { readonly kind: 'served'; readonly outcome: Outcome }
   /** The request goes upstream; `store`, when set, may cache the response. */
   | { readonly kind: 'fetch'; readonly store: CacheStore | undefined };
 
@@ -60,8 +59,7 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     if (!zoneConf) {
       // ngx_http_upstream_cache_get
       logRequest(cx, r, 'error', `cache "${name}" not found`);
-      await finalize(ex, 500);
-      return { kind: 'served' };
+      return { kind: 'served', outcome: statusOutcome(500) };
     }
   } else zoneConf = conf.zone;
   const zone = cx.cache.zone(zoneConf);
@@ -77,8 +75,7 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
   if (e.error !== undefined && e.validUntilMs > Date.now()) {
     // an intercepted error that was cached: the request ends with it, as with the upstream's (its error_page)
     r.cacheStatus = 'HIT';
-    await finalize(ex, e.error);
-    return { kind: 'served' };
+    return { kind: 'served', outcome: statusOutcome(e.error) };
   }
   let waitedMs = 0;
   let secondary = false;
@@ -100,14 +97,12 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     }
     if (found && found.head.validSec * 1000 > Date.now()) {
       r.cacheStatus = 'HIT';
-      await sendEntry(ex, found.head, found.fh);
-      return { kind: 'served' };
+      return { kind: 'served', outcome: await sendEntry(ex, found.head, found.fh) };
     }
     const updating = e.updatingSinceMs !== undefined && Date.now() - e.updatingSinceMs < conf.lockAgeMs;
     if (found && updating && conf.useStale.has('updating')) {
       r.cacheStatus = 'UPDATING';
-      await sendEntry(ex, found.head, found.fh);
-      return { kind: 'served' };
+      return { kind: 'served', outcome: await sendEntry(ex, found.head, found.fh) };
     }
     if (updating && conf.lock && waitedMs < conf.lockTimeoutMs) {
       await found?.fh.close();
@@ -411,16 +406,15 @@ export class CacheStore {
 
   /**
    * Sends the expired entry (STALE) in place of the upstream's response;
-   * nothing is stored. False when the entry is gone meanwhile (the caller
-   * answers with its error).
+   * nothing is stored. Undefined when the entry is gone meanwhile (the
+   * caller answers with its error).
    */
-  async sendStale(): Promise<boolean> {
+  async sendStale(): Promise<Outcome | undefined> {
     this.abort();
     const found = await this.zone.openEntry(this.e, this.key);
-    if (!found) return false;
+    if (!found) return undefined;
     this.ex.r.cacheStatus = 'STALE';
-    await sendEntry(this.ex, found.head, found.fh);
-    return true;
+    return sendEntry(this.ex, found.head, found.fh);
   }
 
   /**
@@ -435,19 +429,18 @@ export class CacheStore {
    * Sends the entry a 304 revalidated (REVALIDATED), with a new validity:
    * the 304's own (`X-Accel-Expires`, `Cache-Control`, `Expires`), else the
    * entry's headers' and `*_cache_valid` for its status, as they are now.
-   * False when the entry is gone meanwhile.
+   * Undefined when the entry is gone meanwhile.
    */
-  async sendRevalidated(upstreamHeaders: readonly string[]): Promise<boolean> {
+  async sendRevalidated(upstreamHeaders: readonly string[]): Promise<Outcome | undefined> {
     this.abort();
     const found = await this.zone.openEntry(this.e, this.key);
-    if (!found) return false;
+    if (!found) return undefined;
     const nowSec = Math.floor(Date.now() / 1000);
     const validSec = cacheValidity(this.conf, 304, upstreamHeaders, nowSec, false)
       ?? cacheValidity(this.conf, found.head.status, found.head.upstreamHeaders, nowSec);
     if (validSec !== undefined) await this.zone.renew(this.e, this.key, validSec);
     this.ex.r.cacheStatus = 'REVALIDATED';
-    await sendEntry(this.ex, found.head, found.fh);
-    return true;
+    return sendEntry(this.ex, found.head, found.fh);
   }
 
   /** Ends a store that never began. */
@@ -486,9 +479,10 @@ function put(headers: [string, string | string[]][], name: string, value: string
  * its status and headers through the not-modified filter (304, 412 for a 200),
  * the headers module and, when the upstream sent `Accept-Ranges`, the range
  * filter (206, 416), then its body
- * streamed from the file, with backpressure. Closes `fh`.
+ * streamed from the file, with backpressure. Closes `fh`. A 412 or 416 is
+ * left to the phase runner as a status outcome.
  */
-async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Promise<void> {
+async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Promise<Outcome> {
   const { r, out } = ex;
   try {
     const size = head.fileBytes - head.bodyOffset;
@@ -502,8 +496,7 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
       const etag = headers.find(([n]) => n.toLowerCase() === 'etag')?.[1];
       const condition = preconditionStatus(r, lastModifiedSec(headers), typeof etag === 'string' ? etag : undefined);
       if (condition === 412) {
-        await finalize(ex, 412);
-        return;
+        return statusOutcome(412);
       }
       if (condition === 304) {
         // ngx_http_not_modified_header_filter
@@ -511,7 +504,7 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
         applyHeadersModule(r, 304, headers);
         out.head(r, 304, headers);
         out.end();
-        return;
+        return DONE;
       }
     }
     applyHeadersModule(r, head.status, headers);
@@ -523,8 +516,7 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
       const ranges = rangesFor(r, size, lastModifiedSec(headers), typeof etag === 'string' ? etag : undefined);
       if (ranges === 416) {
         r.pendingHeaders.push(['Content-Range', `bytes */${size}`]);
-        await finalize(ex, 416);
-        return;
+        return statusOutcome(416);
       }
       // the range filter's Content-Range replaces any the upstream sent
       if (Array.isArray(ranges)) drop(headers, 'content-range');
@@ -552,17 +544,18 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
     out.head(r, status, headers);
     if (out.headOnly) {
       out.end();
-      return;
+      return DONE;
     }
     for (const [i, part] of parts.entries()) {
-      if (part.head && !writeBody(ex, Buffer.from(part.head, 'latin1'))) return;
+      if (part.head && !writeBody(ex, Buffer.from(part.head, 'latin1'))) return DONE;
       // the body's last bytes end the response, as nginx's last buffer (the filters then see it whole)
       const last = i === parts.length - 1 && !trailer;
-      if (!(await streamPart(ex, fh, head.bodyOffset + part.range.start, part.range.end - part.range.start, last))) return;
-      if (last) return;
+      if (!(await streamPart(ex, fh, head.bodyOffset + part.range.start, part.range.end - part.range.start, last))) return DONE;
+      if (last) return DONE;
     }
-    if (trailer && !writeBody(ex, Buffer.from(trailer, 'latin1'))) return;
+    if (trailer && !writeBody(ex, Buffer.from(trailer, 'latin1'))) return DONE;
     out.end();
+    return DONE;
   } finally {
     await fh.close().catch(() => undefined);
   }

@@ -12,11 +12,10 @@
  * filters, a subrequest's body those of its own location.
  */
 import { Transform, type TransformCallback } from 'node:stream';
-import { logRequest, type RuntimeContext } from '../context.js';
+import type { RuntimeContext } from '../context.js';
 import type { ResponseTarget } from '../exchange.js';
-import { fromServerRewrite } from '../phases.js';
 import type { HttpRequestState } from '../request.js';
-import { FilteredTarget, type HeaderFilter } from './chain.js';
+import type { HeaderFilter, SubrequestRunner } from './types.js';
 import { bodyChanged, responseContentType, typeListed } from './headers.js';
 
 /**
@@ -44,7 +43,7 @@ export const additionHeaderFilter: HeaderFilter = (f, status, headers) => {
 export const postponeHeaderFilter: HeaderFilter = (f) => {
   const additions = f.additions;
   if (!additions) return undefined;
-  return () => [new AdditionFilter(f.cx, f.r, additions.beforeUri, additions.afterUri)];
+  return () => [new AdditionFilter(f.cx, f.subrequest, f.r, additions.beforeUri, additions.afterUri)];
 };
 
 /**
@@ -60,6 +59,7 @@ class AdditionFilter extends Transform {
 
   constructor(
     private readonly cx: RuntimeContext,
+    private readonly subrequest: SubrequestRunner,
     private readonly r: HttpRequestState,
     private readonly beforeUri: string,
     private readonly afterUri: string,
@@ -103,13 +103,7 @@ class AdditionFilter extends Transform {
   private async include(uri: string): Promise<void> {
     const sr = this.r.subrequest(uri, '', this.cx.table.variableCount);
     const body = new AdditionBody(this);
-    const out = new FilteredTarget(body, this.cx);
-    try {
-      await fromServerRewrite({ cx: this.cx, r: sr, body: undefined, out });
-    } catch (err) {
-      logRequest(this.cx, sr, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
-      out.abort();
-    }
+    await this.subrequest(this.cx, sr, body, true);
     await body.finished();
   }
 }

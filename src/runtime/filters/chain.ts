@@ -20,31 +20,7 @@ import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.j
 import { ssiHeaderFilter } from './ssi.js';
 import { subHeaderFilter } from './sub.js';
 import { additionHeaderFilter, postponeHeaderFilter } from './addition.js';
-import type { ContentType, HeaderList } from './headers.js';
-
-/** What a header filter needs besides the headers, for one response. */
-export interface FilterContext {
-  readonly cx: RuntimeContext;
-  readonly r: HttpRequestState;
-  /**
-   * The response's type once a filter set its charset: the `Content-Type`
-   * header then has `; charset=`, and the filters after it match their
-   * types against the type alone (nginx composes the header only at the
-   * end, from `content_type` and `charset`).
-   */
-  contentType?: ContentType;
-  /** The subrequests the addition filter puts around the body, for the postpone filter. */
-  additions?: { readonly beforeUri: string; readonly afterUri: string };
-}
-
-/**
- * A header filter: it may change `headers` (in place) for a response of
- * `status`; it returns a factory of the Transforms the body is to pass
- * through (made only when there is a body to send), or `'error'` when the
- * response cannot be sent (nginx's `NGX_ERROR` from a header filter: the
- * connection is closed).
- */
-export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | undefined;
+import type { FilterContext, HeaderFilter, SubrequestRunner } from './types.js';
 
 /**
  * How long an aborted response waits, at most, for its filters to pass on
@@ -78,6 +54,7 @@ export class FilteredTarget implements ResponseTarget {
   constructor(
     private readonly inner: ResponseTarget,
     private readonly cx: RuntimeContext,
+    private readonly subrequest: SubrequestRunner,
   ) {}
 
   get started(): boolean {
@@ -98,7 +75,7 @@ export class FilteredTarget implements ResponseTarget {
     this.r = r;
     const transforms: (() => Transform[])[] = [];
     if (status !== 101) {
-      const f: FilterContext = { cx: this.cx, r };
+      const f: FilterContext = { cx: this.cx, r, subrequest: this.subrequest };
       for (const filter of r.parent ? SUBREQUEST_FILTERS : HEADER_FILTERS) {
         const t = filter(f, r.errStatus || status, headers);
         if (t === 'error') {

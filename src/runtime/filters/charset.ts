@@ -11,7 +11,7 @@ import { decodeUtf8, type Recoding } from '../../config/modules/charset.js';
 import type { CharsetSetting } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { HttpRequestState } from '../request.js';
-import type { HeaderFilter } from './chain.js';
+import type { HeaderFilter } from './types.js';
 import { bodyChanged, lastHeader, replaceHeader, responseContentType, typeListed } from './headers.js';
 
 /** A charset decided for a response: its name and index (undefined: a name the configuration does not know). */

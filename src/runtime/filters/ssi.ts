@@ -18,10 +18,9 @@ import { compileRegex } from '../../config/regex.js';
 import type { SsiConf } from '../../config/route-table.js';
 import { logRequest, type RuntimeContext } from '../context.js';
 import type { ResponseTarget } from '../exchange.js';
-import { fromServerRewrite } from '../phases.js';
 import { HttpRequestState } from '../request.js';
 import { parseUnsafeUri } from '../uri.js';
-import { FilteredTarget, type HeaderFilter } from './chain.js';
+import type { HeaderFilter, SubrequestRunner } from './types.js';
 import { bodyChanged, contentLength, responseContentType, typeListed, type ContentType } from './headers.js';
 import { SsiState, type Block } from './ssi-state.js';
 
@@ -499,6 +498,7 @@ class SsiFilter extends Transform {
 
   constructor(
     private readonly cx: RuntimeContext,
+    private readonly subrequest: SubrequestRunner,
     private readonly r: HttpRequestState,
     private readonly conf: SsiConf,
     private readonly contentType: ContentType | undefined,
@@ -816,7 +816,7 @@ class SsiFilter extends Transform {
     if (set !== undefined) {
       const memory = new IncludeTarget(undefined, undefined, (sr, message) => this.logFor(sr, message));
       const sr = this.r.subrequest(target.uri, target.args, this.cx.table.variableCount);
-      await this.runSubrequest(sr, memory);
+      await this.subrequest(this.cx, sr, memory, false);
       await memory.finished();
       // nginx gives up the whole response
       if (memory.tooBig) throw Object.assign(new Error('too big subrequest response'), { logged: true });
@@ -829,7 +829,7 @@ class SsiFilter extends Transform {
     const stubOutput = block ? (sr: HttpRequestState) => this.stubOutput(sr, Buffer.concat(block!.parts), slot) : undefined;
     const out = new IncludeTarget(slot, stubOutput);
     const sr = this.r.subrequest(target.uri, target.args, this.cx.table.variableCount);
-    const running = this.runSubrequest(sr, new FilteredTarget(out, this.cx));
+    const running = this.subrequest(this.cx, sr, out, true);
     if (waited) {
       await running;
       await slot.finished();
@@ -841,15 +841,6 @@ class SsiFilter extends Transform {
     let n = 0;
     for (let r = this.r.parent; r; r = r.parent) n++;
     return n;
-  }
-
-  private async runSubrequest(sr: HttpRequestState, out: ResponseTarget): Promise<void> {
-    try {
-      await fromServerRewrite({ cx: this.cx, r: sr, body: undefined, out });
-    } catch (err) {
-      logRequest(this.cx, sr, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
-      out.abort();
-    }
   }
 
   /**
@@ -867,7 +858,7 @@ class SsiFilter extends Transform {
       return;
     }
     sr.ssi = new SsiState();
-    const filter = new SsiFilter(this.cx, sr, conf, this.contentType);
+    const filter = new SsiFilter(this.cx, this.subrequest, sr, conf, this.contentType);
     await new Promise<void>((resolve) => {
       filter.on('data', (data: Buffer) => slot.write(data));
       filter.on('end', resolve);
@@ -892,5 +883,5 @@ export const ssiHeaderFilter: HeaderFilter = (f, _status, headers) => {
   if (!typeListed(conf.types, contentType)) return undefined;
   r.ssi = new SsiState();
   if (!r.parent) bodyChanged(headers, conf.lastModified ? 'weak' : 'clear');
-  return () => [new SsiFilter(cx, r, conf, contentType)];
+  return () => [new SsiFilter(cx, f.subrequest, r, conf, contentType)];
 };

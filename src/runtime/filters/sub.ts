@@ -19,7 +19,7 @@ import { asciiLower } from '../../config/modules/sub.js';
 import type { SubFilterConf } from '../../config/route-table.js';
 import type { CompiledValue } from '../../config/variables.js';
 import type { HttpRequestState } from '../request.js';
-import type { HeaderFilter } from './chain.js';
+import type { HeaderFilter } from './types.js';
 import { bodyChanged, contentLength, responseContentType, typeListed } from './headers.js';
 
 /** `ngx_tolower` as a table: ASCII letters only. */

@@ -158,7 +158,7 @@ export async function fastcgiRequest(ex: Exchange): Promise<Outcome> {
   }
   try {
     const start = conf.cache ? await cacheStart(ex, conf.cache) : undefined;
-    return start?.kind === 'served' ? DONE : await exchange(ex, conf, body, start?.store);
+    return start?.kind === 'served' ? start.outcome : await exchange(ex, conf, body, start?.store);
   } finally {
     if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
@@ -321,7 +321,7 @@ async function attempt(
         settled = true;
         release(false);
         const sending = stale ? store!.sendStale() : store!.sendRevalidated(up.headers);
-        void sending.then((sent) => (sent ? DONE : statusOutcome(stale ? parsed.status : 502)), () => DONE).then(resolve);
+        void sending.then((sent) => sent ?? statusOutcome(stale ? parsed.status : 502), () => DONE).then(resolve);
         return 'stop';
       }
       attempts?.done();

@@ -11,7 +11,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { gzipOk } from '../filters/gzip.js';
-import { sendFile } from './static.js';
+import { sendFile } from './send-file.js';
 
 /** Serves `FILE.gz` for the request's URI, or returns undefined for the static handler to go on. */
 export async function gzipStatic(ex: Exchange): Promise<Outcome | undefined> {

@@ -277,7 +277,7 @@ function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBod
     const parsed = parseUrl(p.target.url.evaluate(r));
     if (parsed) r.proxyHost = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
   }
-  return cacheStart(ex, p.cache).then((start) => (start.kind === 'served' ? DONE : forwardUpstream(ex, p, withBody, body, start.store)));
+  return cacheStart(ex, p.cache).then((start) => (start.kind === 'served' ? start.outcome : forwardUpstream(ex, p, withBody, body, start.store)));
 }
 
 /** Finds the peer and sends the request; `store` may cache the response. */
@@ -596,7 +596,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.abortUpstream(new Error('stale'));
       this.endState();
       const store = this.store;
-      void store.sendStale().then((sent) => (sent ? DONE : statusOutcome(statusCode)), () => DONE).then(this.resolve);
+      void store.sendStale().then((sent) => sent ?? statusOutcome(statusCode), () => DONE).then(this.resolve);
       return false;
     }
     if (this.store?.revalidates(statusCode)) {
@@ -608,7 +608,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.abortUpstream(new Error('revalidated'));
       this.endState();
       const store = this.store;
-      void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => (sent ? DONE : statusOutcome(502)), () => DONE).then(this.resolve);
+      void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => sent ?? statusOutcome(502), () => DONE).then(this.resolve);
       return false;
     }
     attempts?.done();

@@ -5,23 +5,18 @@
  * 403 `directory index of "DIR/" is forbidden`, 301 to `URI/` for a directory,
  * 405 for methods other than GET, HEAD (and POST to a directory index).
  */
-import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
-import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
-import { applyHeadersModule, contentTypeFor, keptHeaders, lastModifiedSec } from '../respond.js';
+import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { discardRequestBody } from '../request-body.js';
 import { escapeUri } from '../uri.js';
-import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { gzipStatic } from './gzip-static.js';
+import { fsPath, sendFile } from './send-file.js';
 
 /** What `try_files` decided: a file was found (the request goes on to the content phase), or how the request ends. */
 export type TryFilesResult = { readonly kind: 'found' } | Outcome;
-
-/** A path as the file system expects it: URIs are byte strings (latin1). */
-const fsPath = (path: string): Buffer => Buffer.from(path, 'latin1');
 
 async function statOrError(path: string): Promise<Stats | NodeJS.ErrnoException> {
   try {
@@ -146,141 +141,4 @@ async function index(ex: Exchange): Promise<Outcome> {
   }
   logRequest(ex.cx, r, 'error', `directory index of "${dir}" is forbidden`);
   return statusOutcome(403);
-}
-
-/**
- * Sends a file as nginx's static handler and its header filters do: the
- * not-modified filter (304, 412), then the range filter (206 with one range
- * or `multipart/byteranges`, 416 with a `Content-Range` of `*` and the size).
- * `gzipped`: a `gzip_static` file, sent with `Content-Encoding: gzip` (a 304
- * has none: `ngx_http_not_modified_header_filter`).
- */
-export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<Outcome> {
-  const { r, out } = ex;
-  const mtimeSec = Math.floor(st.mtimeMs / 1000);
-  const lastModified = new Date(mtimeSec * 1000).toUTCString();
-  const etag = r.loc.etag ? `"${mtimeSec.toString(16)}-${st.size.toString(16)}"` : undefined;
-  const final = r.errStatus || 200;
-  const main = final === 200 && !r.parent;
-  const condition = main ? preconditionStatus(r, mtimeSec, etag) : 200;
-  if (condition === 412) return statusOutcome(412);
-  const headers = keptHeaders(r);
-  if (condition === 304) {
-    headers.push(['Last-Modified', lastModified]);
-    if (etag) headers.push(['ETag', etag]);
-    applyHeadersModule(r, 304, headers);
-    out.head(r, 304, headers);
-    out.end();
-    return DONE;
-  }
-  // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
-  const kept = headers.find(([name]) => name.toLowerCase() === 'content-type');
-  const type = kept?.[1] ?? contentTypeFor(r);
-  if (!kept) headers.push(['Content-Type', type]);
-  headers.push(['Content-Length', String(st.size)]);
-  if (final === 200) headers.push(['Last-Modified', lastModified]);
-  if (etag) headers.push(['ETag', etag]);
-  if (gzipped) headers.push(['Content-Encoding', 'gzip']);
-  // the headers filter runs before the range filter, which sees what add_header set
-  applyHeadersModule(r, 200, headers);
-  const sentEtag = headers.find(([name]) => name.toLowerCase() === 'etag')?.[1];
-  const ranges = main ? rangesFor(r, st.size, lastModifiedSec(headers), typeof sentEtag === 'string' ? sentEtag : undefined) : 'skip';
-  if (ranges === 416) {
-    r.pendingHeaders.push(['Content-Range', `bytes */${st.size}`]);
-    return statusOutcome(416);
-  }
-  let parts: { readonly head: string; readonly range: ByteRange }[] | undefined;
-  let trailer = '';
-  let length = st.size;
-  let status = 200;
-  const set = (name: string, value: string): void => {
-    const at = headers.findIndex(([n]) => n.toLowerCase() === name.toLowerCase());
-    if (at === -1) headers.push([name, value]);
-    else headers[at]![1] = value;
-  };
-  if (Array.isArray(ranges) && ranges.length === 1) {
-    // ngx_http_range_singlepart_header
-    const [range] = ranges as [ByteRange];
-    status = 206;
-    length = range.end - range.start;
-    parts = [{ head: '', range }];
-    headers.push(['Content-Range', `bytes ${range.start}-${range.end - 1}/${st.size}`]);
-  } else if (Array.isArray(ranges)) {
-    // ngx_http_range_multipart_header: a boundary numbered as temp files are
-    status = 206;
-    const boundary = String(ex.cx.tempFiles.next()).padStart(20, '0');
-    parts = ranges.map((range) => ({
-      head: `\r\n--${boundary}\r\n${type ? `Content-Type: ${type}\r\n` : ''}Content-Range: bytes ${range.start}-${range.end - 1}/${st.size}\r\n\r\n`,
-      range,
-    }));
-    trailer = `\r\n--${boundary}--\r\n`;
-    length = parts.reduce((n, part) => n + part.head.length + part.range.end - part.range.start, trailer.length);
-    set('Content-Type', `multipart/byteranges; boundary=${boundary}`);
-  } else if (ranges === undefined && final === 200) headers.push(['Accept-Ranges', 'bytes']);
-  // (add_trailer drops the length for a chunked response)
-  const lengthAt = headers.findIndex(([n]) => n.toLowerCase() === 'content-length');
-  if (lengthAt !== -1) headers[lengthAt]![1] = String(length);
-  r.action = 'sending response to client';
-  out.head(r, status, headers);
-  if (out.headOnly || length === 0) {
-    out.end();
-    return DONE;
-  }
-  for (const part of parts ?? [{ head: '', range: { start: 0, end: st.size } }]) {
-    if (part.head && !write(ex, Buffer.from(part.head, 'latin1'))) return DONE;
-    if (!(await streamFile(ex, path, part.range))) return DONE;
-  }
-  if (trailer && !write(ex, Buffer.from(trailer, 'latin1'))) return DONE;
-  out.end();
-  return DONE;
-}
-
-/** Writes bytes of the body; false when the client is gone. */
-function write(ex: Exchange, bytes: Buffer): boolean {
-  if (ex.out.gone) return false;
-  ex.r.bodyBytesSent += bytes.length;
-  ex.out.write(bytes);
-  return true;
-}
-
-/**
- * A part of a file up to this size is read with one read: its bytes are all
- * at hand when the client's window opens, so HTTP/2 DATA frames are cut where
- * nginx cuts them (nginx reads on as the window opens; a second read that a
- * busy disk finishes late would cut a frame short). Larger parts go in
- * node's 64 KiB reads.
- */
-const ONE_READ_MAX_BYTES = 128 * 1024;
-
-/**
- * Streams a part of a file to the client, waiting for it to drain; false
- * when the client went away or the file could not be read (the connection
- * is then aborted, with nginx's `read() "…" failed`).
- */
-function streamFile(ex: Exchange, path: string, range: ByteRange): Promise<boolean> {
-  const { r, out } = ex;
-  if (range.end <= range.start) return Promise.resolve(true);
-  return new Promise<boolean>((resolve) => {
-    const size = range.end - range.start;
-    const stream = createReadStream(fsPath(path), { start: range.start, end: range.end - 1, highWaterMark: size <= ONE_READ_MAX_BYTES ? size : 64 * 1024 });
-    // the client went away (or send_timeout passed): the file is closed
-    const stop = (): void => {
-      stream.destroy();
-      resolve(false);
-    };
-    stream.on('data', (chunk) => {
-      if (out.gone) return stop();
-      r.bodyBytesSent += chunk.length;
-      if (!out.write(chunk as Buffer)) {
-        stream.pause();
-        out.onDrain(() => (out.gone ? stop() : stream.resume()));
-      }
-    });
-    stream.on('end', () => resolve(true));
-    stream.on('error', (err) => {
-      logRequest(ex.cx, r, 'crit', `read() "${path}" failed (${systemErrorText(err)})`);
-      out.abort();
-      resolve(false);
-    });
-  });
 }
