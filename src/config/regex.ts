@@ -9,7 +9,7 @@
  * the pattern. A construct nginx accepts but JavaScript cannot express is
  * refused by name.
  */
-import { fail } from './spec.js';
+import { fail } from './failure.js';
 import { RegexSyntax, RegexUnsupported, translatePcre } from './pcre-translate.js';
 
 /** A compiled regex with the names of its named captures. */
