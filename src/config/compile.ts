@@ -44,7 +44,7 @@ import { checkSslListens, serverCertificates, serverTlsConf, sslVerifyClient, ty
 import { streamSockets } from './modules/stream.js';
 import { subFilterConf } from './modules/sub.js';
 import { checkUpstreamMerge, resolveUpstreams, splitHostPort, upstreamGroups } from './modules/upstream.js';
-import type { ListenGroup, LocationConf, RouteTable, VirtualServer } from './route-table.js';
+import type { ListenGroup, LocationConf, RouteTable, ScriptOp, VirtualServer } from './route-table.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf } from './spec.js';
 import { VariableRegistry, type VariableGetter } from './variables.js';
@@ -284,7 +284,7 @@ class Compiler implements CompileContext {
   }
 
   /** The rewrite module's script of a level, `if` blocks bound with their merged settings. */
-  private script(conf: LevelConf): rewrite.ScriptOp[] {
+  private script(conf: LevelConf): ScriptOp[] {
     return rewrite.bindScript(
       conf.ownList(rewrite.script)?.map((e) => e.value) ?? [],
       this.scope.variables,

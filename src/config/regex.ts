@@ -65,3 +65,9 @@ export function compileRegex(source: string, caseless: boolean): NginxRegex {
   }
   return { source, regex, captureNames: t.names, captureCount: t.groups };
 }
+
+/** A named regex capture bound to an indexed variable. */
+export interface NamedCapture {
+  readonly name: string;
+  readonly index: number;
+}
