@@ -1,8 +1,8 @@
 /**
  * What setters share while one configuration is read: paths, the variable
- * registry and the http-level registries (upstream blocks, log formats). A
- * new scope is made for every load, so a failed reload leaves the running
- * configuration untouched.
+ * registry, the http-level registries (upstream blocks, log formats) and
+ * each module's own (`ScopeRegistry`). A new scope is made for every load,
+ * so a failed reload leaves the running configuration untouched.
  */
 import { isAbsolute } from 'node:path';
 import { cString } from '../c-string.js';

@@ -57,7 +57,7 @@ interface StreamUpstream {
   servers: number;
 }
 
-/** The stream module's registries. */
+/** The stream module's upstreams, servers, listens and log formats. */
 interface StreamDecls {
   /** By lowercased name, in the order first named. */
   readonly upstreams: Map<string, StreamUpstream>;
