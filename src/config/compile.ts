@@ -25,7 +25,7 @@ import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
-import { fastcgiCache, proxyCache } from './modules/cache.js';
+import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
 import { charsetConf, linkCharsets } from './modules/charset.js';
 import * as core from './modules/core.js';
 import * as fastcgi from './modules/fastcgi.js';
@@ -35,7 +35,7 @@ import { http2LocConf } from './modules/http2.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { limitReqConf } from './modules/limit-req.js';
 import { accessLogsConf, accessLogTargets, compileLogFormats } from './modules/log.js';
-import { bindMap } from './modules/map.js';
+import { bindMap, mapBlocks } from './modules/map.js';
 import * as proxy from './modules/proxy.js';
 import { realIpConf } from './modules/realip.js';
 import * as rewrite from './modules/rewrite.js';
@@ -44,7 +44,7 @@ import { checkSslListens, serverCertificates, serverTlsConf, sslVerifyClient, ty
 import { streamSockets } from './modules/stream.js';
 import { subFilterConf } from './modules/sub.js';
 import { checkUpstreamMerge, resolveUpstreams, splitHostPort, upstreamGroups } from './modules/upstream.js';
-import type { ListenGroup, LocationConf, RouteTable, VirtualServer } from './route-table.js';
+import type { ListenGroup, LocationConf, RouteTable, ScriptOp, VirtualServer } from './route-table.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf } from './spec.js';
 import { VariableRegistry, type VariableGetter } from './variables.js';
@@ -202,7 +202,7 @@ class Compiler implements CompileContext {
     let listens: ListenGroup[] = [];
     if (httpNode) {
       resolveUpstreams(this, httpNode, [proxy.proxyPassAddress, fastcgi.fastcgiPassAddress]);
-      for (const map of this.scope.maps) bindMap(map, this.scope.variables);
+      for (const map of this.scope.registry(mapBlocks)) bindMap(map, this.scope.variables);
       const servers = httpNode.children.filter((c) => c.context === 'server');
       const certificates = servers.map((s) => serverCertificates(this, s));
       checkTypesHash(this, servers);
@@ -236,7 +236,7 @@ class Compiler implements CompileContext {
       accessLogTargets: accessLogTargets(this),
       errorLogTargets: [...errorLogs, ...core.errorLogTargets(this)],
       tempDirs: [...this.tempDirs],
-      cacheZones: [...this.scope.cacheZones.values()].map(({ loc: _loc, ...zone }) => zone),
+      cacheZones: [...this.scope.registry(cacheZones).values()].map(({ loc: _loc, ...zone }) => zone),
       warnings: this.warnings,
     });
   }
@@ -284,7 +284,7 @@ class Compiler implements CompileContext {
   }
 
   /** The rewrite module's script of a level, `if` blocks bound with their merged settings. */
-  private script(conf: LevelConf): rewrite.ScriptOp[] {
+  private script(conf: LevelConf): ScriptOp[] {
     return rewrite.bindScript(
       conf.ownList(rewrite.script)?.map((e) => e.value) ?? [],
       this.scope.variables,

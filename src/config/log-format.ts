@@ -5,8 +5,13 @@
  * request and writes the line.
  */
 import type { RequestView } from './request-view.js';
-import type { CompiledLogFormat } from './route-table.js';
-import type { VariableRegistry } from './variables.js';
+import type { CompiledValue, VariableRegistry } from './variables.js';
+
+/** A compiled `log_format`. */
+export interface CompiledLogFormat {
+  readonly name: string;
+  readonly render: CompiledValue['evaluate'];
+}
 
 /**
  * nginx's default escaping of variable values in the access log: `"`, `\`

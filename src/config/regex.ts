@@ -9,7 +9,7 @@
  * the pattern. A construct nginx accepts but JavaScript cannot express is
  * refused by name.
  */
-import { fail } from './spec.js';
+import { fail } from './failure.js';
 import { RegexSyntax, RegexUnsupported, translatePcre } from './pcre-translate.js';
 
 /** A compiled regex with the names of its named captures. */
@@ -64,4 +64,10 @@ export function compileRegex(source: string, caseless: boolean): NginxRegex {
     fail(`pcre2_compile() failed: ${reason.charAt(0).toLowerCase()}${reason.slice(1)} in "${source}"`);
   }
   return { source, regex, captureNames: t.names, captureCount: t.groups };
+}
+
+/** A named regex capture bound to an indexed variable. */
+export interface NamedCapture {
+  readonly name: string;
+  readonly index: number;
 }

@@ -6,6 +6,7 @@
  */
 import type { SourceLoc } from '../parser/ast.js';
 import type { ConfigWarning } from '../errors.js';
+import type { NamedCapture } from './regex.js';
 import type { VariableGetter } from './variables.js';
 import type { AccessRule } from './modules/access.js';
 import type { AdditionConf } from './modules/addition.js';
@@ -23,7 +24,7 @@ import type { LimitReqConf } from './modules/limit-req.js';
 import type { AccessLogTarget } from './modules/log.js';
 import type { ProxyConf } from './modules/proxy.js';
 import type { RealIpConf } from './modules/realip.js';
-import type { ScriptOp } from './modules/rewrite.js';
+import type { ScriptOpOf } from './modules/rewrite.js';
 import type { SsiConf } from './modules/ssi.js';
 import type { TlsServerConf } from './modules/ssl.js';
 import type { StreamSocket } from './modules/stream.js';
@@ -43,7 +44,8 @@ export type { AddHeader, ExpiresConf } from './modules/headers.js';
 export type { Http2LocConf } from './modules/http2.js';
 export type { ErrorPage, HttpCoreLocConf, TryFiles } from './modules/http-core.js';
 export type { LimitReqConf, LimitReqZone } from './modules/limit-req.js';
-export type { AccessLogTarget, CompiledLogFormat } from './modules/log.js';
+export type { CompiledLogFormat } from './log-format.js';
+export type { AccessLogTarget } from './modules/log.js';
 export type { CookieFlags, CookieMatch, CookieRewrite, ProxyConf, ProxyHeader, ProxyTarget, UpstreamTlsConf } from './modules/proxy.js';
 export type { RealIpConf } from './modules/realip.js';
 export type { SsiConf } from './modules/ssi.js';
@@ -96,11 +98,8 @@ export interface ServerRegex {
   readonly namedCaptures: readonly NamedCapture[];
 }
 
-/** A named regex capture bound to an indexed variable. */
-export interface NamedCapture {
-  readonly name: string;
-  readonly index: number;
-}
+/** A bound rewrite directive; an `if` in a location carries its block's `LocationConf`. */
+export type ScriptOp = ScriptOpOf<LocationConf>;
 
 /** One `server { … }` block. */
 export interface VirtualServer {

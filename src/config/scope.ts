@@ -1,18 +1,13 @@
 /**
  * What setters share while one configuration is read: paths, the variable
- * registry and the http-level registries (upstream blocks, log formats). A
- * new scope is made for every load, so a failed reload leaves the running
- * configuration untouched.
+ * registry, the http-level registries (upstream blocks, log formats) and
+ * each module's own (`ScopeRegistry`). A new scope is made for every load,
+ * so a failed reload leaves the running configuration untouched.
  */
 import { isAbsolute } from 'node:path';
 import { cString } from '../c-string.js';
-import type { Directive, SourceLoc } from '../parser/ast.js';
-import type { ListenAddress } from './listen.js';
-import { CharsetTables } from './modules/charset.js';
-import type { CachePathDef } from './modules/cache.js';
-import type { LimitReqZoneDecl } from './modules/limit-req.js';
-import type { MapDef } from './modules/map.js';
-import { fail, type LevelConf } from './spec.js';
+import type { SourceLoc } from '../parser/ast.js';
+import { fail } from './failure.js';
 import type { VariableRegistry } from './variables.js';
 
 /** A shared memory zone (`ngx_shm_zone_t`): its size, the module it is for, and whether it has been defined. */
@@ -76,39 +71,19 @@ export interface LogFormatDecl {
   readonly loc: SourceLoc | undefined;
 }
 
-/** A `listen` of a stream server. */
-export interface StreamListen extends ListenAddress {
-  readonly udp: boolean;
-  readonly ssl: boolean;
-  /** The server's level. */
-  readonly server: LevelConf;
-  readonly loc: SourceLoc;
-}
-
 /**
- * A stream upstream (`ngx_stream_upstream_srv_conf_t`): an `upstream` block,
- * or a `proxy_pass` address, which becomes the block's if one of that name follows.
+ * A registry a module keeps in the scope (`map` blocks, `limit_req_zone`
+ * zones …), typed by the module that declares it: made on first use, one per
+ * configuration read, so the scope needs no module's types.
  */
-export interface StreamUpstream {
-  readonly name: string;
-  explicit: boolean;
-  /** The port of a `proxy_pass` address. */
-  port: number | undefined;
-  /** Where it was first named. */
-  readonly loc: SourceLoc;
-  /** The directive that made it (the `upstream` block once there is one). */
-  directive: Directive;
-  /** Number of `server` entries in the block. */
-  servers: number;
+export interface ScopeRegistry<T> {
+  /** Makes the empty registry. */
+  readonly make: () => T;
 }
 
-/** The stream module's registries. */
-export interface StreamDecls {
-  /** By lowercased name, in the order first named. */
-  readonly upstreams: Map<string, StreamUpstream>;
-  readonly servers: Map<LevelConf, { readonly loc: SourceLoc }>;
-  readonly listens: StreamListen[];
-  readonly logFormats: Set<string>;
+/** Declares a module's registry (`ConfigScope.registry`). */
+export function scopeRegistry<T>(make: () => T): ScopeRegistry<T> {
+  return { make };
 }
 
 /** Registries shared by every setter of one configuration. */
@@ -119,8 +94,6 @@ export class ConfigScope {
   readonly logFormats = new Map<string, LogFormatDecl>();
   /** Dynamic modules named by `load_module` (file name without directory and `.so`). */
   readonly loadedModules = new Set<string>();
-  /** Every `map` block, bound once all variables are declared. */
-  readonly maps: MapDef[] = [];
   /**
    * Thread pools by name: defined by `thread_pool`, or named by `aio
    * threads=NAME` (`ngx_thread_pool_add`); a named one must be defined.
@@ -128,16 +101,10 @@ export class ConfigScope {
   readonly threadPools = new Map<string, { defined: boolean; readonly loc: SourceLoc }>();
   /** Shared memory zones by name (`keys_zone=`, `ssl_session_cache shared:`, upstream `zone` …). */
   readonly sharedZones = new Map<string, SharedZone>();
-  /** The stream module's upstreams, servers, listens and log formats. */
-  readonly stream: StreamDecls = { upstreams: new Map(), servers: new Map(), listens: [], logFormats: new Set() };
-  /** The charsets `charset`, `source_charset` and `charset_map` name, and the recoding tables. */
-  readonly charsets = new CharsetTables();
-  /** `limit_req_zone` zones by name: their key and rate (the size is in `sharedZones`). */
-  readonly limitReqZones = new Map<string, LimitReqZoneDecl>();
-  /** `proxy_cache_path`/`fastcgi_cache_path` zones by `keys_zone` name. */
-  readonly cacheZones = new Map<string, CachePathDef>();
   /** Blocks that may appear once (`events`, `http`), once seen. */
   readonly seenBlocks = new Set<string>();
+  /** The modules' own registries (`scopeRegistry`), made on first use. */
+  private readonly registries = new Map<ScopeRegistry<unknown>, unknown>();
 
   constructor(
     /** nginx's prefix (`-p`), ending with `/`: relative paths of most directives resolve against it. */
@@ -147,6 +114,12 @@ export class ConfigScope {
     readonly variables: VariableRegistry,
     readonly hosts: HostTable,
   ) {}
+
+  /** A module's registry, made empty on first use. */
+  registry<T>(r: ScopeRegistry<T>): T {
+    if (!this.registries.has(r)) this.registries.set(r, r.make());
+    return this.registries.get(r) as T;
+  }
 
   /**
    * Resolves a path against the prefix, as `ngx_conf_full_name(cycle, name, 0)`;

@@ -11,9 +11,12 @@
  */
 import { cString } from '../c-string.js';
 import type { Directive, SourceLoc } from '../parser/ast.js';
+import { DirectiveFailure, fail } from './failure.js';
 import type { ArgFlag, Context } from './flags.js';
 import type { ConfigScope } from './scope.js';
 import type { ValueSource } from './variables.js';
+
+export { DirectiveFailure, fail } from './failure.js';
 
 /** A single-valued setting. `inherit: false` slots are read from their own level only. */
 export interface Slot<T> {
@@ -161,33 +164,6 @@ export class ConfChain {
   list<T>(s: ListSlot<T>): T[] {
     return this.listEntries(s).map((e) => e.value);
   }
-}
-
-/**
- * A directive handler's failure. `kind: 'suffix'` is nginx's returned string,
- * printed as `"NAME" directive TEXT`; `kind: 'full'` is a message of its own.
- */
-export class DirectiveFailure extends Error {
-  constructor(
-    readonly text: string,
-    readonly kind: 'suffix' | 'full' = 'suffix',
-    /**
-     * The place to report, when not the directive's own (an entry of a `map`
-     * or `types` block); `null` for a message without a place (`ngx_log_error`).
-     */
-    readonly loc?: SourceLoc | null,
-  ) {
-    super(text);
-  }
-}
-
-/**
- * Throws a complete message, as handlers do with `ngx_conf_log_error` +
- * `NGX_CONF_ERROR`; `loc` places it at a block entry rather than the
- * directive, `null` nowhere.
- */
-export function fail(text: string, loc?: SourceLoc | null): never {
-  throw new DirectiveFailure(text, 'full', loc);
 }
 
 /** How a directive's arguments name a host to resolve (`DirectiveSpec.resolves`). */

@@ -12,8 +12,8 @@
  */
 import type { SourceLoc } from '../parser/ast.js';
 import { ConfigError } from '../errors.js';
+import { fail } from './failure.js';
 import type { RequestView } from './request-view.js';
-import { fail } from './spec.js';
 
 /** Reads a variable for a request; undefined means "not found" (nginx's `not_found`). */
 export type VariableGetter = (r: RequestView) => string | undefined;

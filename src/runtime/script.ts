@@ -4,7 +4,8 @@
  * `src/http/ngx_http_script.c`).
  */
 import { statSync } from 'node:fs';
-import type { ReplacementPiece, ScriptOp } from '../config/modules/rewrite.js';
+import type { ReplacementPiece } from '../config/modules/rewrite.js';
+import type { ScriptOp } from '../config/route-table.js';
 import { escapeArgs } from './uri.js';
 import type { HttpRequestState } from './request.js';
 

@@ -9,6 +9,7 @@
  */
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
+import { scopeRegistry } from '../scope.js';
 import {
   bitmaskSetter, DirectiveFailure, fail, flagSetter, listSlot, msecSetter, numSetter, offSetter, parseNumber, parseOffset, parseSize, parseTime, slot,
   type DirectiveSpec, type ListSlot, type SetContext, type Slot,
@@ -32,6 +33,9 @@ export interface CachePathDef {
   readonly useTempPath: boolean;
   readonly loc: SourceLoc;
 }
+
+/** The `proxy_cache_path`/`fastcgi_cache_path` zones of a configuration by `keys_zone` name. */
+export const cacheZones = scopeRegistry(() => new Map<string, CachePathDef>());
 
 /** A zone bound for the runtime: the declaration and the module's temp directory for `use_temp_path=on`. */
 export type CacheZoneConf = Omit<CachePathDef, 'loc'>;
@@ -122,7 +126,7 @@ export function parseCachePath(d: Directive, cx: SetContext, tag: string): Cache
   const def: CachePathDef = {
     name: zone.name, dir: cx.scope.fullPath(dir), levels, keysZoneBytes: zone.size, inactiveMs, maxSizeBytes, useTempPath, loc: d.loc,
   };
-  cx.scope.cacheZones.set(zone.name, def);
+  cx.scope.registry(cacheZones).set(zone.name, def);
   return def;
 }
 

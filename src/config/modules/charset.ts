@@ -7,13 +7,13 @@
  */
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC, HTTP_SRV_LOC_LIF } from '../flags.js';
+import { scopeRegistry, type ConfigScope } from '../scope.js';
 import {
   DirectiveFailure, fail, flagSetter, slot, typesSetter, type ConfChain, type DirectiveSpec, type MimeTypeSet, type SetContext,
 } from '../spec.js';
 import { ConfigError } from '../../errors.js';
 import { levelsInOrder, type CompileContext } from '../compile-context.js';
 import type { LevelNode } from '../check.js';
-import type { ConfigScope } from '../scope.js';
 import type { VariableGetter } from '../variables.js';
 
 const CHARSET = 'ngx_http_charset_filter_module';
@@ -157,6 +157,9 @@ export class CharsetTables {
   }
 }
 
+/** The charsets and recoding tables of a configuration. */
+const charsetTables = scopeRegistry(() => new CharsetTables());
+
 /** `ngx_hextoi`: a whole string of hexadecimal digits, or undefined. */
 function hexToInt(text: string): number | undefined {
   return /^[0-9a-fA-F]+$/.test(text) ? parseInt(text, 16) : undefined;
@@ -207,7 +210,7 @@ function charsetSetter(s: typeof charsetSlot, offAllowed: boolean) {
     else if (v.startsWith('$')) {
       cx.scope.variables.reference(v.slice(1), d.loc);
       ref = { kind: 'variable', name: v.slice(1), loc: d.loc };
-    } else ref = { kind: 'name', index: cx.scope.charsets.add(v) };
+    } else ref = { kind: 'name', index: cx.scope.registry(charsetTables).add(v) };
     cx.level.set(s, ref, d.loc);
   };
 }
@@ -225,7 +228,7 @@ export const charsetDirectives: readonly DirectiveSpec[] = [
   },
   {
     name: 'charset_map', module: CHARSET, contexts: ['http'], args: ['TAKE2'], block: 'raw', effect: 'runtime',
-    set: (d, cx) => cx.scope.charsets.readMap(d),
+    set: (d, cx) => cx.scope.registry(charsetTables).readMap(d),
   },
 ];
 
@@ -257,7 +260,7 @@ export function charsetConf(c: ConfChain, scope: ConfigScope): CharsetConf {
     source: bind(c.get(sourceCharsetSlot)),
     override: c.get(overrideCharset),
     types: c.get(charsetTypes) ?? new Set(CHARSET_DEFAULT_TYPES),
-    tables: scope.charsets,
+    tables: scope.registry(charsetTables),
   };
 }
 
@@ -269,7 +272,7 @@ export function charsetConf(c: ConfChain, scope: ConfigScope): CharsetConf {
  * @throws ConfigError the missing `charset_map`
  */
 export function linkCharsets(cx: CompileContext, servers: readonly LevelNode[]): void {
-  const tables = cx.scope.charsets;
+  const tables = cx.scope.registry(charsetTables);
   for (const node of levelsInOrder(servers)) {
     const c = cx.chain(node);
     const dst = c.get(charsetSlot);

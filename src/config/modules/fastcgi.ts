@@ -15,7 +15,7 @@ import {
 } from '../spec.js';
 import type { LevelNode } from '../check.js';
 import { groupKey, inheritedIntoIf, type CompileContext } from '../compile-context.js';
-import { bindCache, cacheDirectives, fastcgiCache, type CacheConf } from './cache.js';
+import { bindCache, cacheDirectives, cacheZones, fastcgiCache, type CacheConf } from './cache.js';
 import { IGNORE_HEADERS, parseAccess, parseBind, parseStore } from './proxy.js';
 import { lowatIgnored } from './http-core.js';
 import {
@@ -223,7 +223,7 @@ export function fastcgiConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
   if (!pass) return undefined;
   const vars = cx.scope.variables;
   const params = c.list(fastcgiParams).map((p) => ({ name: p.name, value: vars.bind(p.value), ifNotEmpty: p.ifNotEmpty }));
-  const cache = bindCache(c, fastcgiCache, vars, cx.scope.cacheZones, vars.value('', pass.loc), c.get(fastcgiIgnoreHeaders));
+  const cache = bindCache(c, fastcgiCache, vars, cx.scope.registry(cacheZones), vars.value('', pass.loc), c.get(fastcgiIgnoreHeaders));
   if (cache) {
     // ngx_http_fastcgi_cache_headers: the client's validators and ranges are not passed, as params only when not empty
     const set = new Set(params.map((p) => p.name.toUpperCase()));

@@ -8,6 +8,7 @@
  */
 import type { Directive } from '../../parser/ast.js';
 import { HTTP_SRV_LOC, TAKE123 } from '../flags.js';
+import { scopeRegistry } from '../scope.js';
 import {
   DirectiveFailure, enumSetter, fail, flagSetter, listSlot, numBounds, numSetter, parseNumber, parseSize, slot, type ConfChain, type DirectiveSpec,
   type SetContext,
@@ -24,6 +25,9 @@ export interface LimitReqZoneDecl {
   readonly rateMilli: number;
   readonly sizeBytes: number;
 }
+
+/** The `limit_req_zone` zones of a configuration by name: their key and rate (the size is in `sharedZones`). */
+const limitReqZones = scopeRegistry(() => new Map<string, LimitReqZoneDecl>());
 
 /** A `limit_req` of a level: the zone's name, `burst` and the excess served without delay, in thousandths. */
 export interface LimitReqDef {
@@ -75,9 +79,9 @@ function setZone(d: Directive, cx: SetContext): void {
   }
   if (name === '') fail(`"${d.name}" must have "zone" parameter`);
   cx.scope.sharedZone(name, sizeBytes, LIMIT_REQ);
-  const bound = cx.scope.limitReqZones.get(name);
+  const bound = cx.scope.registry(limitReqZones).get(name);
   if (bound) fail(`${d.name} "${name}" is already bound to key "${bound.key.text}"`);
-  cx.scope.limitReqZones.set(name, { name, key, rateMilli: Math.floor((rate * 1000) / scale), sizeBytes });
+  cx.scope.registry(limitReqZones).set(name, { name, key, rateMilli: Math.floor((rate * 1000) / scale), sizeBytes });
 }
 
 /** `ngx_http_limit_req`: one zone per `limit_req` of a level. */
@@ -163,7 +167,7 @@ function boundZone(cx: CompileContext, name: string): LimitReqZone {
   if (!zone) {
     // a zone no limit_req_zone defines is "zero size shared memory zone" once the configuration is read
     const vars = cx.scope.variables;
-    const decl = cx.scope.limitReqZones.get(name);
+    const decl = cx.scope.registry(limitReqZones).get(name);
     zone = decl
       ? { name, key: vars.bind(decl.key), rateMilli: decl.rateMilli, sizeBytes: decl.sizeBytes }
       : { name, key: vars.bind(vars.value('', { file: '', line: 0 })), rateMilli: 1000, sizeBytes: 0 };

@@ -9,7 +9,7 @@ import type { Directive } from '../../parser/ast.js';
 import { fail, listSlot, parseNumber, parseSize, parseTime, rule, ruleSetter, slot, type ConfChain, type DirectiveSpec } from '../spec.js';
 import type { CompiledValue, ValueSource } from '../variables.js';
 import type { CompileContext } from '../compile-context.js';
-import { compileLogFormat } from '../log-format.js';
+import { compileLogFormat, type CompiledLogFormat } from '../log-format.js';
 
 const LOG = 'ngx_http_log_module';
 
@@ -181,12 +181,6 @@ export const logDirectives: readonly DirectiveSpec[] = [
     effect: 'runtime', set: ruleSetter('open_log_file_cache', rule.custom(parseOpenLogFileCache, openLogFileCache)),
   },
 ];
-
-/** A compiled `log_format`. */
-export interface CompiledLogFormat {
-  readonly name: string;
-  readonly render: CompiledValue['evaluate'];
-}
 
 /** An `access_log` target. */
 export interface AccessLogTarget {

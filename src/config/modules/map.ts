@@ -7,6 +7,7 @@
 import type { Directive } from '../../parser/ast.js';
 import type { RequestView } from '../request-view.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
+import { scopeRegistry } from '../scope.js';
 import { DirectiveFailure, fail, noEffect, rule, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
 import { namedCaptures } from './rewrite.js';
@@ -28,6 +29,9 @@ export interface MapDef {
   /** Set once bound at compile time; read by the variable's getter. */
   bound: ((r: RequestView) => string) | undefined;
 }
+
+/** Every `map` block of a configuration, bound once all variables are declared. */
+export const mapBlocks = scopeRegistry((): MapDef[] => []);
 
 function readEntries(d: Directive, cx: SetContext, map: MapDef): void {
   let hostnames = false;
@@ -101,7 +105,7 @@ export const mapDirectives: readonly DirectiveSpec[] = [
         },
       });
       readEntries(d, cx, map);
-      cx.scope.maps.push(map);
+      cx.scope.registry(mapBlocks).push(map);
     },
   },
   noEffect({ name: 'map_hash_max_size', module: MAP, contexts: ['http'], args: ['TAKE1'], note: 'maps are kept in a Map' }, rule.num()),

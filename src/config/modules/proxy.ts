@@ -13,7 +13,7 @@ import {
   sizeSetter, slot, strSetter, valueSetter, type ConfChain, type DirectiveSpec, type LevelConf, type ListSlot, type Rule, type SetContext,
   type TempPathValue,
 } from '../spec.js';
-import { bindCache, cacheDirectives, proxyCache, type CacheConf } from './cache.js';
+import { bindCache, cacheDirectives, cacheZones, proxyCache, type CacheConf } from './cache.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import { certificatePair, checkCiphersOnce, parseCertificateCache, readPasswordFile } from './ssl.js';
 import { isIP } from 'node:net';
@@ -609,7 +609,7 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
   const set = c.list(proxySetHeader);
   const names = new Set(set.map((h) => h.name.toLowerCase()));
   // nginx 1.30 sends no Connection header by default: keepalive decides whether the connection is reused
-  const cache = bindCache(c, proxyCache, vars, cx.scope.cacheZones, vars.value(PROXY_CACHE_KEY, pass.loc), c.get(proxyIgnoreHeaders));
+  const cache = bindCache(c, proxyCache, vars, cx.scope.registry(cacheZones), vars.value(PROXY_CACHE_KEY, pass.loc), c.get(proxyIgnoreHeaders));
   const defaults: [string, string][] = [
     ['Host', '$proxy_host'], ['Connection', ''], ['TE', ''], ['Keep-Alive', ''], ['Expect', ''], ['Upgrade', ''],
     // ngx_http_proxy_cache_headers: with a cache, the client's validators and ranges are not passed

@@ -6,10 +6,9 @@
  * rewrite phase (location level, and the `if` blocks inside it).
  */
 import type { Directive, SourceLoc } from '../../parser/ast.js';
-import { compileRegex, type NginxRegex } from '../regex.js';
+import { compileRegex, type NamedCapture, type NginxRegex } from '../regex.js';
 import { fail, flagSetter, LevelConf, listSlot, slot, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableGetter, VariableRegistry } from '../variables.js';
-import type { LocationConf, NamedCapture } from '../route-table.js';
 import type { RequestView } from '../request-view.js';
 
 const REWRITE = 'ngx_http_rewrite_module';
@@ -50,8 +49,11 @@ export type Condition =
 /** The `set_handler` of a built-in variable: `set` calls it instead of storing the value; it returns an error to log. */
 type SetHandler = (r: RequestView, value: string) => string | undefined;
 
-/** A rewrite directive, bound and ready to run. */
-export type ScriptOp =
+/**
+ * A rewrite directive, bound and ready to run; `Conf` is the merged settings
+ * of an `if` block in a location (route-table's `LocationConf`, its `ScriptOp`).
+ */
+export type ScriptOpOf<Conf> =
   | { readonly op: 'set'; readonly index: number; readonly value: CompiledValue; readonly handler: SetHandler | undefined }
   | { readonly op: 'return'; readonly code: number; readonly text: CompiledValue | undefined }
   | {
@@ -69,9 +71,9 @@ export type ScriptOp =
   | {
       readonly op: 'if';
       readonly condition: Condition;
-      readonly ops: readonly ScriptOp[];
+      readonly ops: readonly ScriptOpOf<Conf>[];
       /** For an `if` inside a location: the block's merged settings, in effect once it matched. */
-      readonly conf: LocationConf | undefined;
+      readonly conf: Conf | undefined;
     };
 
 /** A piece of a bound rewrite replacement: literal text, a variable, or a regex capture (`$1`…`$9`). */
@@ -218,13 +220,13 @@ export function namedCaptures(regex: NginxRegex, vars: VariableRegistry): NamedC
  * Binds a level's script. `ifConf` gives the merged settings of an `if`
  * block inside a location.
  */
-export function bindScript(
+export function bindScript<Conf>(
   defs: readonly ScriptOpDef[],
   vars: VariableRegistry,
-  ifConf: (block: LevelConf) => LocationConf,
+  ifConf: (block: LevelConf) => Conf,
   blockScript: (block: LevelConf) => readonly ScriptOpDef[],
-): ScriptOp[] {
-  return defs.map((d): ScriptOp => {
+): ScriptOpOf<Conf>[] {
+  return defs.map((d): ScriptOpOf<Conf> => {
     switch (d.op) {
       case 'set':
         return { op: 'set', index: d.index, value: vars.bind(d.value), handler: d.handler };

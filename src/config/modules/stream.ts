@@ -8,10 +8,10 @@
  * Stream variables are not implemented: values with `$` are not checked.
  */
 import { isIP } from 'node:net';
-import type { Directive } from '../../parser/ast.js';
+import type { Directive, SourceLoc } from '../../parser/ast.js';
 import type { Context } from '../flags.js';
-import { parseListenAddress, parseListenParams, parseUnixPath } from '../listen.js';
-import type { StreamListen } from '../scope.js';
+import { parseListenAddress, parseListenParams, parseUnixPath, type ListenAddress } from '../listen.js';
+import { scopeRegistry, type ConfigScope } from '../scope.js';
 import {
   DirectiveFailure, fail, LevelConf, listSlot, noEffect, parseSize, parseTime, rule, slot, type ChildBlock, type DirectiveSpec,
   type Rule, type SetContext,
@@ -22,7 +22,6 @@ import { parseResolver } from './http-core.js';
 import { SSL_PROTOCOLS } from './proxy.js';
 import { setSessionCache } from './ssl.js';
 import { parseUpstreamServer, splitHostPort } from './upstream.js';
-import type { ConfigScope } from '../scope.js';
 
 const NOTE = 'jinx does not proxy TCP/UDP streams';
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
@@ -31,6 +30,44 @@ const CORE = 'ngx_stream_core_module';
 
 const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module = CORE): DirectiveSpec =>
   noEffect({ name, module, contexts, args, note: NOTE, dynamicModule: DYNAMIC }, r);
+
+/** A `listen` of a stream server. */
+interface StreamListen extends ListenAddress {
+  readonly udp: boolean;
+  readonly ssl: boolean;
+  /** The server's level. */
+  readonly server: LevelConf;
+  readonly loc: SourceLoc;
+}
+
+/**
+ * A stream upstream (`ngx_stream_upstream_srv_conf_t`): an `upstream` block,
+ * or a `proxy_pass` address, which becomes the block's if one of that name follows.
+ */
+interface StreamUpstream {
+  readonly name: string;
+  explicit: boolean;
+  /** The port of a `proxy_pass` address. */
+  port: number | undefined;
+  /** Where it was first named. */
+  readonly loc: SourceLoc;
+  /** The directive that made it (the `upstream` block once there is one). */
+  directive: Directive;
+  /** Number of `server` entries in the block. */
+  servers: number;
+}
+
+/** The stream module's upstreams, servers, listens and log formats. */
+interface StreamDecls {
+  /** By lowercased name, in the order first named. */
+  readonly upstreams: Map<string, StreamUpstream>;
+  readonly servers: Map<LevelConf, { readonly loc: SourceLoc }>;
+  readonly listens: StreamListen[];
+  readonly logFormats: Set<string>;
+}
+
+/** The stream module's registries of one configuration. */
+const streamDecls = scopeRegistry((): StreamDecls => ({ upstreams: new Map(), servers: new Map(), listens: [], logFormats: new Set() }));
 
 /** The `listen`s of a stream server (`cscf->listen`). */
 const serverListens = listSlot<StreamListen>('stream listen', false);
@@ -50,7 +87,7 @@ function setListen(d: Directive, cx: SetContext): void {
       fail(`a duplicate listen ${addr.addrText}`);
     }
     cx.level.append(serverListens, listen, d.loc);
-    cx.scope.stream.listens.push(listen);
+    cx.scope.registry(streamDecls).listens.push(listen);
   }
 }
 
@@ -60,7 +97,7 @@ function setListen(d: Directive, cx: SetContext): void {
  * the order they are first named; a port may not name an `upstream` block.
  */
 function addUpstream(d: Directive, cx: SetContext, host: string, port: number | undefined, explicit: boolean): void {
-  const ups = cx.scope.stream.upstreams;
+  const ups = cx.scope.registry(streamDecls).upstreams;
   const existing = ups.get(host.toLowerCase());
   if (existing) {
     if (explicit && existing.explicit) fail(`duplicate upstream "${host}"`);
@@ -102,7 +139,7 @@ const proxyPassSet = slot('stream proxy_pass', false, false);
  * `conflicting server name "" on ADDR, ignored` (jinx has no stream `server_name`).
  */
 function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
-  for (const up of cx.scope.stream.upstreams.values()) {
+  for (const up of cx.scope.registry(streamDecls).upstreams.values()) {
     if (up.explicit) {
       if (up.servers === 0) fail('no servers are inside upstream', { file: up.directive.loc.file, line: up.directive.closeLine ?? up.loc.line });
       continue;
@@ -111,15 +148,15 @@ function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
     const host = up.name.replace(/^\[|\]$/g, '');
     if (!isIP(host) && !cx.scope.hosts.lookup(host)) fail(`host not found in upstream "${up.name}"`, up.loc);
   }
-  for (const server of cx.scope.stream.servers.keys()) {
+  for (const server of cx.scope.registry(streamDecls).servers.keys()) {
     const certs = server.ownList(sslCertificates) ?? block.level.ownList(sslCertificates) ?? [];
     const keys = server.ownList(sslCertificateKeys) ?? block.level.ownList(sslCertificateKeys) ?? [];
     if (keys.length < certs.length) fail(`no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.value[0]}"`, null);
   }
   const byAddr = new Map<string, LevelConf[]>();
-  for (const l of cx.scope.stream.listens) {
+  for (const l of cx.scope.registry(streamDecls).listens) {
     if (l.ssl && !hasCertificate(l.server, block.level)) {
-      const server = cx.scope.stream.servers.get(l.server)!;
+      const server = cx.scope.registry(streamDecls).servers.get(l.server)!;
       fail('no "ssl_certificate" is defined for the "listen ... ssl" directive', server.loc);
     }
     const key = `${l.udp ? 'udp' : 'tcp'} ${l.addrText}`;
@@ -139,7 +176,7 @@ function hasCertificate(server: LevelConf, stream: LevelConf): boolean {
 /** `ngx_stream_log_set_format`: `NAME [escape=default|json|none] STRING…`; no predefined format. */
 function setLogFormat(d: Directive, cx: SetContext): void {
   const name = d.args[0]!;
-  if (cx.scope.stream.logFormats.has(name)) fail(`duplicate "log_format" name "${name}"`);
+  if (cx.scope.registry(streamDecls).logFormats.has(name)) fail(`duplicate "log_format" name "${name}"`);
   const escape = d.args[1]!;
   if (escape.startsWith('escape=')) {
     const e = escape.slice(7);
@@ -147,7 +184,7 @@ function setLogFormat(d: Directive, cx: SetContext): void {
     if (d.args.length === 2) fail('invalid number of arguments in "log_format" directive');
   }
   checkLogFormatSyntax(d.args.slice(escape.startsWith('escape=') ? 2 : 1));
-  cx.scope.stream.logFormats.add(name);
+  cx.scope.registry(streamDecls).logFormats.add(name);
 }
 
 /** `ngx_stream_log_set_log`: `off`, or `PATH FORMAT [buffer=SIZE] [gzip[=LEVEL]] [flush=TIME] [if=COND]`. */
@@ -158,7 +195,7 @@ function setAccessLog(d: Directive, cx: SetContext): void {
   }
   const format = d.args[1];
   if (format === undefined) fail('log format is not specified');
-  if (!cx.scope.stream.logFormats.has(format)) fail(`unknown log format "${format}"`);
+  if (!cx.scope.registry(streamDecls).logFormats.has(format)) fail(`unknown log format "${format}"`);
   for (const p of d.args.slice(2)) {
     if (p.startsWith('buffer=')) {
       if (parseSize(p.slice(7)) === undefined) fail(`invalid buffer size "${p.slice(7)}"`);
@@ -189,7 +226,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
     dynamicModule: DYNAMIC,
     set: (d, cx) => {
       const level = new LevelConf();
-      cx.scope.stream.servers.set(level, { loc: d.loc });
+      cx.scope.registry(streamDecls).servers.set(level, { loc: d.loc });
       return { context: 'stream_server', level };
     },
     close: (d, _cx, block) => {
@@ -207,7 +244,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   {
     ...item('server', ['stream_upstream'], ['1MORE'], rule.repeatable((d, cx) => {
       parseUpstreamServer(d, cx, undefined);
-      cx.scope.stream.upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!.servers++;
+      cx.scope.registry(streamDecls).upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!.servers++;
     }), 'ngx_stream_upstream_module'),
     resolves: 'server',
   },
@@ -246,7 +283,7 @@ export interface StreamSocket {
  */
 export function streamSockets(scope: ConfigScope): StreamSocket[] {
   const seen = new Set<string>();
-  const unique = scope.stream.listens.filter((l) => {
+  const unique = scope.registry(streamDecls).listens.filter((l) => {
     const key = `${l.udp}|${l.host}|${l.port}`;
     return !seen.has(key) && seen.add(key);
   });
