@@ -19,7 +19,7 @@ import { bindCache, cacheDirectives, cacheZones, fastcgiCache, type CacheConf } 
 import { IGNORE_HEADERS, parseAccess, parseBind, parseStore } from './proxy.js';
 import { lowatIgnored } from './http-core.js';
 import {
-  CACHE_REQUEST_HEADERS, nextUpstreamConf, spoolSizes, type NextUpstreamConf, type PassAddress, type UpstreamMergeSlots,
+  CACHE_REQUEST_HEADERS, nextUpstreamConf, spoolSizes, type PassAddress, type UpstreamConf, type UpstreamMergeSlots,
 } from './upstream.js';
 import type { CompiledValue, ValueSource } from '../variables.js';
 
@@ -161,7 +161,7 @@ export type FastcgiTarget =
   | { readonly kind: 'variable'; readonly address: CompiledValue };
 
 /** Settings of the FastCGI module in a location. */
-export interface FastcgiConf extends NextUpstreamConf {
+export interface FastcgiConf extends UpstreamConf {
   readonly target: FastcgiTarget;
   /** `fastcgi_param`s in order, after merging. */
   readonly params: readonly { readonly name: string; readonly value: CompiledValue; readonly ifNotEmpty: boolean }[];
@@ -169,33 +169,7 @@ export interface FastcgiConf extends NextUpstreamConf {
   readonly paramNames: ReadonlySet<string>;
   readonly index: string | undefined;
   readonly splitPathInfo: RegExp | undefined;
-  readonly connectTimeoutMs: number;
-  readonly sendTimeoutMs: number;
-  readonly readTimeoutMs: number;
-  /** Bytes allowed for the response header (`fastcgi_buffer_size`). */
-  readonly bufferSizeBytes: number;
-  readonly buffering: boolean;
-  /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `fastcgi_ignore_headers`). */
-  readonly accelBuffering: boolean;
-  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `fastcgi_ignore_headers`). */
-  readonly accelRedirect: boolean;
-  readonly requestBuffering: boolean;
-  readonly memoryBytes: number;
-  /** Size of one of `fastcgi_buffers`. */
-  readonly bufferBytes: number;
-  readonly tempPath: TempPathValue;
-  readonly maxTempFileBytes: number;
-  /** `fastcgi_busy_buffers_size`. */
-  readonly busyBytes: number;
-  /** `fastcgi_temp_file_write_size`. */
-  readonly tempFileWriteBytes: number;
-  readonly interceptErrors: boolean;
   readonly keepConn: boolean;
-  /** Lowercase names of response headers not passed to the client. */
-  readonly hideHeaders: ReadonlySet<string>;
-  readonly passRequestBody: boolean;
-  readonly passRequestHeaders: boolean;
-  readonly ignoreClientAbort: boolean;
   /** `fastcgi_catch_stderr`: a header-time STDERR record with one of these strings makes the response invalid. */
   readonly catchStderr: readonly string[];
   /** `fastcgi_cache` and its kin; undefined when the location does not cache. */

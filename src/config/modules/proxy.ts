@@ -19,7 +19,7 @@ import { certificatePair, checkCiphersOnce, parseCertificateCache, readPasswordF
 import { isIP } from 'node:net';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
 import {
-  CACHE_REQUEST_HEADERS, nextUpstreamConf, spoolSizes, type NextUpstreamConf, type PassAddress, type UpstreamMergeSlots,
+  CACHE_REQUEST_HEADERS, nextUpstreamConf, spoolSizes, type PassAddress, type UpstreamConf, type UpstreamMergeSlots,
 } from './upstream.js';
 import { locationDef, lowatIgnored } from './http-core.js';
 import { parseUnixPath } from '../listen.js';
@@ -468,7 +468,7 @@ export type ProxyTarget =
   | { readonly kind: 'variable'; readonly url: CompiledValue };
 
 /** Settings of the proxy module in a location. */
-export interface ProxyConf extends NextUpstreamConf {
+export interface ProxyConf extends UpstreamConf {
   readonly target: ProxyTarget;
   /** The location prefix that a URI part replaces (nginx's `plcf->location`). */
   readonly locationPrefix: string;
@@ -476,37 +476,6 @@ export interface ProxyConf extends NextUpstreamConf {
   /** Lowercase names of `headers`: client headers with these names are not passed. */
   readonly headerNames: ReadonlySet<string>;
   readonly httpVersion: '1.0' | '1.1';
-  readonly hideHeaders: ReadonlySet<string>;
-  readonly passRequestBody: boolean;
-  readonly passRequestHeaders: boolean;
-  readonly connectTimeoutMs: number;
-  readonly sendTimeoutMs: number;
-  readonly readTimeoutMs: number;
-  readonly bufferSizeBytes: number;
-  readonly interceptErrors: boolean;
-  /** `proxy_redirect`: rules replace a prefix of the value, or (a regex) the whole value. */
-  readonly redirect: 'default' | 'off' | readonly (
-    { readonly from: CompiledValue; readonly to: CompiledValue } | { readonly regex: RegExp; readonly to: CompiledValue }
-  )[];
-  readonly ignoreClientAbort: boolean;
-  /** `proxy_buffering`: read the upstream at full speed, spooling what the client has not taken. */
-  readonly buffering: boolean;
-  /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `proxy_ignore_headers`). */
-  readonly accelBuffering: boolean;
-  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `proxy_ignore_headers`). */
-  readonly accelRedirect: boolean;
-  /** `proxy_request_buffering`: read the whole request body before connecting. */
-  readonly requestBuffering: boolean;
-  /** Bytes of a response kept in memory before spooling (`proxy_buffers` number × size). */
-  readonly memoryBytes: number;
-  /** Size of one of `proxy_buffers`: with buffering, the client gets the body in whole buffers. */
-  readonly bufferBytes: number;
-  readonly tempPath: TempPathValue;
-  readonly maxTempFileBytes: number;
-  /** `proxy_busy_buffers_size`: bytes handed to the client connection and not yet sent, at most. */
-  readonly busyBytes: number;
-  /** `proxy_temp_file_write_size`: bytes written to the temp file at a time, at most. */
-  readonly tempFileWriteBytes: number;
   /**
    * The `proxy_ssl_*` settings, for a `proxy_pass https://…` or one with
    * variables (nginx's `plcf->ssl`); undefined for plain HTTP.
@@ -522,6 +491,10 @@ export interface ProxyConf extends NextUpstreamConf {
   readonly cookieFlags: readonly CookieFlags[] | undefined;
   /** `proxy_cache` and its kin; undefined when the location does not cache. */
   readonly cache: CacheConf | undefined;
+  /** `proxy_redirect`: rules replace a prefix of the value, or (a regex) the whole value. */
+  readonly redirect: 'default' | 'off' | readonly (
+    { readonly from: CompiledValue; readonly to: CompiledValue } | { readonly regex: RegExp; readonly to: CompiledValue }
+  )[];
 }
 
 /** What a cookie rule matches: a value (with variables) or a regex. */

@@ -11,7 +11,7 @@ import { ConfigError } from '../../errors.js';
 import type { LevelNode } from '../check.js';
 import { groupKey, levelsInOrder, type CompileContext } from '../compile-context.js';
 import {
-  DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext,
+  DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext, type TempPathValue,
   type Slot,
 } from '../spec.js';
 import type { ValueSource } from '../variables.js';
@@ -238,6 +238,43 @@ export interface NextUpstreamConf {
   readonly nextUpstreamTries: number;
   /** No further server after this many ms from the first; 0: no limit. */
   readonly nextUpstreamTimeoutMs: number;
+}
+
+/**
+ * What proxy and FastCGI share of nginx's `ngx_http_upstream_conf_t`
+ * (`proxy_*` / `fastcgi_*` of the same name): timeouts, the header buffer,
+ * buffering and spooling of the response, and the request body.
+ */
+export interface UpstreamConf extends NextUpstreamConf {
+  readonly connectTimeoutMs: number;
+  readonly sendTimeoutMs: number;
+  readonly readTimeoutMs: number;
+  /** Bytes allowed for the response header (`*_buffer_size`). */
+  readonly bufferSizeBytes: number;
+  readonly interceptErrors: boolean;
+  /** Lowercase names of response headers not passed to the client (`*_hide_header`, `*_pass_header`). */
+  readonly hideHeaders: ReadonlySet<string>;
+  readonly passRequestBody: boolean;
+  readonly passRequestHeaders: boolean;
+  readonly ignoreClientAbort: boolean;
+  /** `*_buffering`: read the upstream at full speed, spooling what the client has not taken. */
+  readonly buffering: boolean;
+  /** Whether an upstream's `X-Accel-Buffering` turns buffering on or off (not in `*_ignore_headers`). */
+  readonly accelBuffering: boolean;
+  /** Whether an upstream's `X-Accel-Redirect` is followed (not in `*_ignore_headers`). */
+  readonly accelRedirect: boolean;
+  /** `*_request_buffering`: read the whole request body before connecting. */
+  readonly requestBuffering: boolean;
+  /** Bytes of a response kept in memory before spooling (`*_buffers` number × size). */
+  readonly memoryBytes: number;
+  /** Size of one of `*_buffers`: with buffering, the client gets the body in whole buffers. */
+  readonly bufferBytes: number;
+  readonly tempPath: TempPathValue;
+  readonly maxTempFileBytes: number;
+  /** `*_busy_buffers_size`: bytes handed to the client connection and not yet sent, at most. */
+  readonly busyBytes: number;
+  /** `*_temp_file_write_size`: bytes written to the temp file at a time, at most. */
+  readonly tempFileWriteBytes: number;
 }
 
 /** A static `proxy_pass`/`fastcgi_pass` address, whose group is made when upstreams are resolved. */
