@@ -7,7 +7,7 @@
  * `TEST FULL NAME #N` (the N-th question of that test; `(setup)` for a
  * question asked in a `before` hook) or by a key the test chooses. An entry
  * holds only what the comparison compares, made machine-independent: the
- * test's ports and temp directories become placeholders (`@PORT@`,
+ * test's ports, temp directories and the checkout's paths become placeholders (`@PORT@`,
  * `@PREFIX@` …, filled in again when the entry is read), and times that
  * change from run to run (HTTP dates, ISO 8601 times, `$msec`, error-log
  * timestamps and pids, ETags' mtimes) become fixed words on both sides.
@@ -28,7 +28,7 @@
 import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { afterEach, beforeEach } from 'node:test';
 
 /** Whether this run rewrites the recordings from nginx's live answers (`JINX_RECORD=1`). */
@@ -36,6 +36,13 @@ const RECORDING = process.env.JINX_RECORD === '1';
 
 /** The project root, as harness.ts finds it (dist/test/helpers → root). */
 const ROOT = new URL('../../..', import.meta.url).pathname.replace(/\/$/, '');
+
+/**
+ * Where the checkout and the shared tree (corpus, scenario) lie: a
+ * configuration naming a file there is recorded with `@ROOT@` / `@SHARED@`,
+ * so that a recording made in one checkout holds in another (CI's).
+ */
+const TREE: Placeholders = new Map([[resolve(ROOT, '../shared'), '@SHARED@'], [ROOT, '@ROOT@']]);
 
 /** `test/DIR/FOO.test.ts` for the test file this process runs (`dist/test/DIR/FOO.test.js`), or undefined. */
 function testSource(): string | undefined {
@@ -131,13 +138,13 @@ const literalRe = (s: string): RegExp => new RegExp(/^\d+$/.test(s) ? `(?<!\\d)$
 
 /** Replaces each literal by its placeholder, longest literal first. */
 function placehold<T>(v: T, subs: Placeholders): T {
-  const order = [...subs.entries()].sort((a, b) => b[0].length - a[0].length).map(([k, p]) => [literalRe(k), p] as const);
+  const order = [...TREE.entries(), ...subs.entries()].sort((a, b) => b[0].length - a[0].length).map(([k, p]) => [literalRe(k), p] as const);
   return mapStrings(v, (s) => order.reduce((acc, [re, p]) => acc.replace(re, p), s)) as T;
 }
 
 /** Puts this run's literals back in place of the placeholders. */
 function fill<T>(v: T, subs: Placeholders): T {
-  const back = [...subs.entries()].map(([k, p]) => [new RegExp(escapeRe(p), 'g'), k] as const);
+  const back = [...TREE.entries(), ...subs.entries()].map(([k, p]) => [new RegExp(escapeRe(p), 'g'), k] as const);
   return mapStrings(v, (s) => back.reduce((acc, [re, k]) => acc.replace(re, () => k), s)) as T;
 }
 

@@ -127,9 +127,11 @@ describe('hostile HTTP/2 requests (differential)', () => {
     assert.equal(nginx['a plain GET']!.upstream.length, 1, 'nginx passes a plain GET');
     assert.deepEqual(nginx['a CR LF in a value']!.upstream, [], 'nginx passes no request with CR LF in a value');
     // nginx runs a request as soon as its header block is read, before the DATA frames that came with it, and so
-    // answers and resets the stream (NO_ERROR); jinx reads those frames first (README, "Differences from nginx")
+    // answers and resets the stream (NO_ERROR); jinx reads the frames that arrived with the header block first
+    // (README, "Differences from nginx"), so it resets only where a busy machine splits them apart
     assert.deepEqual(run.nginx.result.noErrorResets, ['an invalid content-length', 'a body to a return']);
-    assert.deepEqual(run.jinx.result.noErrorResets, []);
+    const extra = run.jinx.result.noErrorResets.filter((name) => !run.nginx.result.noErrorResets.includes(name));
+    assert.deepEqual(extra, [], 'jinx resets with NO_ERROR only a stream nginx resets so');
     assertSameAsNginx({ nginx: { ...run.nginx, result: run.nginx.result.shapes }, jinx: { ...run.jinx, result: run.jinx.result.shapes } });
     assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'), 'the access log');
   });
