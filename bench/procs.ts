@@ -7,7 +7,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, portOpen } from '../test/helpers/harness.js';
@@ -28,6 +28,8 @@ export interface Proc {
   /** The signal `stopAll` stops it with. */
   readonly stopSignal: NodeJS.Signals;
   exitCode: number | null | undefined;
+  /** The signal that ended it, if one did. */
+  exitSignal: NodeJS.Signals | undefined;
   /** Its first 64 KiB of stderr. */
   stderr: string;
 }
@@ -70,9 +72,11 @@ export function start(name: string, cmd: string, args: string[], options: StartO
     }
   }
   const proc: Proc = {
-    name, child, stopSignal: options.stopSignal ?? 'SIGQUIT', exitCode: undefined, stderr: '',
+    name, child, stopSignal: options.stopSignal ?? 'SIGQUIT', exitCode: undefined, exitSignal: undefined, stderr: '',
     exited: new Promise((res) => child.once('exit', (code, signal) => {
-      proc.exitCode = code ?? (signal ? 128 : null);
+      // as a shell reports it: 128 + the signal's number
+      proc.exitCode = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : null);
+      proc.exitSignal = signal ?? undefined;
       res(proc.exitCode);
     })),
   };

@@ -33,7 +33,7 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --duration S      seconds per measured wrk run (default 10)
   --warmup S        seconds of warm-up per server and body size (default 5)
   --rounds N        measured runs per server and body size (default 5)
-  --connections N   wrk -c (default 64)
+  --connections N   wrk -c, h2load -c (default 64 with h1, 8 with h2)
   --threads N       wrk -t (default 2)
   --sizes LIST      body sizes in bytes, k and m suffixes allowed (default 100,16k; 1m for 1 MiB)
   --targets LIST    servers to measure: jinx,nginx,bare (default jinx,nginx); bare is
@@ -41,7 +41,8 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --upstream KIND   nginx (default) or node
   --protocol P      h1 (default: HTTP/1.1 over plain TCP, measured with wrk) or h2
                     (HTTP/2 over TLS, \`http2 on\`, measured with h2load; no bare target)
-  --streams N       with h2: h2load -m, concurrent streams per connection (default 10)
+  --streams N       with h2: h2load -m, concurrent streams per connection (default 8:
+                    64 requests in flight, as with h1 and within the upstream's keepalive 64)
   --sut-cpus LIST   taskset CPU list for jinx and nginx (default 0)
   --aux-cpus LIST   taskset CPU list for the upstream and wrk (default 1)
   --no-pin          do not use taskset
@@ -126,13 +127,13 @@ function options(argv: string[]): Options {
     durationS: positive('duration', values.duration, 10),
     warmupS: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 5),
     rounds: Math.round(positive('rounds', values.rounds, 5)),
-    connections: Math.round(positive('connections', values.connections, 64)),
+    connections: Math.round(positive('connections', values.connections, protocol === 'h2' ? 8 : 64)),
     threads: Math.round(positive('threads', values.threads, 2)),
     sizes: (values.sizes ?? '100,16k').split(',').map(parseSize),
     targets: targets as Target[],
     upstream,
     protocol,
-    streams: Math.round(positive('streams', values.streams, 10)),
+    streams: Math.round(positive('streams', values.streams, 8)),
     sutCpus: pin ? values['sut-cpus'] ?? '0' : undefined,
     auxCpus: pin ? values['aux-cpus'] ?? '1' : undefined,
     nginx,
@@ -502,8 +503,13 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
     : start('wrk', 'wrk', [`-c${o.connections}`, `-t${o.threads}`, `-d${seconds}s`, '--latency', url], { cpus: o.auxCpus, niceness: o.nice, stdout: 'pipe', stopSignal: 'SIGKILL' });
   let out = '';
   wrk.child.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
-  // wrk is bounded by -d; this only guards against a hung one
-  const guard = setTimeout(() => wrk.child.kill('SIGKILL'), (seconds + 30) * 1000);
+  // wrk is bounded by -d; this only guards against a hung one (h2load keeps a client that connected
+  // after its run ended going, seen with -c64 -m10 against a server slow to take 64 TLS handshakes)
+  let hung = false;
+  const guard = setTimeout(() => {
+    hung = true;
+    wrk.child.kill('SIGKILL');
+  }, (seconds + 30) * 1000);
   const code = await wrk.exited;
   clearTimeout(guard);
   // wrk is the only child reaped during the run: its CPU is in our cutime + cstime
@@ -514,7 +520,9 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const sysTicks = procStat(proc.child.pid!, 12) - sys0;
   const upTicks = procTicks(servers.upstream.child.pid) - up0;
   await stop(wrk, 'SIGKILL');
-  if (code !== 0) throw new Error(`wrk exited with ${code} against ${target}:\n${out}\n${wrk.stderr}`);
+  const tool = o.protocol === 'h2' ? 'h2load' : 'wrk';
+  if (hung) throw new Error(`${tool} did not end ${seconds + 30} s after its start against ${target} (fewer --connections may help):\n${out}\n${wrk.stderr}`);
+  if (code !== 0) throw new Error(`${tool} exited with ${code}${wrk.exitSignal ? ` (${wrk.exitSignal})` : ''} against ${target}:\n${out}\n${wrk.stderr}`);
   if (proc.exitCode !== undefined) throw new Error(`${target} exited (${proc.exitCode}) during the run:\n${proc.stderr}`);
   const pct = (ticks: number): number => (100 * ticks) / CLK_TCK / elapsedS;
   return {

@@ -285,12 +285,7 @@ class Compiler implements CompileContext {
 
   /** The rewrite module's script of a level, `if` blocks bound with their merged settings. */
   private script(conf: LevelConf): ScriptOp[] {
-    return rewrite.bindScript(
-      conf.ownList(rewrite.script)?.map((e) => e.value) ?? [],
-      this.scope.variables,
-      (block) => this.locationConf(this.nodeOf.get(block)!),
-      (block) => block.ownList(rewrite.script)?.map((e) => e.value) ?? [],
-    );
+    return rewrite.levelScript(conf, this.scope.variables, (block) => this.locationConf(this.nodeOf.get(block)!));
   }
 
   /** One `server` block: its script, its locations, its own settings, then its TLS context. */

@@ -46,7 +46,8 @@ export type { ErrorPage, HttpCoreLocConf, TryFiles } from './modules/http-core.j
 export type { LimitReqConf, LimitReqZone } from './modules/limit-req.js';
 export type { CompiledLogFormat } from './log-format.js';
 export type { AccessLogTarget } from './modules/log.js';
-export type { CookieFlags, CookieMatch, CookieRewrite, ProxyConf, ProxyHeader, ProxyTarget, UpstreamTlsConf } from './modules/proxy.js';
+export type { CookieFlags, CookieMatch, CookieRewrite, ProxyConf, ProxyHeader, ProxyTarget } from './modules/proxy.js';
+export type { UpstreamTlsConf } from './modules/proxy-ssl.js';
 export type { RealIpConf } from './modules/realip.js';
 export type { SsiConf } from './modules/ssi.js';
 export type { PerHandshakeCertificates, TlsServerConf } from './modules/ssl.js';

@@ -269,7 +269,14 @@ const sideResult = <T>(r: SideRecord<T>): SideResult<T> => ({
  * jinx's side is made comparable with it the same way (`comparableSide`).
  */
 export async function differential<T>(
-  spec: { conf: (env: ConfEnv) => string; files?: Readonly<Record<string, string>>; extraPorts?: number; dirs?: readonly string[] },
+  spec: {
+    conf: (env: ConfEnv) => string;
+    files?: Readonly<Record<string, string>>;
+    extraPorts?: number;
+    dirs?: readonly string[];
+    /** What else changes from run to run (a port the configuration names without a host, a certificate's serial): name → this run's value, recorded as `@NAME@`. */
+    literals?: Readonly<Record<string, string | number>>;
+  },
   scenario: (side: Side) => Promise<T>,
 ): Promise<{ nginx: SideResult<T>; jinx: SideResult<T> }> {
   const prefix = tempDir('jinx-diff-');
@@ -280,7 +287,10 @@ export async function differential<T>(
   const env: ConfEnv = { port, ports, prefix };
   const conf = spec.conf(env);
   const key = nextKey();
-  const subs = placeholdersOf(conf, [[prefix, '@PREFIX@'], [String(port), '@PORT@'], ...ports.map((p, i) => [String(p), `@PORT${i + 1}@`] as const)]);
+  const subs = placeholdersOf(conf, [
+    [prefix, '@PREFIX@'], [String(port), '@PORT@'], ...ports.map((p, i) => [String(p), `@PORT${i + 1}@`] as const),
+    ...Object.entries(spec.literals ?? {}).map(([name, value]) => [String(value), `@${name}@`] as const),
+  ]);
   // written once: both servers see the same files (and the same mtimes, ETags)
   for (const d of spec.dirs ?? []) mkdirSync(join(prefix, d), { recursive: true });
   writeFiles(prefix, { 'nginx.conf': conf, ...spec.files });

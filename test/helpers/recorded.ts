@@ -10,7 +10,8 @@
  * test's ports, temp directories and the checkout's paths become placeholders (`@PORT@`,
  * `@PREFIX@` …, filled in again when the entry is read), and times that
  * change from run to run (HTTP dates, ISO 8601 times, `$msec`, error-log
- * timestamps and pids, ETags' mtimes) become fixed words on both sides.
+ * timestamps and pids, ETags' mtimes, debug lines' addresses) become fixed
+ * words on both sides.
  *
  * Three modes, chosen by the environment:
  * - nginx installed (default): nginx answers live and the test compares jinx
@@ -105,6 +106,8 @@ const UNSTABLE: readonly (readonly [RegExp, string])[] = [
   [/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[+-]\d\d:\d\d|Z)/g, '[ISO8601]'],
   [/\b\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d (\[\w+\]) \d+#\d+: /g, '[DATE] $1 PID#TID: '],
   [/\b1\d{9}\.\d{3}\b/g, '[MSEC]'],
+  // addresses in nginx's debug lines (buffers, pools)
+  [/\b[0-9A-F]{16}\b/g, '[POINTER]'],
   [/"[0-9a-f]{8}-([0-9a-f]+)"/g, '"[MTIME]-$1"'],
 ];
 
@@ -150,20 +153,26 @@ function fill<T>(v: T, subs: Placeholders): T {
 
 /**
  * Placeholders for what a configuration names that changes from run to run:
- * the ports of `127.0.0.1:N`, `localhost:N` and `[::1]:N` (`@PORTn@`, numbered
- * in order of first appearance after the `named` ones) and temp directories
- * (`@TMPn@`). `named` come first (e.g. the prefix → `@PREFIX@`).
+ * the ports after a host (`127.0.0.1:N`, `[::1]:N`, `$host:N`; `@UPSTREAM_PORTn@`,
+ * numbered in order of first appearance after the `named` ones) and temp
+ * directories (`@TMPn@`). `named` come first (e.g. the prefix → `@PREFIX@`,
+ * a port the configuration names alone → a name of the test's). A path is
+ * also replaced where it appears JSON-escaped (`\/tmp\/…`, as PHP prints
+ * it), by its placeholder with `/JSON` added.
  */
 export function placeholdersOf(text: string, named: readonly (readonly [string, string])[] = []): Map<string, string> {
   const subs = new Map<string, string>(named);
   let ports = 0;
-  for (const m of text.matchAll(/(?:127\.0\.0\.1|localhost|\[::1\]):(\d{4,5})(?!\d)/g)) {
+  for (const m of text.matchAll(/(?<=[\w\]$]):(\d{4,5})(?!\d)/g)) {
     if (!subs.has(m[1]!)) subs.set(m[1]!, `@UPSTREAM_PORT${++ports}@`);
   }
   let dirs = 0;
   const tmp = escapeRe(tmpdir());
   for (const m of text.matchAll(new RegExp(`${tmp}/[\\w.-]+`, 'g'))) {
     if (![...subs.keys()].some((k) => m[0].startsWith(k) || k.startsWith(m[0]))) subs.set(m[0], `@TMP${++dirs}@`);
+  }
+  for (const [literal, placeholder] of [...subs]) {
+    if (literal.includes('/')) subs.set(literal.replaceAll('/', '\\/'), placeholder.replace(/@$/, '/JSON@'));
   }
   return subs;
 }
@@ -182,7 +191,15 @@ function jsonDiff(recorded: unknown, live: unknown, path = ''): string[] {
     }
     return out;
   }
-  return JSON.stringify(recorded) === JSON.stringify(live) ? [] : [`${path || '(value)'}: recorded ${short(recorded)} | live ${short(live)}`];
+  if (JSON.stringify(recorded) === JSON.stringify(live)) return [];
+  if (typeof recorded === 'string' && typeof live === 'string') {
+    // long texts (a configuration, a body) from just before where they part
+    let at = 0;
+    while (at < recorded.length && recorded[at] === live[at]) at++;
+    const from = Math.max(0, at - 40);
+    return [`${path || '(value)'} from character ${from}: recorded ${short(recorded.slice(from))} | live ${short(live.slice(from))}`];
+  }
+  return [`${path || '(value)'}: recorded ${short(recorded)} | live ${short(live)}`];
 }
 
 /** The message of a missing or stale recording. */

@@ -45,6 +45,7 @@ describe('access log (differential)', () => {
     location = /ret { return 200 "ret\\n"; }
   }`),
       files: { 'html/file/a.txt': 'file a\n' },
+      literals: { UPSTREAM_PORT: up.port },
     }, async (s) => {
       await s.get('/app/x?q=1', { headers: { Host: 'log.test', 'User-Agent': 'agent "quoted"', Referer: 'http://ref.test/page' } });
       await s.get('/file/a.txt', { headers: { Host: 'Log.Test:8080' } });

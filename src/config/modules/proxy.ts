@@ -3,19 +3,17 @@
  * and the settings of a proxied request.
  */
 import type { Directive, SourceLoc } from '../../parser/ast.js';
-import { ConfigError } from '../../errors.js';
-import { loadCrl, loadTrustedCertificates, type CertificatePair } from '../certificates.js';
 import type { LevelNode } from '../check.js';
-import { groupKey, hasVariables, inheritedIntoIf, levelsInOrder, type CompileContext } from '../compile-context.js';
+import { groupKey, inheritedIntoIf, levelsInOrder, type CompileContext } from '../compile-context.js';
 import { HTTP_SRV_LOC } from '../flags.js';
 import {
   bitmaskSetter, bufsSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, msecSetter, noEffect, numSetter, pathSetter, rule,
-  sizeSetter, slot, strSetter, valueSetter, type ConfChain, type DirectiveSpec, type LevelConf, type ListSlot, type Rule, type SetContext,
+  sizeSetter, slot, valueSetter, type ConfChain, type DirectiveSpec, type LevelConf, type ListSlot, type Rule, type SetContext,
   type TempPathValue,
 } from '../spec.js';
 import { bindCache, cacheDirectives, cacheZones, proxyCache, type CacheConf } from './cache.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
-import { certificatePair, checkCiphersOnce, parseCertificateCache, readPasswordFile } from './ssl.js';
+import { proxySslDirectives, readProxyTls, upstreamTlsConf, type UpstreamTlsConf } from './proxy-ssl.js';
 import { isIP } from 'node:net';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
 import {
@@ -89,30 +87,11 @@ export type RedirectDef =
 // is compiled (`ngx_http_proxy_set_ssl`) and used by the upstream connector
 // (`ngx_http_upstream_ssl_init_connection` in `src/http/ngx_http_upstream.c`).
 
-/** `proxy_ssl_server_name`: send SNI (off by default). */
-export const proxySslServerName = slot('proxy_ssl_server_name', false);
-/** `proxy_ssl_name`: the name for SNI and the certificate check; unset: the host of `proxy_pass` (`$proxy_host`). */
-export const proxySslName = slot<ValueSource | undefined>('proxy_ssl_name', undefined);
-export const proxySslVerify = slot('proxy_ssl_verify', false);
-export const proxySslVerifyDepth = slot('proxy_ssl_verify_depth', 1);
-/** As written: resolved against the configuration directory when loaded (`ngx_conf_full_name(…, 1)`). */
-export const proxySslTrustedCertificate = slot<string | undefined>('proxy_ssl_trusted_certificate', undefined);
-/** `NGX_SSL_DEFAULT_PROTOCOLS`. */
-export const proxySslProtocols = slot<readonly string[]>('proxy_ssl_protocols', ['TLSv1.2', 'TLSv1.3']);
-export const proxySslCiphers = slot('proxy_ssl_ciphers', 'DEFAULT');
-/** The client certificate and its key, as written (`ngx_http_set_complex_value_slot`). */
-export const proxySslCertificate = slot<ValueSource | undefined>('proxy_ssl_certificate', undefined);
-export const proxySslCertificateKey = slot<ValueSource | undefined>('proxy_ssl_certificate_key', undefined);
-export const proxySslSessionReuse = slot('proxy_ssl_session_reuse', true);
 
 /** `proxy_method`: the method of the upstream request (with variables); unset: the client's. */
 export const proxyMethod = slot<ValueSource | undefined>('proxy_method', undefined);
 /** `proxy_set_body`: the body sent upstream in place of the client's (with variables). */
 export const proxySetBody = slot<ValueSource | undefined>('proxy_set_body', undefined);
-/** `proxy_ssl_password_file`: the passphrases tried on an encrypted `proxy_ssl_certificate_key`. */
-export const proxySslPasswords = slot<readonly string[] | undefined>('proxy_ssl_password_file', undefined);
-/** `proxy_ssl_crl`: revoked certificates, checked with `proxy_ssl_verify`; as written, resolved against the configuration directory. */
-export const proxySslCrl = slot<string | undefined>('proxy_ssl_crl', undefined);
 
 /**
  * One rule of `proxy_cookie_domain` or `proxy_cookie_path`: a value to
@@ -285,8 +264,6 @@ export const IGNORE_HEADERS = [
   'X-Accel-Redirect', 'X-Accel-Expires', 'X-Accel-Limit-Rate', 'X-Accel-Buffering', 'X-Accel-Charset', 'Expires',
   'Cache-Control', 'Set-Cookie', 'Vary',
 ];
-/** The SSL protocol masks of `ngx_http_proxy_ssl_protocols` and `ngx_http_ssl_protocols`. */
-export const SSL_PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'];
 
 /**
  * `ngx_http_upstream_bind_set_slot` (`proxy_bind`, `fastcgi_bind`): `off`,
@@ -393,25 +370,6 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
     name: 'proxy_next_upstream_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
     set: msecSetter(proxyNextUpstreamTimeoutMs),
   },
-  { name: 'proxy_ssl_server_name', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxySslServerName) },
-  { name: 'proxy_ssl_name', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: valueSetter(proxySslName) },
-  { name: 'proxy_ssl_verify', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxySslVerify) },
-  { name: 'proxy_ssl_verify_depth', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: numSetter(proxySslVerifyDepth) },
-  {
-    name: 'proxy_ssl_trusted_certificate', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
-    set: strSetter(proxySslTrustedCertificate),
-  },
-  {
-    name: 'proxy_ssl_protocols', module: PROXY, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime',
-    set: bitmaskSetter(proxySslProtocols, SSL_PROTOCOLS),
-  },
-  { name: 'proxy_ssl_ciphers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: strSetter(proxySslCiphers) },
-  { name: 'proxy_ssl_certificate', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: valueSetter(proxySslCertificate) },
-  {
-    name: 'proxy_ssl_certificate_key', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
-    set: valueSetter(proxySslCertificateKey),
-  },
-  { name: 'proxy_ssl_session_reuse', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxySslSessionReuse) },
   { name: 'proxy_method', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: valueSetter(proxyMethod) },
   { name: 'proxy_set_body', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: valueSetter(proxySetBody) },
   { name: 'proxy_cookie_domain', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setCookieDomain },
@@ -420,14 +378,7 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
     name: 'proxy_cookie_flags', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], effect: 'runtime',
     set: setCookieFlags,
   },
-  {
-    name: 'proxy_ssl_password_file', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
-    set: (d, cx) => {
-      if (cx.level.own(proxySslPasswords)) throw new DirectiveFailure('is duplicate');
-      cx.level.set(proxySslPasswords, readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
-    },
-  },
-  { name: 'proxy_ssl_crl', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: strSetter(proxySslCrl) },
+  ...proxySslDirectives,
   ...cacheDirectives(proxyCache, PROXY, NEXT_UPSTREAM),
   none('proxy_store', ['TAKE1'], NO_STORE, rule.custom(parseStore)),
   none('proxy_store_access', ['TAKE1', 'TAKE2', 'TAKE3'], NO_STORE, rule.custom(parseAccess)),
@@ -435,11 +386,6 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   none('proxy_limit_rate', ['TAKE1'], NO_RATE, rule.valueSize),
   none('proxy_force_ranges', ['FLAG'], 'byte ranges of proxied responses are not served', rule.flag),
   none('proxy_pass_trailers', ['FLAG'], NO_TRAILERS, rule.flag),
-  none('proxy_ssl_conf_command', ['TAKE2'], 'OpenSSL configuration commands are not passed through', rule.array),
-  none(
-    'proxy_ssl_certificate_cache', ['TAKE1', 'TAKE2', 'TAKE3'], 'client certificates with variables are read once per configuration',
-    rule.custom(parseCertificateCache),
-  ),
   none('proxy_headers_hash_max_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
   none('proxy_headers_hash_bucket_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
   none('proxy_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),
@@ -516,45 +462,6 @@ export interface CookieRewrite {
 export interface CookieFlags {
   readonly cookie: CookieMatch;
   readonly flags: readonly CompiledValue[];
-}
-
-/**
- * TLS to upstream servers (`ngx_http_proxy_set_ssl` in
- * `src/http/modules/ngx_http_proxy_module.c`, merged with nginx's defaults;
- * used as `ngx_http_upstream_ssl_init_connection` uses them,
- * `src/http/ngx_http_upstream.c`). Files are read when the configuration is.
- */
-export interface UpstreamTlsConf {
-  /** The settings below as text: locations with equal settings share connection pools. */
-  readonly key: string;
-  /** `proxy_ssl_server_name`: send the name as SNI (never for an IP address). */
-  readonly serverName: boolean;
-  /** `proxy_ssl_name`; undefined: the host of `proxy_pass` (`$proxy_host` without the port). */
-  readonly name: CompiledValue | undefined;
-  /** `proxy_ssl_verify`: check the chain against `trusted` and the name against the certificate. */
-  readonly verify: boolean;
-  /** `proxy_ssl_verify_depth`. */
-  readonly verifyDepth: number;
-  /** The PEM certificates of `proxy_ssl_trusted_certificate` (read when `verify` is on). */
-  readonly trusted: Buffer | undefined;
-  /** `proxy_ssl_certificate` and `…_key`: the client certificate, if any. */
-  readonly certificate: CertificatePair | undefined;
-  /**
-   * `proxy_ssl_certificate` and `…_key` with variables: the files are read
-   * when a request needs them (an empty certificate: none), relative paths
-   * against `confPrefix` (`ngx_http_upstream_ssl_certificate`).
-   */
-  readonly certificateFiles: { readonly cert: CompiledValue; readonly key: CompiledValue; readonly confPrefix: string } | undefined;
-  /** `proxy_ssl_protocols`. */
-  readonly protocols: readonly string[];
-  /** `proxy_ssl_ciphers` (an OpenSSL cipher list, TLS 1.2 and older). */
-  readonly ciphers: string;
-  /** `proxy_ssl_password_file`: the passphrases of an encrypted `proxy_ssl_certificate_key`. */
-  readonly passwords: readonly string[] | undefined;
-  /** `proxy_ssl_crl`: revoked certificates, read when `verify` is on. */
-  readonly crl: Buffer | undefined;
-  /** `proxy_ssl_session_reuse`: resume TLS sessions on new connections. */
-  readonly sessionReuse: boolean;
 }
 
 /** The proxy module's slots that the upstream merge checks read. */
@@ -670,99 +577,17 @@ function cookieMatch(vars: VariableRegistry, m: CookieRewriteDef['match']): Cook
   return m.kind === 'regex' ? { kind: 'regex', regex: m.regex.regex } : { kind: 'value', value: vars.bind(m.value) };
 }
 
-/** A location's upstream TLS settings as read before variables are bound (`proxy_ssl_name` and certificates with variables are bound later). */
-type LoadedTls = Omit<UpstreamTlsConf, 'name' | 'certificateFiles'> & {
-  readonly certificateSources: { readonly cert: ValueSource; readonly key: ValueSource } | undefined;
-};
-
-/** The upstream TLS settings read for every level that proxies over TLS (`loadProxyTls`), and the trusted certificates read, by path. */
-const PROXY_TLS = Symbol('proxy tls');
-
-function proxyTlsOf(cx: CompileContext): { levels: Map<LevelNode, LoadedTls>; trusted: Map<string, Buffer> } {
-  return cx.memo(PROXY_TLS, () => ({ levels: new Map<LevelNode, LoadedTls>(), trusted: new Map<string, Buffer>() }));
-}
-
 /**
- * `ngx_http_proxy_set_ssl` (`src/http/modules/ngx_http_proxy_module.c`)
- * for every location (and `if` block) whose `proxy_pass` is `https://…` or
- * has variables, in configuration order as nginx's merge runs it: the
- * cipher list, the client certificate and key, then with `proxy_ssl_verify`
- * the trusted certificates. nginx reports these errors without a place.
+ * Reads the upstream TLS files of every location (and `if` block) whose
+ * `proxy_pass` is `https://…` or has variables, in configuration order as
+ * nginx's merge does (`readProxyTls`).
  * @throws ConfigError the first missing or unreadable file, or cipher list refused
  */
 export function loadProxyTls(cx: CompileContext, servers: readonly LevelNode[]): void {
-  const { levels } = proxyTlsOf(cx);
   for (const node of levelsInOrder(servers)) {
     const pass = inheritedIntoIf(node, (n) => n.conf.own(proxyPass)?.value);
-    if (pass && (pass.kind === 'variable' || pass.scheme === 'https')) levels.set(node, readUpstreamTls(cx, cx.chain(node)));
+    if (pass && (pass.kind === 'variable' || pass.scheme === 'https')) readProxyTls(cx, node);
   }
-}
-
-function readUpstreamTls(cx: CompileContext, c: ConfChain): LoadedTls {
-  const ciphers = c.get(proxySslCiphers);
-  checkCiphersOnce(cx, ciphers);
-  let certificate: CertificatePair | undefined;
-  let certificateSources: LoadedTls['certificateSources'];
-  const passwords = c.get(proxySslPasswords);
-  const cert = c.get(proxySslCertificate);
-  const key = c.get(proxySslCertificateKey);
-  if (cert !== undefined && cert.text !== '') {
-    if (key === undefined) throw new ConfigError('file', `no "proxy_ssl_certificate_key" is defined for certificate "${cert.text}"`);
-    if (hasVariables(cert) || hasVariables(key)) {
-      // read per request (nginx: per connection)
-      certificateSources = { cert, key };
-    } else {
-      certificate = certificatePair(cx, cx.scope.confPath(cert.text), cx.scope.confPath(key.text), passwords);
-    }
-  }
-  const verify = c.get(proxySslVerify);
-  let trusted: Buffer | undefined;
-  const trustedFile = c.get(proxySslTrustedCertificate);
-  if (verify) {
-    if (!trustedFile) throw new ConfigError('file', 'no proxy_ssl_trusted_certificate for proxy_ssl_verify');
-    const path = cx.scope.confPath(trustedFile);
-    const cache = proxyTlsOf(cx).trusted;
-    trusted = cache.get(path);
-    if (!trusted) cache.set(path, (trusted = loadTrustedCertificates(path)));
-  }
-  const crlFile = c.get(proxySslCrl);
-  const crl = verify && crlFile !== undefined ? loadCrl(cx.scope.confPath(crlFile)) : undefined;
-  const settings = {
-    serverName: c.get(proxySslServerName),
-    verify,
-    verifyDepth: c.get(proxySslVerifyDepth),
-    trusted,
-    certificate,
-    certificateSources,
-    passwords,
-    crl,
-    protocols: c.get(proxySslProtocols),
-    ciphers,
-    sessionReuse: c.get(proxySslSessionReuse),
-  };
-  return {
-    key: JSON.stringify([
-      settings.serverName, verify, settings.verifyDepth, verify ? trustedFile : '', verify ? crlFile ?? '' : '', certificate?.certPath ?? cert?.text ?? '',
-      certificate?.keyPath ?? key?.text ?? '', passwords ?? [], settings.protocols, ciphers, settings.sessionReuse,
-    ]),
-    ...settings,
-  };
-}
-
-/** The upstream TLS settings read for `node`, with `proxy_ssl_name` bound. */
-function upstreamTlsConf(cx: CompileContext, node: LevelNode, c: ConfChain): UpstreamTlsConf | undefined {
-  const loaded = proxyTlsOf(cx).levels.get(node);
-  if (!loaded) return undefined;
-  const { certificateSources, ...settings } = loaded;
-  const vars = cx.scope.variables;
-  const name = c.get(proxySslName);
-  return {
-    ...settings,
-    name: name && vars.bind(name),
-    certificateFiles: certificateSources && {
-      cert: vars.bind(certificateSources.cert), key: vars.bind(certificateSources.key), confPrefix: cx.scope.confPrefix,
-    },
-  };
 }
 
 /** Keeps a level's `proxy_temp_path` (default or set) among the directories created at start: nginx creates every one. */

@@ -217,15 +217,15 @@ export function namedCaptures(regex: NginxRegex, vars: VariableRegistry): NamedC
 }
 
 /**
- * Binds a level's script. `ifConf` gives the merged settings of an `if`
- * block inside a location.
+ * The script of a level (server, location or `if` block): its `set`,
+ * `return`, `rewrite`, `break` and `if` directives in order, their values
+ * bound to the variables; an `if` block inside a location carries its
+ * merged settings from `ifConf` (ngx_http_rewrite_if's location conf).
+ * Nothing is inherited: a level runs only its own script
+ * (ngx_http_rewrite_merge_loc_conf).
  */
-export function bindScript<Conf>(
-  defs: readonly ScriptOpDef[],
-  vars: VariableRegistry,
-  ifConf: (block: LevelConf) => Conf,
-  blockScript: (block: LevelConf) => readonly ScriptOpDef[],
-): ScriptOpOf<Conf>[] {
+export function levelScript<Conf>(level: LevelConf, vars: VariableRegistry, ifConf: (block: LevelConf) => Conf): ScriptOpOf<Conf>[] {
+  const defs = level.ownList(script)?.map((e) => e.value) ?? [];
   return defs.map((d): ScriptOpOf<Conf> => {
     switch (d.op) {
       case 'set':
@@ -245,7 +245,7 @@ export function bindScript<Conf>(
         return {
           op: 'if',
           condition: bindCondition(d.condition, vars),
-          ops: bindScript(blockScript(d.block), vars, ifConf, blockScript),
+          ops: levelScript(d.block, vars, ifConf),
           conf: d.inLocation ? ifConf(d.block) : undefined,
         };
     }

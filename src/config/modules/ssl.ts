@@ -45,7 +45,8 @@ export const sslTrustedCertificate = slot<string | undefined>('ssl_trusted_certi
 /** `ssl_crl`: revoked client certificates (as written). */
 export const sslCrl = slot<string | undefined>('ssl_crl', undefined);
 
-const PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
+/** The SSL protocol masks of `ngx_http_ssl_protocols` and `ngx_http_proxy_ssl_protocols` (and the stream modules'). */
+export const SSL_PROTOCOLS = ['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1', 'TLSv1.2', 'TLSv1.3'] as const;
 
 const none = (name: string, args: DirectiveSpec['args'], note: string, r: Rule): DirectiveSpec =>
   noEffect({ name, module: SSL, contexts: HTTP_SRV, args, note }, r);
@@ -179,7 +180,7 @@ export const sslDirectives: readonly DirectiveSpec[] = [
     name: 'ssl_protocols', module: SSL, contexts: HTTP_SRV, args: ['1MORE'], effect: 'runtime',
     set: (d, cx) => {
       if (cx.level.own(sslProtocols)) throw new DirectiveFailure('is duplicate');
-      bitmaskSetter(sslProtocols, PROTOCOLS)(d, cx);
+      bitmaskSetter(sslProtocols, SSL_PROTOCOLS)(d, cx);
     },
   },
   { name: 'ssl_ciphers', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslCiphers) },

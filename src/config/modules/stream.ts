@@ -19,7 +19,7 @@ import {
 import { parseErrorLog } from './core.js';
 import { checkLogFormatSyntax } from './log.js';
 import { parseResolver } from './http-core.js';
-import { SSL_PROTOCOLS } from './proxy.js';
+import { SSL_PROTOCOLS } from './ssl.js';
 import { setSessionCache } from './ssl.js';
 import { parseUpstreamServer, splitHostPort } from './upstream.js';
 
