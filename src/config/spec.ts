@@ -368,11 +368,27 @@ export function flagSetter(s: Slot<boolean>): Setter {
   };
 }
 
-/** `ngx_conf_set_msec_slot`: a time, bare numbers in milliseconds; stores milliseconds. */
+/**
+ * The longest timer node keeps: `setTimeout` fires at once (after 1 ms) for a
+ * longer delay, so a longer time is kept as this one (about 24.8 days).
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A time in milliseconds as `ngx_parse_time(…, 0)` reads it (bare numbers in
+ * milliseconds), held to `MAX_TIMER_MS`: a timeout of `30d` waits 24.8 days
+ * rather than firing at once. Undefined for an invalid time.
+ */
+export function parseMsec(text: string): number | undefined {
+  const ms = parseTime(text, false);
+  return ms === undefined ? undefined : Math.min(ms, MAX_TIMER_MS);
+}
+
+/** `ngx_conf_set_msec_slot`: a time, bare numbers in milliseconds; stores milliseconds (at most `MAX_TIMER_MS`). */
 export function msecSetter(s: Slot<number>): Setter {
   return (d, cx) => {
     if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
-    const v = parseTime(d.args[0]!, false);
+    const v = parseMsec(d.args[0]!);
     if (v === undefined) throw new DirectiveFailure('invalid value');
     cx.level.set(s, v, d.loc);
   };

@@ -11,7 +11,7 @@ import { ipv4Address, parseListenAddress, parseListenParams, type ListenAddress,
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
   bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, offSetter,
-  parseNumber, parseOffset, parseSize, parseTime, pathSetter, rule, slot, sizeSetter, type DirectiveSpec, type PostCheck,
+  parseNumber, parseOffset, parseMsec, parseSize, parseTime, pathSetter, rule, slot, sizeSetter, type DirectiveSpec, type PostCheck,
   type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import type { CompiledValue, ValueSource } from '../variables.js';
@@ -365,7 +365,7 @@ function setResolver(d: Directive, cx: SetContext): void {
 
 function setKeepaliveTimeout(d: Directive, cx: SetContext): void {
   if (cx.level.own(keepaliveTimeoutMs)) throw new DirectiveFailure('is duplicate');
-  const v = parseTime(d.args[0]!, false);
+  const v = parseMsec(d.args[0]!);
   if (v === undefined) throw new DirectiveFailure('invalid value');
   const header = d.args[1] !== undefined ? parseTime(d.args[1], true) : undefined;
   if (d.args[1] !== undefined && header === undefined) throw new DirectiveFailure('invalid value');

@@ -6,7 +6,7 @@
 import { cString } from '../../c-string.js';
 import type { SourceLoc } from '../../parser/ast.js';
 import type { Directive } from '../../parser/ast.js';
-import { fail, listSlot, parseNumber, parseSize, parseTime, rule, ruleSetter, slot, type ConfChain, type DirectiveSpec } from '../spec.js';
+import { fail, listSlot, parseNumber, parseMsec, parseSize, parseTime, rule, ruleSetter, slot, type ConfChain, type DirectiveSpec } from '../spec.js';
 import type { CompiledValue, ValueSource } from '../variables.js';
 import type { CompileContext } from '../compile-context.js';
 import { compileLogFormat, type CompiledLogFormat } from '../log-format.js';
@@ -159,7 +159,7 @@ export const logDirectives: readonly DirectiveSpec[] = [
           bufferBytes = parseSize(p.slice(7));
           if (!bufferBytes) fail(`invalid buffer size "${p.slice(7)}"`);
         } else if (p.startsWith('flush=')) {
-          flushMs = parseTime(p.slice(6), false);
+          flushMs = parseMsec(p.slice(6));
           if (!flushMs) fail(`invalid flush time "${p.slice(6)}"`);
         } else if (p.startsWith('if=')) condition = cx.scope.variables.value(p.slice(3), d.loc);
         else if (p === 'gzip' || p.startsWith('gzip=')) {

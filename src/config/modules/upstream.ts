@@ -11,7 +11,7 @@ import { ConfigError } from '../../errors.js';
 import type { LevelNode } from '../check.js';
 import { groupKey, levelsInOrder, type CompileContext } from '../compile-context.js';
 import {
-  DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext, type TempPathValue,
+  DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseMsec, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext, type TempPathValue,
   type Slot,
 } from '../spec.js';
 import type { ValueSource } from '../variables.js';
@@ -138,7 +138,7 @@ function upstreamTime(name: string, set: typeof keepaliveTimeSet, field: 'keepal
     name, module: KEEPALIVE, contexts: ['upstream'], args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
       if (cx.level.own(set)) throw new DirectiveFailure('is duplicate');
-      const ms = parseTime(d.args[0]!, false);
+      const ms = parseMsec(d.args[0]!);
       if (ms === undefined) throw new DirectiveFailure('invalid value');
       currentUpstream(cx)[field] = ms;
       cx.level.set(set, true, d.loc);
