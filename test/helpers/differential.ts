@@ -276,6 +276,8 @@ export async function differential<T>(
     dirs?: readonly string[];
     /** What else changes from run to run (a port the configuration names without a host, a certificate's serial): name → this run's value, recorded as `@NAME@`. */
     literals?: Readonly<Record<string, string | number>>;
+    /** Error-log entries cut at NGX_MAX_ERROR_STR are compared where the widest pid would cut them, marked `[CUT]` (see `evenCuts`). */
+    evenCuts?: boolean;
   },
   scenario: (side: Side) => Promise<T>,
 ): Promise<{ nginx: SideResult<T>; jinx: SideResult<T> }> {
@@ -314,11 +316,14 @@ export async function differential<T>(
     } finally {
       await server.stop('SIGQUIT');
     }
-    const all = logEntries(server.errorLog()).map(comparable);
+    const errorLogPath = join(prefix, 'logs/error.log');
+    const errorLog = spec.evenCuts && existsSync(errorLogPath)
+      ? Buffer.from(evenCuts(readFileSync(errorLogPath, 'latin1')), 'latin1').toString('utf8') : server.errorLog();
+    const all = logEntries(errorLog).map(comparable);
     // the side's log files are read now: the next side starts with fresh ones
     const files: Record<string, string[]> = {};
     const logs = join(prefix, 'logs');
-    for (const f of readdirSync(logs)) files[`logs/${f}`] = readLines(join(logs, f));
+    for (const f of readdirSync(logs)) files[`logs/${f}`] = readLines(join(logs, f), spec.evenCuts);
     return {
       conf,
       result,
@@ -351,9 +356,33 @@ const OPENSSL_FUNCTION = /(error:[0-9A-F]{8}:[^:()]*):[^:()]*:/g;
 /** A log line with what legitimately differs between the two servers made equal. */
 const comparable = (l: string): string => l.replace(GLIBC_ETIMEDOUT, '(110: Operation timed out)').replace(OPENSSL_FUNCTION, '$1::');
 
-function readLines(path: string): string[] {
+/** nginx's `NGX_MAX_ERROR_STR`: an error-log entry is cut to this many bytes, its newline included. */
+const MAX_ERROR_STR = 2048;
+/** The widest `pid#tid` an error-log line can hold (pid_max is at most 4194304: 7 digits). */
+const WIDEST_PID_TID = 15;
+
+/**
+ * An error-log text (latin1: one character a byte) whose entries cut at
+ * NGX_MAX_ERROR_STR no longer depend on the server's pid: where such an entry
+ * is cut depends on the length of its prefix, and so on the digits of
+ * `pid#tid`, which change from run to run (and between nginx and jinx). An
+ * entry of exactly NGX_MAX_ERROR_STR - 1 bytes is cut further, to where it
+ * would end with the widest `pid#tid`, and marked `[CUT]`: an entry cut
+ * elsewhere keeps its length and has no mark, so it still differs.
+ */
+function evenCuts(text: string): string {
+  return text.split(/(?<=\n)(?=\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d \[)/).map((entry) => {
+    const body = entry.replace(/\n$/, '');
+    const m = /^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d \[\w+\] (\d+#\d+): /.exec(body);
+    if (!m || body.length !== MAX_ERROR_STR - 1) return entry;
+    return `${body.slice(0, body.length - Math.max(0, WIDEST_PID_TID - m[1]!.length))}[CUT]${entry.slice(body.length)}`;
+  }).join('');
+}
+
+function readLines(path: string, cuts = false): string[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'latin1').split('\n').filter(Boolean)
+  const text = readFileSync(path, 'latin1');
+  return (cuts ? evenCuts(text) : text).split('\n').filter(Boolean)
     .map((l) => l.replace(TIME_LOCAL, '[TIME]').replace(/\[\[TIME\]\]/g, '[TIME]'));
 }
 
