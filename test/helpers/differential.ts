@@ -276,8 +276,6 @@ export async function differential<T>(
     dirs?: readonly string[];
     /** What else changes from run to run (a port the configuration names without a host, a certificate's serial): name → this run's value, recorded as `@NAME@`. */
     literals?: Readonly<Record<string, string | number>>;
-    /** Error-log entries cut at NGX_MAX_ERROR_STR are compared where the widest pid would cut them, marked `[CUT]` (see `evenCuts`). */
-    evenCuts?: boolean;
   },
   scenario: (side: Side) => Promise<T>,
 ): Promise<{ nginx: SideResult<T>; jinx: SideResult<T> }> {
@@ -316,14 +314,14 @@ export async function differential<T>(
     } finally {
       await server.stop('SIGQUIT');
     }
+    // error-log entries cut at NGX_MAX_ERROR_STR are compared where the widest pid would cut them (`evenCuts`)
     const errorLogPath = join(prefix, 'logs/error.log');
-    const errorLog = spec.evenCuts && existsSync(errorLogPath)
-      ? Buffer.from(evenCuts(readFileSync(errorLogPath, 'latin1')), 'latin1').toString('utf8') : server.errorLog();
+    const errorLog = existsSync(errorLogPath) ? Buffer.from(evenCuts(readFileSync(errorLogPath, 'latin1')), 'latin1').toString('utf8') : '';
     const all = logEntries(errorLog).map(comparable);
     // the side's log files are read now: the next side starts with fresh ones
     const files: Record<string, string[]> = {};
     const logs = join(prefix, 'logs');
-    for (const f of readdirSync(logs)) files[`logs/${f}`] = readLines(join(logs, f), spec.evenCuts);
+    for (const f of readdirSync(logs)) files[`logs/${f}`] = readLines(join(logs, f));
     return {
       conf,
       result,
@@ -379,10 +377,10 @@ function evenCuts(text: string): string {
   }).join('');
 }
 
-function readLines(path: string, cuts = false): string[] {
+/** The lines of a log file (latin1), entries cut at NGX_MAX_ERROR_STR evened (`evenCuts`), `$time_local` made fixed. */
+function readLines(path: string): string[] {
   if (!existsSync(path)) return [];
-  const text = readFileSync(path, 'latin1');
-  return (cuts ? evenCuts(text) : text).split('\n').filter(Boolean)
+  return evenCuts(readFileSync(path, 'latin1')).split('\n').filter(Boolean)
     .map((l) => l.replace(TIME_LOCAL, '[TIME]').replace(/\[\[TIME\]\]/g, '[TIME]'));
 }
 

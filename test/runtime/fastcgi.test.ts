@@ -188,7 +188,6 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_PHP_FPM }, () => {
     ${PHP_LOCATION(`127.0.0.1:${fpm.port}`)}`),
       files: FILES,
       // where a line is cut at 2048 bytes depends on the digits of the pid in its prefix
-      evenCuts: true,
     }, async (s) => ({
       short: await seen(s, '/stderr.php'),
       long: await seen(s, '/stderr.php?n=9'),
