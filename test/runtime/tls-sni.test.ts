@@ -109,6 +109,13 @@ function tlsExchange(port: number, options: { cert?: string; key?: string; maxVe
 
 const NO_OPENSSL = hasCommand('openssl') ? false : 'no openssl command';
 
+/**
+ * nginx's lingering close after a 421 races the client's close: in some
+ * runs its shutdown() finds the peer gone. Not compared with jinx's log,
+ * nor recorded.
+ */
+const RACED = /shutdown\(\) failed \(107: Transport endpoint is not connected\)/;
+
 describe('TLS termination with SNI (differential)', { skip: NO_OPENSSL }, () => {
   after(cleanup);
 
@@ -124,6 +131,7 @@ describe('TLS termination with SNI (differential)', { skip: NO_OPENSSL }, () => 
     const run = await differential({
       extraPorts: 3,
       files,
+      racing: RACED,
       conf: ({ port, ports }) => httpConf(`
   server { listen 127.0.0.1:${port} ssl default_server; server_name a.test; ${cert('a.test')} ${answer('a')} }
   server { listen 127.0.0.1:${port} ssl; server_name b.test; ${cert('b.test')} ${answer('b')} }
@@ -161,9 +169,7 @@ describe('TLS termination with SNI (differential)', { skip: NO_OPENSSL }, () => 
     assert.equal(n.known.status, 200);
     assert.deepEqual([n.loneVerifying.status, n.capturingVerifying.status], [200, 421]);
     assert.equal(n.plain, 400);
-    // nginx's lingering close after the 421 races the client's close: under load its shutdown() finds the peer gone
-    const raced = (l: string): boolean => l.includes('shutdown() failed (107: Transport endpoint is not connected)');
-    assertSameAsNginx({ ...run, nginx: { ...run.nginx, errorLog: run.nginx.errorLog.filter((l) => !raced(l)) } });
+    assertSameAsNginx({ ...run, nginx: { ...run.nginx, errorLog: run.nginx.errorLog.filter((l) => !RACED.test(l)) } });
   });
   it('opens an encrypted certificate key with ssl_password_file, and refuses wrong or missing passphrases with nginx\'s [emerg]', async () => {
     const dir = tempDir('jinx-pw-');

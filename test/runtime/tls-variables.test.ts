@@ -7,19 +7,27 @@
  * compared with nginx's, except:
  * - `$ssl_session_id`, different on every side and session: 64 hex digits
  *   (none for a new TLS 1.2 session, which gets a ticket), the same for two
- *   requests on one connection;
+ *   requests on one connection; each side's ids are numbered in the order
+ *   they first appear (`session N`, see `numberSessions`), so that nginx's
+ *   recorded answer holds no id of one run;
  * - `$ssl_curve`: each server's own TLS library picks the group, so each is
  *   checked against what its client negotiated (they agree but where
  *   Node.js's OpenSSL 3.0 and nginx's prefer different groups);
- * - `$ssl_client_v_remain`: days left as of each side's request;
  * - `$ssl_sigalg`, `$ssl_client_sigalg`: nginx's OpenSSL (3.5 or later)
  *   names the signature algorithms, jinx leaves them empty, as nginx does
  *   with an older OpenSSL (README, "Differences from nginx").
+ *
+ * The certificates are made for each run: what nginx prints of them (serial,
+ * fingerprint, the three PEM forms) is recorded as literals computed from
+ * the certificate files (`certificateLiterals`); the validity dates, and
+ * `$ssl_client_v_remain` (days left as of each side's request), are checked
+ * against the presented certificate's (`validity`).
  */
 import { strict as assert } from 'node:assert';
 import { request, Agent, type RequestOptions } from 'node:https';
 import { connect as h2connect } from 'node:http2';
 import type { ConnectionOptions, TLSSocket } from 'node:tls';
+import { X509Certificate } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -98,8 +106,37 @@ interface ClientOptions {
 /** The group of a client socket's key exchange (`X25519`, `prime256v1` …). */
 const groupOf = (socket: TLSSocket): string | undefined => (socket.getEphemeralKeyInfo() as { name?: string } | null)?.name;
 
+/** nginx's `$ssl_client_v_remain` at `now` (seconds) for a certificate valid until `end`: whole days left, 0 for less than one. */
+const daysLeft = (end: number, now: number): number => (end < now + 86400 ? 0 : Math.floor((end - now) / 86400));
+
+/**
+ * A client certificate's validity as the server printed it, for a request
+ * sent at `sent` and answered by `done` (ms): the fields
+ * `$ssl_client_v_start` and `$ssl_client_v_end` of `fields` become
+ * `(validFrom of NAME.pem)` / `(validTo of NAME.pem)` where they are the
+ * certificate `NAME.pem`'s dates in nginx's form (`Nov 26 14:47:03 2026
+ * GMT`, OpenSSL's `ASN1_TIME_print`, as `X509Certificate` gives them), and
+ * `$ssl_client_v_remain` becomes `(days left of NAME.pem)` where it is the
+ * days left (`daysLeft`) at a second from one before `sent` to `done`;
+ * each stays as printed otherwise. The certificates are made for the run (so
+ * are their dates), and two of them may share a date or not from one run to
+ * the next: a literal of differential() would not hold.
+ */
+function validity(fields: Fields, cert: string, sent: number, done: number): Fields {
+  const x = new X509Certificate(pki.text(`${cert}.pem`));
+  const out = { ...fields };
+  if (out.ssl_client_v_start === x.validFrom) out.ssl_client_v_start = `(validFrom of ${cert}.pem)`;
+  if (out.ssl_client_v_end === x.validTo) out.ssl_client_v_end = `(validTo of ${cert}.pem)`;
+  const end = Date.parse(x.validTo) / 1000;
+  assert.ok(Number.isInteger(end), `${cert}.pem: validTo ${x.validTo}`);
+  const days = new Set([daysLeft(end, Math.floor(sent / 1000) - 1), daysLeft(end, Math.floor(done / 1000))].map(String));
+  if (days.has(out.ssl_client_v_remain)) out.ssl_client_v_remain = `(days left of ${cert}.pem)`;
+  return out;
+}
+
 /** One HTTPS request with SNI `vars.test`; also returns the session to resume. */
 function tlsGet(o: ClientOptions): Promise<Seen & { readonly session: Buffer | undefined }> {
+  const sent = Date.now();
   return new Promise((resolve, reject) => {
     const opts: RequestOptions & ConnectionOptions = {
       host: '127.0.0.1', port: o.port, path: '/', servername: 'vars.test', headers: { Host: 'vars.test' }, rejectUnauthorized: false,
@@ -113,7 +150,10 @@ function tlsGet(o: ClientOptions): Promise<Seen & { readonly session: Buffer | u
       let body = '';
       res.setEncoding('latin1');
       res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, fields: parseFields(body), group, session }));
+      res.on('end', () => {
+        const fields = parseFields(body);
+        resolve({ status: res.statusCode ?? 0, fields: fields && o.cert ? validity(fields, o.cert, sent, Date.now()) : fields, group, session });
+      });
     });
     req.on('error', reject);
     req.end();
@@ -194,6 +234,26 @@ interface Run {
   readonly serverPreference: Seen;
 }
 
+/** What the client saw, without the session (each run's own). */
+const seen = ({ status, fields, group }: Seen): Seen => ({ status, fields, group });
+
+/**
+ * Replaces each `$ssl_session_id` of 64 hex digits by `session N`, N
+ * numbering the distinct ids in the order they first appear (a request of
+ * the run, in `Run`'s order); another value stays as it is.
+ */
+function numberSessions(run: Run): Run {
+  const ids = new Map<string, string>();
+  const all = Object.values(run).flatMap((v: Seen | readonly Seen[]) => (Array.isArray(v) ? v : [v]) as Seen[]);
+  for (const s of all) {
+    const id = s.fields?.ssl_session_id;
+    if (id === undefined || !/^[0-9a-f]{64}$/.test(id)) continue;
+    if (!ids.has(id)) ids.set(id, `session ${ids.size + 1}`);
+    s.fields!.ssl_session_id = ids.get(id)!;
+  }
+  return run;
+}
+
 async function scenario(s: Side): Promise<Run> {
   const [rsaPort, plainPort] = s.ports as [number, number];
   const plainResponse = await s.get('/', { port: plainPort });
@@ -209,20 +269,27 @@ async function scenario(s: Side): Promise<Run> {
   const relay = await splittingRelay(s.port);
   const split = await tlsGet({ port: relay.port });
   await relay.close();
-  return {
-    plain, noCert, keptAlive, tls13Cert, tls13Resumed, tls12Cert, tls12Resumed, split,
-    oddCert: await tlsGet({ port: s.port, cert: 'odd' }),
-    oddConfigCert: await tlsGet({ port: s.port, cert: 'odd-config' }),
-    selfSignedNoCa: await tlsGet({ port: rsaPort, cert: 'self' }),
-    selfSignedOptional: await tlsGet({ port: s.port, cert: 'self' }),
+  return numberSessions({
+    plain,
+    noCert: seen(noCert),
+    keptAlive: [seen(keptAlive[0]), seen(keptAlive[1])],
+    tls13Cert: seen(tls13Cert),
+    tls13Resumed: seen(tls13Resumed),
+    tls12Cert: seen(tls12Cert),
+    tls12Resumed: seen(tls12Resumed),
+    split: seen(split),
+    oddCert: seen(await tlsGet({ port: s.port, cert: 'odd' })),
+    oddConfigCert: seen(await tlsGet({ port: s.port, cert: 'odd-config' })),
+    selfSignedNoCa: seen(await tlsGet({ port: rsaPort, cert: 'self' })),
+    selfSignedOptional: seen(await tlsGet({ port: s.port, cert: 'self' })),
     http2: await h2Get(rsaPort),
-    p384: await tlsGet({ port: s.port, ecdhCurve: 'P-384' }),
-    serverPreference: await tlsGet({ port: rsaPort, maxVersion: 'TLSv1.2', ecdhCurve: 'P-384:P-521' }),
-  };
+    p384: seen(await tlsGet({ port: s.port, ecdhCurve: 'P-384' })),
+    serverPreference: seen(await tlsGet({ port: rsaPort, maxVersion: 'TLSv1.2', ecdhCurve: 'P-384:P-521' })),
+  });
 }
 
 /** The variables that must be the same on both sides. */
-const COMPARED = VARIABLES.filter((v) => !['ssl_session_id', 'ssl_curve', 'ssl_client_v_remain', 'ssl_sigalg', 'ssl_client_sigalg'].includes(v));
+const COMPARED = VARIABLES.filter((v) => !['ssl_session_id', 'ssl_curve', 'ssl_sigalg', 'ssl_client_sigalg'].includes(v));
 
 /**
  * Compares one request's variables between nginx and jinx, as the file's
@@ -237,14 +304,37 @@ function assertSameVariables(name: string, n: Seen, j: Seen, curve: 'negotiated'
   }
   for (const v of COMPARED) assert.equal(j.fields[v], n.fields[v], `${name}: $${v}`);
   for (const side of [n, j]) {
-    assert.match(side.fields!.ssl_session_id, /^([0-9a-f]{64})?$/, `${name}: $ssl_session_id`);
+    assert.match(side.fields!.ssl_session_id, /^(session \d+)?$/, `${name}: $ssl_session_id (64 hex digits, numbered)`);
     if (curve === 'negotiated') assert.equal(side.fields!.ssl_curve, side.group ?? '', `${name}: $ssl_curve is the group the client negotiated`);
-    assert.match(side.fields!.ssl_client_v_remain, n.fields.ssl_client_v_start ? /^(29|30)$/ : /^$/, `${name}: $ssl_client_v_remain`);
+    assert.match(side.fields!.ssl_client_v_remain, n.fields.ssl_client_v_start ? /^\(days left of [\w-]+\.pem\)$/ : /^$/, `${name}: $ssl_client_v_remain`);
   }
   if (curve === 'of the session') assert.equal(j.fields.ssl_curve, n.fields.ssl_curve, `${name}: $ssl_curve`);
   assert.equal(j.fields.ssl_session_id === '', n.fields.ssl_session_id === '', `${name}: a session id on both sides or on neither`);
   assert.equal(j.fields.ssl_sigalg, '', `${name}: $ssl_sigalg`);
   assert.equal(j.fields.ssl_client_sigalg, '', `${name}: $ssl_client_sigalg`);
+}
+
+/**
+ * What nginx prints of the certificate `NAME.pem`, computed from the file:
+ * the literals differential() records as `@KEY_…@` (the certificates are
+ * made for each run). `$ssl_client_raw_cert` is the PEM text,
+ * `$ssl_client_cert` the same without its last newline and with a tab
+ * after each other, `$ssl_client_escaped_cert` the PEM text URL-escaped
+ * (nginx's NGX_ESCAPE_URI_COMPONENT, which escapes what
+ * encodeURIComponent does of a PEM text: space, newline, `+`, `/`, `=`);
+ * the serial in upper-case hex, the SHA-1 fingerprint in lower-case hex.
+ * The serial is left out with `fixedSerial` (the test names it).
+ */
+function certificateLiterals(name: string, key: string, opts: { fixedSerial?: boolean } = {}): Record<string, string> {
+  const pem = pki.text(`${name}.pem`);
+  const x = new X509Certificate(pem);
+  return {
+    [`${key}_CERT_PEM`]: pem,
+    [`${key}_CERT_TABBED`]: pem.replace(/\n$/, '').replaceAll('\n', '\n\t'),
+    [`${key}_CERT_ESCAPED`]: encodeURIComponent(pem),
+    ...(opts.fixedSerial ? {} : { [`${key}_SERIAL`]: x.serialNumber }),
+    [`${key}_FINGERPRINT`]: x.fingerprint.replaceAll(':', '').toLowerCase(),
+  };
 }
 
 describe('$ssl_* variables (differential)', { skip }, () => {
@@ -257,6 +347,10 @@ describe('$ssl_* variables (differential)', { skip }, () => {
     const rsa = selfSigned('vars.test', 'rsa');
     run = await differential({
       extraPorts: 2,
+      literals: {
+        ...certificateLiterals('client', 'CLIENT'), ...certificateLiterals('odd', 'ODD'),
+        ...certificateLiterals('odd-config', 'ODD_CONFIG', { fixedSerial: true }), ...certificateLiterals('self', 'SELF'),
+      },
       files: {
         'certs/ec.pem': ec.cert, 'certs/ec.key': ec.key, 'certs/rsa.pem': rsa.cert, 'certs/rsa.key': rsa.key,
         'certs/root.pem': pki.text('root.pem'),
@@ -294,7 +388,7 @@ describe('$ssl_* variables (differential)', { skip }, () => {
   it('keeps one session id for the requests of a connection', () => {
     for (const side of [run.nginx.result, run.jinx.result]) {
       const [a, b] = side.keptAlive;
-      assert.match(a.fields!.ssl_session_id, /^[0-9a-f]{64}$/);
+      assert.match(a.fields!.ssl_session_id, /^session \d+$/, '64 hex digits, numbered');
       assert.equal(b.fields!.ssl_session_id, a.fields!.ssl_session_id);
     }
     assertSameVariables('kept alive', run.nginx.result.keptAlive[1], run.jinx.result.keptAlive[1]);
@@ -307,7 +401,12 @@ describe('$ssl_* variables (differential)', { skip }, () => {
     assert.equal(n.ssl_client_i_dn, 'CN=Test Root');
     assert.equal(n.ssl_client_raw_cert, pki.text('client.pem'));
     assert.match(n.ssl_client_fingerprint, /^[0-9a-f]{40}$/);
-    assert.match(n.ssl_client_v_end, /^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4} GMT$/);
+    const client = new X509Certificate(pki.text('client.pem'));
+    assert.equal(n.ssl_client_fingerprint, client.fingerprint.replaceAll(':', '').toLowerCase());
+    assert.equal(n.ssl_client_serial, client.serialNumber);
+    // the dates as X509Certificate prints them (`Nov 26 14:47:03 2026 GMT`), see validity()
+    assert.deepEqual([n.ssl_client_v_start, n.ssl_client_v_end, n.ssl_client_v_remain], ['(validFrom of client.pem)', '(validTo of client.pem)', '(days left of client.pem)']);
+    assert.match(client.validTo, /^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4} GMT$/);
     assertSameVariables('TLS 1.3 with a client certificate', run.nginx.result.tls13Cert, run.jinx.result.tls13Cert);
     assertSameVariables('TLS 1.2 with a client certificate', run.nginx.result.tls12Cert, run.jinx.result.tls12Cert);
     const odd = run.nginx.result.oddCert.fields!;
