@@ -108,6 +108,9 @@ const UNSTABLE: readonly (readonly [RegExp, string])[] = [
   [/\b1\d{9}\.\d{3}\b/g, '[MSEC]'],
   // addresses in nginx's debug lines (buffers, pools)
   [/\b[0-9A-F]{16}\b/g, '[POINTER]'],
+  // the client's port and the event timers' expiry (msec of the clock) in nginx's debug lines
+  [/(\] \S+: \*\d+ accept: [\d.]+:)\d+/g, '$1[CLIENT-PORT]'],
+  [/(\] \S+: \*\d+ event timer (?:add: \d+: \d+:|del: \d+: ))\d+/g, '$1[TIMER]'],
   [/"[0-9a-f]{8}-([0-9a-f]+)"/g, '"[MTIME]-$1"'],
 ];
 
