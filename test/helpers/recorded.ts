@@ -112,6 +112,13 @@ const UNSTABLE: readonly (readonly [RegExp, string])[] = [
   [/\b1\d{9}\.\d{3}\b/g, '[MSEC]'],
   // addresses in nginx's debug lines (buffers, pools)
   [/\b[0-9A-F]{16}\b/g, '[POINTER]'],
+  // the client's port and the event timers' expiry (msec of the clock) in nginx's debug lines
+  [/(\] \S+: \*\d+ accept: [\d.]+:)\d+/g, '$1[CLIENT-PORT]'],
+  [/(\] \S+: \*\d+ event timer (?:add: \d+: \d+:|del: \d+: ))\d+/g, '$1[TIMER]'],
+  // the resolver's random query ids
+  [/\bquery id:\d+/g, 'query id:ID'],
+  [/\bwrong ident \d+ (in DNS response for \S+), expect \d+/g, 'wrong ident ID $1, expect ID'],
+  [/\binvalid UDP DNS response \d+ fl:/g, 'invalid UDP DNS response ID fl:'],
   [/"[0-9a-f]{8}-([0-9a-f]+)"/g, '"[MTIME]-$1"'],
 ];
 

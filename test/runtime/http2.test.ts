@@ -299,13 +299,14 @@ describe('HTTP/2 limits per connection (differential)', { skip: NO_OPENSSL }, ()
     location / { return 200 "big\\n"; }
   }`),
     }, async (s) => {
-      const viaNode = async (value: string): Promise<{ outcome: H2Outcome; goaway: { code: number; last: number } | undefined }> => {
+      const viaNode = async (value: string): Promise<{ outcome: H2Outcome; goaway: { code: number; last: number } | null }> => {
         const session = connect(`http://127.0.0.1:${s.port}`);
         const seen = goaways(session);
         try {
           // :authority picks big.test for the request, not the connection's limits
           const outcome = await h2Outcome(session, { ':path': '/', ':authority': 'big.test', 'x-long': value });
-          return { outcome: 'error' in outcome ? { error: 'failed' } : outcome, goaway: seen[0] };
+          // null, not undefined: a recording (JSON) keeps it
+          return { outcome: 'error' in outcome ? { error: 'failed' } : outcome, goaway: seen[0] ?? null };
         } finally {
           session.destroy();
         }
@@ -331,7 +332,7 @@ describe('HTTP/2 limits per connection (differential)', { skip: NO_OPENSSL }, ()
     });
     const calm = [{ lastStream: 1, code: H2_ERROR.ENHANCE_YOUR_CALM }];
     assert.deepEqual(run.nginx.result, {
-      fieldFits: { outcome: { status: 200 }, goaway: undefined },
+      fieldFits: { outcome: { status: 200 }, goaway: null },
       fieldTooLarge: { outcome: { error: 'failed' }, goaway: { code: H2_ERROR.ENHANCE_YOUR_CALM, last: 1 } },
       blockFits: { outcomes: { 1: 'response' }, goaways: [] },
       blockTooLarge: { outcomes: {}, goaways: calm },

@@ -193,7 +193,7 @@ describe('error log (differential)', () => {
       return null;
     });
     const files = ['logs/http.log', 'logs/server-a.log', 'logs/loc.log', 'logs/two-1.log', 'logs/two-2.log'];
-    const strip = (lines: string[]): string[] => lines.map((l) => l.replace(/^\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d (\[\w+\]) \d+#\d+: \*\d+ /, '$1 *CONN '))
+    const strip = (lines: string[]): string[] => lines.map((l) => l.replace(/^(?:\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d|\[DATE\]) (\[\w+\]) (?:\d+#\d+|PID#TID): \*\d+ /, '$1 *CONN '))
       .filter((l) => l.includes('*CONN'));
     const diffs: string[] = [];
     for (const f of files) diffs.push(...lineDiff(strip(run.nginx.file(f)), strip(run.jinx.file(f))).map((d) => `${f}: ${d}`));
@@ -218,7 +218,7 @@ describe('error log (differential)', () => {
       await s.get('/exact', { headers: { Host: 'a.test' } });
       return null;
     });
-    const debugLines = (lines: string[]): string[] => lines.filter((l) => l.includes('[debug]')).map((l) => l.replace(/^.*?\[debug\] \d+#\d+: \*\d+ /, ''));
+    const debugLines = (lines: string[]): string[] => lines.filter((l) => l.includes('[debug]')).map((l) => l.replace(/^.*?\[debug\] (?:\d+#\d+|PID#TID): \*\d+ /, ''));
     const wanted: [string, string[]][] = [
       ['logs/server.log', [
         'http request line: "GET /debug/x?a=1 HTTP/1.1"', 'http uri: "/debug/x"', 'http args: "a=1"', 'http exten: ""', 'http header: "X-Probe: one"',
