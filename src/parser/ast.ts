@@ -7,7 +7,7 @@
  * `SyntaxErrorNode` stands where reading stopped, so that errors are reported
  * in the order nginx finds them: statements before it first, then it.
  */
-import type { IToken } from 'chevrotain';
+import type { IToken } from './chevrotain.js';
 import { ConfigError } from '../errors.js';
 import type { SourceLoc } from '../source-loc.js';
 

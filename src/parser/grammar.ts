@@ -12,7 +12,7 @@
  * directive's arguments mean (a `map` entry, an `if` condition) is decided
  * later, by the directive table. One parser instance is reused for every file.
  */
-import { CstParser, type IRecognitionException, type IToken } from 'chevrotain';
+import { CstParser, type IRecognitionException, type IToken } from './chevrotain.js';
 import { allTokens, DoubleQuoted, LCurly, RCurly, Semicolon, SingleQuoted, Word } from './tokens.js';
 
 class ConfigGrammar extends CstParser {

@@ -10,7 +10,7 @@
  * is left in the tree as a `SyntaxErrorNode` where it occurred.
  */
 import { readFileSync } from 'node:fs';
-import { EOF, type IToken } from 'chevrotain';
+import { EOF, type IToken } from './chevrotain.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
 import { cString } from '../c-string.js';

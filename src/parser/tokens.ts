@@ -11,7 +11,7 @@
  *   belongs to it, `\` escapes the next character, and `{` right after `$`
  *   (`${var}`) does not end the word.
  */
-import { createToken, Lexer, type CustomPatternMatcherFunc, type TokenType } from 'chevrotain';
+import { createToken, Lexer, type CustomPatternMatcherFunc, type TokenType } from './chevrotain.js';
 
 const BLANKS = new Set([' ', '\t', '\r', '\n']);
 
