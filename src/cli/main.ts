@@ -6,6 +6,7 @@
  */
 import { closeSync, constants, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
+import cluster from 'node:cluster';
 import { Command, CommanderError, Option } from 'commander';
 import { compileConfig, type CompiledConfig } from '../config/compile.js';
 import { ConfigError, formatWarning } from '../errors.js';
@@ -16,7 +17,9 @@ import { checkListenSockets } from './bind-check.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
 import { confPaths, type ConfPaths } from './conf-paths.js';
 import { lint } from './lint.js';
+import { Master } from './master.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
+import { serveWorker } from './worker.js';
 
 /** nginx's `-s` signals. */
 const SIGNALS: Readonly<Record<string, NodeJS.Signals>> = { stop: 'SIGTERM', quit: 'SIGQUIT', reopen: 'SIGUSR1', reload: 'SIGHUP' };
@@ -210,11 +213,24 @@ function daemonize(pidFile: string): Promise<number> {
   });
 }
 
+/**
+ * Serves: with `master_process on` (the default) as nginx's master
+ * (`master.ts`) or one of its workers (`worker.ts`), otherwise in this one
+ * process.
+ */
 async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
+  if (cluster.isWorker) {
+    // the master reported the configuration's warnings; a worker only needs what it checked
+    const compiled = await compile(paths, flags, { write: (level, message) => { if (level === 'emerg') log.write(level, message); } });
+    return compiled ? serveWorker(compiled, log) : 2;
+  }
   const compiled = await compile(paths, flags, log);
   if (!compiled) return 1;
   const main = compiled.table.main;
   if (main.daemon && !process.env['JINX_DAEMON_CHILD']) return daemonize(main.pidFile);
+  if (main.masterProcess) {
+    return Master.run(compiled, { recompile: (sink) => compile(paths, flags, sink), daemonized: main.daemon });
+  }
   // the runtime (and undici with it) is loaded only to serve: `-t`, `lint` and `-V` start without it
   const { Engine } = await import('../runtime/engine.js');
   let engine: Engine;

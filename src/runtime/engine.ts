@@ -14,7 +14,7 @@ import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { CacheZones } from './cache/zone.js';
 import { ConnectionNumbers } from './connection-numbers.js';
-import { LimitReqZones } from './limit-req-zones.js';
+import { LimitReqZones, type LimitReqStore } from './limit-req-zones.js';
 import type { ListenHooks } from './listen.js';
 import { connectionLogger } from './server/connection-log.js';
 import { ClientConnections } from './server/connections.js';
@@ -25,6 +25,22 @@ import { Listeners } from './server/listeners.js';
 import { TlsHandshakes } from './server/tls-handshake.js';
 import { TempFiles } from './temp-files.js';
 
+/** How a worker process's engine differs from a single process's. */
+export interface EngineOptions {
+  /** Tries at binding (a worker's master bound the addresses already: 1). Default 5. */
+  readonly bindAttempts?: number;
+  /** Where the `limit_req_zone` states live (a worker's are the master's). Default: in this process. */
+  readonly limitReq?: LimitReqStore;
+  /**
+   * This process is a worker of jinx's master: it logs nginx's worker
+   * notices (`gracefully shutting down`, `exiting`, `exit`, `reopening
+   * logs`), and a graceful stop leaves the connections that have sent
+   * nothing yet to be served, as an exiting nginx worker closes only its
+   * idle keep-alive connections (`ngx_close_idle_connections`).
+   */
+  readonly worker?: boolean;
+}
+
 export class Engine {
   /** What lasts across reloads: temp-file and connection numbers, `limit_req` and cache zones. */
   private readonly lasting: Lasting;
@@ -33,13 +49,13 @@ export class Engine {
   private readonly listeners: Listeners;
 
   /** @throws Error when a file of the configuration cannot be opened */
-  private constructor(compiled: CompiledConfig) {
+  private constructor(compiled: CompiledConfig, private readonly opts: EngineOptions) {
     const numbers = new ConnectionNumbers();
     this.lasting = {
       tempFiles: new TempFiles(),
       numbers,
       // nginx logs a zone that is full to the cycle's log (the main error_log of the configuration in use)
-      limitReq: new LimitReqZones((message) => this.log('alert', message)),
+      limitReq: opts.limitReq ?? new LimitReqZones((message) => this.log('alert', message)),
       cache: new CacheZones((level, message) => this.log(level, message)),
       admitUpstream: () => this.connections.admitUpstream(),
     };
@@ -81,12 +97,15 @@ export class Engine {
    * Opens the logs, reads certificates and binds every listening socket. A
    * busy address is retried five times, 500 ms apart, each failure logged
    * (`bind() to ADDR failed (98: Address already in use)`), then
-   * `still could not bind()`, as `ngx_open_listening_sockets` does.
+   * `still could not bind()`, as `ngx_open_listening_sockets` does; a
+   * worker (whose master bound the addresses already) tries once
+   * (`opts.bindAttempts`).
    * @throws ConfigError for files that cannot be opened (not yet logged),
    *   `Engine.ReportedError` when binding failed (logged)
    */
-  static async start(compiled: CompiledConfig, startupLog: { readonly isStderr: boolean }): Promise<Engine> {
-    const engine = new Engine(compiled);
+  static async start(compiled: CompiledConfig, startupLog: { readonly isStderr: boolean }, opts: EngineOptions = {}): Promise<Engine> {
+    const engine = new Engine(compiled, opts);
+    const bindAttempts = opts.bindAttempts ?? 5;
     const targets = compiled.table.main.errorLogs;
     const mirror = !startupLog.isStderr || !targets.some((t) => t.path === 'stderr');
     const startupMessage = (level: LogLevel, message: string): void => {
@@ -100,8 +119,8 @@ export class Engine {
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         startupMessage('emerg', err.message);
-        if (attempt === 5) {
-          startupMessage('emerg', 'still could not bind()');
+        if (attempt >= bindAttempts) {
+          if (bindAttempts > 1) startupMessage('emerg', 'still could not bind()');
           await engine.listeners.closeAll();
           await engine.generations.finish();
           throw new Engine.ReportedError('still could not bind()');
@@ -114,6 +133,11 @@ export class Engine {
   /** The configuration being served. */
   get table(): RouteTable {
     return this.generations.current.table;
+  }
+
+  /** Client connections open now (a stopping worker exits when none is left). */
+  get openConnections(): number {
+    return this.connections.openCount;
   }
 
   /** Writes a line without connection context to the main `error_log`. */
@@ -140,6 +164,7 @@ export class Engine {
 
   /** Reopens every log file (SIGUSR1). */
   reopenLogs(): void {
+    if (this.opts.worker) this.log('notice', 'reopening logs');
     const { cx } = this.generations.current;
     cx.errorLog.reopen();
     cx.accessLog.reopen();
@@ -151,12 +176,23 @@ export class Engine {
    * closes upstream pools and logs.
    */
   async shutdown(): Promise<void> {
+    if (this.opts.worker) this.log('notice', 'gracefully shutting down');
     this.generations.stop();
     const closed = this.listeners.closeAll();
-    this.connections.stopAll();
+    if (this.opts.worker) this.connections.stopSessions();
+    else this.connections.stopAll();
     this.connections.closeAfter(this.generations.current.table.main.workerShutdownTimeoutMs);
     this.connections.closeWhenNoTimersLeft();
     await closed;
+    await this.finish();
+  }
+
+  /** `ngx_worker_process_exit`: a worker's last lines, then the generation in service is closed. */
+  private async finish(): Promise<void> {
+    if (this.opts.worker) {
+      this.log('notice', 'exiting');
+      this.log('notice', 'exit');
+    }
     await this.generations.finish();
   }
 
@@ -166,6 +202,6 @@ export class Engine {
     const closed = this.listeners.closeAll();
     this.connections.destroyAll();
     await closed;
-    await this.generations.finish();
+    await this.finish();
   }
 }

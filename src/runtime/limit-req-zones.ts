@@ -10,9 +10,12 @@
  */
 import type { LimitReqZone } from '../config/route-table.js';
 
+/** What the state of a zone depends on: its name, rate and size (its key is evaluated before). */
+export type LimitZoneShape = Pick<LimitReqZone, 'name' | 'rateMilli' | 'sizeBytes'>;
+
 /** One request's limit in one zone: the key it counts under, its `burst` and `delay`, in thousandths. */
 export interface LimitCheck {
-  readonly zone: LimitReqZone;
+  readonly zone: LimitZoneShape;
   /** The evaluated key (1 to 65535 bytes); an empty key is skipped before `apply`. */
   readonly key: string;
   readonly burstMilli: number;
@@ -30,7 +33,10 @@ export type LimitOutcome =
   /** The request goes on after `delayMs`. */
   | { readonly kind: 'delay'; readonly zone: string; readonly excessMilli: number; readonly delayMs: number };
 
-/** The limit_req state of a process or, later, of all workers: the one operation the phase handler needs. */
+/**
+ * The limit_req state of a process, or of all workers (kept by the master,
+ * asked by message): the one operation the phase handler needs.
+ */
 export interface LimitReqStore {
   /**
    * Counts a request against its limits, in order, as nginx's handler does:
@@ -38,7 +44,7 @@ export interface LimitReqStore {
    * zone it is over the burst of, otherwise every zone counts it and the
    * longest delay any asks for is kept. `checks` is never empty.
    */
-  apply(checks: readonly LimitCheck[]): LimitOutcome;
+  apply(checks: readonly LimitCheck[]): LimitOutcome | Promise<LimitOutcome>;
 }
 
 /** One key's state (`ngx_http_limit_req_node_t`). */
@@ -70,7 +76,7 @@ class ZoneState {
   usedBytes = 0;
   readonly budgetBytes: number;
 
-  constructor(readonly zone: LimitReqZone) {
+  constructor(readonly zone: LimitZoneShape) {
     this.budgetBytes = Math.max(0, Math.floor((zone.sizeBytes - 1024) / (PAGE + 24)) - 1) * PAGE;
   }
 
@@ -139,7 +145,7 @@ export class LimitReqZones implements LimitReqStore {
     private readonly now: () => number = monotonicMs,
   ) {}
 
-  private state(zone: LimitReqZone): ZoneState {
+  private state(zone: LimitZoneShape): ZoneState {
     const id = `${zone.name}\0${zone.sizeBytes}`;
     let z = this.zones.get(id);
     if (!z || z.zone.rateMilli !== zone.rateMilli) {

@@ -174,7 +174,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   { name: 'pid', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime', set: strSetter(pidFile) },
   {
     name: 'worker_processes', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
-    note: 'jinx runs one process; the value is checked, not used',
+    note: 'with master_process on (the default), the master starts this many worker processes; auto is the number of CPUs node reports available',
     set: (d, cx) => {
       if (cx.level.own(workerProcesses)) throw new DirectiveFailure('is duplicate');
       const v = d.args[0] === 'auto' ? availableParallelism() : parseNumber(d.args[0]!);
@@ -218,7 +218,11 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   none('env', MAIN, ['TAKE1'], 'jinx keeps its own environment', rule.array),
   none('worker_rlimit_nofile', MAIN, ['TAKE1'], 'set the limit with ulimit before starting jinx', rule.num()),
   none('worker_rlimit_core', MAIN, ['TAKE1'], 'core dumps are the runtime\'s business', rule.off),
-  none('worker_priority', MAIN, ['TAKE1'], 'set the priority with nice before starting jinx', rule.repeatable(setPriority)),
+  {
+    name: 'worker_priority', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
+    note: 'each worker sets its own priority (os.setPriority); with master_process off, set it with nice before starting jinx',
+    set: setPriority,
+  },
   none('worker_cpu_affinity', MAIN, ['1MORE'], 'jinx runs one process', rule.custom(parseCpuAffinity, cpuAffinity)),
   {
     name: 'worker_shutdown_timeout', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime', set: msecSetter(workerShutdownTimeoutMs),
@@ -226,7 +230,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   none('working_directory', MAIN, ['TAKE1'], 'jinx does not change directory', rule.str),
   {
     name: 'master_process', module: CORE, contexts: MAIN, args: ['FLAG'], effect: 'runtime',
-    note: 'jinx runs one process; with on (the default) one of worker_connections stands for the channel an nginx worker keeps to its master',
+    note: 'on (the default): a master process and worker_processes workers, whose channel to the master counts among worker_connections; off: one process serves',
     set: flagSetter(masterProcess),
   },
   none('timer_resolution', MAIN, ['TAKE1'], 'timers are the runtime\'s', rule.msec),
@@ -263,6 +267,8 @@ export interface MainConf {
   readonly workerConnections: number;
   /** `master_process`: an nginx worker counts its channel to the master among its connections. */
   readonly masterProcess: boolean;
+  /** `worker_priority`: the nice value each worker sets for itself; 0 leaves it. */
+  readonly workerPriority: number;
   /** `worker_shutdown_timeout` (ngx_set_shutdown_timer): connections left this long after a graceful shutdown or reload are closed; 0: none. */
   readonly workerShutdownTimeoutMs: number;
   readonly errorLogs: readonly ErrorLogTarget[];
@@ -319,6 +325,7 @@ export function mainConf(cx: CompileContext, root: LevelNode, errorLogTargets: r
     workerProcesses: mainChain.get(workerProcesses),
     workerConnections: cx.chain(events).get(workerConnections),
     masterProcess: mainChain.get(masterProcess),
+    workerPriority: mainChain.get(workerPriority),
     workerShutdownTimeoutMs: mainChain.get(workerShutdownTimeoutMs),
     errorLogs: errorLogTargets,
   };

@@ -79,6 +79,11 @@ function connectionInfo(socket: Socket, unixPath: string | undefined, id: number
 export class ClientConnections {
   /** Open connections, oldest first (nginx's reusable-connections order). */
   private readonly open = new Set<OpenConnection>();
+
+  /** Client connections open now. */
+  get openCount(): number {
+    return this.open.size;
+  }
   /**
    * Every accepted connection by its TCP socket, open or not: node:tls
    * reports a failed handshake after the TCP socket closed.

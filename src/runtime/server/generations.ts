@@ -13,7 +13,7 @@ import type { LogLevel } from '../../log/levels.js';
 import type { CacheZones } from '../cache/zone.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
 import type { RuntimeContext } from '../context.js';
-import type { LimitReqZones } from '../limit-req-zones.js';
+import type { LimitReqStore } from '../limit-req-zones.js';
 import { listenKey, TlsContexts } from '../listen.js';
 import { prepareFiles } from '../prepare-files.js';
 import type { TempFiles } from '../temp-files.js';
@@ -35,8 +35,8 @@ export interface Lasting {
   readonly tempFiles: TempFiles;
   /** Numbers of client and upstream connections. */
   readonly numbers: ConnectionNumbers;
-  /** The `limit_req_zone` states. */
-  readonly limitReq: LimitReqZones;
+  /** The `limit_req_zone` states (the process's own, or the master's for a worker). */
+  readonly limitReq: LimitReqStore;
   readonly cache: CacheZones;
   /** Whether an upstream connection may be opened within `worker_connections` (`ClientConnections.admitUpstream`). */
   admitUpstream(): boolean;

@@ -1,0 +1,302 @@
+/**
+ * nginx's master process (`ngx_master_process_cycle`,
+ * `src/os/unix/ngx_process_cycle.c`) on node:cluster: it reads and checks
+ * the configuration, binds the listening addresses, starts
+ * `worker_processes` workers and watches them; workers serve. Workers share
+ * the master's listening sockets (`SCHED_NONE`: each worker accepts on them,
+ * as nginx's workers do), so a reload's new workers listen on the sockets
+ * the old ones still hold and no connection is refused in between.
+ *
+ * Signals, as nginx's master takes them: `HUP` reload (a new generation of
+ * workers on the new configuration; the old ones stop gracefully once every
+ * new one serves; a configuration that fails leaves the old workers
+ * untouched), `QUIT` graceful stop, `TERM`/`INT` fast stop, `USR1` reopen
+ * logs, `WINCH` (daemonized only) stop the workers and keep the master. A
+ * worker that dies is replaced. Every step is logged at `notice` with
+ * nginx's words, by the process that takes it.
+ *
+ * The state nginx keeps in shared memory and jinx's workers share lives in
+ * the master, reached by message (`shared-zones.ts`).
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { constants as osConstants } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
+import type { CompiledConfig } from '../config/compile.js';
+import { ErrorLogFiles } from '../log/error-log.js';
+import type { LogLevel } from '../log/levels.js';
+import { systemErrorText } from '../os-errors.js';
+import { probeListenSockets } from './bind-check.js';
+import { MasterZones } from './shared-zones.js';
+import type { MessageSink } from './startup-log.js';
+import { isWorkerMessage, WORKER_INDEX_ENV } from './worker-protocol.js';
+
+/** One configuration's workers. */
+interface Generation {
+  readonly compiled: CompiledConfig;
+  readonly workers: Set<Worker>;
+}
+
+/** A worker's fate as the master sees it. */
+interface WorkerState {
+  readonly gen: Generation;
+  readonly index: number;
+  ready: boolean;
+  /** The master told it to stop (it is not replaced when it exits). */
+  told: boolean;
+}
+
+/** `signal N (NAME) received` (`ngx_signal_handler`): node does not say who sent it, so nginx's `from PID` is left out. */
+function signalNotice(signal: NodeJS.Signals, action: string): string {
+  return `signal ${osConstants.signals[signal]} (${signal}) received${action}`;
+}
+
+/** What the master needs from the command line: a way to read the configuration again. */
+export interface MasterOptions {
+  /** Reads and checks the configuration again (SIGHUP); errors go to `log`. */
+  readonly recompile: (log: MessageSink) => Promise<CompiledConfig | undefined>;
+  /** `daemon on`: SIGWINCH stops the workers (nginx does so only when daemonized). */
+  readonly daemonized: boolean;
+}
+
+export class Master {
+  private current: Generation;
+  private readonly states = new Map<Worker, WorkerState>();
+  private errorLog = new ErrorLogFiles();
+  private exiting: 'quit' | 'stop' | undefined;
+  /** SIGWINCH: the workers were stopped and are not replaced until the next reload. */
+  private noAccepting = false;
+  /** A reload in progress, and whether another was asked for meanwhile. */
+  private reloading = false;
+  private reloadAgain = false;
+  private readonly zones: MasterZones;
+  private resolveExit: (code: number) => void = () => undefined;
+
+  private constructor(compiled: CompiledConfig, private readonly opts: MasterOptions) {
+    this.current = { compiled, workers: new Set() };
+    this.errorLog.open(compiled.table.main.errorLogs);
+    this.zones = new MasterZones((message) => this.log('alert', message));
+    // workers accept on the master's sockets themselves, as nginx's do (not handed each connection by the master)
+    cluster.schedulingPolicy = cluster.SCHED_NONE;
+    cluster.setupPrimary({ silent: false });
+  }
+
+  /**
+   * Runs the master until it exits: binds, starts the first generation of
+   * workers, writes the pid file once they serve, then takes signals.
+   * @returns the exit code: 0 after a stop, 1 when the first workers could not start
+   */
+  static run(compiled: CompiledConfig, opts: MasterOptions): Promise<number> {
+    return new Master(compiled, opts).serve();
+  }
+
+  private get main(): CompiledConfig['table']['main'] {
+    return this.current.compiled.table.main;
+  }
+
+  /** Writes a line to the main `error_log` of the configuration in service. */
+  private log(level: LogLevel, message: string): void {
+    this.errorLog.write(this.main.errorLogs, level, message);
+  }
+
+  /** A start-up failure: to the error log and, when that is not stderr, to stderr as `nginx: [emerg] …` (nginx's `ngx_use_stderr`). */
+  private startupEmerg(message: string): void {
+    this.log('emerg', message);
+    if (!this.main.errorLogs.some((t) => t.path === 'stderr')) process.stderr.write(Buffer.from(`nginx: [emerg] ${message}\n`, 'latin1'));
+  }
+
+  private async serve(): Promise<number> {
+    if (!await probeListenSockets(this.current.compiled.table, new Set(), (m) => this.startupEmerg(m))) return this.close(1);
+    if (!await this.start(this.current)) return this.close(1);
+    try {
+      writeFileSync(this.main.pidFile, `${process.pid}\n`);
+    } catch (err) {
+      this.startupEmerg(`open() "${this.main.pidFile}" failed (${systemErrorText(err)})`);
+      this.signalAll('SIGTERM');
+      return this.close(1);
+    }
+    const exited = new Promise<number>((resolve) => {
+      this.resolveExit = resolve;
+    });
+    process.on('SIGHUP', () => this.onReload());
+    process.on('SIGQUIT', () => this.onStop('quit', 'SIGQUIT'));
+    process.on('SIGTERM', () => this.onStop('stop', 'SIGTERM'));
+    process.on('SIGINT', () => this.onStop('stop', 'SIGINT'));
+    process.on('SIGUSR1', () => this.onReopen());
+    process.on('SIGWINCH', () => this.onNoAccept());
+    return exited;
+  }
+
+  /** Closes the master's logs and returns `code`. */
+  private close(code: number): number {
+    this.errorLog.close();
+    return code;
+  }
+
+  /**
+   * Starts `worker_processes` workers of `gen` (`ngx_start_worker_processes`)
+   * and waits until each serves.
+   * @returns false when one exited first (the others of `gen` are stopped)
+   */
+  private async start(gen: Generation): Promise<boolean> {
+    this.log('notice', 'start worker processes');
+    const count = gen.compiled.table.main.workerProcesses;
+    const ready = Array.from({ length: count }, (_, i) => this.whenReady(this.fork(gen, i)));
+    const ok = (await Promise.all(ready)).every(Boolean);
+    if (!ok) {
+      for (const w of gen.workers) this.tell(w, 'SIGTERM');
+    }
+    return ok;
+  }
+
+  /** Starts worker number `index` of `gen`. */
+  private fork(gen: Generation, index: number): Worker {
+    const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
+    gen.workers.add(worker);
+    this.states.set(worker, { gen, index, ready: false, told: false });
+    this.log('notice', `start worker process ${worker.process.pid}`);
+    worker.on('message', (m: unknown) => {
+      if (!isWorkerMessage(m)) return;
+      if (m.type === 'ready') {
+        this.states.get(worker)!.ready = true;
+        worker.emit('jinx:ready');
+      } else {
+        this.zones.answer(worker, m);
+      }
+    });
+    worker.on('exit', (code, signal) => this.onExit(worker, code, signal as NodeJS.Signals | null));
+    return worker;
+  }
+
+  /** Resolves true when `worker` serves, false when it exits first. */
+  private whenReady(worker: Worker): Promise<boolean> {
+    return new Promise((resolve) => {
+      worker.once('jinx:ready', () => resolve(true));
+      worker.once('exit', () => resolve(false));
+    });
+  }
+
+  /** Tells a worker to stop (`QUIT` graceful, `TERM` fast) or to reopen its logs, as nginx's master does with signals. */
+  private tell(worker: Worker, signal: NodeJS.Signals): void {
+    const state = this.states.get(worker);
+    if (state && signal !== 'SIGUSR1') state.told = true;
+    try {
+      worker.process.kill(signal);
+    } catch {
+      // already gone: its exit is on the way
+    }
+  }
+
+  private signalAll(signal: NodeJS.Signals): void {
+    for (const worker of this.states.keys()) this.tell(worker, signal);
+  }
+
+  /**
+   * `ngx_process_get_status` and `ngx_reap_children`: logs how the worker
+   * ended, replaces it when it was not told to stop (unless it exited with
+   * code 2, nginx's fatal code), and ends the master once the last worker of
+   * a stop is gone.
+   */
+  private onExit(worker: Worker, code: number | null, signal: NodeJS.Signals | null): void {
+    const state = this.states.get(worker)!;
+    this.states.delete(worker);
+    state.gen.workers.delete(worker);
+    const pid = worker.process.pid;
+    this.log('notice', `signal 17 (SIGCHLD) received from ${pid}`);
+    if (signal) this.log('alert', `worker process ${pid} exited on signal ${osConstants.signals[signal]}`);
+    else this.log('notice', `worker process ${pid} exited with code ${code}`);
+    const fatal = signal === null && code === 2;
+    if (fatal && state.ready) this.log('alert', `worker process ${pid} exited with fatal code 2 and cannot be respawned`);
+    if (!state.told && !fatal && state.ready && state.gen === this.current && !this.exiting && !this.noAccepting) {
+      const replacement = this.fork(state.gen, state.index);
+      void this.whenReady(replacement);
+    }
+    if (this.exiting && this.states.size === 0) {
+      this.log('notice', 'exit');
+      rmSync(this.main.pidFile, { force: true });
+      this.resolveExit(this.close(0));
+    }
+  }
+
+  /** SIGHUP (`ngx_reconfigure`). */
+  private onReload(): void {
+    if (this.exiting) return;
+    this.log('notice', signalNotice('SIGHUP', ', reconfiguring'));
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return;
+    }
+    void this.reload();
+  }
+
+  /**
+   * Reads the configuration again; when it is good and its new addresses
+   * bind, starts workers on it and, once each serves, stops the old ones
+   * gracefully. A configuration that fails is logged (`[emerg]`) and the
+   * old workers serve on.
+   */
+  private async reload(): Promise<void> {
+    this.reloading = true;
+    this.log('notice', 'reconfiguring');
+    const compiled = await this.opts.recompile({ write: (level, message) => this.log(level, message) });
+    if (compiled && !this.exiting) {
+      const held = new Set(this.current.compiled.table.listens.map((g) => g.addrText));
+      if (await probeListenSockets(compiled.table, held, (m) => this.log('emerg', m))) {
+        const gen: Generation = { compiled, workers: new Set() };
+        const previous = this.current;
+        const logs = new ErrorLogFiles();
+        logs.open(compiled.table.main.errorLogs);
+        if (await this.start(gen)) {
+          const oldLogs = this.errorLog;
+          this.current = gen;
+          this.errorLog = logs;
+          this.noAccepting = false;
+          for (const w of previous.workers) this.tell(w, 'SIGQUIT');
+          oldLogs.close();
+        } else {
+          logs.close();
+        }
+      }
+    }
+    this.reloading = false;
+    if (this.reloadAgain && !this.exiting) {
+      this.reloadAgain = false;
+      void this.reload();
+    }
+  }
+
+  /** SIGQUIT (graceful) or SIGTERM/SIGINT (fast): every worker is told, the master exits after the last. */
+  private onStop(how: 'quit' | 'stop', signal: NodeJS.Signals): void {
+    this.log('notice', signalNotice(signal, how === 'quit' ? ', shutting down' : ', exiting'));
+    if (this.exiting === 'stop' || this.exiting === how) return;
+    this.exiting = how;
+    this.signalAll(how === 'quit' ? 'SIGQUIT' : 'SIGTERM');
+    if (how === 'stop') {
+      // nginx's master sends SIGKILL to workers still there after its delays (about 1.5 s)
+      setTimeout(() => this.signalAll('SIGKILL'), 1500).unref();
+    }
+    if (this.states.size === 0) {
+      this.log('notice', 'exit');
+      rmSync(this.main.pidFile, { force: true });
+      this.resolveExit(this.close(0));
+    }
+  }
+
+  /** SIGUSR1 (`ngx_reopen`): the master's logs, then every worker's. */
+  private onReopen(): void {
+    this.log('notice', signalNotice('SIGUSR1', ', reopening logs'));
+    this.log('notice', 'reopening logs');
+    this.errorLog.reopen();
+    this.signalAll('SIGUSR1');
+  }
+
+  /** SIGWINCH (`ngx_noaccept`): when daemonized, the workers stop gracefully and are not replaced until a reload. */
+  private onNoAccept(): void {
+    if (!this.opts.daemonized) {
+      this.log('notice', signalNotice('SIGWINCH', ''));
+      return;
+    }
+    this.log('notice', signalNotice('SIGWINCH', ', stop accepting connections'));
+    this.noAccepting = true;
+    for (const w of this.current.workers) this.tell(w, 'SIGQUIT');
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * The messages between jinx's master and its workers (node:cluster's IPC
+ * channel, nginx's `ngx_channel`): a worker says when it serves, and asks
+ * the master for what the workers share. Commands to stop or reopen logs
+ * go by signal, as nginx's master sends them.
+ */
+import type { LimitCheck, LimitOutcome } from '../runtime/limit-req-zones.js';
+
+/** The environment variable that tells a worker its number (0 to `worker_processes` − 1). */
+export const WORKER_INDEX_ENV = 'JINX_WORKER_INDEX';
+
+/** From a worker: it serves (every listening socket is bound, `ngx_worker_process_init` done). */
+export interface ReadyMessage {
+  readonly type: 'ready';
+}
+
+/** From a worker: count a request against its `limit_req` zones (`LimitReqStore.apply`). */
+export interface LimitReqQuery {
+  readonly type: 'limit_req';
+  readonly id: number;
+  readonly checks: readonly LimitCheck[];
+}
+
+/** From the master: the outcome of the query `id`. */
+export interface LimitReqAnswer {
+  readonly type: 'limit_req';
+  readonly id: number;
+  readonly outcome: LimitOutcome;
+}
+
+export type WorkerMessage = ReadyMessage | LimitReqQuery;
+
+/** Whether `m` is a message of a jinx worker (cluster sends its own on the same channel). */
+export function isWorkerMessage(m: unknown): m is WorkerMessage {
+  const type = (m as { type?: unknown } | null)?.type;
+  return type === 'ready' || type === 'limit_req';
+}
+
+/** Whether `m` is the master's answer to a `limit_req` query. */
+export function isLimitReqAnswer(m: unknown): m is LimitReqAnswer {
+  return (m as { type?: unknown } | null)?.type === 'limit_req' && typeof (m as { id?: unknown }).id === 'number';
+}

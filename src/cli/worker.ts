@@ -1,0 +1,74 @@
+/**
+ * A worker process of jinx's master (`ngx_worker_process_cycle`,
+ * `src/os/unix/ngx_process_cycle.c`): it serves the configuration the
+ * master checked, on the master's listening sockets, and takes the
+ * master's signals as nginx's workers do: `QUIT` graceful stop, `TERM` and
+ * `INT` fast stop, `USR1` reopen logs; `HUP` and `WINCH` are the master's
+ * and ignored here. When the master goes away, node:cluster ends the worker.
+ */
+import cluster from 'node:cluster';
+import { setPriority } from 'node:os';
+import type { CompiledConfig } from '../config/compile.js';
+import { systemErrorText } from '../os-errors.js';
+import { WorkerLimitReq } from './shared-zones.js';
+import type { StartupLog } from './startup-log.js';
+import type { ReadyMessage } from './worker-protocol.js';
+
+/** nginx's exit code for a worker that cannot start; the master does not start it again. */
+const FATAL_EXIT = 2;
+
+/**
+ * Serves as a worker until told to stop.
+ * @returns the exit code: 0 after a stop, 2 when the worker could not start
+ */
+export async function serveWorker(compiled: CompiledConfig, startupLog: StartupLog): Promise<number> {
+  // the runtime (and undici with it) is loaded only to serve
+  const { Engine } = await import('../runtime/engine.js');
+  let engine: Awaited<ReturnType<typeof Engine.start>>;
+  try {
+    engine = await Engine.start(compiled, startupLog, {
+      bindAttempts: 1, worker: true, limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
+    });
+  } catch (err) {
+    if (!(err instanceof Engine.ReportedError)) startupLog.write('emerg', String((err as Error)?.message ?? err));
+    return FATAL_EXIT;
+  }
+  const priority = compiled.table.main.workerPriority;
+  if (priority !== 0) {
+    try {
+      setPriority(priority);
+    } catch (err) {
+      engine.log('alert', `setpriority(${priority}) failed (${systemErrorText(err)})`);
+    }
+  }
+  for (const signal of ['SIGHUP', 'SIGWINCH'] as const) process.on(signal, () => undefined);
+  const ready: ReadyMessage = { type: 'ready' };
+  process.send?.(ready);
+  return new Promise<number>((resolveExit) => {
+    let stopping = false;
+    const stop = (how: 'graceful' | 'fast'): void => {
+      if (stopping && how === 'graceful') return;
+      stopping = true;
+      void (how === 'graceful' ? engine.shutdown() : engine.stop()).then(() => leaveWhenIdle(engine, resolveExit));
+    };
+    process.on('SIGQUIT', () => stop('graceful'));
+    process.on('SIGTERM', () => stop('fast'));
+    process.on('SIGINT', () => stop('fast'));
+    process.on('SIGUSR1', () => engine.reopenLogs());
+  });
+}
+
+/**
+ * Once the last client connection is closed, lets the process end by
+ * itself (its last writes done) by leaving the master's channel, which
+ * node:cluster would otherwise take for the master's death.
+ */
+function leaveWhenIdle(engine: { readonly openConnections: number }, resolveExit: (code: number) => void): void {
+  const check = setInterval(() => {
+    if (engine.openConnections > 0) return;
+    clearInterval(check);
+    if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
+    if (process.connected) process.disconnect();
+    resolveExit(0);
+  }, 50);
+}

@@ -1,0 +1,329 @@
+/**
+ * nginx's process model (issue 16): a master and `worker_processes`
+ * workers, the master's notices, a worker killed and replaced, reloads under
+ * load that drop no request, a WebSocket tunnel and a long download across a
+ * reload, and a `limit_req` zone counted across workers. Where the
+ * reference nginx is installed, the same scenario runs on it first, so the
+ * expectation is nginx's.
+ */
+import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { request as httpRequest, Agent } from 'node:http';
+import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
+import { connect as netConnect, createServer as createNetServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { writeFileSync } from 'node:fs';
+import { cleanup, freePort, onCleanup, startUpstream, waitFor } from '../helpers/harness.js';
+import { impls, KeepAliveClient, makePrefix, readText, sleep, startImpl, type Impl } from '../helpers/cli.js';
+
+/** The pids of a process's children: the master's workers. */
+function workerPids(masterPid: number): number[] {
+  const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(masterPid)], { encoding: 'utf8' });
+  return r.stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0).sort();
+}
+
+/** Error-log notices of the process model, without the time: `[notice] PID#PID: start worker process N`. */
+function notices(log: string): string[] {
+  return log.split('\n').filter((l) => /\[(notice|alert|emerg)\]/.test(l)).map((l) => l.replace(/^\S+ \S+ /, ''));
+}
+
+/** A configuration with `worker_processes 2`, whose `/` answers with the worker's pid and `X-Gen: GEN`. */
+function conf(port: number, gen: string, extra = ''): string {
+  return `daemon off;
+worker_processes 2;
+worker_shutdown_timeout 3s;
+pid logs/nginx.pid;
+error_log logs/error.log notice;
+events {}
+http {
+    access_log off;
+    client_body_temp_path logs/body;
+    proxy_temp_path logs/proxy;
+    limit_req_zone $server_port zone=one:1m rate=1r/m;
+    ${extra}
+    server {
+        listen 127.0.0.1:${port};
+        http2 on;
+        location / { add_header X-Gen ${gen}; return 200 "$pid\\n"; }
+        location /limited { limit_req zone=one; root html; }
+    }
+}
+`;
+}
+
+/** A keep-alive client on the worker other than `than`'s (new connections until one lands there; the first one wherever it lands when `than` is 0). */
+async function clientOn(port: number, than: number): Promise<{ client: KeepAliveClient; pid: number }> {
+  for (let i = 0; i < 200; i++) {
+    const client = new KeepAliveClient(port);
+    const pid = Number((await client.get('/')).body.trim());
+    if (pid !== than) return { client, pid };
+    client.agent.destroy();
+  }
+  throw new Error(`no connection reached a worker other than ${than}`);
+}
+
+/** The `X-Gen` header of a GET of `/` on a new connection. */
+function genOf(port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.headers['x-gen'] as string | undefined));
+    });
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}
+
+/** The outcome of a load run. */
+interface Load {
+  ok: number;
+  /** Requests refused before any response (a connection closed by a stopping worker, a stream past GOAWAY), sent again on a new connection. */
+  retried: number;
+  failed: string[];
+  gens: Set<string>;
+}
+
+/**
+ * Requests `/` over `h1` keep-alive HTTP/1.1 connections and `h2` HTTP/2
+ * connections (4 streams each) until `untilMs`, each loop at most one
+ * request per `paceMs` (about 2,000 requests a second in all). A request that
+ * got no response because its connection was closed under it (HTTP/1.1,
+ * RFC 9112 §9.3.1) or its stream was refused past a GOAWAY (RFC 9113 §8.7)
+ * is sent again, as clients do; anything else is a failure.
+ */
+async function load(port: number, untilMs: number, h1 = 8, h2 = 2, paceMs = 6): Promise<Load> {
+  const out: Load = { ok: 0, retried: 0, failed: [], gens: new Set() };
+  const agent = new Agent({ keepAlive: true, maxSockets: h1 });
+  // sockets that carried a response (node's `reusedSocket` misses one handed to a queued request)
+  const used = new WeakSet<object>();
+  const h1Get = (): Promise<{ status?: number; gen?: string; retry?: boolean; error?: string }> => new Promise((resolve) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+      used.add(res.socket);
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, gen: String(res.headers['x-gen']) }));
+      res.on('error', (e) => resolve({ error: `body: ${e.message}` }));
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      const reused = req.reusedSocket || (req.socket !== null && used.has(req.socket));
+      resolve(reused && (e.code === 'ECONNRESET' || e.code === 'EPIPE') ? { retry: true } : { error: `${e.code}: ${e.message}` });
+    });
+    req.end();
+  });
+  let session: ClientHttp2Session | undefined;
+  const h2Session = (): ClientHttp2Session => {
+    if (!session || session.closed || session.destroyed) {
+      const s = h2connect(`http://127.0.0.1:${port}`);
+      s.on('error', () => undefined);
+      s.on('goaway', () => { if (session === s) session = undefined; });
+      session = s;
+    }
+    return session;
+  };
+  const h2Get = (): Promise<{ status?: number; gen?: string; retry?: boolean; error?: string }> => new Promise((resolve) => {
+    let stream;
+    try {
+      stream = h2Session().request({ ':path': '/' });
+    } catch {
+      session = undefined;
+      resolve({ retry: true });
+      return;
+    }
+    let head: { status?: number; gen?: string } = {};
+    stream.on('response', (h) => { head = { status: Number(h[':status']), gen: String(h['x-gen']) }; });
+    stream.resume();
+    stream.on('end', () => resolve(head.status ? head : { retry: true }));
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      const refused = /REFUSED_STREAM|GOAWAY|ERR_HTTP2_STREAM_CANCEL|ERR_HTTP2_INVALID_SESSION/.test(`${e.code} ${e.message}`);
+      resolve(refused && !head.status ? { retry: true } : { error: `${e.code}: ${e.message}` });
+    });
+  });
+  const loop = async (get: typeof h1Get): Promise<void> => {
+    while (Date.now() < untilMs) {
+      const started = Date.now();
+      let r = await get();
+      for (let tries = 0; r.retry && tries < 5; tries++) {
+        out.retried++;
+        r = await get();
+      }
+      if (r.status === 200 && r.gen) {
+        out.ok++;
+        out.gens.add(r.gen);
+      } else {
+        out.failed.push(r.error ?? (r.retry ? 'refused 6 times' : `status ${r.status}`));
+      }
+      const wait = paceMs - (Date.now() - started);
+      if (wait > 0) await sleep(wait);
+    }
+  };
+  await Promise.all([...Array.from({ length: h1 }, () => loop(h1Get)), ...Array.from({ length: h2 * 4 }, () => loop(h2Get))]);
+  agent.destroy();
+  session?.close();
+  return out;
+}
+
+function runScenarios(impl: Impl): void {
+  describe(`${impl.name}: worker processes`, () => {
+    after(cleanup);
+
+    it('worker_processes 2: the master starts two workers, logged as nginx logs it, and a worker answers', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a') });
+      const proc = await startImpl(impl, p, [port]);
+      await waitFor(() => workerPids(proc.pid).length === 2, 5000, 'two workers');
+      const workers = workerPids(proc.pid);
+      const { client, pid } = await clientOn(port, 0);
+      client.agent.destroy();
+      assert.ok(workers.includes(pid), `the answer came from ${pid}, not a worker of ${workers.join(', ')}`);
+      const log = notices(readText(join(p, 'logs/error.log')));
+      const master = `[notice] ${proc.pid}#${proc.pid}: `;
+      assert.ok(log.includes(`${master}start worker processes`), log.join('\n'));
+      for (const w of workers) assert.ok(log.includes(`${master}start worker process ${w}`), log.join('\n'));
+      proc.child.kill('SIGQUIT');
+      assert.equal(await proc.waitExit(), 0);
+      const end = notices(readText(join(p, 'logs/error.log')));
+      for (const w of workers) {
+        assert.ok(end.includes(`[notice] ${w}#${w}: exit`), end.join('\n'));
+        assert.ok(end.includes(`${master}worker process ${w} exited with code 0`), end.join('\n'));
+      }
+      assert.equal(end.at(-1), `${master}exit`);
+    });
+
+    it('a worker killed with SIGKILL: [alert] … exited on signal 9, a new worker within 1 s, the other worker serves throughout', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a') });
+      const proc = await startImpl(impl, p, [port]);
+      await waitFor(() => workerPids(proc.pid).length === 2, 5000, 'two workers');
+      const first = await clientOn(port, 0);
+      const other = await clientOn(port, first.pid);
+      first.client.agent.destroy();
+      const killedAt = Date.now();
+      process.kill(first.pid, 'SIGKILL');
+      let replacedAfterMs = -1;
+      const served: string[] = [];
+      while (Date.now() - killedAt < 1500) {
+        const r = await other.client.get('/');
+        served.push(r.error ? String(r.error) : r.body.trim());
+        if (replacedAfterMs < 0 && workerPids(proc.pid).filter((w) => w !== other.pid && w !== first.pid).length === 1) replacedAfterMs = Date.now() - killedAt;
+        await sleep(20);
+      }
+      other.client.agent.destroy();
+      assert.deepEqual([...new Set(served)], [String(other.pid)], 'every request of the other worker\'s client was served by it');
+      assert.ok(replacedAfterMs >= 0 && replacedAfterMs <= 1000, `the new worker started after ${replacedAfterMs} ms`);
+      const log = notices(readText(join(p, 'logs/error.log')));
+      assert.ok(log.includes(`[alert] ${proc.pid}#${proc.pid}: worker process ${first.pid} exited on signal 9`), log.join('\n'));
+    });
+
+    it('a limit_req zone counts the requests of every worker (1r/m: the second request is refused on the other worker)', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a'), 'html/limited': 'limited\n' });
+      await startImpl(impl, p, [port]);
+      const first = await clientOn(port, 0);
+      const other = await clientOn(port, first.pid);
+      assert.equal((await first.client.get('/limited')).status, 200);
+      assert.equal((await other.client.get('/limited')).status, 503);
+      first.client.agent.destroy();
+      other.client.agent.destroy();
+    });
+
+    it('20 reloads every 0.5 s under load over HTTP/1.1 and HTTP/2, then a broken configuration: no request fails, every answer is the old or the new configuration\'s, no old worker is left', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a') });
+      const proc = await startImpl(impl, p, [port]);
+      const untilMs = Date.now() + 15_000;
+      const running = load(port, untilMs);
+      for (let i = 1; i <= 20; i++) {
+        await sleep(500);
+        writeFileSync(join(p, 'nginx.conf'), conf(port, i % 2 === 0 ? 'a' : 'b'));
+        proc.child.kill('SIGHUP');
+      }
+      await sleep(500);
+      writeFileSync(join(p, 'nginx.conf'), conf(port, 'a', 'bogus_directive on;'));
+      proc.child.kill('SIGHUP');
+      const result = await running;
+      assert.deepEqual(result.failed.slice(0, 5), [], `${result.failed.length} of ${result.ok + result.failed.length} requests failed`);
+      assert.ok(result.ok > 5000, `only ${result.ok} requests were served in 15 s`);
+      assert.deepEqual([...result.gens].sort(), ['a', 'b']);
+      // signals that arrive while a reload is under way make one more reload after it, as in nginx
+      const emerg = /\[emerg\] \d+#\d+: unknown directive "bogus_directive" in \S+nginx\.conf:12\n/;
+      await waitFor(() => emerg.test(readText(join(p, 'logs/error.log'))), 20_000, 'the [emerg] line of the broken configuration');
+      // worker_shutdown_timeout 3s: every old worker is gone a little after it
+      await waitFor(() => workerPids(proc.pid).length === 2, 5000, 'only the two workers of the last configuration');
+      assert.equal(proc.hasExited(), false);
+    });
+
+    it('a WebSocket tunnel and a slow 100 MiB download that span a reload both finish', async () => {
+      const port = await freePort();
+      const big = 100 * 1024 * 1024;
+      const up = await startUpstream((_req, res) => {
+        res.writeHead(200, { 'Content-Length': String(big) });
+        const chunk = Buffer.alloc(1024 * 1024, 'x');
+        let sent = 0;
+        const pump = (): void => {
+          while (sent < big) {
+            sent += chunk.length;
+            if (!res.write(chunk)) {
+              res.once('drain', pump);
+              return;
+            }
+          }
+          res.end();
+        };
+        pump();
+      });
+      // a WebSocket upstream: answers the upgrade, then echoes
+      const ws = createNetServer((sock) => {
+        sock.once('data', () => {
+          sock.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+          sock.on('data', (d) => sock.write(d));
+        });
+        sock.on('error', () => undefined);
+      });
+      await new Promise<void>((r) => ws.listen(0, '127.0.0.1', r));
+      onCleanup(() => new Promise<void>((r) => ws.close(() => r())));
+      const wsPort = (ws.address() as { port: number }).port;
+      const confWith = (gen: string): string => conf(port, gen).replace('worker_shutdown_timeout 3s;\n', '').replace(
+        'location /limited',
+        `location /big { proxy_pass http://127.0.0.1:${up.port}; proxy_buffering off; }
+        location /ws { proxy_pass http://127.0.0.1:${wsPort}; proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection upgrade; proxy_read_timeout 30s; }
+        location /limited`,
+      );
+      const p = makePrefix({ 'nginx.conf': confWith('a') });
+      const proc = await startImpl(impl, p, [port]);
+      // the tunnel
+      const tunnel: Socket = netConnect({ host: '127.0.0.1', port });
+      tunnel.on('error', () => undefined);
+      let tunnelText = '';
+      tunnel.on('data', (d: Buffer) => { tunnelText += d.toString('latin1'); });
+      tunnel.write('GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+      await waitFor(() => tunnelText.includes('\r\n\r\n'), 5000, 'the 101');
+      assert.match(tunnelText, /^HTTP\/1\.1 101 /);
+      // the download, read slowly
+      let received = 0;
+      const download = new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path: '/big' }, (res) => {
+          res.on('data', (d: Buffer) => {
+            received += d.length;
+            res.pause();
+            setTimeout(() => res.resume(), 1);
+          });
+          res.on('end', () => resolve(received));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      await waitFor(() => received > 1024 * 1024, 10_000, 'the download to start');
+      writeFileSync(join(p, 'nginx.conf'), confWith('b'));
+      proc.child.kill('SIGHUP');
+      await waitFor(async () => (await genOf(port)) === 'b', 10_000, 'the new configuration');
+      assert.ok(received < big, 'the download was still running at the reload');
+      tunnel.write('after the reload');
+      await waitFor(() => tunnelText.endsWith('after the reload'), 5000, 'the echo through the tunnel');
+      tunnel.end();
+      assert.equal(await download, big);
+    });
+  });
+}
+
+for (const impl of impls().reverse()) runScenarios(impl);
