@@ -46,6 +46,11 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --sut-cpus LIST   taskset CPU list for jinx and nginx (default 0)
   --aux-cpus LIST   taskset CPU list for the upstream and wrk (default 1)
   --no-pin          do not use taskset
+  --workers N       jinx and nginx run nginx's process model, a master and N worker
+                    processes (master_process on; worker_processes N); without it one
+                    process each (master_process off). Give the servers N CPUs
+                    (--sut-cpus, or --no-pin): run with --workers 1 and --workers 2 to
+                    see how throughput grows with workers
   --nginx PATH      reference nginx (default /opt/nginx-oracle/nginx, else /usr/sbin/nginx)
   --max-other PCT   a round in which other processes took more than PCT% of a core
                     from the servers' CPU (the whole machine when unpinned) is run
@@ -72,6 +77,8 @@ interface Options {
   upstream: 'nginx' | 'node';
   protocol: 'h1' | 'h2';
   streams: number;
+  /** `--workers`: a master and this many workers; undefined: one process (`master_process off`). */
+  workers: number | undefined;
   sutCpus: string | undefined;
   auxCpus: string | undefined;
   nginx: string;
@@ -104,7 +111,7 @@ function options(argv: string[]): Options {
       'aux-cpus': { type: 'string' }, 'no-pin': { type: 'boolean' }, nginx: { type: 'string' },
       'node-flags': { type: 'string' }, profile: { type: 'string' }, json: { type: 'string' },
       'max-other': { type: 'string' }, retries: { type: 'string' }, 'quiet-wait': { type: 'string' },
-      nice: { type: 'string' }, protocol: { type: 'string' }, streams: { type: 'string' },
+      nice: { type: 'string' }, protocol: { type: 'string' }, streams: { type: 'string' }, workers: { type: 'string' },
       keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
   });
@@ -134,6 +141,7 @@ function options(argv: string[]): Options {
     upstream,
     protocol,
     streams: Math.round(positive('streams', values.streams, 8)),
+    workers: values.workers === undefined ? undefined : Math.round(positive('workers', values.workers, 1)),
     sutCpus: pin ? values['sut-cpus'] ?? '0' : undefined,
     auxCpus: pin ? values['aux-cpus'] ?? '1' : undefined,
     nginx,
@@ -169,11 +177,11 @@ function get(port: number, path: string, tls: boolean): Promise<{ status: number
 
 const bodyPath = (size: number): string => `/body-${size}`;
 
-/** Everything nginx writes goes under `dir`. */
-function mainBlock(dir: string): string {
+/** Everything nginx writes goes under `dir`; `workers`: a master and that many workers, else one process. */
+function mainBlock(dir: string, workers?: number): string {
   return `daemon off;
-master_process off;
-worker_processes 1;
+master_process ${workers === undefined ? 'off' : 'on'};
+worker_processes ${workers ?? 1};
 pid ${dir}/nginx.pid;
 error_log ${dir}/logs/error.log warn;
 events { worker_connections 4096; }
@@ -213,12 +221,12 @@ ${locations}  }
  * `tlsDir` (HTTP/2 runs) the server listens with TLS and `http2 on`, the
  * certificate and key in that directory.
  */
-function proxyConf(dir: string, port: number, upstreamPort: number, tlsDir?: string): string {
+function proxyConf(dir: string, port: number, upstreamPort: number, workers: number | undefined, tlsDir?: string): string {
   // h2load does not reconnect: a connection closed after keepalive_requests (1000) would end its share of the run
   const tls = tlsDir
     ? `\n    http2 on;\n    keepalive_requests 1000000;\n    ssl_certificate ${tlsDir}/cert.pem;\n    ssl_certificate_key ${tlsDir}/key.pem;`
     : '';
-  return `${mainBlock(dir)}http {
+  return `${mainBlock(dir, workers)}http {
   access_log off;
 ${tempPaths(dir)}
   upstream backend {
@@ -301,16 +309,20 @@ function procStat(pid: number | 'self', field: number): number {
   }
 }
 
-/** utime + stime of a process, all threads, in ticks. */
-function procTicks(pid: number | undefined): number {
-  if (pid === undefined) return 0;
+/** A field of /proc/PID/stat summed over the process and its live children (a master's workers). */
+function treeStat(pid: number, field: number): number {
+  let children: number[] = [];
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
   } catch {
-    return 0;
+    // gone
   }
+  return procStat(pid, field) + children.reduce((sum, child) => sum + treeStat(child, field), 0);
+}
+
+/** utime + stime of a process and its live children, all threads, in ticks. */
+function procTicks(pid: number | undefined): number {
+  return pid === undefined ? 0 : treeStat(pid, 11) + treeStat(pid, 12);
 }
 
 /** CPU numbers of a taskset list ("0", "0,2", "1-3"). */
@@ -494,7 +506,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const { proc, port } = servers.sut.get(target)!;
   const url = `${o.protocol === 'h2' ? 'https' : 'http'}://127.0.0.1:${port}${bodyPath(size)}`;
   const sut0 = procTicks(proc.child.pid);
-  const sys0 = procStat(proc.child.pid!, 12);
+  const sys0 = treeStat(proc.child.pid!, 12);
   const up0 = procTicks(servers.upstream.child.pid);
   const children0 = childTicks();
   const load = new OtherLoad(o, servers);
@@ -517,7 +529,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const other = load.read(wrkTicks);
   const elapsedS = load.elapsedS();
   const sutTicks = procTicks(proc.child.pid) - sut0;
-  const sysTicks = procStat(proc.child.pid!, 12) - sys0;
+  const sysTicks = treeStat(proc.child.pid!, 12) - sys0;
   const upTicks = procTicks(servers.upstream.child.pid) - up0;
   await stop(wrk, 'SIGKILL');
   const tool = o.protocol === 'h2' ? 'h2load' : 'wrk';
@@ -645,7 +657,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     mkdirSync(join(tDir, 'logs'), { recursive: true });
     const port = await freePort();
     const conf = join(tDir, 'nginx.conf');
-    writeFileSync(conf, proxyConf(tDir, port, upPort, o.protocol === 'h2' ? tlsDir : undefined));
+    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h2' ? tlsDir : undefined));
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, { cpus: o.sutCpus, niceness: o.nice });
@@ -685,6 +697,7 @@ async function main(): Promise<number> {
   const versions = `node ${process.version}, ${spawnSync(o.nginx, ['-v'], { encoding: 'utf8' }).stderr.trim().replace(/^nginx version: /, '')}`;
   process.stdout.write(`jinx proxy benchmark: ${versions}, ${loadTool(o)} for ${o.durationS} s, ${o.rounds} rounds, warm-up ${o.warmupS} s`
     + (o.nice !== 0 ? `\nnice: ${o.nice} for the servers, the upstream and wrk` : '')
+    + `\nprocesses: ${o.workers === undefined ? 'one each (master_process off)' : `a master and ${o.workers} worker(s) each`}`
     + `\npinning: ${o.sutCpus !== undefined ? `jinx and nginx on CPU ${o.sutCpus}; upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : 'none'}`
     + `\nprefix: ${tempRoot}${o.keep ? ' (kept)' : ''}\n`);
 

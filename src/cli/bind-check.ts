@@ -21,11 +21,6 @@ interface BindTarget {
   readonly udp: boolean;
 }
 
-/** The listening addresses of a configuration, in nginx's order (http, then stream). */
-function bindTargets(table: RouteTable): BindTarget[] {
-  return [...table.listens.map((g) => ({ host: g.host, port: g.port, addrText: g.addrText, udp: false })), ...table.streamListens];
-}
-
 /** Binds one address and closes it; resolves to the error, if any. */
 function tryBind(t: BindTarget): Promise<NodeJS.ErrnoException | undefined> {
   return new Promise((resolve) => {
@@ -51,38 +46,11 @@ function tryBind(t: BindTarget): Promise<NodeJS.ErrnoException | undefined> {
  * then stream). @throws ConfigError for the first failure other than EADDRINUSE.
  */
 export async function checkListenSockets(table: RouteTable): Promise<void> {
-  for (const t of bindTargets(table)) {
+  const targets: BindTarget[] = [...table.listens.map((g) => ({ host: g.host, port: g.port, addrText: g.addrText, udp: false })), ...table.streamListens];
+  for (const t of targets) {
     const err = await tryBind(t);
     if (err && err.code !== 'EADDRINUSE') {
       throw new ConfigError('file', `bind() to ${t.addrText} failed (${systemErrorText(err)})`, undefined, { phase: 'init' });
     }
   }
-}
-
-/**
- * What nginx's master does before it starts workers
- * (`ngx_open_listening_sockets`): every address of `table` not in `held`
- * (the `addrText`s the running workers listen on) is bound; one in use is
- * tried five times, 500 ms apart, each failure logged as `[emerg] bind() to
- * ADDR failed (98: Address already in use)`, then `still could not bind()`;
- * any other failure ends it at once. The workers then bind the addresses
- * themselves, through the master (node:cluster).
- * @returns whether every address could be bound
- */
-export async function probeListenSockets(table: RouteTable, held: ReadonlySet<string>, emerg: (message: string) => void): Promise<boolean> {
-  for (const t of bindTargets(table)) {
-    if (held.has(t.addrText)) continue;
-    for (let attempt = 1; ; attempt++) {
-      const err = await tryBind(t);
-      if (!err) break;
-      emerg(`bind() to ${t.addrText} failed (${systemErrorText(err)})`);
-      if (err.code !== 'EADDRINUSE') return false;
-      if (attempt === 5) {
-        emerg('still could not bind()');
-        return false;
-      }
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-  return true;
 }

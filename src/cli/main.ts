@@ -10,6 +10,7 @@ import cluster from 'node:cluster';
 import { Command, CommanderError, Option } from 'commander';
 import { compileConfig, type CompiledConfig } from '../config/compile.js';
 import { ConfigError, formatWarning } from '../errors.js';
+import type { ConfigSnapshot } from '../parser/load.js';
 import { systemErrorText } from '../os-errors.js';
 import type { Engine } from '../runtime/engine.js';
 import { prepareFiles } from '../runtime/prepare-files.js';
@@ -19,7 +20,8 @@ import { confPaths, type ConfPaths } from './conf-paths.js';
 import { lint } from './lint.js';
 import { Master } from './master.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
-import { serveWorker } from './worker.js';
+import { confFromMaster } from './worker-protocol.js';
+import { leaveMaster, serveWorker } from './worker.js';
 
 /** nginx's `-s` signals. */
 const SIGNALS: Readonly<Record<string, NodeJS.Signals>> = { stop: 'SIGTERM', quit: 'SIGQUIT', reopen: 'SIGUSR1', reload: 'SIGHUP' };
@@ -83,11 +85,11 @@ function report(log: MessageSink, err: unknown, internalError?: (err: unknown) =
 
 /** Compiles; reports warnings, and the error if any. `syntaxOk` is called once the file has been read. */
 async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxOk: () => void = () => undefined,
-  internalError?: (err: unknown) => void): Promise<CompiledConfig | undefined> {
+  internalError?: (err: unknown) => void, snapshot?: ConfigSnapshot): Promise<CompiledConfig | undefined> {
   try {
     return await compileConfig({
       confFile: paths.confFile, prefix: paths.prefix, globalDirectives: flags.g, onWarning: (w) => log.write(w.level, formatWarning(w)),
-      onParsed: syntaxOk,
+      onParsed: syntaxOk, snapshot,
     });
   } catch (err) {
     report(log, err, internalError);
@@ -220,9 +222,12 @@ function daemonize(pidFile: string): Promise<number> {
  */
 async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
   if (cluster.isWorker) {
-    // the master reported the configuration's warnings; a worker only needs what it checked
-    const compiled = await compile(paths, flags, { write: (level, message) => { if (level === 'emerg') log.write(level, message); } });
-    return compiled ? serveWorker(compiled, log) : 2;
+    // the files the master read and checked; it reported their warnings already
+    const snapshot = await confFromMaster();
+    if (!snapshot) return leaveMaster(2);
+    const emergOnly: MessageSink = { write: (level, message) => { if (level === 'emerg') log.write(level, message); } };
+    const compiled = await compile(paths, flags, emergOnly, undefined, undefined, snapshot);
+    return compiled ? serveWorker(compiled, log) : leaveMaster(2);
   }
   const compiled = await compile(paths, flags, log);
   if (!compiled) return 1;

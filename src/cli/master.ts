@@ -1,11 +1,15 @@
 /**
  * nginx's master process (`ngx_master_process_cycle`,
  * `src/os/unix/ngx_process_cycle.c`) on node:cluster: it reads and checks
- * the configuration, binds the listening addresses, starts
- * `worker_processes` workers and watches them; workers serve. Workers share
- * the master's listening sockets (`SCHED_NONE`: each worker accepts on them,
- * as nginx's workers do), so a reload's new workers listen on the sockets
- * the old ones still hold and no connection is refused in between.
+ * the configuration, starts `worker_processes` workers and watches them;
+ * workers serve. The master holds the listening sockets (node:cluster binds
+ * each address once, when the first worker asks, and keeps it while any
+ * worker listens on it) and the workers accept on them (`SCHED_NONE`, as
+ * nginx's workers do), so a reload's new workers listen on the sockets the
+ * old ones still hold and no connection is refused in between. A
+ * generation's first worker reports a failed bind (`Engine.start`), as
+ * nginx's master does; the master never listens itself, so no connection
+ * lands on a socket that closes again.
  *
  * Signals, as nginx's master takes them: `HUP` reload (a new generation of
  * workers on the new configuration; the old ones stop gracefully once every
@@ -25,10 +29,9 @@ import type { CompiledConfig } from '../config/compile.js';
 import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { systemErrorText } from '../os-errors.js';
-import { probeListenSockets } from './bind-check.js';
 import { MasterZones } from './shared-zones.js';
 import type { MessageSink } from './startup-log.js';
-import { isWorkerMessage, WORKER_INDEX_ENV } from './worker-protocol.js';
+import { isWorkerMessage, WORKER_INDEX_ENV, type ConfMessage } from './worker-protocol.js';
 
 /** One configuration's workers. */
 interface Generation {
@@ -81,7 +84,7 @@ export class Master {
   }
 
   /**
-   * Runs the master until it exits: binds, starts the first generation of
+   * Runs the master until it exits: starts the first generation of
    * workers, writes the pid file once they serve, then takes signals.
    * @returns the exit code: 0 after a stop, 1 when the first workers could not start
    */
@@ -105,7 +108,6 @@ export class Master {
   }
 
   private async serve(): Promise<number> {
-    if (!await probeListenSockets(this.current.compiled.table, new Set(), (m) => this.startupEmerg(m))) return this.close(1);
     if (!await this.start(this.current)) return this.close(1);
     try {
       writeFileSync(this.main.pidFile, `${process.pid}\n`);
@@ -156,7 +158,10 @@ export class Master {
     this.log('notice', `start worker process ${worker.process.pid}`);
     worker.on('message', (m: unknown) => {
       if (!isWorkerMessage(m)) return;
-      if (m.type === 'ready') {
+      if (m.type === 'conf') {
+        const conf: ConfMessage = { type: 'conf', snapshot: gen.compiled.snapshot };
+        worker.send(conf);
+      } else if (m.type === 'ready') {
         this.states.get(worker)!.ready = true;
         worker.emit('jinx:ready');
       } else {
@@ -229,32 +234,29 @@ export class Master {
   }
 
   /**
-   * Reads the configuration again; when it is good and its new addresses
-   * bind, starts workers on it and, once each serves, stops the old ones
-   * gracefully. A configuration that fails is logged (`[emerg]`) and the
-   * old workers serve on.
+   * Reads the configuration again; when it is good, starts workers on it
+   * and, once each serves (its new addresses bound), stops the old ones
+   * gracefully. A configuration or an address that fails is logged
+   * (`[emerg]`) and the old workers serve on.
    */
   private async reload(): Promise<void> {
     this.reloading = true;
     this.log('notice', 'reconfiguring');
     const compiled = await this.opts.recompile({ write: (level, message) => this.log(level, message) });
     if (compiled && !this.exiting) {
-      const held = new Set(this.current.compiled.table.listens.map((g) => g.addrText));
-      if (await probeListenSockets(compiled.table, held, (m) => this.log('emerg', m))) {
-        const gen: Generation = { compiled, workers: new Set() };
-        const previous = this.current;
-        const logs = new ErrorLogFiles();
-        logs.open(compiled.table.main.errorLogs);
-        if (await this.start(gen)) {
-          const oldLogs = this.errorLog;
-          this.current = gen;
-          this.errorLog = logs;
-          this.noAccepting = false;
-          for (const w of previous.workers) this.tell(w, 'SIGQUIT');
-          oldLogs.close();
-        } else {
-          logs.close();
-        }
+      const gen: Generation = { compiled, workers: new Set() };
+      const previous = this.current;
+      const logs = new ErrorLogFiles();
+      logs.open(compiled.table.main.errorLogs);
+      if (await this.start(gen)) {
+        const oldLogs = this.errorLog;
+        this.current = gen;
+        this.errorLog = logs;
+        this.noAccepting = false;
+        for (const w of previous.workers) this.tell(w, 'SIGQUIT');
+        oldLogs.close();
+      } else {
+        logs.close();
       }
     }
     this.reloading = false;

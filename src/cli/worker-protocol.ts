@@ -4,6 +4,7 @@
  * the master for what the workers share. Commands to stop or reopen logs
  * go by signal, as nginx's master sends them.
  */
+import type { ConfigSnapshot } from '../parser/load.js';
 import type { LimitCheck, LimitOutcome } from '../runtime/limit-req-zones.js';
 
 /** The environment variable that tells a worker its number (0 to `worker_processes` − 1). */
@@ -28,15 +29,45 @@ export interface LimitReqAnswer {
   readonly outcome: LimitOutcome;
 }
 
-export type WorkerMessage = ReadyMessage | LimitReqQuery;
+/** From a worker, first: send me the configuration to serve. */
+export interface ConfQuery {
+  readonly type: 'conf';
+}
+
+/** From the master: the configuration files it read and checked, for the worker to serve. */
+export interface ConfMessage {
+  readonly type: 'conf';
+  readonly snapshot: ConfigSnapshot;
+}
+
+export type WorkerMessage = ConfQuery | ReadyMessage | LimitReqQuery;
 
 /** Whether `m` is a message of a jinx worker (cluster sends its own on the same channel). */
 export function isWorkerMessage(m: unknown): m is WorkerMessage {
   const type = (m as { type?: unknown } | null)?.type;
-  return type === 'ready' || type === 'limit_req';
+  return type === 'conf' || type === 'ready' || type === 'limit_req';
 }
 
 /** Whether `m` is the master's answer to a `limit_req` query. */
 export function isLimitReqAnswer(m: unknown): m is LimitReqAnswer {
   return (m as { type?: unknown } | null)?.type === 'limit_req' && typeof (m as { id?: unknown }).id === 'number';
+}
+
+/**
+ * Asks the master for the configuration to serve (a message sent before a
+ * worker listens would be lost, so the worker asks).
+ * @returns the snapshot, or undefined when the channel closes first
+ */
+export function confFromMaster(): Promise<ConfigSnapshot | undefined> {
+  return new Promise((resolve) => {
+    const onMessage = (m: unknown): void => {
+      if ((m as { type?: unknown } | null)?.type !== 'conf') return;
+      process.off('message', onMessage);
+      resolve((m as ConfMessage).snapshot);
+    };
+    process.on('message', onMessage);
+    process.once('disconnect', () => resolve(undefined));
+    const query: ConfQuery = { type: 'conf' };
+    process.send?.(query);
+  });
 }

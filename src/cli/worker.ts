@@ -12,7 +12,7 @@ import type { CompiledConfig } from '../config/compile.js';
 import { systemErrorText } from '../os-errors.js';
 import { WorkerLimitReq } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
-import type { ReadyMessage } from './worker-protocol.js';
+import { WORKER_INDEX_ENV, type ReadyMessage } from './worker-protocol.js';
 
 /** nginx's exit code for a worker that cannot start; the master does not start it again. */
 const FATAL_EXIT = 2;
@@ -27,11 +27,11 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   let engine: Awaited<ReturnType<typeof Engine.start>>;
   try {
     engine = await Engine.start(compiled, startupLog, {
-      bindAttempts: 1, worker: true, limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
+      quietBind: Number(process.env[WORKER_INDEX_ENV] ?? 0) !== 0, worker: true, limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
     });
   } catch (err) {
     if (!(err instanceof Engine.ReportedError)) startupLog.write('emerg', String((err as Error)?.message ?? err));
-    return FATAL_EXIT;
+    return leaveMaster(FATAL_EXIT);
   }
   const priority = compiled.table.main.workerPriority;
   if (priority !== 0) {
@@ -59,16 +59,24 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
 }
 
 /**
- * Once the last client connection is closed, lets the process end by
- * itself (its last writes done) by leaving the master's channel, which
- * node:cluster would otherwise take for the master's death.
+ * Lets a worker's process end by itself (its last writes done): leaves the
+ * master's channel, which would keep it alive, telling node:cluster that
+ * this is no sign of the master's death. Should anything else keep the
+ * process alive, it exits a second later.
+ * @returns `code`, the exit code to end with
  */
+export function leaveMaster(code: number): number {
+  if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
+  if (process.connected) process.disconnect();
+  setTimeout(() => process.exit(code), 1000).unref();
+  return code;
+}
+
+/** Once the last client connection is closed, leaves the master (`leaveMaster`). */
 function leaveWhenIdle(engine: { readonly openConnections: number }, resolveExit: (code: number) => void): void {
   const check = setInterval(() => {
     if (engine.openConnections > 0) return;
     clearInterval(check);
-    if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
-    if (process.connected) process.disconnect();
-    resolveExit(0);
+    resolveExit(leaveMaster(0));
   }, 50);
 }

@@ -16,7 +16,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { ConfigNode } from '../parser/ast.js';
-import { loadConfig, type LoadedFile } from '../parser/load.js';
+import { loadConfig, type ConfigSnapshot, type LoadedFile } from '../parser/load.js';
 import type { ConfigWarning } from '../errors.js';
 import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
 import type { CompileContext } from './compile-context.js';
@@ -57,6 +57,8 @@ export interface CompileOptions {
   readonly prefix: string;
   /** Directives given with `-g`. */
   readonly globalDirectives?: string;
+  /** Read the files from this instead of the disk (a worker reads what its master read). */
+  readonly snapshot?: ConfigSnapshot;
   /** Called with each warning as it is found (also when an error follows); `CompiledConfig.warnings` has them all. */
   readonly onWarning?: (w: ConfigWarning) => void;
   /**
@@ -73,6 +75,8 @@ export interface CompiledConfig {
   readonly warnings: readonly ConfigWarning[];
   readonly noEffect: readonly NoEffectNote[];
   readonly files: readonly LoadedFile[];
+  /** What was read, for a worker to compile the same (`CompileOptions.snapshot`). */
+  readonly snapshot: ConfigSnapshot;
 }
 
 /** The directive table, built once. */
@@ -135,6 +139,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
     confFile: opts.confFile,
     confPrefix: opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1),
     globalDirectives: opts.globalDirectives,
+    snapshot: opts.snapshot,
   });
   const names = new Set<string>();
   collectHosts(loaded.nodes, names);
@@ -144,7 +149,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   const onWarning = opts.onWarning ?? (() => undefined);
   const checked = checkConfig(loaded.nodes, registry, scope, onWarning);
   const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
-  return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files };
+  return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files, snapshot: loaded.snapshot };
 }
 
 /** Runs the modules over the checked level tree, in nginx's order, into the route table. */

@@ -28,12 +28,26 @@ export interface LoadedFile {
   readonly text: string;
 }
 
+/**
+ * What a configuration was read from: the text of every file (by absolute
+ * path) and the files each `include` pattern with wildcards matched. Loading
+ * again from it reads exactly what was read the first time, as nginx's
+ * workers serve the configuration their master read (a worker of jinx's
+ * master gets it over the cluster channel).
+ */
+export interface ConfigSnapshot {
+  readonly files: Readonly<Record<string, string>>;
+  readonly globs: Readonly<Record<string, readonly string[]>>;
+}
+
 /** The whole configuration as read from disk. */
 export interface LoadedConfig {
   /** Directives of the main context: `-g` ones first, then the main file's, includes spliced in. */
   readonly nodes: readonly ConfigNode[];
   /** Every file read, once each, in reading order. */
   readonly files: readonly LoadedFile[];
+  /** What was read, to load the same again. */
+  readonly snapshot: ConfigSnapshot;
 }
 
 /** Where to read from. */
@@ -44,6 +58,8 @@ export interface LoadOptions {
   readonly confPrefix: string;
   /** Directives given with `-g`, parsed before the main file. */
   readonly globalDirectives?: string;
+  /** Read from this instead of the disk (files it lacks are read from disk). */
+  readonly snapshot?: ConfigSnapshot;
 }
 
 const MAX_INCLUDE_DEPTH = 64;
@@ -245,10 +261,11 @@ function countLines(text: string): number {
 export function loadConfig(opts: LoadOptions): LoadedConfig {
   const files: LoadedFile[] = [];
   const seen = new Set<string>();
+  const globs: Record<string, readonly string[]> = {};
   const read = (path: string, includedFrom: SourceLoc | undefined): string => {
     let text: string;
     try {
-      text = readFileSync(Buffer.from(path, 'latin1'), 'latin1');
+      text = opts.snapshot?.files[path] ?? readFileSync(Buffer.from(path, 'latin1'), 'latin1');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EISDIR') {
         throw new ConfigError('include', `pread() "${path}" failed (${systemErrorText(err)})`, undefined, { level: 'crit' });
@@ -321,7 +338,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
           frame.out.push({ kind: 'error', error: new ConfigError('include', text, node.loc) });
           return result;
         }
-        const paths = hasGlobMagic(pattern) ? expandGlob(pattern) : [pattern];
+        const paths = hasGlobMagic(pattern) ? (globs[pattern] = opts.snapshot?.globs[pattern] ?? expandGlob(pattern)) : [pattern];
         stack.push({ kind: 'include', node, paths, k: 0, out: frame.out, depth: frame.depth });
       } else if (node.block) {
         const block: ConfigNode[] = [];
@@ -338,5 +355,5 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
   if (opts.globalDirectives) nodes.push(...expand(parseConfigText(COMMAND_LINE, opts.globalDirectives), 0));
   const mainText = read(opts.confFile, undefined);
   nodes.push(...expand(parse(opts.confFile, mainText), 0));
-  return { nodes, files };
+  return { nodes, files, snapshot: { files: Object.fromEntries(files.map((f) => [f.path, f.text])), globs } };
 }

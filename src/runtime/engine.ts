@@ -27,8 +27,11 @@ import { TempFiles } from './temp-files.js';
 
 /** How a worker process's engine differs from a single process's. */
 export interface EngineOptions {
-  /** Tries at binding (a worker's master bound the addresses already: 1). Default 5. */
-  readonly bindAttempts?: number;
+  /**
+   * A worker other than a generation's first: it binds the same addresses at
+   * the same time, so only the first logs the failures (all retry alike).
+   */
+  readonly quietBind?: boolean;
   /** Where the `limit_req_zone` states live (a worker's are the master's). Default: in this process. */
   readonly limitReq?: LimitReqStore;
   /**
@@ -97,18 +100,18 @@ export class Engine {
    * Opens the logs, reads certificates and binds every listening socket. A
    * busy address is retried five times, 500 ms apart, each failure logged
    * (`bind() to ADDR failed (98: Address already in use)`), then
-   * `still could not bind()`, as `ngx_open_listening_sockets` does; a
-   * worker (whose master bound the addresses already) tries once
-   * (`opts.bindAttempts`).
+   * `still could not bind()`, as `ngx_open_listening_sockets` does (in a
+   * worker, through its master: node:cluster binds each address once and
+   * shares it).
    * @throws ConfigError for files that cannot be opened (not yet logged),
    *   `Engine.ReportedError` when binding failed (logged)
    */
   static async start(compiled: CompiledConfig, startupLog: { readonly isStderr: boolean }, opts: EngineOptions = {}): Promise<Engine> {
     const engine = new Engine(compiled, opts);
-    const bindAttempts = opts.bindAttempts ?? 5;
     const targets = compiled.table.main.errorLogs;
     const mirror = !startupLog.isStderr || !targets.some((t) => t.path === 'stderr');
     const startupMessage = (level: LogLevel, message: string): void => {
+      if (opts.quietBind) return;
       engine.log(level, message);
       if (mirror && !targets.some((t) => t.path === 'stderr')) process.stderr.write(Buffer.from(`nginx: [${level}] ${message}\n`, 'latin1'));
     };
@@ -119,8 +122,8 @@ export class Engine {
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         startupMessage('emerg', err.message);
-        if (attempt >= bindAttempts) {
-          if (bindAttempts > 1) startupMessage('emerg', 'still could not bind()');
+        if (attempt === 5) {
+          startupMessage('emerg', 'still could not bind()');
           await engine.listeners.closeAll();
           await engine.generations.finish();
           throw new Engine.ReportedError('still could not bind()');

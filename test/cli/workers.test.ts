@@ -246,7 +246,8 @@ function runScenarios(impl: Impl): void {
       assert.deepEqual([...result.gens].sort(), ['a', 'b']);
       // signals that arrive while a reload is under way make one more reload after it, as in nginx
       const emerg = /\[emerg\] \d+#\d+: unknown directive "bogus_directive" in \S+nginx\.conf:12\n/;
-      await waitFor(() => emerg.test(readText(join(p, 'logs/error.log'))), 20_000, 'the [emerg] line of the broken configuration');
+      await waitFor(() => emerg.test(readText(join(p, 'logs/error.log'))), 20_000, 'the [emerg] line of the broken configuration')
+        .catch((err: Error) => assert.fail(`${err.message}; the error log ends with:\n${readText(join(p, 'logs/error.log')).split('\n').slice(-60).join('\n')}`));
       // worker_shutdown_timeout 3s: every old worker is gone a little after it
       await waitFor(() => workerPids(proc.pid).length === 2, 5000, 'only the two workers of the last configuration');
       assert.equal(proc.hasExited(), false);

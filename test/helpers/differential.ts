@@ -44,8 +44,16 @@ export const ORACLE = FOUND && current(FOUND_VERSION) ? FOUND : undefined;
  * root (nginx's workers too, so that they read the test's files like jinx does).
  */
 export function mainContext(level = 'info'): string {
-  return `daemon off;\nuser root;\npid logs/nginx.pid;\nerror_log logs/error.log ${level};\nevents {}\n`;
+  return `daemon off;\nuser root;\n${TEST_WORKERS}pid logs/nginx.pid;\nerror_log logs/error.log ${level};\nevents {}\n`;
 }
+
+/**
+ * `JINX_TEST_WORKERS=N`: every configuration of `mainContext` gets
+ * `worker_processes N;`, on jinx and the reference nginx alike, to run the
+ * differential tests on several workers (the recordings, made with one, are
+ * then not checked; nginx must be installed).
+ */
+export const TEST_WORKERS = process.env.JINX_TEST_WORKERS ? `worker_processes ${Number(process.env.JINX_TEST_WORKERS)};\n` : '';
 
 /** The temp paths nginx needs inside the prefix (http context). */
 export const TEMP_PATHS = 'client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;';

@@ -170,7 +170,7 @@ export async function onEachServer<T>(
     writeFiles(prefix, { 'nginx.conf': spec.conf({ port, ports, prefix }) });
     const server = await startServer(binary, prefix, join(prefix, 'nginx.conf'), [port, ...ports]);
     try {
-      return await scenario({ kind, port, ports, prefix, server, pid: servingPid(kind, server.child.pid!) });
+      return await scenario({ kind, port, ports, prefix, server, pid: servingPid(server.child.pid!) });
     } finally {
       await server.stop('SIGQUIT');
     }

@@ -115,11 +115,10 @@ export function listTree(dir: string): string[] {
 }
 
 /**
- * The process that serves connections: jinx itself, or nginx's worker (the
- * first child of its master).
+ * The process that serves connections: the first worker of a master
+ * (nginx's, or jinx's with `master_process on`), or the process itself.
  */
-export function servingPid(kind: 'nginx' | 'jinx', pid: number): number {
-  if (kind === 'jinx') return pid;
+export function servingPid(pid: number): number {
   const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
   return children.length > 0 ? Number(children[0]) : pid;
 }

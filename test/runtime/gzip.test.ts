@@ -18,6 +18,7 @@ import { after, describe, it } from 'node:test';
 import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { cleanup, freePort, startJinx, startUpstream, type Response } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, normalizeBody, parseRaw, rawExchange, snap, type Snap } from '../helpers/differential.js';
+import { servingPid } from '../helpers/slow-clients.js';
 
 const TEXT = 'The quick brown fox jumps over the lazy dog. '.repeat(40);
 
@@ -243,7 +244,9 @@ describe('gzip of a large proxied response (jinx)', () => {
     location / { proxy_pass http://127.0.0.1:${up.port}; }
   }
 }\n`, [port]);
-    const rssKb = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${jinx.child.pid}/status`, 'utf8'))![1]);
+    // the worker's memory (the master serves nothing)
+    const worker = servingPid(jinx.child.pid!);
+    const rssKb = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${worker}/status`, 'utf8'))![1]);
     const baseKb = rssKb();
     let peakKb = baseKb;
     const got = createHash('sha256');

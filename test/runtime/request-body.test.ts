@@ -42,12 +42,12 @@ async function post(s: Side, path: string, body: Buffer, opts: { chunked?: reado
 
 /** What the serving process holds open after the requests: temp files and sockets beyond the baseline. */
 function leftOpen(s: Side, baselineSockets: number): { tempFiles: string[]; extraSockets: number } {
-  const open = openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp'));
+  const open = openFiles(servingPid(s.server.child.pid!), join(s.prefix, 'tmp'));
   return { tempFiles: open.tempFiles, extraSockets: Math.max(0, open.sockets - baselineSockets) };
 }
 
 /** Sockets the serving process holds when idle (listening sockets and the like). */
-const baseline = (s: Side): number => openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).sockets;
+const baseline = (s: Side): number => openFiles(servingPid(s.server.child.pid!), join(s.prefix, 'tmp')).sockets;
 
 describe('request bodies (differential)', () => {
   after(cleanup);
@@ -196,7 +196,7 @@ describe('request bodies (differential)', () => {
       await c.send(head('POST', '/upload', 5_000_000) + 'e'.repeat(200_000));
       // the body is being written to a temp file: its level directory exists, the file is open
       await waitFor(() => listTree(join(s.prefix, 'tmp/upload')).length > 0, 5000, 'the temp directory');
-      const during = openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).tempFiles;
+      const during = openFiles(servingPid(s.server.child.pid!), join(s.prefix, 'tmp')).tempFiles;
       c.socket.destroy();
       await sleep(300);
       return { during, tree: listTree(join(s.prefix, 'tmp/upload')), left: leftOpen(s, sockets), upstreamSaw: up.seen.length };

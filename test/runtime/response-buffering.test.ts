@@ -87,7 +87,7 @@ async function slowDownload(s: Side, up: BigUpstream, path: string, holdMs: numb
   const deadline = Date.now() + holdMs;
   while (Date.now() < deadline && up.closed() === closedBefore) await sleep(20);
   const releasedBeforeRead = up.closed() > closedBefore;
-  const tempFilesDuring = openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).tempFiles;
+  const tempFilesDuring = openFiles(servingPid(s.server.child.pid!), join(s.prefix, 'tmp')).tempFiles;
   c.socket.resume();
   const end = await c.ended(30_000);
   const bodyStart = end.text.indexOf('\r\n\r\n') + 4;
@@ -96,11 +96,11 @@ async function slowDownload(s: Side, up: BigUpstream, path: string, holdMs: numb
 
 /** Sockets beyond `baseline` and temp files the serving process still holds. */
 function leftOpen(s: Side, baseline: number): { tempFiles: string[]; extraSockets: number } {
-  const open = openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp'));
+  const open = openFiles(servingPid(s.server.child.pid!), join(s.prefix, 'tmp'));
   return { tempFiles: open.tempFiles, extraSockets: Math.max(0, open.sockets - baseline) };
 }
 
-const socketsNow = (s: Side): number => openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).sockets;
+const socketsNow = (s: Side): number => openFiles(servingPid(s.server.child.pid!), join(s.prefix, 'tmp')).sockets;
 
 /** The temp-file warnings of a log: `PATH-UNDER-tmp request-uri`. */
 const spoolLines = (lines: readonly string[]): string[] => lines.flatMap((l) => {
@@ -325,7 +325,7 @@ describe('response buffering (differential)', () => {
         const deadline = Date.now() + 1500;
         while (Date.now() < deadline && up.written() === before) await sleep(20);
         const readWhole = up.written() > before;
-        const tempFiles = openFiles(servingPid(s.kind, s.server.child.pid!), join(s.prefix, 'tmp')).tempFiles;
+        const tempFiles = openFiles(servingPid(s.server.child.pid!), join(s.prefix, 'tmp')).tempFiles;
         c.socket.resume();
         const end = await c.ended(30_000);
         out[path] = { status: statusOf(end.text), bodyBytes: end.text.length - end.text.indexOf('\r\n\r\n') - 4, readWhole, tempFiles };

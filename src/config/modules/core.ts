@@ -223,7 +223,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     note: 'each worker sets its own priority (os.setPriority); with master_process off, set it with nice before starting jinx',
     set: setPriority,
   },
-  none('worker_cpu_affinity', MAIN, ['1MORE'], 'jinx runs one process', rule.custom(parseCpuAffinity, cpuAffinity)),
+  none('worker_cpu_affinity', MAIN, ['1MORE'], 'workers are not bound to CPUs (node cannot set a process\'s affinity)', rule.custom(parseCpuAffinity, cpuAffinity)),
   {
     name: 'worker_shutdown_timeout', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime', set: msecSetter(workerShutdownTimeoutMs),
   },
@@ -234,11 +234,11 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     set: flagSetter(masterProcess),
   },
   none('timer_resolution', MAIN, ['TAKE1'], 'timers are the runtime\'s', rule.msec),
-  none('lock_file', MAIN, ['TAKE1'], 'jinx runs one process', rule.str),
+  none('lock_file', MAIN, ['TAKE1'], 'jinx has no accept mutex, so no lock file', rule.str),
   none('thread_pool', MAIN, ['TAKE2', 'TAKE3'], 'file I/O uses the runtime\'s thread pool', rule.repeatable(setThreadPool), 'ngx_thread_pool_module'),
   none('multi_accept', EVENT, ['FLAG'], 'accepting is the runtime\'s', rule.flag, EVENT_CORE),
-  none('accept_mutex', EVENT, ['FLAG'], 'jinx runs one process', rule.flag, EVENT_CORE),
-  none('accept_mutex_delay', EVENT, ['TAKE1'], 'jinx runs one process', rule.msec, EVENT_CORE),
+  none('accept_mutex', EVENT, ['FLAG'], 'workers accept on the shared sockets as the kernel wakes them, as with nginx\'s default accept_mutex off', rule.flag, EVENT_CORE),
+  none('accept_mutex_delay', EVENT, ['TAKE1'], 'jinx has no accept mutex', rule.msec, EVENT_CORE),
   none('use', EVENT, ['TAKE1'], 'the event loop is the runtime\'s', rule.custom((d) => {
     if (!EVENT_METHODS.includes(d.args[0]!)) fail(`invalid event type "${d.args[0]}"`);
     return d.args[0];

@@ -186,7 +186,7 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
   },
   upstreamTime('keepalive_time', keepaliveTimeSet, 'keepaliveTimeMs'),
   noEffect({
-    name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], note: 'jinx runs one process: peer state is not shared',
+    name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], note: 'peer state (max_fails, fail_timeout) is kept per worker process, as nginx keeps it without a zone',
   }, rule.repeatable(setZone)),
   {
     name: 'least_conn', module: 'ngx_http_upstream_least_conn_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'runtime',
