@@ -14,7 +14,8 @@
  * Signals, as nginx's master takes them: `HUP` reload (a new generation of
  * workers on the new configuration; the old ones stop gracefully once every
  * new one serves; a configuration that fails leaves the old workers
- * untouched), `QUIT` graceful stop, `TERM`/`INT` fast stop, `USR1` reopen
+ * untouched; the old workers end the connections they have at once, as
+ * nginx's do, but accept until the new ones serve), `QUIT` graceful stop, `TERM`/`INT` fast stop, `USR1` reopen
  * logs, `WINCH` (daemonized only) stop the workers and keep the master. A
  * worker that dies is replaced. Every step is logged at `notice` with
  * nginx's words, by the process that takes it.
@@ -31,7 +32,7 @@ import type { LogLevel } from '../log/levels.js';
 import { systemErrorText } from '../os-errors.js';
 import { MasterZones } from './shared-zones.js';
 import type { MessageSink } from './startup-log.js';
-import { isWorkerMessage, WORKER_INDEX_ENV, type ConfMessage } from './worker-protocol.js';
+import { isWorkerMessage, WORKER_INDEX_ENV, type ConfMessage, type RetireMessage } from './worker-protocol.js';
 
 /** One configuration's workers. */
 interface Generation {
@@ -191,6 +192,11 @@ export class Master {
     }
   }
 
+  /** Sends a message to every worker of `gen`. */
+  private sendAll(gen: Generation, message: RetireMessage): void {
+    for (const w of gen.workers) if (w.isConnected()) w.send(message);
+  }
+
   private signalAll(signal: NodeJS.Signals): void {
     for (const worker of this.states.keys()) this.tell(worker, signal);
   }
@@ -248,6 +254,8 @@ export class Master {
       const previous = this.current;
       const logs = new ErrorLogFiles();
       logs.open(compiled.table.main.errorLogs);
+      // the old workers end the connections they have now, as nginx's would, and accept until the new ones serve
+      this.sendAll(previous, { type: 'retire' });
       if (await this.start(gen)) {
         const oldLogs = this.errorLog;
         this.current = gen;

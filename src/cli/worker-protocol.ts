@@ -42,6 +42,16 @@ export interface ConfMessage {
 
 export type WorkerMessage = ConfQuery | ReadyMessage | LimitReqQuery;
 
+/** From the master to the workers of the configuration in service: a reload is under way (`Engine.retire`). */
+export interface RetireMessage {
+  readonly type: 'retire';
+}
+
+/** Whether `m` is a `RetireMessage`. */
+export function isRetireMessage(m: unknown): m is RetireMessage {
+  return (m as { type?: unknown } | null)?.type === 'retire';
+}
+
 /** Whether `m` is a message of a jinx worker (cluster sends its own on the same channel). */
 export function isWorkerMessage(m: unknown): m is WorkerMessage {
   const type = (m as { type?: unknown } | null)?.type;

@@ -10,9 +10,10 @@ import cluster from 'node:cluster';
 import { setPriority } from 'node:os';
 import type { CompiledConfig } from '../config/compile.js';
 import { systemErrorText } from '../os-errors.js';
+import { releaseEarlySignals, type StopKind } from './early-signals.js';
 import { WorkerLimitReq } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
-import { WORKER_INDEX_ENV, type ReadyMessage } from './worker-protocol.js';
+import { isRetireMessage, WORKER_INDEX_ENV, type ReadyMessage } from './worker-protocol.js';
 
 /** nginx's exit code for a worker that cannot start; the master does not start it again. */
 const FATAL_EXIT = 2;
@@ -22,12 +23,19 @@ const FATAL_EXIT = 2;
  * @returns the exit code: 0 after a stop, 2 when the worker could not start
  */
 export async function serveWorker(compiled: CompiledConfig, startupLog: StartupLog): Promise<number> {
+  const ready: ReadyMessage = { type: 'ready' };
+  // the addresses first: once every new worker listens, the master can stop the old ones (their
+  // connections are queued here meanwhile); one that does not bind is left to Engine.start to report
+  const { listenEarly } = await import('../runtime/listen.js');
+  const early = await listenEarly(compiled.table.listens).catch(() => undefined);
+  if (early) process.send?.(ready);
   // the runtime (and undici with it) is loaded only to serve
   const { Engine } = await import('../runtime/engine.js');
   let engine: Awaited<ReturnType<typeof Engine.start>>;
   try {
     engine = await Engine.start(compiled, startupLog, {
-      quietBind: Number(process.env[WORKER_INDEX_ENV] ?? 0) !== 0, worker: true, limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
+      quietBind: Number(process.env[WORKER_INDEX_ENV] ?? 0) !== 0, worker: true, early,
+      limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
     });
   } catch (err) {
     if (!(err instanceof Engine.ReportedError)) startupLog.write('emerg', String((err as Error)?.message ?? err));
@@ -41,12 +49,12 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
       engine.log('alert', `setpriority(${priority}) failed (${systemErrorText(err)})`);
     }
   }
+  const stopAsked = releaseEarlySignals();
   for (const signal of ['SIGHUP', 'SIGWINCH'] as const) process.on(signal, () => undefined);
-  const ready: ReadyMessage = { type: 'ready' };
-  process.send?.(ready);
+  if (!early) process.send?.(ready);
   return new Promise<number>((resolveExit) => {
     let stopping = false;
-    const stop = (how: 'graceful' | 'fast'): void => {
+    const stop = (how: StopKind): void => {
       if (stopping && how === 'graceful') return;
       stopping = true;
       void (how === 'graceful' ? engine.shutdown() : engine.stop()).then(() => leaveWhenIdle(engine, resolveExit));
@@ -55,6 +63,10 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
     process.on('SIGTERM', () => stop('fast'));
     process.on('SIGINT', () => stop('fast'));
     process.on('SIGUSR1', () => engine.reopenLogs());
+    process.on('message', (m: unknown) => {
+      if (isRetireMessage(m) && !stopping) engine.retire();
+    });
+    if (stopAsked) stop(stopAsked);
   });
 }
 

@@ -15,7 +15,7 @@ import type { LogLevel } from '../log/levels.js';
 import { CacheZones } from './cache/zone.js';
 import { ConnectionNumbers } from './connection-numbers.js';
 import { LimitReqZones, type LimitReqStore } from './limit-req-zones.js';
-import type { ListenHooks } from './listen.js';
+import type { EarlyListener, ListenHooks } from './listen.js';
 import { connectionLogger } from './server/connection-log.js';
 import { ClientConnections } from './server/connections.js';
 import { Generations, prepareGeneration, type Lasting } from './server/generations.js';
@@ -42,6 +42,8 @@ export interface EngineOptions {
    * idle keep-alive connections (`ngx_close_idle_connections`).
    */
   readonly worker?: boolean;
+  /** Addresses bound already (`listenEarly`), by `listenKey`, with the connections they accepted. */
+  readonly early?: ReadonlyMap<string, EarlyListener>;
 }
 
 export class Engine {
@@ -117,7 +119,7 @@ export class Engine {
     };
     for (let attempt = 1; ; attempt++) {
       try {
-        await engine.listeners.bindNew(engine.generations.current);
+        await engine.listeners.bindNew(engine.generations.current, opts.early);
         return engine;
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
@@ -163,6 +165,17 @@ export class Engine {
     this.connections.closeAfter(old.table.main.workerShutdownTimeoutMs);
     this.listeners.keepOnly(gen);
     this.generations.retire(old);
+  }
+
+  /**
+   * A worker whose master is reloading: the connections it has end as in a
+   * graceful shutdown (HTTP/2 GOAWAY, keep-alive connections closed after
+   * their response), as nginx's old workers end theirs at once; it goes on
+   * accepting, and serving what it accepts as before, until the new workers
+   * serve (then `shutdown`), so no connection is refused meanwhile.
+   */
+  retire(): void {
+    this.connections.stopSessions();
   }
 
   /** Reopens every log file (SIGUSR1). */

@@ -222,7 +222,7 @@ export const listenKey = (g: { host: string; port: number }): string => `${g.hos
  * ALPN with `http2 on`), and plain HTTP sent to the TLS port goes to HTTP/1.x
  * (which the phases answer with 497).
  */
-export function createListener(group: ListenGroup, hooks: ListenHooks): Listener {
+export function createListener(group: ListenGroup, hooks: ListenHooks, early?: EarlyListener): Listener {
   const key = listenKey(group);
   const h2 = group.http2;
   if (!group.ssl) {
@@ -232,7 +232,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
       if (h2 && startsWithPreface(first) && http2Accepted(addressServers(hooks.group(key) ?? group, socket.localAddress))) {
         hooks.onHttp2(socket, first);
       } else hooks.onHttp1(socket, first);
-    });
+    }, early);
     return { front, tls: undefined };
   }
   const tlsOptions = {
@@ -291,7 +291,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks): Listener
     // a client that closes in the handshake is seen at once (node:tls closes a half-open socket only then)
     socket.allowHalfOpen = false;
     tlsServer.emit('connection', socket);
-  });
+  }, early);
   return { front, tls: tlsServer };
 }
 
@@ -335,8 +335,8 @@ const UNRECOGNIZED_NAME_ALERT = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02,
  * closes the connection. Connections are half-open capable: a client that
  * shuts down its side still gets its response.
  */
-function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route: (socket: Socket, first: Buffer) => void): NetServer {
-  return createNetServer({ pauseOnConnect: true, allowHalfOpen: true }, (socket) => {
+function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route: (socket: Socket, first: Buffer) => void, early?: EarlyListener): NetServer {
+  const accept = (socket: Socket): void => {
     hooks.onAccept(socket);
     if (socket.destroyed) return;
     let first: Buffer | undefined;
@@ -378,7 +378,8 @@ function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route:
     socket.once('end', onEnd);
     socket.once('close', onClose);
     socket.resume();
-  });
+  };
+  return early ? early.adopt(accept) : createNetServer(FRONT_OPTIONS, accept);
 }
 
 /**
@@ -389,6 +390,7 @@ function frontServer(hooks: ListenHooks, key: string, group: ListenGroup, route:
  * its file, as `ngx_close_listening_sockets` does on exit.
  */
 export function bindListener({ front: server }: Listener, group: ListenGroup): Promise<void> {
+  if (server.listening) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => {
       reject(new ConfigError('file', `bind() to ${group.addrText.replace(/^\*/, '0.0.0.0')} failed (${systemErrorText(err)})`));
@@ -401,4 +403,52 @@ export function bindListener({ front: server }: Listener, group: ListenGroup): P
       resolve();
     });
   });
+}
+
+/** How every front server is made: connections paused until routed, half-open capable. */
+const FRONT_OPTIONS = { pauseOnConnect: true, allowHalfOpen: true } as const;
+
+/**
+ * A front server bound before the server that serves it is made: a worker
+ * of jinx's master binds its addresses first, so that its master can stop
+ * the old workers at once, and keeps the connections it accepts meanwhile
+ * (paused, as every front server's) until `adopt`.
+ */
+export class EarlyListener {
+  readonly server: NetServer;
+  private queued: Socket[] | undefined = [];
+
+  constructor() {
+    this.server = createNetServer(FRONT_OPTIONS, (socket) => this.queued?.push(socket));
+  }
+
+  /** Hands the server and the connections it kept to `accept`. */
+  adopt(accept: (socket: Socket) => void): NetServer {
+    const kept = this.queued ?? [];
+    this.queued = undefined;
+    this.server.removeAllListeners('connection');
+    this.server.on('connection', accept);
+    for (const socket of kept) if (!socket.destroyed) accept(socket);
+    return this.server;
+  }
+}
+
+/**
+ * Binds every address of `groups` (`bindListener`, once each: a worker's
+ * master has bound them already) into an `EarlyListener`, by `listenKey`.
+ * @throws ConfigError for the first that cannot be bound, the others closed
+ */
+export async function listenEarly(groups: readonly ListenGroup[]): Promise<Map<string, EarlyListener>> {
+  const out = new Map<string, EarlyListener>();
+  try {
+    for (const group of groups) {
+      const early = new EarlyListener();
+      await bindListener({ front: early.server, tls: undefined }, group);
+      out.set(listenKey(group), early);
+    }
+  } catch (err) {
+    for (const early of out.values()) early.server.close();
+    throw err;
+  }
+  return out;
 }

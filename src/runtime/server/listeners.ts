@@ -4,7 +4,7 @@
  * binds the new addresses first and closes the ones it dropped after.
  */
 import type { ListenGroup } from '../../config/route-table.js';
-import { bindListener, createListener, type ListenHooks, type Listener } from '../listen.js';
+import { bindListener, createListener, type EarlyListener, type ListenHooks, type Listener } from '../listen.js';
 import type { Generation } from './generations.js';
 
 /** The server's listening sockets by `listenKey`. */
@@ -20,13 +20,14 @@ export class Listeners {
   }
 
   /**
-   * Binds a socket for every address of `gen` not bound yet.
+   * Binds a socket for every address of `gen` not bound yet, or takes the
+   * one `early` bound for it (`listenEarly`).
    * @throws ConfigError `bind() to ADDR failed (…)` for the first that cannot be bound
    */
-  async bindNew(gen: Generation): Promise<void> {
+  async bindNew(gen: Generation, early?: ReadonlyMap<string, EarlyListener>): Promise<void> {
     for (const [key, group] of gen.groups) {
       if (this.byKey.has(key)) continue;
-      const server = createListener(group, this.hooks(key, group));
+      const server = createListener(group, this.hooks(key, group), early?.get(key));
       await bindListener(server, group);
       this.byKey.set(key, server);
     }
