@@ -223,11 +223,11 @@ function daemonize(pidFile: string): Promise<number> {
 async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
   if (cluster.isWorker) {
     // the files the master read and checked; it reported their warnings already
-    const snapshot = await confFromMaster();
-    if (!snapshot) return leaveMaster(2);
+    const conf = await confFromMaster();
+    if (!conf) return leaveMaster(2);
     const emergOnly: MessageSink = { write: (level, message) => { if (level === 'emerg') log.write(level, message); } };
-    const compiled = await compile(paths, flags, emergOnly, undefined, undefined, snapshot);
-    return compiled ? serveWorker(compiled, log) : leaveMaster(2);
+    const compiled = await compile(paths, flags, emergOnly, undefined, undefined, conf.snapshot);
+    return compiled ? serveWorker(compiled, log, conf.ticketKeys) : leaveMaster(2);
   }
   const compiled = await compile(paths, flags, log);
   if (!compiled) return 1;

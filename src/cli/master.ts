@@ -24,6 +24,7 @@
  * the master, reached by message (`shared-zones.ts`).
  */
 import cluster, { type Worker } from 'node:cluster';
+import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
 import { rmSync, writeFileSync } from 'node:fs';
 import type { CompiledConfig } from '../config/compile.js';
@@ -34,10 +35,16 @@ import { MasterZones } from './shared-zones.js';
 import type { MessageSink } from './startup-log.js';
 import { isWorkerMessage, WORKER_INDEX_ENV, type ConfMessage, type RetireMessage } from './worker-protocol.js';
 
-/** One configuration's workers. */
+/** One configuration's workers, and the session ticket keys their TLS contexts share. */
 interface Generation {
   readonly compiled: CompiledConfig;
   readonly workers: Set<Worker>;
+  readonly ticketKeys: Buffer;
+}
+
+/** A generation of `compiled`, with new ticket keys (nginx's contexts of a new configuration make theirs). */
+function generation(compiled: CompiledConfig): Generation {
+  return { compiled, workers: new Set(), ticketKeys: randomBytes(48) };
 }
 
 /** A worker's fate as the master sees it. */
@@ -76,7 +83,7 @@ export class Master {
   private resolveExit: (code: number) => void = () => undefined;
 
   private constructor(compiled: CompiledConfig, private readonly opts: MasterOptions) {
-    this.current = { compiled, workers: new Set() };
+    this.current = generation(compiled);
     this.errorLog.open(compiled.table.main.errorLogs);
     this.zones = new MasterZones((message) => this.log('alert', message));
     // workers accept on the master's sockets themselves, as nginx's do (not handed each connection by the master)
@@ -160,7 +167,7 @@ export class Master {
     worker.on('message', (m: unknown) => {
       if (!isWorkerMessage(m)) return;
       if (m.type === 'conf') {
-        const conf: ConfMessage = { type: 'conf', snapshot: gen.compiled.snapshot };
+        const conf: ConfMessage = { type: 'conf', snapshot: gen.compiled.snapshot, ticketKeys: gen.ticketKeys.toString('base64') };
         worker.send(conf);
       } else if (m.type === 'ready') {
         this.states.get(worker)!.ready = true;
@@ -250,7 +257,7 @@ export class Master {
     this.log('notice', 'reconfiguring');
     const compiled = await this.opts.recompile({ write: (level, message) => this.log(level, message) });
     if (compiled && !this.exiting) {
-      const gen: Generation = { compiled, workers: new Set() };
+      const gen = generation(compiled);
       const previous = this.current;
       const logs = new ErrorLogFiles();
       logs.open(compiled.table.main.errorLogs);

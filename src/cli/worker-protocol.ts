@@ -34,10 +34,21 @@ export interface ConfQuery {
   readonly type: 'conf';
 }
 
-/** From the master: the configuration files it read and checked, for the worker to serve. */
+/**
+ * From the master: the configuration files it read and checked, for the
+ * worker to serve, and the generation's session ticket keys (48 bytes in
+ * base64), the same for all its workers.
+ */
 export interface ConfMessage {
   readonly type: 'conf';
   readonly snapshot: ConfigSnapshot;
+  readonly ticketKeys: string;
+}
+
+/** What a worker serves: the configuration its master checked, and the keys its TLS contexts share. */
+export interface WorkerConf {
+  readonly snapshot: ConfigSnapshot;
+  readonly ticketKeys: Buffer;
 }
 
 export type WorkerMessage = ConfQuery | ReadyMessage | LimitReqQuery;
@@ -66,14 +77,15 @@ export function isLimitReqAnswer(m: unknown): m is LimitReqAnswer {
 /**
  * Asks the master for the configuration to serve (a message sent before a
  * worker listens would be lost, so the worker asks).
- * @returns the snapshot, or undefined when the channel closes first
+ * @returns it, or undefined when the channel closes first
  */
-export function confFromMaster(): Promise<ConfigSnapshot | undefined> {
+export function confFromMaster(): Promise<WorkerConf | undefined> {
   return new Promise((resolve) => {
     const onMessage = (m: unknown): void => {
       if ((m as { type?: unknown } | null)?.type !== 'conf') return;
       process.off('message', onMessage);
-      resolve((m as ConfMessage).snapshot);
+      const conf = m as ConfMessage;
+      resolve({ snapshot: conf.snapshot, ticketKeys: Buffer.from(conf.ticketKeys, 'base64') });
     };
     process.on('message', onMessage);
     process.once('disconnect', () => resolve(undefined));

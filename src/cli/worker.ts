@@ -20,9 +20,10 @@ const FATAL_EXIT = 2;
 
 /**
  * Serves as a worker until told to stop.
+ * @param ticketKeys the session ticket keys of the worker's generation (`ConfMessage`)
  * @returns the exit code: 0 after a stop, 2 when the worker could not start
  */
-export async function serveWorker(compiled: CompiledConfig, startupLog: StartupLog): Promise<number> {
+export async function serveWorker(compiled: CompiledConfig, startupLog: StartupLog, ticketKeys: Buffer): Promise<number> {
   const ready: ReadyMessage = { type: 'ready' };
   // the addresses first: once every new worker listens, the master can stop the old ones (their
   // connections are queued here meanwhile); one that does not bind is left to Engine.start to report
@@ -34,7 +35,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   let engine: Awaited<ReturnType<typeof Engine.start>>;
   try {
     engine = await Engine.start(compiled, startupLog, {
-      quietBind: Number(process.env[WORKER_INDEX_ENV] ?? 0) !== 0, worker: true, early,
+      quietBind: Number(process.env[WORKER_INDEX_ENV] ?? 0) !== 0, worker: true, early, ticketKeys,
       limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
     });
   } catch (err) {

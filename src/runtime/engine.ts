@@ -44,6 +44,8 @@ export interface EngineOptions {
   readonly worker?: boolean;
   /** Addresses bound already (`listenEarly`), by `listenKey`, with the connections they accepted. */
   readonly early?: ReadonlyMap<string, EarlyListener>;
+  /** Session ticket keys shared with the other workers (48 bytes); default: each TLS context its own. */
+  readonly ticketKeys?: Buffer;
 }
 
 export class Engine {
@@ -63,6 +65,7 @@ export class Engine {
       limitReq: opts.limitReq ?? new LimitReqZones((message) => this.log('alert', message)),
       cache: new CacheZones((level, message) => this.log(level, message)),
       admitUpstream: () => this.connections.admitUpstream(),
+      ticketKeys: opts.ticketKeys,
     };
     this.generations = new Generations(prepareGeneration(compiled, new ErrorLogFiles(), this.lasting));
     const generations = this.generations;

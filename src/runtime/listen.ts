@@ -39,8 +39,13 @@ export class TlsContexts {
   /** `ssl_certificate_cache`s, one per directive (servers inheriting one share it). */
   private readonly caches = new Map<CertificateCacheConf, CertificateCache>();
 
-  /** Builds a TLS context for every server on a TLS address. */
-  constructor(table: RouteTable) {
+  /**
+   * Builds a TLS context for every server on a TLS address.
+   * @param ticketKeys the 48 bytes that encrypt session tickets, shared by
+   *   the workers of a master (nginx's workers inherit their master's
+   *   contexts, keys included); without, each context makes its own
+   */
+  constructor(table: RouteTable, private readonly ticketKeys?: Buffer) {
     for (const group of table.listens) if (group.ssl) for (const server of serversOf(group)) this.load(server);
   }
 
@@ -61,7 +66,7 @@ export class TlsContexts {
       sessionTimeout: tls.sessionTimeoutSec,
       ecdhCurve: tls.ecdhCurve,
       ...(tls.dhparam ? { dhparam: tls.dhparam } : {}),
-      ...(tls.sessionTickets ? {} : { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
+      ...(tls.sessionTickets ? (this.ticketKeys ? { ticketKeys: this.ticketKeys } : {}) : { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
       // client certificates are checked against ssl_client_certificate and ssl_trusted_certificate (both named
       // to clients: node:tls has one list); the phases refuse as nginx does
       ...(tls.verifyClient !== 'off' && (tls.clientCa || tls.trusted) ? { ca: [tls.clientCa, tls.trusted].filter((b) => b !== undefined) } : {}),

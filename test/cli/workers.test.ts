@@ -11,11 +11,13 @@ import { spawnSync } from 'node:child_process';
 import { request as httpRequest, Agent } from 'node:http';
 import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
 import { connect as netConnect, createServer as createNetServer, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { writeFileSync } from 'node:fs';
 import { cleanup, freePort, onCleanup, startUpstream, waitFor } from '../helpers/harness.js';
 import { impls, KeepAliveClient, makePrefix, readText, sleep, startImpl, type Impl } from '../helpers/cli.js';
+import { selfSigned } from '../helpers/pki.js';
 
 /** The pids of a process's children: the master's workers. */
 function workerPids(masterPid: number): number[] {
@@ -224,6 +226,38 @@ function runScenarios(impl: Impl): void {
       assert.equal((await other.client.get('/limited')).status, 503);
       first.client.agent.destroy();
       other.client.agent.destroy();
+    });
+
+    it('a TLS session made with one worker resumes on the other: the workers share their session ticket keys', async () => {
+      const port = await freePort();
+      const { cert, key } = selfSigned('localhost');
+      const confText = conf(port, 'a').replace(`listen 127.0.0.1:${port};`, `listen 127.0.0.1:${port} ssl;\n        ssl_certificate cert.pem;\n        ssl_certificate_key cert.key;`);
+      const p = makePrefix({ 'nginx.conf': confText, 'cert.pem': cert, 'cert.key': key });
+      await startImpl(impl, p, [port]);
+      /** One HTTP/1.0 GET over a new TLS connection: the answering worker's pid, whether the session was resumed, the session to resume. */
+      const get = (session?: Buffer): Promise<{ pid: number; reused: boolean; session: Buffer | undefined }> => new Promise((resolve, reject) => {
+        const s = tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false, session });
+        let text = '';
+        let ticket: Buffer | undefined;
+        let reused = false;
+        s.on('session', (t: Buffer) => { ticket = t; });
+        s.on('secureConnect', () => {
+          reused = s.isSessionReused();
+          s.write('GET / HTTP/1.0\r\nHost: localhost\r\n\r\n');
+        });
+        s.on('data', (d: Buffer) => { text += d.toString('latin1'); });
+        s.on('error', reject);
+        s.on('close', () => resolve({ pid: Number(/\r\n\r\n(\d+)/.exec(text)?.[1]), reused, session: ticket }));
+      });
+      const first = await get();
+      assert.ok(first.session, 'the server sent a session ticket');
+      let other: { pid: number; reused: boolean } | undefined;
+      for (let i = 0; i < 100 && !other; i++) {
+        const r = await get(first.session);
+        if (r.pid !== first.pid) other = r;
+      }
+      assert.ok(other, `no connection reached a worker other than ${first.pid}`);
+      assert.equal(other.reused, true, `the session of worker ${first.pid} was not resumed by worker ${other.pid}`);
     });
 
     it('20 reloads every 0.5 s under load over HTTP/1.1 and HTTP/2, then a broken configuration: no request fails, every answer is the old or the new configuration\'s, no old worker is left', async () => {

@@ -40,6 +40,8 @@ export interface Lasting {
   readonly cache: CacheZones;
   /** Whether an upstream connection may be opened within `worker_connections` (`ClientConnections.admitUpstream`). */
   admitUpstream(): boolean;
+  /** The session ticket keys a worker's master gave it (`TlsContexts`). */
+  readonly ticketKeys?: Buffer;
 }
 
 /**
@@ -53,7 +55,7 @@ export function prepareGeneration(compiled: CompiledConfig, errorLog: ErrorLogFi
   errorLog.open(table.errorLogTargets);
   const accessLog = new AccessLogFiles();
   accessLog.open(table.accessLogTargets);
-  const tls = new TlsContexts(table);
+  const tls = new TlsContexts(table, lasting.ticketKeys);
   const upstreams = new UpstreamClients(lasting.numbers, () => lasting.admitUpstream(), table.main.workerConnections);
   // nginx's resolver writes to the main error log (`cycle->new_log`)
   const resolver = new NameResolver((level, message) => errorLog.write(table.main.errorLogs, level, message));
