@@ -20,6 +20,7 @@ import { confPaths, type ConfPaths } from './conf-paths.js';
 import { lint } from './lint.js';
 import { Master } from './master.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
+import { awaitReload, readReloadStatus, removeReloadStatus, writeReloadStatus } from './reload-status.js';
 import { confFromMaster } from './worker-protocol.js';
 import { leaveMaster, serveWorker } from './worker.js';
 
@@ -181,13 +182,29 @@ async function signalProcess(paths: ConfPaths, flags: Flags, sig: NodeJS.Signals
     log.write('error', `invalid PID number "${trimmed}" in "${pidFile}"`);
     return 1;
   }
+  const before = readReloadStatus(pidFile)?.reload ?? 0;
   try {
     process.kill(pid, sig);
   } catch (err) {
     log.write('alert', `kill(${pid}, ${SIGNAL_NUMBERS[sig]}) failed (${systemErrorText(err)})`);
     return 1;
   }
-  return 0;
+  return sig === 'SIGHUP' && !flags.q ? reloadOutcome(pidFile, before) : 0;
+}
+
+/**
+ * Beyond nginx: `-s reload` waits (up to 30 s) for the running jinx to say
+ * what became of the reload (`reload-status.ts`) and exits 1 with its
+ * `[emerg]` lines on stderr when the new configuration is not in service;
+ * nothing is printed when it is, or when no answer comes (a server that
+ * does not write one). `-q` leaves nginx's behaviour: signal and exit 0.
+ */
+async function reloadOutcome(pidFile: string, before: number): Promise<number> {
+  const status = await awaitReload(pidFile, before, 30_000);
+  if (!status || status.ok) return 0;
+  const lines = status.emerg.length > 0 ? status.emerg : ['the new configuration is not in service: a worker process could not start (the error log says why)'];
+  for (const line of lines) process.stderr.write(Buffer.from(`nginx: [emerg] ${line}\n`, 'latin1'));
+  return 1;
 }
 
 /** Starts a detached copy of this process for `daemon on` and waits until it serves or fails. */
@@ -260,6 +277,7 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
       exiting = true;
       void (how === 'graceful' ? engine.shutdown() : engine.stop()).then(() => {
         rmSync(pidFile, { force: true });
+        removeReloadStatus(pidFile);
         resolveExit(0);
       });
     };
@@ -267,16 +285,27 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
     process.on('SIGTERM', () => exit('fast'));
     process.on('SIGINT', () => exit('fast'));
     process.on('SIGUSR1', () => engine.reopenLogs());
+    let reloads = 0;
     process.on('SIGHUP', () => {
       void (async () => {
-        const reloadLog: MessageSink = { write: (level, message) => engine.log(level, message) };
+        const emerg: string[] = [];
+        const reloadLog: MessageSink = {
+          write: (level, message) => {
+            engine.log(level, message);
+            if (level === 'emerg') emerg.push(message);
+          },
+        };
         const next = await compile(paths, flags, reloadLog);
-        if (!next) return;
-        try {
-          await engine.reload(next);
-        } catch (err) {
-          report(reloadLog, err);
+        let ok = false;
+        if (next) {
+          try {
+            await engine.reload(next);
+            ok = true;
+          } catch (err) {
+            report(reloadLog, err);
+          }
         }
+        writeReloadStatus(pidFile, { reload: ++reloads, ok, emerg });
       })();
     });
   });

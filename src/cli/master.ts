@@ -31,6 +31,7 @@ import type { CompiledConfig } from '../config/compile.js';
 import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { systemErrorText } from '../os-errors.js';
+import { removeReloadStatus, writeReloadStatus } from './reload-status.js';
 import { MasterZones } from './shared-zones.js';
 import type { MessageSink } from './startup-log.js';
 import { isWorkerMessage, WORKER_INDEX_ENV, type ConfMessage, type RetireMessage } from './worker-protocol.js';
@@ -80,6 +81,10 @@ export class Master {
   private reloading = false;
   private reloadAgain = false;
   private readonly zones: MasterZones;
+  /** Reloads handled, for `PIDFILE.reload` (`reload-status.ts`). */
+  private reloads = 0;
+  /** The `[emerg]` lines of the reload under way. */
+  private reloadEmerg: string[] = [];
   private resolveExit: (code: number) => void = () => undefined;
 
   private constructor(compiled: CompiledConfig, private readonly opts: MasterOptions) {
@@ -169,6 +174,8 @@ export class Master {
       if (m.type === 'conf') {
         const conf: ConfMessage = { type: 'conf', snapshot: gen.compiled.snapshot, ticketKeys: gen.ticketKeys.toString('base64') };
         worker.send(conf);
+      } else if (m.type === 'emerg') {
+        this.reloadEmerg.push(m.message);
       } else if (m.type === 'ready') {
         this.states.get(worker)!.ready = true;
         worker.emit('jinx:ready');
@@ -231,6 +238,7 @@ export class Master {
     if (this.exiting && this.states.size === 0) {
       this.log('notice', 'exit');
       rmSync(this.main.pidFile, { force: true });
+      removeReloadStatus(this.main.pidFile);
       this.resolveExit(this.close(0));
     }
   }
@@ -254,8 +262,15 @@ export class Master {
    */
   private async reload(): Promise<void> {
     this.reloading = true;
+    this.reloadEmerg = [];
+    let ok = false;
     this.log('notice', 'reconfiguring');
-    const compiled = await this.opts.recompile({ write: (level, message) => this.log(level, message) });
+    const compiled = await this.opts.recompile({
+      write: (level, message) => {
+        this.log(level, message);
+        if (level === 'emerg') this.reloadEmerg.push(message);
+      },
+    });
     if (compiled && !this.exiting) {
       const gen = generation(compiled);
       const previous = this.current;
@@ -264,6 +279,7 @@ export class Master {
       // the old workers end the connections they have now, as nginx's would, and accept until the new ones serve
       this.sendAll(previous, { type: 'retire' });
       if (await this.start(gen)) {
+        ok = true;
         const oldLogs = this.errorLog;
         this.current = gen;
         this.errorLog = logs;
@@ -274,6 +290,7 @@ export class Master {
         logs.close();
       }
     }
+    writeReloadStatus(this.main.pidFile, { reload: ++this.reloads, ok, emerg: this.reloadEmerg });
     this.reloading = false;
     if (this.reloadAgain && !this.exiting) {
       this.reloadAgain = false;
@@ -294,6 +311,7 @@ export class Master {
     if (this.states.size === 0) {
       this.log('notice', 'exit');
       rmSync(this.main.pidFile, { force: true });
+      removeReloadStatus(this.main.pidFile);
       this.resolveExit(this.close(0));
     }
   }

@@ -51,7 +51,13 @@ export interface WorkerConf {
   readonly ticketKeys: Buffer;
 }
 
-export type WorkerMessage = ConfQuery | ReadyMessage | LimitReqQuery;
+/** From a worker that is starting: an `[emerg]` line it logged (a bind that failed), for `-s reload` to show. */
+export interface EmergMessage {
+  readonly type: 'emerg';
+  readonly message: string;
+}
+
+export type WorkerMessage = ConfQuery | ReadyMessage | LimitReqQuery | EmergMessage;
 
 /** From the master to the workers of the configuration in service: a reload is under way (`Engine.retire`). */
 export interface RetireMessage {
@@ -66,7 +72,7 @@ export function isRetireMessage(m: unknown): m is RetireMessage {
 /** Whether `m` is a message of a jinx worker (cluster sends its own on the same channel). */
 export function isWorkerMessage(m: unknown): m is WorkerMessage {
   const type = (m as { type?: unknown } | null)?.type;
-  return type === 'conf' || type === 'ready' || type === 'limit_req';
+  return type === 'conf' || type === 'ready' || type === 'limit_req' || type === 'emerg';
 }
 
 /** Whether `m` is the master's answer to a `limit_req` query. */

@@ -13,7 +13,7 @@ import { systemErrorText } from '../os-errors.js';
 import { releaseEarlySignals, type StopKind } from './early-signals.js';
 import { WorkerLimitReq } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
-import { isRetireMessage, WORKER_INDEX_ENV, type ReadyMessage } from './worker-protocol.js';
+import { isRetireMessage, WORKER_INDEX_ENV, type EmergMessage, type ReadyMessage } from './worker-protocol.js';
 
 /** nginx's exit code for a worker that cannot start; the master does not start it again. */
 const FATAL_EXIT = 2;
@@ -36,6 +36,10 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   try {
     engine = await Engine.start(compiled, startupLog, {
       quietBind: Number(process.env[WORKER_INDEX_ENV] ?? 0) !== 0, worker: true, early, ticketKeys,
+      onStartupMessage: (level, message) => {
+        const emerg: EmergMessage = { type: 'emerg', message };
+        if (level === 'emerg') process.send?.(emerg);
+      },
       limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
     });
   } catch (err) {

@@ -46,6 +46,8 @@ export interface EngineOptions {
   readonly early?: ReadonlyMap<string, EarlyListener>;
   /** Session ticket keys shared with the other workers (48 bytes); default: each TLS context its own. */
   readonly ticketKeys?: Buffer;
+  /** Told each start-up failure `start` logs (a worker tells its master). */
+  readonly onStartupMessage?: (level: LogLevel, message: string) => void;
 }
 
 export class Engine {
@@ -118,6 +120,7 @@ export class Engine {
     const startupMessage = (level: LogLevel, message: string): void => {
       if (opts.quietBind) return;
       engine.log(level, message);
+      opts.onStartupMessage?.(level, message);
       if (mirror && !targets.some((t) => t.path === 'stderr')) process.stderr.write(Buffer.from(`nginx: [${level}] ${message}\n`, 'latin1'));
     };
     for (let attempt = 1; ; attempt++) {

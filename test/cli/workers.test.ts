@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { writeFileSync } from 'node:fs';
 import { cleanup, freePort, onCleanup, startUpstream, waitFor } from '../helpers/harness.js';
-import { impls, KeepAliveClient, makePrefix, readText, sleep, startImpl, type Impl } from '../helpers/cli.js';
+import { impls, JINX_IMPL, KeepAliveClient, makePrefix, readText, runImpl, sleep, startImpl, type Impl } from '../helpers/cli.js';
 import { selfSigned } from '../helpers/pki.js';
 
 /** The pids of a process's children: the master's workers. */
@@ -362,3 +362,30 @@ function runScenarios(impl: Impl): void {
 }
 
 for (const impl of impls().reverse()) runScenarios(impl);
+
+describe('jinx -s reload (beyond nginx: it says what became of the reload)', () => {
+  after(cleanup);
+
+  it('prints nothing and exits 0 when the new configuration serves; exits 1 with the [emerg] lines when a new worker cannot bind; -q only signals', async () => {
+    const port = await freePort();
+    const busy = createNetServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    onCleanup(() => new Promise<void>((r) => busy.close(() => r())));
+    const busyPort = (busy.address() as { port: number }).port;
+    const p = makePrefix({ 'nginx.conf': conf(port, 'a') });
+    await startImpl(JINX_IMPL, p, [port]);
+    /** `-s reload`: its exit status and the lines it printed besides nginx's `signal process started` notice. */
+    const reload = (...extra: string[]): { status: number | null; said: string[] } => {
+      const r = runImpl(JINX_IMPL, ['-p', `${p}/`, '-c', 'nginx.conf', ...extra, '-s', 'reload']);
+      return { status: r.status, said: r.stderr.split('\n').filter((l) => l !== '' && !/\[notice\] \d+#\d+: signal process started$/.test(l)) };
+    };
+    writeFileSync(join(p, 'nginx.conf'), conf(port, 'b'));
+    assert.deepEqual(reload(), { status: 0, said: [] });
+    assert.equal(await genOf(port), 'b');
+    writeFileSync(join(p, 'nginx.conf'), conf(port, 'c', `server { listen 127.0.0.1:${busyPort}; }`));
+    const bindFailed = `nginx: [emerg] bind() to 127.0.0.1:${busyPort} failed (98: Address already in use)`;
+    assert.deepEqual(reload(), { status: 1, said: [...Array<string>(5).fill(bindFailed), 'nginx: [emerg] still could not bind()'] });
+    assert.equal(await genOf(port), 'b', 'the old workers serve on');
+    assert.deepEqual(reload('-q'), { status: 0, said: [] });
+  });
+});
