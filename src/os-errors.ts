@@ -155,3 +155,13 @@ export function systemErrorText(err: unknown): string {
   if (known) return `${known[0]}: ${known[1]}`;
   return String((err as Error | undefined)?.message ?? err);
 }
+
+/**
+ * nginx's `(N: text)` for an error a command reported only by its
+ * strerror() text (`taskset: failed to set pid 7's affinity: Invalid
+ * argument` gives `22: Invalid argument`); a text not in the table as it is.
+ */
+export function errnoTextOf(text: string): string {
+  const known = Object.values(ERRNO).find(([, t]) => text.endsWith(t));
+  return known ? `${known[0]}: ${known[1]}` : text;
+}

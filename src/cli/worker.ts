@@ -6,10 +6,13 @@
  * `INT` fast stop, `USR1` reopen logs; `HUP` and `WINCH` are the master's
  * and ignored here. When the master goes away, node:cluster ends the worker.
  */
+import { spawnSync } from 'node:child_process';
 import cluster from 'node:cluster';
 import { setPriority } from 'node:os';
 import type { CompiledConfig } from '../config/compile.js';
-import { systemErrorText } from '../os-errors.js';
+import type { CpuAffinity, MainConf } from '../config/modules/core.js';
+import type { LogLevel } from '../log/levels.js';
+import { errnoTextOf, systemErrorText } from '../os-errors.js';
 import { releaseEarlySignals, type StopKind } from './early-signals.js';
 import { WorkerLimitReq } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
@@ -24,6 +27,8 @@ const FATAL_EXIT = 2;
  * @returns the exit code: 0 after a stop, 2 when the worker could not start
  */
 export async function serveWorker(compiled: CompiledConfig, startupLog: StartupLog, ticketKeys: Buffer): Promise<number> {
+  // as nginx's worker, settled before it accepts; logged once the error log is open
+  const initLines = initWorkerProcess(compiled.table.main, Number(process.env[WORKER_INDEX_ENV] ?? 0));
   const ready: ReadyMessage = { type: 'ready' };
   // the addresses first: once every new worker listens, the master can stop the old ones (their
   // connections are queued here meanwhile); one that does not bind is left to Engine.start to report
@@ -46,14 +51,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
     if (!(err instanceof Engine.ReportedError)) startupLog.write('emerg', String((err as Error)?.message ?? err));
     return leaveMaster(FATAL_EXIT);
   }
-  const priority = compiled.table.main.workerPriority;
-  if (priority !== 0) {
-    try {
-      setPriority(priority);
-    } catch (err) {
-      engine.log('alert', `setpriority(${priority}) failed (${systemErrorText(err)})`);
-    }
-  }
+  for (const [level, message] of initLines) engine.log(level, message);
   const stopAsked = releaseEarlySignals();
   for (const signal of ['SIGHUP', 'SIGWINCH'] as const) process.on(signal, () => undefined);
   if (!early) process.send?.(ready);
@@ -73,6 +71,60 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
     });
     if (stopAsked) stop(stopAsked);
   });
+}
+
+/**
+ * The CPUs worker number `index` is bound to (`ngx_get_cpu_affinity`,
+ * `src/core/nginx.c`): with `auto`, the index-th CPU of the mask (CPU
+ * `index` without one); else its own mask, or the last one.
+ * @returns undefined for an `auto` mask without CPUs
+ */
+export function workerCpus(affinity: CpuAffinity, index: number): number[] | undefined {
+  const cpusOf = (mask: string): number[] => [...mask].reverse().flatMap((bit, cpu) => (bit === '1' ? [cpu] : []));
+  if (!affinity.auto) return cpusOf(affinity.masks[Math.min(index, affinity.masks.length - 1)]!);
+  if (affinity.masks.length === 0) return [index % 1024];
+  const set = cpusOf(affinity.masks[0]!);
+  return set.length === 0 ? undefined : [set[index % set.length]!];
+}
+
+/** Runs a util-linux command on this process; resolves to its error text, or undefined when it succeeded. */
+function onThisProcess(command: string, args: readonly string[]): string | undefined {
+  const r = spawnSync(command, args, { encoding: 'utf8' });
+  if (r.error) return systemErrorText(r.error);
+  return r.status === 0 ? undefined : errnoTextOf(r.stderr.trim().split('\n').at(-1) ?? '');
+}
+
+/**
+ * `ngx_worker_process_init` (`src/os/unix/ngx_process_cycle.c`): the
+ * worker's priority (`worker_priority`), descriptor limit
+ * (`worker_rlimit_nofile`) and CPUs (`worker_cpu_affinity`), each failure an
+ * `[alert]` with nginx's words. node can set a priority but neither a limit
+ * nor an affinity, so util-linux's prlimit and taskset set them on this
+ * process (every thread of it).
+ * @returns the lines to log, once the worker's error log is open
+ */
+function initWorkerProcess(main: MainConf, index: number): [LogLevel, string][] {
+  const lines: [LogLevel, string][] = [];
+  const log = (level: LogLevel, message: string): number => lines.push([level, message]);
+  if (main.workerPriority !== 0) {
+    try {
+      setPriority(main.workerPriority);
+    } catch (err) {
+      log('alert', `setpriority(${main.workerPriority}) failed (${systemErrorText(err)})`);
+    }
+  }
+  if (main.workerRlimitNofile !== 0) {
+    const n = main.workerRlimitNofile;
+    const failed = onThisProcess('prlimit', ['--pid', String(process.pid), `--nofile=${n}:${n}`]);
+    if (failed) log('alert', `setrlimit(RLIMIT_NOFILE, ${n}) failed (${failed})`);
+  }
+  const cpus = main.cpuAffinity && workerCpus(main.cpuAffinity, index);
+  if (cpus) {
+    for (const cpu of cpus) log('notice', `sched_setaffinity(): using cpu #${cpu}`);
+    const failed = onThisProcess('taskset', ['-a', '-p', '-c', cpus.join(','), String(process.pid)]);
+    if (failed) log('alert', `sched_setaffinity() failed (${failed})`);
+  }
+  return lines;
 }
 
 /**

@@ -216,6 +216,28 @@ function runScenarios(impl: Impl): void {
       assert.ok(log.includes(`[alert] ${proc.pid}#${proc.pid}: worker process ${first.pid} exited on signal 9`), log.join('\n'));
     });
 
+    it('worker_cpu_affinity auto, worker_rlimit_nofile and worker_priority: each worker on its own CPU, with the limit and the priority, logged as nginx logs it', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a').replace('worker_processes 2;', 'worker_processes 2;\nworker_cpu_affinity auto;\nworker_rlimit_nofile 4096;\nworker_priority 5;') });
+      const proc = await startImpl(impl, p, [port]);
+      await waitFor(() => workerPids(proc.pid).length === 2, 5000, 'two workers');
+      const seen = workerPids(proc.pid).map((w) => {
+        const status = readText(`/proc/${w}/status`);
+        const limits = readText(`/proc/${w}/limits`);
+        const stat = readText(`/proc/${w}/stat`);
+        return {
+          cpus: /Cpus_allowed_list:\s+(\S+)/.exec(status)?.[1],
+          nofile: /Max open files\s+(\d+)\s+(\d+)/.exec(limits)?.slice(1, 3).join('/'),
+          nice: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16],
+        };
+      });
+      assert.deepEqual(seen.map((w) => w.cpus).sort(), ['0', '1']);
+      assert.deepEqual(seen.map((w) => [w.nofile, w.nice]), [['4096/4096', '5'], ['4096/4096', '5']]);
+      const affinityLines = (): string[] => notices(readText(join(p, 'logs/error.log'))).map((l) => l.replace(/\d+#\d+: /, '')).filter((l) => l.includes('sched_setaffinity')).sort();
+      await waitFor(() => affinityLines().length >= 2, 5000, 'the sched_setaffinity lines');
+      assert.deepEqual(affinityLines(), ['[notice] sched_setaffinity(): using cpu #0', '[notice] sched_setaffinity(): using cpu #1']);
+    });
+
     it('a limit_req zone counts the requests of every worker (1r/m: the second request is refused on the other worker)', async () => {
       const port = await freePort();
       const p = makePrefix({ 'nginx.conf': conf(port, 'a'), 'html/limited': 'limited\n' });

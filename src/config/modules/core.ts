@@ -17,7 +17,8 @@ import { ConfigError } from '../../errors.js';
 import type { LevelNode } from '../check.js';
 import type { CompileContext } from '../compile-context.js';
 import {
-  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, parseNumber, rule, slot, strSetter, type ConfChain, type DirectiveSpec,
+  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, parseNumber, rule, ruleSetter, slot, strSetter,
+  type ConfChain, type DirectiveSpec,
   type Rule, type SetContext,
 } from '../spec.js';
 
@@ -36,7 +37,20 @@ export const pidFile = slot('pid', 'logs/nginx.pid');
 /** `auto` is the number of CPUs this process may run on (nginx's `ngx_ncpu`). */
 export const workerProcesses = slot('worker_processes', 1);
 /** `worker_cpu_affinity`: `auto`, and the number of masks. */
-export const cpuAffinity = slot<{ readonly auto: boolean; readonly masks: number } | undefined>('worker_cpu_affinity', undefined);
+export const cpuAffinity = slot<CpuAffinity | undefined>('worker_cpu_affinity', undefined);
+
+/** `worker_rlimit_nofile`: the descriptor limit each worker sets for itself (soft and hard). */
+const workerRlimitNofile = slot<number>('worker_rlimit_nofile', 0);
+
+/**
+ * `worker_cpu_affinity`: `auto` (worker N on the N-th CPU of `masks[0]`, all
+ * CPUs without one), or a mask per worker, the last for the rest; a mask is
+ * nginx's string of 0s and 1s, CPU 0 rightmost.
+ */
+export interface CpuAffinity {
+  readonly auto: boolean;
+  readonly masks: readonly string[];
+}
 export const workerConnections = slot('worker_connections', 512);
 /** `error_log` targets of a level: path as written and level. */
 export const errorLogs = listSlot<{ readonly path: string; readonly level: LogLevel }>('error_log');
@@ -129,7 +143,7 @@ function setPriority(d: Directive, cx: SetContext): void {
 }
 
 /** `ngx_set_cpu_affinity` (`src/core/nginx.c`): `auto [MASK]` or one mask of 0s and 1s per worker. */
-function parseCpuAffinity(d: Directive): { auto: boolean; masks: number } {
+function parseCpuAffinity(d: Directive): CpuAffinity {
   let masks = d.args;
   const auto = masks[0] === 'auto';
   if (auto) {
@@ -141,7 +155,7 @@ function parseCpuAffinity(d: Directive): { auto: boolean; masks: number } {
     const bad = [...mask].reverse().find((ch) => ch !== ' ' && ch !== '0' && ch !== '1');
     if (bad !== undefined) fail(`invalid character "${bad}" in "worker_cpu_affinity"`);
   }
-  return { auto, masks: masks.length };
+  return { auto, masks: masks.map((m) => m.replace(/ /g, '')) };
 }
 
 /**
@@ -216,14 +230,22 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   },
   none('pcre_jit', MAIN, ['FLAG'], 'regular expressions are translated from PCRE2 syntax and compiled by V8', rule.flag, 'ngx_regex_module'),
   none('env', MAIN, ['TAKE1'], 'jinx keeps its own environment', rule.array),
-  none('worker_rlimit_nofile', MAIN, ['TAKE1'], 'set the limit with ulimit before starting jinx', rule.num()),
+  {
+    name: 'worker_rlimit_nofile', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
+    note: 'each worker sets its limit with prlimit (util-linux); with master_process off, set it with ulimit before starting jinx',
+    set: numSetter(workerRlimitNofile),
+  },
   none('worker_rlimit_core', MAIN, ['TAKE1'], 'core dumps are the runtime\'s business', rule.off),
   {
     name: 'worker_priority', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
     note: 'each worker sets its own priority (os.setPriority); with master_process off, set it with nice before starting jinx',
     set: setPriority,
   },
-  none('worker_cpu_affinity', MAIN, ['1MORE'], 'workers are not bound to CPUs (node cannot set a process\'s affinity)', rule.custom(parseCpuAffinity, cpuAffinity)),
+  {
+    name: 'worker_cpu_affinity', module: CORE, contexts: MAIN, args: ['1MORE'], effect: 'runtime',
+    note: 'each worker binds itself with taskset (util-linux); with master_process off, not used',
+    set: ruleSetter('worker_cpu_affinity', rule.custom(parseCpuAffinity, cpuAffinity)),
+  },
   {
     name: 'worker_shutdown_timeout', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime', set: msecSetter(workerShutdownTimeoutMs),
   },
@@ -269,6 +291,9 @@ export interface MainConf {
   readonly masterProcess: boolean;
   /** `worker_priority`: the nice value each worker sets for itself; 0 leaves it. */
   readonly workerPriority: number;
+  /** `worker_rlimit_nofile`; 0 leaves the limit. */
+  readonly workerRlimitNofile: number;
+  readonly cpuAffinity: CpuAffinity | undefined;
   /** `worker_shutdown_timeout` (ngx_set_shutdown_timer): connections left this long after a graceful shutdown or reload are closed; 0: none. */
   readonly workerShutdownTimeoutMs: number;
   readonly errorLogs: readonly ErrorLogTarget[];
@@ -301,7 +326,7 @@ export function errorLogTargets(cx: CompileContext): ErrorLogTarget[] {
  */
 export function checkCpuAffinity(cx: CompileContext, mainChain: ConfChain): void {
   const affinity = mainChain.get(cpuAffinity);
-  if (!affinity || affinity.auto || affinity.masks === 1 || affinity.masks === mainChain.get(workerProcesses)) return;
+  if (!affinity || affinity.auto || affinity.masks.length === 1 || affinity.masks.length === mainChain.get(workerProcesses)) return;
   cx.warn({
     level: 'warn', code: 'cpu-affinity-masks', loc: undefined,
     text: 'the number of "worker_processes" is not equal to the number of "worker_cpu_affinity" masks, using last mask for remaining worker processes',
@@ -326,6 +351,8 @@ export function mainConf(cx: CompileContext, root: LevelNode, errorLogTargets: r
     workerConnections: cx.chain(events).get(workerConnections),
     masterProcess: mainChain.get(masterProcess),
     workerPriority: mainChain.get(workerPriority),
+    workerRlimitNofile: mainChain.get(workerRlimitNofile),
+    cpuAffinity: mainChain.get(cpuAffinity),
     workerShutdownTimeoutMs: mainChain.get(workerShutdownTimeoutMs),
     errorLogs: errorLogTargets,
   };
