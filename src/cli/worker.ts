@@ -28,7 +28,8 @@ const FATAL_EXIT = 2;
  */
 export async function serveWorker(compiled: CompiledConfig, startupLog: StartupLog, ticketKeys: Buffer): Promise<number> {
   // as nginx's worker, settled before it accepts; logged once the error log is open
-  const initLines = initWorkerProcess(compiled.table.main, Number(process.env[WORKER_INDEX_ENV] ?? 0));
+  const index = Number(process.env[WORKER_INDEX_ENV] ?? 0);
+  const initLines = initWorkerProcess(compiled.table.main, index);
   const ready: ReadyMessage = { type: 'ready' };
   // the addresses first: once every new worker listens, the master can stop the old ones (their
   // connections are queued here meanwhile); one that does not bind is left to Engine.start to report
@@ -40,7 +41,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   let engine: Awaited<ReturnType<typeof Engine.start>>;
   try {
     engine = await Engine.start(compiled, startupLog, {
-      quietBind: Number(process.env[WORKER_INDEX_ENV] ?? 0) !== 0, worker: true, early, ticketKeys,
+      quietBind: index !== 0, worker: true, early, ticketKeys, workerSlot: { index, of: compiled.table.main.workerProcesses },
       onStartupMessage: (level, message) => {
         const emerg: EmergMessage = { type: 'emerg', message };
         if (level === 'emerg') process.send?.(emerg);

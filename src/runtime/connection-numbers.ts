@@ -3,13 +3,23 @@
  * the `*N` of error-log lines. Client connections take one when accepted
  * (`ngx_event_accept`), upstream connections when they are opened
  * (`ngx_event_connect_peer`), so a client connection's number tells how many
- * connections of either kind came before it.
+ * connections of either kind came before it. nginx's counter is in memory
+ * its workers share; jinx's workers, which share none, each count in steps
+ * of `worker_processes` from their own start (worker 0: 1, 3, 5 …; worker 1:
+ * 2, 4, 6 … with two), so that numbers stay unique across workers.
  */
 export class ConnectionNumbers {
-  private nextNumber = 1;
+  private nextNumber: number;
+
+  /** @param first the first number; @param step the distance between two numbers */
+  constructor(first = 1, private readonly step = 1) {
+    this.nextNumber = first;
+  }
 
   /** The number of a new connection. */
   next(): number {
-    return this.nextNumber++;
+    const n = this.nextNumber;
+    this.nextNumber += this.step;
+    return n;
   }
 }

@@ -46,6 +46,8 @@ export interface EngineOptions {
   readonly early?: ReadonlyMap<string, EarlyListener>;
   /** Session ticket keys shared with the other workers (48 bytes); default: each TLS context its own. */
   readonly ticketKeys?: Buffer;
+  /** A worker's place among `worker_processes`, for its connection numbers (`ConnectionNumbers`). */
+  readonly workerSlot?: { readonly index: number; readonly of: number };
   /** Told each start-up failure `start` logs (a worker tells its master). */
   readonly onStartupMessage?: (level: LogLevel, message: string) => void;
 }
@@ -59,7 +61,7 @@ export class Engine {
 
   /** @throws Error when a file of the configuration cannot be opened */
   private constructor(compiled: CompiledConfig, private readonly opts: EngineOptions) {
-    const numbers = new ConnectionNumbers();
+    const numbers = opts.workerSlot ? new ConnectionNumbers(opts.workerSlot.index + 1, opts.workerSlot.of) : new ConnectionNumbers();
     this.lasting = {
       tempFiles: new TempFiles(),
       numbers,

@@ -49,6 +49,7 @@ http {
         http2 on;
         location / { add_header X-Gen ${gen}; return 200 "$pid\\n"; }
         location /limited { limit_req zone=one; root html; }
+        location /conn { return 200 "$connection\\n"; }
     }
 }
 `;
@@ -236,6 +237,18 @@ function runScenarios(impl: Impl): void {
       const affinityLines = (): string[] => notices(readText(join(p, 'logs/error.log'))).map((l) => l.replace(/\d+#\d+: /, '')).filter((l) => l.includes('sched_setaffinity')).sort();
       await waitFor(() => affinityLines().length >= 2, 5000, 'the sched_setaffinity lines');
       assert.deepEqual(affinityLines(), ['[notice] sched_setaffinity(): using cpu #0', '[notice] sched_setaffinity(): using cpu #1']);
+    });
+
+    it('connection numbers ($connection, the *N of log lines) are not repeated across workers', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a') });
+      await startImpl(impl, p, [port]);
+      const first = await clientOn(port, 0);
+      const other = await clientOn(port, first.pid);
+      const numbers = [(await first.client.get('/conn')).body, (await other.client.get('/conn')).body];
+      first.client.agent.destroy();
+      other.client.agent.destroy();
+      assert.notEqual(numbers[0], numbers[1], `both workers numbered a connection ${numbers[0]}`);
     });
 
     it('a limit_req zone counts the requests of every worker (1r/m: the second request is refused on the other worker)', async () => {
