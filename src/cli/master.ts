@@ -149,14 +149,19 @@ export class Master {
 
   /**
    * Starts `worker_processes` workers of `gen` (`ngx_start_worker_processes`)
-   * and waits until each serves.
+   * and waits until each serves; `onListening` runs as soon as each listens.
    * @returns false when one exited first (the others of `gen` are stopped)
    */
-  private async start(gen: Generation): Promise<boolean> {
+  private async start(gen: Generation, onListening?: () => void): Promise<boolean> {
     this.log('notice', 'start worker processes');
     const count = gen.compiled.table.main.workerProcesses;
-    const ready = Array.from({ length: count }, (_, i) => this.whenReady(this.fork(gen, i)));
-    const ok = (await Promise.all(ready)).every(Boolean);
+    const workers = Array.from({ length: count }, (_, i) => this.fork(gen, i));
+    if (onListening) {
+      void Promise.all(workers.map((w) => this.whenSignalled(w, 'jinx:listening'))).then((all) => {
+        if (all.every(Boolean)) onListening();
+      });
+    }
+    const ok = (await Promise.all(workers.map((w) => this.whenSignalled(w, 'jinx:ready')))).every(Boolean);
     if (!ok) {
       for (const w of gen.workers) this.tell(w, 'SIGTERM');
     }
@@ -176,8 +181,11 @@ export class Master {
         worker.send(conf);
       } else if (m.type === 'emerg') {
         this.reloadEmerg.push(m.message);
+      } else if (m.type === 'listening') {
+        worker.emit('jinx:listening');
       } else if (m.type === 'ready') {
         this.states.get(worker)!.ready = true;
+        worker.emit('jinx:listening');
         worker.emit('jinx:ready');
       } else {
         this.zones.answer(worker, m);
@@ -187,10 +195,10 @@ export class Master {
     return worker;
   }
 
-  /** Resolves true when `worker` serves, false when it exits first. */
-  private whenReady(worker: Worker): Promise<boolean> {
+  /** Resolves true when `worker` listens (`jinx:listening`) or serves (`jinx:ready`), false when it exits first. */
+  private whenSignalled(worker: Worker, event: 'jinx:listening' | 'jinx:ready'): Promise<boolean> {
     return new Promise((resolve) => {
-      worker.once('jinx:ready', () => resolve(true));
+      worker.once(event, () => resolve(true));
       worker.once('exit', () => resolve(false));
     });
   }
@@ -232,8 +240,7 @@ export class Master {
     const fatal = signal === null && code === 2;
     if (fatal && state.ready) this.log('alert', `worker process ${pid} exited with fatal code 2 and cannot be respawned`);
     if (!state.told && !fatal && state.ready && state.gen === this.current && !this.exiting && !this.noAccepting) {
-      const replacement = this.fork(state.gen, state.index);
-      void this.whenReady(replacement);
+      this.fork(state.gen, state.index);
     }
     if (this.exiting && this.states.size === 0) {
       this.log('notice', 'exit');
@@ -255,10 +262,12 @@ export class Master {
   }
 
   /**
-   * Reads the configuration again; when it is good, starts workers on it
-   * and, once each serves (its new addresses bound), stops the old ones
-   * gracefully. A configuration or an address that fails is logged
-   * (`[emerg]`) and the old workers serve on.
+   * Reads the configuration again; when it is good, tells the old workers
+   * to end their connections, starts workers on it and, once each listens on
+   * every address, stops the old ones gracefully. A configuration or an
+   * address that fails is logged (`[emerg]`) and the old workers serve on;
+   * a new worker that fails after that makes the master start the old
+   * configuration's workers again.
    */
   private async reload(): Promise<void> {
     this.reloading = true;
@@ -276,18 +285,29 @@ export class Master {
       const previous = this.current;
       const logs = new ErrorLogFiles();
       logs.open(compiled.table.main.errorLogs);
-      // the old workers end the connections they have now, as nginx's would, and accept until the new ones serve
+      // the old workers end the connections they have now, as nginx's would, and accept until the new ones listen
       this.sendAll(previous, { type: 'retire' });
-      if (await this.start(gen)) {
+      let previousTold = false;
+      const quitPrevious = (): void => {
+        previousTold = true;
+        for (const w of previous.workers) this.tell(w, 'SIGQUIT');
+      };
+      if (await this.start(gen, quitPrevious)) {
         ok = true;
         const oldLogs = this.errorLog;
         this.current = gen;
         this.errorLog = logs;
         this.noAccepting = false;
-        for (const w of previous.workers) this.tell(w, 'SIGQUIT');
+        if (!previousTold) quitPrevious();
         oldLogs.close();
       } else {
         logs.close();
+        if (previousTold) {
+          // a new worker failed after the old ones were told to stop: the old configuration is started again
+          this.log('alert', 'a new worker process failed to start, starting worker processes of the previous configuration again');
+          this.current = generation(previous.compiled);
+          void this.start(this.current);
+        }
       }
     }
     writeReloadStatus(this.main.pidFile, { reload: ++this.reloads, ok, emerg: this.reloadEmerg });

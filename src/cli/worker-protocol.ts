@@ -15,6 +15,11 @@ export interface ReadyMessage {
   readonly type: 'ready';
 }
 
+/** From a worker, before `ready`: it listens on every address (what it accepts waits until it serves). */
+export interface ListeningMessage {
+  readonly type: 'listening';
+}
+
 /** From a worker: count a request against its `limit_req` zones (`LimitReqStore.apply`). */
 export interface LimitReqQuery {
   readonly type: 'limit_req';
@@ -57,7 +62,7 @@ export interface EmergMessage {
   readonly message: string;
 }
 
-export type WorkerMessage = ConfQuery | ReadyMessage | LimitReqQuery | EmergMessage;
+export type WorkerMessage = ConfQuery | ListeningMessage | ReadyMessage | LimitReqQuery | EmergMessage;
 
 /** From the master to the workers of the configuration in service: a reload is under way (`Engine.retire`). */
 export interface RetireMessage {
@@ -72,7 +77,7 @@ export function isRetireMessage(m: unknown): m is RetireMessage {
 /** Whether `m` is a message of a jinx worker (cluster sends its own on the same channel). */
 export function isWorkerMessage(m: unknown): m is WorkerMessage {
   const type = (m as { type?: unknown } | null)?.type;
-  return type === 'conf' || type === 'ready' || type === 'limit_req' || type === 'emerg';
+  return type === 'conf' || type === 'listening' || type === 'ready' || type === 'limit_req' || type === 'emerg';
 }
 
 /** Whether `m` is the master's answer to a `limit_req` query. */

@@ -16,7 +16,7 @@ import { errnoTextOf, systemErrorText } from '../os-errors.js';
 import { releaseEarlySignals, type StopKind } from './early-signals.js';
 import { WorkerLimitReq } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
-import { isRetireMessage, WORKER_INDEX_ENV, type EmergMessage, type ReadyMessage } from './worker-protocol.js';
+import { isRetireMessage, WORKER_INDEX_ENV, type EmergMessage, type ListeningMessage, type ReadyMessage } from './worker-protocol.js';
 
 /** nginx's exit code for a worker that cannot start; the master does not start it again. */
 const FATAL_EXIT = 2;
@@ -30,12 +30,12 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   // as nginx's worker, settled before it accepts; logged once the error log is open
   const index = Number(process.env[WORKER_INDEX_ENV] ?? 0);
   const initLines = initWorkerProcess(compiled.table.main, index);
-  const ready: ReadyMessage = { type: 'ready' };
   // the addresses first: once every new worker listens, the master can stop the old ones (their
   // connections are queued here meanwhile); one that does not bind is left to Engine.start to report
   const { listenEarly } = await import('../runtime/listen.js');
   const early = await listenEarly(compiled.table.listens).catch(() => undefined);
-  if (early) process.send?.(ready);
+  const listening: ListeningMessage = { type: 'listening' };
+  if (early) process.send?.(listening);
   // the runtime (and undici with it) is loaded only to serve
   const { Engine } = await import('../runtime/engine.js');
   let engine: Awaited<ReturnType<typeof Engine.start>>;
@@ -55,7 +55,8 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   for (const [level, message] of initLines) engine.log(level, message);
   const stopAsked = releaseEarlySignals();
   for (const signal of ['SIGHUP', 'SIGWINCH'] as const) process.on(signal, () => undefined);
-  if (!early) process.send?.(ready);
+  const ready: ReadyMessage = { type: 'ready' };
+  process.send?.(ready);
   return new Promise<number>((resolveExit) => {
     let stopping = false;
     const stop = (how: StopKind): void => {

@@ -413,6 +413,14 @@ export function bindListener({ front: server }: Listener, group: ListenGroup): P
 /** How every front server is made: connections paused until routed, half-open capable. */
 const FRONT_OPTIONS = { pauseOnConnect: true, allowHalfOpen: true } as const;
 
+/** When each connection an `EarlyListener` kept was accepted, in ms since the epoch. */
+const earlyAccepts = new WeakMap<Socket, number>();
+
+/** When `socket` was accepted: now, or for a connection an `EarlyListener` kept, then (`client_header_timeout` runs from it). */
+export function acceptedAtMs(socket: Socket): number {
+  return earlyAccepts.get(socket) ?? Date.now();
+}
+
 /**
  * A front server bound before the server that serves it is made: a worker
  * of jinx's master binds its addresses first, so that its master can stop
@@ -424,7 +432,10 @@ export class EarlyListener {
   private queued: Socket[] | undefined = [];
 
   constructor() {
-    this.server = createNetServer(FRONT_OPTIONS, (socket) => this.queued?.push(socket));
+    this.server = createNetServer(FRONT_OPTIONS, (socket) => {
+      earlyAccepts.set(socket, Date.now());
+      this.queued?.push(socket);
+    });
   }
 
   /** Hands the server and the connections it kept to `accept`. */

@@ -91,7 +91,9 @@ describe('connections (differential)', () => {
     assert.deepEqual(run.nginx.result, { refused: { text: '', closedAt: true }, busy: [504, 504, 504] });
     assert.deepEqual(workerConnectionLines(run.nginx.allErrorLog), ['[alert] 8 worker_connections are not enough']);
     assert.deepEqual(workerConnectionLines(run.jinx.allErrorLog), workerConnectionLines(run.nginx.allErrorLog));
-    assertSameAsNginx(run);
+    // the three read timeouts, 100 ms apart, fire in one tick of undici's timers (README, Differences): their order is undici's
+    assertSameAsNginx(run, { log: false });
+    assert.deepEqual([...run.jinx.errorLog].sort(), [...run.nginx.errorLog].sort());
   });
 
   it('answers 500 with nginx\'s alert when no connection is left for the upstream, and counts upstream connections among worker_connections', async () => {

@@ -9,6 +9,7 @@ import type { ListenGroup, VirtualServer } from '../../config/route-table.js';
 import type { LogLevel } from '../../log/levels.js';
 import { systemErrorText } from '../../os-errors.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
+import { acceptedAtMs } from '../listen.js';
 import { resetConnection } from '../exchange.js';
 import type { Http1Connection } from '../http1/connection.js';
 import type { Http2Connection } from '../http2/connection.js';
@@ -136,7 +137,7 @@ export class ClientConnections {
     }
     raw.setNoDelay(true);
     const conn: OpenConnection = {
-      info: connectionInfo(raw, unixPath, this.numbers.next(), Date.now()),
+      info: connectionInfo(raw, unixPath, this.numbers.next(), acceptedAtMs(raw)),
       raw, gen, http1: undefined, h2: undefined, active: 0, clientHello: undefined, sentSni: false, handshakeRejected: false, certificateFailed: undefined,
     };
     this.open.add(conn);
