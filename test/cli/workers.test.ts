@@ -15,7 +15,8 @@ import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { writeFileSync } from 'node:fs';
-import { cleanup, freePort, onCleanup, startUpstream, waitFor } from '../helpers/harness.js';
+import { cleanup, freePort, onCleanup, waitFor } from '../helpers/harness.js';
+import { repeatingUpstream } from '../helpers/upstreams.js';
 import { impls, JINX_IMPL, KeepAliveClient, makePrefix, readText, runImpl, sleep, startImpl, type Impl } from '../helpers/cli.js';
 import { selfSigned } from '../helpers/pki.js';
 
@@ -325,22 +326,7 @@ function runScenarios(impl: Impl): void {
     it('a WebSocket tunnel and a slow 100 MiB download that span a reload both finish', async () => {
       const port = await freePort();
       const big = 100 * 1024 * 1024;
-      const up = await startUpstream((_req, res) => {
-        res.writeHead(200, { 'Content-Length': String(big) });
-        const chunk = Buffer.alloc(1024 * 1024, 'x');
-        let sent = 0;
-        const pump = (): void => {
-          while (sent < big) {
-            sent += chunk.length;
-            if (!res.write(chunk)) {
-              res.once('drain', pump);
-              return;
-            }
-          }
-          res.end();
-        };
-        pump();
-      });
+      const up = await repeatingUpstream(Buffer.alloc(1024 * 1024, 'x'), big);
       // a WebSocket upstream: answers the upgrade, then echoes
       const ws = createNetServer((sock) => {
         sock.once('data', () => {

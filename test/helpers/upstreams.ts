@@ -359,3 +359,26 @@ export async function recordingUpstream(): Promise<{ port: number; seen: string[
   onCleanup(() => new Promise<void>((res) => server.close(() => res())));
   return { port: (server.address() as { port: number }).port, seen };
 }
+
+/**
+ * An upstream that answers every request with `chunk` repeated up to
+ * `totalBytes` (its `Content-Length`, with `headers`), written as the
+ * connection takes it (a slow reader holds it back).
+ */
+export async function repeatingUpstream(chunk: Buffer, totalBytes: number, headers: Readonly<Record<string, string>> = {}): Promise<{ port: number }> {
+  return startUpstream((_req, res) => {
+    res.writeHead(200, { ...headers, 'Content-Length': String(totalBytes) });
+    let sent = 0;
+    const pump = (): void => {
+      while (sent < totalBytes) {
+        sent += chunk.length;
+        if (!res.write(chunk)) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+      res.end();
+    };
+    pump();
+  });
+}

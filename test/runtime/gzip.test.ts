@@ -19,6 +19,7 @@ import { createGunzip, gunzipSync, gzipSync } from 'node:zlib';
 import { cleanup, freePort, startJinx, startUpstream, type Response } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, normalizeBody, parseRaw, rawExchange, snap, type Snap } from '../helpers/differential.js';
 import { servingPid } from '../helpers/slow-clients.js';
+import { repeatingUpstream } from '../helpers/upstreams.js';
 
 const TEXT = 'The quick brown fox jumps over the lazy dog. '.repeat(40);
 
@@ -222,21 +223,7 @@ describe('gzip of a large proxied response (jinx)', () => {
     const totalBytes = 128 * 1024 * 1024;
     const expected = createHash('sha256');
     for (let sent = 0; sent < totalBytes; sent += chunk.length) expected.update(chunk);
-    const up = await startUpstream((_req, res) => {
-      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': String(totalBytes) });
-      let sent = 0;
-      const pump = (): void => {
-        while (sent < totalBytes) {
-          sent += chunk.length;
-          if (!res.write(chunk)) {
-            res.once('drain', pump);
-            return;
-          }
-        }
-        res.end();
-      };
-      pump();
-    });
+    const up = await repeatingUpstream(chunk, totalBytes, { 'Content-Type': 'text/plain' });
     const port = await freePort();
     const jinx = await startJinx(`daemon off;\npid logs/nginx.pid;\nerror_log logs/error.log info;\nevents {}\nhttp {
   access_log off;
