@@ -11,12 +11,12 @@
  * nginx's master does; the master never listens itself, so no connection
  * lands on a socket that closes again.
  *
- * Signals, as nginx's master takes them: `HUP` reload (a new generation of
- * workers on the new configuration; the old ones stop gracefully once every
- * new one serves; a configuration that fails leaves the old workers
- * untouched; the old workers end the connections they have at once, as
- * nginx's do, but accept until the new ones serve), `QUIT` graceful stop, `TERM`/`INT` fast stop, `USR1` reopen
- * logs, `WINCH` (daemonized only) stop the workers and keep the master. A
+ * Signals, as nginx's master takes them: `HUP` reload (a configuration
+ * that fails leaves the old workers untouched; otherwise a new generation of
+ * workers starts on it, the old workers end the connections they have at
+ * once, as nginx's do, and stop accepting once every new worker listens),
+ * `QUIT` graceful stop, `TERM`/`INT` fast stop, `USR1` reopen logs,
+ * `WINCH` (daemonized only) stop the workers and keep the master. A
  * worker that dies is replaced. Every step is logged at `notice` with
  * nginx's words, by the process that takes it.
  *
