@@ -31,6 +31,7 @@ import type { CompiledConfig } from '../config/compile.js';
 import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { systemErrorText } from '../os-errors.js';
+import { reopenLogFilesForWorkers } from '../runtime/prepare-files.js';
 import { removeReloadStatus, writeReloadStatus } from './reload-status.js';
 import { MasterZones } from './shared-zones.js';
 import type { MessageSink } from './startup-log.js';
@@ -187,6 +188,8 @@ export class Master {
         this.states.get(worker)!.ready = true;
         worker.emit('jinx:listening');
         worker.emit('jinx:ready');
+      } else if (m.type === 'peer_event') {
+        for (const other of gen.workers) if (other !== worker && other.isConnected()) other.send(m);
       } else {
         this.zones.answer(worker, m);
       }
@@ -336,11 +339,12 @@ export class Master {
     }
   }
 
-  /** SIGUSR1 (`ngx_reopen`): the master's logs, then every worker's. */
+  /** SIGUSR1 (`ngx_reopen`): the master's logs (each given to the workers' user), then every worker's. */
   private onReopen(): void {
     this.log('notice', signalNotice('SIGUSR1', ', reopening logs'));
     this.log('notice', 'reopening logs');
     this.errorLog.reopen();
+    for (const failure of reopenLogFilesForWorkers(this.current.compiled.table)) this.log('emerg', failure);
     this.signalAll('SIGUSR1');
   }
 

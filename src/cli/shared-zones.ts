@@ -3,64 +3,118 @@
  * jinx's master: node has no memory shared between processes, so a worker
  * asks the master by message and the master's one state answers, in the
  * order the questions arrive (nginx's zone lock). A `limit_req` check is
- * one round trip over the cluster channel (bench/README.md has its cost).
+ * one round trip over the cluster channel, as is resuming a session of an
+ * `ssl_session_cache shared:` zone; keeping a new session is one message
+ * (bench/README.md has their cost).
  */
 import type { Worker } from 'node:cluster';
 import { LimitReqZones, type LimitCheck, type LimitOutcome, type LimitReqStore } from '../runtime/limit-req-zones.js';
-import { isLimitReqAnswer, type LimitReqAnswer, type LimitReqQuery } from './worker-protocol.js';
+import { LocalSessions, type SessionStore } from '../runtime/session-cache.js';
+import { isZoneAnswer, type LimitReqQuery, type SslSessionQuery, type ZoneAnswer, type ZoneMessage } from './worker-protocol.js';
 
 /** The master's side: the zones' one state. */
 export class MasterZones {
   private readonly limitReq: LimitReqZones;
+  private readonly sessions = new LocalSessions();
 
   /** @param alert where `could not allocate node in limit_req zone "NAME"` goes */
   constructor(alert: (message: string) => void) {
     this.limitReq = new LimitReqZones(alert);
   }
 
-  /** Answers a worker's query. */
-  answer(worker: Worker, query: LimitReqQuery): void {
-    const answer: LimitReqAnswer = { type: 'limit_req', id: query.id, outcome: this.limitReq.apply(query.checks) };
+  /** Applies a worker's message, answering a query. */
+  answer(worker: Worker, m: ZoneMessage): void {
+    let answer: ZoneAnswer;
+    if (m.type === 'ssl_session_keep') {
+      this.sessions.keep(m.zone, m.sessionId, Buffer.from(m.data, 'base64'), m.expiresAtMs, m.maxSessions);
+      return;
+    } else if (m.type === 'ssl_session') {
+      answer = { type: 'zone_answer', id: m.id, session: this.sessions.find(m.zone, m.sessionId)?.toString('base64') };
+    } else {
+      answer = { type: 'zone_answer', id: m.id, limit: this.limitReq.apply(m.checks) };
+    }
     if (worker.isConnected()) worker.send(answer);
   }
 }
 
 /**
- * A worker's `limit_req` zones: the master's. Once the channel to the
- * master is gone (it died), the worker counts in zones of its own.
+ * A worker's questions to its master, each answered by the `ZoneAnswer` of
+ * its id. Once the channel is gone (the master died), `ask` resolves
+ * undefined: each store then answers from a state of its own.
  */
-export class WorkerLimitReq implements LimitReqStore {
+class MasterQueries {
   private nextId = 0;
-  private readonly waiting = new Map<number, (outcome: LimitOutcome) => void>();
-  private local: LimitReqZones | undefined;
+  private readonly waiting = new Map<number, (answer: ZoneAnswer | undefined) => void>();
 
-  /** @param alert where the worker's own zones report a full zone */
-  constructor(private readonly alert: (message: string) => void) {
+  constructor() {
     process.on('message', (m: unknown) => {
-      if (!isLimitReqAnswer(m)) return;
-      this.waiting.get(m.id)?.(m.outcome);
+      if (!isZoneAnswer(m)) return;
+      this.waiting.get(m.id)?.(m);
       this.waiting.delete(m.id);
     });
     process.once('disconnect', () => {
-      for (const resolve of this.waiting.values()) resolve({ kind: 'pass' });
+      for (const resolve of this.waiting.values()) resolve(undefined);
       this.waiting.clear();
     });
   }
 
+  /** Whether the master can be asked. */
+  get connected(): boolean {
+    return process.connected && process.send !== undefined;
+  }
+
+  /** Sends `query` (with a fresh id) and resolves to its answer. */
+  ask(query: (id: number) => LimitReqQuery | SslSessionQuery): Promise<ZoneAnswer | undefined> {
+    const id = ++this.nextId;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      process.send!(query(id));
+    });
+  }
+
+  /** Sends a message that has no answer. */
+  tell(message: ZoneMessage): void {
+    if (this.connected) process.send!(message);
+  }
+}
+
+/** One `MasterQueries` per worker process. */
+let queries: MasterQueries | undefined;
+const masterQueries = (): MasterQueries => (queries ??= new MasterQueries());
+
+/** A worker's `limit_req` zones: the master's; without the master, zones of its own. */
+export class WorkerLimitReq implements LimitReqStore {
+  private local: LimitReqZones | undefined;
+
+  /** @param alert where the worker's own zones report a full zone */
+  constructor(private readonly alert: (message: string) => void) {}
+
   apply(checks: readonly LimitCheck[]): LimitOutcome | Promise<LimitOutcome> {
-    if (!process.connected || !process.send) {
+    const master = masterQueries();
+    if (!master.connected) {
       this.local ??= new LimitReqZones(this.alert);
       return this.local.apply(checks);
     }
-    const id = ++this.nextId;
     // the zone's key is a compiled value: only what the state depends on goes
-    const query: LimitReqQuery = {
-      type: 'limit_req', id,
-      checks: checks.map((c) => ({ zone: { name: c.zone.name, rateMilli: c.zone.rateMilli, sizeBytes: c.zone.sizeBytes }, key: c.key, burstMilli: c.burstMilli, delayMilli: c.delayMilli })),
-    };
-    return new Promise((resolve) => {
-      this.waiting.set(id, resolve);
-      process.send!(query);
-    });
+    const sent = checks.map((c) => ({ zone: { name: c.zone.name, rateMilli: c.zone.rateMilli, sizeBytes: c.zone.sizeBytes }, key: c.key, burstMilli: c.burstMilli, delayMilli: c.delayMilli }));
+    return master.ask((id) => ({ type: 'limit_req', id, checks: sent })).then((a) => a?.limit ?? { kind: 'pass' });
+  }
+}
+
+/** A worker's `ssl_session_cache shared:` zones: the master's; without the master, zones of its own. */
+export class WorkerSessions implements SessionStore {
+  private readonly local = new LocalSessions();
+
+  keep(zone: string, sessionId: string, data: Buffer, expiresAtMs: number, maxSessions: number): void {
+    const master = masterQueries();
+    if (!master.connected) return this.local.keep(zone, sessionId, data, expiresAtMs, maxSessions);
+    master.tell({ type: 'ssl_session_keep', zone, sessionId, data: data.toString('base64'), expiresAtMs, maxSessions });
+  }
+
+  find(zone: string, sessionId: string): Buffer | undefined | Promise<Buffer | undefined> {
+    const master = masterQueries();
+    if (!master.connected) return this.local.find(zone, sessionId);
+    return master.ask((id) => ({ type: 'ssl_session', id, zone, sessionId }))
+      .then((a) => (a?.session === undefined ? undefined : Buffer.from(a.session, 'base64')));
   }
 }

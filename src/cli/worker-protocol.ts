@@ -6,6 +6,7 @@
  */
 import type { ConfigSnapshot } from '../parser/load.js';
 import type { LimitCheck, LimitOutcome } from '../runtime/limit-req-zones.js';
+import type { PeerEvent } from '../runtime/upstream/round-robin.js';
 
 /** The environment variable that tells a worker its number (0 to `worker_processes` − 1). */
 export const WORKER_INDEX_ENV = 'JINX_WORKER_INDEX';
@@ -27,11 +28,47 @@ export interface LimitReqQuery {
   readonly checks: readonly LimitCheck[];
 }
 
-/** From the master: the outcome of the query `id`. */
-export interface LimitReqAnswer {
-  readonly type: 'limit_req';
+/** From a worker: keep a new session in an `ssl_session_cache shared:` zone (`SessionStore.keep`; `data` in base64). */
+export interface SslSessionKeep {
+  readonly type: 'ssl_session_keep';
+  readonly zone: string;
+  readonly sessionId: string;
+  readonly data: string;
+  readonly expiresAtMs: number;
+  readonly maxSessions: number;
+}
+
+/** From a worker: the session to resume (`SessionStore.find`). */
+export interface SslSessionQuery {
+  readonly type: 'ssl_session';
   readonly id: number;
-  readonly outcome: LimitOutcome;
+  readonly zone: string;
+  readonly sessionId: string;
+}
+
+/**
+ * Both ways: a peer of an upstream group with `zone` failed or recovered;
+ * the master passes a worker's to the other workers of its generation.
+ */
+export interface PeerEventMessage {
+  readonly type: 'peer_event';
+  readonly event: PeerEvent;
+}
+
+/** Whether `m` is a `PeerEventMessage`. */
+export function isPeerEventMessage(m: unknown): m is PeerEventMessage {
+  return (m as { type?: unknown } | null)?.type === 'peer_event';
+}
+
+/** What a worker asks of or tells the zones its master keeps. */
+export type ZoneMessage = LimitReqQuery | SslSessionKeep | SslSessionQuery;
+
+/** From the master: the answer to query `id` (`limit` to a `limit_req` one, `session` in base64 to an `ssl_session` one, absent when unknown). */
+export interface ZoneAnswer {
+  readonly type: 'zone_answer';
+  readonly id: number;
+  readonly limit?: LimitOutcome;
+  readonly session?: string;
 }
 
 /** From a worker, first: send me the configuration to serve. */
@@ -62,7 +99,7 @@ export interface EmergMessage {
   readonly message: string;
 }
 
-export type WorkerMessage = ConfQuery | ListeningMessage | ReadyMessage | LimitReqQuery | EmergMessage;
+export type WorkerMessage = ConfQuery | ListeningMessage | ReadyMessage | ZoneMessage | PeerEventMessage | EmergMessage;
 
 /** From the master to the workers of the configuration in service: a reload is under way (`Engine.retire`). */
 export interface RetireMessage {
@@ -77,12 +114,12 @@ export function isRetireMessage(m: unknown): m is RetireMessage {
 /** Whether `m` is a message of a jinx worker (cluster sends its own on the same channel). */
 export function isWorkerMessage(m: unknown): m is WorkerMessage {
   const type = (m as { type?: unknown } | null)?.type;
-  return type === 'conf' || type === 'listening' || type === 'ready' || type === 'limit_req' || type === 'emerg';
+  return type === 'conf' || type === 'listening' || type === 'ready' || type === 'limit_req' || type === 'ssl_session_keep' || type === 'ssl_session' || type === 'peer_event' || type === 'emerg';
 }
 
-/** Whether `m` is the master's answer to a `limit_req` query. */
-export function isLimitReqAnswer(m: unknown): m is LimitReqAnswer {
-  return (m as { type?: unknown } | null)?.type === 'limit_req' && typeof (m as { id?: unknown }).id === 'number';
+/** Whether `m` is the master's answer to a zone query. */
+export function isZoneAnswer(m: unknown): m is ZoneAnswer {
+  return (m as { type?: unknown } | null)?.type === 'zone_answer' && typeof (m as { id?: unknown }).id === 'number';
 }
 
 /**

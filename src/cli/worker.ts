@@ -14,9 +14,9 @@ import type { CpuAffinity, MainConf } from '../config/modules/core.js';
 import type { LogLevel } from '../log/levels.js';
 import { errnoTextOf, systemErrorText } from '../os-errors.js';
 import { releaseEarlySignals, type StopKind } from './early-signals.js';
-import { WorkerLimitReq } from './shared-zones.js';
+import { WorkerLimitReq, WorkerSessions } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
-import { isRetireMessage, WORKER_INDEX_ENV, type EmergMessage, type ListeningMessage, type ReadyMessage } from './worker-protocol.js';
+import { isPeerEventMessage, isRetireMessage, WORKER_INDEX_ENV, type PeerEventMessage, type EmergMessage, type ListeningMessage, type ReadyMessage } from './worker-protocol.js';
 
 /** nginx's exit code for a worker that cannot start; the master does not start it again. */
 const FATAL_EXIT = 2;
@@ -47,12 +47,23 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
         if (level === 'emerg') process.send?.(emerg);
       },
       limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
+      sslSessions: new WorkerSessions(),
+      sharePeerEvent: (event) => {
+        const told: PeerEventMessage = { type: 'peer_event', event };
+        if (process.connected) process.send?.(told);
+      },
     });
   } catch (err) {
     if (!(err instanceof Engine.ReportedError)) startupLog.write('emerg', String((err as Error)?.message ?? err));
     return leaveMaster(FATAL_EXIT);
   }
   for (const [level, message] of initLines) engine.log(level, message);
+  // as root, the files are open, the temp directories the user's: nothing is served before the switch
+  const fatal = becomeWorkerUser(compiled.table.main, (level, message) => engine.log(level, message));
+  if (fatal) {
+    await engine.stop();
+    return leaveMaster(FATAL_EXIT);
+  }
   const stopAsked = releaseEarlySignals();
   for (const signal of ['SIGHUP', 'SIGWINCH'] as const) process.on(signal, () => undefined);
   const ready: ReadyMessage = { type: 'ready' };
@@ -70,6 +81,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
     process.on('SIGUSR1', () => engine.reopenLogs());
     process.on('message', (m: unknown) => {
       if (isRetireMessage(m) && !stopping) engine.retire();
+      else if (isPeerEventMessage(m)) engine.applyPeerEvent(m.event);
     });
     if (stopAsked) stop(stopAsked);
   });
@@ -98,8 +110,8 @@ function onThisProcess(command: string, args: readonly string[]): string | undef
 
 /**
  * `ngx_worker_process_init` (`src/os/unix/ngx_process_cycle.c`): the
- * worker's priority (`worker_priority`), descriptor limit
- * (`worker_rlimit_nofile`) and CPUs (`worker_cpu_affinity`), each failure an
+ * worker's priority (`worker_priority`), descriptor and core file limits
+ * (`worker_rlimit_nofile`, `worker_rlimit_core`) and CPUs (`worker_cpu_affinity`), each failure an
  * `[alert]` with nginx's words. node can set a priority but neither a limit
  * nor an affinity, so util-linux's prlimit and taskset set them on this
  * process (every thread of it).
@@ -120,6 +132,11 @@ function initWorkerProcess(main: MainConf, index: number): [LogLevel, string][] 
     const failed = onThisProcess('prlimit', ['--pid', String(process.pid), `--nofile=${n}:${n}`]);
     if (failed) log('alert', `setrlimit(RLIMIT_NOFILE, ${n}) failed (${failed})`);
   }
+  if (main.workerRlimitCoreBytes !== -1) {
+    const n = main.workerRlimitCoreBytes;
+    const failed = onThisProcess('prlimit', ['--pid', String(process.pid), `--core=${n}:${n}`]);
+    if (failed) log('alert', `setrlimit(RLIMIT_CORE, ${n}) failed (${failed})`);
+  }
   const cpus = main.cpuAffinity && workerCpus(main.cpuAffinity, index);
   if (cpus) {
     for (const cpu of cpus) log('notice', `sched_setaffinity(): using cpu #${cpu}`);
@@ -127,6 +144,43 @@ function initWorkerProcess(main: MainConf, index: number): [LogLevel, string][] 
     if (failed) log('alert', `sched_setaffinity() failed (${failed})`);
   }
   return lines;
+}
+
+/** node's `process.initgroups` (POSIX), which @types/node leaves out. */
+type WithInitgroups = NodeJS.Process & { initgroups(user: string, extraGroup: number): void };
+
+/**
+ * The rest of `ngx_worker_process_init`, once the worker has opened its
+ * files: as root, the account of `user` (`setgid`, `initgroups`, `setuid`,
+ * each failure an `[emerg]`, fatal but for `initgroups`), then
+ * `working_directory` (`[alert] chdir("DIR") failed`, fatal).
+ * @returns whether the worker must end (exit code 2)
+ */
+function becomeWorkerUser(main: MainConf, log: (level: LogLevel, message: string) => void): boolean {
+  const user = main.user;
+  if (user && process.geteuid?.() === 0) {
+    const step = (call: () => void, message: string, level: LogLevel): boolean => {
+      try {
+        call();
+        return true;
+      } catch (err) {
+        log(level, `${message} failed (${systemErrorText(err)})`);
+        return false;
+      }
+    };
+    if (!step(() => process.setgid!(user.gid), `setgid(${user.gid})`, 'emerg')) return true;
+    step(() => (process as WithInitgroups).initgroups(user.name, user.gid), `initgroups(${user.name}, ${user.gid})`, 'emerg');
+    if (!step(() => process.setuid!(user.uid), `setuid(${user.uid})`, 'emerg')) return true;
+  }
+  if (main.workingDirectory !== '') {
+    try {
+      process.chdir(main.workingDirectory);
+    } catch (err) {
+      log('alert', `chdir("${main.workingDirectory}") failed (${systemErrorText(err)})`);
+      return true;
+    }
+  }
+  return false;
 }
 
 /**

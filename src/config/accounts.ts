@@ -9,16 +9,23 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /**
- * Whether `name` exists in NSS database `db` (`passwd` or `group`). `getent`
- * also takes a number as an id, which `getpwnam` does not: the entry's name
- * must be `name`.
+ * The numeric id of `name` in NSS database `db` (`passwd`: the user id;
+ * `group`: the group id), or undefined when there is no such entry.
+ * `getent` also takes a number as an id, which `getpwnam` does not: the
+ * entry's name must be `name`.
  */
-export function accountExists(db: 'passwd' | 'group', name: string): boolean {
+export function accountId(db: 'passwd' | 'group', name: string): number | undefined {
   const r = spawnSync('getent', [db, name], { encoding: 'latin1', timeout: 10_000 });
-  if (!r.error) return r.status === 0 && r.stdout.split(':')[0] === name;
-  try {
-    return readFileSync(`/etc/${db}`, 'utf8').split('\n').some((line) => line.split(':')[0] === name);
-  } catch {
-    return false;
+  let entries: string[];
+  if (!r.error) entries = r.status === 0 ? r.stdout.split('\n') : [];
+  else {
+    try {
+      entries = readFileSync(`/etc/${db}`, 'latin1').split('\n');
+    } catch {
+      return undefined;
+    }
   }
+  const fields = entries.map((line) => line.split(':')).find((f) => f[0] === name && f.length > 2);
+  const id = fields && Number(fields[2]);
+  return id !== undefined && Number.isInteger(id) ? id : undefined;
 }

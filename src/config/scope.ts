@@ -42,6 +42,8 @@ export interface UpstreamDecl {
   keepaliveRequests: number;
   /** The load balancing method (`ip_hash`, `least_conn`; round robin by default). */
   balancer: UpstreamBalancer;
+  /** `zone NAME`: the peers' failure state is every worker's. */
+  zone: string | undefined;
 }
 
 /** How an upstream group picks a peer: nginx's round robin, `ip_hash` or `least_conn`. */

@@ -23,7 +23,9 @@ import { Http1Sessions } from './server/http1-sessions.js';
 import { Http2Sessions } from './server/http2-sessions.js';
 import { Listeners } from './server/listeners.js';
 import { TlsHandshakes } from './server/tls-handshake.js';
+import { LocalSessions, type SessionStore } from './session-cache.js';
 import { TempFiles } from './temp-files.js';
+import type { PeerEvent } from './upstream/round-robin.js';
 
 /** How a worker process's engine differs from a single process's. */
 export interface EngineOptions {
@@ -34,6 +36,10 @@ export interface EngineOptions {
   readonly quietBind?: boolean;
   /** Where the `limit_req_zone` states live (a worker's are the master's). Default: in this process. */
   readonly limitReq?: LimitReqStore;
+  /** Where the sessions of `ssl_session_cache shared:` zones live (a worker's are the master's). Default: in this process. */
+  readonly sslSessions?: SessionStore;
+  /** Where the failures of peers in upstream groups with `zone` are told (a worker tells the others through the master; `applyPeerEvent`). */
+  readonly sharePeerEvent?: (event: PeerEvent) => void;
   /**
    * This process is a worker of jinx's master: it logs nginx's worker
    * notices (`gracefully shutting down`, `exiting`, `exit`, `reopening
@@ -70,6 +76,7 @@ export class Engine {
       cache: new CacheZones((level, message) => this.log(level, message)),
       admitUpstream: () => this.connections.admitUpstream(),
       ticketKeys: opts.ticketKeys,
+      sharePeerEvent: opts.sharePeerEvent,
     };
     this.generations = new Generations(prepareGeneration(compiled, new ErrorLogFiles(), this.lasting));
     const generations = this.generations;
@@ -86,9 +93,11 @@ export class Engine {
     const http1 = new Http1Sessions(this.connections, generations, logConnection);
     const http2 = new Http2Sessions(this.connections, generations, logConnection);
     const groupNow = (key: string): ListenGroup | undefined => generations.current.groups.get(key);
+    const sslSessions = opts.sslSessions ?? new LocalSessions();
     this.listeners = new Listeners((key, group): ListenHooks => ({
       group: groupNow,
       tls: () => generations.current.tls,
+      sslSessions,
       onAccept: (socket) => this.connections.accept(socket, group.unixPath, generations.current),
       onProxyProtocol: (socket, read) => this.connections.proxyProtocolRead(socket, read, groupNow(key)),
       onNothingRead: (socket, why, proxyProtocol) => this.connections.nothingRead(socket, why, groupNow(key), proxyProtocol),
@@ -184,6 +193,12 @@ export class Engine {
    */
   retire(): void {
     this.connections.stopSessions();
+  }
+
+  /** Applies another worker's failure or recovery of a peer in an upstream group with `zone` to the configuration served. */
+  applyPeerEvent(event: PeerEvent): void {
+    const { cx, table } = this.generations.current;
+    cx.upstreams.roundRobin.applyShared(event, table.upstreams);
   }
 
   /** Reopens every log file (SIGUSR1). */

@@ -13,7 +13,7 @@ import { createSecureContext, createServer as createTlsServer, type SecureContex
 import { loadCertificatePair, type CertificatePair } from '../config/certificates.js';
 import type { CertificateCacheConf } from '../config/modules/ssl.js';
 import { CertificateCache } from './certificate-cache.js';
-import { SessionCache } from './session-cache.js';
+import { serveSessions, type SessionStore } from './session-cache.js';
 import type { ListenGroup, RouteTable, ServerSet, VirtualServer } from '../config/route-table.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
@@ -153,6 +153,8 @@ export interface ListenHooks {
   /** The group this socket serves in the current configuration. */
   group(key: string): ListenGroup | undefined;
   tls(): TlsContexts;
+  /** Where the sessions of `ssl_session_cache shared:NAME` zones are kept. */
+  readonly sslSessions: SessionStore;
   /** A TCP connection was accepted (before any TLS handshake); it may be refused or may make room. */
   onAccept(socket: Socket): void;
   /**
@@ -270,7 +272,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks, early?: E
   const tlsServer = createTlsServer(tlsOptions);
   // ssl_session_cache of the address's default server (nginx's is per server chosen by SNI)
   const sessions = group.servers.defaultServer.tls;
-  if (sessions?.sessionCache) new SessionCache(sessions.sessionCache.maxSessions, sessions.sessionTimeoutSec * 1000).serve(tlsServer);
+  if (sessions?.sessionCache) serveSessions(tlsServer, sessions.sessionCache, sessions.sessionTimeoutSec * 1000, hooks.sslSessions);
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
     if (h2 && socket.alpnProtocol === 'h2') {
       hooks.onHttp2(socket, Buffer.alloc(0));

@@ -14,7 +14,7 @@ import { connect as netConnect, createServer as createNetServer, type Socket } f
 import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readlinkSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cleanup, freePort, onCleanup, waitFor } from '../helpers/harness.js';
 import { repeatingUpstream } from '../helpers/upstreams.js';
 import { impls, JINX_IMPL, KeepAliveClient, makePrefix, readText, runImpl, sleep, startImpl, type Impl } from '../helpers/cli.js';
@@ -56,6 +56,18 @@ http {
 `;
 }
 
+/** POSTs `size` bytes to `path` on a new connection; resolves to the status (0 when the connection failed). */
+function postBytes(port: number, path: string, size: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-length': size } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.end(Buffer.alloc(size, 'x'));
+  });
+}
+
 /** A keep-alive client on the worker other than `than`'s (new connections until one lands there; the first one wherever it lands when `than` is 0). */
 async function clientOn(port: number, than: number): Promise<{ client: KeepAliveClient; pid: number }> {
   for (let i = 0; i < 200; i++) {
@@ -94,7 +106,8 @@ interface Load {
  * request per `paceMs` (about 2,000 requests a second in all). A request that
  * got no response because its connection was closed under it (HTTP/1.1,
  * RFC 9112 §9.3.1) or its stream was refused past a GOAWAY (RFC 9113 §8.7)
- * is sent again, as clients do; anything else is a failure.
+ * is sent again, as clients do, up to 5 times 10 to 50 ms apart; anything
+ * else is a failure.
  */
 async function load(port: number, untilMs: number, h1 = 8, h2 = 2, paceMs = 6): Promise<Load> {
   const out: Load = { ok: 0, retried: 0, failed: [], gens: new Set() };
@@ -146,8 +159,10 @@ async function load(port: number, untilMs: number, h1 = 8, h2 = 2, paceMs = 6): 
     while (Date.now() < untilMs) {
       const started = Date.now();
       let r = await get();
+      // as a client would, a little later each time: a burst of retries would all meet the same stopping worker
       for (let tries = 0; r.retry && tries < 5; tries++) {
         out.retried++;
+        await sleep(10 * (tries + 1));
         r = await get();
       }
       if (r.status === 200 && r.gen) {
@@ -240,6 +255,72 @@ function runScenarios(impl: Impl): void {
       assert.deepEqual(affinityLines(), ['[notice] sched_setaffinity(): using cpu #0', '[notice] sched_setaffinity(): using cpu #1']);
     });
 
+    it('started as root: workers run as nobody, or as `user`, own the temp directories, reopen their logs as that user; worker_rlimit_core and working_directory apply', { skip: process.geteuid?.() !== 0 && 'needs root' }, async () => {
+      const port = await freePort();
+      const front = await freePort();
+      const daemonUid = Number(spawnSync('id', ['-u', 'daemon'], { encoding: 'utf8' }).stdout.trim());
+      const spooling = `server { listen 127.0.0.1:${front}; location / { client_body_buffer_size 1k; proxy_pass http://127.0.0.1:${port}/; } }`;
+      const uidsOf = (master: number): number[] => workerPids(master).map((w) => Number(/Uid:\s+(\d+)/.exec(readText(`/proc/${w}/status`))?.[1]));
+      const byDefault = makePrefix({ 'nginx.conf': conf(port, 'a', spooling) });
+      const plain = await startImpl(impl, byDefault, [port, front]);
+      await waitFor(() => workerPids(plain.pid).length === 2, 5000, 'two workers');
+      assert.deepEqual(uidsOf(plain.pid), [65534, 65534], 'the workers run as nobody');
+      plain.child.kill('SIGQUIT');
+      assert.equal(await plain.waitExit(), 0);
+
+      const p = makePrefix({ 'nginx.conf': 'user daemon;\nworker_rlimit_core 10m;\nworking_directory /tmp;\n' + conf(port, 'a', spooling) });
+      const proc = await startImpl(impl, p, [port, front]);
+      await waitFor(() => workerPids(proc.pid).length === 2, 5000, 'two workers');
+      assert.deepEqual(uidsOf(proc.pid), [daemonUid, daemonUid], 'the workers run as daemon');
+      assert.equal(statSync(join(p, 'logs/body')).uid, daemonUid, 'client_body_temp_path is the workers\'');
+      const posted = await postBytes(front, '/', 64 * 1024);
+      assert.equal(posted, 200, 'a body spooled to a temp file goes through');
+      for (const w of workerPids(proc.pid)) {
+        assert.match(readText(`/proc/${w}/limits`), /Max core file size\s+10485760\s+10485760/);
+        assert.equal(readlinkSync(`/proc/${w}/cwd`), '/tmp');
+      }
+      const workers = workerPids(proc.pid);
+      renameSync(join(p, 'logs/error.log'), join(p, 'logs/error.old'));
+      process.kill(proc.pid, 'SIGUSR1');
+      const reopened = (): number => readText(join(p, 'logs/error.old')).split('\n').filter((l) => l.endsWith('reopening logs')).length;
+      await waitFor(() => reopened() >= 4, 5000, 'every process\'s "reopening logs"');
+      assert.equal(statSync(join(p, 'logs/error.log')).uid, daemonUid, 'the reopened error log is the workers\'');
+      // each worker writes a line to it: a missing file (404) on one, a request limit_req refuses (503) on the other
+      const first = await clientOn(port, 0);
+      const other = await clientOn(port, first.pid);
+      const statuses = [(await first.client.get('/limited/missing')).status, (await other.client.get('/limited/missing')).status];
+      first.client.agent.destroy();
+      other.client.agent.destroy();
+      assert.deepEqual(statuses, [404, 503]);
+      const writers = new Set(readText(join(p, 'logs/error.log')).split('\n').map((l) => Number(/ (\d+)#/.exec(l)?.[1])));
+      assert.deepEqual(workers.filter((w) => writers.has(w)), workers, 'both workers wrote to the reopened error log');
+    });
+
+    for (const zone of [true, false]) {
+      it(`an upstream peer that failed on one worker is ${zone ? 'skipped by the other too with `zone`' : 'tried by the other too without `zone`'} (max_fails=1)`, async () => {
+        const port = await freePort();
+        const live = await freePort();
+        const dead = await freePort();
+        const upstream = `upstream pair { ${zone ? 'zone pair 64k; ' : ''}server 127.0.0.1:${dead} max_fails=1 fail_timeout=30s; server 127.0.0.1:${live}; }
+    server { listen 127.0.0.1:${live}; location / { return 200 "live\\n"; } }`;
+        const confText = conf(port, 'a', upstream).replace('location /conn', 'location /up { proxy_pass http://pair/; }\n        location /conn');
+        const p = makePrefix({ 'nginx.conf': confText });
+        await startImpl(impl, p, [port, live]);
+        const first = await clientOn(port, 0);
+        const other = await clientOn(port, first.pid);
+        const bodies: string[] = [];
+        for (const client of [first.client, other.client]) {
+          for (let i = 0; i < 4; i++) bodies.push((await client.get('/up')).body);
+        }
+        first.client.agent.destroy();
+        other.client.agent.destroy();
+        assert.deepEqual([...new Set(bodies)], ['live\n'], 'every request was answered by the live peer');
+        const refused = readText(join(p, 'logs/error.log')).split('\n').filter((l) => l.includes(`connect() failed (111: Connection refused) while connecting to upstream`));
+        const workers = new Set(refused.map((l) => / (\d+)#/.exec(l)?.[1]));
+        assert.equal(workers.size, zone ? 1 : 2, refused.join('\n'));
+      });
+    }
+
     it('connection numbers ($connection, the *N of log lines) are not repeated across workers', async () => {
       const port = await freePort();
       const p = makePrefix({ 'nginx.conf': conf(port, 'a') });
@@ -264,37 +345,40 @@ function runScenarios(impl: Impl): void {
       other.client.agent.destroy();
     });
 
-    it('a TLS session made with one worker resumes on the other: the workers share their session ticket keys', async () => {
-      const port = await freePort();
-      const { cert, key } = selfSigned('localhost');
-      const confText = conf(port, 'a').replace(`listen 127.0.0.1:${port};`, `listen 127.0.0.1:${port} ssl;\n        ssl_certificate cert.pem;\n        ssl_certificate_key cert.key;`);
-      const p = makePrefix({ 'nginx.conf': confText, 'cert.pem': cert, 'cert.key': key });
-      await startImpl(impl, p, [port]);
-      /** One HTTP/1.0 GET over a new TLS connection: the answering worker's pid, whether the session was resumed, the session to resume. */
-      const get = (session?: Buffer): Promise<{ pid: number; reused: boolean; session: Buffer | undefined }> => new Promise((resolve, reject) => {
-        const s = tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false, session });
-        let text = '';
-        let ticket: Buffer | undefined;
-        let reused = false;
-        s.on('session', (t: Buffer) => { ticket = t; });
-        s.on('secureConnect', () => {
-          reused = s.isSessionReused();
-          s.write('GET / HTTP/1.0\r\nHost: localhost\r\n\r\n');
+    for (const how of ['session tickets', 'ssl_session_cache shared'] as const) {
+      it(`a TLS session made with one worker resumes on the other: the workers share their ${how === 'session tickets' ? 'session ticket keys' : 'shared session cache'}`, async () => {
+        const port = await freePort();
+        const { cert, key } = selfSigned('localhost');
+        const sessions = how === 'session tickets' ? '' : '\n        ssl_session_tickets off;\n        ssl_session_cache shared:SSL:1m;';
+        const confText = conf(port, 'a').replace(`listen 127.0.0.1:${port};`, `listen 127.0.0.1:${port} ssl;\n        ssl_certificate cert.pem;\n        ssl_certificate_key cert.key;${sessions}`);
+        const p = makePrefix({ 'nginx.conf': confText, 'cert.pem': cert, 'cert.key': key });
+        await startImpl(impl, p, [port]);
+        /** One HTTP/1.0 GET over a new TLS 1.2 connection: the answering worker's pid, whether the session was resumed, the session to resume. */
+        const get = (session?: Buffer): Promise<{ pid: number; reused: boolean; session: Buffer | undefined }> => new Promise((resolve, reject) => {
+          const s = tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false, session, maxVersion: 'TLSv1.2' });
+          let text = '';
+          let ticket: Buffer | undefined;
+          let reused = false;
+          s.on('session', (t: Buffer) => { ticket = t; });
+          s.on('secureConnect', () => {
+            reused = s.isSessionReused();
+            s.write('GET / HTTP/1.0\r\nHost: localhost\r\n\r\n');
+          });
+          s.on('data', (d: Buffer) => { text += d.toString('latin1'); });
+          s.on('error', reject);
+          s.on('close', () => resolve({ pid: Number(/\r\n\r\n(\d+)/.exec(text)?.[1]), reused, session: ticket }));
         });
-        s.on('data', (d: Buffer) => { text += d.toString('latin1'); });
-        s.on('error', reject);
-        s.on('close', () => resolve({ pid: Number(/\r\n\r\n(\d+)/.exec(text)?.[1]), reused, session: ticket }));
+        const first = await get();
+        assert.ok(first.session, 'the server made a session to resume');
+        let other: { pid: number; reused: boolean } | undefined;
+        for (let i = 0; i < 100 && !other; i++) {
+          const r = await get(first.session);
+          if (r.pid !== first.pid) other = r;
+        }
+        assert.ok(other, `no connection reached a worker other than ${first.pid}`);
+        assert.equal(other.reused, true, `the session of worker ${first.pid} was not resumed by worker ${other.pid}`);
       });
-      const first = await get();
-      assert.ok(first.session, 'the server sent a session ticket');
-      let other: { pid: number; reused: boolean } | undefined;
-      for (let i = 0; i < 100 && !other; i++) {
-        const r = await get(first.session);
-        if (r.pid !== first.pid) other = r;
-      }
-      assert.ok(other, `no connection reached a worker other than ${first.pid}`);
-      assert.equal(other.reused, true, `the session of worker ${first.pid} was not resumed by worker ${other.pid}`);
-    });
+    }
 
     it('20 reloads every 0.5 s under load over HTTP/1.1 and HTTP/2, then a broken configuration: no request fails, every answer is the old or the new configuration\'s, no old worker is left', async () => {
       const port = await freePort();
@@ -408,5 +492,27 @@ describe('jinx -s reload (beyond nginx: it says what became of the reload)', () 
     assert.deepEqual(reload(), { status: 1, said: [...Array<string>(5).fill(bindFailed), 'nginx: [emerg] still could not bind()'] });
     assert.equal(await genOf(port), 'b', 'the old workers serve on');
     assert.deepEqual(reload('-q'), { status: 0, said: [] });
+  });
+});
+
+describe('jinx -t: a process directive jinx cannot carry out is warned about, never ignored silently', () => {
+  after(cleanup);
+
+  it('without util-linux in PATH, worker_cpu_affinity and worker_rlimit_* get nginx\'s "not supported on this platform, ignored" warning naming the command', () => {
+    const p = makePrefix({ 'nginx.conf': 'worker_processes 2;\nworker_cpu_affinity auto;\nworker_rlimit_nofile 4096;\nworker_rlimit_core 10m;\nevents {}\n' });
+    // a PATH with only what bin/jinx itself runs
+    const bin = join(p, 'bin');
+    mkdirSync(bin);
+    symlinkSync(process.execPath, join(bin, 'node'));
+    symlinkSync(spawnSync('sh', ['-c', 'command -v dirname'], { encoding: 'utf8' }).stdout.trim(), join(bin, 'dirname'));
+    const r = spawnSync(JINX_IMPL.binary, ['-p', `${p}/`, '-c', 'nginx.conf', '-t'], { encoding: 'utf8', env: { ...process.env, PATH: bin } });
+    const warnings = r.stderr.split('\n').filter((l) => l.includes('[warn]')).map((l) => l.replace(/^.*\[warn\] \d+#\d+: /, ''));
+    const conf = join(p, 'nginx.conf');
+    assert.deepEqual(warnings, [
+      `"worker_cpu_affinity" is not supported on this platform (no "taskset" of util-linux in PATH), ignored in ${conf}:2`,
+      `"worker_rlimit_nofile" is not supported on this platform (no "prlimit" of util-linux in PATH), ignored in ${conf}:3`,
+      `"worker_rlimit_core" is not supported on this platform (no "prlimit" of util-linux in PATH), ignored in ${conf}:4`,
+    ]);
+    assert.equal(r.status, 0, r.stderr);
   });
 });

@@ -5,7 +5,7 @@
  * keep-alive HTTP client and small polling helpers.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { JINX, onCleanup, portOpen, referenceNginx, tempDir, waitFor, writeFiles, type RunResult } from './harness.js';
@@ -50,7 +50,6 @@ export function runImpl(impl: Impl, args: readonly string[], opts: { cwd?: strin
  */
 export function makePrefix(files: Readonly<Record<string, string>>): string {
   const prefix = tempDir('jinx-cli-');
-  chmodSync(prefix, 0o755);
   mkdirSync(join(prefix, 'logs'));
   writeFiles(prefix, files);
   return prefix;

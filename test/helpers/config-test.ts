@@ -14,7 +14,7 @@
  * `record` where tests run side by side.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, JINX, onCleanup, referenceNginx, ROOT, runJinx } from './harness.js';
@@ -117,6 +117,8 @@ export async function compareConfigTestAsync(dir: string, conf: string, opts: Co
  */
 export function copyTree(src: string, prefix = 'jinx-diff-', into = ''): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  // started as root, nginx's workers and jinx's run as nobody: they must reach the tree
+  chmodSync(dir, 0o755);
   onCleanup(() => rmSync(dir, { recursive: true, force: true }));
   cpSync(src, join(dir, into), { recursive: true, dereference: true });
   return dir;

@@ -13,7 +13,7 @@
  * compared with their times made fixed.
  */
 import { strict as assert } from 'node:assert';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
@@ -295,7 +295,6 @@ export async function differential<T>(
   scenario: (side: Side) => Promise<T>,
 ): Promise<{ nginx: SideResult<T>; jinx: SideResult<T> }> {
   const prefix = tempDir('jinx-diff-');
-  chmodSync(prefix, 0o755);
   const port = await freePort();
   const ports: number[] = [];
   for (let i = 0; i < (spec.extraPorts ?? 0); i++) ports.push(await freePort());

@@ -5,7 +5,7 @@
  * Every process and server a test starts is stopped by `cleanup()`.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -33,6 +33,8 @@ export async function cleanup(): Promise<void> {
 /** A fresh directory, removed at cleanup. Ends without `/`. */
 export function tempDir(prefix = 'jinx-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  // started as root, nginx's workers and jinx's run as nobody: they must reach what is made here
+  chmodSync(dir, 0o755);
   onCleanup(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }

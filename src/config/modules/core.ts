@@ -12,14 +12,15 @@ import type { Directive } from '../../parser/ast.js';
 import { cString } from '../../c-string.js';
 import { isLogLevel, type LogLevel } from '../../log-levels.js';
 import { ANY_CONTEXT, HTTP_SRV_LOC, type Context } from '../flags.js';
-import { accountExists } from '../accounts.js';
+import { accountId } from '../accounts.js';
+import { hasCommand } from '../host-commands.js';
 import { ConfigError } from '../../errors.js';
 import type { LevelNode } from '../check.js';
 import type { CompileContext } from '../compile-context.js';
 import {
-  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, parseNumber, rule, ruleSetter, slot, strSetter,
+  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, offSetter, parseNumber, rule, ruleSetter, slot, strSetter,
   type ConfChain, type DirectiveSpec,
-  type Rule, type SetContext,
+  type Rule, type SetContext, type Slot,
 } from '../spec.js';
 
 const CORE = 'ngx_core_module';
@@ -41,6 +42,10 @@ export const cpuAffinity = slot<CpuAffinity | undefined>('worker_cpu_affinity', 
 
 /** `worker_rlimit_nofile`: the descriptor limit each worker sets for itself (soft and hard). */
 const workerRlimitNofile = slot<number>('worker_rlimit_nofile', 0);
+/** `worker_rlimit_core` in bytes; -1: unset (0 is a limit: no core files). */
+const workerRlimitCore = slot<number>('worker_rlimit_core', -1);
+/** `working_directory`: where each worker changes to; '' leaves it. */
+const workingDirectory = slot<string>('working_directory', '');
 
 /**
  * `worker_cpu_affinity`: `auto` (worker N on the N-th CPU of `masks[0]`, all
@@ -109,8 +114,18 @@ const none = (
   name: string, contexts: readonly Context[], args: DirectiveSpec['args'], note: string, r: Rule, module = CORE,
 ): DirectiveSpec => noEffect({ name, module, contexts, args, note }, r);
 
-/** `user` has been read at this level (nginx's `ccf->user`, set only when running as root). */
-const userSet = slot('user', false);
+/**
+ * The account a worker switches to (`ccf->username`, `ccf->user`,
+ * `ccf->group`): set only when the master runs as root.
+ */
+export interface WorkerUser {
+  readonly name: string;
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/** `user`, as `ngx_set_user` resolves it (nginx's `ccf->user`: left unset when ignored for want of root, so a second `user` is then no duplicate). */
+const workerUser = slot<WorkerUser | undefined>('user', undefined);
 
 /**
  * `ngx_set_user` (`src/core/nginx.c`): without root privileges a warning and
@@ -118,16 +133,54 @@ const userSet = slot('user', false);
  * given) must exist: `getpwnam("NAME") failed`, `getgrnam("NAME") failed`.
  */
 function setUser(d: Directive, cx: SetContext): void {
-  if (cx.level.own(userSet)) throw new DirectiveFailure('is duplicate');
+  if (cx.level.own(workerUser)) throw new DirectiveFailure('is duplicate');
   if (process.geteuid?.() !== 0) {
     cx.warn('the "user" directive makes sense only if the master process runs with super-user privileges, ignored', 'user-ignored');
     return;
   }
-  const user = d.args[0]!;
-  if (!accountExists('passwd', user)) fail(`getpwnam("${user}") failed`);
-  const group = d.args[1] ?? user;
-  if (!accountExists('group', group)) fail(`getgrnam("${group}") failed`);
-  cx.level.set(userSet, true, d.loc);
+  const name = d.args[0]!;
+  const uid = accountId('passwd', name);
+  if (uid === undefined) fail(`getpwnam("${name}") failed`);
+  const group = d.args[1] ?? name;
+  const gid = accountId('group', group);
+  if (gid === undefined) fail(`getgrnam("${group}") failed`);
+  cx.level.set(workerUser, { name, uid, gid }, d.loc);
+}
+
+/** The account nginx's workers run as when the master runs as root without `user`, resolved once per process. */
+let defaultUser: WorkerUser | undefined;
+
+/**
+ * `ngx_core_module_init_conf` (`src/core/nginx.c`): as root without `user`,
+ * nginx's build-time `NGX_USER` and `NGX_GROUP`: `nobody`, and the group
+ * `nobody` where the system has one, else `nogroup` (nginx's `auto/unix`).
+ * @throws ConfigError `getpwnam("nobody") failed`, `getgrnam("nogroup") failed`
+ */
+function rootDefaultUser(): WorkerUser {
+  if (defaultUser) return defaultUser;
+  const uid = accountId('passwd', 'nobody');
+  if (uid === undefined) throw new ConfigError('invalid-value', 'getpwnam("nobody") failed', undefined, { phase: 'init' });
+  const groupName = accountId('group', 'nobody') !== undefined ? 'nobody' : 'nogroup';
+  const gid = accountId('group', groupName);
+  if (gid === undefined) throw new ConfigError('invalid-value', `getgrnam("${groupName}") failed`, undefined, { phase: 'init' });
+  defaultUser = { name: 'nobody', uid, gid };
+  return defaultUser;
+}
+
+/**
+ * A process directive a worker carries out with a util-linux command
+ * (`hasCommand`): where the command is missing, the warning nginx gives on
+ * a platform without the call (`"worker_cpu_affinity" is not supported on
+ * this platform, ignored`, `ngx_set_cpu_affinity`), naming the command,
+ * and the directive is left unset.
+ */
+function withCommand<T>(command: string, s: Slot<T>, unset: T, setter: DirectiveSpec['set']): DirectiveSpec['set'] {
+  return (d, cx) => {
+    setter(d, cx);
+    if (hasCommand(command)) return;
+    cx.warn(`"${d.name}" is not supported on this platform (no "${command}" of util-linux in PATH), ignored`, 'process-command-missing');
+    cx.level.replace(s, unset, d.loc);
+  };
 }
 
 /** `worker_priority` as nginx stores it: 0 is "unset", so `worker_priority 0;` may be repeated. */
@@ -225,17 +278,21 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     },
   },
   {
-    name: 'user', module: CORE, contexts: MAIN, args: ['TAKE1', 'TAKE2'], effect: 'none',
-    note: 'jinx does not switch users; run it as the user it should serve as', set: setUser,
+    name: 'user', module: CORE, contexts: MAIN, args: ['TAKE1', 'TAKE2'], effect: 'runtime',
+    note: 'started as root, each worker switches to it (nobody without it) once its files are open; with master_process off, not used', set: setUser,
   },
   none('pcre_jit', MAIN, ['FLAG'], 'regular expressions are translated from PCRE2 syntax and compiled by V8', rule.flag, 'ngx_regex_module'),
   none('env', MAIN, ['TAKE1'], 'jinx keeps its own environment', rule.array),
   {
     name: 'worker_rlimit_nofile', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
     note: 'each worker sets its limit with prlimit (util-linux); with master_process off, set it with ulimit before starting jinx',
-    set: numSetter(workerRlimitNofile),
+    set: withCommand('prlimit', workerRlimitNofile, 0, numSetter(workerRlimitNofile)),
   },
-  none('worker_rlimit_core', MAIN, ['TAKE1'], 'core dumps are the runtime\'s business', rule.off),
+  {
+    name: 'worker_rlimit_core', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
+    note: 'each worker sets its limit with prlimit (util-linux); with master_process off, set it with ulimit before starting jinx',
+    set: withCommand('prlimit', workerRlimitCore, -1, offSetter(workerRlimitCore)),
+  },
   {
     name: 'worker_priority', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
     note: 'each worker sets its own priority (os.setPriority); with master_process off, set it with nice before starting jinx',
@@ -244,12 +301,15 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   {
     name: 'worker_cpu_affinity', module: CORE, contexts: MAIN, args: ['1MORE'], effect: 'runtime',
     note: 'each worker binds itself with taskset (util-linux); with master_process off, not used',
-    set: ruleSetter('worker_cpu_affinity', rule.custom(parseCpuAffinity, cpuAffinity)),
+    set: withCommand('taskset', cpuAffinity, undefined, ruleSetter('worker_cpu_affinity', rule.custom(parseCpuAffinity, cpuAffinity))),
   },
   {
     name: 'worker_shutdown_timeout', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime', set: msecSetter(workerShutdownTimeoutMs),
   },
-  none('working_directory', MAIN, ['TAKE1'], 'jinx does not change directory', rule.str),
+  {
+    name: 'working_directory', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
+    note: 'each worker changes to it; with master_process off, not used', set: strSetter(workingDirectory),
+  },
   {
     name: 'master_process', module: CORE, contexts: MAIN, args: ['FLAG'], effect: 'runtime',
     note: 'on (the default): a master process and worker_processes workers, whose channel to the master counts among worker_connections; off: one process serves',
@@ -293,6 +353,12 @@ export interface MainConf {
   readonly workerPriority: number;
   /** `worker_rlimit_nofile`; 0 leaves the limit. */
   readonly workerRlimitNofile: number;
+  /** `worker_rlimit_core` in bytes; -1 leaves the limit. */
+  readonly workerRlimitCoreBytes: number;
+  /** `working_directory`; '' leaves it. */
+  readonly workingDirectory: string;
+  /** The account each worker switches to (`user`, else nobody), when the master runs as root; undefined otherwise. */
+  readonly user: WorkerUser | undefined;
   readonly cpuAffinity: CpuAffinity | undefined;
   /** `worker_shutdown_timeout` (ngx_set_shutdown_timer): connections left this long after a graceful shutdown or reload are closed; 0: none. */
   readonly workerShutdownTimeoutMs: number;
@@ -352,6 +418,9 @@ export function mainConf(cx: CompileContext, root: LevelNode, errorLogTargets: r
     masterProcess: mainChain.get(masterProcess),
     workerPriority: mainChain.get(workerPriority),
     workerRlimitNofile: mainChain.get(workerRlimitNofile),
+    workerRlimitCoreBytes: mainChain.get(workerRlimitCore),
+    workingDirectory: mainChain.get(workingDirectory),
+    user: process.geteuid?.() === 0 ? mainChain.get(workerUser) ?? rootDefaultUser() : undefined,
     cpuAffinity: mainChain.get(cpuAffinity),
     workerShutdownTimeoutMs: mainChain.get(workerShutdownTimeoutMs),
     errorLogs: errorLogTargets,

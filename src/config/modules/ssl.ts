@@ -61,6 +61,8 @@ const MIN_SHARED_CACHE = 8 * 4096;
  */
 export interface SessionCacheConf {
   readonly maxSessions: number;
+  /** The zone of `shared:NAME:SIZE` (the last one given): its sessions are every worker's, of every server that names it. */
+  readonly sharedZone: string | undefined;
 }
 
 export const sslSessionCache = slot<SessionCacheConf | undefined>('ssl_session_cache', undefined);
@@ -78,6 +80,7 @@ const SHARED_SESSION_BYTES = 256;
  */
 export function setSessionCache(d: Directive, cx: SetContext, tag: string): SessionCacheConf | undefined {
   let maxSessions = 0;
+  let sharedZone: string | undefined;
   for (const p of d.args) {
     if (p === 'off' || p === 'none') continue;
     if (p === 'builtin') {
@@ -96,8 +99,9 @@ export function setSessionCache(d: Directive, cx: SetContext, tag: string): Sess
     if (size < MIN_SHARED_CACHE) fail(`session cache "${p}" is too small`);
     cx.scope.sharedZone(shared[1]!, size, tag);
     maxSessions += Math.floor(size / SHARED_SESSION_BYTES);
+    sharedZone = shared[1]!;
   }
-  return maxSessions > 0 ? { maxSessions } : undefined;
+  return maxSessions > 0 ? { maxSessions, sharedZone } : undefined;
 }
 
 /** `ssl_certificate_cache`: how long certificates read per handshake are kept (`ngx_ssl_cache_init`). */

@@ -11,7 +11,7 @@ import { ConfigError } from '../../errors.js';
 import type { LevelNode } from '../check.js';
 import { groupKey, levelsInOrder, type CompileContext } from '../compile-context.js';
 import {
-  DirectiveFailure, fail, LevelConf, noEffect, parseNumber, parseMsec, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext, type TempPathValue,
+  DirectiveFailure, fail, LevelConf, ruleSetter, parseNumber, parseMsec, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext, type TempPathValue,
   type Slot,
 } from '../spec.js';
 import type { ValueSource } from '../variables.js';
@@ -127,6 +127,7 @@ function setZone(d: Directive, cx: SetContext): void {
     size = parsed;
   }
   cx.scope.sharedZone(name, size, UPSTREAM);
+  currentUpstream(cx).zone = name;
 }
 
 /**
@@ -155,7 +156,7 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       if (existing?.explicit) fail(`duplicate upstream "${d.args[0]}"`);
       cx.scope.upstreams.set(name, {
         name: d.args[0]!, loc: d.loc, explicit: true, servers: [], keepalive: 32, keepaliveSet: false, keepaliveTimeoutMs: 60_000,
-        keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin',
+        keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin', zone: undefined,
       });
       return { context: 'upstream', level: new LevelConf() };
     },
@@ -185,9 +186,11 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
     },
   },
   upstreamTime('keepalive_time', keepaliveTimeSet, 'keepaliveTimeMs'),
-  noEffect({
-    name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], note: 'peer state (max_fails, fail_timeout) is kept per worker process, as nginx keeps it without a zone',
-  }, rule.repeatable(setZone)),
+  {
+    name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], effect: 'runtime',
+    note: 'the peers\' failures (max_fails, fail_timeout) count in every worker, each worker telling the others through the master; the round-robin position stays each worker\'s',
+    set: ruleSetter('zone', rule.repeatable(setZone)),
+  },
   {
     name: 'least_conn', module: 'ngx_http_upstream_least_conn_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'runtime',
     set: setBalancer,
@@ -208,6 +211,8 @@ export interface UpstreamGroup {
   readonly keepaliveRequests: number;
   /** How a peer is picked (`ip_hash`, `least_conn`, else round robin). */
   readonly balancer: UpstreamBalancer;
+  /** `zone NAME`: the peers' failures count in every worker (without it, in each worker alone, as nginx's). */
+  readonly zone: string | undefined;
 }
 
 /** One address of an upstream group. */
@@ -322,7 +327,7 @@ export function resolveUpstreams(
     groups.set(decl.name.toLowerCase(), {
       name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs, keepaliveTimeMs: decl.keepaliveTimeMs,
       keepaliveRequests: decl.keepaliveRequests,
-      balancer: decl.balancer,
+      balancer: decl.balancer, zone: decl.zone,
     });
   }
   // every level, upstream blocks too, as the recursive walk did (they hold no proxy_pass)
@@ -364,7 +369,7 @@ function implicitUpstream(cx: CompileContext, groups: Map<string, UpstreamGroup>
   if (hostText.startsWith('unix:')) {
     // ngx_parse_unix_domain_url: one peer, the socket file
     const peers = [peer(hostText, 0, undefined, hostText.slice('unix:'.length))];
-    groups.set(key, { name: key, peers, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin' });
+    groups.set(key, { name: key, peers, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin', zone: undefined });
     return;
   }
   const effectivePort = port ?? defaultPort;
@@ -374,7 +379,7 @@ function implicitUpstream(cx: CompileContext, groups: Map<string, UpstreamGroup>
   if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${hostText}"`, loc);
   groups.set(key, {
     name: key, peers: addrs.map((a) => peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000,
-    balancer: 'round_robin',
+    balancer: 'round_robin', zone: undefined,
   });
 }
 

@@ -184,7 +184,7 @@ export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | {
  */
 function resolvedGroup(name: string, addrs: readonly string[], port: number, conf: NextUpstreamConf): PeerChoice {
   const group: UpstreamGroup = {
-    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 0, balancer: 'round_robin',
+    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 0, balancer: 'round_robin', zone: undefined,
     peers: addrs.map((addr) => ({
       name: peerName(addr, port), host: addr, port, unixPath: undefined, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000,
     })),

@@ -18,6 +18,7 @@ import { listenKey, TlsContexts } from '../listen.js';
 import { prepareFiles } from '../prepare-files.js';
 import type { TempFiles } from '../temp-files.js';
 import { UpstreamClients } from '../upstream/clients.js';
+import type { PeerEvent } from '../upstream/round-robin.js';
 import { FastcgiConnections } from '../upstream/fastcgi-connections.js';
 import { NameResolver } from '../upstream/resolver.js';
 
@@ -42,6 +43,8 @@ export interface Lasting {
   admitUpstream(): boolean;
   /** The session ticket keys a worker's master gave it (`TlsContexts`). */
   readonly ticketKeys?: Buffer;
+  /** Where a worker tells the others of failures of peers in upstream groups with `zone` (`RoundRobin`). */
+  readonly sharePeerEvent?: (event: PeerEvent) => void;
 }
 
 /**
@@ -56,7 +59,7 @@ export function prepareGeneration(compiled: CompiledConfig, errorLog: ErrorLogFi
   const accessLog = new AccessLogFiles();
   accessLog.open(table.accessLogTargets);
   const tls = new TlsContexts(table, lasting.ticketKeys);
-  const upstreams = new UpstreamClients(lasting.numbers, () => lasting.admitUpstream(), table.main.workerConnections);
+  const upstreams = new UpstreamClients(lasting.numbers, () => lasting.admitUpstream(), table.main.workerConnections, lasting.sharePeerEvent);
   // nginx's resolver writes to the main error log (`cycle->new_log`)
   const resolver = new NameResolver((level, message) => errorLog.write(table.main.errorLogs, level, message));
   // the cache loader starts with the configuration, as nginx's does

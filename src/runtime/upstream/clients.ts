@@ -9,7 +9,7 @@ import { loadCertificatePair, type CertificatePair } from '../../config/certific
 import type { UpstreamTlsConf } from '../../config/route-table.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
 import { WorkerConnectionsError } from './errors.js';
-import { RoundRobin } from './round-robin.js';
+import { RoundRobin, type PeerEvent } from './round-robin.js';
 import { tlsConnector } from './tls.js';
 import { IdleConnections, PeerConnections } from './peer-connections.js';
 import { retireAfter } from './undici-socket.js';
@@ -63,18 +63,22 @@ export class UpstreamClients {
   /** The idle connections of each `upstream` block, by name. */
   private readonly idle = new Map<string, IdleConnections>();
   /** The peers' round-robin and failure state. */
-  readonly roundRobin = new RoundRobin();
+  readonly roundRobin: RoundRobin;
 
   /**
    * @param numbers takes a number for every connection opened, as nginx's connection counter
    * @param admit tells whether one more connection fits in `worker_connections`
    *   (`workerConnections`), after closing idle ones to make room
+   * @param sharePeerEvent where the failures of peers in groups with `zone` are told (`RoundRobin`)
    */
   constructor(
     private readonly numbers: ConnectionNumbers,
     private readonly admit: () => boolean,
     private readonly workerConnections: number,
-  ) {}
+    sharePeerEvent?: (event: PeerEvent) => void,
+  ) {
+    this.roundRobin = new RoundRobin(sharePeerEvent);
+  }
   /** Client certificates of `proxy_ssl_certificate` with variables, by file pair, read once for this configuration. */
   private readonly clientCertificates = new Map<string, CertificatePair>();
   /** Settings with such a certificate, by the settings and file pair: their pools are found by object as the others. */

@@ -31,15 +31,37 @@ interface PeerState {
   conns: number;
 }
 
+/**
+ * A peer's failure, or its recovery, in an upstream group with `zone`:
+ * what the worker that saw it tells the others (nginx keeps the peers of
+ * such a group in its shared memory zone, `ngx_http_upstream_zone_module.c`).
+ */
+export interface PeerEvent {
+  /** The group's name as configured. */
+  readonly group: string;
+  /** The peer's index in the group's `peers`. */
+  readonly peer: number;
+  readonly failed: boolean;
+  /** When, in seconds since the epoch. */
+  readonly atSec: number;
+}
+
 /** Where a request's `ip_hash` walk is (`iphp->hash`, `iphp->tries`). */
 export interface HashWalk {
   hash: number;
   tries: number;
 }
 
-/** The peers' state of a running configuration. */
+/**
+ * The peers' state of a running configuration. For a group with `zone`,
+ * failures and recoveries are also told to `share` (the other workers) and
+ * theirs applied by `applyShared`; the round-robin position and the
+ * connection counts stay this process's.
+ */
 export class RoundRobin {
   private readonly states = new Map<UpstreamPeer, PeerState>();
+
+  constructor(private readonly share?: (event: PeerEvent) => void) {}
 
   private state(peer: UpstreamPeer): PeerState {
     let st = this.states.get(peer);
@@ -164,7 +186,12 @@ export class RoundRobin {
    * a failure. Returns true when the peer reached `max_fails` (nginx's warn
    * line `upstream server temporarily disabled`).
    */
-  failed(peer: UpstreamPeer, nowSec: number): boolean {
+  failed(group: UpstreamGroup, peer: UpstreamPeer, nowSec: number): boolean {
+    if (group.zone !== undefined) this.share?.({ group: group.name, peer: group.peers.indexOf(peer), failed: true, atSec: nowSec });
+    return this.countFailure(peer, nowSec);
+  }
+
+  private countFailure(peer: UpstreamPeer, nowSec: number): boolean {
     const st = this.state(peer);
     st.fails++;
     st.accessedSec = nowSec;
@@ -175,9 +202,20 @@ export class RoundRobin {
   }
 
   /** The same without a failure: a peer given a request after `fail_timeout` is live again. */
-  succeeded(peer: UpstreamPeer): void {
+  succeeded(group: UpstreamGroup, peer: UpstreamPeer): void {
     const st = this.states.get(peer);
-    if (st && st.accessedSec < st.checkedSec) st.fails = 0;
+    if (!st || st.accessedSec >= st.checkedSec || st.fails === 0) return;
+    st.fails = 0;
+    if (group.zone !== undefined) this.share?.({ group: group.name, peer: group.peers.indexOf(peer), failed: false, atSec: Math.floor(Date.now() / 1000) });
+  }
+
+  /** Applies another worker's `PeerEvent` to the peer it names among `groups` (by lower-cased name), if its group has a zone. */
+  applyShared(event: PeerEvent, groups: ReadonlyMap<string, UpstreamGroup>): void {
+    const group = groups.get(event.group.toLowerCase());
+    const peer = group?.zone === undefined ? undefined : group.peers[event.peer];
+    if (!peer) return;
+    if (event.failed) this.countFailure(peer, event.atSec);
+    else this.state(peer).fails = 0;
   }
 }
 
@@ -320,14 +358,14 @@ export class PeerAttempts {
       this.tries = 0;
       return false;
     }
-    const disabled = condition === 'http_403' || condition === 'http_404' ? false : this.rr.failed(peer, Math.floor(Date.now() / 1000));
+    const disabled = condition === 'http_403' || condition === 'http_404' ? false : this.rr.failed(this.group, peer, Math.floor(Date.now() / 1000));
     if (this.tries > 0) this.tries--;
     return disabled;
   }
 
   /** Releases the current peer after a response that is used. */
   done(): void {
-    if (this.current && !this.single) this.rr.succeeded(this.current);
+    if (this.current && !this.single) this.rr.succeeded(this.group, this.current);
     this.current = undefined;
   }
 
