@@ -45,16 +45,16 @@ describe('README.md', () => {
     }
   });
 
-  it('the run command uses scripts and files that exist: npm run build, bin/jinx, fixtures/default/nginx.conf, npm run -s record', () => {
+  it('the run command uses scripts and files that exist: npm run build (tsc, then the bundle bin/jinx runs), bin/jinx, fixtures/default/nginx.conf, npm run -s record', () => {
     assert.ok(README.includes('npm ci && npm run build && bin/jinx -p fixtures/default/ -c nginx.conf'));
     assert.ok(README.includes('npm ci && npm test'));
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    assert.equal(pkg.scripts['build'], 'tsc -p tsconfig.json');
+    assert.equal(pkg.scripts['build'], 'tsc -p tsconfig.json && node scripts/bundle.mjs');
     assert.match(pkg.scripts['test']!, /^sh test\/prepare\.sh && /);
     assert.match(pkg.scripts['docs']!, /scripts\/directive-table\.mjs --write/);
     assert.equal(pkg.scripts['record'], 'sh test/record.sh');
     assert.ok(README.includes('npm run -s record') && README.includes('JINX_NO_NGINX=1'));
-    for (const f of ['bin/jinx', 'fixtures/default/nginx.conf', 'fixtures/default/html/index.html', 'test/prepare.sh', 'test/record.sh']) {
+    for (const f of ['bin/jinx', 'scripts/bundle.mjs', 'fixtures/default/nginx.conf', 'fixtures/default/html/index.html', 'test/prepare.sh', 'test/record.sh']) {
       assert.ok(existsSync(join(ROOT, f)), f);
     }
   });

@@ -1,0 +1,115 @@
+/**
+ * Start-up time: milliseconds from exec of `bin/jinx` (and of nginx, for
+ * reference) to the first 200 answered, for a trivial configuration and for
+ * one with `--servers` server blocks (each its own `server_name` and
+ * `location`), with a master and one worker (nginx's default) and with
+ * `master_process off`. The first request is retried every 2 ms until it
+ * is answered.
+ *
+ *   npx tsc -p . && node dist/bench/startup.js [--runs 5] [--servers 1000] [--nginx PATH] [--jinx PATH]
+ *
+ * `--jinx` names another jinx start script (another build, to compare);
+ * `--nginx none` leaves nginx out.
+ *
+ * Prints the median and the fastest of `--runs` starts per case. Everything
+ * runs on 127.0.0.1; every process is stopped by its pid (also on
+ * SIGINT/SIGTERM/SIGHUP). Figures in bench/README.md.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { JINX, freePort, makeTemp, removeTemp, sleep, start, stop, stopAll } from './procs.js';
+
+const USAGE = 'usage: node dist/bench/startup.js [--runs N] [--servers N] [--nginx PATH|none] [--jinx PATH]';
+
+/** Resolves true once `port` answers `GET /` with 200. */
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', agent: false, headers: { Host: 'localhost' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200));
+    });
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+/** A configuration of `servers` server blocks on `port` (the first answers `/`), with or without a master process. */
+function confText(port: number, servers: number, master: boolean): string {
+  const blocks = Array.from({ length: servers }, (_, i) => `  server { listen 127.0.0.1:${port}; server_name s${i}.test${i === 0 ? ' localhost' : ''};
+    location / { return 200 "s${i}\\n"; } location /api/ { return 200 "api ${i}\\n"; } }`);
+  return `daemon off;
+master_process ${master ? 'on' : 'off'};
+error_log logs/error.log;
+pid logs/nginx.pid;
+events {}
+http {
+  access_log off;
+  server_names_hash_bucket_size 128;
+  server_names_hash_max_size 65536;
+${blocks.join('\n')}
+}
+`;
+}
+
+/** Milliseconds from exec of `binary` on `dir/nginx.conf` to its first 200 on `port`; the process is stopped after. */
+async function startupMs(name: string, binary: string, dir: string, port: number): Promise<number> {
+  const startedNs = process.hrtime.bigint();
+  const proc = start(name, binary, ['-p', `${dir}/`, '-c', 'nginx.conf']);
+  try {
+    for (;;) {
+      if (await answers(port)) return Number(process.hrtime.bigint() - startedNs) / 1e6;
+      if (proc.exitCode !== undefined) throw new Error(`${name} exited (${proc.exitCode}):\n${proc.stderr}`);
+      if (Number(process.hrtime.bigint() - startedNs) > 30e9) throw new Error(`${name} did not answer within 30 s`);
+      await sleep(2);
+    }
+  } finally {
+    await stop(proc);
+  }
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      runs: { type: 'string', default: '5' }, servers: { type: 'string', default: '1000' }, nginx: { type: 'string' }, jinx: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const runs = Number(values.runs);
+  // `--nginx none`: jinx alone
+  const nginx = values.nginx === 'none' ? undefined : values.nginx ?? ['/opt/nginx-oracle/nginx', '/usr/sbin/nginx'].find((p) => existsSync(p));
+  if (nginx !== undefined && !existsSync(nginx)) throw new Error(`no nginx at ${nginx}`);
+  const targets: [string, string][] = [['jinx', values.jinx ?? JINX], ...(nginx ? [['nginx', nginx] as [string, string]] : [])];
+  const root = makeTemp('jinx-bench-startup-', false);
+  try {
+    for (const servers of [1, Number(values.servers)]) {
+      for (const master of [true, false]) {
+        const dir = join(root, `${servers}-${master ? 'master' : 'single'}`);
+        mkdirSync(join(dir, 'logs'), { recursive: true });
+        const port = await freePort();
+        writeFileSync(join(dir, 'nginx.conf'), confText(port, servers, master));
+        for (const [name, binary] of targets) {
+          const times: number[] = [];
+          for (let i = 0; i < runs; i++) times.push(await startupMs(name, binary, dir, port));
+          times.sort((a, b) => a - b);
+          process.stdout.write(`${name}, ${servers} server block(s), master_process ${master ? 'on' : 'off'}: `
+            + `median ${times[Math.floor(runs / 2)]!.toFixed(0)} ms, fastest ${times[0]!.toFixed(0)} ms (${runs} starts)\n`);
+        }
+      }
+    }
+    return 0;
+  } finally {
+    await stopAll();
+    removeTemp();
+  }
+}
+
+main().then((code) => process.exit(code), (err: unknown) => {
+  process.stderr.write(`bench: ${(err as Error)?.stack ?? String(err)}\n`);
+  void stopAll().finally(() => process.exit(1));
+});

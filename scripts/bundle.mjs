@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+/**
+ * Bundles the compiled command line (dist/src/cli/run.js) with esbuild into
+ * dist/bundle/, which bin/jinx runs: node loads a handful of files instead of
+ * the ~160 modules of dist/src (240 ms of a trivial start went to loading
+ * them). The runtime stays a chunk of its own, loaded only to serve (the
+ * dynamic imports of run.ts, main.ts and worker.ts). pino and sonic-boom stay
+ * packages (pino starts its workers by file path); chevrotain is imported by
+ * URL at run time (src/parser/chevrotain.ts). The bundle sits two levels
+ * below the checkout, as dist/src/*.js, so `import.meta.url`-relative paths
+ * (package.json in src/version.ts) are the same.
+ *
+ *   node scripts/bundle.mjs     (part of `npm run build`)
+ */
+import { rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const outdir = join(root, 'dist/bundle');
+rmSync(outdir, { recursive: true, force: true });
+await build({
+  entryPoints: [join(root, 'dist/src/cli/run.js')],
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external: ['pino', 'sonic-boom', 'chevrotain'],
+  // the CommonJS packages bundled (commander, undici …) call require() for node's modules
+  banner: { js: "import { createRequire as __jinxCreateRequire } from 'node:module'; const require = __jinxCreateRequire(import.meta.url);" },
+  logLevel: 'warning',
+});
