@@ -35,7 +35,7 @@ import { readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, exis
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { JINX, MiB, freePort, makeTemp, parseSize, removeTemp, sleep, start, stop, stopAll, waitListening } from './procs.js';
+import { freePort, JINX, makeTemp, MiB, parseSize, removeTemp, runBench, sleep, start, stop, waitListening } from './procs.js';
 
 const USAGE = `usage: node dist/bench/memory.js [options]
   --size SIZE        response and request body size, k/m/g suffix allowed (default 1g)
@@ -376,9 +376,4 @@ async function main(): Promise<number> {
   return over ? 2 : 0;
 }
 
-main().then((code) => process.exit(code), async (err: Error) => {
-  process.stderr.write(`bench: ${err.stack ?? err.message}\n`);
-  await stopAll();
-  removeTemp();
-  process.exit(1);
-});
+runBench(main);

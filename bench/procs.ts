@@ -159,3 +159,17 @@ export async function waitListening(proc: Proc, port: number): Promise<void> {
   }
   throw new Error(`${proc.name} does not listen on 127.0.0.1:${port} after 15 s:\n${proc.stderr}`);
 }
+
+/**
+ * Runs a script's `main` and exits with its code; an error is printed
+ * (`bench: STACK`), every process stopped by its pid and the temp directory
+ * removed, then the exit code is 1.
+ */
+export function runBench(main: () => Promise<number>): void {
+  main().then((code) => process.exit(code), async (err: unknown) => {
+    process.stderr.write(`bench: ${(err as Error)?.stack ?? String(err)}\n`);
+    await stopAll();
+    removeTemp();
+    process.exit(1);
+  });
+}

@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { JINX, freePort, makeTemp, removeTemp, sleep, start, stop, stopAll } from './procs.js';
+import { freePort, JINX, makeTemp, removeTemp, runBench, sleep, start, stop, stopAll } from './procs.js';
 
 const USAGE = 'usage: node dist/bench/startup.js [--runs N] [--servers N] [--nginx PATH|none] [--jinx PATH]';
 
@@ -109,7 +109,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  process.stderr.write(`bench: ${(err as Error)?.stack ?? String(err)}\n`);
-  void stopAll().finally(() => process.exit(1));
-});
+runBench(main);

@@ -27,7 +27,7 @@ import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { parseArgs } from 'node:util';
-import { JINX, freePort, makeTemp, removeTemp, start, stopAll, waitListening } from './procs.js';
+import { freePort, JINX, makeTemp, removeTemp, runBench, start, stopAll, waitListening } from './procs.js';
 
 const USAGE = 'usage: node dist/bench/zones.js [--requests N] [--connections N] [--handshakes N] [--rounds N] [--workers N] [--keep]';
 
@@ -166,7 +166,4 @@ http {
   }
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  process.stderr.write(`bench: ${(err as Error)?.stack ?? String(err)}\n`);
-  void stopAll().finally(() => process.exit(1));
-});
+runBench(main);
