@@ -19,6 +19,7 @@ import {
   bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type DiscardableBody, type RequestBody,
 } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
+import { bodyTurns } from '../turn-budget.js';
 import {
   mapUpstreamError, SendTimeoutError, upstreamFailure, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage,
 } from '../upstream/errors.js';
@@ -415,6 +416,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private cancelled: Error | undefined;
   private resumeReading: (() => void) | undefined;
   private paused = false;
+  /** Waiting for a later turn of the event loop (`bodyTurns`). */
+  private yielded = false;
   private spool: ResponseSpool | undefined;
   private expectedBytes: number | undefined;
   private receivedBytes = 0;
@@ -497,6 +500,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   bodyTimedOut(): void {
     this.ex.r.timedOut = true;
     this.paused = false;
+    this.yielded = false;
     this.abortUpstream(BODY_TIMED_OUT);
   }
 
@@ -547,6 +551,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (!out.started) r.status = 499;
     // aborted while paused: a resume after the abort would have undici open a new connection
     this.paused = false;
+    this.yielded = false;
     this.abortUpstream(CLIENT_CLOSED);
     this.spool?.abort();
   }
@@ -753,8 +758,24 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // a response being cached ends once its entry is in place (see onComplete)
     else if (this.store?.active) this.heldLast = chunk;
     else this.spool.pushLast(chunk);
-    return !this.paused;
+    if (!bodyTurns.spend(chunk.length) && !this.yielded && this.moreToCome()) {
+      this.yielded = true;
+      bodyTurns.wait(this.resumeAfterYield);
+    }
+    return !this.paused && !this.yielded;
   }
+
+  /** Whether the body has more to come (undici cannot be paused on the last byte of a response whose connection then closes). */
+  private moreToCome(): boolean {
+    return this.expectedBytes === undefined || this.receivedBytes < this.expectedBytes;
+  }
+
+  /** The turn this response waited for came: it reads on, unless the spool paused it meanwhile or it ended. */
+  private readonly resumeAfterYield = (): void => {
+    if (!this.yielded) return;
+    this.yielded = false;
+    if (!this.paused) this.resumeReading?.();
+  };
 
   /** `trailers`: names and values alternating, as Buffers (undici's types say strings). */
   onComplete(trailers: string[] | null): void {
@@ -824,14 +845,13 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   }
 
   pauseUpstream(): void {
-    // undici cannot be paused on the last byte of a response whose connection then closes
-    if (this.expectedBytes === undefined || this.receivedBytes < this.expectedBytes) this.paused = true;
+    if (this.moreToCome()) this.paused = true;
   }
 
   resumeUpstream(): void {
     if (!this.paused) return;
     this.paused = false;
-    this.resumeReading?.();
+    if (!this.yielded) this.resumeReading?.();
   }
 
   onFileError(err: Error, path: string | undefined): void {
