@@ -36,8 +36,9 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --connections N   wrk -c, h2load -c (default 64 with h1, 8 with h2)
   --threads N       wrk -t (default 2)
   --sizes LIST      body sizes in bytes, k and m suffixes allowed (default 100,16k; 1m for 1 MiB)
-  --targets LIST    servers to measure: jinx,nginx,bare (default jinx,nginx); bare is
-                    the smallest node:http + undici proxy, the ceiling of jinx's design
+  --targets LIST    servers to measure: jinx,nginx,bare,fastify (default jinx,nginx); bare is
+                    the smallest node:http + undici proxy, the ceiling of jinx's design;
+                    fastify is fastify with @fastify/http-proxy (HTTP/1.1 only)
   --upstream KIND   nginx (default) or node
   --protocol P      h1 (default: HTTP/1.1 over plain TCP, measured with wrk) or h2
                     (HTTP/2 over TLS, \`http2 on\`, measured with h2load; no bare target)
@@ -92,7 +93,8 @@ interface Options {
   keep: boolean;
 }
 
-type Target = 'jinx' | 'nginx' | 'bare';
+type Target = 'jinx' | 'nginx' | 'bare' | 'fastify';
+const TARGETS: readonly Target[] = ['jinx', 'nginx', 'bare', 'fastify'];
 
 function positive(name: string, v: string | undefined, dflt: number): number {
   if (v === undefined) return dflt;
@@ -120,12 +122,12 @@ function options(argv: string[]): Options {
     process.exit(0);
   }
   const targets = (values.targets ?? 'jinx,nginx').split(',').map((t) => t.trim());
-  for (const t of targets) if (t !== 'jinx' && t !== 'nginx' && t !== 'bare') throw new Error(`unknown target "${t}"`);
+  for (const t of targets) if (!(TARGETS as string[]).includes(t)) throw new Error(`unknown target "${t}"`);
   const upstream = values.upstream ?? 'nginx';
   if (upstream !== 'nginx' && upstream !== 'node') throw new Error(`--upstream is nginx or node, not "${upstream}"`);
   const protocol = values.protocol ?? 'h1';
   if (protocol !== 'h1' && protocol !== 'h2') throw new Error(`--protocol is h1 or h2, not "${protocol}"`);
-  if (protocol === 'h2' && targets.includes('bare')) throw new Error('the bare target speaks HTTP/1.1 only: leave it out with --protocol h2');
+  for (const t of ['bare', 'fastify']) if (protocol === 'h2' && targets.includes(t)) throw new Error(`the ${t} target speaks HTTP/1.1 only: leave it out with --protocol h2`);
   const nginx = values.nginx ?? ['/opt/nginx-oracle/nginx', '/usr/sbin/nginx'].find((p) => existsSync(p));
   if (!nginx) throw new Error('no reference nginx: install one or pass --nginx PATH');
   const pin = !values['no-pin'] && hasCommand('taskset');
@@ -290,6 +292,45 @@ const server = http.createServer({ keepAliveTimeout: 75000 }, (req, res) => {
 server.listen(Number(port), '127.0.0.1');
 process.on('SIGQUIT', () => { server.closeAllConnections(); server.close(() => pool.close().then(() => process.exit(0))); });
 `;
+
+/**
+ * The `fastify` target: fastify with @fastify/http-proxy (undici underneath,
+ * its defaults), the proxy a Node user would likely pick. Arguments: port,
+ * upstream port, the fastify and @fastify/http-proxy package paths.
+ */
+const FASTIFY_PROXY = `
+const [port, upPort, fastifyPath, proxyPath] = process.argv.slice(1);
+const app = require(fastifyPath)({ logger: false });
+app.register(require(proxyPath), { upstream: 'http://127.0.0.1:' + upPort });
+app.listen({ port: Number(port), host: '127.0.0.1' });
+process.on('SIGQUIT', () => { app.close().then(() => process.exit(0)); });
+`;
+
+// ----------------------------------------------------------- memory figures
+
+/** Resident memory of a process and its live children (a master's workers), in KiB; 0 once gone. */
+function treeRssKiB(pid: number): number {
+  let rss = 0;
+  try {
+    rss = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    // gone
+  }
+  return rss + children.reduce((sum, child) => sum + treeRssKiB(child), 0);
+}
+
+/** Samples a process tree's RSS every 100 ms until `stop`, which returns the highest, in KiB. */
+function sampleRss(pid: number): { stop(): number } {
+  let peak = treeRssKiB(pid);
+  const timer = setInterval(() => { peak = Math.max(peak, treeRssKiB(pid)); }, 100);
+  return { stop: () => { clearInterval(timer); return Math.max(peak, treeRssKiB(pid)); } };
+}
 
 // -------------------------------------------------------------- CPU figures
 
@@ -474,11 +515,13 @@ interface Run extends WrkResult {
   attempt: number;
   /** Whether this run counts (false: its round was run again). */
   counted: boolean;
+  /** The server's highest resident memory during the run (master and workers added up), in KiB. */
+  peakRssKiB: number;
 }
 
 interface Servers {
   upstream: Proc;
-  sut: Map<Target, { proc: Proc; port: number }>;
+  sut: Map<Target, { proc: Proc; port: number; idleRssKiB: number }>;
 }
 
 /** CPU used by other processes than ours over `ms` (the figure --max-other applies to), in % of one core. */
@@ -509,6 +552,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const sys0 = treeStat(proc.child.pid!, 12);
   const up0 = procTicks(servers.upstream.child.pid);
   const children0 = childTicks();
+  const rss = sampleRss(proc.child.pid!);
   const load = new OtherLoad(o, servers);
   const wrk = o.protocol === 'h2'
     ? start('wrk', 'h2load', [`-c${o.connections}`, `-t${o.threads}`, `-m${o.streams}`, `-D${seconds}`, url], { cpus: o.auxCpus, niceness: o.nice, stdout: 'pipe', stopSignal: 'SIGKILL' })
@@ -531,6 +575,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const sutTicks = procTicks(proc.child.pid) - sut0;
   const sysTicks = treeStat(proc.child.pid!, 12) - sys0;
   const upTicks = procTicks(servers.upstream.child.pid) - up0;
+  const peakRssKiB = rss.stop();
   await stop(wrk, 'SIGKILL');
   const tool = o.protocol === 'h2' ? 'h2load' : 'wrk';
   if (hung) throw new Error(`${tool} did not end ${seconds + 30} s after its start against ${target} (fewer --connections may help):\n${out}\n${wrk.stderr}`);
@@ -540,6 +585,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   return {
     ...(o.protocol === 'h2' ? parseH2load(out) : parseWrk(out)),
     sutCpu: pct(sutTicks), sutSysCpu: pct(sysTicks), upstreamCpu: pct(upTicks), wrkCpu: pct(wrkTicks), foreignCpu: other.machine, stolenCpu: other.onServerCpus,
+    peakRssKiB,
   };
 }
 
@@ -562,11 +608,12 @@ const fmtMs = (n: number): string => (!Number.isFinite(n) ? '-' : n < 1 ? `${(n 
 const fmtPct = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(0)}%` : '-');
 const fmtSize = (n: number): string => (n % (1024 * 1024) === 0 ? `${n / 1024 / 1024} MiB` : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} B`);
 const pad = (s: string, n: number): string => s.padStart(n);
+const fmtMiB = (kib: number): string => `${(kib / 1024).toFixed(1)} MiB`;
 
 function runLine(r: Run): string {
   const errs = r.non2xx || r.socketErrors ? `  errors: ${r.non2xx} non-2xx, ${r.socketErrors} socket` : '';
   return `  ${r.round === 0 ? 'warm-up' : `round ${r.round}`}  ${r.target.padEnd(5)} ${pad(fmtInt(r.rps), 9)} req/s  p50 ${pad(fmtMs(r.p50Ms), 9)}  p99 ${pad(fmtMs(r.p99Ms), 9)}`
-    + `  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
+    + `  rss ${pad(fmtMiB(r.peakRssKiB), 9)}  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
 }
 
 /** How many CPUs a taskset list names ("0", "0,2", "1-3"). */
@@ -583,18 +630,19 @@ const perCpu = (r: Run): number => (r.sutCpu > 0 ? r.rps / (r.sutCpu / 100) : Na
 /** Microseconds of the server's CPU per request, user and kernel. */
 const usPerReq = (r: Run, part: 'user' | 'sys'): number => (10_000 * (part === 'sys' ? r.sutSysCpu : r.sutCpu - r.sutSysCpu)) / r.rps;
 
-function summary(o: Options, runs: Run[]): string {
+function summary(o: Options, runs: Run[], servers: Servers): string {
   const lines: string[] = [];
   const counted = runs.filter((r) => r.counted);
   lines.push('', `== summary: medians of ${o.rounds} rounds × ${o.durationS} s, ${loadTool(o)}`
     + (o.sutCpus !== undefined ? `, servers on CPU ${o.sutCpus}, upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : ', unpinned'));
-  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(6)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}`);
+  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(7)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('peak rss', 10)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}`);
   for (const size of o.sizes) {
     const med: Partial<Record<Target, { rps: number; perCpu: number }>> = {};
     for (const t of o.targets) {
       const rs = counted.filter((r) => r.size === size && r.target === t);
       med[t] = { rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map(perCpu)) };
-      lines.push(`${fmtSize(size).padEnd(8)} ${t.padEnd(6)} ${pad(fmtInt(med[t]!.rps), 9)} ${pad(fmtMs(median(rs.map((r) => r.p99Ms))), 9)}`
+      lines.push(`${fmtSize(size).padEnd(8)} ${t.padEnd(7)} ${pad(fmtInt(med[t]!.rps), 9)} ${pad(fmtMs(median(rs.map((r) => r.p99Ms))), 9)}`
+        + ` ${pad(fmtMiB(Math.max(...runs.filter((r) => r.size === size && r.target === t).map((r) => r.peakRssKiB))), 10)}`
         + ` ${pad(fmtPct(median(rs.map((r) => r.sutCpu))), 10)} ${pad(fmtInt(med[t]!.perCpu), 10)}`
         + ` ${pad(`${median(rs.map((r) => usPerReq(r, 'user'))).toFixed(1)}+${median(rs.map((r) => usPerReq(r, 'sys'))).toFixed(1)}`, 15)}`
         + ` ${pad(fmtPct(median(rs.map((r) => r.stolenCpu))), 11)}`);
@@ -613,7 +661,12 @@ function summary(o: Options, runs: Run[]): string {
     if (med.jinx !== undefined && med.bare !== undefined) {
       lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/bare ${(med.jinx.rps / med.bare.rps).toFixed(3)} (bare: node:http + undici and nothing else)`);
     }
+    if (med.jinx !== undefined && med.fastify !== undefined) {
+      lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/fastify ${(med.jinx.rps / med.fastify.rps).toFixed(3)} (fastify + @fastify/http-proxy)`);
+    }
   }
+  lines.push(`idle rss (listening for a second, before any request): ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.idleRssKiB)}`).join(', ')}`);
+  lines.push(`peak rss: the highest resident memory sampled every 100 ms in any run of that body size, warm-up included${o.workers === undefined ? '' : ' (master and workers added up)'}`);
   const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
   if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
   lines.push(`(stolen cpu: CPU taken by other processes on the servers' CPU${o.sutCpus === undefined ? ' (here: the whole machine, unpinned)' : ''}; req/cpu-s: requests per second of the server's own CPU time; us/req: the server's CPU per request, user + kernel)`);
@@ -651,7 +704,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
       '-subj', '/CN=bench.test', '-keyout', join(tlsDir, 'key.pem'), '-out', join(tlsDir, 'cert.pem')], { encoding: 'utf8' });
     if (made.status !== 0) throw new Error(`openssl could not make the test certificate:\n${made.stderr}`);
   }
-  const sut = new Map<Target, { proc: Proc; port: number }>();
+  const sut = new Map<Target, { proc: Proc; port: number; idleRssKiB: number }>();
   for (const t of o.targets) {
     const tDir = join(dir, t);
     mkdirSync(join(tDir, 'logs'), { recursive: true });
@@ -662,13 +715,18 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     let proc: Proc;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, { cpus: o.sutCpus, niceness: o.nice });
     else if (t === 'bare') proc = start('bare', process.execPath, ['-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], { cpus: o.sutCpus, niceness: o.nice });
+    else if (t === 'fastify') {
+      proc = start('fastify', process.execPath, ['-e', FASTIFY_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/fastify'), join(ROOT, 'node_modules/@fastify/http-proxy')], { cpus: o.sutCpus, niceness: o.nice });
+    }
     else {
       const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
       const env = { ...process.env, JINX_NODE_FLAGS: [...o.nodeFlags, ...prof].join(' ') };
       proc = start('jinx', JINX, args, { cpus: o.sutCpus, niceness: o.nice, env });
     }
     await waitListening(proc, port);
-    sut.set(t, { proc, port });
+    // idle: listening a second, nothing served yet
+    await sleep(1000);
+    sut.set(t, { proc, port, idleRssKiB: treeRssKiB(proc.child.pid!) });
   }
   return { upstream, sut };
 }
@@ -729,7 +787,7 @@ async function main(): Promise<number> {
       }
     }
   }
-  process.stdout.write(summary(o, runs) + '\n');
+  process.stdout.write(summary(o, runs, servers) + '\n');
 
   const logs: string[] = [];
   for (const [t, { proc }] of servers.sut) {

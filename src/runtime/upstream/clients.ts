@@ -3,7 +3,7 @@
  * connection settings (peer-connections.ts), the idle connections each
  * `upstream` block keeps, and the peers' balancing state (round-robin.ts).
  */
-import { buildConnector } from 'undici';
+import buildConnector from 'undici/lib/core/connect.js';
 import { isAbsolute } from 'node:path';
 import { loadCertificatePair, type CertificatePair } from '../../config/certificates.js';
 import type { UpstreamTlsConf } from '../../config/route-table.js';

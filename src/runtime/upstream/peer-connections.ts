@@ -15,7 +15,8 @@
  * its server closes it, and after `keepalive_timeout` idle (undici's
  * `keepAliveTimeout`).
  */
-import { Client, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import Client from 'undici/lib/dispatcher/client.js';
 
 /**
  * One group's cache of idle connections (nginx's `kp->cache` queue, per

@@ -15,7 +15,7 @@
 import { X509Certificate } from 'node:crypto';
 import { isIPv4 } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
-import { buildConnector } from 'undici';
+import buildConnector from 'undici/lib/core/connect.js';
 import type { UpstreamTlsConf } from '../../config/route-table.js';
 import { UpstreamCertificateError } from './errors.js';
 
