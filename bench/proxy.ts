@@ -61,7 +61,7 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
                     below --max-other (default 60; 0 with a negative --nice)
   --nice N          run the servers, the upstream and wrk under nice -n N (default 0;
                     negative values need root and take CPU from everything else)
-  --node-flags STR  extra node flags for jinx (bin/jinx's JINX_NODE_FLAGS), e.g. "--max-semi-space-size=16"
+  --node-flags STR  extra node flags for jinx (bin/jinx's JINX_NODE_FLAGS), e.g. "--max-semi-space-size=64"
   --profile DIR     run jinx under --cpu-prof, write the profile to DIR and print its top functions
   --json FILE       write every run's figures to FILE
   --keep            keep the temporary prefix directory
