@@ -13,7 +13,8 @@
  * A `TurnBudget` bounds the body bytes moved in one turn: a response that
  * gets data past the budget pauses its upstream and is resumed in a later
  * turn, in the order the responses paused, each turn resuming as many as
- * its budget takes. A turn ends at node's check phase (`setImmediate`),
+ * its budget takes. `proxy_pass` (handlers/proxy.ts) and `fastcgi_pass`
+ * (handlers/fastcgi.ts) responses share one budget. A turn ends at node's check phase (`setImmediate`),
  * after the poll phase in which the sockets were read.
  */
 export class TurnBudget {

@@ -21,6 +21,7 @@ import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
+import { bodyTurns } from '../turn-budget.js';
 import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 import {
   mapUpstreamError, READING_BODY, READING_HEADER, SendTimeoutError, upstreamFailure, upstreamTimeout, type UpstreamFailure,
@@ -238,6 +239,13 @@ async function attempt(
   let bodyBytes = 0;
   r.action = 'connecting to upstream';
   let stage: 'connect' | 'header' | 'body' | 'done' = 'connect';
+  /** The spool paused the connection (the client or the disk is behind). */
+  let spoolPaused = false;
+  /** The connection waits for a later turn of the event loop (`bodyTurns`). */
+  let yielded = false;
+  const resumeSocket = (): void => {
+    if (!spoolPaused && !yielded) socket.resume();
+  };
   let spool: ResponseSpool | undefined;
   let settled = false;
   let bodySent = !body;
@@ -367,8 +375,14 @@ async function attempt(
       r.action = buffering ? READING_BODY : READING_HEADER;
       spool = new ResponseSpool(out, buffering === conf.buffering ? conf : { ...conf, buffering }, cx.tempFiles, {
         onTempFile: (path) => logRequest(cx, r, 'warn', `an upstream response is buffered to a temporary file ${path}`),
-        pauseUpstream: () => socket.pause(),
-        resumeUpstream: () => socket.resume(),
+        pauseUpstream: () => {
+          spoolPaused = true;
+          socket.pause();
+        },
+        resumeUpstream: () => {
+          spoolPaused = false;
+          resumeSocket();
+        },
         onFileError: (err, path) => fail(upstreamFailure('temp-file', `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, READING_BODY)),
       }, room);
       return { contentLength: parsed.contentLength, buffered: buffering };
@@ -474,6 +488,14 @@ async function attempt(
       if (stage === 'body') r.action = READING_BODY;
       try {
         reader.push(chunk);
+        if (stage === 'body' && !bodyTurns.spend(chunk.length) && !yielded) {
+          yielded = true;
+          socket.pause();
+          bodyTurns.wait(() => {
+            yielded = false;
+            if (!settled) resumeSocket();
+          });
+        }
       } catch (err) {
         if (err instanceof StderrCaught) {
           if (!settled) next('invalid_header', undefined);
