@@ -101,6 +101,9 @@ const TOO_LONG_LINE_TEXT = 2048 - 300;
 /** Bytes read ahead of the request being served (pipelined requests, a body not yet wanted) before reading pauses. */
 const READ_AHEAD_BYTES = 64 * 1024;
 
+/** The header buffer of a connection between requests. */
+const NO_BYTES = Buffer.alloc(0);
+
 const enum Phase { Wait, Line, Headers, Request, Discard, Keepalive, Lingering, Tunnel, Closed }
 
 /** `ngx_atoof`: a non-negative decimal, or -1 for anything else (an empty value, a sign, overflow). */
@@ -122,7 +125,7 @@ export class Http1Connection {
   private readonly pending: Buffer[] = [];
   private pendingBytes = 0;
   /** The header buffer of the request being read, and what is in it. */
-  private buf = Buffer.alloc(0);
+  private buf = NO_BYTES;
   private pos = 0;
   private last = 0;
   /** `large_client_header_buffers` taken by the request being read (`hc->nbusy`). */
@@ -262,11 +265,24 @@ export class Http1Connection {
   private startRequest(): void {
     const wasKeepalive = this.phase === Phase.Keepalive;
     this.phase = Phase.Line;
+    this.forgetRequest();
     this.buf = Buffer.allocUnsafe(this.defaultServer().conf.clientHeaderBufferSizeBytes);
-    this.pos = this.last = 0;
-    this.largeBuffers = 0;
     this.line = new RequestLineParser();
     this.header = new HeaderLineParser();
+    // ngx_http_read_request_header: client_header_timeout from the first read that finds nothing (after
+    // keep-alive), or from the connection's start (the first request, ngx_http_init_connection)
+    if (wasKeepalive) this.armTimer(this.defaultServer().conf.clientHeaderTimeoutMs, () => this.headerTimedOut());
+  }
+
+  /**
+   * Drops what the last request held: its header buffer, header, server,
+   * body and response. A kept-alive connection waits holding none of it, as
+   * `ngx_http_set_keepalive` frees the request and its header buffer.
+   */
+  private forgetRequest(): void {
+    this.buf = NO_BYTES;
+    this.pos = this.last = 0;
+    this.largeBuffers = 0;
     this.method = this.requestUri = this.requestLine = this.protocol = this.uri = this.args = this.lineHostRaw = '';
     this.httpVersion = 0;
     this.lineHost = undefined;
@@ -285,9 +301,6 @@ export class Http1Connection {
     this.chunkedReceived = 0;
     this.target = undefined;
     this.finalConf = undefined;
-    // ngx_http_read_request_header: client_header_timeout from the first read that finds nothing (after
-    // keep-alive), or from the connection's start (the first request, ngx_http_init_connection)
-    if (wasKeepalive) this.armTimer(this.defaultServer().conf.clientHeaderTimeoutMs, () => this.headerTimedOut());
   }
 
   /** Moves pending bytes into the header buffer, as far as it has room (nginx's `recv` into `[last, end)`). */
@@ -851,6 +864,7 @@ export class Http1Connection {
         return;
       }
       this.armTimer(conf.keepaliveTimeoutMs, () => this.close());
+      this.forgetRequest();
       return;
     }
     const { close, timeMs, timeoutMs } = conf.lingering;
