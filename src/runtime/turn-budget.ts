@@ -6,16 +6,17 @@
  * one go. When many upstreams have large responses ready, one turn moves
  * megabytes, and every new connection waits in the listen queue one such
  * turn each: with 64 clients fetching 1 MiB, their first requests waited up
- * to two seconds (bench/README.md, "1 MiB responses"). nginx reads an
+ * to two seconds (README.md, "1 MiB responses"). nginx reads an
  * upstream one buffer at a time per event (`ngx_event_pipe_read_upstream`),
  * so its turns stay short.
  *
  * A `TurnBudget` bounds the body bytes moved in one turn: a response that
  * gets data past the budget pauses its upstream and is resumed in a later
  * turn, in the order the responses paused, each turn resuming as many as
- * its budget takes. `proxy_pass` (handlers/proxy.ts) and `fastcgi_pass`
- * (handlers/fastcgi.ts) responses share one budget. A turn ends at node's check phase (`setImmediate`),
- * after the poll phase in which the sockets were read.
+ * its budget takes. A turn ends at node's check phase (`setImmediate`),
+ * after the poll phase in which the sockets were read. `proxy_pass`
+ * (handlers/proxy.ts) and `fastcgi_pass` (handlers/fastcgi.ts) responses
+ * share one budget.
  */
 export class TurnBudget {
   /** Body bytes moved in the current turn. */

@@ -2,7 +2,7 @@
  * Types of the two parts of undici that jinx loads on their own, without
  * undici's index (which also loads fetch, WebSocket, EventSource, its caches
  * and mock agents: about 9 MiB more resident memory in every process, see
- * bench/README.md, "Memory"): `Client`, one HTTP/1.1 connection
+ * README.md, "Memory"): `Client`, one HTTP/1.1 connection
  * (peer-connections.ts), and `buildConnector`, the TCP/TLS connector
  * (clients.ts, tls.ts). Their values are undici's own exports.
  */
