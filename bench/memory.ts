@@ -31,11 +31,11 @@
  * it starts is stopped by its pid, also on SIGINT/SIGTERM/SIGHUP; the
  * temporary prefix is removed unless `--keep`. See bench/README.md.
  */
-import { readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, existsSync, statSync } from 'node:fs';
+import { readdirSync, readlinkSync, writeFileSync, mkdirSync, existsSync, statSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, JINX, makeTemp, MiB, parseSize, removeTemp, runBench, sleep, start, stop, waitListening } from './procs.js';
+import { freePort, JINX, makeTemp, MiB, parseSize, removeTemp, rssSampler, runBench, sleep, start, stop, treeRssBytes, waitListening } from './procs.js';
 
 const USAGE = `usage: node dist/bench/memory.js [options]
   --size SIZE        response and request body size, k/m/g suffix allowed (default 1g)
@@ -89,26 +89,6 @@ function options(argv: string[]): Options {
 }
 
 // ------------------------------------------------------------------ memory
-
-/** Resident set size of a process, bytes. */
-function rss(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : NaN;
-}
-
-/** Samples a process's RSS every 50 ms until stopped; `peak()` is the largest sample. */
-function sampler(pid: number): { peak(): number; stop(): number } {
-  let peak = rss(pid);
-  const timer = setInterval(() => { peak = Math.max(peak, rss(pid)); }, 50);
-  return {
-    peak: () => peak,
-    stop: () => {
-      clearInterval(timer);
-      peak = Math.max(peak, rss(pid));
-      return peak;
-    },
-  };
-}
 
 /** Files under `dir` (recursively) and jinx's open descriptors on files under it. */
 function leftovers(pid: number, dir: string): { files: string[]; open: string[] } {
@@ -328,8 +308,8 @@ async function main(): Promise<number> {
     await slowDownload(port, `/big/${MiB}`, MiB, Infinity, () => false);
     await upload(port, MiB);
     await sleep(1000);
-    const baseline = rss(pid);
-    const s = sampler(pid);
+    const baseline = treeRssBytes(pid);
+    const s = rssSampler(pid, 50);
     const started = Date.now();
     let note: string;
     let left = { files: [] as string[], open: [] as string[] };

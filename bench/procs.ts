@@ -6,7 +6,7 @@
  * the tests' `freePort`).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,40 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** The jinx binary under test. */
 export const JINX = join(ROOT, 'bin/jinx');
 export const MiB = 1024 * 1024;
+
+/** The live children of a process (a master's workers), from /proc; none once it is gone. */
+export function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Resident memory of a process and its live children (a master and its workers), bytes; 0 once gone. */
+export function treeRssBytes(pid: number): number {
+  let kib: number;
+  try {
+    kib = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+  return kib * 1024 + childPids(pid).reduce((sum, child) => sum + treeRssBytes(child), 0);
+}
+
+/** Samples `treeRssBytes(pid)` every `intervalMs` until `stop`; `peak()` is the largest sample so far, bytes. */
+export function rssSampler(pid: number, intervalMs: number): { peak(): number; stop(): number } {
+  let peak = treeRssBytes(pid);
+  const timer = setInterval(() => { peak = Math.max(peak, treeRssBytes(pid)); }, intervalMs);
+  return {
+    peak: () => peak,
+    stop: () => {
+      clearInterval(timer);
+      peak = Math.max(peak, treeRssBytes(pid));
+      return peak;
+    },
+  };
+}
 
 /** A process a script started; every one is stopped on exit, error or signal. */
 export interface Proc {

@@ -25,7 +25,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarizeProfile, formatSummary } from './cpuprofile.js';
 import {
-  JINX, ROOT, freePort, hasCommand, interrupted, makeTemp, parseSize, removeTemp, sleep, start, stop, stopAll, waitListening, type Proc,
+  JINX, MiB, ROOT, childPids, freePort, hasCommand, interrupted, makeTemp, parseSize, removeTemp, rssSampler, sleep, start, stop, stopAll, treeRssBytes, waitListening, type Proc,
 } from './procs.js';
 
 const USAGE = `usage: node dist/bench/proxy.js [options]
@@ -306,32 +306,6 @@ app.listen({ port: Number(port), host: '127.0.0.1' });
 process.on('SIGQUIT', () => { app.close().then(() => process.exit(0)); });
 `;
 
-// ----------------------------------------------------------- memory figures
-
-/** Resident memory of a process and its live children (a master's workers), in KiB; 0 once gone. */
-function treeRssKiB(pid: number): number {
-  let rss = 0;
-  try {
-    rss = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-  let children: number[] = [];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    // gone
-  }
-  return rss + children.reduce((sum, child) => sum + treeRssKiB(child), 0);
-}
-
-/** Samples a process tree's RSS every 100 ms until `stop`, which returns the highest, in KiB. */
-function sampleRss(pid: number): { stop(): number } {
-  let peak = treeRssKiB(pid);
-  const timer = setInterval(() => { peak = Math.max(peak, treeRssKiB(pid)); }, 100);
-  return { stop: () => { clearInterval(timer); return Math.max(peak, treeRssKiB(pid)); } };
-}
-
 // -------------------------------------------------------------- CPU figures
 
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -352,13 +326,7 @@ function procStat(pid: number | 'self', field: number): number {
 
 /** A field of /proc/PID/stat summed over the process and its live children (a master's workers). */
 function treeStat(pid: number, field: number): number {
-  let children: number[] = [];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    // gone
-  }
-  return procStat(pid, field) + children.reduce((sum, child) => sum + treeStat(child, field), 0);
+  return procStat(pid, field) + childPids(pid).reduce((sum, child) => sum + treeStat(child, field), 0);
 }
 
 /** utime + stime of a process and its live children, all threads, in ticks. */
@@ -515,13 +483,13 @@ interface Run extends WrkResult {
   attempt: number;
   /** Whether this run counts (false: its round was run again). */
   counted: boolean;
-  /** The server's highest resident memory during the run (master and workers added up), in KiB. */
-  peakRssKiB: number;
+  /** The server's highest resident memory during the run (master and workers added up), bytes. */
+  peakRssBytes: number;
 }
 
 interface Servers {
   upstream: Proc;
-  sut: Map<Target, { proc: Proc; port: number; idleRssKiB: number }>;
+  sut: Map<Target, { proc: Proc; port: number; idleRssBytes: number }>;
 }
 
 /** CPU used by other processes than ours over `ms` (the figure --max-other applies to), in % of one core. */
@@ -552,7 +520,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const sys0 = treeStat(proc.child.pid!, 12);
   const up0 = procTicks(servers.upstream.child.pid);
   const children0 = childTicks();
-  const rss = sampleRss(proc.child.pid!);
+  const rss = rssSampler(proc.child.pid!, 100);
   const load = new OtherLoad(o, servers);
   const wrk = o.protocol === 'h2'
     ? start('wrk', 'h2load', [`-c${o.connections}`, `-t${o.threads}`, `-m${o.streams}`, `-D${seconds}`, url], { cpus: o.auxCpus, niceness: o.nice, stdout: 'pipe', stopSignal: 'SIGKILL' })
@@ -575,7 +543,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const sutTicks = procTicks(proc.child.pid) - sut0;
   const sysTicks = treeStat(proc.child.pid!, 12) - sys0;
   const upTicks = procTicks(servers.upstream.child.pid) - up0;
-  const peakRssKiB = rss.stop();
+  const peakRssBytes = rss.stop();
   await stop(wrk, 'SIGKILL');
   const tool = o.protocol === 'h2' ? 'h2load' : 'wrk';
   if (hung) throw new Error(`${tool} did not end ${seconds + 30} s after its start against ${target} (fewer --connections may help):\n${out}\n${wrk.stderr}`);
@@ -585,7 +553,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   return {
     ...(o.protocol === 'h2' ? parseH2load(out) : parseWrk(out)),
     sutCpu: pct(sutTicks), sutSysCpu: pct(sysTicks), upstreamCpu: pct(upTicks), wrkCpu: pct(wrkTicks), foreignCpu: other.machine, stolenCpu: other.onServerCpus,
-    peakRssKiB,
+    peakRssBytes,
   };
 }
 
@@ -608,12 +576,12 @@ const fmtMs = (n: number): string => (!Number.isFinite(n) ? '-' : n < 1 ? `${(n 
 const fmtPct = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(0)}%` : '-');
 const fmtSize = (n: number): string => (n % (1024 * 1024) === 0 ? `${n / 1024 / 1024} MiB` : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} B`);
 const pad = (s: string, n: number): string => s.padStart(n);
-const fmtMiB = (kib: number): string => `${(kib / 1024).toFixed(1)} MiB`;
+const fmtMiB = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
 
 function runLine(r: Run): string {
   const errs = r.non2xx || r.socketErrors ? `  errors: ${r.non2xx} non-2xx, ${r.socketErrors} socket` : '';
   return `  ${r.round === 0 ? 'warm-up' : `round ${r.round}`}  ${r.target.padEnd(5)} ${pad(fmtInt(r.rps), 9)} req/s  p50 ${pad(fmtMs(r.p50Ms), 9)}  p99 ${pad(fmtMs(r.p99Ms), 9)}`
-    + `  rss ${pad(fmtMiB(r.peakRssKiB), 9)}  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
+    + `  rss ${pad(fmtMiB(r.peakRssBytes), 9)}  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
 }
 
 /** How many CPUs a taskset list names ("0", "0,2", "1-3"). */
@@ -642,7 +610,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
       const rs = counted.filter((r) => r.size === size && r.target === t);
       med[t] = { rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map(perCpu)) };
       lines.push(`${fmtSize(size).padEnd(8)} ${t.padEnd(7)} ${pad(fmtInt(med[t]!.rps), 9)} ${pad(fmtMs(median(rs.map((r) => r.p99Ms))), 9)}`
-        + ` ${pad(fmtMiB(Math.max(...runs.filter((r) => r.size === size && r.target === t).map((r) => r.peakRssKiB))), 10)}`
+        + ` ${pad(fmtMiB(Math.max(...runs.filter((r) => r.size === size && r.target === t).map((r) => r.peakRssBytes))), 10)}`
         + ` ${pad(fmtPct(median(rs.map((r) => r.sutCpu))), 10)} ${pad(fmtInt(med[t]!.perCpu), 10)}`
         + ` ${pad(`${median(rs.map((r) => usPerReq(r, 'user'))).toFixed(1)}+${median(rs.map((r) => usPerReq(r, 'sys'))).toFixed(1)}`, 15)}`
         + ` ${pad(fmtPct(median(rs.map((r) => r.stolenCpu))), 11)}`);
@@ -665,7 +633,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
       lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/fastify ${(med.jinx.rps / med.fastify.rps).toFixed(3)} (fastify + @fastify/http-proxy)`);
     }
   }
-  lines.push(`idle rss (listening for a second, before any request): ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.idleRssKiB)}`).join(', ')}`);
+  lines.push(`idle rss (listening for a second, before any request): ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.idleRssBytes)}`).join(', ')}`);
   lines.push(`peak rss: the highest resident memory sampled every 100 ms in any run of that body size, warm-up included${o.workers === undefined ? '' : ' (master and workers added up)'}`);
   const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
   if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
@@ -704,7 +672,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
       '-subj', '/CN=bench.test', '-keyout', join(tlsDir, 'key.pem'), '-out', join(tlsDir, 'cert.pem')], { encoding: 'utf8' });
     if (made.status !== 0) throw new Error(`openssl could not make the test certificate:\n${made.stderr}`);
   }
-  const sut = new Map<Target, { proc: Proc; port: number; idleRssKiB: number }>();
+  const sut = new Map<Target, { proc: Proc; port: number; idleRssBytes: number }>();
   for (const t of o.targets) {
     const tDir = join(dir, t);
     mkdirSync(join(tDir, 'logs'), { recursive: true });
@@ -726,7 +694,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     await waitListening(proc, port);
     // idle: listening a second, nothing served yet
     await sleep(1000);
-    sut.set(t, { proc, port, idleRssKiB: treeRssKiB(proc.child.pid!) });
+    sut.set(t, { proc, port, idleRssBytes: treeRssBytes(proc.child.pid!) });
   }
   return { upstream, sut };
 }
