@@ -207,7 +207,7 @@ export interface RequestView {
   /** Whether the response was sent completely, for `$request_completion`. */
   readonly completed: boolean;
   /** Headers the response was sent with (lowercase names), for `$sent_http_*`. */
-  readonly sentHeaders: Readonly<Record<string, string | string[] | number | undefined>>;
+  readonly sentHeaders: ReadonlyMap<string, string | string[]>;
   /** The response headers while the headers module adds to them, for `$sent_http_*` in `add_header`. */
   readonly outHeaders: readonly (readonly [string, string | readonly string[]])[] | undefined;
   /** The trailers of the response (`add_trailer`), once made, for `$sent_trailer_*`. */

@@ -157,7 +157,7 @@ export class HttpRequestState implements RequestView {
   /** The status an `error_page` answers with (nginx's `r->err_status`; 0 takes the target's). */
   errStatus: number | undefined;
   /** Headers the response was sent with (lowercase names), for `$sent_http_*`. */
-  sentHeaders: Record<string, string | string[] | number | undefined> = {};
+  readonly sentHeaders = new Map<string, string | string[]>();
   /**
    * The response headers while the headers module adds to them (nginx's
    * `headers_out` during the header filters), for `$sent_http_*` in `add_header`.

@@ -263,35 +263,39 @@ const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
  * header `ngx_http_proxy_process_header` adds for an upstream without one),
  * then `headers` in order; repeated
  * names become separate lines except `SINGLE_VALUED` ones, where the last
- * value wins. Each protocol writes the list its own way
+ * value wins. `lowers` holds the list's names lowercased, index for index.
+ * Each protocol writes the list its own way
  * (`Http1Target.head`, `Http2Target.head`).
  */
 export function responseHeaders(
   r: HttpRequestState, status: number, headers: [string, string | string[]][],
-): { wire: number; list: [string, string | string[]][] } {
+): { wire: number; list: [string, string | string[]][]; lowers: string[] } {
   const final = r.errStatus || status;
   const wire = wireStatus(final);
   // ngx_http_special_response_handler: nginx's internal 494–497 are `err_status` 400, which `$status` reports
   r.status = wire;
   const sent = r.sentHeaders;
   const list: [string, string | string[]][] = [];
+  const lowers: string[] = [];
   if (!headers.some(([n]) => n.length === 6 && n.toLowerCase() === 'server')) {
     const server = serverHeader(r.loc);
     list.push(['Server', server]);
-    sent['server'] = server;
+    lowers.push('server');
+    sent.set('server', server);
   }
   for (const [name, value] of headers) {
     const lower = name.toLowerCase();
-    const at = sent[lower] === undefined ? -1 : list.findIndex(([n]) => n.toLowerCase() === lower);
+    const at = sent.has(lower) ? lowers.indexOf(lower) : -1;
     if (at === -1) {
       list.push([name, value]);
-      sent[lower] = value;
+      lowers.push(lower);
+      sent.set(lower, value);
       continue;
     }
     const merged = SINGLE_VALUED.has(lower) ? value : ([] as string[]).concat(list[at]![1], value);
     list[at]![1] = merged;
-    sent[lower] = merged;
+    sent.set(lower, merged);
   }
-  return { wire, list };
+  return { wire, list, lowers };
 }
 

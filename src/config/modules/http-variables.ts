@@ -104,9 +104,9 @@ function cookie(r: RequestView, name: string): string | undefined {
 function sentHeader(r: RequestView, name: string): string | undefined {
   const key = name.replace(/_/g, '-');
   if (r.outHeaders) return fieldOf(r.outHeaders, key);
-  const v = r.sentHeaders[key];
+  const v = r.sentHeaders.get(key);
   if (v === undefined) return undefined;
-  return Array.isArray(v) ? v.join(', ') : String(v);
+  return Array.isArray(v) ? v.join(', ') : v;
 }
 
 /** `$sent_trailer_NAME`: the response trailer(s) of that name (`add_trailer`), joined with ", ". */

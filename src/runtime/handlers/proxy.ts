@@ -202,33 +202,41 @@ function rewriteLocation(r: HttpRequestState, p: ProxyConf, dest: Destination, v
 /** Upstream headers of which nginx takes the first and ignores the others, with a warning (`ngx_http_upstream_process_unique_header`). */
 const UNIQUE = new Set(['date', 'etag', 'location', 'expires', 'last-modified', 'content-type', 'refresh']);
 
+/** What `checkUpstreamHeaders` found; `ignored` holds header indexes (into `names`). */
+interface UpstreamHeaderCheck {
+  readonly invalid: string | undefined;
+  readonly warnings: readonly string[];
+  readonly ignored: ReadonlySet<number> | undefined;
+}
+
+const CLEAN_HEADERS: UpstreamHeaderCheck = { invalid: undefined, warnings: [], ignored: undefined };
+
 /**
  * nginx's checks of an upstream response header that undici's parser lets
  * through (`ngx_http_upstream_headers_in`): a second `Transfer-Encoding`, or
  * one other than `chunked`, makes it invalid (502 or the next server); a
- * repeated unique header is ignored with a warning. Returns the indexes
- * (into the name/value list) of the lines to ignore.
+ * repeated unique header is ignored with a warning. `names`, `values` and
+ * `lowers` (lowercased names) are the header lines in order.
  */
-function checkUpstreamHeaders(raw: readonly Buffer[]): { invalid: string | undefined; warnings: string[]; ignored: Set<number> } {
-  const first = new Map<string, number>();
-  const warnings: string[] = [];
-  const ignored = new Set<number>();
-  const line = (i: number): string => `"${raw[i]!.toString('latin1')}: ${raw[i + 1]!.toString('latin1')}"`;
-  for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i]!.toString('latin1').toLowerCase();
-    const seen = first.get(lower);
-    if (lower === 'transfer-encoding') {
-      if (seen !== undefined) return { invalid: `upstream sent duplicate header line: ${line(i)}, previous value: ${line(seen)}`, warnings, ignored };
-      const value = raw[i + 1]!.toString('latin1');
-      if (value.toLowerCase() !== 'chunked') return { invalid: `upstream sent unknown "Transfer-Encoding": "${value}"`, warnings, ignored };
-    } else if (seen !== undefined && UNIQUE.has(lower)) {
-      warnings.push(`upstream sent duplicate header line: ${line(i)}, previous value: ${line(seen)}, ignored`);
-      ignored.add(i);
-      continue;
+function checkUpstreamHeaders(names: readonly string[], values: readonly string[], lowers: readonly string[]): UpstreamHeaderCheck {
+  let warnings: string[] | undefined;
+  let ignored: Set<number> | undefined;
+  const line = (k: number): string => `"${names[k]}: ${values[k]}"`;
+  for (let k = 0; k < lowers.length; k++) {
+    const lower = lowers[k]!;
+    const transferEncoding = lower === 'transfer-encoding';
+    if (!transferEncoding && !UNIQUE.has(lower)) continue;
+    // the first line of that name (a later one that is ignored never counts as the first)
+    const seen = lowers.indexOf(lower);
+    if (transferEncoding) {
+      if (seen !== k) return { invalid: `upstream sent duplicate header line: ${line(k)}, previous value: ${line(seen)}`, warnings: warnings ?? [], ignored };
+      if (values[k]!.toLowerCase() !== 'chunked') return { invalid: `upstream sent unknown "Transfer-Encoding": "${values[k]}"`, warnings: warnings ?? [], ignored };
+    } else if (seen !== k) {
+      (warnings ??= []).push(`upstream sent duplicate header line: ${line(k)}, previous value: ${line(seen)}, ignored`);
+      (ignored ??= new Set()).add(k);
     }
-    if (seen === undefined) first.set(lower, i);
   }
-  return { invalid: undefined, warnings, ignored };
+  return warnings === undefined ? CLEAN_HEADERS : { invalid: undefined, warnings, ignored };
 }
 
 /**
@@ -575,7 +583,16 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { ex, p } = this;
     const { r, cx, out } = ex;
     r.action = 'reading response header from upstream';
-    const checked = checkUpstreamHeaders(rawHeaders);
+    const count = rawHeaders.length >> 1;
+    const names = new Array<string>(count);
+    const values = new Array<string>(count);
+    const lowers = new Array<string>(count);
+    for (let k = 0; k < count; k++) {
+      names[k] = rawHeaders[2 * k]!.toString('latin1');
+      values[k] = rawHeaders[2 * k + 1]!.toString('latin1');
+      lowers[k] = names[k]!.toLowerCase();
+    }
+    const checked = checkUpstreamHeaders(names, values, lowers);
     for (const warning of checked.warnings) logRequest(cx, r, 'warn', warning);
     if (checked.invalid) {
       this.stage = 'intercepted';
@@ -631,13 +648,16 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     let buffering = p.buffering;
     let chunked = false;
     const cookies = rewritesCookies(p);
-    for (let i = 0; i < rawHeaders.length; i += 2) {
-      if (checked.ignored.has(i)) continue;
-      const name = rawHeaders[i]!.toString('latin1');
-      const value = rawHeaders[i + 1]!.toString('latin1');
+    // whether the upstream's own Server and Date go out
+    let server = false;
+    let date = false;
+    for (let k = 0; k < count; k++) {
+      if (checked.ignored?.has(k)) continue;
+      const name = names[k]!;
+      const value = values[k]!;
       received.push(name, value);
       headerBytes += name.length + value.length + 4;
-      const lower = name.toLowerCase();
+      const lower = lowers[k]!;
       if (lower === 'content-length') this.expectedBytes = Number(value);
       else if (lower === 'transfer-encoding') chunked = /chunked/i.test(value);
       else if (lower === 'x-accel-buffering' && p.accelBuffering) buffering = accelBuffering(value, buffering);
@@ -651,16 +671,15 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       } else if (lower === 'set-cookie' && cookies) {
         outHeaders.push([name, rewriteSetCookie(r, p, value) ?? value]);
         continue;
-      }
+      } else if (lower === 'server') server = true;
+      else if (lower === 'date') date = true;
       outHeaders.push([name, value]);
     }
     up.headers = received;
     // ngx_http_proxy_process_header: an upstream without Server or Date has a null one, which, passed with
     // proxy_pass_header, keeps nginx's own out of the response
-    for (const name of ['Server', 'Date']) {
-      const lower = name.toLowerCase();
-      if (!p.hideHeaders.has(lower) && !outHeaders.some(([n]) => n.toLowerCase() === lower)) outHeaders.push([name, []]);
-    }
+    if (!server && !p.hideHeaders.has('server')) outHeaders.push(['Server', []]);
+    if (!date && !p.hideHeaders.has('date')) outHeaders.push(['Date', []]);
     if (interceptsError(ex, p.interceptErrors, statusCode, received, this.store)) {
       this.endState();
       this.stage = 'intercepted';

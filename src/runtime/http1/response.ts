@@ -50,8 +50,17 @@ export function httpDate(): string {
   return dateText;
 }
 
+/** `keepalive_disable`: the client's browser is one the location keeps no connection for (its `User-Agent` read only then). */
+function keepaliveDisabled(r: HttpRequestState, loc: LocationConf): boolean {
+  const { msie6, safari } = loc.keepaliveDisable;
+  if (!(msie6 && r.mainMethod === 'POST') && !safari) return false;
+  const browser = browserOf(r.headers['user-agent']);
+  return (msie6 && browser.msie6 && r.mainMethod === 'POST') || (safari && browser.safari);
+}
+
 /** The headers nginx's header filter writes first, in its order, before those set by modules. */
 const LEADING = ['server', 'date', 'content-type', 'content-length', 'last-modified', 'location'];
+const LEADING_NAMES: ReadonlySet<string> = new Set(LEADING);
 
 /** The response to one request on an HTTP/1.x connection. */
 export class Http1Target implements ClientResponseTarget {
@@ -106,7 +115,7 @@ export class Http1Target implements ClientResponseTarget {
    * known to the client (a length, or chunks).
    */
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
-    const { wire, list } = responseHeaders(r, status, headers);
+    const { wire, list, lowers } = responseHeaders(r, status, headers);
     const sent = r.sentHeaders;
     if (this.head0.httpVersion < 1000) {
       // HTTP/0.9: no status line and no headers (ngx_http_header_filter)
@@ -116,14 +125,10 @@ export class Http1Target implements ClientResponseTarget {
     }
     const { loc } = r;
     // ngx_http_update_location_config
-    const browser = browserOf(r.headers['user-agent']);
     let keepalive = r.keepalive && !this.owner.exiting && loc.keepaliveTimeoutMs > 0 && r.conn.requests < loc.keepaliveRequests
-      && Date.now() - r.conn.acceptedAtMs <= loc.keepaliveTimeMs
-      && !(loc.keepaliveDisable.msie6 && browser.msie6 && r.mainMethod === 'POST') && !(loc.keepaliveDisable.safari && browser.safari);
-    const byName = new Map<string, string | string[]>();
-    for (const [name, value] of list) byName.set(name.toLowerCase(), value);
+      && Date.now() - r.conn.acceptedAtMs <= loc.keepaliveTimeMs && !keepaliveDisabled(r, loc);
     const bodyless = this.headOnly || status === 204 || status === 304 || status < 200;
-    const lengthKnown = byName.has('content-length');
+    const lengthKnown = lowers.includes('content-length');
     if (!bodyless && !lengthKnown && status !== 101) {
       if (this.head0.httpVersion >= 1001 && loc.chunkedTransferEncoding) this.chunked = true;
       else keepalive = false;
@@ -133,41 +138,35 @@ export class Http1Target implements ClientResponseTarget {
       if (Array.isArray(value)) for (const v of value) text += `${name}: ${v}\r\n`;
       else text += `${name}: ${value}\r\n`;
     };
-    const emitted = new Set<string>();
     for (const lower of LEADING) {
-      if (lower === 'date' && !byName.has('date')) {
+      if (lower === 'date' && !lowers.includes('date')) {
         const date = httpDate();
         line('Date', date);
-        sent['date'] = date;
+        sent.set('date', date);
         continue;
       }
-      for (const [name, value] of list) {
-        if (name.length === lower.length && name.toLowerCase() === lower) {
-          line(name, value);
-          emitted.add(lower);
-        }
-      }
+      for (let i = 0; i < list.length; i++) if (lowers[i] === lower) line(list[i]![0], list[i]![1]);
     }
     if (this.chunked) {
       line('Transfer-Encoding', 'chunked');
-      sent['transfer-encoding'] = 'chunked';
+      sent.set('transfer-encoding', 'chunked');
     }
     if (status === 101) {
       line('Connection', 'upgrade');
-      sent['connection'] = 'upgrade';
+      sent.set('connection', 'upgrade');
       keepalive = false;
     } else if (keepalive) {
       line('Connection', 'keep-alive');
-      sent['connection'] = 'keep-alive';
+      sent.set('connection', 'keep-alive');
       if (loc.keepaliveHeaderSec !== undefined) line('Keep-Alive', `timeout=${loc.keepaliveHeaderSec}`);
     } else {
       line('Connection', 'close');
-      sent['connection'] = 'close';
+      sent.set('connection', 'close');
     }
-    for (const [name, value] of list) {
-      const lower = name.toLowerCase();
-      if (emitted.has(lower) || lower === 'connection' || lower === 'keep-alive' || lower === 'transfer-encoding') continue;
-      line(name, value);
+    for (let i = 0; i < list.length; i++) {
+      const lower = lowers[i]!;
+      if (LEADING_NAMES.has(lower) || lower === 'connection' || lower === 'keep-alive' || lower === 'transfer-encoding') continue;
+      line(list[i]![0], list[i]![1]);
     }
     this.headBytes = text + '\r\n';
     this.keepalive = keepalive;

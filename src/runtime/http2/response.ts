@@ -175,7 +175,7 @@ export class Http2Target implements ClientResponseTarget {
     let date: string | undefined;
     if (!list.some(([n]) => n.length === 4 && n.toLowerCase() === 'date')) {
       date = httpDate();
-      r.sentHeaders['date'] = date;
+      r.sentHeaders.set('date', date);
     }
     this.conf = r.loc;
     let fin = this.headOnly || wire === 204 || wire === 304;

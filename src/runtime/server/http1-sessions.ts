@@ -10,7 +10,7 @@ import type { ListenGroup } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import { Http1Connection, type Http1Head } from '../http1/connection.js';
 import type { Http1Target } from '../http1/response.js';
-import { serveClientRequest } from '../phases.js';
+import { serveClientRequest, type ClientRequestHead } from '../phases.js';
 import { HttpRequestState } from '../request.js';
 import { addressServers, defaultErrorLogs, type LogConnection } from './connection-log.js';
 import type { ClientConnections, OpenConnection } from './connections.js';
@@ -70,8 +70,16 @@ export class Http1Sessions {
     }
     conn.active++;
     conn.info.requests++;
-    const clientHead = {
-      ...head,
+    // named fields, not a spread of `head`: one object shape on the hot path
+    const clientHead: ClientRequestHead = {
+      method: head.method,
+      requestUri: head.requestUri,
+      requestLine: head.requestLine,
+      protocol: head.protocol,
+      headers: head.headers,
+      rawHeaders: head.rawHeaders,
+      headLength: head.headLength,
+      refusal: head.refusal,
       // (a request read with the first bytes is served from the connection's constructor, before conn.http1 is set)
       keepalive: head.keepalive && !(conn.http1?.exiting ?? this.generations.exiting(gen)),
       parsed: { uri: head.uri, args: head.args, host: head.host, requestPort: head.requestPort },
