@@ -287,14 +287,17 @@ export class CacheStore {
   }
 
   /**
-   * Decides whether the response is cached: by `*_no_cache`, then its
-   * validity. `headers` are those the client gets before the headers
-   * module; `upstreamHeaders` as received (names and values alternating).
-   * Returns whether the body is to be copied with `write`.
+   * Decides whether the response is cached: not when it is passed on
+   * unbuffered (`buffered` false: `proxy_buffering off`, `X-Accel-Buffering:
+   * no`; ngx_http_upstream_send_response frees the cache entry of such a
+   * response), then by `*_no_cache`, then its validity. `headers` are those
+   * the client gets before the headers module; `upstreamHeaders` as received
+   * (names and values alternating). Returns whether the body is to be copied
+   * with `write`.
    */
-  begin(status: number, reason: string, upstreamHeaders: readonly string[], headers: readonly [string, string | string[]][]): boolean {
+  begin(status: number, reason: string, upstreamHeaders: readonly string[], headers: readonly [string, string | string[]][], buffered: boolean): boolean {
     const { r } = this.ex;
-    if (!this.mayStore) {
+    if (!this.mayStore || !buffered) {
       this.end();
       return false;
     }

@@ -356,7 +356,9 @@ async function attempt(
         resolve({ kind: 'accel', value: redirect });
         return 'stop';
       }
-      const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers) ?? false;
+      const accel = conf.accelBuffering ? parsed.all.find(([n]) => n.toLowerCase() === 'x-accel-buffering') : undefined;
+      const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
+      const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers, buffering) ?? false;
       applyHeadersModule(r, parsed.status, parsed.headers);
       out.head(r, parsed.status, parsed.headers, parsed.reason);
       // nginx finalizes the upstream request once the header of a HEAD, 204 or 304 response is sent, unless it is being cached
@@ -369,8 +371,6 @@ async function attempt(
         done();
         return 'stop';
       }
-      const accel = conf.accelBuffering ? parsed.all.find(([n]) => n.toLowerCase() === 'x-accel-buffering') : undefined;
-      const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
       // unbuffered, what came with the header is read before nginx says it reads the body (`ngx_http_upstream_process_non_buffered_upstream`)
       r.action = buffering ? READING_BODY : READING_HEADER;
       spool = new ResponseSpool(out, buffering === conf.buffering ? conf : { ...conf, buffering }, cx.tempFiles, {

@@ -698,7 +698,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.resolve({ kind: 'accel', value: redirect });
       return false;
     }
-    const caching = this.store?.begin(statusCode, statusText, received, outHeaders) ?? false;
+    const caching = this.store?.begin(statusCode, statusText, received, outHeaders, buffering) ?? false;
     applyHeadersModule(r, statusCode, outHeaders);
     // the response filters run while nginx still reads the header (their log lines say so)
     out.head(r, statusCode, outHeaders, statusText);
