@@ -16,6 +16,7 @@
  * `headers` are those the client gets before the headers module
  * (`add_header`) runs; `upstreamHeaders` as received, for `$upstream_http_*`.
  */
+import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 
 /** What an entry's header says. */
@@ -65,22 +66,15 @@ export async function updateEntryValidity(fh: FileHandle, head: ReadEntryHead, v
   await fh.write(firstLine(head.bodyOffset - FIRST_LINE_BYTES, validSec), 0, FIRST_LINE_BYTES, 0);
 }
 
-/**
- * Reads an entry file's header from its open handle; undefined when the
- * file is not an entry (another version, or damaged).
- * @throws the file system's error
- */
-export async function readEntryHead(fh: FileHandle): Promise<ReadEntryHead | undefined> {
-  const { size } = await fh.stat();
-  const first = Buffer.alloc(FIRST_LINE_BYTES);
-  const { bytesRead } = await fh.read(first, 0, FIRST_LINE_BYTES, 0);
-  const m = /^JINXCACHE 2 (\d{10}) (\d{12})\n$/.exec(first.subarray(0, bytesRead).toString('latin1'));
-  if (!m) return undefined;
-  const jsonBytes = Number(m[1]);
-  const validSec = Number(m[2]);
-  if (jsonBytes <= 0 || FIRST_LINE_BYTES + jsonBytes > size) return undefined;
-  const json = Buffer.alloc(jsonBytes);
-  await fh.read(json, 0, jsonBytes, FIRST_LINE_BYTES);
+/** The JSON's length and the validity in an entry's first line; undefined when it is not one. */
+function readFirstLine(first: Buffer): { jsonBytes: number; validSec: number } | undefined {
+  const m = /^JINXCACHE 2 (\d{10}) (\d{12})\n$/.exec(first.toString('latin1', 0, Math.min(first.length, FIRST_LINE_BYTES)));
+  if (!m || Number(m[1]) <= 0) return undefined;
+  return { jsonBytes: Number(m[1]), validSec: Number(m[2]) };
+}
+
+/** An entry's header from its first line's figures and its JSON; undefined when the JSON is damaged. */
+function decodeEntryHead(json: Buffer, jsonBytes: number, validSec: number, fileBytes: number): ReadEntryHead | undefined {
   let rest: Omit<EntryHead, 'validSec'>;
   try {
     rest = JSON.parse(json.toString('utf8')) as Omit<EntryHead, 'validSec'>;
@@ -88,6 +82,115 @@ export async function readEntryHead(fh: FileHandle): Promise<ReadEntryHead | und
     return undefined;
   }
   if (typeof rest.key !== 'string') return undefined;
-  const head: EntryHead = { ...rest, validSec };
-  return { ...head, bodyOffset: FIRST_LINE_BYTES + jsonBytes, fileBytes: size };
+  return { ...rest, validSec, bodyOffset: FIRST_LINE_BYTES + jsonBytes, fileBytes };
+}
+
+/**
+ * Reads an entry file's header from its open handle; undefined when the
+ * file is not an entry (another version, or damaged). For the loader and
+ * revalidation; a request opens an entry with `EntryFile.open`.
+ * @throws the file system's error
+ */
+export async function readEntryHead(fh: FileHandle): Promise<ReadEntryHead | undefined> {
+  const { size } = await fh.stat();
+  const first = Buffer.alloc(FIRST_LINE_BYTES);
+  const { bytesRead } = await fh.read(first, 0, FIRST_LINE_BYTES, 0);
+  const line = readFirstLine(first.subarray(0, bytesRead));
+  if (!line || FIRST_LINE_BYTES + line.jsonBytes > size) return undefined;
+  const json = Buffer.alloc(line.jsonBytes);
+  await fh.read(json, 0, line.jsonBytes, FIRST_LINE_BYTES);
+  return decodeEntryHead(json, line.jsonBytes, line.validSec, size);
+}
+
+/**
+ * An entry's header as read from one file (its inode, size and mtime): a
+ * later open of the same file takes the header from here instead of
+ * parsing its JSON again, and only the validity from the first line (the
+ * one part a revalidation rewrites, which changes the mtime anyway).
+ */
+export interface KnownHead {
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+  readonly head: ReadEntryHead;
+}
+
+/** Bytes of an entry file read at once when it is opened: its header and, for a small entry, the whole body. */
+const FIRST_READ_BYTES = 32 * 1024;
+
+/**
+ * An entry file open for a request: its header, read with the file's first
+ * block, and its body, read from that block as far as it went, then from
+ * the file. Opening and the first block are read synchronously, as nginx
+ * reads a cache file without `aio`: a HIT of a small entry costs one open,
+ * one read and one close, and no thread-pool round trip for each; the rest
+ * of a larger body is read asynchronously, as the client takes it.
+ */
+export class EntryFile {
+  private constructor(
+    readonly head: ReadEntryHead,
+    /** The header with the file it was read from, for the next open (`known`). */
+    readonly known: KnownHead,
+    private readonly fd: number,
+    /** The file's first block (header and the body's start). */
+    private readonly block: Buffer,
+  ) {}
+
+  /**
+   * Opens the entry file at `path`; undefined when it is not an entry
+   * (another version, damaged, cut short). `known`: what an earlier open
+   * of the key's file read, reused if it is still the same file.
+   * @throws the file system's error (ENOENT when there is none)
+   */
+  static open(path: string, known: KnownHead | undefined): EntryFile | undefined {
+    const fd = openSync(path, 'r');
+    try {
+      const block = Buffer.allocUnsafe(FIRST_READ_BYTES);
+      const n = readSync(fd, block, 0, FIRST_READ_BYTES, 0);
+      const line = readFirstLine(block.subarray(0, n));
+      const { ino, size, mtimeMs } = fstatSync(fd);
+      if (!line || FIRST_LINE_BYTES + line.jsonBytes > size) {
+        closeSync(fd);
+        return undefined;
+      }
+      let head: ReadEntryHead | undefined;
+      if (known && known.ino === ino && known.size === size && known.mtimeMs === mtimeMs) {
+        head = known.head.validSec === line.validSec ? known.head : { ...known.head, validSec: line.validSec };
+      }
+      else {
+        const headBytes = FIRST_LINE_BYTES + line.jsonBytes;
+        let json: Buffer;
+        if (headBytes <= n) json = block.subarray(FIRST_LINE_BYTES, headBytes);
+        else {
+          json = Buffer.allocUnsafe(line.jsonBytes);
+          readSync(fd, json, 0, line.jsonBytes, FIRST_LINE_BYTES);
+        }
+        head = decodeEntryHead(json, line.jsonBytes, line.validSec, size);
+      }
+      if (!head) {
+        closeSync(fd);
+        return undefined;
+      }
+      return new EntryFile(head, { ino, size, mtimeMs, head }, fd, block.subarray(0, n));
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+  }
+
+  /**
+   * Up to `length` bytes of the file from `position`: from the first block
+   * when it holds them, else read from the file (empty at its end).
+   * @throws the file system's error
+   */
+  async read(position: number, length: number): Promise<Buffer> {
+    if (position < this.block.length) return this.block.subarray(position, Math.min(this.block.length, position + length));
+    const buf = Buffer.allocUnsafe(length);
+    const n = await new Promise<number>((res, rej) => read(this.fd, buf, 0, length, position, (err, bytes) => (err ? rej(err) : res(bytes))));
+    return n === length ? buf : buf.subarray(0, n);
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
 }

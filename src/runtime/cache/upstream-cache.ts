@@ -26,7 +26,7 @@ import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import { applyHeadersModule, lastModifiedSec } from '../respond.js';
-import { encodeEntryHead, type ReadEntryHead } from './entry-file.js';
+import { encodeEntryHead, type EntryFile, type ReadEntryHead } from './entry-file.js';
 import { CacheZone, type IndexEntry } from './zone.js';
 
 /** What the cache made of a request before the upstream. */
@@ -80,11 +80,11 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
   let waitedMs = 0;
   let secondary = false;
   for (;;) {
-    let found = await zone.openEntry(e, key);
+    let found = zone.openEntry(e, key);
     const variant = found?.head.variant !== undefined ? variantOf(r, found.head.upstreamHeaders) : undefined;
     if (found && variant !== found.head.variant) {
       // another variant (Vary): it has an entry of its own, under the key and its values (ngx_http_file_cache_reopen)
-      await found.fh.close();
+      found.close();
       found = undefined;
       if (!secondary) {
         secondary = true;
@@ -97,15 +97,15 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     }
     if (found && found.head.validSec * 1000 > Date.now()) {
       r.cacheStatus = 'HIT';
-      return { kind: 'served', outcome: await sendEntry(ex, found.head, found.fh) };
+      return { kind: 'served', outcome: await sendEntry(ex, found) };
     }
     const updating = e.updatingSinceMs !== undefined && Date.now() - e.updatingSinceMs < conf.lockAgeMs;
     if (found && updating && conf.useStale.has('updating')) {
       r.cacheStatus = 'UPDATING';
-      return { kind: 'served', outcome: await sendEntry(ex, found.head, found.fh) };
+      return { kind: 'served', outcome: await sendEntry(ex, found) };
     }
     if (updating && conf.lock && waitedMs < conf.lockTimeoutMs) {
-      await found?.fh.close();
+      found?.close();
       // ngx_http_file_cache_lock: wait for the request that updates the entry, at most *_cache_lock_timeout;
       // once the update is older than *_cache_lock_age, this request goes to the upstream itself
       const ageLeftMs = conf.lockAgeMs - (Date.now() - e.updatingSinceMs!);
@@ -122,7 +122,7 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     }
     r.cacheStatus = found ? 'EXPIRED' : 'MISS';
     if (found && conf.revalidate) r.cacheValidators = { lastModified: found.head.lastModified, etag: found.head.etag };
-    await found?.fh.close();
+    found?.close();
     const store = new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined);
     if (secondary) store.primary = { e: zone.entry(CacheZone.hashOf(conf.key.evaluate(r))), key: conf.key.evaluate(r) };
     return { kind: 'fetch', store };
@@ -249,6 +249,10 @@ export class CacheStore {
   private fh: Promise<FileHandle | undefined> | undefined;
   private tempPath = '';
   private writes: Promise<void> = Promise.resolve();
+  /** Bytes handed to `write` that are not in the file yet. */
+  private queuedBytes = 0;
+  /** Called once `queuedBytes` is back to 0 (see `drained`). */
+  private onDrained: (() => void) | undefined;
   private bytes = 0;
   private validUntilMs = 0;
   private failed = false;
@@ -332,15 +336,34 @@ export class CacheStore {
     return true;
   }
 
-  /** Copies a piece of the body. */
-  write(chunk: Buffer): void {
-    if (!this.active) return;
+  /**
+   * Copies a piece of the body to the entry's file, writes queued in order.
+   * Returns the bytes not in the file yet: a caller past its `*_buffers`
+   * stops reading the upstream until `drained` calls back, as nginx, whose
+   * buffers hold what is not yet written, reads no more until they are free.
+   */
+  write(chunk: Buffer): number {
+    if (!this.active) return this.queuedBytes;
     const fh = this.fh!;
     this.bytes += chunk.length;
+    this.queuedBytes += chunk.length;
     this.writes = this.writes.then(async () => {
       const h = await fh;
       if (h && !this.failed) await h.write(chunk);
-    }).catch((err: Error) => this.fail(err));
+    }).catch((err: Error) => this.fail(err)).then(() => {
+      this.queuedBytes -= chunk.length;
+      if (this.queuedBytes > 0 || !this.onDrained) return;
+      const resume = this.onDrained;
+      this.onDrained = undefined;
+      resume();
+    });
+    return this.queuedBytes;
+  }
+
+  /** Calls `resume` once every byte handed to `write` is in the file (at once when none waits). */
+  drained(resume: () => void): void {
+    if (this.queuedBytes === 0) resume();
+    else this.onDrained = resume;
   }
 
   /**
@@ -414,10 +437,10 @@ export class CacheStore {
    */
   async sendStale(): Promise<Outcome | undefined> {
     this.abort();
-    const found = await this.zone.openEntry(this.e, this.key);
+    const found = this.zone.openEntry(this.e, this.key);
     if (!found) return undefined;
     this.ex.r.cacheStatus = 'STALE';
-    return sendEntry(this.ex, found.head, found.fh);
+    return sendEntry(this.ex, found);
   }
 
   /**
@@ -436,14 +459,14 @@ export class CacheStore {
    */
   async sendRevalidated(upstreamHeaders: readonly string[]): Promise<Outcome | undefined> {
     this.abort();
-    const found = await this.zone.openEntry(this.e, this.key);
+    const found = this.zone.openEntry(this.e, this.key);
     if (!found) return undefined;
     const nowSec = Math.floor(Date.now() / 1000);
     const validSec = cacheValidity(this.conf, 304, upstreamHeaders, nowSec, false)
       ?? cacheValidity(this.conf, found.head.status, found.head.upstreamHeaders, nowSec);
     if (validSec !== undefined) await this.zone.renew(this.e, this.key, validSec);
     this.ex.r.cacheStatus = 'REVALIDATED';
-    return sendEntry(this.ex, found.head, found.fh);
+    return sendEntry(this.ex, found);
   }
 
   /** Ends a store that never began. */
@@ -482,11 +505,12 @@ function put(headers: [string, string | string[]][], name: string, value: string
  * its status and headers through the not-modified filter (304, 412 for a 200),
  * the headers module and, when the upstream sent `Accept-Ranges`, the range
  * filter (206, 416), then its body
- * streamed from the file, with backpressure. Closes `fh`. A 412 or 416 is
+ * streamed from the file, with backpressure. Closes `file`. A 412 or 416 is
  * left to the phase runner as a status outcome.
  */
-async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Promise<Outcome> {
+async function sendEntry(ex: Exchange, file: EntryFile): Promise<Outcome> {
   const { r, out } = ex;
+  const { head } = file;
   try {
     const size = head.fileBytes - head.bodyOffset;
     const headers: [string, string | string[]][] = head.headers.map(([n, v]) => [n, v]);
@@ -497,7 +521,7 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
     if (allowRanges) drop(headers, 'accept-ranges');
     if (main) {
       const etag = headers.find(([n]) => n.toLowerCase() === 'etag')?.[1];
-      const condition = preconditionStatus(r, lastModifiedSec(headers), typeof etag === 'string' ? etag : undefined);
+      const condition = preconditionStatus(r, entryLastModifiedSec(head), typeof etag === 'string' ? etag : undefined);
       if (condition === 412) {
         return statusOutcome(412);
       }
@@ -516,7 +540,7 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
     let status = head.status;
     if (main && allowRanges) {
       const etag = headers.find(([n]) => n.toLowerCase() === 'etag')?.[1];
-      const ranges = rangesFor(r, size, lastModifiedSec(headers), typeof etag === 'string' ? etag : undefined);
+      const ranges = rangesFor(r, size, entryLastModifiedSec(head), typeof etag === 'string' ? etag : undefined);
       if (ranges === 416) {
         r.pendingHeaders.push(['Content-Range', `bytes */${size}`]);
         return statusOutcome(416);
@@ -553,15 +577,26 @@ async function sendEntry(ex: Exchange, head: ReadEntryHead, fh: FileHandle): Pro
       if (part.head && !writeBody(ex, Buffer.from(part.head, 'latin1'))) return DONE;
       // the body's last bytes end the response, as nginx's last buffer (the filters then see it whole)
       const last = i === parts.length - 1 && !trailer;
-      if (!(await streamPart(ex, fh, head.bodyOffset + part.range.start, part.range.end - part.range.start, last))) return DONE;
+      if (!(await streamPart(ex, file, head.bodyOffset + part.range.start, part.range.end - part.range.start, last))) return DONE;
       if (last) return DONE;
     }
     if (trailer && !writeBody(ex, Buffer.from(trailer, 'latin1'))) return DONE;
     out.end();
     return DONE;
   } finally {
-    await fh.close().catch(() => undefined);
+    file.close();
   }
+}
+
+/** `Last-Modified` of entries' headers in seconds, by header list (the same list while an entry's file is: `KnownHead`). */
+const lastModifiedOf = new WeakMap<ReadEntryHead['headers'], number | undefined>();
+
+/** The entry's `Last-Modified` in seconds, for the not-modified and range filters; parsed once per entry file. */
+function entryLastModifiedSec(head: ReadEntryHead): number | undefined {
+  if (lastModifiedOf.has(head.headers)) return lastModifiedOf.get(head.headers);
+  const sec = lastModifiedSec(head.headers);
+  lastModifiedOf.set(head.headers, sec);
+  return sec;
 }
 
 /** Writes bytes of the body; false when the client is gone. */
@@ -581,31 +616,29 @@ const READ_BYTES = 64 * 1024;
  * response. False when the client went away or the file could not be read
  * (the connection is then closed, as nginx does).
  */
-async function streamPart(ex: Exchange, fh: FileHandle, position: number, length: number, last: boolean): Promise<boolean> {
+async function streamPart(ex: Exchange, file: EntryFile, position: number, length: number, last: boolean): Promise<boolean> {
   const { r, out, cx } = ex;
   let left = length;
   let at = position;
   if (left === 0 && last) out.end();
   while (left > 0) {
     if (out.gone) return false;
-    const buf = Buffer.allocUnsafe(Math.min(READ_BYTES, left));
-    let n: number;
+    let piece: Buffer;
     try {
-      ({ bytesRead: n } = await fh.read(buf, 0, buf.length, at));
+      piece = await file.read(at, Math.min(READ_BYTES, left));
     } catch (err) {
       logRequest(cx, r, 'crit', `pread() of a cache file failed (${(err as Error).message})`);
       out.abort();
       return false;
     }
-    if (n === 0) {
+    if (piece.length === 0) {
       logRequest(cx, r, 'crit', 'cache file is too small');
       out.abort();
       return false;
     }
-    left -= n;
-    at += n;
-    r.bodyBytesSent += n;
-    const piece = n === buf.length ? buf : buf.subarray(0, n);
+    left -= piece.length;
+    at += piece.length;
+    r.bodyBytesSent += piece.length;
     if (last && left === 0) {
       out.end(piece);
       return true;

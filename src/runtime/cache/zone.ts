@@ -12,9 +12,9 @@
  * those over `max_size` (nginx's cache manager).
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import type { CacheZoneConf } from '../../config/modules/cache.js';
-import { readEntryHead, updateEntryValidity, type ReadEntryHead } from './entry-file.js';
+import { EntryFile, readEntryHead, updateEntryValidity, type KnownHead } from './entry-file.js';
 
 /** What the index knows of one key (`ngx_http_file_cache_node_t`). */
 export interface IndexEntry {
@@ -36,6 +36,12 @@ export interface IndexEntry {
   readonly waiters: (() => void)[];
 }
 
+/**
+ * How many entries' parsed headers a zone keeps, so that a HIT on a popular
+ * entry does not parse its JSON again (a few hundred bytes to a few KiB each).
+ */
+const KNOWN_HEADS = 1024;
+
 /** How often the manager looks at the zone. */
 const MANAGER_INTERVAL_MS = 10_000;
 
@@ -45,6 +51,8 @@ const ENTRY_NAME = /^[0-9a-f]{32}$/;
 /** One zone: its index, loader and manager. */
 export class CacheZone {
   private readonly index = new Map<string, IndexEntry>();
+  /** Headers of the entries read last, by hash, in the order they were read (`knowHead`). */
+  private readonly knownHeads = new Map<string, KnownHead>();
   private totalBytes = 0;
   private readonly manager: NodeJS.Timeout;
   /** Settles when the loader has read the directory. */
@@ -94,32 +102,39 @@ export class CacheZone {
   /**
    * Opens an entry's file and reads its header: undefined when there is
    * none (or it is not a complete entry of this key). A file the index did
-   * not know (the loader has not reached it yet) is added to it. The caller
-   * closes the handle; the body read through it is this entry's even if a
-   * newer one replaces the file meanwhile.
+   * not know (the loader has not reached it yet, or another worker wrote it)
+   * is added to it. The caller closes the file; the body read through it is
+   * this entry's even if a newer one replaces the file meanwhile.
    */
-  async openEntry(e: IndexEntry, key: string): Promise<{ readonly head: ReadEntryHead; readonly fh: FileHandle } | undefined> {
+  openEntry(e: IndexEntry, key: string): EntryFile | undefined {
     const path = this.pathOf(e.hash);
-    let fh: FileHandle | undefined;
-    let head: ReadEntryHead | undefined;
+    let file: EntryFile | undefined;
     try {
-      fh = await open(path, 'r');
-      head = await readEntryHead(fh);
+      file = EntryFile.open(path, this.knownHeads.get(e.hash));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log('crit', `open() "${path}" failed (${(err as Error).message})`);
     }
-    if (!fh || !head || head.key !== key) {
-      await fh?.close();
+    if (!file || file.head.key !== key) {
+      file?.close();
       if (e.exists) this.forget(e);
       return undefined;
     }
+    const { head } = file;
+    this.knowHead(e.hash, file.known);
     if (!e.exists) {
       e.exists = true;
       e.fileBytes = head.fileBytes;
       this.totalBytes += head.fileBytes;
     }
     e.validUntilMs = head.validSec * 1000;
-    return { head, fh };
+    return file;
+  }
+
+  /** Keeps the header of a key's file among the `KNOWN_HEADS` last read, the oldest forgotten. */
+  private knowHead(hash: string, known: KnownHead): void {
+    this.knownHeads.delete(hash);
+    this.knownHeads.set(hash, known);
+    if (this.knownHeads.size > KNOWN_HEADS) this.knownHeads.delete(this.knownHeads.keys().next().value!);
   }
 
   /** Puts a written temporary file in place as the entry of `e` (`ngx_http_file_cache_update`). */
@@ -254,8 +269,19 @@ export class CacheZones {
 
   constructor(private readonly log: (level: 'crit' | 'alert' | 'error' | 'notice', message: string) => void) {}
 
+  /** The zone of each declaration seen, without building its id again on every request. */
+  private readonly byConf = new WeakMap<CacheZoneConf, CacheZone>();
+
   /** The zone of a declaration, made (and its loader started) on first use. */
   zone(conf: CacheZoneConf): CacheZone {
+    const seen = this.byConf.get(conf);
+    if (seen) return seen;
+    const z = this.zoneOf(conf);
+    this.byConf.set(conf, z);
+    return z;
+  }
+
+  private zoneOf(conf: CacheZoneConf): CacheZone {
     const id = `${conf.name}\0${conf.dir}\0${conf.levels.join(':')}`;
     let z = this.zones.get(id);
     if (!z || z.conf.maxSizeBytes !== conf.maxSizeBytes || z.conf.inactiveMs !== conf.inactiveMs) {

@@ -243,8 +243,10 @@ async function attempt(
   let spoolPaused = false;
   /** The connection waits for a later turn of the event loop (`bodyTurns`). */
   let yielded = false;
+  /** The connection waits for the cache's file to take what was read (`CacheStore.drained`). */
+  let storing = false;
   const resumeSocket = (): void => {
-    if (!spoolPaused && !yielded) socket.resume();
+    if (!spoolPaused && !yielded && !storing) socket.resume();
   };
   let spool: ResponseSpool | undefined;
   let settled = false;
@@ -394,7 +396,14 @@ async function attempt(
       header: onHeader,
       stdout: (data) => {
         bodyBytes += data.length;
-        store?.write(data);
+        if (store && store.write(data) > conf.memoryBytes && !storing) {
+          storing = true;
+          socket.pause();
+          store.drained(() => {
+            storing = false;
+            if (!settled) resumeSocket();
+          });
+        }
         if (out.headOnly) return;
         r.bodyBytesSent += data.length;
         spool!.push(data);

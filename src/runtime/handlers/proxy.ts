@@ -426,6 +426,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private paused = false;
   /** Waiting for a later turn of the event loop (`bodyTurns`). */
   private yielded = false;
+  /** Waiting for the cache's file to take what was read (`CacheStore.drained`). */
+  private storing = false;
   private spool: ResponseSpool | undefined;
   private expectedBytes: number | undefined;
   private receivedBytes = 0;
@@ -509,6 +511,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.ex.r.timedOut = true;
     this.paused = false;
     this.yielded = false;
+    this.storing = false;
     this.abortUpstream(BODY_TIMED_OUT);
   }
 
@@ -560,6 +563,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // aborted while paused: a resume after the abort would have undici open a new connection
     this.paused = false;
     this.yielded = false;
+    this.storing = false;
     this.abortUpstream(CLIENT_CLOSED);
     this.spool?.abort();
   }
@@ -769,7 +773,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   onData(chunk: Buffer): boolean {
     this.receivedBytes += chunk.length;
-    this.store?.write(chunk);
+    if (this.store && this.store.write(chunk) > this.p.memoryBytes && !this.storing && this.moreToCome()) {
+      this.storing = true;
+      this.store.drained(this.resumeAfterStore);
+    }
     const { out, r } = this.ex;
     if (out.headOnly || !this.spool) return true;
     r.bodyBytesSent += chunk.length;
@@ -781,7 +788,12 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.yielded = true;
       bodyTurns.wait(this.resumeAfterYield);
     }
-    return !this.paused && !this.yielded;
+    return this.mayRead();
+  }
+
+  /** Nothing holds the upstream back: not the spool, the turn's budget, or the cache's file. */
+  private mayRead(): boolean {
+    return !this.paused && !this.yielded && !this.storing;
   }
 
   /** Whether the body has more to come (undici cannot be paused on the last byte of a response whose connection then closes). */
@@ -793,7 +805,14 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private readonly resumeAfterYield = (): void => {
     if (!this.yielded) return;
     this.yielded = false;
-    if (!this.paused) this.resumeReading?.();
+    if (this.mayRead()) this.resumeReading?.();
+  };
+
+  /** The cache's file took what was read: reading goes on, unless something else holds it. */
+  private readonly resumeAfterStore = (): void => {
+    if (!this.storing) return;
+    this.storing = false;
+    if (this.mayRead()) this.resumeReading?.();
   };
 
   /** `trailers`: names and values alternating, as Buffers (undici's types say strings). */
@@ -870,7 +889,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   resumeUpstream(): void {
     if (!this.paused) return;
     this.paused = false;
-    if (!this.yielded) this.resumeReading?.();
+    if (this.mayRead()) this.resumeReading?.();
   }
 
   onFileError(err: Error, path: string | undefined): void {
