@@ -22,6 +22,12 @@
  *    to a temp file (`proxy_request_buffering on`), then passed to an
  *    upstream that reads it at full speed.
  * 3. idle: `--idle` keep-alive connections, each after one request.
+ * 4. cached: a `--size` response through `proxy_cache`: stored in the
+ *    cache while a client downloads it at full speed (a MISS; the upstream is
+ *    read no faster than the entry's file takes it), then served from the
+ *    cache (a HIT) to a client that reads `--rate` bytes a second for
+ *    `--cached-slow` seconds (all of it with `--slow-all`), then as fast as
+ *    it can. The entry streams from its file as the client takes it.
  *
  * After each of the first two, the temp directories must be empty and jinx
  * must hold no temp file open. Exit status: 0 when everything ran and every
@@ -42,20 +48,25 @@ const USAGE = `usage: node dist/bench/memory.js [options]
   --rate SIZE        bytes a second the slow client reads (default 1m)
   --slow-all         read the whole response at --rate (default: until the upstream has sent it all)
   --idle N           idle keep-alive connections (default 1000)
-  --phases LIST      download,upload,idle (default all three)
-  --limit-download N, --limit-upload N, --limit-idle N
-                     RSS growth limits in MiB (default 64, 64, 40)
+  --phases LIST      download,upload,idle,cached (default all four)
+  --cached-slow S    seconds the cached phase reads at --rate before full speed (default 30)
+  --limit-download N, --limit-upload N, --limit-idle N, --limit-cached N
+                     RSS growth limits in MiB (default 64, 64, 40, 64)
   --json FILE        write the figures as JSON
   --keep             keep the temporary prefix (configuration, logs, temp dirs)
   -h, --help`;
+
+const PHASES = ['download', 'upload', 'idle', 'cached'] as const;
+type Phase = typeof PHASES[number];
 
 interface Options {
   size: number;
   rate: number;
   slowAll: boolean;
   idle: number;
-  phases: string[];
-  limits: Record<'download' | 'upload' | 'idle', number>;
+  phases: Phase[];
+  cachedSlowS: number;
+  limits: Record<Phase, number>;
   json: string | undefined;
   keep: boolean;
 }
@@ -65,16 +76,16 @@ function options(argv: string[]): Options {
     args: argv,
     options: {
       size: { type: 'string' }, rate: { type: 'string' }, 'slow-all': { type: 'boolean' }, idle: { type: 'string' },
-      phases: { type: 'string' }, 'limit-download': { type: 'string' }, 'limit-upload': { type: 'string' },
-      'limit-idle': { type: 'string' }, json: { type: 'string' }, keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      phases: { type: 'string' }, 'cached-slow': { type: 'string' }, 'limit-download': { type: 'string' }, 'limit-upload': { type: 'string' },
+      'limit-idle': { type: 'string' }, 'limit-cached': { type: 'string' }, json: { type: 'string' }, keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
     process.stdout.write(USAGE + '\n');
     process.exit(0);
   }
-  const phases = (values.phases ?? 'download,upload,idle').split(',').map((p) => p.trim());
-  for (const p of phases) if (p !== 'download' && p !== 'upload' && p !== 'idle') throw new Error(`unknown phase "${p}"`);
+  const phases = (values.phases ?? PHASES.join(',')).split(',').map((p) => p.trim()) as Phase[];
+  for (const p of phases) if (!PHASES.includes(p)) throw new Error(`unknown phase "${p}"`);
   const limit = (v: string | undefined, dflt: number): number => (v === undefined ? dflt : Number(v));
   return {
     size: parseSize(values.size ?? '1g'),
@@ -82,7 +93,11 @@ function options(argv: string[]): Options {
     slowAll: values['slow-all'] ?? false,
     idle: Number(values.idle ?? 1000),
     phases,
-    limits: { download: limit(values['limit-download'], 64), upload: limit(values['limit-upload'], 64), idle: limit(values['limit-idle'], 40) },
+    cachedSlowS: Number(values['cached-slow'] ?? 30),
+    limits: {
+      download: limit(values['limit-download'], 64), upload: limit(values['limit-upload'], 64),
+      idle: limit(values['limit-idle'], 40), cached: limit(values['limit-cached'], 64),
+    },
     json: values.json,
     keep: values.keep ?? false,
   };
@@ -161,11 +176,13 @@ http {
   client_body_temp_path ${dir}/tmp/body 1 2;
   proxy_temp_path ${dir}/tmp/proxy 1 2;
   fastcgi_temp_path ${dir}/tmp/fastcgi;
+  proxy_cache_path ${dir}/cache levels=1:2 keys_zone=bench:1m use_temp_path=off;
   client_max_body_size 0;
   server {
     listen 127.0.0.1:${port} backlog=4096;
     location / { proxy_pass http://127.0.0.1:${upstreamPort}; }
     location /big { proxy_max_temp_file_size 4096m; proxy_pass http://127.0.0.1:${upstreamPort}; }
+    location /cached/ { proxy_cache bench; proxy_cache_valid 1h; proxy_pass http://127.0.0.1:${upstreamPort}/; }
     location = /small { return 200 "ok\\n"; }
   }
 }
@@ -326,6 +343,12 @@ async function main(): Promise<number> {
     } else if (phase === 'upload') {
       const got = await upload(port, o.size);
       note = `${got.status}, upstream received ${mib(got.echoed)} MiB`;
+    } else if (phase === 'cached') {
+      const stored = await slowDownload(port, '/cached/big', o.size, Infinity, () => false);
+      const slowUntil = Date.now() + o.cachedSlowS * 1000;
+      const got = await slowDownload(port, '/cached/big', o.size, o.rate, () => o.slowAll || Date.now() < slowUntil);
+      note = `${stored.status}, ${mib(stored.bodyBytes)} MiB stored at full speed, then ${got.status}, ${mib(got.bodyBytes)} MiB from the cache read at ${mib(o.rate)} MiB/s `
+        + (o.slowAll ? 'throughout' : `for ${o.cachedSlowS} s, then at full speed`);
     } else {
       const sockets = await idleConnections(port, o.idle);
       await sleep(2000);
@@ -338,7 +361,7 @@ async function main(): Promise<number> {
       await sleep(500);
       left = leftovers(pid, tmp);
     }
-    figures.push({ phase, baseline, peak, growth: peak - baseline, limit: o.limits[phase as 'download' | 'upload' | 'idle'], seconds, note, leftFiles: left.files, leftOpen: left.open });
+    figures.push({ phase, baseline, peak, growth: peak - baseline, limit: o.limits[phase], seconds, note, leftFiles: left.files, leftOpen: left.open });
     await stop(jinx);
   }
   await stop(upstream);

@@ -24,6 +24,7 @@ import { request as httpsRequest } from 'node:https';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarizeProfile, formatSummary } from './cpuprofile.js';
+import { parseWrk, type WrkResult } from './wrk.js';
 import {
   JINX, MiB, ROOT, childPids, freePort, hasCommand, interrupted, makeTemp, parseSize, removeTemp, rssSampler, sleep, start, stop, stopAll, treeRssBytes, waitListening, type Proc,
 } from './procs.js';
@@ -401,48 +402,6 @@ class OtherLoad {
 }
 
 // ---------------------------------------------------------------------- wrk
-
-interface WrkResult {
-  rps: number;
-  requests: number;
-  p50Ms: number;
-  p99Ms: number;
-  non2xx: number;
-  socketErrors: number;
-}
-
-function toMs(v: string, unit: string): number {
-  const n = Number(v);
-  switch (unit) {
-    case 'us': return n / 1000;
-    case 'ms': return n;
-    case 's': return n * 1000;
-    case 'm': return n * 60_000;
-    default: return NaN;
-  }
-}
-
-export function parseWrk(out: string): WrkResult {
-  const num = (re: RegExp): number | undefined => {
-    const m = re.exec(out);
-    return m ? Number(m[1]) : undefined;
-  };
-  const pct = (p: string): number => {
-    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(out);
-    return m ? toMs(m[1]!, m[2]!) : NaN;
-  };
-  const rps = num(/^Requests\/sec:\s+([\d.]+)/m);
-  if (rps === undefined) throw new Error(`cannot read wrk's output:\n${out}`);
-  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  return {
-    rps,
-    requests: num(/^\s*(\d+) requests in/m) ?? 0,
-    p50Ms: pct('50'),
-    p99Ms: pct('99'),
-    non2xx: num(/Non-2xx or 3xx responses:\s+(\d+)/) ?? 0,
-    socketErrors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
-  };
-}
 
 /**
  * The figures of an h2load run: req/s from `finished in …, N req/s`, errors
