@@ -12,6 +12,11 @@
  * - gzip: a 100 KiB HTML page (generated text, compressing about as a real
  *   page does, 100 KiB to 12 KiB) from `root`, compressed with `gzip on; gzip_comp_level 6;`
  *   for a client that sends `Accept-Encoding: gzip`.
+ * - delay: whether compressing a large body holds the event loop: while one
+ *   client downloads a 64 MiB page gzipped at level 6 as fast as it can,
+ *   another asks `GET /ping` (`return 204`) on a kept-alive connection
+ *   every 5 ms; the ping's latency (median, p99, max) is what any request
+ *   waits while the server compresses.
  *
  * Rounds alternate the servers; the summary gives the medians and the
  * jinx/nginx ratio of each scenario. Every process it starts is stopped by
@@ -20,7 +25,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
@@ -32,14 +38,14 @@ const USAGE = `usage: node dist/bench/cache.js [options]
   --warmup S        seconds of warm-up per server and scenario (default 2)
   --rounds N        measured runs per server and scenario (default 3)
   --connections N   wrk -c (default 64)
-  --scenarios LIST  hit,gzip (default both)
+  --scenarios LIST  hit,gzip,delay (default all three)
   --sut-cpus LIST   taskset CPU list for jinx and nginx (default 0)
   --aux-cpus LIST   taskset CPU list for the upstream and wrk (default 1)
   --nginx PATH      nginx to compare with (default /opt/nginx-oracle/nginx, else /usr/sbin/nginx)
   --keep            keep the temporary prefix
   -h, --help`;
 
-const SCENARIOS = ['hit', 'gzip'] as const;
+const SCENARIOS = ['hit', 'gzip', 'delay'] as const;
 type Scenario = typeof SCENARIOS[number];
 type Target = 'jinx' | 'nginx';
 
@@ -129,6 +135,7 @@ http {
       proxy_cache_valid 200 1h;
       add_header X-Cache-Status $upstream_cache_status;
     }
+    location = /ping { return 204; }
     location /gz/ {
       root ${dir}/..;
       gzip on;
@@ -153,7 +160,44 @@ http {
 `;
 }
 
-const PATHS: Record<Scenario, string> = { hit: '/cached/asset-16k', gzip: '/gz/page.html' };
+const PATHS: Record<Scenario, string> = { hit: '/cached/asset-16k', gzip: '/gz/page.html', delay: '/gz/big.html' };
+
+/** The delay scenario's page: 64 MiB of generated HTML. */
+const BIG_PAGE_BYTES = 64 * 1024 * 1024;
+
+/** Latencies of `GET /ping` (ms) while `GET /gz/big.html` is downloaded gzipped at full speed. */
+async function pingDuringGzip(port: number): Promise<{ latenciesMs: number[]; gzippedBytes: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  let done = false;
+  const download = new Promise<number>((res, rej) => {
+    const r = request({ host: '127.0.0.1', port, path: PATHS.delay, headers: { 'Accept-Encoding': 'gzip' }, agent: false }, (resp) => {
+      let bytes = 0;
+      resp.on('data', (c: Buffer) => { bytes += c.length; });
+      resp.on('end', () => { done = true; res(bytes); });
+      resp.on('error', rej);
+    });
+    r.on('error', rej);
+    r.end();
+  });
+  const latenciesMs: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    await new Promise<void>((res, rej) => {
+      const r = request({ host: '127.0.0.1', port, path: '/ping', agent }, (resp) => { resp.resume(); resp.on('end', res); });
+      r.on('error', rej);
+      r.end();
+    });
+    latenciesMs.push(performance.now() - t0);
+    await new Promise((res) => setTimeout(res, 5));
+  }
+  agent.destroy();
+  return { latenciesMs, gzippedBytes: await download };
+}
+
+const percentile = (xs: readonly number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
 
 /** One GET with `Accept-Encoding: gzip`: status, headers, body. */
 function get(port: number, path: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
@@ -207,6 +251,7 @@ async function main(): Promise<number> {
   mkdirSync(join(root, 'gz'));
   writeFileSync(join(root, 'upstream/files/asset-16k'), asset);
   writeFileSync(join(root, 'gz/page.html'), page);
+  if (o.scenarios.includes('delay')) writeFileSync(join(root, 'gz/big.html'), page.repeat(BIG_PAGE_BYTES / page.length));
   const upstreamPort = await freePort();
   writeFileSync(join(root, 'upstream/nginx.conf'), upstreamConf(join(root, 'upstream'), upstreamPort));
   const upstream = start('upstream', 'taskset', ['-c', o.auxCpus, o.nginx, '-p', `${root}/upstream/`, '-c', join(root, 'upstream/nginx.conf')]);
@@ -226,7 +271,20 @@ async function main(): Promise<number> {
     + `${o.rounds} rounds, warm-up ${o.warmupS} s; jinx and nginx on CPU ${o.sutCpus}, upstream and wrk on CPU ${o.auxCpus}\n`);
   for (const [name, { port }] of servers) process.stdout.write(`check ${name}: HIT of ${PATHS.hit}; ${PATHS.gzip} ${await check(name, port, page, asset)} of ${page.length}\n`);
   const results = new Map<string, WrkResult[]>();
+  const delays = new Map<Target, number[]>();
   for (const scenario of o.scenarios) {
+    if (scenario === 'delay') {
+      process.stdout.write(`\n-- delay (GET /ping every 5 ms while GET ${PATHS.delay}, 64 MiB, is gzipped)\n`);
+      for (let round = 1; round <= o.rounds; round++) {
+        for (const [name, { port }] of servers) {
+          const { latenciesMs, gzippedBytes } = await pingDuringGzip(port);
+          (delays.get(name) ?? delays.set(name, []).get(name)!).push(...latenciesMs);
+          process.stdout.write(`  round ${round}  ${name.padEnd(6)} ${latenciesMs.length} pings during ${(gzippedBytes / 1024 / 1024).toFixed(1)} MiB gzipped: `
+            + `median ${percentile(latenciesMs, 50).toFixed(2)} ms, p99 ${percentile(latenciesMs, 99).toFixed(2)} ms, max ${Math.max(...latenciesMs).toFixed(2)} ms\n`);
+        }
+      }
+      continue;
+    }
     process.stdout.write(`\n-- ${scenario} (GET ${PATHS[scenario]})\n`);
     for (const { port } of servers.values()) wrk(o, port, scenario, o.warmupS);
     for (let round = 1; round <= o.rounds; round++) {
@@ -239,12 +297,20 @@ async function main(): Promise<number> {
       }
     }
   }
-  process.stdout.write(`\n== summary: medians of ${o.rounds} rounds\n| scenario | jinx req/s | nginx req/s | jinx/nginx | jinx p99 | nginx p99 |\n| --- | --- | --- | --- | --- | --- |\n`);
-  for (const scenario of o.scenarios) {
+  const measured = o.scenarios.filter((x) => x !== 'delay');
+  process.stdout.write(`\n== summary: medians of ${o.rounds} rounds\n`);
+  if (measured.length > 0) process.stdout.write('| scenario | jinx req/s | nginx req/s | jinx/nginx | jinx p99 | nginx p99 |\n| --- | --- | --- | --- | --- | --- |\n');
+  for (const scenario of measured) {
     const [j, n] = (['jinx', 'nginx'] as const).map((t) => results.get(`${scenario} ${t}`)!);
     const [jr, nr] = [median(j!.map((r) => r.rps)), median(n!.map((r) => r.rps))];
     const [jp, np] = [median(j!.map((r) => r.p99Ms)), median(n!.map((r) => r.p99Ms))];
     process.stdout.write(`| ${scenario === 'hit' ? 'cache HIT, 16 KiB' : 'gzip level 6, 100 KiB HTML'} | ${fmt(jr)} | ${fmt(nr)} | ${(jr / nr).toFixed(2)} | ${jp.toFixed(1)} ms | ${np.toFixed(1)} ms |\n`);
+  }
+  if (delays.size > 0) {
+    process.stdout.write(`\n| GET /ping while a 64 MiB page is gzipped | median | p99 | max |\n| --- | --- | --- | --- |\n`);
+    for (const [name, ms] of delays) {
+      process.stdout.write(`| ${name} | ${percentile(ms, 50).toFixed(2)} ms | ${percentile(ms, 99).toFixed(2)} ms | ${Math.max(...ms).toFixed(2)} ms |\n`);
+    }
   }
   for (const { proc } of servers.values()) await stop(proc);
   await stop(upstream);
