@@ -146,15 +146,24 @@ export class ResponseSpool {
     this.filling.push(chunk);
     this.fillingBytes += chunk.length;
     if (this.fillingBytes < this.room) return;
-    // pass on every filled buffer; the rest waits
+    // pass on every filled buffer, in the pieces it came in (not copied into one); the rest waits
     const unit = this.settings.bufferBytes;
     const full = this.room + Math.floor((this.fillingBytes - this.room) / unit) * unit;
-    const all = this.filling.length === 1 ? this.filling[0]! : Buffer.concat(this.filling, this.fillingBytes);
-    this.filling.length = 0;
+    const pieces = this.filling.splice(0, this.filling.length);
     this.fillingBytes -= full;
     this.room = unit - this.fillingBytes;
-    if (this.fillingBytes > 0) this.filling.push(all.subarray(full));
-    this.forward(full === all.length ? all : all.subarray(0, full));
+    let left = full;
+    for (const piece of pieces) {
+      if (left === 0) this.filling.push(piece);
+      else if (piece.length <= left) {
+        left -= piece.length;
+        this.forward(piece);
+      } else {
+        this.forward(piece.subarray(0, left));
+        this.filling.push(piece.subarray(left));
+        left = 0;
+      }
+    }
   }
 
   /** Passes body data on: to the client, a memory queue or (unless `last`) the temp file. */
