@@ -58,6 +58,31 @@ describe('access log (differential)', () => {
     for (const f of ['logs/combined.log', 'logs/proxy.log', 'logs/standard.log']) assertSameFile(run, f);
   });
 
+  it('logs a proxied response\'s $upstream_response_time and $upstream_header_time as seconds, also when its body came with its header, as nginx', async () => {
+    const up = await echoUpstream('up', (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': '9' });
+      res.end('upstream\n');
+      return true;
+    });
+    const run = await differential({
+      // each time as "s" when it is seconds with milliseconds (the line is then the same from run to run)
+      conf: ({ port }) => httpConf(`  map $upstream_response_time $response_time { ~^\\d+\\.\\d\\d\\d$ s; default $upstream_response_time; }
+  map $upstream_header_time $header_time { ~^\\d+\\.\\d\\d\\d$ s; default $upstream_header_time; }
+  map $upstream_connect_time $connect_time { ~^\\d+\\.\\d\\d\\d$ s; default $upstream_connect_time; }
+  log_format times $uri:$upstream_status:$response_time:$header_time:$connect_time;
+  server { listen 127.0.0.1:${port}; access_log logs/times.log times;
+    location /app/ { proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+      literals: { UPSTREAM_PORT: up.port },
+    }, async (s) => {
+      await s.get('/app/small');
+      return null;
+    });
+    for (const side of [run.nginx, run.jinx]) {
+      assert.deepEqual(side.file('logs/times.log'), ['/app/small:200:s:s:s']);
+    }
+  });
+
   it('honours access_log off, per-location logs and if=', async () => {
     const run = await differential({
       conf: ({ port }) => `${mainContext()}http {

@@ -783,7 +783,11 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (this.receivedBytes !== this.expectedBytes) this.spool.push(chunk);
     // a response being cached ends once its entry is in place (see onComplete)
     else if (this.store?.active) this.heldLast = chunk;
-    else this.spool.pushLast(chunk);
+    else {
+      // the upstream's part is over (its times and sizes, for the log) before its last bytes can end the response
+      this.endState();
+      this.spool.pushLast(chunk);
+    }
     if (!bodyTurns.spend(chunk.length) && !this.yielded && this.moreToCome()) {
       this.yielded = true;
       bodyTurns.wait(this.resumeAfterYield);
