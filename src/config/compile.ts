@@ -23,6 +23,7 @@ import type { CompileContext } from './compile-context.js';
 import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, listenGroups, locationTree, primaryServerName } from './http-core-compile.js';
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
+import { emptyGif } from './modules/empty-gif.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
 import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
@@ -282,6 +283,7 @@ class Compiler implements CompileContext {
       ssi: ssiConf(c),
       sub: subFilterConf(c, vars),
       addition: additionConf(c),
+      emptyGif: c.get(emptyGif),
     });
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

@@ -192,6 +192,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly ssi: SsiConf;
   readonly sub: SubFilterConf;
   readonly addition: AdditionConf;
+  /** `empty_gif`: the location's content is the empty GIF. */
+  readonly emptyGif: boolean;
 }
 
 /** The compiled configuration. */

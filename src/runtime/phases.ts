@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
 import { findLocation } from './locations.js';
 import { debugging, debugRequest, logRequest, type RuntimeContext } from './context.js';
-import type { ClientResponseTarget, ContentHandler, Exchange, Outcome, ResponseTarget, Subrequest } from './exchange.js';
+import { DONE, statusOutcome, type ClientResponseTarget, type ContentHandler, type Exchange, type Outcome, type ResponseTarget, type Subrequest } from './exchange.js';
 import { FilteredTarget } from './filters/chain.js';
 import { checkAccessRules, type AccessResult } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
@@ -506,7 +506,7 @@ async function authRequest(ex: Exchange): Promise<AccessResult> {
 /** The content phase: the location's handler, then what its outcome asks for. */
 function contentPhase(ex: Exchange): Promise<void> {
   const { loc } = ex.r;
-  const handler: ContentHandler = loc.proxy ? proxyRequest : loc.fastcgi ? fastcgiRequest : serveStatic;
+  const handler: ContentHandler = loc.proxy ? proxyRequest : loc.fastcgi ? fastcgiRequest : loc.emptyGif ? sendEmptyGif : serveStatic;
   return handler(ex).then((outcome) => follow(ex, outcome));
 }
 
@@ -642,24 +642,55 @@ async function scriptResponse(
   return sendText(ex, o.code, o.text ?? '');
 }
 
+/** The 1×1 transparent GIF of `empty_gif`, nginx's bytes (`ngx_empty_gif`), 43 of them. */
+const EMPTY_GIF = Buffer.from([
+  0x47, 0x49, 0x46, 0x38, 0x39, 0x61, // GIF89a
+  0x01, 0x00, 0x01, 0x00, 0x80, 0x01, 0x00, // 1×1, global 1-bit color table, background #1
+  0x00, 0x00, 0x00, 0xff, 0xff, 0xff, // #0 black, #1 white
+  0x21, 0xf9, 0x04, 0x01, 0x00, 0x00, 0x01, 0x00, // graphic control extension: #1 transparent
+  0x2c, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, // image descriptor
+  0x02, 0x02, 0x4c, 0x01, 0x00, // LZW data: clear, 1, end
+  0x3b, // trailer
+]);
+
+/** The `Last-Modified` nginx gives the empty GIF: Mon, 28 Sep 1970 06:00:00 GMT. */
+const EMPTY_GIF_LAST_MODIFIED_SEC = 23_349_600;
+
 /**
- * Sends `return CODE [TEXT]` (`ngx_http_send_response`, which discards the
- * body first): the text typed by the URI's extension or `default_type`. The
- * status is the one of an `error_page` being followed, if any (a `return
- * 204` there sends the error's status with an empty body and its length);
- * headers an earlier response step set stay (a redirect's `Location`).
- * Having no validators, a 200 fails `If-Match` and `If-Unmodified-Since`
- * (412) and matches `If-None-Match: *` (304), as in nginx.
+ * `empty_gif` (`ngx_http_empty_gif_handler`): GET and HEAD get the GIF
+ * (`image/gif`, dated by `EMPTY_GIF_LAST_MODIFIED_SEC`), other methods 405.
  */
+async function sendEmptyGif(ex: Exchange): Promise<Outcome> {
+  if (ex.r.method !== 'GET' && ex.r.method !== 'HEAD') return statusOutcome(405);
+  await sendResponse(ex, 200, EMPTY_GIF, 'image/gif', EMPTY_GIF_LAST_MODIFIED_SEC);
+  return DONE;
+}
+
+/** Sends `return CODE [TEXT]`: `sendResponse` with the text typed by the URI's extension or `default_type`. */
 function sendText(ex: Exchange, status: number, text: string): Promise<void> | void {
+  return sendResponse(ex, status, Buffer.from(text, 'latin1'), undefined, undefined);
+}
+
+/**
+ * Sends a response of its own (`ngx_http_send_response`, which discards the
+ * request body first): `body` typed `type`, or by the URI's extension or
+ * `default_type`, dated `lastModifiedSec` when given. The status is the one
+ * of an `error_page` being followed, if any (a `return 204` there sends the
+ * error's status with an empty body and its length); headers an earlier
+ * response step set stay (a redirect's `Location`). The not-modified filter
+ * judges a 200 by its date alone: without one it fails `If-Match` and
+ * `If-Unmodified-Since` (412) and matches `If-None-Match: *` (304), as in
+ * nginx.
+ */
+function sendResponse(ex: Exchange, status: number, body: Buffer, type: string | undefined, lastModifiedSec: number | undefined): Promise<void> | void {
   const { r } = ex;
   const failed = discardRequestBody(ex);
   if (failed !== undefined) return finalize(ex, failed);
   const final = r.errStatus || status;
-  // the not-modified filter, for a response with neither Last-Modified nor ETag
-  const condition = final === 200 && !r.parent ? preconditionStatus(r, undefined, undefined) : 200;
+  const condition = final === 200 && !r.parent ? preconditionStatus(r, lastModifiedSec, undefined) : 200;
   if (condition === 412) return finalize(ex, 412);
   const headers = keptHeaders(r);
+  if (lastModifiedSec !== undefined && final === 200) headers.push(['Last-Modified', new Date(lastModifiedSec * 1000).toUTCString()]);
   if (condition === 304) {
     const bare = headers.filter(([name]) => name.toLowerCase() !== 'content-type');
     applyHeadersModule(r, 304, bare);
@@ -673,14 +704,14 @@ function sendText(ex: Exchange, status: number, text: string): Promise<void> | v
     if (typed) headers.splice(0, headers.length, ...headers.filter(([name]) => name.toLowerCase() !== 'content-type'));
   } else {
     // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
-    if (!typed) headers.push(['Content-Type', contentTypeFor(r)]);
-    headers.push(['Content-Length', String(text.length)]);
+    if (!typed) headers.push(['Content-Type', type ?? contentTypeFor(r)]);
+    headers.push(['Content-Length', String(body.length)]);
   }
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
   const send = !ex.out.headOnly && final !== 204 && final !== 304;
-  r.bodyBytesSent = send ? text.length : 0;
-  ex.out.end(send ? Buffer.from(text, 'latin1') : undefined);
+  r.bodyBytesSent = send ? body.length : 0;
+  ex.out.end(send ? body : undefined);
 }
 
 /**

@@ -74,6 +74,22 @@ describe('static content (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('answers empty_gif with nginx\'s 43-byte GIF: GET, HEAD, 304 for If-Modified-Since, 405 for POST, with add_header', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port};
+    location = /pixel.gif { empty_gif; }
+    location /track/ { empty_gif; add_header Cache-Control no-store; }
+  }`),
+    }, async (s) => ({
+      get: await s.get('/pixel.gif'),
+      head: await s.get('/track/a', { method: 'HEAD' }),
+      ims: await s.get('/pixel.gif', { headers: { 'If-Modified-Since': 'Mon, 28 Sep 1970 06:00:00 GMT' } }),
+      post: await s.get('/track/b', { method: 'POST', body: 'x' }),
+    }));
+    assert.equal(run.nginx.result.get.headers['content-length'], '43');
+    assertSameAsNginx(run);
+  });
+
   it('maps URIs with alias, in prefix and regex locations', async () => {
     const run = await differential({
       conf: ({ port, prefix }) => httpConf(`${TYPES}

@@ -9,6 +9,7 @@ import { additionDirectives } from './addition.js';
 import { authBasicDirectives } from './auth-basic.js';
 import { authRequestDirectives } from './auth-request.js';
 import { charsetDirectives } from './charset.js';
+import { emptyGifDirectives } from './empty-gif.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
 import { gzipDirectives } from './gzip.js';
@@ -53,6 +54,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...charsetDirectives,
   ...subDirectives,
   ...additionDirectives,
+  ...emptyGifDirectives,
   ...streamDirectives,
 ];
 
