@@ -24,6 +24,7 @@ import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, 
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { emptyGif } from './modules/empty-gif.js';
+import { secureLinkConf } from './modules/secure-link.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
 import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
@@ -284,6 +285,7 @@ class Compiler implements CompileContext {
       sub: subFilterConf(c, vars),
       addition: additionConf(c),
       emptyGif: c.get(emptyGif),
+      secureLink: secureLinkConf(c, vars),
     });
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

@@ -10,6 +10,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProxyProtocolHeader } from './proxy-protocol-tlv.js';
+import type { SecureLinkConf } from './modules/secure-link.js';
 
 /**
  * A client certificate as the `$ssl_client_*` variables print it
@@ -142,6 +143,8 @@ export interface LocationView {
   readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };
   /** `proxy_set_body`, for `$proxy_internal_body_length`. */
   readonly proxy: { readonly setBody: { readonly evaluate: (r: RequestView) => string } | undefined } | undefined;
+  /** `secure_link`, `secure_link_md5`, `secure_link_secret`, for `$secure_link`. */
+  readonly secureLink: SecureLinkConf | undefined;
 }
 
 /**

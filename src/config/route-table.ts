@@ -11,6 +11,7 @@ import type { VariableGetter } from './variables.js';
 import type { AccessRule } from './modules/access.js';
 import type { AdditionConf } from './modules/addition.js';
 import type { AuthBasicConf } from './modules/auth-basic.js';
+import type { SecureLinkConf } from './modules/secure-link.js';
 import type { AuthRequestConf } from './modules/auth-request.js';
 import type { CacheZoneConf } from './modules/cache.js';
 import type { CharsetConf } from './modules/charset.js';
@@ -194,6 +195,7 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly addition: AdditionConf;
   /** `empty_gif`: the location's content is the empty GIF. */
   readonly emptyGif: boolean;
+  readonly secureLink: SecureLinkConf | undefined;
 }
 
 /** The compiled configuration. */

@@ -10,6 +10,7 @@ import { authBasicDirectives } from './auth-basic.js';
 import { authRequestDirectives } from './auth-request.js';
 import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
+import { secureLinkDirectives, secureLinkVariables } from './secure-link.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
 import { gzipDirectives } from './gzip.js';
@@ -55,8 +56,9 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...subDirectives,
   ...additionDirectives,
   ...emptyGifDirectives,
+  ...secureLinkDirectives,
   ...streamDirectives,
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables];
