@@ -382,7 +382,6 @@ const BROKEN: readonly BrokenCase[] = [
 const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[] = [
   { name: 'autoindex', jinx: '[emerg] unknown directive "autoindex" in PREFIX/nginx.conf:7' },
   { name: 'dav-methods', jinx: '[emerg] unknown directive "dav_methods" in PREFIX/nginx.conf:7' },
-  { name: 'empty-gif', jinx: '[emerg] unknown directive "empty_gif" in PREFIX/nginx.conf:7' },
   { name: 'geo', jinx: '[emerg] unknown directive "geo" in PREFIX/nginx.conf:4' },
   { name: 'grpc-pass', jinx: '[emerg] unknown directive "grpc_pass" in PREFIX/nginx.conf:7' },
   { name: 'limit-conn', jinx: '[emerg] unknown directive "limit_conn_zone" in PREFIX/nginx.conf:4' },
@@ -395,7 +394,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
-  { name: 'secure-link', jinx: '[emerg] unknown directive "secure_link" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
   { name: 'split-clients', jinx: '[emerg] unknown directive "split_clients" in PREFIX/nginx.conf:4' },
   // the stream map module is not implemented: `map` is http's only, as in an nginx built without ngx_stream_map_module
