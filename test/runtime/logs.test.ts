@@ -24,15 +24,20 @@ function assertSameFile(run: { nginx: { file(rel: string): string[] }; jinx: { f
   assert.ok(diff.length === 0, `${rel} differs:\n  ${diff.join('\n  ')}`);
 }
 
+/** An upstream answering every request with `upstream\n` (9 bytes, its length given). */
+function upstreamNineBytes(): ReturnType<typeof echoUpstream> {
+  return echoUpstream('up', (_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': '9' });
+    res.end('upstream\n');
+    return true;
+  });
+}
+
 describe('access log (differential)', () => {
   after(cleanup);
 
   it('writes combined, and NPM\'s proxy and standard formats, like nginx', async () => {
-    const up = await echoUpstream('up', (_req, res) => {
-      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': '9' });
-      res.end('upstream\n');
-      return true;
-    });
+    const up = await upstreamNineBytes();
     const run = await differential({
       conf: ({ port }) => httpConf(`${NPM_FORMATS}
   server { listen 127.0.0.1:${port}; server_name log.test; root html;
@@ -59,11 +64,7 @@ describe('access log (differential)', () => {
   });
 
   it('logs a proxied response\'s $upstream_response_time and $upstream_header_time as seconds, also when its body came with its header, as nginx', async () => {
-    const up = await echoUpstream('up', (_req, res) => {
-      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': '9' });
-      res.end('upstream\n');
-      return true;
-    });
+    const up = await upstreamNineBytes();
     const run = await differential({
       // each time as "s" when it is seconds with milliseconds (the line is then the same from run to run)
       conf: ({ port }) => httpConf(`  map $upstream_response_time $response_time { ~^\\d+\\.\\d\\d\\d$ s; default $upstream_response_time; }
