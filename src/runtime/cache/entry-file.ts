@@ -145,10 +145,10 @@ export class EntryFile {
   static open(path: string, known: KnownHead | undefined): EntryFile | undefined {
     const fd = openSync(path, 'r');
     try {
-      const block = Buffer.allocUnsafe(FIRST_READ_BYTES);
-      const n = readSync(fd, block, 0, FIRST_READ_BYTES, 0);
-      const line = readFirstLine(block.subarray(0, n));
       const { ino, size, mtimeMs } = fstatSync(fd);
+      const block = Buffer.allocUnsafe(Math.min(size, FIRST_READ_BYTES));
+      const n = readSync(fd, block, 0, block.length, 0);
+      const line = readFirstLine(block.subarray(0, n));
       if (!line || FIRST_LINE_BYTES + line.jsonBytes > size) {
         closeSync(fd);
         return undefined;
@@ -156,8 +156,7 @@ export class EntryFile {
       let head: ReadEntryHead | undefined;
       if (known && known.ino === ino && known.size === size && known.mtimeMs === mtimeMs) {
         head = known.head.validSec === line.validSec ? known.head : { ...known.head, validSec: line.validSec };
-      }
-      else {
+      } else {
         const headBytes = FIRST_LINE_BYTES + line.jsonBytes;
         let json: Buffer;
         if (headBytes <= n) json = block.subarray(FIRST_LINE_BYTES, headBytes);
