@@ -778,7 +778,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.store.drained(this.resumeAfterStore);
     }
     const { out, r } = this.ex;
-    if (out.headOnly || !this.spool) return true;
+    // (a HEAD being cached reads the body for the cache's file alone)
+    if (out.headOnly || !this.spool) return this.mayRead();
     r.bodyBytesSent += chunk.length;
     if (this.receivedBytes !== this.expectedBytes) this.spool.push(chunk);
     // a response being cached ends once its entry is in place (see onComplete)
