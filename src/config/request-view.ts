@@ -10,7 +10,6 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProxyProtocolHeader } from './proxy-protocol-tlv.js';
-import type { SecureLinkConf } from './modules/secure-link.js';
 
 /**
  * A client certificate as the `$ssl_client_*` variables print it
@@ -137,12 +136,26 @@ export interface ServerView {
   readonly tls: { readonly preferServerCiphers: boolean; readonly ecdhCurve: string } | undefined;
 }
 
+/** A bound value of the configuration (a `CompiledValue` of variables.ts), as the views read it. */
+export interface EvaluatedValue {
+  readonly evaluate: (r: RequestView) => string;
+}
+
+/**
+ * A level's secure_link settings, merged and bound
+ * (`ngx_http_secure_link_conf_t`): the old style's secret word, or the
+ * `secure_link` and `secure_link_md5` values.
+ */
+export type SecureLinkConf =
+  | { readonly kind: 'secret'; readonly secret: string }
+  | { readonly kind: 'md5'; readonly value: EvaluatedValue | undefined; readonly md5: EvaluatedValue | undefined };
+
 /** What variables read of the location configuration in effect (a `LocationConf` of the route table). */
 export interface LocationView {
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
   readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };
   /** `proxy_set_body`, for `$proxy_internal_body_length`. */
-  readonly proxy: { readonly setBody: { readonly evaluate: (r: RequestView) => string } | undefined } | undefined;
+  readonly proxy: { readonly setBody: EvaluatedValue | undefined } | undefined;
   /** `secure_link`, `secure_link_md5`, `secure_link_secret`, for `$secure_link`. */
   readonly secureLink: SecureLinkConf | undefined;
 }

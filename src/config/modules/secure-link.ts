@@ -17,10 +17,10 @@
  */
 import { createHash } from 'node:crypto';
 import { HTTP_SRV_LOC } from '../flags.js';
-import type { RequestView } from '../request-view.js';
+import type { EvaluatedValue, RequestView, SecureLinkConf } from '../request-view.js';
 import { fail } from '../failure.js';
 import { DirectiveFailure, slot, type ConfChain, type DirectiveSpec, type Slot } from '../spec.js';
-import type { CompiledValue, ValueSource, VariableDef, VariableRegistry } from '../variables.js';
+import type { ValueSource, VariableDef, VariableRegistry } from '../variables.js';
 
 const MODULE = 'ngx_http_secure_link_module';
 
@@ -60,11 +60,6 @@ export const secureLinkDirectives: readonly DirectiveSpec[] = [
   },
 ];
 
-/** A level's secure_link settings, merged and bound. */
-export type SecureLinkConf =
-  | { readonly kind: 'secret'; readonly secret: string }
-  | { readonly kind: 'md5'; readonly value: CompiledValue | undefined; readonly md5: CompiledValue | undefined };
-
 interface MergedSources {
   readonly value?: ValueSource;
   readonly md5?: ValueSource;
@@ -100,7 +95,7 @@ function decodeBase64url(text: string): Buffer | undefined {
 }
 
 /** `$secure_link` with `secure_link` and `secure_link_md5` (`ngx_http_secure_link_variable`). */
-function checkedLink(r: RequestView, value: CompiledValue | undefined, md5: CompiledValue | undefined): string | undefined {
+function checkedLink(r: RequestView, value: EvaluatedValue | undefined, md5: EvaluatedValue | undefined): string | undefined {
   if (!value || !md5) return undefined;
   let hash = value.evaluate(r);
   let expiresSec = 0;
