@@ -111,6 +111,10 @@ export function checkConfig(
         context: level.context,
         parentDirective: level.directive,
         scope,
+        enclosing: (context) => {
+          for (let l: LevelNode | undefined = level; l; l = l.parent) if (l.context === context) return l.conf;
+          return undefined;
+        },
         warn: (text, code, loc) => warn({ level: 'warn', code, text, loc: loc === null ? undefined : loc ?? node.loc }),
       };
       const child = report(node, () => spec.set(node, cx));

@@ -24,6 +24,7 @@ import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, 
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { emptyGif } from './modules/empty-gif.js';
+import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
@@ -286,6 +287,7 @@ class Compiler implements CompileContext {
       addition: additionConf(c),
       emptyGif: c.get(emptyGif),
       secureLink: secureLinkConf(c, vars),
+      referers: refererConf(c),
     });
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

@@ -150,6 +150,34 @@ export type SecureLinkConf =
   | { readonly kind: 'secret'; readonly secret: string }
   | { readonly kind: 'md5'; readonly value: EvaluatedValue | undefined; readonly md5: EvaluatedValue | undefined };
 
+/** The URI prefix a `valid_referers` host name requires (`example.com/galleries/`), or null for any. */
+export type RefererUriPart = string | null;
+
+/**
+ * A level's `valid_referers`, merged (`ngx_http_referer_conf_t`): host names
+ * (lowercased; head wildcards as `.example.com`, tail wildcards as
+ * `www.example.`, longest first) with their URI prefixes, and regexes.
+ */
+export interface RefererConf {
+  readonly noReferer: boolean;
+  readonly blockedReferer: boolean;
+  readonly exact: ReadonlyMap<string, RefererUriPart>;
+  readonly heads: readonly (readonly [string, RefererUriPart])[];
+  readonly tails: readonly (readonly [string, RefererUriPart])[];
+  /**
+   * `~REGEX` entries, matched against the Referer after its scheme, and the
+   * regex names of `server_names`, which nginx matches against the
+   * lowercased host alone.
+   */
+  readonly regexes: readonly RefererRegex[];
+}
+
+/** One regex of `valid_referers`, and what it is matched against. */
+export interface RefererRegex {
+  readonly regex: RegExp;
+  readonly subject: 'referer' | 'host';
+}
+
 /** What variables read of the location configuration in effect (a `LocationConf` of the route table). */
 export interface LocationView {
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
@@ -158,6 +186,8 @@ export interface LocationView {
   readonly proxy: { readonly setBody: EvaluatedValue | undefined } | undefined;
   /** `secure_link`, `secure_link_md5`, `secure_link_secret`, for `$secure_link`. */
   readonly secureLink: SecureLinkConf | undefined;
+  /** `valid_referers`, for `$invalid_referer`. */
+  readonly referers: RefererConf | undefined;
 }
 
 /**

@@ -191,6 +191,8 @@ export interface SetContext {
   readonly parentDirective: Directive | undefined;
   /** The registries shared by the whole configuration (variables, upstreams, maps …). */
   readonly scope: ConfigScope;
+  /** The innermost enclosing level of `context` (this one included), as read so far; undefined outside one. */
+  enclosing(context: Context): LevelConf | undefined;
   /**
    * Reports a warning at the directive's place, or at `loc` (nginx's
    * `ngx_conf_log_error(NGX_LOG_WARN …)`); `loc: null` for one without a

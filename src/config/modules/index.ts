@@ -10,6 +10,7 @@ import { authBasicDirectives } from './auth-basic.js';
 import { authRequestDirectives } from './auth-request.js';
 import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
+import { refererDirectives, refererVariables } from './referer.js';
 import { secureLinkDirectives, secureLinkVariables } from './secure-link.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
@@ -57,8 +58,9 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...additionDirectives,
   ...emptyGifDirectives,
   ...secureLinkDirectives,
+  ...refererDirectives,
   ...streamDirectives,
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables];
