@@ -24,6 +24,7 @@ import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, 
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { emptyGif } from './modules/empty-gif.js';
+import { autoindexConf } from './modules/autoindex.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
@@ -285,6 +286,7 @@ class Compiler implements CompileContext {
       sub: subFilterConf(c, vars),
       addition: additionConf(c),
       emptyGif: c.get(emptyGif),
+      autoindex: autoindexConf(c),
       secureLink: secureLinkConf(c, vars),
     });
     Object.freeze(conf);
