@@ -13,6 +13,7 @@ import { argument } from '../../config/modules/http-variables.js';
 import { escapeJson } from '../../config/log-format.js';
 import type { AutoindexFormat } from '../../config/route-table.js';
 import { systemErrorText } from '../../os-errors.js';
+import { preconditionStatus } from '../conditional.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { applyHeadersModule, keptHeaders } from '../respond.js';
@@ -54,7 +55,9 @@ const CONTENT_TYPES: Readonly<Record<AutoindexFormat, string>> = {
  * entry `stat()` fails for with EACCES is left out; one it fails for
  * otherwise (but ENOENT and ELOOP: the `lstat()` of a broken link is
  * listed instead) closes the connection, as nginx's failure after its
- * header does.
+ * header does. The not-modified filter's judgement of a response with no
+ * date and no ETag applies: `If-Unmodified-Since` or an `If-Match` other
+ * than `*` is 412, `If-None-Match: *` 304.
  */
 export async function autoindex(ex: Exchange): Promise<Outcome | undefined> {
   const { r } = ex;
@@ -83,14 +86,24 @@ export async function autoindex(ex: Exchange): Promise<Outcome | undefined> {
     logRequest(ex.cx, r, status === 500 ? 'crit' : 'error', `opendir() "${path}" failed (${systemErrorText(err)})`);
     return statusOutcome(status);
   }
+  // the not-modified filter judges the header: a listing has neither date nor ETag
+  const condition = (r.errStatus || 200) === 200 && !r.parent ? preconditionStatus(r, undefined, undefined) : 200;
+  const headerOnly = ex.out.headOnly || condition !== 200;
   let entries: Entry[] | undefined;
   try {
-    if (!ex.out.headOnly) entries = await readEntries(ex, dir, path);
+    if (!headerOnly) entries = await readEntries(ex, dir, path);
   } finally {
     await dir.close().catch(() => undefined);
   }
-  if (!ex.out.headOnly && !entries) return { kind: 'close' };
+  if (condition === 412) return statusOutcome(412);
+  if (!headerOnly && !entries) return { kind: 'close' };
   const headers = keptHeaders(r).filter(([name]) => name.toLowerCase() !== 'content-type');
+  if (condition === 304) {
+    applyHeadersModule(r, 304, headers);
+    ex.out.head(r, 304, headers);
+    ex.out.end();
+    return DONE;
+  }
   headers.push(['Content-Type', CONTENT_TYPES[format]]);
   applyHeadersModule(r, 200, headers);
   ex.out.head(r, 200, headers);
