@@ -33,6 +33,16 @@ interface Entry {
 /** `NGX_HTTP_AUTOINDEX_NAME_LEN`: the width of the HTML listing's name column. */
 const NAME_LEN = 50;
 
+/** How many names one read of the directory takes (node's `Dir` reads 32 by default). */
+const READ_BATCH = 256;
+
+/**
+ * How many entries are `stat`ed at once: the results are taken in the
+ * directory's order, so the log lines and the first failure are nginx's,
+ * while the thread pool works on several.
+ */
+const STAT_BATCH = 64;
+
 /** The longest `callback` argument of JSONP. */
 const CALLBACK_MAX_LEN = 128;
 
@@ -79,7 +89,7 @@ export async function autoindex(ex: Exchange): Promise<Outcome | undefined> {
   let dir: Dir;
   try {
     // the names as bytes: node takes the encoding 'buffer' though its types say otherwise
-    dir = await opendir(fsPath(path), { encoding: 'buffer' as BufferEncoding });
+    dir = await opendir(fsPath(path), { encoding: 'buffer' as BufferEncoding, bufferSize: READ_BATCH });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const status = code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENAMETOOLONG' ? 404 : code === 'EACCES' ? 403 : 500;
@@ -121,44 +131,56 @@ export async function autoindex(ex: Exchange): Promise<Outcome | undefined> {
   return DONE;
 }
 
+/** What `stat` (or, for a broken link, `lstat`) said of an entry, or which of them failed. */
+type Looked = Stats | { readonly call: 'stat' | 'lstat'; readonly err: NodeJS.ErrnoException };
+
+/** `ngx_de_info`, and `ngx_de_link_info` when the target is missing or loops (ENOENT, ELOOP). */
+async function lookAt(filename: string): Promise<Looked> {
+  try {
+    return await stat(fsPath(filename));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'ELOOP') return { call: 'stat', err: err as NodeJS.ErrnoException };
+  }
+  try {
+    return await lstat(fsPath(filename));
+  } catch (err) {
+    return { call: 'lstat', err: err as NodeJS.ErrnoException };
+  }
+}
+
 /**
- * Reads the directory's entries and `stat`s each; undefined after a failure
- * that ends the response (logged).
+ * Reads the directory's names (those starting with `.` left out) and
+ * `stat`s each; an entry `stat` refuses (EACCES) is logged and left out;
+ * undefined after a failure that ends the response (logged).
  */
 async function readEntries(ex: Exchange, dir: Dir, path: string): Promise<Entry[] | undefined> {
   const { r } = ex;
-  const entries: Entry[] = [];
-  for (;;) {
-    let dirent;
-    try {
-      dirent = await dir.read();
-    } catch (err) {
-      logRequest(ex.cx, r, 'crit', `readdir() "${path}" failed (${systemErrorText(err)})`);
-      return undefined;
+  const names: string[] = [];
+  try {
+    for (let dirent = await dir.read(); dirent !== null; dirent = await dir.read()) {
+      const name = (dirent.name as unknown as Buffer).toString('latin1');
+      if (!name.startsWith('.')) names.push(name);
     }
-    if (dirent === null) return entries;
-    const name = (dirent.name as unknown as Buffer).toString('latin1');
-    if (name.startsWith('.')) continue;
-    const filename = `${path}/${name}`;
-    let st: Stats;
-    try {
-      st = await stat(fsPath(filename));
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ELOOP') {
-        logRequest(ex.cx, r, 'crit', `stat() "${filename}" failed (${systemErrorText(err)})`);
-        if (code === 'EACCES') continue;
-        return undefined;
-      }
-      try {
-        st = await lstat(fsPath(filename));
-      } catch (lerr) {
-        logRequest(ex.cx, r, 'crit', `lstat() "${filename}" failed (${systemErrorText(lerr)})`);
-        return undefined;
-      }
-    }
-    entries.push({ name, dir: st.isDirectory(), file: st.isFile(), mtimeSec: Math.floor(st.mtimeMs / 1000), sizeBytes: st.size });
+  } catch (err) {
+    logRequest(ex.cx, r, 'crit', `readdir() "${path}" failed (${systemErrorText(err)})`);
+    return undefined;
   }
+  const entries: Entry[] = [];
+  for (let i = 0; i < names.length; i += STAT_BATCH) {
+    const batch = names.slice(i, i + STAT_BATCH);
+    const looked = await Promise.all(batch.map((name) => lookAt(`${path}/${name}`)));
+    for (let j = 0; j < batch.length; j++) {
+      const st = looked[j]!;
+      if ('call' in st) {
+        logRequest(ex.cx, r, 'crit', `${st.call}() "${path}/${batch[j]!}" failed (${systemErrorText(st.err)})`);
+        if (st.call === 'stat' && st.err.code === 'EACCES') continue;
+        return undefined;
+      }
+      entries.push({ name: batch[j]!, dir: st.isDirectory(), file: st.isFile(), mtimeSec: Math.floor(st.mtimeMs / 1000), sizeBytes: st.size });
+    }
+  }
+  return entries;
 }
 
 /** `ngx_http_autoindex_cmp_entries`: directories first, then by the names' bytes (`strcmp`). */
