@@ -24,6 +24,7 @@ import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, 
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { emptyGif } from './modules/empty-gif.js';
+import { autoindexConf } from './modules/autoindex.js';
 import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { authBasicConf } from './modules/auth-basic.js';
@@ -286,6 +287,7 @@ class Compiler implements CompileContext {
       sub: subFilterConf(c, vars),
       addition: additionConf(c),
       emptyGif: c.get(emptyGif),
+      autoindex: autoindexConf(c),
       secureLink: secureLinkConf(c, vars),
       referers: refererConf(c),
     });

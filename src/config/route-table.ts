@@ -13,6 +13,7 @@ import type { AccessRule } from './modules/access.js';
 import type { AdditionConf } from './modules/addition.js';
 import type { AuthBasicConf } from './modules/auth-basic.js';
 import type { AuthRequestConf } from './modules/auth-request.js';
+import type { AutoindexConf } from './modules/autoindex.js';
 import type { CacheZoneConf } from './modules/cache.js';
 import type { CharsetConf } from './modules/charset.js';
 import type { ErrorLogTarget, MainConf } from './modules/core.js';
@@ -37,6 +38,7 @@ export type { AccessRule } from './modules/access.js';
 export type { AdditionConf } from './modules/addition.js';
 export type { AuthBasicConf } from './modules/auth-basic.js';
 export type { AuthRequestConf } from './modules/auth-request.js';
+export type { AutoindexConf, AutoindexFormat } from './modules/autoindex.js';
 export type { CharsetConf, CharsetSetting } from './modules/charset.js';
 export type { ErrorLogTarget, MainConf } from './modules/core.js';
 export type { FastcgiConf, FastcgiTarget } from './modules/fastcgi.js';
@@ -195,6 +197,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly addition: AdditionConf;
   /** `empty_gif`: the location's content is the empty GIF. */
   readonly emptyGif: boolean;
+  /** `autoindex`, `autoindex_format`, `autoindex_localtime`, `autoindex_exact_size`. */
+  readonly autoindex: AutoindexConf;
   readonly secureLink: SecureLinkConf | undefined;
   /** `valid_referers`, for `$invalid_referer`. */
   readonly referers: RefererConf | undefined;

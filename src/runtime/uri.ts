@@ -176,6 +176,27 @@ export function escapeArgs(value: string): string {
   return escapeWith(ARGS_TABLE, value);
 }
 
+/** `NGX_ESCAPE_URI_COMPONENT`: every byte but letters, digits, `-`, `.`, `_` and `~`. */
+const URI_COMPONENT_TABLE = (() => {
+  const t = new Uint8Array(256).fill(1);
+  for (const ch of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~') t[ch.charCodeAt(0)] = 0;
+  return t;
+})();
+
+/**
+ * Escapes a latin1 byte string as `ngx_escape_uri` with
+ * `NGX_ESCAPE_URI_COMPONENT` does: all but letters, digits, `-`, `.`, `_`
+ * and `~` become `%XX` (a file name in autoindex's links).
+ */
+export function escapeUriComponent(value: string): string {
+  return escapeWith(URI_COMPONENT_TABLE, value);
+}
+
+/** `ngx_escape_html`: `<`, `>`, `&` and `"` as entities. */
+export function escapeHtml(s: string): string {
+  return s.replace(/[<>&"]/g, (c) => (c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '&' ? '&amp;' : '&quot;'));
+}
+
 const hexDigit = (c: number): number => (c >= 0x30 && c <= 0x39 ? c - 0x30 : (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66 ? (c | 0x20) - 0x57 : -1);
 
 /**

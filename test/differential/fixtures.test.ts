@@ -65,10 +65,8 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'auth-basic-user-file-in-if', expect: '[emerg] "auth_basic_user_file" directive is not allowed here in PREFIX/nginx.conf:8' },
   { name: 'auth-request-set-invalid-name', expect: '[emerg] invalid variable name "user" in PREFIX/nginx.conf:8' },
   { name: 'auth-request-two-arguments', expect: '[emerg] invalid number of arguments in "auth_request" directive in PREFIX/nginx.conf:7' },
-  {
-    name: 'autoindex-invalid', expect: '[emerg] invalid value "maybe" in "autoindex" directive, it must be "on" or "off" in PREFIX/nginx.conf:7',
-    jinx: '[emerg] unknown directive "autoindex" in PREFIX/nginx.conf:7',
-  },
+  { name: 'autoindex-format-invalid', expect: '[emerg] invalid value "yaml" in PREFIX/nginx.conf:7' },
+  { name: 'autoindex-invalid', expect: '[emerg] invalid value "maybe" in "autoindex" directive, it must be "on" or "off" in PREFIX/nginx.conf:7' },
   { name: 'bitmask-duplicate-value-warning', expect: '[warn] duplicate value "error" in PREFIX/nginx.conf:7' },
   { name: 'break-with-argument', expect: '[emerg] invalid number of arguments in "break" directive in PREFIX/nginx.conf:7' },
   { name: 'charset-map-duplicate', expect: '[emerg] duplicate "charset_map" between "windows-1251" and "koi8-r" in PREFIX/nginx.conf:7' },
@@ -380,7 +378,6 @@ const BROKEN: readonly BrokenCase[] = [
 
 /** Fixtures nginx accepts that need a module jinx does not implement, with jinx's message (README, "Directives"). */
 const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[] = [
-  { name: 'autoindex', jinx: '[emerg] unknown directive "autoindex" in PREFIX/nginx.conf:7' },
   { name: 'dav-methods', jinx: '[emerg] unknown directive "dav_methods" in PREFIX/nginx.conf:7' },
   { name: 'geo', jinx: '[emerg] unknown directive "geo" in PREFIX/nginx.conf:4' },
   { name: 'grpc-pass', jinx: '[emerg] unknown directive "grpc_pass" in PREFIX/nginx.conf:7' },

@@ -72,13 +72,18 @@ function requestHeader(r: RequestView, name: string): string | undefined {
   return Array.isArray(host) ? host.join(', ') : host;
 }
 
-/** One argument of the query string (`$arg_NAME`), matched case-insensitively as nginx does. */
-function argument(args: string, name: string): string | undefined {
+/**
+ * One argument of the query string as `ngx_http_arg` finds it (`$arg_NAME`,
+ * autoindex's `callback`): the value, as it came, of the first `NAME=`
+ * that starts the string or follows a `&`, the name (lowercase) matched
+ * case-insensitively; undefined when there is none (a `NAME` without `=`
+ * does not count).
+ */
+export function argument(args: string, name: string): string | undefined {
   if (!args) return undefined;
   for (const pair of args.split('&')) {
     const eq = pair.indexOf('=');
-    const key = eq === -1 ? pair : pair.slice(0, eq);
-    if (key.toLowerCase() === name) return eq === -1 ? '' : pair.slice(eq + 1);
+    if (eq !== -1 && pair.slice(0, eq).toLowerCase() === name) return pair.slice(eq + 1);
   }
   return undefined;
 }

@@ -8,6 +8,7 @@ import { accessDirectives } from './access.js';
 import { additionDirectives } from './addition.js';
 import { authBasicDirectives } from './auth-basic.js';
 import { authRequestDirectives } from './auth-request.js';
+import { autoindexDirectives } from './autoindex.js';
 import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
 import { refererDirectives, refererVariables } from './referer.js';
@@ -51,6 +52,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...upstreamDirectives,
   ...sslDirectives,
   ...http2Directives,
+  ...autoindexDirectives,
   ...gzipDirectives,
   ...ssiDirectives,
   ...charsetDirectives,

@@ -19,7 +19,7 @@ import type { SsiConf } from '../../config/route-table.js';
 import { logRequest, type RuntimeContext } from '../context.js';
 import type { ResponseTarget } from '../exchange.js';
 import { HttpRequestState } from '../request.js';
-import { parseUnsafeUri } from '../uri.js';
+import { escapeHtml, parseUnsafeUri } from '../uri.js';
 import type { HeaderFilter, SubrequestRunner } from './types.js';
 import { bodyChanged, contentLength, responseContentType, typeListed, type ContentType } from './headers.js';
 import { SsiState, type Block } from './ssi-state.js';
@@ -459,11 +459,6 @@ class IncludeTarget implements ResponseTarget {
   tunnel(): undefined {
     return undefined;
   }
-}
-
-/** `ngx_escape_html`: `<`, `>`, `&` and `"` as entities. */
-function escapeHtml(s: string): string {
-  return s.replace(/[<>&"]/g, (c) => (c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '&' ? '&amp;' : '&quot;'));
 }
 
 /** `ngx_escape_uri` with `NGX_ESCAPE_HTML`: controls, space, `"`, `#`, `%`, `'`, `<`, `>` and non-ASCII bytes as `%XX`. */

@@ -2,7 +2,8 @@
  * Static content: `try_files` (`ngx_http_core_try_files_phase`), `index`
  * (`ngx_http_index_module.c`) and files (`ngx_http_static_module.c`), with
  * nginx's statuses and error-log lines: 404 with `open() "PATH" failed (2: …)`,
- * 403 `directory index of "DIR/" is forbidden`, 301 to `URI/` for a directory,
+ * a directory listing (`autoindex.ts`) or 403 `directory index of "DIR/" is
+ * forbidden` when there is no index file, 301 to `URI/` for a directory,
  * 405 for methods other than GET, HEAD (and POST to a directory index).
  */
 import { stat } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { logRequest } from '../context.js';
 import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { discardRequestBody } from '../request-body.js';
 import { escapeUri } from '../uri.js';
+import { autoindex } from './autoindex.js';
 import { gzipStatic } from './gzip-static.js';
 import { fsPath, sendFile } from './send-file.js';
 
@@ -94,7 +96,10 @@ function fileError(ex: Exchange, err: NodeJS.ErrnoException, path: string): Outc
   return statusOutcome(code);
 }
 
-/** The index module: the first existing index file is served through an internal redirect. */
+/**
+ * The index module: the first existing index file is served through an
+ * internal redirect; without one, the directory's listing (autoindex) or 403.
+ */
 async function index(ex: Exchange): Promise<Outcome> {
   const { r } = ex;
   if (r.method !== 'GET' && r.method !== 'HEAD' && r.method !== 'POST') return statusOutcome(405);
@@ -134,6 +139,9 @@ async function index(ex: Exchange): Promise<Outcome> {
     }
     return { kind: 'redirect', uri: r.uri + name, args: r.args };
   }
+  // the content phase's next handler (ngx_http_autoindex_handler), then ngx_http_core_content_phase's refusal
+  const listed = await autoindex(ex);
+  if (listed) return listed;
   const d = await statOrError(dir);
   if (d instanceof Error) {
     if (r.loc.logNotFound) logRequest(ex.cx, r, 'error', `"${dir}" is not found (${systemErrorText(d)})`);
