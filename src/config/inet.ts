@@ -119,7 +119,7 @@ function atoi(text: string): number | undefined {
   return /^[0-9]+$/.test(text) && text.length < 19 ? Number(text) : undefined;
 }
 
-/** `ngx_parse_addr_port`: an address, or `ADDR:PORT`, `[ADDR]:PORT` with a port from 1 to 65535. */
+/** `ngx_parse_addr_port`: an address, `[ADDR]`, or `ADDR:PORT`, `[ADDR]:PORT` with a port from 1 to 65535. */
 export function parseAddrPort(text: string): InetAddr | undefined {
   const plain = parseAddr(text);
   if (plain) return plain;
@@ -127,7 +127,9 @@ export function parseAddrPort(text: string): InetAddr | undefined {
   let colon: number;
   if (text.startsWith('[')) {
     const close = text.indexOf(']');
-    if (close === -1 || close === text.length - 1 || text[close + 1] !== ':') return undefined;
+    // nginx 1.30 also takes `[ADDR]` without a port, IPv4 in brackets included
+    if (close === text.length - 1) return parseAddr(text.slice(1, close));
+    if (close === -1 || text[close + 1] !== ':') return undefined;
     colon = close + 1;
     host = text.slice(1, close);
   } else {

@@ -28,9 +28,9 @@ export const splitClientsBlocks = scopeRegistry((): SplitClientsDef[] => []);
 const MAX_INT_T = 0x7fff_ffff_ffff_ffffn;
 
 /**
- * `ngx_atofp(text, n, 2)`: a decimal number with at most one dot, as an
- * integer of hundredths; digits past the second decimal are dropped.
- * Undefined when malformed or past `NGX_MAX_INT_T_VALUE`.
+ * `ngx_atofp(text, n, 2)`: a decimal number with at most one dot and at
+ * most two decimals, as an integer of hundredths. Undefined when malformed
+ * or past `NGX_MAX_INT_T_VALUE`.
  */
 function atofp2(text: string): bigint | undefined {
   if (text.length === 0) return undefined;
@@ -43,8 +43,7 @@ function atofp2(text: string): bigint | undefined {
       dot = true;
       continue;
     }
-    if (c < '0' || c > '9') return undefined;
-    if (point === 0) continue;
+    if (c < '0' || c > '9' || point === 0) return undefined;
     value = value * 10n + BigInt(c.charCodeAt(0) - 48);
     if (value > MAX_INT_T) return undefined;
     if (dot) point--;
@@ -90,14 +89,16 @@ export function murmurHash2(text: string): number {
 
 /**
  * `ngx_http_split_clients`: `PERCENT% VALUE` or `* VALUE`; the percentage as
- * hundredths (uint32, as nginx stores it).
+ * hundredths (uint32, as nginx stores it). nginx does not count the words:
+ * the value is the second word, and an entry of one word takes the second
+ * word nginx's argument array still holds, that of the statement before it
+ * (`carried`).
  * @throws DirectiveFailure `invalid percent value "X"`
  */
-function readPart(e: Directive): { percent: number; value: string } {
+function readPart(e: Directive, carried: string): { percent: number; value: string } {
   if (e.block !== null) fail('unexpected "{"', e.loc);
-  if (e.args.length !== 1) fail('invalid number of parameters', e.loc);
   const key = e.name;
-  const value = e.args[0]!;
+  const value = e.args[0] ?? carried;
   if (key === '*') return { percent: 0, value };
   const n = key.endsWith('%') ? atofp2(key.slice(0, -1)) : undefined;
   if (!n) fail(`invalid percent value "${key}"`, e.loc);
@@ -114,10 +115,12 @@ export const splitClientsDirectives: readonly DirectiveSpec[] = [
       const def: SplitClientsDef = { source, parts: [], bound: undefined };
       cx.scope.variables.declare(name.slice(1), { kind: 'lazy', compute: (r) => def.bound!(r) });
       const read: { percent: number; value: string }[] = [];
+      let carried = d.args[0]!;
       for (const e of d.block ?? []) {
         if (e.kind === 'error') throw e.error;
         try {
-          read.push(readPart(e));
+          read.push(readPart(e, carried));
+          carried = e.args[0] ?? carried;
         } catch (err) {
           if (err instanceof DirectiveFailure && !err.loc) throw new DirectiveFailure(err.text, err.kind, e.loc);
           throw err;
@@ -128,7 +131,8 @@ export const splitClientsDirectives: readonly DirectiveSpec[] = [
       let last = 0n;
       for (const p of read) {
         sum = p.percent ? (sum + p.percent) >>> 0 : 10000;
-        if (sum > 10000) fail('percent total is greater than 100%');
+        // reported where nginx is once the block is read: its closing brace
+        if (sum > 10000) fail('percent total is greater than 100%', { file: d.loc.file, line: d.closeLine ?? d.loc.line });
         if (p.percent) {
           last = (last + (BigInt(p.percent) * 0xffffffffn) / 10000n) & 0xffff_ffffn;
           def.parts.push({ bound: Number(last), value: p.value });
