@@ -4,9 +4,10 @@
  * IPv4 ranges (split, shifted, deleted, across 65,536-address blocks), for
  * text that is no address, for IPv4-mapped IPv6; `proxy` and
  * `proxy_recursive` with X-Forwarded-For chains; `volatile`; a client on a
- * unix domain socket; and split_clients' bucket of 10,000 keys, every one
- * the same as nginx's. Then `-t`: nginx's warnings for duplicates, deletes
- * and low address bits, and its errors for bad entries.
+ * unix domain socket; and split_clients' bucket of 10,000 keys (and of keys
+ * with bytes past ASCII), every one the same as nginx's. Then `-t`: nginx's
+ * warnings for duplicates, deletes and low address bits, and its errors for
+ * bad entries.
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
@@ -182,6 +183,11 @@ describe('split_clients (differential)', () => {
       for (let n = 0; n < 10_000 / SPLITS; n++) out.push((await s.get(`/?k=${n % 7 === 0 ? `user%40${n}` : `k${'x'.repeat(n % 5)}${n}`}`)).body.trim());
       const short: string[] = [];
       for (const k of ['', 'a', 'ab', 'abc', 'abcd', 'abcde', '%FF%00', '0123456789abcdef']) short.push((await s.get(`/short?s=${k}`)).body.trim());
+      // bytes past ASCII are hashed as bytes
+      for (let i = 0; i < 20; i++) {
+        const key = String.fromCharCode(0x80 + i * 5, 0xc3, 0xa9, 0x30 + i).repeat(1 + (i % 3));
+        short.push((await s.raw(`GET /short?s=${key} HTTP/1.0\r\n\r\n`))?.body.trim() ?? 'none');
+      }
       return { buckets: out.join(' '), short: short.join(' ') };
     });
     const counts = new Map<string, number>();
