@@ -39,7 +39,9 @@ import { http2LocConf } from './modules/http2.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { limitReqConf } from './modules/limit-req.js';
 import { accessLogsConf, accessLogTargets, compileLogFormats } from './modules/log.js';
+import { bindGeo, geoBlocks } from './modules/geo.js';
 import { bindMap, mapBlocks } from './modules/map.js';
+import { bindSplitClients, splitClientsBlocks } from './modules/split-clients.js';
 import * as proxy from './modules/proxy.js';
 import { realIpConf } from './modules/realip.js';
 import * as rewrite from './modules/rewrite.js';
@@ -212,6 +214,8 @@ class Compiler implements CompileContext {
     if (httpNode) {
       resolveUpstreams(this, httpNode, [proxy.proxyPassAddress, fastcgi.fastcgiPassAddress]);
       for (const map of this.scope.registry(mapBlocks)) bindMap(map, this.scope.variables);
+      for (const geo of this.scope.registry(geoBlocks)) bindGeo(geo, this.scope.variables);
+      for (const split of this.scope.registry(splitClientsBlocks)) bindSplitClients(split, this.scope.variables);
       const servers = httpNode.children.filter((c) => c.context === 'server');
       const certificates = servers.map((s) => serverCertificates(this, s));
       checkTypesHash(this, servers);

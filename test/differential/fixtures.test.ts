@@ -379,7 +379,6 @@ const BROKEN: readonly BrokenCase[] = [
 /** Fixtures nginx accepts that need a module jinx does not implement, with jinx's message (README, "Directives"). */
 const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[] = [
   { name: 'dav-methods', jinx: '[emerg] unknown directive "dav_methods" in PREFIX/nginx.conf:7' },
-  { name: 'geo', jinx: '[emerg] unknown directive "geo" in PREFIX/nginx.conf:4' },
   { name: 'grpc-pass', jinx: '[emerg] unknown directive "grpc_pass" in PREFIX/nginx.conf:7' },
   { name: 'limit-conn', jinx: '[emerg] unknown directive "limit_conn_zone" in PREFIX/nginx.conf:4' },
   // jinx has no QUIC: it answers as an nginx built without ngx_http_v3_module (its -V says so too)
@@ -392,7 +391,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
-  { name: 'split-clients', jinx: '[emerg] unknown directive "split_clients" in PREFIX/nginx.conf:4' },
   // the stream map module is not implemented: `map` is http's only, as in an nginx built without ngx_stream_map_module
   { name: 'stream-limit-conn-map', jinx: '[emerg] "map" directive is not allowed here in PREFIX/nginx.conf:4' },
   { name: 'stub-status', jinx: '[emerg] unknown directive "stub_status" in PREFIX/nginx.conf:7' },

@@ -22,7 +22,9 @@ import { httpCoreDirectives } from './http-core.js';
 import { httpVariables } from './http-variables.js';
 import { limitReqDirectives } from './limit-req.js';
 import { logDirectives } from './log.js';
+import { geoDirectives } from './geo.js';
 import { mapDirectives } from './map.js';
+import { splitClientsDirectives } from './split-clients.js';
 import { otherUpstreamDirectives } from './other-upstreams.js';
 import { proxyDirectives } from './proxy.js';
 import { realIpDirectives } from './realip.js';
@@ -45,7 +47,9 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...limitReqDirectives,
   ...headersDirectives,
   ...logDirectives,
+  ...geoDirectives,
   ...mapDirectives,
+  ...splitClientsDirectives,
   ...proxyDirectives,
   ...fastcgiDirectives,
   ...otherUpstreamDirectives,
