@@ -79,6 +79,7 @@ export function serveClientRequest(
   r.rawRequestLine = head.requestLine;
   r.keepalive = head.keepalive ?? false;
   r.requestLength = head.headLength ?? 0;
+  r.errorLogger = (req, level, message) => logRequest(cx, req, level, message);
   out.watchSend({
     ms: () => r.loc.sendTimeoutMs,
     // ngx_http_writer (a response of its own) and ngx_http_upstream_process_downstream (a proxied one)

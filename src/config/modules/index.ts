@@ -30,6 +30,7 @@ import { sslDirectives } from './ssl.js';
 import { streamDirectives } from './stream.js';
 import { subDirectives } from './sub.js';
 import { upstreamDirectives } from './upstream.js';
+import { useridDirectives, useridVariables } from './userid.js';
 
 /** All directive specs, grouped by module in nginx's order of modules. */
 export const allDirectives: readonly DirectiveSpec[] = [
@@ -55,10 +56,11 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...charsetDirectives,
   ...subDirectives,
   ...additionDirectives,
+  ...useridDirectives,
   ...emptyGifDirectives,
   ...secureLinkDirectives,
   ...streamDirectives,
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...useridVariables];
