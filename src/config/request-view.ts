@@ -203,6 +203,11 @@ export interface RequestView {
   readonly vars: (string | undefined)[];
   /** Captures of the last successful regex match (`$1`…`$9`, named captures). */
   captures: RegExpExecArray | null;
+  /**
+   * The modules' state for the request (nginx's `r->ctx`), each under its
+   * module's key; an internal redirect or a jump to a named location empties it.
+   */
+  readonly moduleCtx: Map<symbol, unknown>;
 
   /** `$remote_addr` and `$remote_port`, after the realip module. */
   readonly clientAddr: string;

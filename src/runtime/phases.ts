@@ -584,6 +584,8 @@ function internalRedirect(ex: Exchange, uri: string, args: string): Promise<void
   r.captures = null;
   r.addUriToAlias = false;
   if (!countUriChange(ex, 'internally redirecting to')) return finalize(ex, 500);
+  // ngx_http_internal_redirect: the modules' contexts start again
+  r.moduleCtx.clear();
   return fromServerRewrite(ex);
 }
 
@@ -614,6 +616,8 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
     return finalize(ex, 500);
   }
   if (!countUriChange(ex, 'internally redirecting to')) return finalize(ex, 500);
+  // ngx_http_named_location: the modules' contexts start again
+  r.moduleCtx.clear();
   r.location = loc;
   r.loc = loc.conf;
   r.internal = true;

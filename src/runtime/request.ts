@@ -74,6 +74,7 @@ export class HttpRequestState implements RequestView {
   readonly vars: (string | undefined)[];
   /** Captures of the last successful regex match (`$1`…`$9`, named captures). */
   captures: RegExpExecArray | null = null;
+  readonly moduleCtx = new Map<symbol, unknown>();
   /** Response status once decided. */
   status = 0;
   /** Set when the request went through an internal redirect or is a subrequest. */

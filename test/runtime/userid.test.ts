@@ -6,7 +6,9 @@
  * the mark sent again with it), `userid_flags`, `userid_domain`,
  * `userid_path`, `userid_p3p`, `userid_expires` (a time and `max`), the
  * cookie on a 404 and a 204, `userid log|off`, `$uid_reset` (`log` logs the
- * reset), and the error-log lines of a too short and an invalid cookie.
+ * reset), the error-log lines of a too short and an invalid cookie, and
+ * what an internal redirect does (the cookie is read and made again, the
+ * variables keep their values, as nginx's cached variables do).
  *
  * What changes from run to run is made fixed on both sides before the
  * comparison: a new identifier's time and start value (pid and
@@ -66,7 +68,7 @@ async function observe(s: Side, path: string, cookie?: string): Promise<Snap> {
   const headers = { ...sn.headers };
   const fixUid = (text: string): string => text.replace(/=([0-9A-F]{32})/g, (_all, hex: string) => `=${fixedHex(hex, nowSec)}`);
   if (headers['set-cookie'] !== undefined) headers['set-cookie'] = headers['set-cookie'].split('\n').map((c) => fixedCookie(c, nowSec)).join('\n');
-  if (headers['x-set'] !== undefined) headers['x-set'] = fixUid(headers['x-set']);
+  for (const name of Object.keys(headers)) if (name.startsWith('x-')) headers[name] = fixUid(headers[name]!);
   return { ...sn, headers, body: fixUid(sn.body) };
 }
 
@@ -127,6 +129,27 @@ describe('userid (differential)', () => {
     assert.equal(nginx['known cookie']!.headers['x-got'], `uid=${KNOWN_HEX}`);
     assert.equal(nginx['no cookie']!.headers['set-cookie'], 'uid=[0100007FTIME____START___02030303]==; path=/');
     assert.ok(run.nginx.errorLog.some((l) => l.includes('client sent invalid userid cookie "a=1; uid=fwAAAVzAX1QAAQAA*wMDAg=="')));
+    assertSameAsNginx(run);
+  });
+
+  it('starts the cookie again after an internal redirect (index, error_page to a named location) while $uid_got and $uid_set keep their first values', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port};
+    userid on;
+    root html;
+    set $early $uid_set;
+    add_header X-Early $early;
+    add_header X-Set $uid_set;
+    location / { }
+    location /e { error_page 404 = @named; return 404; }
+    location @named { add_header X-Named $uid_set; return 200 "named\\n"; }
+  }`),
+      files: { 'html/index.html': 'index\n' },
+    }, async (s) => ({
+      index: await observe(s, '/', 'uid=bad*cookie*aaaaaaaaaaaaaaaaaa'),
+      named: await observe(s, '/e'),
+    }));
+    assert.equal(run.nginx.errorLog.filter((l) => l.includes('client sent invalid userid cookie')).length, 2);
     assertSameAsNginx(run);
   });
 });

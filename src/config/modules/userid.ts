@@ -154,8 +154,8 @@ interface UseridCtx {
   reset: boolean;
 }
 
-/** The contexts of the requests that read or set an identifier, by main request. */
-const contexts = new WeakMap<RequestView, UseridCtx>();
+/** The module's key in a request's `moduleCtx`. */
+const CTX = Symbol('userid');
 
 /**
  * The worker process's counters (the module's statics): `start_value`,
@@ -247,9 +247,12 @@ function decodeUid(text: string): Buffer | undefined {
   return uid;
 }
 
-/** `ngx_http_userid_get_uid`: the request's context, reading the client's cookie the first time. */
+/**
+ * `ngx_http_userid_get_uid`: the request's context, reading the client's
+ * cookie the first time (again after an internal redirect, as in nginx).
+ */
 function contextOf(r: RequestView, conf: UseridConf): UseridCtx {
-  const known = contexts.get(r);
+  const known = r.moduleCtx.get(CTX) as UseridCtx | undefined;
   if (known) return known;
   const found = findCookie(r, conf.name);
   let got: Buffer | undefined;
@@ -259,7 +262,7 @@ function contextOf(r: RequestView, conf: UseridConf): UseridCtx {
     if (!got) r.logError('error', `client sent invalid userid cookie "${found.line}"`);
   }
   const ctx: UseridCtx = { got: got ?? Buffer.alloc(16), set: undefined, cookie: found?.value ?? '', reset: false };
-  contexts.set(r, ctx);
+  r.moduleCtx.set(CTX, ctx);
   return ctx;
 }
 
@@ -341,16 +344,36 @@ export function useridHeaders(r: RequestView, conf: UseridConf): [string, string
   return out;
 }
 
+/**
+ * The values `$uid_got` and `$uid_set` gave a request, found or not, by
+ * main request: nginx keeps a cacheable variable's value in `r->variables`
+ * for the whole request, past the internal redirects that empty the
+ * module's context (whose cookie may then differ from an earlier `$uid_set`).
+ */
+const values = new WeakMap<RequestView, Map<string, string | undefined>>();
+
+/** The value of variable `name` for the request of `main`, computed the first time it is read. */
+function cached(main: RequestView, name: string, compute: () => string | undefined): string | undefined {
+  let known = values.get(main);
+  if (!known) values.set(main, (known = new Map()));
+  if (known.has(name)) return known.get(name);
+  const value = compute();
+  known.set(name, value);
+  return value;
+}
+
 export const useridVariables: readonly VariableDef[] = [
   {
     // ngx_http_userid_got_variable
     name: 'uid_got',
     get: (r) => {
       const main = mainOf(r);
-      const conf = main.loc.userid;
-      if (conf.enable === 'off') return undefined;
-      const ctx = contextOf(main, conf);
-      return present(ctx.got) ? `${conf.name}=${hex(ctx.got)}` : undefined;
+      return cached(main, 'uid_got', () => {
+        const conf = main.loc.userid;
+        if (conf.enable === 'off') return undefined;
+        const ctx = contextOf(main, conf);
+        return present(ctx.got) ? `${conf.name}=${hex(ctx.got)}` : undefined;
+      });
     },
   },
   {
@@ -358,11 +381,13 @@ export const useridVariables: readonly VariableDef[] = [
     name: 'uid_set',
     get: (r) => {
       const main = mainOf(r);
-      const conf = main.loc.userid;
-      if (conf.enable === 'off' || conf.enable === 'log') return undefined;
-      const ctx = contextOf(main, conf);
-      createUid(main, ctx, conf);
-      return present(ctx.set) ? `${conf.name}=${hex(ctx.set)}` : undefined;
+      return cached(main, 'uid_set', () => {
+        const conf = main.loc.userid;
+        if (conf.enable === 'off' || conf.enable === 'log') return undefined;
+        const ctx = contextOf(main, conf);
+        createUid(main, ctx, conf);
+        return present(ctx.set) ? `${conf.name}=${hex(ctx.set)}` : undefined;
+      });
     },
   },
   // ngx_http_userid_reset_variable: empty unless `set` or `map` give it a value
