@@ -201,14 +201,14 @@ function mainOf(r: RequestView): RequestView {
 /**
  * `ngx_http_parse_multi_header_lines`: the value of cookie `cookieName`
  * (compared in any case) in the `Cookie` header lines, and the whole line
- * it is in; HTTP/2's cookie fields are one line, joined with `; `.
+ * it is in (HTTP/2's cookie fields come joined in one, as nginx joins them).
  */
 function findCookie(r: RequestView, cookieName: string): { readonly value: string; readonly line: string } | undefined {
-  const lines: string[] = [];
   const raw = r.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.length === 6 && raw[i]!.toLowerCase() === 'cookie') lines.push(raw[i + 1]!);
   const wanted = cookieName.toLowerCase();
-  for (const line of r.protocol === 'HTTP/2.0' && lines.length > 1 ? [lines.join('; ')] : lines) {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.length !== 6 || raw[i]!.toLowerCase() !== 'cookie') continue;
+    const line = raw[i + 1]!;
     if (cookieName.length > line.length) continue;
     let p = 0;
     while (p < line.length) {
