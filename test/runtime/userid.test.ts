@@ -6,7 +6,9 @@
  * the mark sent again with it), `userid_flags`, `userid_domain`,
  * `userid_path`, `userid_p3p`, `userid_expires` (a time and `max`), the
  * cookie on a 404 and a 204, `userid log|off`, `$uid_reset` (`log` logs the
- * reset), the error-log lines of a too short and an invalid cookie, and
+ * reset), the error-log lines of a too short and an invalid cookie, the
+ * cookie's place after a proxied response's own `Set-Cookie` and after
+ * `add_header`'s headers (nginx writes its header list in order), and
  * what an internal redirect does (the cookie is read and made again, the
  * variables keep their values, as nginx's cached variables do).
  *
@@ -19,7 +21,7 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { assertSameAsNginx, differential, httpConf, snap, type Side, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, rawExchange, snap, type Side, type Snap } from '../helpers/differential.js';
 
 /** A cookie nginx made: service 127.0.0.1, time 2014-11-09, start 0x00010000, sequence 0x03030302. */
 const KNOWN = 'fwAAAVzAX1QAAQAAAwMDAg';
@@ -96,7 +98,10 @@ describe('userid (differential)', () => {
     location /off { userid off; return 200 "got=[$uid_got] set=[$uid_set]\\n"; }
     location /reset { set $uid_reset log; return 200 "got=[$uid_got] set=[$uid_set]\\n"; }
     location /keep { set $uid_reset 0; return 200 "got=[$uid_got] set=[$uid_set]\\n"; }
-  }`),
+    # (the error log at notice: jinx's own upstream connection closes apart from nginx's info lines about it)
+    location /proxied { add_header X-After-Upstream 1; proxy_pass http://127.0.0.1:${port}/upstream; }
+    location /upstream { userid off; add_header Set-Cookie up=1; add_header X-Upstream 1; return 200 "upstream\\n"; }
+  }`, { level: 'notice' }),
     }, async (s) => {
       const out: Record<string, Snap> = {};
       const get = async (label: string, path: string, cookie?: string): Promise<void> => { out[label] = await observe(s, path, cookie); };
@@ -123,9 +128,13 @@ describe('userid (differential)', () => {
       await get('off', '/off', `uid=${KNOWN}==`);
       await get('reset', '/reset', `uid=${KNOWN}==`);
       await get('reset 0 keeps', '/keep', `uid=${KNOWN}==`);
+      await get('after an upstream\'s Set-Cookie and add_header', '/proxied');
+      const head = (await rawExchange(s.port, 'GET /proxied HTTP/1.0\r\n\r\n')).split('\r\n\r\n')[0]!;
+      const order = head.split('\r\n').slice(1).map((l) => l.slice(0, l.indexOf(':'))).filter((n) => n !== 'Date' && n !== 'Server');
+      return { ...out, 'header order': order };
       return out;
     });
-    const nginx = run.nginx.result;
+    const nginx = run.nginx.result as Record<string, Snap>;
     assert.equal(nginx['known cookie']!.headers['x-got'], `uid=${KNOWN_HEX}`);
     assert.equal(nginx['no cookie']!.headers['set-cookie'], 'uid=[0100007FTIME____START___02030303]==; path=/');
     assert.ok(run.nginx.errorLog.some((l) => l.includes('client sent invalid userid cookie "a=1; uid=fwAAAVzAX1QAAQAA*wMDAg=="')));
