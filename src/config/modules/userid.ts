@@ -14,8 +14,10 @@
  * bytes of an IPv6 one, 0 on a unix socket), time, start value, a sequence
  * from 0x03030302 by 0x100.
  *
- * A client's cookie is read once per request (`ngx_http_userid_get_uid`):
- * the first 22 characters are decoded (a mark or a garbage trail after them
+ * A client's cookie is read once per request, and again after an internal
+ * redirect (`ngx_http_userid_get_uid`; `$uid_got` and `$uid_set` keep the
+ * value they first had, as nginx's cached variables do): its first 22
+ * characters are decoded (a mark or a garbage trail after them
  * is allowed); one shorter than 22 characters is logged at error as `client
  * sent too short userid cookie "…"`, one that does not decode as `client sent
  * invalid userid cookie "…"` (quoting the whole `Cookie` header). A client
