@@ -27,6 +27,7 @@ import { emptyGif } from './modules/empty-gif.js';
 import { autoindexConf } from './modules/autoindex.js';
 import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
+import { useridConf } from './modules/userid.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
 import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
@@ -294,6 +295,7 @@ class Compiler implements CompileContext {
       autoindex: autoindexConf(c),
       secureLink: secureLinkConf(c, vars),
       referers: refererConf(c),
+      userid: useridConf(c, vars),
     });
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

@@ -9,6 +9,7 @@
  * route table, whose compiled values take a `RequestView`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { LogLevel } from '../log-levels.js';
 import type { ProxyProtocolHeader } from './proxy-protocol-tlv.js';
 
 /**
@@ -178,6 +179,30 @@ export interface RefererRegex {
   readonly subject: 'referer' | 'host';
 }
 
+/**
+ * A level's userid settings, merged (`ngx_http_userid_conf_t`), the cookie's
+ * parts as nginx keeps them: `domain`, `path` and the flags already in their
+ * `; domain=…` form.
+ */
+export interface UseridConf {
+  /** `userid`: `off`, `log` (read the cookie only), `v1` or `on` (also set it). */
+  readonly enable: 'off' | 'log' | 'v1' | 'on';
+  /** `userid_service`; undefined for nginx's default (0 with `v1`, the server's IPv4 address with `on`). */
+  readonly service: number | undefined;
+  /** `userid_name`: the cookie's name. */
+  readonly name: string;
+  /** `userid_expires` in seconds: 0 for none, `USERID_MAX_EXPIRES` for `max`. */
+  readonly expiresSec: number;
+  /** `userid_mark`: the mark character, '' for none. */
+  readonly mark: string;
+  /** What follows the cookie's expiry: `; domain=…` (`userid_domain`), `; path=…` (`userid_path`), then the `userid_flags`. */
+  readonly attributes: string;
+  /** `userid_p3p`: the `P3P` header's value, '' for none. */
+  readonly p3p: string;
+  /** Reads `$uid_reset` for a request (as `set` or `map` define it). */
+  readonly reset: (r: RequestView) => string | undefined;
+}
+
 /** What variables read of the location configuration in effect (a `LocationConf` of the route table). */
 export interface LocationView {
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
@@ -188,6 +213,8 @@ export interface LocationView {
   readonly secureLink: SecureLinkConf | undefined;
   /** `valid_referers`, for `$invalid_referer`. */
   readonly referers: RefererConf | undefined;
+  /** The userid settings, for `$uid_got` and `$uid_set`. */
+  readonly userid: UseridConf;
 }
 
 /**
@@ -206,6 +233,11 @@ export interface RequestView {
   readonly vars: (string | undefined)[];
   /** Captures of the last successful regex match (`$1`…`$9`, named captures). */
   captures: RegExpExecArray | null;
+  /**
+   * The modules' state for the request (nginx's `r->ctx`), each under its
+   * module's key; an internal redirect or a jump to a named location empties it.
+   */
+  readonly moduleCtx: Map<symbol, unknown>;
 
   /** `$remote_addr` and `$remote_port`, after the realip module. */
   readonly clientAddr: string;
@@ -279,6 +311,12 @@ export interface RequestView {
   /** What the request is doing, for the ` while …` of error-log lines. */
   readonly action: string | undefined;
 
+  /**
+   * Writes an error-log line about the request, with nginx's context fields,
+   * to the `error_log` of its location (nginx's `ngx_log_error` on
+   * `r->connection->log`), for variables that log (`$uid_got`).
+   */
+  logError(level: LogLevel, message: string): void;
   /** `$document_root`: the `root` (or `alias`) of the location in effect. */
   documentRoot(): string;
   /** `$request_filename`: the file the URI maps to. */

@@ -8,7 +8,7 @@ import type { SourceLoc } from '../parser/ast.js';
 import type { ConfigWarning } from '../errors.js';
 import type { NamedCapture } from './regex.js';
 import type { VariableGetter } from './variables.js';
-import type { RefererConf, SecureLinkConf } from './request-view.js';
+import type { RefererConf, SecureLinkConf, UseridConf } from './request-view.js';
 import type { AccessRule } from './modules/access.js';
 import type { AdditionConf } from './modules/addition.js';
 import type { AuthBasicConf } from './modules/auth-basic.js';
@@ -202,6 +202,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly secureLink: SecureLinkConf | undefined;
   /** `valid_referers`, for `$invalid_referer`. */
   readonly referers: RefererConf | undefined;
+  /** The userid filter's settings (`userid`, `userid_name` …). */
+  readonly userid: UseridConf;
 }
 
 /** The compiled configuration. */

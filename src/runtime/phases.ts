@@ -79,6 +79,7 @@ export function serveClientRequest(
   r.rawRequestLine = head.requestLine;
   r.keepalive = head.keepalive ?? false;
   r.requestLength = head.headLength ?? 0;
+  r.errorLogger = (req, level, message) => logRequest(cx, req, level, message);
   out.watchSend({
     ms: () => r.loc.sendTimeoutMs,
     // ngx_http_writer (a response of its own) and ngx_http_upstream_process_downstream (a proxied one)
@@ -583,6 +584,8 @@ function internalRedirect(ex: Exchange, uri: string, args: string): Promise<void
   r.captures = null;
   r.addUriToAlias = false;
   if (!countUriChange(ex, 'internally redirecting to')) return finalize(ex, 500);
+  // ngx_http_internal_redirect: the modules' contexts start again
+  r.moduleCtx.clear();
   return fromServerRewrite(ex);
 }
 
@@ -613,6 +616,8 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
     return finalize(ex, 500);
   }
   if (!countUriChange(ex, 'internally redirecting to')) return finalize(ex, 500);
+  // ngx_http_named_location: the modules' contexts start again
+  r.moduleCtx.clear();
   r.location = loc;
   r.loc = loc.conf;
   r.internal = true;

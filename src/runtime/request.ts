@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledLocation, LocationConf, VirtualServer } from '../config/route-table.js';
 import type { ConnectionView, RequestView, UpstreamState } from '../config/request-view.js';
+import type { LogLevel } from '../log-levels.js';
 import type { SsiState } from './filters/ssi-state.js';
 import type { TlsDetails } from './tls-details.js';
 
@@ -73,6 +74,7 @@ export class HttpRequestState implements RequestView {
   readonly vars: (string | undefined)[];
   /** Captures of the last successful regex match (`$1`…`$9`, named captures). */
   captures: RegExpExecArray | null = null;
+  readonly moduleCtx = new Map<symbol, unknown>();
   /** Response status once decided. */
   status = 0;
   /** Set when the request went through an internal redirect or is a subrequest. */
@@ -180,6 +182,16 @@ export class HttpRequestState implements RequestView {
   readonly cleanups: (() => void)[] = [];
   /** The request is over (its response sent or abandoned) and its cleanups ran. */
   ended = false;
+  /**
+   * Writes the error-log lines configuration code asks for (`logError`):
+   * the phase runner's, which has the logs; a subrequest gets its parent's.
+   * Without one (a request only logged), such lines are dropped.
+   */
+  errorLogger: ((r: HttpRequestState, level: LogLevel, message: string) => void) | undefined;
+
+  logError(level: LogLevel, message: string): void {
+    this.errorLogger?.(this, level, message);
+  }
 
   /** Runs `cleanup` when the request ends (nginx's pool cleanup); at once when it has ended already. */
   atEnd(cleanup: () => void): void {
@@ -254,6 +266,7 @@ export class HttpRequestState implements RequestView {
     sr.requestPort = this.requestPort;
     sr.clientAddr = this.clientAddr;
     sr.clientPort = this.clientPort;
+    sr.errorLogger = this.errorLogger;
     return sr;
   }
 

@@ -261,9 +261,11 @@ const SINGLE_VALUED = new Set(['content-length', 'content-type', 'location']);
  * has one (`proxy_pass_header Server`; a `Server` or `Date` with an empty
  * list of values keeps nginx's own out and is not sent either, as the null
  * header `ngx_http_proxy_process_header` adds for an upstream without one),
- * then `headers` in order; repeated
- * names become separate lines except `SINGLE_VALUED` ones, where the last
- * value wins. `lowers` holds the list's names lowercased, index for index.
+ * then `headers` in order, a repeated name where it comes (nginx writes
+ * its `headers_out` list in order: an upstream's `Set-Cookie`, then
+ * `add_header`'s, then the userid filter's), but for `SINGLE_VALUED` ones,
+ * where the last value wins in the first's place; `$sent_http_*` joins the
+ * values. `lowers` holds the list's names lowercased, index for index.
  * Each protocol writes the list its own way
  * (`Http1Target.head`, `Http2Target.head`).
  */
@@ -285,16 +287,16 @@ export function responseHeaders(
   }
   for (const [name, value] of headers) {
     const lower = name.toLowerCase();
-    const at = sent.has(lower) ? lowers.indexOf(lower) : -1;
-    if (at === -1) {
-      list.push([name, value]);
-      lowers.push(lower);
+    const at = SINGLE_VALUED.has(lower) && sent.has(lower) ? lowers.indexOf(lower) : -1;
+    if (at !== -1) {
+      list[at]![1] = value;
       sent.set(lower, value);
       continue;
     }
-    const merged = SINGLE_VALUED.has(lower) ? value : ([] as string[]).concat(list[at]![1], value);
-    list[at]![1] = merged;
-    sent.set(lower, merged);
+    list.push([name, value]);
+    lowers.push(lower);
+    const earlier = sent.get(lower);
+    sent.set(lower, earlier === undefined ? value : ([] as string[]).concat(earlier, value));
   }
   return { wire, list, lowers };
 }

@@ -34,6 +34,7 @@ import { sslDirectives } from './ssl.js';
 import { streamDirectives } from './stream.js';
 import { subDirectives } from './sub.js';
 import { upstreamDirectives } from './upstream.js';
+import { useridDirectives, useridVariables } from './userid.js';
 
 /** All directive specs, grouped by module in nginx's order of modules. */
 export const allDirectives: readonly DirectiveSpec[] = [
@@ -62,6 +63,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...charsetDirectives,
   ...subDirectives,
   ...additionDirectives,
+  ...useridDirectives,
   ...emptyGifDirectives,
   ...secureLinkDirectives,
   ...refererDirectives,
@@ -69,4 +71,4 @@ export const allDirectives: readonly DirectiveSpec[] = [
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables];

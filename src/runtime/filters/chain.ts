@@ -1,9 +1,9 @@
 /**
  * Response filters, nginx's header and body filter chains
  * (`ngx_http_top_header_filter`, `ngx_http_top_body_filter`) reduced to
- * what jinx has: gunzip, addition, sub, charset, SSI, postpone, gzip, run
- * in nginx's order (a subrequest's response passes the sub and SSI filters
- * only). A handler
+ * what jinx has: userid, gunzip, addition, sub, charset, SSI, postpone,
+ * gzip, run in nginx's order (a subrequest's response passes the sub and SSI
+ * filters only, a `101` the userid filter only). A handler
  * writes its response to a `FilteredTarget` as to any `ResponseTarget`:
  * `head` runs the header filters on the header list (after the headers
  * module, as in nginx); those that change the body give a Transform, and
@@ -20,6 +20,7 @@ import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.j
 import { ssiHeaderFilter } from './ssi.js';
 import { subHeaderFilter } from './sub.js';
 import { additionHeaderFilter, postponeHeaderFilter } from './addition.js';
+import { useridHeaderFilter } from './userid.js';
 import type { FilterContext, HeaderFilter, SubrequestRunner } from './types.js';
 
 /**
@@ -32,10 +33,12 @@ const SETTLE_POLL_MS = 5;
 
 /** The header filters in the order nginx runs them. */
 const HEADER_FILTERS: readonly HeaderFilter[] = [
-  gunzipHeaderFilter, additionHeaderFilter, subHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, postponeHeaderFilter, gzipHeaderFilter,
+  useridHeaderFilter, gunzipHeaderFilter, additionHeaderFilter, subHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, postponeHeaderFilter, gzipHeaderFilter,
 ];
 /** The filters of a subrequest's response: an included page has its own strings replaced and is itself parsed for SSI. */
 const SUBREQUEST_FILTERS: readonly HeaderFilter[] = [subHeaderFilter, ssiHeaderFilter];
+/** The filters of a `101 Switching Protocols`, whose body is no response body: those that only add headers. */
+const UPGRADE_FILTERS: readonly HeaderFilter[] = [useridHeaderFilter];
 
 /** A response target with jinx's response filters in front of another. */
 export class FilteredTarget implements ResponseTarget {
@@ -74,18 +77,16 @@ export class FilteredTarget implements ResponseTarget {
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
     this.r = r;
     const transforms: (() => Transform[])[] = [];
-    if (status !== 101) {
-      const f: FilterContext = { cx: this.cx, r, subrequest: this.subrequest };
-      for (const filter of r.parent ? SUBREQUEST_FILTERS : HEADER_FILTERS) {
-        const t = filter(f, r.errStatus || status, headers);
-        if (t === 'error') {
-          this.inner.abort();
-          return;
-        }
-        if (t) transforms.push(t);
+    const f: FilterContext = { cx: this.cx, r, subrequest: this.subrequest };
+    for (const filter of r.parent ? SUBREQUEST_FILTERS : status === 101 ? UPGRADE_FILTERS : HEADER_FILTERS) {
+      const t = filter(f, r.errStatus || status, headers);
+      if (t === 'error') {
+        this.inner.abort();
+        return;
       }
-      if (r.gzipVary && r.loc.gzip.vary && !r.parent) headers.unshift(['Vary', 'Accept-Encoding']);
+      if (t) transforms.push(t);
     }
+    if (status !== 101 && r.gzipVary && r.loc.gzip.vary && !r.parent) headers.unshift(['Vary', 'Accept-Encoding']);
     this.inner.head(r, status, headers, reason);
     if (transforms.length > 0 && !this.inner.headOnly) this.first = this.pipe(r, transforms.flatMap((make) => make()));
   }
