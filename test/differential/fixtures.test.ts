@@ -395,7 +395,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'stream-limit-conn-map', jinx: '[emerg] "map" directive is not allowed here in PREFIX/nginx.conf:4' },
   { name: 'stub-status', jinx: '[emerg] unknown directive "stub_status" in PREFIX/nginx.conf:7' },
   { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },
-  { name: 'valid-referers', jinx: '[emerg] unknown directive "valid_referers" in PREFIX/nginx.conf:7' },
 ];
 
 /** jinx's whole output for a deliberate difference: the message, then the test failed. */

@@ -3,13 +3,13 @@
  * Referer, a blocked one (no `http://`/`https://`), exact names, `*.` / `.` /
  * `.*` wildcards, a URI prefix, ports, case, regexes (case-insensitive,
  * against the Referer after its scheme), `server_names` (regex names matched
- * against the host alone), the merge across levels; and `-t`'s messages
- * for bad entries.
+ * against the host alone, every name of the server wherever `server_name`
+ * stands), the merge across levels; and `-t`'s messages for bad entries.
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
-import { defineConfCases, failed } from '../helpers/conf-test.js';
+import { defineConfCases, failed, succeeded } from '../helpers/conf-test.js';
 import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 
 const REFERERS = [
@@ -17,7 +17,7 @@ const REFERERS = [
   'https://www.example.org', 'http://a.example.com/', 'http://example.com/', 'http://example.net/', 'http://b.example.net:1/',
   'http://www.example.co.uk/', 'http://www.example/', 'http://site.org/gal/x', 'http://site.org/ga', 'http://site.org:81/gal/',
   'http://foo.re.x', 'https://foo.re.x', 'http://foo.re.x/abc', 'http://q.com', 'https://Qq', 'http://srv.abc.net/x',
-  'https://SRV.abc.net:80', 'http://srv.abc.net.evil/', `http://${'h'.repeat(300)}/`,
+  'https://SRV.abc.net:80', 'http://srv.abc.net.evil/', `http://${'h'.repeat(300)}/`, 'http://late/', 'http://:1234567',
 ];
 
 describe('valid_referers (differential)', () => {
@@ -38,6 +38,10 @@ describe('valid_referers (differential)', () => {
   server { listen 127.0.0.1:${port}; server_name other;
     location / { return 200 "[$invalid_referer]\\n"; }
     location /set/ { set $invalid_referer x; return 200 "[$invalid_referer]\\n"; }
+  }
+  server { listen 127.0.0.1:${port};
+    location / { valid_referers server_names; return 200 "[$invalid_referer]\\n"; }
+    server_name late;
   }`),
     }, async (s) => {
       const out: Record<string, Snap> = {};
@@ -45,6 +49,7 @@ describe('valid_referers (differential)', () => {
         const headers: Record<string, string> = referer === undefined ? {} : { Referer: referer };
         for (const path of ['/', '/inherits/', '/own/']) out[`${path} ${referer ?? '(none)'}`] = await s.get(path, { headers });
         out[`other ${referer ?? '(none)'}`] = await s.get('/', { headers: { ...headers, Host: 'other' } });
+        out[`late ${referer ?? '(none)'}`] = await s.get('/', { headers: { ...headers, Host: 'late' } });
         out[`other /set/ ${referer ?? '(none)'}`] = await s.get('/set/', { headers: { ...headers, Host: 'other' } });
       }
       return out;
@@ -64,6 +69,16 @@ defineConfCases('valid_referers in -t', [
     name: 'none and blocked without a valid referer: nginx\'s message, without a place',
     files: conf('valid_referers none blocked;'), status: 1,
     lines: failed('[emerg] the "none" or "blocked" referers are specified in the "valid_referers" directive without any valid referer'),
+  },
+  {
+    name: 'server_names in a server without server_name lists its empty name: none and blocked are then allowed',
+    files: conf('valid_referers none blocked server_names;'), status: 0,
+    lines: succeeded(),
+  },
+  {
+    name: 'valid_referers is not allowed at the http level',
+    files: { 'nginx.conf': 'events {}\nhttp {\n  valid_referers none a.com;\n}\n' }, status: 1,
+    lines: failed('[emerg] "valid_referers" directive is not allowed here in PREFIX/nginx.conf:3'),
   },
   {
     name: 'an empty referer is invalid',

@@ -6,8 +6,8 @@
  *
  * - `none`: no Referer header; `blocked`: a Referer that does not start with
  *   `http://` or `https://` (a firewall or proxy removed the scheme);
- * - `server_names`: the names of the enclosing server block read so far
- *   (its regex names as regexes);
+ * - `server_names`: the names of the enclosing server block (its regex names
+ *   as regexes; the empty name for a server without `server_name`);
  * - a host name, `*.example.com`, `.example.com` or `www.example.*`, with an
  *   optional URI prefix (`example.com/galleries/`), compared with the host
  *   of the Referer (lowercased, up to `:` or `/`);
@@ -20,7 +20,7 @@
  * own names and flags, and the regexes from above when it has none.
  */
 import { ConfigError } from '../../errors.js';
-import { HTTP_SRV_LOC } from '../flags.js';
+import { SRV_LOC } from '../flags.js';
 import { compileRegex } from '../regex.js';
 import type { RefererConf, RefererRegex, RefererUriPart, RequestView } from '../request-view.js';
 import type { VariableDef } from '../variables.js';
@@ -37,6 +37,8 @@ interface RefererKeys {
   readonly heads: [string, RefererUriPart][];
   readonly tails: [string, RefererUriPart][];
   readonly regexes: RefererRegex[];
+  /** `server_names`: the server block whose names are added as the level is merged. */
+  serverNamesOf: LevelConf | undefined;
 }
 
 /** The level's own `valid_referers` entries, gathered over its directives. */
@@ -78,18 +80,18 @@ function addRegex(keys: RefererKeys, word: string): void {
 
 export const refererDirectives: readonly DirectiveSpec[] = [
   {
-    name: 'valid_referers', module: MODULE, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime',
+    name: 'valid_referers', module: MODULE, contexts: SRV_LOC, args: ['1MORE'], effect: 'runtime',
     set: (d, cx) => {
       let keys = cx.level.own(refererKeys)?.value;
       if (!keys) {
-        keys = { noReferer: false, blockedReferer: false, exact: new Map(), heads: [], tails: [], regexes: [] };
+        keys = { noReferer: false, blockedReferer: false, exact: new Map(), heads: [], tails: [], regexes: [], serverNamesOf: undefined };
         cx.level.set(refererKeys, keys, d.loc);
       }
       for (const word of d.args) {
         if (word === '') fail('invalid referer ""');
         if (word === 'none') keys.noReferer = true;
         else if (word === 'blocked') keys.blockedReferer = true;
-        else if (word === 'server_names') addServerNames(keys, cx.enclosing('server'));
+        else if (word === 'server_names') keys.serverNamesOf = cx.enclosing('server');
         else if (word.startsWith('~')) addRegex(keys, word);
         else {
           const slash = word.indexOf('/');
@@ -100,12 +102,31 @@ export const refererDirectives: readonly DirectiveSpec[] = [
   },
 ];
 
-/** `server_names`: the names the enclosing server block has set so far, as nginx reads `cscf->server_names` then. */
-function addServerNames(keys: RefererKeys, server: LevelConf | undefined): void {
-  for (const { value } of server?.ownList(serverNames) ?? []) {
-    if (value.regex) keys.regexes.push({ regex: value.regex.regex, subject: 'host' });
-    else addHost(keys, value.name, null);
+/**
+ * The level's entries with those of `server_names`: every name of the
+ * server block, wherever its `server_name` stands, or the empty name of a
+ * server without one (nginx 1.30 adds them as it merges, after the server's
+ * own merge gave it its default name).
+ */
+function withServerNames(keys: RefererKeys): RefererKeys {
+  if (!keys.serverNamesOf) return keys;
+  const out: RefererKeys = {
+    ...keys, exact: new Map(keys.exact), heads: [...keys.heads], tails: [...keys.tails], regexes: [...keys.regexes], serverNamesOf: undefined,
+  };
+  const names = keys.serverNamesOf.ownList(serverNames)?.map((e) => e.value) ?? [{ name: '', regex: undefined }];
+  for (const { name, regex } of names) {
+    if (regex) out.regexes.push({ regex: regex.regex, subject: 'host' });
+    else if (!hasHost(out, name)) addHost(out, name, null);
   }
+  return out;
+}
+
+/** Whether a name, or the wildcard it is, is among the entries already. */
+function hasHost(keys: RefererKeys, name: string): boolean {
+  if (name.startsWith('*.')) return keys.heads.some(([k]) => k === name.slice(1));
+  if (name.startsWith('.')) return keys.exact.has(name.slice(1)) || keys.heads.some(([k]) => k === name);
+  if (name.endsWith('.*')) return keys.tails.some(([k]) => k === name.slice(0, -1));
+  return keys.exact.has(name);
 }
 
 /** Merged settings by level: every location below a level reads the same. */
@@ -121,7 +142,8 @@ const mergedByLevel = new WeakMap<LevelConf, RefererConf | undefined>();
 export function refererConf(c: ConfChain): RefererConf | undefined {
   if (mergedByLevel.has(c.level)) return mergedByLevel.get(c.level);
   const prev = c.parent ? refererConf(c.parent) : undefined;
-  const own = c.level.own(refererKeys)?.value;
+  const ownKeys = c.level.own(refererKeys)?.value;
+  const own = ownKeys && withServerNames(ownKeys);
   let merged = prev;
   if (own) {
     if ((own.noReferer || own.blockedReferer) && own.exact.size === 0 && own.heads.length === 0 && own.tails.length === 0) {
