@@ -25,6 +25,7 @@ import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { emptyGif } from './modules/empty-gif.js';
 import { secureLinkConf } from './modules/secure-link.js';
+import { stubStatus } from './modules/stub-status.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
 import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
@@ -286,6 +287,7 @@ class Compiler implements CompileContext {
       addition: additionConf(c),
       emptyGif: c.get(emptyGif),
       secureLink: secureLinkConf(c, vars),
+      stubStatus: c.get(stubStatus),
     });
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

@@ -196,6 +196,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   /** `empty_gif`: the location's content is the empty GIF. */
   readonly emptyGif: boolean;
   readonly secureLink: SecureLinkConf | undefined;
+  /** `stub_status`: the level's content is the status page. */
+  readonly stubStatus: boolean;
 }
 
 /** The compiled configuration. */

@@ -23,6 +23,7 @@ import { fastcgiRequest } from './handlers/fastcgi.js';
 import { limitRequests } from './handlers/limit-req.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
+import { statusFormat, statusPage } from './handlers/stub-status.js';
 import { realClientAddress } from './handlers/realip.js';
 import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
@@ -105,6 +106,7 @@ export function serveClientRequest(
     // ngx_http_log_request
     r.action = 'logging request';
     cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
+    cx.status.tally(r, r.upstream && r.loc.proxy?.target.kind === 'static' ? r.loc.proxy.target.group : undefined);
     onClosed(r);
   });
   const set = listen.byLocalAddr.get(conn.localAddr) ?? listen.servers;
@@ -506,7 +508,8 @@ async function authRequest(ex: Exchange): Promise<AccessResult> {
 /** The content phase: the location's handler, then what its outcome asks for. */
 function contentPhase(ex: Exchange): Promise<void> {
   const { loc } = ex.r;
-  const handler: ContentHandler = loc.proxy ? proxyRequest : loc.fastcgi ? fastcgiRequest : loc.emptyGif ? sendEmptyGif : serveStatic;
+  const handler: ContentHandler = loc.proxy ? proxyRequest : loc.fastcgi ? fastcgiRequest : loc.emptyGif ? sendEmptyGif
+    : loc.stubStatus ? sendStubStatus : serveStatic;
   return handler(ex).then((outcome) => follow(ex, outcome));
 }
 
@@ -666,6 +669,22 @@ async function sendEmptyGif(ex: Exchange): Promise<Outcome> {
   return DONE;
 }
 
+/**
+ * `stub_status` (`ngx_http_stub_status_handler`): GET and HEAD get the
+ * status page (`handlers/stub-status.ts`: nginx's text, or the Prometheus
+ * formats an `Accept` asks for) of the figures read once the request body
+ * is discarded; a HEAD's header has no length, as nginx sends it before it
+ * makes the page. Other methods 405.
+ */
+async function sendStubStatus(ex: Exchange): Promise<Outcome> {
+  const { r } = ex;
+  if (r.method !== 'GET' && r.method !== 'HEAD') return statusOutcome(405);
+  const snapshot = await ex.cx.status.snapshot();
+  const page = statusPage(snapshot, statusFormat(r.headers));
+  await sendResponse(ex, 200, page.body, page.type, undefined, r.method !== 'HEAD');
+  return DONE;
+}
+
 /** Sends `return CODE [TEXT]`: `sendResponse` with the text typed by the URI's extension or `default_type`. */
 function sendText(ex: Exchange, status: number, text: string): Promise<void> | void {
   return sendResponse(ex, status, Buffer.from(text, 'latin1'), undefined, undefined);
@@ -680,9 +699,11 @@ function sendText(ex: Exchange, status: number, text: string): Promise<void> | v
  * response step set stay (a redirect's `Location`). The not-modified filter
  * judges a 200 by its date alone: without one it fails `If-Match` and
  * `If-Unmodified-Since` (412) and matches `If-None-Match: *` (304), as in
- * nginx.
+ * nginx. Without `withLength`, the header has no `Content-Length`.
  */
-function sendResponse(ex: Exchange, status: number, body: Buffer, type: string | undefined, lastModifiedSec: number | undefined): Promise<void> | void {
+function sendResponse(
+  ex: Exchange, status: number, body: Buffer, type: string | undefined, lastModifiedSec: number | undefined, withLength = true,
+): Promise<void> | void {
   const { r } = ex;
   const failed = discardRequestBody(ex);
   if (failed !== undefined) return finalize(ex, failed);
@@ -705,7 +726,7 @@ function sendResponse(ex: Exchange, status: number, body: Buffer, type: string |
   } else {
     // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
     if (!typed) headers.push(['Content-Type', type ?? contentTypeFor(r)]);
-    headers.push(['Content-Length', String(body.length)]);
+    if (withLength) headers.push(['Content-Length', String(body.length)]);
   }
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);

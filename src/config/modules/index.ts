@@ -11,6 +11,7 @@ import { authRequestDirectives } from './auth-request.js';
 import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
 import { secureLinkDirectives, secureLinkVariables } from './secure-link.js';
+import { stubStatusDirectives, stubStatusVariables } from './stub-status.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
 import { gzipDirectives } from './gzip.js';
@@ -57,8 +58,9 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...additionDirectives,
   ...emptyGifDirectives,
   ...secureLinkDirectives,
+  ...stubStatusDirectives,
   ...streamDirectives,
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...stubStatusVariables];
