@@ -673,15 +673,15 @@ async function sendEmptyGif(ex: Exchange): Promise<Outcome> {
  * `stub_status` (`ngx_http_stub_status_handler`): GET and HEAD get the
  * status page (`handlers/stub-status.ts`: nginx's text, or the Prometheus
  * formats an `Accept` asks for) of the figures read once the request body
- * is discarded; a HEAD's header has no length, as nginx sends it before it
- * makes the page. Other methods 405.
+ * is discarded (a HEAD's header with the page's length, as nginx's). Other
+ * methods 405.
  */
 async function sendStubStatus(ex: Exchange): Promise<Outcome> {
   const { r } = ex;
   if (r.method !== 'GET' && r.method !== 'HEAD') return statusOutcome(405);
   const snapshot = await ex.cx.status.snapshot();
   const page = statusPage(snapshot, statusFormat(r.headers));
-  await sendResponse(ex, 200, page.body, page.type, undefined, r.method !== 'HEAD');
+  await sendResponse(ex, 200, page.body, page.type, undefined);
   return DONE;
 }
 
@@ -699,11 +699,9 @@ function sendText(ex: Exchange, status: number, text: string): Promise<void> | v
  * response step set stay (a redirect's `Location`). The not-modified filter
  * judges a 200 by its date alone: without one it fails `If-Match` and
  * `If-Unmodified-Since` (412) and matches `If-None-Match: *` (304), as in
- * nginx. Without `withLength`, the header has no `Content-Length`.
+ * nginx.
  */
-function sendResponse(
-  ex: Exchange, status: number, body: Buffer, type: string | undefined, lastModifiedSec: number | undefined, withLength = true,
-): Promise<void> | void {
+function sendResponse(ex: Exchange, status: number, body: Buffer, type: string | undefined, lastModifiedSec: number | undefined): Promise<void> | void {
   const { r } = ex;
   const failed = discardRequestBody(ex);
   if (failed !== undefined) return finalize(ex, failed);
@@ -726,7 +724,7 @@ function sendResponse(
   } else {
     // ngx_http_set_content_type keeps a type set before (X-Accel-Redirect)
     if (!typed) headers.push(['Content-Type', type ?? contentTypeFor(r)]);
-    if (withLength) headers.push(['Content-Length', String(body.length)]);
+    headers.push(['Content-Length', String(body.length)]);
   }
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);
