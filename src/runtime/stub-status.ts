@@ -11,6 +11,7 @@
  * worker processes the master sums the workers' figures when a status page
  * asks (`cli/shared-zones.ts`).
  */
+import type { UpstreamState } from '../config/request-view.js';
 import type { HttpRequestState } from './request.js';
 
 /** nginx's `ngx_stat_accepted` … `ngx_stat_waiting` of this process. */
@@ -205,18 +206,19 @@ export class ProcessStatus {
     }
     const last = r.upstream;
     if (!last) return;
-    for (const attempt of last.earlier.length === 0 ? [last] : [...last.earlier, last]) {
-      const name = upstreamName ?? attempt.addr;
-      let u = this.upstreams.get(name);
-      if (!u) this.upstreams.set(name, (u = newTally()));
-      const status = attempt.status ?? 0;
-      const attemptClass = Math.floor(status / 100);
-      if (attemptClass >= 1 && attemptClass <= 5) u.classes[attemptClass - 1]!++;
-      const ms = attempt.responseTimeMs ?? 0;
-      u.buckets[bucketOf(ms)]!++;
-      u.sumMs += ms;
-      u.count++;
-    }
+    for (const attempt of last.earlier) this.tallyAttempt(upstreamName ?? attempt.addr, attempt);
+    this.tallyAttempt(upstreamName ?? last.addr, last);
+  }
+
+  private tallyAttempt(name: string, attempt: UpstreamState): void {
+    let u = this.upstreams.get(name);
+    if (!u) this.upstreams.set(name, (u = newTally()));
+    const attemptClass = Math.floor((attempt.status ?? 0) / 100);
+    if (attemptClass >= 1 && attemptClass <= 5) u.classes[attemptClass - 1]!++;
+    const ms = attempt.responseTimeMs ?? 0;
+    u.buckets[bucketOf(ms)]!++;
+    u.sumMs += ms;
+    u.count++;
   }
 
   /** This process's figures now. */
