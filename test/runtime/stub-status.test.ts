@@ -14,10 +14,12 @@ import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { connect as http2Connect } from 'node:http2';
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertSameAsNginx, differential, httpConf, type Side, type Snap } from '../helpers/differential.js';
 import { cleanup, freePort, hasCommand, request, startJinx, waitFor } from '../helpers/harness.js';
+import { selfSigned } from '../helpers/pki.js';
 
 /** The counters of nginx's page. */
 interface Stub {
@@ -182,6 +184,69 @@ describe('stub_status (differential)', () => {
       const figures = exporterFigures(snap.body);
       assert.equal(figures.accepted, figures.handled, label);
     }
+  });
+});
+
+/** The status page over TLS (HTTP/1.0), its lines joined by `|`. */
+function statusOverTls(port: number): Promise<string> {
+  return new Promise((res, rej) => {
+    const socket = tlsConnect({ port, host: '127.0.0.1', rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] }, () => socket.write('GET /stub HTTP/1.0\r\n\r\n'));
+    let text = '';
+    socket.on('data', (d: Buffer) => { text += d.toString('latin1'); });
+    socket.on('end', () => res(text.slice(text.indexOf('\r\n\r\n') + 4).replace(/\n/g, '|')));
+    socket.on('error', rej);
+  });
+}
+
+describe('stub_status over TLS (differential)', () => {
+  after(cleanup);
+
+  it('counts a TLS connection idle after its handshake, a TCP one that sent nothing and an HTTP/2 one between streams as waiting, as nginx', async () => {
+    const { cert, key } = selfSigned('status.test');
+    const run = await differential({
+      files: { 'cert.pem': cert, 'cert.key': key },
+      conf: ({ port }) => httpConf(`  server {
+    listen 127.0.0.1:${port} ssl;
+    http2 on;
+    ssl_certificate cert.pem;
+    ssl_certificate_key cert.key;
+    location /stub { stub_status; }
+    location / { return 200 "ok\\n"; }
+  }`),
+    }, async (s: Side) => {
+      const out: Record<string, string> = {};
+      const pause = (): Promise<unknown> => sleep(300);
+      out['start'] = await statusOverTls(s.port);
+      const idle = tlsConnect({ port: s.port, host: '127.0.0.1', rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
+      idle.on('error', () => undefined);
+      await new Promise((res) => idle.once('secureConnect', res));
+      await pause();
+      out['tls idle'] = await statusOverTls(s.port);
+      const plain = await openConnection(s.port);
+      await pause();
+      out['tcp idle'] = await statusOverTls(s.port);
+      const h2 = http2Connect(`https://127.0.0.1:${s.port}`, { rejectUnauthorized: false });
+      h2.on('error', () => undefined);
+      await new Promise((res) => h2.once('connect', res));
+      await pause();
+      out['h2 idle'] = await statusOverTls(s.port);
+      await new Promise((res) => {
+        const stream = h2.request({ ':path': '/' });
+        stream.resume();
+        stream.on('end', res);
+      });
+      await pause();
+      out['h2 after a stream'] = await statusOverTls(s.port);
+      idle.destroy();
+      plain.socket.destroy();
+      h2.destroy();
+      await pause();
+      out['end'] = await statusOverTls(s.port);
+      return out;
+    });
+    // the harness's probe of the port is the first connection
+    assert.equal(run.nginx.result['h2 after a stream'], 'Active connections: 4 |server accepts handled requests| 9 9 6 |Reading: 0 Writing: 1 Waiting: 3 |');
+    assertSameAsNginx(run);
   });
 });
 
