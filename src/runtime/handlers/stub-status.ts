@@ -5,7 +5,7 @@
  * request tallies in the Prometheus text exposition format (version 0.0.4)
  * or in OpenMetrics 1.0. The counters keep the names the NGINX Prometheus
  * exporter (`nginxinc/nginx-prometheus-exporter`) gives them (`nginx_…`);
- * jinx's tallies are `jinx_…` (README, "stub_status").
+ * jinx's tallies are `jinx_…` (README, "Status page").
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { UPSTREAM_BUCKETS_SEC, type StatusSnapshot } from '../stub-status.js';
