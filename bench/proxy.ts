@@ -37,9 +37,14 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --connections N   wrk -c, h2load -c (default 64 with h1, 8 with h2)
   --threads N       wrk -t (default 2)
   --sizes LIST      body sizes in bytes, k and m suffixes allowed (default 100,16k; 1m for 1 MiB)
-  --targets LIST    servers to measure: jinx,nginx,bare,fastify (default jinx,nginx); bare is
-                    the smallest node:http + undici proxy, the ceiling of jinx's design;
-                    fastify is fastify with @fastify/http-proxy (HTTP/1.1 only)
+  --targets LIST    servers to measure: jinx,nginx,bare,fastify,jinx-status,jinx-base (default
+                    jinx,nginx); bare is the smallest node:http + undici proxy, the ceiling of
+                    jinx's design; fastify is fastify with @fastify/http-proxy (HTTP/1.1 only);
+                    jinx-status is jinx with a stub_status location beside the proxied one
+                    (what the status page costs the proxied requests); jinx-base is the jinx
+                    of --jinx-base
+  --jinx-base PATH  another jinx's bin/jinx for the jinx-base target (e.g. a checkout of the
+                    branch before a change, built), to compare two versions in one run
   --upstream KIND   nginx (default) or node
   --protocol P      h1 (default: HTTP/1.1 over plain TCP, measured with wrk) or h2
                     (HTTP/2 over TLS, \`http2 on\`, measured with h2load; no bare target)
@@ -85,6 +90,8 @@ interface Options {
   auxCpus: string | undefined;
   nginx: string;
   nodeFlags: string[];
+  /** `--jinx-base`: the bin/jinx of the jinx-base target. */
+  jinxBase: string | undefined;
   maxOther: number;
   nice: number;
   retries: number;
@@ -94,8 +101,8 @@ interface Options {
   keep: boolean;
 }
 
-type Target = 'jinx' | 'nginx' | 'bare' | 'fastify';
-const TARGETS: readonly Target[] = ['jinx', 'nginx', 'bare', 'fastify'];
+type Target = 'jinx' | 'nginx' | 'bare' | 'fastify' | 'jinx-status' | 'jinx-base';
+const TARGETS: readonly Target[] = ['jinx', 'nginx', 'bare', 'fastify', 'jinx-status', 'jinx-base'];
 
 function positive(name: string, v: string | undefined, dflt: number): number {
   if (v === undefined) return dflt;
@@ -114,7 +121,7 @@ function options(argv: string[]): Options {
       'aux-cpus': { type: 'string' }, 'no-pin': { type: 'boolean' }, nginx: { type: 'string' },
       'node-flags': { type: 'string' }, profile: { type: 'string' }, json: { type: 'string' },
       'max-other': { type: 'string' }, retries: { type: 'string' }, 'quiet-wait': { type: 'string' },
-      nice: { type: 'string' }, protocol: { type: 'string' }, streams: { type: 'string' }, workers: { type: 'string' },
+      nice: { type: 'string' }, protocol: { type: 'string' }, streams: { type: 'string' }, workers: { type: 'string' }, 'jinx-base': { type: 'string' },
       keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
   });
@@ -124,6 +131,8 @@ function options(argv: string[]): Options {
   }
   const targets = (values.targets ?? 'jinx,nginx').split(',').map((t) => t.trim());
   for (const t of targets) if (!(TARGETS as string[]).includes(t)) throw new Error(`unknown target "${t}"`);
+  const jinxBase = values['jinx-base'] === undefined ? undefined : resolve(values['jinx-base']);
+  if (targets.includes('jinx-base') && (jinxBase === undefined || !existsSync(jinxBase))) throw new Error('the jinx-base target needs --jinx-base PATH (a built jinx\'s bin/jinx)');
   const upstream = values.upstream ?? 'nginx';
   if (upstream !== 'nginx' && upstream !== 'node') throw new Error(`--upstream is nginx or node, not "${upstream}"`);
   const protocol = values.protocol ?? 'h1';
@@ -149,6 +158,7 @@ function options(argv: string[]): Options {
     auxCpus: pin ? values['aux-cpus'] ?? '1' : undefined,
     nginx,
     nodeFlags: (values['node-flags'] ?? '').split(/\s+/).filter(Boolean),
+    jinxBase,
     maxOther: positive('max-other', values['max-other'], 20),
     nice: values.nice === undefined ? 0 : Number(values.nice),
     retries: values.retries === '0' ? 0 : Math.round(positive('retries', values.retries, 2)),
@@ -222,9 +232,11 @@ ${locations}  }
 /**
  * The configuration under test, the same file for jinx and nginx; with
  * `tlsDir` (HTTP/2 runs) the server listens with TLS and `http2 on`, the
- * certificate and key in that directory.
+ * certificate and key in that directory; with `stubStatus`, a
+ * `location = /stub_status { stub_status; }` beside the proxied one (no
+ * log reads `$connections_*`).
  */
-function proxyConf(dir: string, port: number, upstreamPort: number, workers: number | undefined, tlsDir?: string): string {
+function proxyConf(dir: string, port: number, upstreamPort: number, workers: number | undefined, tlsDir?: string, stubStatus = false): string {
   // h2load does not reconnect: a connection closed after keepalive_requests (1000) would end its share of the run
   const tls = tlsDir
     ? `\n    http2 on;\n    keepalive_requests 1000000;\n    ssl_certificate ${tlsDir}/cert.pem;\n    ssl_certificate_key ${tlsDir}/key.pem;`
@@ -242,7 +254,7 @@ ${tempPaths(dir)}
       proxy_pass http://backend;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-    }
+    }${stubStatus ? '\n    location = /stub_status { stub_status; }' : ''}
   }
 }
 `;
@@ -539,7 +551,7 @@ const fmtMiB = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
 
 function runLine(r: Run): string {
   const errs = r.non2xx || r.socketErrors ? `  errors: ${r.non2xx} non-2xx, ${r.socketErrors} socket` : '';
-  return `  ${r.round === 0 ? 'warm-up' : `round ${r.round}`}  ${r.target.padEnd(5)} ${pad(fmtInt(r.rps), 9)} req/s  p50 ${pad(fmtMs(r.p50Ms), 9)}  p99 ${pad(fmtMs(r.p99Ms), 9)}`
+  return `  ${r.round === 0 ? 'warm-up' : `round ${r.round}`}  ${r.target.padEnd(11)} ${pad(fmtInt(r.rps), 9)} req/s  p50 ${pad(fmtMs(r.p50Ms), 9)}  p99 ${pad(fmtMs(r.p99Ms), 9)}`
     + `  rss ${pad(fmtMiB(r.peakRssBytes), 9)}  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
 }
 
@@ -562,13 +574,13 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
   const counted = runs.filter((r) => r.counted);
   lines.push('', `== summary: medians of ${o.rounds} rounds × ${o.durationS} s, ${loadTool(o)}`
     + (o.sutCpus !== undefined ? `, servers on CPU ${o.sutCpus}, upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : ', unpinned'));
-  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(7)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('peak rss', 10)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}`);
+  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(11)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('peak rss', 10)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}`);
   for (const size of o.sizes) {
     const med: Partial<Record<Target, { rps: number; perCpu: number }>> = {};
     for (const t of o.targets) {
       const rs = counted.filter((r) => r.size === size && r.target === t);
       med[t] = { rps: median(rs.map((r) => r.rps)), perCpu: median(rs.map(perCpu)) };
-      lines.push(`${fmtSize(size).padEnd(8)} ${t.padEnd(7)} ${pad(fmtInt(med[t]!.rps), 9)} ${pad(fmtMs(median(rs.map((r) => r.p99Ms))), 9)}`
+      lines.push(`${fmtSize(size).padEnd(8)} ${t.padEnd(11)} ${pad(fmtInt(med[t]!.rps), 9)} ${pad(fmtMs(median(rs.map((r) => r.p99Ms))), 9)}`
         + ` ${pad(fmtMiB(Math.max(...runs.filter((r) => r.size === size && r.target === t).map((r) => r.peakRssBytes))), 10)}`
         + ` ${pad(fmtPct(median(rs.map((r) => r.sutCpu))), 10)} ${pad(fmtInt(med[t]!.perCpu), 10)}`
         + ` ${pad(`${median(rs.map((r) => usPerReq(r, 'user'))).toFixed(1)}+${median(rs.map((r) => usPerReq(r, 'sys'))).toFixed(1)}`, 15)}`
@@ -587,6 +599,12 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
     }
     if (med.jinx !== undefined && med.bare !== undefined) {
       lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/bare ${(med.jinx.rps / med.bare.rps).toFixed(3)} (bare: node:http + undici and nothing else)`);
+    }
+    if (med.jinx !== undefined && med['jinx-status'] !== undefined) {
+      lines.push(`${fmtSize(size).padEnd(8)} ratio jinx-status/jinx ${(med['jinx-status'].rps / med.jinx.rps).toFixed(3)} (with a stub_status location)`);
+    }
+    if (med.jinx !== undefined && med['jinx-base'] !== undefined) {
+      lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/jinx-base ${(med.jinx.rps / med['jinx-base'].rps).toFixed(3)} (jinx-base: ${o.jinxBase})`);
     }
     if (med.jinx !== undefined && med.fastify !== undefined) {
       lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/fastify ${(med.jinx.rps / med.fastify.rps).toFixed(3)} (fastify + @fastify/http-proxy)`);
@@ -637,7 +655,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     mkdirSync(join(tDir, 'logs'), { recursive: true });
     const port = await freePort();
     const conf = join(tDir, 'nginx.conf');
-    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h2' ? tlsDir : undefined));
+    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h2' ? tlsDir : undefined, t === 'jinx-status'));
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, { cpus: o.sutCpus, niceness: o.nice });
@@ -648,7 +666,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     else {
       const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
       const env = { ...process.env, JINX_NODE_FLAGS: [...o.nodeFlags, ...prof].join(' ') };
-      proc = start('jinx', JINX, args, { cpus: o.sutCpus, niceness: o.nice, env });
+      proc = start(t, t === 'jinx-base' ? o.jinxBase! : JINX, args, { cpus: o.sutCpus, niceness: o.nice, env });
     }
     await waitListening(proc, port);
     // idle: listening a second, nothing served yet

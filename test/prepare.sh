@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs what the tests need when it is missing: the reference nginx
 # (Debian's, and current nginx into /opt/nginx-oracle when the installer is
-# available), curl, openssl, php-fpm and iproute2 (the config fuzzer's
-# sandbox brings its loopback interface up with ip). Safe to run again.
+# available), curl, openssl, php-fpm, iproute2 (the config fuzzer's
+# sandbox brings its loopback interface up with ip) and prometheus (its
+# promtool checks stub_status's Prometheus page). Safe to run again.
 set -e
 need=""
 command -v curl >/dev/null 2>&1 || need="$need curl"
@@ -10,6 +11,7 @@ command -v openssl >/dev/null 2>&1 || need="$need openssl"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
 [ -x /usr/sbin/nginx ] || need="$need nginx"
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need="$need php-fpm"
+command -v promtool >/dev/null 2>&1 || need="$need prometheus"
 if [ -n "$need" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test/prepare.sh: installing$need" >&2

@@ -91,7 +91,7 @@ export class Master {
   private constructor(compiled: CompiledConfig, private readonly opts: MasterOptions) {
     this.current = generation(compiled);
     this.errorLog.open(compiled.table.main.errorLogs);
-    this.zones = new MasterZones((message) => this.log('alert', message));
+    this.zones = new MasterZones((message) => this.log('alert', message), () => this.states.keys());
     // workers accept on the master's sockets themselves, as nginx's do (not handed each connection by the master)
     cluster.schedulingPolicy = cluster.SCHED_NONE;
     cluster.setupPrimary({ silent: false });
@@ -236,6 +236,7 @@ export class Master {
     const state = this.states.get(worker)!;
     this.states.delete(worker);
     state.gen.workers.delete(worker);
+    this.zones.workerExited(worker);
     const pid = worker.process.pid;
     this.log('notice', `signal 17 (SIGCHLD) received from ${pid}`);
     if (signal) this.log('alert', `worker process ${pid} exited on signal ${osConstants.signals[signal]}`);

@@ -5,27 +5,62 @@
  * order the questions arrive (nginx's zone lock). A `limit_req` check is
  * one round trip over the cluster channel, as is resuming a session of an
  * `ssl_session_cache shared:` zone; keeping a new session is one message
- * (bench/README.md has their cost).
+ * (bench/README.md has their cost). The stub_status counters, which nginx
+ * also keeps there, are counted by each worker in its own memory (a
+ * request costs no message) and gathered by the master when a status page
+ * asks: it asks every worker for its figures and sums them with what the
+ * workers that exited had counted.
  */
 import type { Worker } from 'node:cluster';
 import { LimitReqZones, type LimitCheck, type LimitOutcome, type LimitReqStore } from '../runtime/limit-req-zones.js';
 import { LocalSessions, type SessionStore } from '../runtime/session-cache.js';
-import { isZoneAnswer, type LimitReqQuery, type SslSessionQuery, type ZoneAnswer, type ZoneMessage } from './worker-protocol.js';
+import { cumulativePart, ProcessStatus, sumSnapshots, type StatusSnapshot } from '../runtime/stub-status.js';
+import {
+  isStatusGather, isZoneAnswer, type LimitReqQuery, type SslSessionQuery, type StatusGather, type StatusQuery, type StatusReport, type ZoneAnswer,
+  type ZoneMessage,
+} from './worker-protocol.js';
+
+/** How long the master waits for the workers' figures before it answers with those it has. */
+const GATHER_TIMEOUT_MS = 1000;
+
+/** A status page's question being answered: the workers yet to report, and the reports so far. */
+interface Gather {
+  readonly asker: Worker;
+  readonly queryId: number;
+  readonly pending: Set<Worker>;
+  readonly reports: StatusSnapshot[];
+  readonly timer: NodeJS.Timeout;
+}
 
 /** The master's side: the zones' one state. */
 export class MasterZones {
   private readonly limitReq: LimitReqZones;
   private readonly sessions = new LocalSessions();
+  /** The cumulative figures of the workers that exited (their gauges are gone with their connections). */
+  private retired: StatusSnapshot = sumSnapshots([]);
+  /** Each live worker's last report, which becomes `retired` when it exits. */
+  private readonly lastReports = new Map<Worker, StatusSnapshot>();
+  private readonly gathers = new Map<number, Gather>();
+  private nextGather = 0;
 
-  /** @param alert where `could not allocate node in limit_req zone "NAME"` goes */
-  constructor(alert: (message: string) => void) {
+  /**
+   * @param alert where `could not allocate node in limit_req zone "NAME"` goes
+   * @param workers the live workers, of every generation
+   */
+  constructor(alert: (message: string) => void, private readonly workers: () => Iterable<Worker>) {
     this.limitReq = new LimitReqZones(alert);
   }
 
   /** Applies a worker's message, answering a query. */
   answer(worker: Worker, m: ZoneMessage): void {
     let answer: ZoneAnswer;
-    if (m.type === 'ssl_session_keep') {
+    if (m.type === 'status') {
+      this.gather(worker, m);
+      return;
+    } else if (m.type === 'status_report') {
+      this.reported(worker, m);
+      return;
+    } else if (m.type === 'ssl_session_keep') {
       this.sessions.keep(m.zone, m.sessionId, Buffer.from(m.data, 'base64'), m.expiresAtMs, m.maxSessions);
       return;
     } else if (m.type === 'ssl_session') {
@@ -34,6 +69,47 @@ export class MasterZones {
       answer = { type: 'zone_answer', id: m.id, limit: this.limitReq.apply(m.checks) };
     }
     if (worker.isConnected()) worker.send(answer);
+  }
+
+  /** A status page's question: every live worker is asked for its figures (`StatusGather`). */
+  private gather(asker: Worker, query: StatusQuery): void {
+    const id = ++this.nextGather;
+    const pending = new Set([...this.workers()].filter((w) => w.isConnected()));
+    const gather: Gather = { asker, queryId: query.id, pending, reports: [], timer: setTimeout(() => this.answerGather(id), GATHER_TIMEOUT_MS) };
+    gather.timer.unref();
+    this.gathers.set(id, gather);
+    const ask: StatusGather = { type: 'status_gather', id };
+    for (const w of pending) w.send(ask);
+    if (pending.size === 0) this.answerGather(id);
+  }
+
+  /** A worker's figures: for a gather under way, or its last before it exits (id 0). */
+  private reported(worker: Worker, report: StatusReport): void {
+    this.lastReports.set(worker, report.snapshot);
+    const gather = this.gathers.get(report.id);
+    if (!gather || !gather.pending.delete(worker)) return;
+    gather.reports.push(report.snapshot);
+    if (gather.pending.size === 0) this.answerGather(report.id);
+  }
+
+  /** Answers a gather with the figures reported, summed with the exited workers'. */
+  private answerGather(id: number): void {
+    const gather = this.gathers.get(id);
+    if (!gather) return;
+    this.gathers.delete(id);
+    clearTimeout(gather.timer);
+    const answer: ZoneAnswer = { type: 'zone_answer', id: gather.queryId, status: sumSnapshots([this.retired, ...gather.reports]) };
+    if (gather.asker.isConnected()) gather.asker.send(answer);
+  }
+
+  /** A worker exited: what it counted last stays counted; no gather waits for it. */
+  workerExited(worker: Worker): void {
+    const last = this.lastReports.get(worker);
+    this.lastReports.delete(worker);
+    if (last) this.retired = sumSnapshots([this.retired, cumulativePart(last)]);
+    for (const [id, gather] of this.gathers) {
+      if (gather.pending.delete(worker) && gather.pending.size === 0) this.answerGather(id);
+    }
   }
 }
 
@@ -64,7 +140,7 @@ class MasterQueries {
   }
 
   /** Sends `query` (with a fresh id) and resolves to its answer. */
-  ask(query: (id: number) => LimitReqQuery | SslSessionQuery): Promise<ZoneAnswer | undefined> {
+  ask(query: (id: number) => LimitReqQuery | SslSessionQuery | StatusQuery): Promise<ZoneAnswer | undefined> {
     const id = ++this.nextId;
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
@@ -116,5 +192,37 @@ export class WorkerSessions implements SessionStore {
     if (!master.connected) return this.local.find(zone, sessionId);
     return master.ask((id) => ({ type: 'ssl_session', id, zone, sessionId }))
       .then((a) => (a?.session === undefined ? undefined : Buffer.from(a.session, 'base64')));
+  }
+}
+
+/**
+ * A worker's stub_status figures: it counts its own; a status page shows
+ * every worker's, which it asks the master for (its own alone without the
+ * master). It answers the master's `StatusGather` with its figures, and
+ * tells them a last time before it exits (`reportLast`).
+ */
+export class WorkerStatus extends ProcessStatus {
+  constructor() {
+    super();
+    process.on('message', (m: unknown) => {
+      if (!isStatusGather(m)) return;
+      this.report(m.id);
+    });
+  }
+
+  private report(id: number): void {
+    const report: StatusReport = { type: 'status_report', id, snapshot: this.own() };
+    masterQueries().tell(report);
+  }
+
+  /** Tells the master the figures counted last, before the worker leaves it. */
+  reportLast(): void {
+    this.report(0);
+  }
+
+  override snapshot(): StatusSnapshot | Promise<StatusSnapshot> {
+    const master = masterQueries();
+    if (!master.connected) return this.own();
+    return master.ask((id) => ({ type: 'status', id })).then((a) => a?.status ?? this.own());
   }
 }

@@ -6,6 +6,7 @@
  */
 import type { ConfigSnapshot } from '../parser/load.js';
 import type { LimitCheck, LimitOutcome } from '../runtime/limit-req-zones.js';
+import type { StatusSnapshot } from '../runtime/stub-status.js';
 import type { PeerEvent } from '../runtime/upstream/round-robin.js';
 
 /** The environment variable that tells a worker its number (0 to `worker_processes` − 1). */
@@ -46,6 +47,33 @@ export interface SslSessionQuery {
   readonly sessionId: string;
 }
 
+/** From a worker: the stub_status figures of all workers, for a status page (`ProcessStatus.snapshot`). */
+export interface StatusQuery {
+  readonly type: 'status';
+  readonly id: number;
+}
+
+/**
+ * From a worker: its own stub_status figures, answering the master's
+ * `StatusGather` of `id`, or (id 0) the last ones it counted before it exits.
+ */
+export interface StatusReport {
+  readonly type: 'status_report';
+  readonly id: number;
+  readonly snapshot: StatusSnapshot;
+}
+
+/** From the master to every worker: report your figures (`StatusReport` with this `id`). */
+export interface StatusGather {
+  readonly type: 'status_gather';
+  readonly id: number;
+}
+
+/** Whether `m` is a `StatusGather`. */
+export function isStatusGather(m: unknown): m is StatusGather {
+  return (m as { type?: unknown } | null)?.type === 'status_gather' && typeof (m as { id?: unknown }).id === 'number';
+}
+
 /**
  * Both ways: a peer of an upstream group with `zone` failed or recovered;
  * the master passes a worker's to the other workers of its generation.
@@ -61,14 +89,19 @@ export function isPeerEventMessage(m: unknown): m is PeerEventMessage {
 }
 
 /** What a worker asks of or tells the zones its master keeps. */
-export type ZoneMessage = LimitReqQuery | SslSessionKeep | SslSessionQuery;
+export type ZoneMessage = LimitReqQuery | SslSessionKeep | SslSessionQuery | StatusQuery | StatusReport;
 
-/** From the master: the answer to query `id` (`limit` to a `limit_req` one, `session` in base64 to an `ssl_session` one, absent when unknown). */
+/**
+ * From the master: the answer to query `id` (`limit` to a `limit_req` one,
+ * `session` in base64 to an `ssl_session` one, absent when unknown; `status`
+ * to a `status` one).
+ */
 export interface ZoneAnswer {
   readonly type: 'zone_answer';
   readonly id: number;
   readonly limit?: LimitOutcome;
   readonly session?: string;
+  readonly status?: StatusSnapshot;
 }
 
 /** From a worker, first: send me the configuration to serve. */
@@ -114,7 +147,8 @@ export function isRetireMessage(m: unknown): m is RetireMessage {
 /** Whether `m` is a message of a jinx worker (cluster sends its own on the same channel). */
 export function isWorkerMessage(m: unknown): m is WorkerMessage {
   const type = (m as { type?: unknown } | null)?.type;
-  return type === 'conf' || type === 'listening' || type === 'ready' || type === 'limit_req' || type === 'ssl_session_keep' || type === 'ssl_session' || type === 'peer_event' || type === 'emerg';
+  return type === 'conf' || type === 'listening' || type === 'ready' || type === 'limit_req' || type === 'ssl_session_keep' || type === 'ssl_session' || type === 'peer_event' || type === 'emerg'
+    || type === 'status' || type === 'status_report';
 }
 
 /** Whether `m` is the master's answer to a zone query. */

@@ -14,7 +14,7 @@ import type { CpuAffinity, MainConf } from '../config/modules/core.js';
 import type { LogLevel } from '../log/levels.js';
 import { errnoTextOf, systemErrorText } from '../os-errors.js';
 import { releaseEarlySignals, type StopKind } from './early-signals.js';
-import { WorkerLimitReq, WorkerSessions } from './shared-zones.js';
+import { WorkerLimitReq, WorkerSessions, WorkerStatus } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
 import { isPeerEventMessage, isRetireMessage, WORKER_INDEX_ENV, type PeerEventMessage, type EmergMessage, type ListeningMessage, type ReadyMessage } from './worker-protocol.js';
 
@@ -39,6 +39,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   // the runtime (and undici with it) is loaded only to serve
   const { Engine } = await import('../runtime/engine.js');
   let engine: Awaited<ReturnType<typeof Engine.start>>;
+  const status = new WorkerStatus();
   try {
     engine = await Engine.start(compiled, startupLog, {
       quietBind: index !== 0, worker: true, early, ticketKeys, workerSlot: { index, of: compiled.table.main.workerProcesses },
@@ -48,6 +49,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
       },
       limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
       sslSessions: new WorkerSessions(),
+      status,
       sharePeerEvent: (event) => {
         const told: PeerEventMessage = { type: 'peer_event', event };
         if (process.connected) process.send?.(told);
@@ -73,7 +75,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
     const stop = (how: StopKind): void => {
       if (stopping && how === 'graceful') return;
       stopping = true;
-      void (how === 'graceful' ? engine.shutdown() : engine.stop()).then(() => leaveWhenIdle(engine, resolveExit));
+      void (how === 'graceful' ? engine.shutdown() : engine.stop()).then(() => leaveWhenIdle(engine, resolveExit, () => status.reportLast()));
     };
     process.on('SIGQUIT', () => stop('graceful'));
     process.on('SIGTERM', () => stop('fast'));
@@ -197,11 +199,12 @@ export function leaveMaster(code: number): number {
   return code;
 }
 
-/** Once the last client connection is closed, leaves the master (`leaveMaster`). */
-function leaveWhenIdle(engine: { readonly openConnections: number }, resolveExit: (code: number) => void): void {
+/** Once the last client connection is closed, calls `beforeLeaving`, then leaves the master (`leaveMaster`). */
+function leaveWhenIdle(engine: { readonly openConnections: number }, resolveExit: (code: number) => void, beforeLeaving: () => void): void {
   const check = setInterval(() => {
     if (engine.openConnections > 0) return;
     clearInterval(check);
+    beforeLeaving();
     resolveExit(leaveMaster(0));
   }, 50);
 }

@@ -28,6 +28,7 @@ import { autoindexConf } from './modules/autoindex.js';
 import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { useridConf } from './modules/userid.js';
+import { stubStatus } from './modules/stub-status.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
 import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
@@ -296,6 +297,7 @@ class Compiler implements CompileContext {
       secureLink: secureLinkConf(c, vars),
       referers: refererConf(c),
       userid: useridConf(c, vars),
+      stubStatus: c.get(stubStatus),
     });
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

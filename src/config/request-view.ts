@@ -69,6 +69,17 @@ export interface TlsView {
   curve(serverPreference: boolean, ecdhCurve?: string): string | undefined;
 }
 
+/**
+ * The connection gauges of the process (nginx's `ngx_stat_active`,
+ * `…_reading`, `…_writing`, `…_waiting`), which `$connections_*` read.
+ */
+export interface ConnectionCountersView {
+  readonly active: number;
+  readonly reading: number;
+  readonly writing: number;
+  readonly waiting: number;
+}
+
 /** The client connection a request arrived on (nginx's `ngx_connection_t`), as variables read it. */
 export interface ConnectionView {
   /** nginx's connection number, printed as `*N` in the error log (`$connection`). */
@@ -90,6 +101,8 @@ export interface ConnectionView {
   readonly requests: number;
   /** When the connection was accepted, in ms since the epoch. */
   readonly acceptedAtMs: number;
+  /** The process's connection gauges (`$connections_active` …). */
+  readonly counters: ConnectionCountersView;
 }
 
 /**

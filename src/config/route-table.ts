@@ -204,6 +204,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly referers: RefererConf | undefined;
   /** The userid filter's settings (`userid`, `userid_name` …). */
   readonly userid: UseridConf;
+  /** `stub_status`: the level's content is the status page. */
+  readonly stubStatus: boolean;
 }
 
 /** The compiled configuration. */

@@ -10,6 +10,7 @@ import type { LogLevel } from '../log/levels.js';
 import type { LimitReqStore } from './limit-req-zones.js';
 import type { CacheZones } from './cache/zone.js';
 import type { HttpRequestState } from './request.js';
+import type { ProcessStatus } from './stub-status.js';
 import type { UpstreamClients } from './upstream/clients.js';
 import type { FastcgiConnections } from './upstream/fastcgi-connections.js';
 import type { NameResolver } from './upstream/resolver.js';
@@ -30,6 +31,8 @@ export interface RuntimeContext {
   readonly limitReq: LimitReqStore;
   /** The cache zones of `proxy_cache_path`/`fastcgi_cache_path`, kept across reloads. */
   readonly cache: CacheZones;
+  /** The stub_status counters and tallies, kept across reloads. */
+  readonly status: ProcessStatus;
 }
 
 /** Whether an `error_log` of the request's location takes `debug` lines (the test before a debug line is composed). */

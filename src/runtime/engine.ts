@@ -21,6 +21,7 @@ import { ClientConnections } from './server/connections.js';
 import { Generations, prepareGeneration, type Lasting } from './server/generations.js';
 import { Http1Sessions } from './server/http1-sessions.js';
 import { Http2Sessions } from './server/http2-sessions.js';
+import { ProcessStatus } from './stub-status.js';
 import { Listeners } from './server/listeners.js';
 import { TlsHandshakes } from './server/tls-handshake.js';
 import { LocalSessions, type SessionStore } from './session-cache.js';
@@ -36,6 +37,8 @@ export interface EngineOptions {
   readonly quietBind?: boolean;
   /** Where the `limit_req_zone` states live (a worker's are the master's). Default: in this process. */
   readonly limitReq?: LimitReqStore;
+  /** The stub_status figures of the process (a worker's answer for all workers through the master). Default: this process's own. */
+  readonly status?: ProcessStatus;
   /** Where the sessions of `ssl_session_cache shared:` zones live (a worker's are the master's). Default: in this process. */
   readonly sslSessions?: SessionStore;
   /** Where the failures of peers in upstream groups with `zone` are told (a worker tells the others through the master; `applyPeerEvent`). */
@@ -74,6 +77,7 @@ export class Engine {
       // nginx logs a zone that is full to the cycle's log (the main error_log of the configuration in use)
       limitReq: opts.limitReq ?? new LimitReqZones((message) => this.log('alert', message)),
       cache: new CacheZones((level, message) => this.log(level, message)),
+      status: opts.status ?? new ProcessStatus(),
       admitUpstream: () => this.connections.admitUpstream(),
       ticketKeys: opts.ticketKeys,
       sharePeerEvent: opts.sharePeerEvent,
@@ -88,7 +92,7 @@ export class Engine {
         return (table.main.masterProcess ? 1 : 0) + this.listeners.count + cx.upstreams.connectionCount();
       },
       log: (level, message) => this.log(level, message),
-    }, logConnection);
+    }, logConnection, this.lasting.status.counters);
     const handshakes = new TlsHandshakes(this.connections, generations, logConnection);
     const http1 = new Http1Sessions(this.connections, generations, logConnection);
     const http2 = new Http2Sessions(this.connections, generations, logConnection);

@@ -23,6 +23,7 @@ import { fastcgiRequest } from './handlers/fastcgi.js';
 import { limitRequests } from './handlers/limit-req.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
+import { statusFormat, statusPage } from './handlers/stub-status.js';
 import { realClientAddress } from './handlers/realip.js';
 import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
@@ -106,6 +107,7 @@ export function serveClientRequest(
     // ngx_http_log_request
     r.action = 'logging request';
     cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
+    cx.status.tally(r, r.upstream && r.loc.proxy?.target.kind === 'static' ? r.loc.proxy.target.group : undefined);
     onClosed(r);
   });
   const set = listen.byLocalAddr.get(conn.localAddr) ?? listen.servers;
@@ -507,7 +509,8 @@ async function authRequest(ex: Exchange): Promise<AccessResult> {
 /** The content phase: the location's handler, then what its outcome asks for. */
 function contentPhase(ex: Exchange): Promise<void> {
   const { loc } = ex.r;
-  const handler: ContentHandler = loc.proxy ? proxyRequest : loc.fastcgi ? fastcgiRequest : loc.emptyGif ? sendEmptyGif : serveStatic;
+  const handler: ContentHandler = loc.proxy ? proxyRequest : loc.fastcgi ? fastcgiRequest : loc.emptyGif ? sendEmptyGif
+    : loc.stubStatus ? sendStubStatus : serveStatic;
   return handler(ex).then((outcome) => follow(ex, outcome));
 }
 
@@ -668,6 +671,22 @@ const EMPTY_GIF_LAST_MODIFIED_SEC = 23_349_600;
 async function sendEmptyGif(ex: Exchange): Promise<Outcome> {
   if (ex.r.method !== 'GET' && ex.r.method !== 'HEAD') return statusOutcome(405);
   await sendResponse(ex, 200, EMPTY_GIF, 'image/gif', EMPTY_GIF_LAST_MODIFIED_SEC);
+  return DONE;
+}
+
+/**
+ * `stub_status` (`ngx_http_stub_status_handler`): GET and HEAD get the
+ * status page (`handlers/stub-status.ts`: nginx's text, or the Prometheus
+ * formats an `Accept` asks for) of the figures read once the request body
+ * is discarded (a HEAD's header with the page's length, as nginx's). Other
+ * methods 405.
+ */
+async function sendStubStatus(ex: Exchange): Promise<Outcome> {
+  const { r } = ex;
+  if (r.method !== 'GET' && r.method !== 'HEAD') return statusOutcome(405);
+  const snapshot = await ex.cx.status.snapshot();
+  const page = statusPage(snapshot, statusFormat(r.headers));
+  await sendResponse(ex, 200, page.body, page.type, undefined);
   return DONE;
 }
 

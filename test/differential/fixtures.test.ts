@@ -328,6 +328,8 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'stream-unknown-directive', expect: '[emerg] unknown directive "proxy_passs" in PREFIX/nginx.conf:6' },
   { name: 'stream-upstream-no-servers', expect: '[emerg] no servers are inside upstream in PREFIX/nginx.conf:5' },
   { name: 'stream-without-load-module', expect: '[emerg] unknown directive "stream" in PREFIX/nginx.conf:2' },
+  { name: 'stub-status-arguments', expect: '[emerg] invalid number of arguments in "stub_status" directive in PREFIX/nginx.conf:7' },
+  { name: 'stub-status-in-http', expect: '[emerg] "stub_status" directive is not allowed here in PREFIX/nginx.conf:4' },
   { name: 'tcp-nopush-invalid', expect: '[emerg] invalid value "maybe" in "tcp_nopush" directive, it must be "on" or "off" in PREFIX/nginx.conf:6' },
   { name: 'temp-path-parent-missing', expect: '[emerg] mkdir() "PREFIX/no/such/dir" failed (2: No such file or directory)' },
   { name: 'thread-pool-without-threads', expect: '[emerg] "thread_pool" must have "threads" parameter in PREFIX/nginx.conf:1' },
@@ -393,7 +395,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
   // the stream map module is not implemented: `map` is http's only, as in an nginx built without ngx_stream_map_module
   { name: 'stream-limit-conn-map', jinx: '[emerg] "map" directive is not allowed here in PREFIX/nginx.conf:4' },
-  { name: 'stub-status', jinx: '[emerg] unknown directive "stub_status" in PREFIX/nginx.conf:7' },
   { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },
 ];
 

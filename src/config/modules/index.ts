@@ -13,6 +13,7 @@ import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
 import { refererDirectives, refererVariables } from './referer.js';
 import { secureLinkDirectives, secureLinkVariables } from './secure-link.js';
+import { stubStatusDirectives, stubStatusVariables } from './stub-status.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
 import { gzipDirectives } from './gzip.js';
@@ -67,8 +68,9 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...emptyGifDirectives,
   ...secureLinkDirectives,
   ...refererDirectives,
+  ...stubStatusDirectives,
   ...streamDirectives,
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables, ...stubStatusVariables];

@@ -21,6 +21,7 @@ import type { LocationConf, ServerSet, VirtualServer } from '../../config/route-
 import type { LogLevel } from '../../log/levels.js';
 import { systemErrorText } from '../../os-errors.js';
 import type { Refusal } from '../request.js';
+import type { ConnectionStat } from '../stub-status.js';
 import { findServer } from '../server-names.js';
 import { hostPort, validateHost } from '../uri.js';
 import { ChunkedParser, HeaderLineParser, ParseResult, parseComplexUri, RequestLineParser } from './parse.js';
@@ -60,6 +61,8 @@ export interface Http1Head {
 
 /** What an HTTP/1.x connection needs from the engine. */
 export interface Http1Owner {
+  /** The connection's part in the stub_status counters. */
+  readonly stat: ConnectionStat;
   /** The servers of the connection's local address, in the configuration in service. */
   servers(): ServerSet;
   /** A request whose head was read (or refused): it is served, its response going to `out`. */
@@ -264,6 +267,7 @@ export class Http1Connection {
   /** A new request begins (`ngx_http_create_request`): a fresh header buffer of `client_header_buffer_size`. */
   private startRequest(): void {
     const wasKeepalive = this.phase === Phase.Keepalive;
+    this.owner.stat.requestCreated();
     this.phase = Phase.Line;
     this.forgetRequest();
     this.buf = Buffer.allocUnsafe(this.defaultServer().conf.clientHeaderBufferSizeBytes);
@@ -612,6 +616,8 @@ export class Http1Connection {
     this.target = target;
     this.bodyStream = new Http1Body(this);
     if (refusal) this.socket.pause();
+    // ngx_http_process_request (a refused request is finalized while it is read)
+    if (!refusal) this.owner.stat.requestProcessed();
     this.owner.request(head, this.bodyStream, target);
   }
 
@@ -855,6 +861,8 @@ export class Http1Connection {
     if (this.keepAfter) {
       this.phase = Phase.Keepalive;
       this.socket.resume();
+      // ngx_http_set_keepalive frees the request; without a pipelined one the connection is idle
+      this.owner.stat.requestFreed();
       if (this.pending.length > 0) {
         setImmediate(() => {
           if (this.phase !== Phase.Keepalive || this.pending.length === 0) return;
@@ -863,6 +871,7 @@ export class Http1Connection {
         });
         return;
       }
+      this.owner.stat.reusable(true);
       this.armTimer(conf.keepaliveTimeoutMs, () => this.close());
       this.forgetRequest();
       return;

@@ -22,6 +22,7 @@ import { systemErrorText } from '../../os-errors.js';
 import type { ClientRequestHead } from '../phases.js';
 import type { DiscardableBody } from '../request-body.js';
 import type { HttpRequestState, Refusal } from '../request.js';
+import { RequestStage, type ConnectionStat } from '../stub-status.js';
 import {
   DEFAULT_FRAME_SIZE, DEFAULT_WEIGHT, DEFAULT_WINDOW, FLAG, FRAME, FRAME_HEADER_BYTES, frameHeader, MAX_FRAME_SIZE, MAX_WINDOW, SETTINGS_PARAMS, uint32,
 } from './frames.js';
@@ -40,6 +41,8 @@ export interface Http2Owner {
   readonly server: VirtualServer;
   /** Whether the server is shutting down or reloading: the connection is to end with GOAWAY once its streams are done. */
   readonly exiting: boolean;
+  /** The connection's part in the stub_status counters; its streams' requests count there too. */
+  readonly stat: ConnectionStat;
   /** A stream's request whose header block was read (or refused): it is served, its response going to `out`. */
   request(head: ClientRequestHead, body: Http2Body, out: Http2Target): HttpRequestState;
   /** An info line with the connection's context, `while processing HTTP/2 connection`. */
@@ -103,6 +106,8 @@ export class Http2Stream {
   /** The request finished (its response ended or was given up); the stream closes once its frames are out. */
   finished = false;
   closed = false;
+  /** Where its request is in the stub_status counters (`r->stat_reading`, `r->stat_writing`). */
+  stage = RequestStage.None;
   /** Body reading mode once the request reads it: all at once (`no_flow_control`), or passed on through a buffer of `bufferBytes`. */
   readMode: 'none' | 'whole' | 'passed' = 'none';
   bufferBytes = 0;
@@ -269,6 +274,7 @@ export class Http2Connection {
     acceptedAtMs: number,
   ) {
     this.acceptedAtMs = acceptedAtMs;
+    owner.stat.reusable(false);
     const { conf } = owner.server;
     this.priorityLimit = Math.max(conf.http2MaxConcurrentStreams, 100);
     socket.on('data', this.onData);
@@ -278,7 +284,7 @@ export class Http2Connection {
       this.error = true;
     });
     socket.on('drain', this.onDrain);
-    // ngx_http_v2_init: SETTINGS, the connection window opened all the way, client_header_timeout
+    // ngx_http_v2_init: not idle until ngx_http_v2_handle_connection finds no stream; SETTINGS, the connection window opened all the way, client_header_timeout
     this.sendSettings();
     this.queueControl(FRAME.WINDOW_UPDATE, 0, 0, uint32(MAX_WINDOW - DEFAULT_WINDOW));
     this.armTimer(conf.clientHeaderTimeoutMs);
@@ -671,6 +677,9 @@ export class Http2Connection {
       stream.inClosed = endStream;
       stream.requestLength = length - prefixBytes.length - padding;
       this.streams.set(sid, stream);
+      // ngx_http_v2_create_stream: the stream's request is counted (ngx_http_create_request)
+      this.owner.stat.reusable(false);
+      stream.stage = this.owner.stat.streamCreated();
       this.processing++;
       this.requests++;
       this.priorityLimit += conf.http2MaxConcurrentStreams;
@@ -890,6 +899,8 @@ export class Http2Connection {
     };
     this.payloadBytes += stream.requestLength;
     stream.requestLength = 0;
+    // ngx_http_v2_run_request: ngx_http_process_request (a refused request is finalized while it is read)
+    if (!refusal) stream.stage = this.owner.stat.streamProcessed(stream.stage);
     stream.request = this.owner.request(clientHead, body, target);
   }
 
@@ -1288,6 +1299,7 @@ export class Http2Connection {
     stream.node.stream = undefined;
     this.closedNodes.push(stream.node);
     this.processing--;
+    stream.stage = this.owner.stat.streamFreed(stream.stage);
   }
 
   /**
@@ -1296,7 +1308,10 @@ export class Http2Connection {
    * client_header_timeout set at its start runs first).
    */
   private handleConnection(): void {
-    if (this.processing > 0 || this.state === State.Closed) return;
+    if (this.processing > 0) return;
+    // idle (and so while lingering, as ngx_http_v2_lingering_close marks it)
+    this.owner.stat.reusable(true);
+    if (this.state === State.Closed) return;
     if (this.owner.exiting && !this.goaway) {
       this.finalize(H2_ERROR.NO_ERROR);
       return;

@@ -15,6 +15,7 @@ import type { Http1Connection } from '../http1/connection.js';
 import type { Http2Connection } from '../http2/connection.js';
 import type { ProxyProtocolRead } from '../proxy-protocol.js';
 import type { ClientConnection } from '../request.js';
+import { ConnectionStat, type StatusCounters } from '../stub-status.js';
 import { TlsDetails } from '../tls-details.js';
 import { addressServers, type LogConnection } from './connection-log.js';
 import type { Generation } from './generations.js';
@@ -33,6 +34,8 @@ export interface OpenConnection {
   h2: Http2Connection | undefined;
   /** Requests in progress. */
   active: number;
+  /** Its part in the stub_status counters. */
+  readonly stat: ConnectionStat;
   /** The first TLS record the client sent (its ClientHello), for the `$ssl_*` variables Node.js has no answer for. */
   clientHello: Buffer | undefined;
   /** Whether the client sent a server name (SNI) in its TLS handshake. */
@@ -62,7 +65,9 @@ const plainAddr = (a: string | undefined): string => (a ? IPV4_MAPPED.exec(a)?.[
  * `unix:PATH`, both without a port, as `ngx_sock_ntop` prints an `AF_UNIX`
  * address.
  */
-function connectionInfo(socket: Socket, unixPath: string | undefined, id: number, acceptedAtMs: number, clientHello?: Buffer): ClientConnection {
+function connectionInfo(
+  socket: Socket, unixPath: string | undefined, id: number, acceptedAtMs: number, counters: StatusCounters, clientHello?: Buffer,
+): ClientConnection {
   const tls = (socket as TLSSocket).encrypted ? (socket as TLSSocket) : undefined;
   return {
     id,
@@ -73,6 +78,7 @@ function connectionInfo(socket: Socket, unixPath: string | undefined, id: number
     tls: tls && new TlsDetails(tls, clientHello),
     requests: 0,
     acceptedAtMs,
+    counters,
   };
 }
 
@@ -97,6 +103,8 @@ export class ClientConnections {
     private readonly numbers: ConnectionNumbers,
     private readonly room: ConnectionRoom,
     private readonly logConnection: LogConnection,
+    /** The stub_status counters of the process. */
+    private readonly counters: StatusCounters,
   ) {}
 
   /** The connection of an accepted socket, or of the TLS socket over it. */
@@ -128,6 +136,7 @@ export class ClientConnections {
    * one is closed with the alert `N worker_connections are not enough`.
    */
   accept(raw: Socket, unixPath: string | undefined, gen: Generation): void {
+    this.counters.accepted++;
     const limit = this.room.limit();
     if (limit - this.inUse() <= Math.floor(limit / 16)) this.drain(limit);
     if (this.inUse() >= limit) {
@@ -136,13 +145,19 @@ export class ClientConnections {
       return;
     }
     raw.setNoDelay(true);
+    const stat = new ConnectionStat(this.counters);
+    // ngx_http_init_connection: idle until the first bytes come
+    stat.reusable(true);
     const conn: OpenConnection = {
-      info: connectionInfo(raw, unixPath, this.numbers.next(), acceptedAtMs(raw)),
-      raw, gen, http1: undefined, h2: undefined, active: 0, clientHello: undefined, sentSni: false, handshakeRejected: false, certificateFailed: undefined,
+      info: connectionInfo(raw, unixPath, this.numbers.next(), acceptedAtMs(raw), this.counters),
+      raw, gen, http1: undefined, h2: undefined, active: 0, stat, clientHello: undefined, sentSni: false, handshakeRejected: false, certificateFailed: undefined,
     };
     this.open.add(conn);
     this.bySocket.set(raw, conn);
-    raw.once('close', () => this.open.delete(conn));
+    raw.once('close', () => {
+      this.open.delete(conn);
+      stat.closed();
+    });
   }
 
   /**
@@ -176,7 +191,7 @@ export class ClientConnections {
   secured(conn: OpenConnection, socket: Socket): void {
     const { info } = conn;
     const unixPath = info.peerAddr === 'unix:' ? info.localAddr.slice('unix:'.length) : undefined;
-    conn.info = { ...connectionInfo(socket, unixPath, info.id, info.acceptedAtMs, conn.clientHello), proxyProtocol: info.proxyProtocol };
+    conn.info = { ...connectionInfo(socket, unixPath, info.id, info.acceptedAtMs, this.counters, conn.clientHello), proxyProtocol: info.proxyProtocol };
   }
 
   /**

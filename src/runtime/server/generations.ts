@@ -16,6 +16,7 @@ import type { RuntimeContext } from '../context.js';
 import type { LimitReqStore } from '../limit-req-zones.js';
 import { listenKey, TlsContexts } from '../listen.js';
 import { prepareFiles } from '../prepare-files.js';
+import type { ProcessStatus } from '../stub-status.js';
 import type { TempFiles } from '../temp-files.js';
 import { UpstreamClients } from '../upstream/clients.js';
 import type { PeerEvent } from '../upstream/round-robin.js';
@@ -39,6 +40,8 @@ export interface Lasting {
   /** The `limit_req_zone` states (the process's own, or the master's for a worker). */
   readonly limitReq: LimitReqStore;
   readonly cache: CacheZones;
+  /** The stub_status counters and tallies. */
+  readonly status: ProcessStatus;
   /** Whether an upstream connection may be opened within `worker_connections` (`ClientConnections.admitUpstream`). */
   admitUpstream(): boolean;
   /** The session ticket keys a worker's master gave it (`TlsContexts`). */
@@ -66,6 +69,7 @@ export function prepareGeneration(compiled: CompiledConfig, errorLog: ErrorLogFi
   lasting.cache.start(table.cacheZones);
   const cx: RuntimeContext = {
     table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver, tempFiles: lasting.tempFiles, limitReq: lasting.limitReq, cache: lasting.cache,
+    status: lasting.status,
   };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }

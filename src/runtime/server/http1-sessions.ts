@@ -35,12 +35,17 @@ export class Http1Sessions {
       socket.destroy();
       return;
     }
-    if ((socket as TLSSocket).encrypted) this.connections.secured(conn, socket);
+    if ((socket as TLSSocket).encrypted) {
+      this.connections.secured(conn, socket);
+      // ngx_http_ssl_handshake_handler: idle again until the first request comes
+      conn.stat.reusable(true);
+    }
     // the connection is served by the configuration it was accepted in, as by the nginx worker that accepted it
     // (after a reload, a request that comes on it is answered by the old configuration, without keep-alive)
     const { gen } = conn;
     const group = (): ListenGroup | undefined => gen.groups.get(groupKey);
     conn.http1 = new Http1Connection(socket, {
+      stat: conn.stat,
       servers: () => addressServers(group()!, conn.info),
       request: (head, body, out) => this.request(conn, gen, groupKey, head, body, out),
       requestLog: (message, head) => {

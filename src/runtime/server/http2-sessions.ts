@@ -54,6 +54,7 @@ export class Http2Sessions {
     const generations = this.generations;
     conn.h2 = new Http2Connection(socket, {
       server,
+      stat: conn.stat,
       get exiting(): boolean {
         return generations.exiting(gen);
       },

@@ -50,6 +50,8 @@ export class TlsHandshakes {
     const conn = this.connections.openOf(raw);
     const group = this.generations.current.groups.get(groupKey);
     if (!conn || !group) return false;
+    // ngx_http_ssl_handshake: a connection in its handshake is not idle
+    conn.stat.reusable(false);
     conn.clientHello = bytes;
     const hello = parseClientHello(bytes);
     if (!hello || hello.legacyVersion < TLS1_2_VERSION) return false;
