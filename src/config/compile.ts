@@ -27,6 +27,7 @@ import { emptyGif } from './modules/empty-gif.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
+import { mirrorConf } from './modules/mirror.js';
 import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
 import { charsetConf, linkCharsets } from './modules/charset.js';
 import * as core from './modules/core.js';
@@ -275,6 +276,7 @@ class Compiler implements CompileContext {
       proxy: proxy.proxyConf(this, node, c),
       realIp: realIpConf(c),
       authRequest: authRequestConf(c, vars),
+      mirror: mirrorConf(c),
       fastcgi: fastcgi.fastcgiConf(this, node, c),
       fastcgiSplit: fastcgi.fastcgiSplitConf(c),
       uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),

@@ -13,6 +13,7 @@ import type { AccessRule } from './modules/access.js';
 import type { AdditionConf } from './modules/addition.js';
 import type { AuthBasicConf } from './modules/auth-basic.js';
 import type { AuthRequestConf } from './modules/auth-request.js';
+import type { MirrorConf } from './modules/mirror.js';
 import type { CacheZoneConf } from './modules/cache.js';
 import type { CharsetConf } from './modules/charset.js';
 import type { ErrorLogTarget, MainConf } from './modules/core.js';
@@ -37,6 +38,7 @@ export type { AccessRule } from './modules/access.js';
 export type { AdditionConf } from './modules/addition.js';
 export type { AuthBasicConf } from './modules/auth-basic.js';
 export type { AuthRequestConf } from './modules/auth-request.js';
+export type { MirrorConf } from './modules/mirror.js';
 export type { CharsetConf, CharsetSetting } from './modules/charset.js';
 export type { ErrorLogTarget, MainConf } from './modules/core.js';
 export type { FastcgiConf, FastcgiTarget } from './modules/fastcgi.js';
@@ -183,6 +185,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly expires: ExpiresConf;
   readonly realIp: RealIpConf | undefined;
   readonly authRequest: AuthRequestConf | undefined;
+  /** `mirror`: background subrequests of the main request before its content phase. */
+  readonly mirror: MirrorConf | undefined;
   readonly fastcgi: FastcgiConf | undefined;
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
   readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };

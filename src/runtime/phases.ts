@@ -21,6 +21,7 @@ import { checkAuthBasic } from './handlers/auth-basic.js';
 import { authRequestResult, authSubrequest } from './handlers/auth-request.js';
 import { fastcgiRequest } from './handlers/fastcgi.js';
 import { limitRequests } from './handlers/limit-req.js';
+import { startMirrors } from './handlers/mirror.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { realClientAddress } from './handlers/realip.js';
@@ -438,14 +439,18 @@ function afterRewrite(ex: Exchange): Promise<void> {
   return accessPhases(ex);
 }
 
-/** Access, try_files and content phases. */
+/** Access, precontent (try_files, mirror) and content phases. */
 function accessPhases(ex: Exchange): Promise<void> {
   const { loc } = ex.r;
-  if (loc.access.length > 0 || loc.authBasic || loc.authRequest || loc.tryFiles) return checkedAccess(ex);
+  if (loc.access.length > 0 || loc.authBasic || loc.authRequest || loc.tryFiles || loc.mirror) return checkedAccess(ex);
   return contentPhase(ex);
 }
 
-/** The access and try_files phases, then content. */
+/**
+ * The access and precontent phases, then content: try_files, then the
+ * mirrors of a main request (nginx runs the precontent handlers in reverse
+ * order of their modules: `ngx_http_try_files_module` before `ngx_http_mirror_module`).
+ */
 async function checkedAccess(ex: Exchange): Promise<void> {
   const { r } = ex;
   const { loc } = r;
@@ -456,6 +461,11 @@ async function checkedAccess(ex: Exchange): Promise<void> {
   if (r.loc.tryFiles) {
     const next = await tryFiles(ex);
     if (next.kind !== 'found') return follow(ex, next);
+  }
+  if (r.loc.mirror && !r.parent) {
+    const next = await startMirrors(ex, runSubrequest);
+    if (typeof next === 'number') return follow(ex, next === 0 ? { kind: 'close' } : statusOutcome(next));
+    return contentPhase(next);
   }
   return contentPhase(ex);
 }

@@ -21,6 +21,7 @@ import { httpVariables } from './http-variables.js';
 import { limitReqDirectives } from './limit-req.js';
 import { logDirectives } from './log.js';
 import { mapDirectives } from './map.js';
+import { mirrorDirectives } from './mirror.js';
 import { otherUpstreamDirectives } from './other-upstreams.js';
 import { proxyDirectives } from './proxy.js';
 import { realIpDirectives } from './realip.js';
@@ -39,6 +40,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...accessDirectives,
   ...authBasicDirectives,
   ...authRequestDirectives,
+  ...mirrorDirectives,
   ...realIpDirectives,
   ...limitReqDirectives,
   ...headersDirectives,
