@@ -561,6 +561,14 @@ export async function runSubrequest(sub: Subrequest): Promise<void> {
     sub.out.status ||= 500;
   }
   await sub.out.finished;
+  logSubrequest(sub.cx, sub.r);
+}
+
+/** A subrequest that ended is written to its location's access log with `log_subrequest on` (`ngx_http_finalize_request`). */
+function logSubrequest(cx: RuntimeContext, sr: HttpRequestState): void {
+  if (!sr.loc.logSubrequest) return;
+  sr.action = 'logging request';
+  cx.accessLog.write(sr.loc.accessLogs, sr, (level, message) => logRequest(cx, sr, level, message));
 }
 
 /**
@@ -577,6 +585,7 @@ async function filterSubrequest(cx: RuntimeContext, sr: HttpRequestState, out: R
     logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
     target.abort();
   }
+  logSubrequest(cx, sr);
 }
 
 /**

@@ -3,7 +3,7 @@
  * client's response is the location's own, and each mirror URI gets a
  * subrequest with the request's method and arguments, with the client's
  * body (`mirror_request_body on`) or without it (`off`); `mirror off`
- * and a subrequest (mirrors are for the main request only) send none.
+ * sends none; with `log_subrequest on` the mirrors are in the access log.
  */
 import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync } from 'node:fs';
@@ -31,11 +31,12 @@ describe('mirror (differential)', () => {
     const run = await differential({
       conf: ({ port, ports }) => httpConf(`
   log_format mirrored '$request_method $request_uri $request_body';
+  log_format subrequest '$uri $args $status';
   server { listen 127.0.0.1:${port};
     location / { mirror /mirror; mirror /mirror/second; proxy_pass http://127.0.0.1:${ports[0]}; }
     location /bodiless { mirror /mirror/off; mirror_request_body off; proxy_pass http://127.0.0.1:${ports[0]}; }
     location /unmirrored { mirror /mirror; location /unmirrored/off { mirror off; proxy_pass http://127.0.0.1:${ports[0]}; } }
-    location /mirror { internal; proxy_pass http://127.0.0.1:${ports[1]}; }
+    location /mirror { internal; proxy_pass http://127.0.0.1:${ports[1]}; log_subrequest on; access_log logs/subrequests.log subrequest; }
     location /mirror/off { internal; proxy_pass http://127.0.0.1:${ports[1]}; proxy_set_header Content-Length ""; }
   }
   server { listen 127.0.0.1:${ports[0]};
@@ -54,12 +55,14 @@ describe('mirror (differential)', () => {
         await s.get('/bodiless?z=3', { method: 'POST', body: 'unseen' }),
         await s.get('/unmirrored/off?w=4', { method: 'PUT', body: 'kept' }),
       ];
-      return { responses, mirrored: await linesOf(s.prefix, 'logs/mirror.log', 5) };
+      return { responses, mirrored: await linesOf(s.prefix, 'logs/mirror.log', 5), logged: await linesOf(s.prefix, 'logs/subrequests.log', 4) };
     });
     assertSameAsNginx(run);
     assert.deepEqual(run.jinx.result.mirrored, [
       'GET /mirror/second?y=2 -', 'GET /mirror?y=2 -', 'POST /mirror/off?z=3 -', 'POST /mirror/second?x=1 hello', 'POST /mirror?x=1 hello',
     ]);
     assert.equal(run.jinx.result.responses[0]!.headers['x-body'], 'hello');
+    // log_subrequest: the mirrors of the /mirror location are in its access log
+    assert.deepEqual(run.jinx.result.logged, ['/mirror x=1 204', '/mirror y=2 204', '/mirror/second x=1 204', '/mirror/second y=2 204']);
   });
 });
