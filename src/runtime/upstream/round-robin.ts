@@ -109,17 +109,21 @@ export class RoundRobin {
     return peer;
   }
 
-  /** A request holds the peer of `group` until it is freed (`peer->conns++`). */
+  /**
+   * A request holds the peer of `group` until it is freed (`peer->conns++`);
+   * told to the other workers when the group's method or `max_conns` reads
+   * the counts.
+   */
   hold(group: UpstreamGroup, peer: UpstreamPeer): void {
     this.state(peer).conns++;
-    this.tell(group, peer, 'taken');
+    if (countsConns(group)) this.tell(group, peer, 'taken');
   }
 
   /** The peer's request is over (`peer->conns--` of `ngx_http_upstream_free_round_robin_peer`). */
   freed(group: UpstreamGroup, peer: UpstreamPeer): void {
     const st = this.states.get(peer);
     if (st && st.conns > 0) st.conns--;
-    this.tell(group, peer, 'freed');
+    if (countsConns(group)) this.tell(group, peer, 'freed');
   }
 
   /** Tells the other workers of a change of a peer in a group with `zone`. */
@@ -252,6 +256,18 @@ export class RoundRobin {
     else if (event.change === 'taken') st.conns++;
     else if (st.conns > 0) st.conns--;
   }
+}
+
+const readsConns = new WeakMap<UpstreamGroup, boolean>();
+
+/** Whether a group's picks depend on the peers' connection counts: `least_conn`, `random two`, or a peer with `max_conns`. */
+function countsConns(group: UpstreamGroup): boolean {
+  let reads = readsConns.get(group);
+  if (reads === undefined) {
+    reads = group.balancer === 'least_conn' || group.balancer === 'random_two' || group.peers.some((p) => p.maxConns > 0);
+    readsConns.set(group, reads);
+  }
+  return reads;
 }
 
 /** Why a peer is given up on: nginx's `NGX_HTTP_UPSTREAM_FT_*` names. */
