@@ -562,6 +562,11 @@ export async function runSubrequest(sub: Subrequest): Promise<void> {
   }
   await sub.out.finished;
   logSubrequest(sub.cx, sub.r);
+  if (sub.r.background) {
+    // nothing waits for it: it releases what it holds (its upstream peer) itself
+    sub.r.ended = true;
+    for (const cleanup of sub.r.cleanups.splice(0)) cleanup();
+  }
 }
 
 /** A subrequest that ended is written to its location's access log with `log_subrequest on` (`ngx_http_finalize_request`). */

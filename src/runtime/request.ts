@@ -180,6 +180,11 @@ export class HttpRequestState implements RequestView {
   readonly cleanups: (() => void)[] = [];
   /** The request is over (its response sent or abandoned) and its cleanups ran. */
   ended = false;
+  /**
+   * A background subrequest (a mirror's, nginx's `NGX_HTTP_SUBREQUEST_BACKGROUND`),
+   * which may outlive the main request: what it holds is released at its own end.
+   */
+  background = false;
 
   /** Runs `cleanup` when the request ends (nginx's pool cleanup); at once when it has ended already. */
   atEnd(cleanup: () => void): void {

@@ -49,6 +49,7 @@ export async function startMirrors(ex: Exchange, run: SubrequestRunner): Promise
   for (const uri of conf.uris) {
     const sr = r.subrequest(uri, r.args, cx.table.variableCount);
     sr.method = r.method;
+    sr.background = true;
     runs.push(run({ cx, r: sr, body: body && replay(body), out: new SubrequestTarget() }));
   }
   if (!body) return ex;

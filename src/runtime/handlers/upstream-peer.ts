@@ -113,11 +113,12 @@ export function endAttempt(state: UpstreamState | undefined, wire?: { readonly s
  */
 export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string): PeerChoice | number {
   const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, group.hashKey ? group.hashKey.evaluate(ex.r) : ex.r.clientAddr);
-  // the peer is held (for least_conn's counts) until the request ends, whatever ends it
-  let main = ex.r;
-  while (main.parent) main = main.parent;
+  // the peer is held (for the counts of least_conn and max_conns) until the request ends, whatever
+  // ends it: the main request, or a background subrequest that may outlive it
+  let owner = ex.r;
+  while (owner.parent && !owner.background) owner = owner.parent;
   const peer = attempts.pick();
-  main.atEnd(() => attempts.finish());
+  owner.atEnd(() => attempts.finish());
   if (peer) return { peer: chosen(group, peer), attempts };
   return logNoLiveUpstreams(ex, group, scheme, uri);
 }
