@@ -92,21 +92,28 @@ export function serveClientRequest(
   });
   // the handlers' responses pass through the response filters (gunzip, charset, gzip)
   const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx, filterSubrequest) };
+  // the request is over once its background subrequests (mirrors) are: its log line and the connection wait for them
+  out.holdAfterEnd = () => (r.backgroundRuns.length > 0 ? Promise.allSettled(r.backgroundRuns) : undefined);
   out.whenClosed((completed) => {
     r.ended = true;
     for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = completed;
     r.bytesSent = out.bytesSent;
     r.requestLength += out.requestBodyBytes;
-    if (debugging(r)) {
-      // ngx_http_free_request, ngx_http_log_request
-      debugRequest(cx, r, 'http close request');
-      debugRequest(cx, r, 'http log handler');
-    }
-    // ngx_http_log_request
-    r.action = 'logging request';
-    cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
-    onClosed(r);
+    const log = (): void => {
+      if (debugging(r)) {
+        // ngx_http_free_request, ngx_http_log_request
+        debugRequest(cx, r, 'http close request');
+        debugRequest(cx, r, 'http log handler');
+      }
+      // ngx_http_log_request
+      r.action = 'logging request';
+      cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
+      onClosed(r);
+    };
+    const hold = out.holdAfterEnd?.();
+    if (hold) void hold.then(log);
+    else log();
   });
   const set = listen.byLocalAddr.get(conn.localAddr) ?? listen.servers;
   r.server = set.defaultServer;

@@ -4,12 +4,15 @@
  * subrequest with the request's method and arguments, with the client's
  * body (`mirror_request_body on`) or without it (`off`); `mirror off`
  * sends none; with `log_subrequest on` the mirrors are in the access log.
+ * The client's request is over once its mirrors are: its access-log line,
+ * and the next request on its connection, come after them.
  */
 import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { cleanup } from '../helpers/harness.js';
+import { Agent, request } from 'node:http';
+import { cleanup, startUpstream } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
 
 /** The lines of a log file of the prefix once it has `count` of them (within 3 s), sorted. */
@@ -64,5 +67,42 @@ describe('mirror (differential)', () => {
     assert.equal(run.jinx.result.responses[0]!.headers['x-body'], 'hello');
     // log_subrequest: the mirrors of the /mirror location are in its access log
     assert.deepEqual(run.jinx.result.logged, ['/mirror x=1 204', '/mirror y=2 204', '/mirror/second x=1 204', '/mirror/second y=2 204']);
+  });
+
+  it('ends the client\'s request, and goes on to the next one of its connection, once its slow mirror has answered', async () => {
+    const slow = await startUpstream((_req, res) => {
+      setTimeout(() => res.end('slow'), 300);
+    });
+    const run = await differential({
+      conf: ({ port, ports }) => httpConf(`
+  log_format order '$uri $status';
+  server { listen 127.0.0.1:${port}; access_log logs/order.log order;
+    location / { mirror /slow; proxy_pass http://127.0.0.1:${ports[0]}; }
+    location /slow { internal; log_subrequest on; proxy_pass http://127.0.0.1:${slow.port}; }
+  }
+  server { listen 127.0.0.1:${ports[0]}; location / { return 200 "main $uri\\n"; } }`, { level: 'notice' }),
+      extraPorts: 1,
+    }, async (s) => {
+      // two requests, one after the other, on one keep-alive connection
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const get = (path: string): Promise<string> => new Promise((resolve, reject) => {
+        request({ host: '127.0.0.1', port: s.port, path, agent }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve(`${res.statusCode} ${body}`));
+        }).on('error', reject).end();
+      });
+      const bodies = [await get('/one'), await get('/two')];
+      agent.destroy();
+      const path = join(s.prefix, 'logs/order.log');
+      let order: string[] = [];
+      for (let i = 0; i < 60 && order.length < 4; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        order = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l !== '') : [];
+      }
+      return { bodies, order };
+    });
+    assertSameAsNginx(run);
+    assert.deepEqual(run.jinx.result.order, ['/slow 200', '/one 200', '/slow 200', '/two 200']);
   });
 });

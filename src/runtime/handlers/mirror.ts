@@ -7,10 +7,10 @@
  * 413 answers the request) and each mirror gets it, as does the request's
  * own handler afterwards; with `off` the mirrors get no body.
  *
- * jinx's main request does not wait for its mirrors: its response, its
- * access-log line and the connection's next request go on while they run
- * (nginx holds the end of the main request, and so its log line and the
- * next request on the connection, until its background subrequests end).
+ * The client's response goes out without waiting for the mirrors, but the
+ * request is over once they are (nginx's background subrequests hold
+ * `r->main->count`): its access-log line, and on HTTP/1.x the connection's
+ * next request, wait for them.
  */
 import { Readable } from 'node:stream';
 import type { Exchange, Subrequest } from '../exchange.js';
@@ -51,6 +51,7 @@ export async function startMirrors(ex: Exchange, run: SubrequestRunner): Promise
     sr.method = r.method;
     sr.background = true;
     runs.push(run({ cx, r: sr, body: body && replay(body), out: new SubrequestTarget() }));
+    r.backgroundRuns.push(runs[runs.length - 1]!);
   }
   if (!body) return ex;
   if (body.kind === 'file') {
