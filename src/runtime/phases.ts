@@ -93,7 +93,7 @@ export function serveClientRequest(
   // the handlers' responses pass through the response filters (gunzip, charset, gzip)
   const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx, filterSubrequest) };
   // the request is over once its background subrequests (mirrors) are: its log line and the connection wait for them
-  out.holdAfterEnd = () => (r.backgroundRuns.length > 0 ? Promise.allSettled(r.backgroundRuns) : undefined);
+  out.holdAfterEnd = () => r.backgroundRuns && Promise.allSettled(r.backgroundRuns);
   out.whenClosed((completed) => {
     r.ended = true;
     for (const cleanup of r.cleanups.splice(0)) cleanup();

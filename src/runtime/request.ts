@@ -188,9 +188,10 @@ export class HttpRequestState implements RequestView {
   /**
    * The background subrequests of a main request (its mirrors), each
    * settled when it ends: the request is over, for its access log and its
-   * connection, once they all are (nginx's `r->main->count`).
+   * connection, once they all are (nginx's `r->main->count`); undefined
+   * without any.
    */
-  readonly backgroundRuns: Promise<void>[] = [];
+  backgroundRuns: Promise<void>[] | undefined;
 
   /** Runs `cleanup` when the request ends (nginx's pool cleanup); at once when it has ended already. */
   atEnd(cleanup: () => void): void {

@@ -51,7 +51,7 @@ export async function startMirrors(ex: Exchange, run: SubrequestRunner): Promise
     sr.method = r.method;
     sr.background = true;
     runs.push(run({ cx, r: sr, body: body && replay(body), out: new SubrequestTarget() }));
-    r.backgroundRuns.push(runs[runs.length - 1]!);
+    (r.backgroundRuns ??= []).push(runs[runs.length - 1]!);
   }
   if (!body) return ex;
   if (body.kind === 'file') {
