@@ -69,10 +69,14 @@ export function chooseHash(
   }
 }
 
-/** The ring of a consistent hash (`ngx_http_upstream_chash_points_t`): point hashes ascending, each with its server's name. */
+/**
+ * The ring of a consistent hash (`ngx_http_upstream_chash_points_t`): point
+ * hashes ascending, each with its server's name, and the peers of each name.
+ */
 interface Ring {
   readonly hashes: Uint32Array;
   readonly servers: readonly string[];
+  readonly peersOf: ReadonlyMap<string, readonly UpstreamPeer[]>;
 }
 
 const rings = new WeakMap<UpstreamGroup, Ring>();
@@ -112,7 +116,9 @@ export function chashRing(group: UpstreamGroup, peers: readonly UpstreamPeer[]):
   // a hash met twice keeps its first point (Array.prototype.sort is stable, as glibc's merge sort behind ngx_qsort)
   points.sort((a, b) => a.hash - b.hash);
   const kept = points.filter((p, i) => i === 0 || p.hash !== points[i - 1]!.hash);
-  ring = { hashes: Uint32Array.from(kept, (p) => p.hash), servers: kept.map((p) => p.server) };
+  const peersOf = new Map<string, UpstreamPeer[]>();
+  for (const peer of peers) peersOf.set(peer.server, [...(peersOf.get(peer.server) ?? []), peer]);
+  ring = { hashes: Uint32Array.from(kept, (p) => p.hash), servers: kept.map((p) => p.server), peersOf };
   rings.set(group, ring);
   return ring;
 }
@@ -152,7 +158,7 @@ export function chooseChash(
   const ring = chashRing(group, peers);
   for (;;) {
     const server = ring.servers[walk.hash % ring.hashes.length]!;
-    const peer = rr.choose(peers.filter((p) => p.server === server), tried, nowSec);
+    const peer = rr.choose(ring.peersOf.get(server)!, tried, nowSec);
     if (peer) return peer;
     walk.hash++;
     if (++walk.tries > 20) return undefined;
