@@ -31,6 +31,7 @@ import { useridConf } from './modules/userid.js';
 import { stubStatus } from './modules/stub-status.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
+import { mirrorConf } from './modules/mirror.js';
 import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
 import { charsetConf, linkCharsets } from './modules/charset.js';
 import * as core from './modules/core.js';
@@ -283,6 +284,7 @@ class Compiler implements CompileContext {
       proxy: proxy.proxyConf(this, node, c),
       realIp: realIpConf(c),
       authRequest: authRequestConf(c, vars),
+      mirror: mirrorConf(c),
       fastcgi: fastcgi.fastcgiConf(this, node, c),
       fastcgiSplit: fastcgi.fastcgiSplitConf(c),
       uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),

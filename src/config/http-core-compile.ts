@@ -83,6 +83,7 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
     resetTimedoutConnection: c.get(http.resetTimedoutConnection),
     chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
+    logSubrequest: c.get(http.logSubrequest),
     resolver: c.get(http.resolver),
     resolverTimeoutMs: c.get(http.resolverTimeoutMs),
   };

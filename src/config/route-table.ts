@@ -14,6 +14,7 @@ import type { AdditionConf } from './modules/addition.js';
 import type { AuthBasicConf } from './modules/auth-basic.js';
 import type { AuthRequestConf } from './modules/auth-request.js';
 import type { AutoindexConf } from './modules/autoindex.js';
+import type { MirrorConf } from './modules/mirror.js';
 import type { CacheZoneConf } from './modules/cache.js';
 import type { CharsetConf } from './modules/charset.js';
 import type { ErrorLogTarget, MainConf } from './modules/core.js';
@@ -39,6 +40,7 @@ export type { AdditionConf } from './modules/addition.js';
 export type { AuthBasicConf } from './modules/auth-basic.js';
 export type { AuthRequestConf } from './modules/auth-request.js';
 export type { AutoindexConf, AutoindexFormat } from './modules/autoindex.js';
+export type { MirrorConf } from './modules/mirror.js';
 export type { CharsetConf, CharsetSetting } from './modules/charset.js';
 export type { ErrorLogTarget, MainConf } from './modules/core.js';
 export type { FastcgiConf, FastcgiTarget } from './modules/fastcgi.js';
@@ -185,6 +187,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly expires: ExpiresConf;
   readonly realIp: RealIpConf | undefined;
   readonly authRequest: AuthRequestConf | undefined;
+  /** `mirror`: background subrequests of the main request before its content phase. */
+  readonly mirror: MirrorConf | undefined;
   readonly fastcgi: FastcgiConf | undefined;
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
   readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };

@@ -8,7 +8,7 @@ import { isAbsolute } from 'node:path';
 import { cString } from '../c-string.js';
 import type { SourceLoc } from '../parser/ast.js';
 import { fail } from './failure.js';
-import type { VariableRegistry } from './variables.js';
+import type { ValueSource, VariableRegistry } from './variables.js';
 
 /** A shared memory zone (`ngx_shm_zone_t`): its size, the module it is for, and whether it has been defined. */
 export interface SharedZone {
@@ -40,17 +40,25 @@ export interface UpstreamDecl {
   /** `keepalive_time`: a connection older than this is closed after its request. */
   keepaliveTimeMs: number;
   keepaliveRequests: number;
-  /** The load balancing method (`ip_hash`, `least_conn`; round robin by default). */
+  /** The load balancing method (`ip_hash`, `least_conn`, `hash`, `random`; round robin by default). */
   balancer: UpstreamBalancer;
+  /** `hash KEY`: the key, a value with variables (undefined for another method). */
+  hashKey: ValueSource | undefined;
   /** `zone NAME`: the peers' failure state is every worker's. */
   zone: string | undefined;
 }
 
-/** How an upstream group picks a peer: nginx's round robin, `ip_hash` or `least_conn`. */
-export type UpstreamBalancer = 'round_robin' | 'ip_hash' | 'least_conn';
+/**
+ * How an upstream group picks a peer: nginx's round robin, `ip_hash`,
+ * `least_conn`, `hash KEY` (`hash`), `hash KEY consistent` (`chash`),
+ * `random` or `random two [least_conn]` (`random_two`).
+ */
+export type UpstreamBalancer = 'round_robin' | 'ip_hash' | 'least_conn' | 'hash' | 'chash' | 'random' | 'random_two';
 
-/** One `server ADDRESS [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down]` of an upstream block. */
+/** One `server ADDRESS [weight=N] [max_conns=N] [max_fails=N] [fail_timeout=T] [backup] [down]` of an upstream block. */
 export interface UpstreamServerDecl {
+  /** The address as written (nginx's `us->name`, which consistent hashing hashes). */
+  readonly address: string;
   /** Host (name or IP) as written, `unix:PATH` kept whole. */
   readonly host: string;
   /** The port; 0 for a unix domain socket. */
@@ -58,6 +66,8 @@ export interface UpstreamServerDecl {
   /** The socket file of a `unix:PATH` server. */
   readonly unixPath: string | undefined;
   readonly weight: number;
+  /** `max_conns`: requests the peer takes at once at most; 0: no limit. */
+  readonly maxConns: number;
   readonly maxFails: number;
   readonly failTimeoutMs: number;
   readonly backup: boolean;

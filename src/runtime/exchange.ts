@@ -77,6 +77,12 @@ export interface ClientResponseTarget extends ResponseTarget {
   readonly bytesSent: number;
   /** Bytes of the request body read from the client, framing included (added to `$request_length`). */
   readonly requestBodyBytes: number;
+  /**
+   * What the connection waits for once the response has ended, before it
+   * goes on to its next request: the request's background subrequests
+   * (undefined: nothing). An HTTP/2 stream ends without waiting.
+   */
+  holdAfterEnd?: () => Promise<unknown> | undefined;
 }
 
 /**

@@ -21,6 +21,7 @@ import { checkAuthBasic } from './handlers/auth-basic.js';
 import { authRequestResult, authSubrequest } from './handlers/auth-request.js';
 import { fastcgiRequest } from './handlers/fastcgi.js';
 import { limitRequests } from './handlers/limit-req.js';
+import { startMirrors } from './handlers/mirror.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { statusFormat, statusPage } from './handlers/stub-status.js';
@@ -93,22 +94,29 @@ export function serveClientRequest(
   });
   // the handlers' responses pass through the response filters (gunzip, charset, gzip)
   const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx, filterSubrequest) };
+  // the request is over once its background subrequests (mirrors) are: its log line and the connection wait for them
+  out.holdAfterEnd = () => r.backgroundRuns && Promise.allSettled(r.backgroundRuns);
   out.whenClosed((completed) => {
     r.ended = true;
     for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = completed;
     r.bytesSent = out.bytesSent;
     r.requestLength += out.requestBodyBytes;
-    if (debugging(r)) {
-      // ngx_http_free_request, ngx_http_log_request
-      debugRequest(cx, r, 'http close request');
-      debugRequest(cx, r, 'http log handler');
-    }
-    // ngx_http_log_request
-    r.action = 'logging request';
-    cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
-    cx.status.tally(r, r.upstream && r.loc.proxy?.target.kind === 'static' ? r.loc.proxy.target.group : undefined);
-    onClosed(r);
+    const log = (): void => {
+      if (debugging(r)) {
+        // ngx_http_free_request, ngx_http_log_request
+        debugRequest(cx, r, 'http close request');
+        debugRequest(cx, r, 'http log handler');
+      }
+      // ngx_http_log_request
+      r.action = 'logging request';
+      cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
+      cx.status.tally(r, r.upstream && r.loc.proxy?.target.kind === 'static' ? r.loc.proxy.target.group : undefined);
+      onClosed(r);
+    };
+    const hold = out.holdAfterEnd?.();
+    if (hold) void hold.then(log);
+    else log();
   });
   const set = listen.byLocalAddr.get(conn.localAddr) ?? listen.servers;
   r.server = set.defaultServer;
@@ -441,14 +449,18 @@ function afterRewrite(ex: Exchange): Promise<void> {
   return accessPhases(ex);
 }
 
-/** Access, try_files and content phases. */
+/** Access, precontent (try_files, mirror) and content phases. */
 function accessPhases(ex: Exchange): Promise<void> {
   const { loc } = ex.r;
-  if (loc.access.length > 0 || loc.authBasic || loc.authRequest || loc.tryFiles) return checkedAccess(ex);
+  if (loc.access.length > 0 || loc.authBasic || loc.authRequest || loc.tryFiles || loc.mirror) return checkedAccess(ex);
   return contentPhase(ex);
 }
 
-/** The access and try_files phases, then content. */
+/**
+ * The access and precontent phases, then content: try_files, then the
+ * mirrors of a main request (nginx runs the precontent handlers in reverse
+ * order of their modules: `ngx_http_try_files_module` before `ngx_http_mirror_module`).
+ */
 async function checkedAccess(ex: Exchange): Promise<void> {
   const { r } = ex;
   const { loc } = r;
@@ -459,6 +471,11 @@ async function checkedAccess(ex: Exchange): Promise<void> {
   if (r.loc.tryFiles) {
     const next = await tryFiles(ex);
     if (next.kind !== 'found') return follow(ex, next);
+  }
+  if (r.loc.mirror && !r.parent) {
+    const next = await startMirrors(ex, runSubrequest);
+    if (typeof next === 'number') return follow(ex, next === 0 ? { kind: 'close' } : statusOutcome(next));
+    return contentPhase(next);
   }
   return contentPhase(ex);
 }
@@ -555,6 +572,19 @@ export async function runSubrequest(sub: Subrequest): Promise<void> {
     sub.out.status ||= 500;
   }
   await sub.out.finished;
+  logSubrequest(sub.cx, sub.r);
+  if (sub.r.background) {
+    // nothing waits for it: it releases what it holds (its upstream peer) itself
+    sub.r.ended = true;
+    for (const cleanup of sub.r.cleanups.splice(0)) cleanup();
+  }
+}
+
+/** A subrequest that ended is written to its location's access log with `log_subrequest on` (`ngx_http_finalize_request`). */
+function logSubrequest(cx: RuntimeContext, sr: HttpRequestState): void {
+  if (!sr.loc.logSubrequest) return;
+  sr.action = 'logging request';
+  cx.accessLog.write(sr.loc.accessLogs, sr, (level, message) => logRequest(cx, sr, level, message));
 }
 
 /**
@@ -571,6 +601,7 @@ async function filterSubrequest(cx: RuntimeContext, sr: HttpRequestState, out: R
     logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
     target.abort();
   }
+  logSubrequest(cx, sr);
 }
 
 /**

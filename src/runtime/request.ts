@@ -193,6 +193,19 @@ export class HttpRequestState implements RequestView {
     this.errorLogger?.(this, level, message);
   }
 
+  /**
+   * A background subrequest (a mirror's, nginx's `NGX_HTTP_SUBREQUEST_BACKGROUND`),
+   * which may outlive the main request: what it holds is released at its own end.
+   */
+  background = false;
+  /**
+   * The background subrequests of a main request (its mirrors), each
+   * settled when it ends: the request is over, for its access log and its
+   * connection, once they all are (nginx's `r->main->count`); undefined
+   * without any.
+   */
+  backgroundRuns: Promise<void>[] | undefined;
+
   /** Runs `cleanup` when the request ends (nginx's pool cleanup); at once when it has ended already. */
   atEnd(cleanup: () => void): void {
     if (this.ended) cleanup();

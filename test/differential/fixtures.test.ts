@@ -350,6 +350,10 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'unknown-variable-in-if', expect: '[emerg] unknown "no_such_var" variable' },
   { name: 'unknown-variable-in-proxy-set-header', expect: '[emerg] unknown "bar_baz" variable' },
   { name: 'upstream-ip-hash-backup', expect: '[emerg] balancing method does not support parameter "backup" in PREFIX/nginx.conf:7' },
+  { name: 'upstream-hash-parameter-invalid', expect: '[emerg] invalid parameter "ring" in PREFIX/nginx.conf:6' },
+  { name: 'upstream-random-backup', expect: '[emerg] balancing method does not support parameter "backup" in PREFIX/nginx.conf:7' },
+  { name: 'upstream-backup-only', expect: '[emerg] no servers in upstream "backend" in PREFIX/nginx.conf:4' },
+  { name: 'mirror-off-duplicate', expect: '[emerg] "mirror" directive is duplicate in PREFIX/nginx.conf:8' },
   { name: 'upstream-unix-no-path', expect: '[emerg] no path in the unix domain socket in upstream "unix:" in PREFIX/nginx.conf:5' },
   { name: 'upstream-balancer-redefined-warning', expect: '[warn] load balancing method redefined in PREFIX/nginx.conf:6' },
   { name: 'upstream-duplicate', expect: '[emerg] duplicate upstream "backend" in PREFIX/nginx.conf:7' },
@@ -386,7 +390,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   // jinx has no QUIC: it answers as an nginx built without ngx_http_v3_module (its -V says so too)
   { name: 'listen-quic', jinx: '[emerg] the "quic" parameter requires ngx_http_v3_module in PREFIX/nginx.conf:6' },
   { name: 'memcached-pass', jinx: '[emerg] unknown directive "memcached_pass" in PREFIX/nginx.conf:8' },
-  { name: 'mirror', jinx: '[emerg] unknown directive "mirror" in PREFIX/nginx.conf:7' },
   { name: 'mp4-flv', jinx: '[emerg] unknown directive "flv" in PREFIX/nginx.conf:7' },
   { name: 'random-index', jinx: '[emerg] unknown directive "random_index" in PREFIX/nginx.conf:7' },
   // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it

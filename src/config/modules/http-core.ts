@@ -300,6 +300,8 @@ export const serverNameInRedirect = slot('server_name_in_redirect', false);
 export const portInRedirect = slot('port_in_redirect', true);
 export const recursiveErrorPages = slot('recursive_error_pages', false);
 export const chunkedTransferEncoding = slot('chunked_transfer_encoding', true);
+/** `log_subrequest`: subrequests (`auth_request`, `mirror`, SSI includes) are written to the access log of their location. */
+export const logSubrequest = slot('log_subrequest', false);
 export const msiePadding = slot('msie_padding', true);
 export const satisfy = slot<'all' | 'any'>('satisfy', 'all');
 export const mergeSlashes = slot('merge_slashes', true);
@@ -611,7 +613,7 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('send_lowat', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size(lowatIgnored)),
   none('output_buffers', HTTP_SRV_LOC, ['TAKE2'], TUNING, rule.bufs),
   none('disable_symlinks', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'symbolic links are followed', rule.custom(parseDisableSymlinks)),
-  none('log_subrequest', HTTP_SRV_LOC, ['FLAG'], 'subrequests are not written to the access log', rule.flag),
+  { name: 'log_subrequest', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(logSubrequest) },
   none('auth_delay', HTTP_SRV_LOC, ['TAKE1'], 'failed authentication is answered at once', rule.msec),
   none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
   none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
@@ -698,6 +700,8 @@ export interface HttpCoreLocConf {
   readonly lingering: { readonly close: 'off' | 'on' | 'always'; readonly timeMs: number; readonly timeoutMs: number };
   readonly resetTimedoutConnection: boolean;
   readonly chunkedTransferEncoding: boolean;
+  /** `log_subrequest`: a subrequest ending in this location is written to its access log. */
+  readonly logSubrequest: boolean;
   readonly resolver: ResolverDef | undefined;
   readonly resolverTimeoutMs: number;
 }

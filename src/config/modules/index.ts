@@ -26,6 +26,7 @@ import { logDirectives } from './log.js';
 import { geoDirectives } from './geo.js';
 import { mapDirectives } from './map.js';
 import { splitClientsDirectives } from './split-clients.js';
+import { mirrorDirectives } from './mirror.js';
 import { otherUpstreamDirectives } from './other-upstreams.js';
 import { proxyDirectives } from './proxy.js';
 import { realIpDirectives } from './realip.js';
@@ -45,6 +46,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...accessDirectives,
   ...authBasicDirectives,
   ...authRequestDirectives,
+  ...mirrorDirectives,
   ...realIpDirectives,
   ...limitReqDirectives,
   ...headersDirectives,

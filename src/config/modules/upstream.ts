@@ -14,7 +14,7 @@ import {
   DirectiveFailure, fail, LevelConf, ruleSetter, parseNumber, parseMsec, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext, type TempPathValue,
   type Slot,
 } from '../spec.js';
-import type { ValueSource } from '../variables.js';
+import type { CompiledValue, ValueSource } from '../variables.js';
 import type { UpstreamBalancer, UpstreamDecl, UpstreamServerDecl } from '../scope.js';
 import { parseUnixPath } from '../listen.js';
 
@@ -43,6 +43,7 @@ export function parseUpstreamServer(
   d: Directive, cx: SetContext, defaultPort: number | undefined, balancer: UpstreamBalancer = 'round_robin',
 ): UpstreamServerDecl {
   let weight = 1;
+  let maxConns = 0;
   let maxFails = 1;
   let failTimeoutMs = 10_000;
   let backup = false;
@@ -57,14 +58,14 @@ export function parseUpstreamServer(
       weight = num('weight=');
       if (weight === 0) fail(`invalid parameter "${p}"`);
     } else if (p.startsWith('max_fails=')) maxFails = num('max_fails=');
-    else if (p.startsWith('max_conns=')) num('max_conns=');
+    else if (p.startsWith('max_conns=')) maxConns = num('max_conns=');
     else if (p.startsWith('fail_timeout=')) {
       const t = parseTime(p.slice(13), true);
       if (t === undefined) fail(`invalid parameter "${p}"`);
       failTimeoutMs = t * 1000;
     } else if (p === 'backup') {
-      // ngx_http_upstream_ip_hash leaves NGX_HTTP_UPSTREAM_BACKUP out of the block's flags
-      if (balancer === 'ip_hash') fail(`balancing method does not support parameter "${p}"`);
+      // ip_hash, hash and random leave NGX_HTTP_UPSTREAM_BACKUP out of the block's flags
+      if (!BACKUP_BALANCERS.has(balancer)) fail(`balancing method does not support parameter "${p}"`);
       backup = true;
     }
     else if (p === 'down') down = true;
@@ -73,7 +74,7 @@ export function parseUpstreamServer(
   const addr = d.args[0]!;
   if (addr.startsWith('unix:')) {
     const unixPath = parseUnixPath(addr, (err) => fail(`${err} in upstream "${addr}"`));
-    return { host: addr, port: 0, unixPath, weight, maxFails, failTimeoutMs, backup, down, loc: d.loc };
+    return { address: addr, host: addr, port: 0, unixPath, weight, maxConns, maxFails, failTimeoutMs, backup, down, loc: d.loc };
   }
   const hp = splitHostPort(addr);
   if (!hp || (hp.port !== undefined && (hp.port < 1 || hp.port > 65535))) {
@@ -84,8 +85,11 @@ export function parseUpstreamServer(
   if (!isIP(hp.host) && !cx.scope.hosts.lookup(hp.host)) fail(`host not found in upstream "${addr}"`);
   const port = hp.port ?? defaultPort;
   if (port === undefined) fail(`no port in upstream "${addr}"`);
-  return { host: hp.host, port, unixPath: undefined, weight, maxFails, failTimeoutMs, backup, down, loc: d.loc };
+  return { address: addr, host: hp.host, port, unixPath: undefined, weight, maxConns, maxFails, failTimeoutMs, backup, down, loc: d.loc };
 }
+
+/** The methods whose servers may be `backup` (round robin, `least_conn`). */
+const BACKUP_BALANCERS: ReadonlySet<UpstreamBalancer> = new Set(['round_robin', 'least_conn']);
 
 const setServer = (d: Directive, cx: SetContext): void => {
   const up = currentUpstream(cx);
@@ -102,14 +106,31 @@ const balancerSet = slot('upstream balancer', false);
 
 /**
  * `ngx_http_upstream_least_conn` (`ngx_http_upstream_least_conn_module.c`),
- * `ngx_http_upstream_ip_hash` (`ngx_http_upstream_ip_hash_module.c`): the
- * block's method; choosing a second one is the warning `load balancing
- * method redefined`, and the last one chosen is used.
+ * `ngx_http_upstream_ip_hash` (`ngx_http_upstream_ip_hash_module.c`),
+ * `ngx_http_upstream_hash` (`ngx_http_upstream_hash_module.c`: `KEY
+ * [consistent]`), `ngx_http_upstream_random`
+ * (`ngx_http_upstream_random_module.c`: `[two [least_conn]]`): the block's
+ * method; choosing a second one is the warning `load balancing method
+ * redefined`, and the last one chosen is used. A parameter other than
+ * those is `invalid parameter "…"`, after the warning, as nginx checks it.
  */
 function setBalancer(d: Directive, cx: SetContext): void {
+  const up = currentUpstream(cx);
+  // ngx_http_upstream_hash compiles its key before it looks at the method
+  const key = d.name === 'hash' ? cx.scope.variables.value(d.args[0]!, d.loc) : undefined;
   if (cx.level.own(balancerSet)) cx.warn('load balancing method redefined', 'balancer-redefined');
   cx.level.replace(balancerSet, true, d.loc);
-  currentUpstream(cx).balancer = d.name === 'ip_hash' ? 'ip_hash' : 'least_conn';
+  up.hashKey = key;
+  if (d.name === 'hash') {
+    const mode = d.args[1];
+    if (mode !== undefined && mode !== 'consistent') fail(`invalid parameter "${mode}"`);
+    up.balancer = mode === undefined ? 'hash' : 'chash';
+  } else if (d.name === 'random') {
+    const [two, leastConn] = d.args;
+    up.balancer = two === undefined ? 'random' : 'random_two';
+    if (two !== undefined && two !== 'two') fail(`invalid parameter "${two}"`);
+    if (leastConn !== undefined && leastConn !== 'least_conn') fail(`invalid parameter "${leastConn}"`);
+  } else up.balancer = d.name === 'ip_hash' ? 'ip_hash' : 'least_conn';
 }
 
 /**
@@ -156,7 +177,7 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
       if (existing?.explicit) fail(`duplicate upstream "${d.args[0]}"`);
       cx.scope.upstreams.set(name, {
         name: d.args[0]!, loc: d.loc, explicit: true, servers: [], keepalive: 32, keepaliveSet: false, keepaliveTimeoutMs: 60_000,
-        keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin', zone: undefined,
+        keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin', hashKey: undefined, zone: undefined,
       });
       return { context: 'upstream', level: new LevelConf() };
     },
@@ -187,8 +208,8 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
   },
   upstreamTime('keepalive_time', keepaliveTimeSet, 'keepaliveTimeMs'),
   {
-    name: 'zone', module: UPSTREAM, contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], effect: 'runtime',
-    note: 'the peers\' failures (max_fails, fail_timeout) count in every worker, each worker telling the others through the master; the round-robin position stays each worker\'s',
+    name: 'zone', module: 'ngx_http_upstream_zone_module', contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], effect: 'runtime',
+    note: 'the peers\' failures (max_fails, fail_timeout) and connection counts (max_conns, least_conn, random two) count in every worker, each worker telling the others through the master; the round-robin position stays each worker\'s',
     set: ruleSetter('zone', rule.repeatable(setZone)),
   },
   {
@@ -196,6 +217,11 @@ export const upstreamDirectives: readonly DirectiveSpec[] = [
     set: setBalancer,
   },
   { name: 'ip_hash', module: 'ngx_http_upstream_ip_hash_module', contexts: ['upstream'], args: ['NOARGS'], effect: 'runtime', set: setBalancer },
+  { name: 'hash', module: 'ngx_http_upstream_hash_module', contexts: ['upstream'], args: ['TAKE1', 'TAKE2'], effect: 'runtime', set: setBalancer },
+  {
+    name: 'random', module: 'ngx_http_upstream_random_module', contexts: ['upstream'], args: ['NOARGS', 'TAKE1', 'TAKE2'], effect: 'runtime',
+    set: setBalancer,
+  },
 ];
 
 /** A resolved upstream group. */
@@ -209,9 +235,11 @@ export interface UpstreamGroup {
   readonly keepaliveTimeMs: number;
   /** Requests a kept connection carries at most (`keepalive_requests`). */
   readonly keepaliveRequests: number;
-  /** How a peer is picked (`ip_hash`, `least_conn`, else round robin). */
+  /** How a peer is picked (`ip_hash`, `least_conn`, `hash`, `random` …, else round robin). */
   readonly balancer: UpstreamBalancer;
-  /** `zone NAME`: the peers' failures count in every worker (without it, in each worker alone, as nginx's). */
+  /** `hash KEY`: the key, evaluated per request (undefined for another method). */
+  readonly hashKey: CompiledValue | undefined;
+  /** `zone NAME`: the peers' failures and connections count in every worker (without it, in each worker alone, as nginx's). */
   readonly zone: string | undefined;
 }
 
@@ -225,9 +253,13 @@ export interface UpstreamPeer {
   readonly port: number;
   /** The socket file of a peer on a unix domain socket. */
   readonly unixPath: string | undefined;
+  /** The `server` address as written (`localhost:8080`), which consistent hashing hashes; the same for every address of a name. */
+  readonly server: string;
   readonly weight: number;
   readonly backup: boolean;
   readonly down: boolean;
+  /** `max_conns`: requests at once at most; 0: no limit. */
+  readonly maxConns: number;
   readonly maxFails: number;
   readonly failTimeoutMs: number;
 }
@@ -304,7 +336,7 @@ export function upstreamGroups(cx: CompileContext): Map<string, UpstreamGroup> {
  * names resolved before the check; then, every level in configuration order
  * (upstream blocks too), the group of each static address that `passes`
  * (one function per module, in module order) find at the level.
- * @throws ConfigError `no servers are inside upstream`, and those of an implicit group
+ * @throws ConfigError `no servers are inside upstream`, `no servers in upstream "NAME"` (backup servers only), and those of an implicit group
  */
 export function resolveUpstreams(
   cx: CompileContext, httpNode: LevelNode, passes: readonly ((conf: LevelConf) => PassAddress | undefined)[],
@@ -315,6 +347,8 @@ export function resolveUpstreams(
       const d = httpNode.children.find((c) => c.context === 'upstream' && c.directive?.args[0]?.toLowerCase() === decl.name.toLowerCase());
       throw new ConfigError('invalid-value', 'no servers are inside upstream', { file: decl.loc.file, line: d?.directive?.closeLine ?? decl.loc.line });
     }
+    // ngx_http_upstream_init_round_robin: backup servers alone make no group
+    if (decl.servers.every((s) => s.backup)) throw new ConfigError('invalid-value', `no servers in upstream "${decl.name}"`, decl.loc);
     const peers: UpstreamPeer[] = [];
     for (const s of decl.servers) {
       if (s.unixPath !== undefined) {
@@ -327,7 +361,7 @@ export function resolveUpstreams(
     groups.set(decl.name.toLowerCase(), {
       name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs, keepaliveTimeMs: decl.keepaliveTimeMs,
       keepaliveRequests: decl.keepaliveRequests,
-      balancer: decl.balancer, zone: decl.zone,
+      balancer: decl.balancer, hashKey: decl.hashKey && cx.scope.variables.bind(decl.hashKey), zone: decl.zone,
     });
   }
   // every level, upstream blocks too, as the recursive walk did (they hold no proxy_pass)
@@ -343,12 +377,11 @@ export function resolveUpstreams(
 }
 
 /** A peer at an IP and port, or (`unixPath`) at `unix:PATH`, with its `server` parameters. */
-function peer(
-  addr: string, port: number, s?: { weight: number; backup: boolean; down: boolean; maxFails: number; failTimeoutMs: number }, unixPath?: string,
-): UpstreamPeer {
+function peer(addr: string, port: number, s?: UpstreamServerDecl, unixPath?: string): UpstreamPeer {
+  const name = unixPath !== undefined ? addr : isIP(addr) === 6 ? `[${addr}]:${port}` : `${addr}:${port}`;
   return {
-    name: unixPath !== undefined ? addr : isIP(addr) === 6 ? `[${addr}]:${port}` : `${addr}:${port}`, host: addr, port, unixPath,
-    weight: s?.weight ?? 1, backup: s?.backup ?? false, down: s?.down ?? false,
+    name, host: addr, port, unixPath, server: s?.address ?? name,
+    weight: s?.weight ?? 1, backup: s?.backup ?? false, down: s?.down ?? false, maxConns: s?.maxConns ?? 0,
     maxFails: s?.maxFails ?? 1, failTimeoutMs: s?.failTimeoutMs ?? 10_000,
   };
 }
@@ -369,7 +402,7 @@ function implicitUpstream(cx: CompileContext, groups: Map<string, UpstreamGroup>
   if (hostText.startsWith('unix:')) {
     // ngx_parse_unix_domain_url: one peer, the socket file
     const peers = [peer(hostText, 0, undefined, hostText.slice('unix:'.length))];
-    groups.set(key, { name: key, peers, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin', zone: undefined });
+    groups.set(key, { name: key, peers, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000, balancer: 'round_robin', hashKey: undefined, zone: undefined });
     return;
   }
   const effectivePort = port ?? defaultPort;
@@ -379,7 +412,7 @@ function implicitUpstream(cx: CompileContext, groups: Map<string, UpstreamGroup>
   if (!addrs) throw new ConfigError('host-not-found', `host not found in upstream "${hostText}"`, loc);
   groups.set(key, {
     name: key, peers: addrs.map((a) => peer(a, effectivePort)), keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 1000,
-    balancer: 'round_robin', zone: undefined,
+    balancer: 'round_robin', hashKey: undefined, zone: undefined,
   });
 }
 

@@ -108,16 +108,17 @@ export function endAttempt(state: UpstreamState | undefined, wire?: { readonly s
 /**
  * The first peer of `group` for a request with next-upstream settings
  * `conf`, by the group's balancer (`ip_hash` hashes the request's client
- * address); when none is usable, logs `no live upstreams` and returns 502, the
+ * address, `hash` its key); when none is usable, logs `no live upstreams` and returns 502, the
  * status to answer. `scheme` and `uri` make the log's `upstream:` field.
  */
 export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string): PeerChoice | number {
-  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, ex.r.clientAddr);
-  // the peer is held (for least_conn's counts) until the request ends, whatever ends it
-  let main = ex.r;
-  while (main.parent) main = main.parent;
+  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, group.hashKey ? group.hashKey.evaluate(ex.r) : ex.r.clientAddr);
+  // the peer is held (for the counts of least_conn and max_conns) until the request ends, whatever
+  // ends it: the main request, or a background subrequest that may outlive it
+  let owner = ex.r;
+  while (owner.parent && !owner.background) owner = owner.parent;
   const peer = attempts.pick();
-  main.atEnd(() => attempts.finish());
+  owner.atEnd(() => attempts.finish());
   if (peer) return { peer: chosen(group, peer), attempts };
   return logNoLiveUpstreams(ex, group, scheme, uri);
 }
@@ -184,9 +185,11 @@ export function startAttempt(ex: Exchange, logName: string, peer: ChosenPeer | {
  */
 function resolvedGroup(name: string, addrs: readonly string[], port: number, conf: NextUpstreamConf): PeerChoice {
   const group: UpstreamGroup = {
-    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 0, balancer: 'round_robin', zone: undefined,
+    name, keepalive: 0, keepaliveTimeoutMs: 60_000, keepaliveTimeMs: 3_600_000, keepaliveRequests: 0, balancer: 'round_robin', hashKey: undefined,
+    zone: undefined,
     peers: addrs.map((addr) => ({
-      name: peerName(addr, port), host: addr, port, unixPath: undefined, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000,
+      name: peerName(addr, port), host: addr, port, unixPath: undefined, server: name, weight: 1, backup: false, down: false, maxConns: 0,
+      maxFails: 1, failTimeoutMs: 10_000,
     })),
   };
   resolvedGroups.add(group);

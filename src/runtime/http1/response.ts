@@ -77,6 +77,7 @@ export class Http1Target implements ClientResponseTarget {
   private sendTimer: NodeJS.Timeout | undefined;
   private closeListeners: ((completed: boolean) => void)[] = [];
   private closedOnce = false;
+  holdAfterEnd: (() => Promise<unknown> | undefined) | undefined;
   /** Bytes written for this response: status line and headers, body and chunk framing (`$bytes_sent`). */
   bytesSent = 0;
 
@@ -271,7 +272,10 @@ export class Http1Target implements ClientResponseTarget {
     }
     this.socket.uncork();
     this.closed(true);
-    this.owner.responseDone(this.keepalive, this.conf);
+    // the next request waits for the request's background subrequests (mirrors), as nginx's does
+    const hold = this.holdAfterEnd?.();
+    if (hold) void hold.then(() => this.owner.responseDone(this.keepalive, this.conf));
+    else this.owner.responseDone(this.keepalive, this.conf);
   }
 
   abort(how?: 'flush' | 'reset'): void {

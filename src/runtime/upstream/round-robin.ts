@@ -12,11 +12,14 @@
  * back to round robin after 20 rehashes. `least_conn`
  * (`ngx_http_upstream_least_conn_module.c`) picks the peer with the fewest
  * active connections relative to its weight, round robin among ties, then
- * the backup peers likewise.
+ * the backup peers likewise. Every method skips a peer that takes
+ * `max_conns` requests already (`conns`, counted from when a request is
+ * given the peer until it ends). `hash` and `random` are in balancers.ts.
  */
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import { chooseChash, chooseHash, chooseRandom, newWalk, startChash } from './balancers.js';
 
 /** The shared state of one peer (`ngx_http_upstream_rr_peer_t`). */
 interface PeerState {
@@ -32,16 +35,17 @@ interface PeerState {
 }
 
 /**
- * A peer's failure, or its recovery, in an upstream group with `zone`:
- * what the worker that saw it tells the others (nginx keeps the peers of
- * such a group in its shared memory zone, `ngx_http_upstream_zone_module.c`).
+ * A peer's failure or recovery, or a request taking or leaving it
+ * (`conns`), in an upstream group with `zone`: what the worker that saw it
+ * tells the others (nginx keeps the peers of such a group in its shared
+ * memory zone, `ngx_http_upstream_zone_module.c`).
  */
 export interface PeerEvent {
   /** The group's name as configured. */
   readonly group: string;
   /** The peer's index in the group's `peers`. */
   readonly peer: number;
-  readonly failed: boolean;
+  readonly change: 'failed' | 'recovered' | 'taken' | 'freed';
   /** When, in seconds since the epoch. */
   readonly atSec: number;
 }
@@ -54,9 +58,9 @@ export interface HashWalk {
 
 /**
  * The peers' state of a running configuration. For a group with `zone`,
- * failures and recoveries are also told to `share` (the other workers) and
- * theirs applied by `applyShared`; the round-robin position and the
- * connection counts stay this process's.
+ * failures, recoveries and the requests taking and leaving a peer are also
+ * told to `share` (the other workers) and theirs applied by `applyShared`;
+ * the round-robin position stays this process's.
  */
 export class RoundRobin {
   private readonly states = new Map<UpstreamPeer, PeerState>();
@@ -69,30 +73,62 @@ export class RoundRobin {
     return st;
   }
 
-  /** Whether a peer is out for now: `down`, or failed `max_fails` times within `fail_timeout`. */
+  /**
+   * Whether a peer is out for now: `down`, failed `max_fails` times within
+   * `fail_timeout`, or taking `max_conns` requests already.
+   */
   private unusable(peer: UpstreamPeer, nowSec: number): boolean {
     if (peer.down) return true;
     const st = this.state(peer);
-    return peer.maxFails > 0 && st.fails >= peer.maxFails && (nowSec - st.checkedSec) * 1000 <= peer.failTimeoutMs;
+    if (peer.maxFails > 0 && st.fails >= peer.maxFails && (nowSec - st.checkedSec) * 1000 <= peer.failTimeoutMs) return true;
+    return peer.maxConns > 0 && st.conns >= peer.maxConns;
   }
 
-  /** A peer was chosen: it counts one more connection, and a failed one is given its request (`checked`). */
-  private taken(peer: UpstreamPeer, nowSec: number): UpstreamPeer {
+  /** Whether a peer may be chosen for a request that has `tried` some: not tried, and not out (`unusable`). */
+  usable(peer: UpstreamPeer, tried: ReadonlySet<UpstreamPeer>, nowSec: number): boolean {
+    return !tried.has(peer) && !this.unusable(peer, nowSec);
+  }
+
+  /**
+   * Whether the only peer of a group may be chosen (nginx's `peers->single`,
+   * which counts no failures): not `down`, and below `max_conns`.
+   */
+  singleUsable(peer: UpstreamPeer): boolean {
+    return !peer.down && !(peer.maxConns > 0 && this.state(peer).conns >= peer.maxConns);
+  }
+
+  /** Requests using the peer right now (`conns`). */
+  conns(peer: UpstreamPeer): number {
+    return this.state(peer).conns;
+  }
+
+  /** A peer was chosen: a failed one is given its request (`checked`). */
+  taken(peer: UpstreamPeer, nowSec: number): UpstreamPeer {
     const st = this.state(peer);
     if ((nowSec - st.checkedSec) * 1000 > peer.failTimeoutMs) st.checkedSec = nowSec;
-    st.conns++;
     return peer;
   }
 
-  /** The only peer of a group was chosen (nginx's `peers->single`): it counts one more connection. */
-  taken1(peer: UpstreamPeer): void {
+  /**
+   * A request holds the peer of `group` until it is freed (`peer->conns++`);
+   * told to the other workers when the group's method or `max_conns` reads
+   * the counts.
+   */
+  hold(group: UpstreamGroup, peer: UpstreamPeer): void {
     this.state(peer).conns++;
+    if (countsConns(group)) this.tell(group, peer, 'taken');
   }
 
   /** The peer's request is over (`peer->conns--` of `ngx_http_upstream_free_round_robin_peer`). */
-  freed(peer: UpstreamPeer): void {
+  freed(group: UpstreamGroup, peer: UpstreamPeer): void {
     const st = this.states.get(peer);
     if (st && st.conns > 0) st.conns--;
+    if (countsConns(group)) this.tell(group, peer, 'freed');
+  }
+
+  /** Tells the other workers of a change of a peer in a group with `zone`. */
+  private tell(group: UpstreamGroup, peer: UpstreamPeer, change: PeerEvent['change'], atSec = Math.floor(Date.now() / 1000)): void {
+    if (group.zone !== undefined) this.share?.({ group: group.name, peer: group.peers.indexOf(peer), change, atSec });
   }
 
   /**
@@ -187,7 +223,7 @@ export class RoundRobin {
    * line `upstream server temporarily disabled`).
    */
   failed(group: UpstreamGroup, peer: UpstreamPeer, nowSec: number): boolean {
-    if (group.zone !== undefined) this.share?.({ group: group.name, peer: group.peers.indexOf(peer), failed: true, atSec: nowSec });
+    this.tell(group, peer, 'failed', nowSec);
     return this.countFailure(peer, nowSec);
   }
 
@@ -206,7 +242,7 @@ export class RoundRobin {
     const st = this.states.get(peer);
     if (!st || st.accessedSec >= st.checkedSec || st.fails === 0) return;
     st.fails = 0;
-    if (group.zone !== undefined) this.share?.({ group: group.name, peer: group.peers.indexOf(peer), failed: false, atSec: Math.floor(Date.now() / 1000) });
+    this.tell(group, peer, 'recovered');
   }
 
   /** Applies another worker's `PeerEvent` to the peer it names among `groups` (by lower-cased name), if its group has a zone. */
@@ -214,9 +250,24 @@ export class RoundRobin {
     const group = groups.get(event.group.toLowerCase());
     const peer = group?.zone === undefined ? undefined : group.peers[event.peer];
     if (!peer) return;
-    if (event.failed) this.countFailure(peer, event.atSec);
-    else this.state(peer).fails = 0;
+    const st = this.state(peer);
+    if (event.change === 'failed') this.countFailure(peer, event.atSec);
+    else if (event.change === 'recovered') st.fails = 0;
+    else if (event.change === 'taken') st.conns++;
+    else if (st.conns > 0) st.conns--;
   }
+}
+
+const readsConns = new WeakMap<UpstreamGroup, boolean>();
+
+/** Whether a group's picks depend on the peers' connection counts: `least_conn`, `random two`, or a peer with `max_conns`. */
+function countsConns(group: UpstreamGroup): boolean {
+  let reads = readsConns.get(group);
+  if (reads === undefined) {
+    reads = group.balancer === 'least_conn' || group.balancer === 'random_two' || group.peers.some((p) => p.maxConns > 0);
+    readsConns.set(group, reads);
+  }
+  return reads;
 }
 
 /** Why a peer is given up on: nginx's `NGX_HTTP_UPSTREAM_FT_*` names. */
@@ -284,22 +335,26 @@ export class PeerAttempts {
   private held: UpstreamPeer | undefined;
   /** `ip_hash`: the request's walk, from nginx's initial hash 89. */
   private readonly walk: HashWalk = { hash: 89, tries: 0 };
+  /** `hash`, `random`: the request's walk. */
+  private readonly keyWalk = newWalk();
 
   /**
-   * @param clientAddr the client address (`$remote_addr`, after the realip
-   *   module) that `ip_hash` hashes; `unix:` hashes as three zero bytes
+   * @param key what the group's method hashes: for `ip_hash`, the client
+   *   address (`$remote_addr`, after the realip module; `unix:` hashes as
+   *   three zero bytes), for `hash`, its key evaluated for the request
    */
   constructor(
     private readonly rr: RoundRobin,
     readonly group: UpstreamGroup,
     private readonly conf: NextUpstreamConf,
-    private readonly clientAddr = '',
+    private readonly key = '',
   ) {
     const tiers = tiersOf(group);
     this.tier = tiers.primary;
     this.backups = tiers.backups;
     this.single = tiers.single;
     this.tries = conf.nextUpstreamTries > 0 ? Math.min(tiers.live, conf.nextUpstreamTries) : tiers.live;
+    if (group.balancer === 'chash' && !this.single) startChash(group, tiers.primary, key, this.keyWalk);
   }
 
   /**
@@ -311,8 +366,7 @@ export class PeerAttempts {
     const nowSec = Math.floor(Date.now() / 1000);
     let peer: UpstreamPeer | undefined;
     if (this.single) {
-      peer = this.tier[0]!.down ? undefined : this.tier[0];
-      if (peer) this.rr.taken1(peer);
+      peer = this.rr.singleUsable(this.tier[0]!) ? this.tier[0] : undefined;
     } else {
       peer = this.chooseIn(this.tier, nowSec);
       if (!peer && this.tier !== this.backups && this.backups.length > 0) {
@@ -321,18 +375,31 @@ export class PeerAttempts {
         peer = this.chooseIn(this.tier, nowSec);
       }
     }
-    if (peer) this.tried.add(peer);
+    if (peer) {
+      this.tried.add(peer);
+      this.rr.hold(this.group, peer);
+    }
     this.current = peer;
     this.held = peer;
     return peer;
   }
 
-  /** A peer of `tier` by the group's method; `ip_hash` hashes the primary peers only, and only while it has two or more. */
+  /**
+   * A peer of `tier` by the group's method; `ip_hash`, `hash` and `random`
+   * pick among the primary peers only (their groups have no backup), and
+   * go round robin when their method gives up.
+   */
   private chooseIn(tier: readonly UpstreamPeer[], nowSec: number): UpstreamPeer | undefined {
     const { balancer } = this.group;
     if (balancer === 'least_conn') return this.rr.chooseLeastConn(tier, this.tried, nowSec);
-    if (balancer === 'ip_hash' && tier !== this.backups && tier.length >= 2) {
-      const peer = this.rr.chooseByHash(tier, hashBytes(this.clientAddr), this.tried, nowSec, this.walk);
+    if (tier !== this.backups) {
+      let peer: UpstreamPeer | undefined;
+      if (balancer === 'ip_hash' && tier.length >= 2) peer = this.rr.chooseByHash(tier, hashBytes(this.key), this.tried, nowSec, this.walk);
+      else if (balancer === 'hash') peer = chooseHash(this.rr, tier, this.key, this.tried, nowSec, this.keyWalk);
+      else if (balancer === 'chash') peer = chooseChash(this.rr, this.group, tier, this.key, this.tried, nowSec, this.keyWalk);
+      else if (balancer === 'random' || balancer === 'random_two') {
+        peer = chooseRandom(this.rr, this.group, tier, balancer === 'random_two', this.tried, nowSec, this.keyWalk);
+      }
       if (peer) return peer;
     }
     return this.rr.choose(tier, this.tried, nowSec);
@@ -340,7 +407,7 @@ export class PeerAttempts {
 
   /** The request is over: the peer it still holds is free (nginx's `peer.free` at `ngx_http_upstream_finalize_request`). */
   finish(): void {
-    if (this.held) this.rr.freed(this.held);
+    if (this.held) this.rr.freed(this.group, this.held);
     this.held = undefined;
   }
 
