@@ -23,12 +23,10 @@ import type { CompileContext } from './compile-context.js';
 import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, listenGroups, locationTree, primaryServerName } from './http-core-compile.js';
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
-import { emptyGif } from './modules/empty-gif.js';
 import { autoindexConf } from './modules/autoindex.js';
 import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { useridConf } from './modules/userid.js';
-import { stubStatus } from './modules/stub-status.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
 import { mirrorConf } from './modules/mirror.js';
@@ -39,6 +37,7 @@ import * as fastcgi from './modules/fastcgi.js';
 import { gzipConf } from './modules/gzip.js';
 import { headersConf } from './modules/headers.js';
 import { http2LocConf } from './modules/http2.js';
+import { contentHandler } from './modules/http-core.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { limitReqConf } from './modules/limit-req.js';
 import { accessLogsConf, accessLogTargets, compileLogFormats } from './modules/log.js';
@@ -294,12 +293,11 @@ class Compiler implements CompileContext {
       ssi: ssiConf(c),
       sub: subFilterConf(c, vars),
       addition: additionConf(c),
-      emptyGif: c.get(emptyGif),
+      contentHandler: c.get(contentHandler),
       autoindex: autoindexConf(c),
       secureLink: secureLinkConf(c, vars),
       referers: refererConf(c),
       userid: useridConf(c, vars),
-      stubStatus: c.get(stubStatus),
     });
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

@@ -22,7 +22,7 @@ import type { FastcgiConf } from './modules/fastcgi.js';
 import type { GzipConf } from './modules/gzip.js';
 import type { AddHeader, ExpiresConf } from './modules/headers.js';
 import type { Http2LocConf } from './modules/http2.js';
-import type { HttpCoreLocConf } from './modules/http-core.js';
+import type { ContentHandlerName, HttpCoreLocConf } from './modules/http-core.js';
 import type { LimitReqConf } from './modules/limit-req.js';
 import type { AccessLogTarget } from './modules/log.js';
 import type { ProxyConf } from './modules/proxy.js';
@@ -199,8 +199,12 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly ssi: SsiConf;
   readonly sub: SubFilterConf;
   readonly addition: AdditionConf;
-  /** `empty_gif`: the location's content is the empty GIF. */
-  readonly emptyGif: boolean;
+  /**
+   * The level's content handler (`proxy_pass`, `fastcgi_pass`, `empty_gif`,
+   * `stub_status`: the last of them in the level, as in nginx); undefined
+   * for the static, index and autoindex handlers.
+   */
+  readonly contentHandler: ContentHandlerName | undefined;
   /** `autoindex`, `autoindex_format`, `autoindex_localtime`, `autoindex_exact_size`. */
   readonly autoindex: AutoindexConf;
   readonly secureLink: SecureLinkConf | undefined;
@@ -208,8 +212,6 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly referers: RefererConf | undefined;
   /** The userid filter's settings (`userid`, `userid_name` …). */
   readonly userid: UseridConf;
-  /** `stub_status`: the level's content is the status page. */
-  readonly stubStatus: boolean;
 }
 
 /** The compiled configuration. */

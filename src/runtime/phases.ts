@@ -12,6 +12,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
+import type { ContentHandlerName } from '../config/modules/http-core.js';
 import { findLocation } from './locations.js';
 import { debugging, debugRequest, logRequest, type RuntimeContext } from './context.js';
 import { DONE, statusOutcome, type ClientResponseTarget, type ContentHandler, type Exchange, type Outcome, type ResponseTarget, type Subrequest } from './exchange.js';
@@ -523,11 +524,18 @@ async function authRequest(ex: Exchange): Promise<AccessResult> {
   return authRequestResult(ex, sub);
 }
 
+/** The handler of each content directive (`clcf->handler`); without one, the static, index and autoindex handlers. */
+const CONTENT_HANDLERS: Readonly<Record<ContentHandlerName, ContentHandler>> = {
+  proxy_pass: proxyRequest,
+  fastcgi_pass: fastcgiRequest,
+  empty_gif: sendEmptyGif,
+  stub_status: sendStubStatus,
+};
+
 /** The content phase: the location's handler, then what its outcome asks for. */
 function contentPhase(ex: Exchange): Promise<void> {
   const { loc } = ex.r;
-  const handler: ContentHandler = loc.proxy ? proxyRequest : loc.fastcgi ? fastcgiRequest : loc.emptyGif ? sendEmptyGif
-    : loc.stubStatus ? sendStubStatus : serveStatic;
+  const handler: ContentHandler = loc.contentHandler === undefined ? serveStatic : CONTENT_HANDLERS[loc.contentHandler];
   return handler(ex).then((outcome) => follow(ex, outcome));
 }
 

@@ -90,6 +90,24 @@ describe('static content (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  // at notice: the proxied request's own connection (jinx to itself) ends on undici's `Connection: close`, where nginx's ends keep-alive (README)
+  it('gives a location the content handler of the last of proxy_pass, fastcgi_pass, empty_gif and stub_status it names, as nginx', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port};
+    location = /inner { return 200 "proxied\\n"; }
+    location /gif-then-proxy { empty_gif; proxy_pass http://127.0.0.1:${port}/inner; }
+    location /proxy-then-gif { proxy_pass http://127.0.0.1:${port}/inner; empty_gif; }
+    location /gif-twice { empty_gif; empty_gif; }
+    location /fastcgi-then-gif { fastcgi_pass 127.0.0.1:1; empty_gif; }
+    location /status-then-gif { stub_status; empty_gif; }
+    location /outer { empty_gif; location /outer/inner { return 200 "inner\\n"; } location /outer/static { } }
+  }`, { level: 'notice' }),
+    }, async (s) => getAll(s, ['/gif-then-proxy', '/proxy-then-gif', '/gif-twice', '/fastcgi-then-gif', '/status-then-gif', '/outer/inner', '/outer/static']));
+    assert.equal(run.nginx.result['GET /gif-then-proxy']!.body, 'proxied\n');
+    assert.equal(run.nginx.result['GET /proxy-then-gif']!.headers['content-type'], 'image/gif');
+    assertSameAsNginx(run);
+  });
+
   it('maps URIs with alias, in prefix and regex locations', async () => {
     const run = await differential({
       conf: ({ port, prefix }) => httpConf(`${TYPES}

@@ -3,15 +3,13 @@
  * `empty_gif` makes a location answer GET and HEAD with a 1×1 transparent
  * GIF (43 bytes), its content handler as `proxy_pass` is one.
  */
-import { slot, type DirectiveSpec } from '../spec.js';
-
-/** Whether the location answers with the empty GIF (set at its own level only). */
-export const emptyGif = slot('empty_gif', false, false);
+import type { DirectiveSpec } from '../spec.js';
+import { setContentHandler } from './http-core.js';
 
 export const emptyGifDirectives: readonly DirectiveSpec[] = [
   {
     name: 'empty_gif', module: 'ngx_http_empty_gif_module', contexts: ['location'], args: ['NOARGS'], effect: 'runtime',
     // nginx sets the location's handler again without complaint
-    set: (d, cx) => cx.level.set(emptyGif, true, d.loc),
+    set: (d, cx) => setContentHandler(cx, 'empty_gif', d.loc),
   },
 ];

@@ -17,7 +17,7 @@ import type { LevelNode } from '../check.js';
 import { groupKey, inheritedIntoIf, type CompileContext } from '../compile-context.js';
 import { bindCache, cacheDirectives, cacheZones, fastcgiCache, type CacheConf } from './cache.js';
 import { IGNORE_HEADERS, parseAccess, parseBind, parseStore } from './proxy.js';
-import { lowatIgnored } from './http-core.js';
+import { lowatIgnored, setContentHandler } from './http-core.js';
 import {
   CACHE_REQUEST_HEADERS, nextUpstreamConf, spoolSizes, type PassAddress, type UpstreamConf, type UpstreamMergeSlots,
 } from './upstream.js';
@@ -73,6 +73,7 @@ const NEXT_UPSTREAM = [
 
 function setPass(d: Directive, cx: SetContext): void {
   if (cx.level.own(fastcgiPass)) throw new DirectiveFailure('is duplicate');
+  setContentHandler(cx, 'fastcgi_pass', d.loc);
   const arg = d.args[0]!;
   if (arg.includes('$')) {
     cx.level.set(fastcgiPass, { kind: 'variable', address: cx.scope.variables.value(arg, d.loc), loc: d.loc }, d.loc);

@@ -38,6 +38,20 @@ export interface ListenDef extends ListenAddress, ListenParams {
 }
 
 export const listens = listSlot<ListenDef>('listen', false);
+/**
+ * The directives that give a location its content handler (nginx's
+ * `clcf->handler`, which each of their setters assigns).
+ */
+export type ContentHandlerName = 'proxy_pass' | 'fastcgi_pass' | 'empty_gif' | 'stub_status';
+
+/** The level's content handler: the last directive of the level that sets one (not inherited, as `clcf->handler` is not merged). */
+export const contentHandler = slot<ContentHandlerName | undefined>('content_handler', undefined, false);
+
+/** Makes `name` the level's content handler in place of one an earlier directive set, as nginx's setters assign `clcf->handler`. */
+export function setContentHandler(cx: SetContext, name: ContentHandlerName, loc: SourceLoc): void {
+  cx.level.replace(contentHandler, name, loc);
+}
+
 /** `server_name` entries, lowercased unless they are regexes. */
 export const serverNames = listSlot<{ readonly name: string; readonly regex: NginxRegex | undefined }>('server_name', false);
 

@@ -19,7 +19,7 @@ import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.
 import {
   CACHE_REQUEST_HEADERS, nextUpstreamConf, spoolSizes, type PassAddress, type UpstreamConf, type UpstreamMergeSlots,
 } from './upstream.js';
-import { locationDef, lowatIgnored } from './http-core.js';
+import { locationDef, lowatIgnored, setContentHandler } from './http-core.js';
 import { parseUnixPath } from '../listen.js';
 
 const PROXY = 'ngx_http_proxy_module';
@@ -207,6 +207,7 @@ function parseStaticUrl(d: Directive, url: string, locationPrefix: string): Prox
 
 function setProxyPass(d: Directive, cx: SetContext): void {
   if (cx.level.own(proxyPass)) throw new DirectiveFailure('is duplicate');
+  setContentHandler(cx, 'proxy_pass', d.loc);
   const url = d.args[0]!;
   const def = cx.level.own(locationDef)?.value;
   const noname = cx.context === 'lif' || cx.context === 'limit_except';

@@ -8,17 +8,15 @@
  * The page itself is the runtime's (`runtime/handlers/stub-status.ts`).
  */
 import { SRV_LOC } from '../flags.js';
-import { slot, type DirectiveSpec } from '../spec.js';
+import type { DirectiveSpec } from '../spec.js';
+import { setContentHandler } from './http-core.js';
 import type { VariableDef } from '../variables.js';
-
-/** Whether the level answers with the status page (nginx sets the level's own handler: not inherited). */
-export const stubStatus = slot('stub_status', false, false);
 
 export const stubStatusDirectives: readonly DirectiveSpec[] = [
   {
     name: 'stub_status', module: 'ngx_http_stub_status_module', contexts: SRV_LOC, args: ['NOARGS', 'TAKE1'], effect: 'runtime',
     // ngx_http_set_stub_status sets the handler again without complaint
-    set: (d, cx) => cx.level.set(stubStatus, true, d.loc),
+    set: (d, cx) => setContentHandler(cx, 'stub_status', d.loc),
   },
 ];
 
