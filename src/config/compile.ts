@@ -35,6 +35,7 @@ import { gzipConf } from './modules/gzip.js';
 import { headersConf } from './modules/headers.js';
 import { http2LocConf } from './modules/http2.js';
 import { allDirectives, allVariables } from './modules/index.js';
+import { limitConnConf } from './modules/limit-conn.js';
 import { limitReqConf } from './modules/limit-req.js';
 import { accessLogsConf, accessLogTargets, compileLogFormats } from './modules/log.js';
 import { bindMap, mapBlocks } from './modules/map.js';
@@ -281,6 +282,7 @@ class Compiler implements CompileContext {
       gzip: gzipConf(c),
       charset: charsetConf(c, this.scope),
       limitReq: limitReqConf(this, c),
+      limitConn: limitConnConf(this, c),
       ssi: ssiConf(c),
       sub: subFilterConf(c, vars),
       addition: additionConf(c),

@@ -242,6 +242,8 @@ export interface RequestView {
   readonly gzipCounts: { readonly zin: number; readonly zout: number } | undefined;
   /** `$limit_req_status`. */
   readonly limitReqStatus: string | undefined;
+  /** `$limit_conn_status`. */
+  readonly limitConnStatus: string | undefined;
   /** `$limit_rate` in bytes per second, as `set` made it. */
   limitRate: number;
   /** The SSI filter's `timefmt` for the response, once the filter took it (`$date_local`, `$date_gmt`). */

@@ -14,6 +14,7 @@ import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { CacheZones } from './cache/zone.js';
 import { ConnectionNumbers } from './connection-numbers.js';
+import { LimitConnZones, type LimitConnStore } from './limit-conn-zones.js';
 import { LimitReqZones, type LimitReqStore } from './limit-req-zones.js';
 import type { EarlyListener, ListenHooks } from './listen.js';
 import { connectionLogger } from './server/connection-log.js';
@@ -36,6 +37,8 @@ export interface EngineOptions {
   readonly quietBind?: boolean;
   /** Where the `limit_req_zone` states live (a worker's are the master's). Default: in this process. */
   readonly limitReq?: LimitReqStore;
+  /** Where the `limit_conn_zone` states live (a worker's are the master's). Default: in this process. */
+  readonly limitConn?: LimitConnStore;
   /** Where the sessions of `ssl_session_cache shared:` zones live (a worker's are the master's). Default: in this process. */
   readonly sslSessions?: SessionStore;
   /** Where the failures of peers in upstream groups with `zone` are told (a worker tells the others through the master; `applyPeerEvent`). */
@@ -73,6 +76,7 @@ export class Engine {
       numbers,
       // nginx logs a zone that is full to the cycle's log (the main error_log of the configuration in use)
       limitReq: opts.limitReq ?? new LimitReqZones((message) => this.log('alert', message)),
+      limitConn: opts.limitConn ?? new LimitConnZones(),
       cache: new CacheZones((level, message) => this.log(level, message)),
       admitUpstream: () => this.connections.admitUpstream(),
       ticketKeys: opts.ticketKeys,

@@ -60,10 +60,19 @@ const PAGE = 4096;
 const NODE_BYTES = 32 + 48;
 
 /** The slab size of an allocation: the next power of two, 8 at least (`ngx_slab_alloc_locked`). */
-function slabBytes(size: number): number {
+export function slabBytes(size: number): number {
   let s = 8;
   while (s < size) s *= 2;
   return s;
+}
+
+/**
+ * The bytes nginx's slab allocator has for the nodes of a zone of
+ * `sizeBytes`: its pages less the pool's bookkeeping (`ngx_slab_init`) and
+ * one page for the zone's own header.
+ */
+export function zoneBudgetBytes(sizeBytes: number): number {
+  return Math.max(0, Math.floor((sizeBytes - 1024) / (PAGE + 24)) - 1) * PAGE;
 }
 
 /**
@@ -77,7 +86,7 @@ class ZoneState {
   readonly budgetBytes: number;
 
   constructor(readonly zone: LimitZoneShape) {
-    this.budgetBytes = Math.max(0, Math.floor((zone.sizeBytes - 1024) / (PAGE + 24)) - 1) * PAGE;
+    this.budgetBytes = zoneBudgetBytes(zone.sizeBytes);
   }
 
   /**

@@ -20,6 +20,7 @@ import { checkAccessRules, type AccessResult } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
 import { authRequestResult, authSubrequest } from './handlers/auth-request.js';
 import { fastcgiRequest } from './handlers/fastcgi.js';
+import { limitConnections } from './handlers/limit-conn.js';
 import { limitRequests } from './handlers/limit-req.js';
 import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
@@ -430,11 +431,17 @@ function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecti
   return true;
 }
 
-/** Preaccess (realip with the location's settings, limit_req), access, try_files and content phases. */
+/** Preaccess (realip with the location's settings, limit_req, limit_conn), access, try_files and content phases. */
 function afterRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   realClientAddress(r);
-  if (r.loc.limitReq.limits.length > 0) return limitRequests(ex).then((refused) => (refused === undefined ? accessPhases(ex) : finalize(ex, refused)));
+  if (r.loc.limitReq.limits.length > 0) return limitRequests(ex).then((refused) => (refused === undefined ? limitConnPhase(ex) : finalize(ex, refused)));
+  return limitConnPhase(ex);
+}
+
+/** limit_conn's preaccess handler (after limit_req's, as nginx orders them), then access, try_files and content. */
+function limitConnPhase(ex: Exchange): Promise<void> {
+  if (ex.r.loc.limitConn.limits.length > 0) return limitConnections(ex).then((refused) => (refused === undefined ? accessPhases(ex) : finalize(ex, refused)));
   return accessPhases(ex);
 }
 

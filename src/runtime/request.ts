@@ -122,6 +122,8 @@ export class HttpRequestState implements RequestView {
   gzipCounts: { readonly zin: number; readonly zout: number } | undefined;
   /** What limit_req decided (`PASSED`, `DELAYED`, `REJECTED`, `DELAYED_DRY_RUN`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */
   limitReqStatus: string | undefined;
+  /** What limit_conn decided (`PASSED`, `REJECTED`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */
+  limitConnStatus: string | undefined;
   /** `$limit_rate` in bytes per second, as `set` made it (jinx does not limit the rate). */
   limitRate = 0;
   /** Bytes of the response body sent, for `$body_bytes_sent`. */

@@ -18,6 +18,7 @@ import { headersDirectives } from './headers.js';
 import { http2Directives } from './http2.js';
 import { httpCoreDirectives } from './http-core.js';
 import { httpVariables } from './http-variables.js';
+import { limitConnDirectives, limitConnVariables } from './limit-conn.js';
 import { limitReqDirectives } from './limit-req.js';
 import { logDirectives } from './log.js';
 import { mapDirectives } from './map.js';
@@ -40,6 +41,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...authBasicDirectives,
   ...authRequestDirectives,
   ...realIpDirectives,
+  ...limitConnDirectives,
   ...limitReqDirectives,
   ...headersDirectives,
   ...logDirectives,
@@ -61,4 +63,4 @@ export const allDirectives: readonly DirectiveSpec[] = [
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...limitConnVariables];
