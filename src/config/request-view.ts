@@ -244,8 +244,10 @@ export interface RequestView {
   readonly limitReqStatus: string | undefined;
   /** `$limit_conn_status`. */
   readonly limitConnStatus: string | undefined;
-  /** `$limit_rate` in bytes per second, as `set` made it. */
+  /** `$limit_rate`: the response's rate in bytes per second (nginx's `r->limit_rate`), 0 until set or sent. */
   limitRate: number;
+  /** The rate was set (`$limit_rate`, `X-Accel-Limit-Rate`): `limit_rate` no longer applies (nginx's `r->limit_rate_set`). */
+  limitRateSet: boolean;
   /** The SSI filter's `timefmt` for the response, once the filter took it (`$date_local`, `$date_gmt`). */
   readonly ssi: { readonly timefmt: string } | undefined;
   /** What the request is doing, for the ` while …` of error-log lines. */

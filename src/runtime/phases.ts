@@ -28,6 +28,7 @@ import { realClientAddress } from './handlers/realip.js';
 import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
 import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './respond.js';
+import { RateLimitedTarget } from './limit-rate.js';
 import { runScript } from './script.js';
 import { preconditionStatus } from './conditional.js';
 import { browserOf } from './user-agent.js';
@@ -90,8 +91,8 @@ export function serveClientRequest(
       out.timedOut(r.loc.resetTimedoutConnection);
     },
   });
-  // the handlers' responses pass through the response filters (gunzip, charset, gzip)
-  const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx, filterSubrequest) };
+  // the handlers' responses pass through the response filters (gunzip, charset, gzip), then the rate limit (the write filter)
+  const ex: Exchange = { cx, r, body, out: new FilteredTarget(new RateLimitedTarget(out, r, cx), cx, filterSubrequest) };
   out.whenClosed((completed) => {
     r.ended = true;
     for (const cleanup of r.cleanups.splice(0)) cleanup();

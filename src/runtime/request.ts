@@ -124,8 +124,10 @@ export class HttpRequestState implements RequestView {
   limitReqStatus: string | undefined;
   /** What limit_conn decided (`PASSED`, `REJECTED`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */
   limitConnStatus: string | undefined;
-  /** `$limit_rate` in bytes per second, as `set` made it (jinx does not limit the rate). */
+  /** `$limit_rate`: the response's rate in bytes per second, 0 until set or until the response's first bytes are sent (nginx's `r->limit_rate`). */
   limitRate = 0;
+  /** The rate was set (`$limit_rate`, `X-Accel-Limit-Rate`) or taken from `limit_rate` (nginx's `r->limit_rate_set`). */
+  limitRateSet = false;
   /** Bytes of the response body sent, for `$body_bytes_sent`. */
   bodyBytesSent = 0;
   /** Bytes sent to the client, headers included, for `$bytes_sent`. */

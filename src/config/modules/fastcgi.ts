@@ -224,6 +224,7 @@ export function fastcgiConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     buffering: c.get(fastcgiBuffering),
     accelBuffering: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Buffering'),
     accelRedirect: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Redirect'),
+    accelLimitRate: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Limit-Rate'),
     requestBuffering: c.get(fastcgiRequestBuffering),
     memoryBytes: buffers.count * buffers.sizeBytes,
     bufferBytes: buffers.sizeBytes,

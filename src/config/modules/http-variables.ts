@@ -365,12 +365,13 @@ export const httpVariables: readonly VariableDef[] = [
   // ngx_http_v2_vars (src/http/v2/ngx_http_v2_module.c)
   { name: 'http2', get: http2Protocol },
   {
-    // jinx does not limit the rate: the variable keeps what `set` gave it (ngx_http_variable_set_limit_rate)
+    // ngx_http_variable_set_limit_rate: the rate the write filter then keeps
     name: 'limit_rate', get: (r) => String(r.limitRate), changeable: true,
     set: (r, value) => {
       const bytes = parseSize(value);
       if (bytes === undefined) return `invalid $limit_rate "${value}"`;
       r.limitRate = bytes;
+      r.limitRateSet = true;
       return undefined;
     },
   },

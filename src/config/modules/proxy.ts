@@ -540,6 +540,7 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
     buffering: c.get(proxyBuffering),
     accelBuffering: !c.get(proxyIgnoreHeaders).includes('X-Accel-Buffering'),
     accelRedirect: !c.get(proxyIgnoreHeaders).includes('X-Accel-Redirect'),
+    accelLimitRate: !c.get(proxyIgnoreHeaders).includes('X-Accel-Limit-Rate'),
     requestBuffering: c.get(proxyRequestBuffering),
     memoryBytes: c.get(proxyBuffers).count * c.get(proxyBuffers).sizeBytes,
     bufferBytes: c.get(proxyBuffers).sizeBytes,
