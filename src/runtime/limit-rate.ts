@@ -7,8 +7,9 @@
  * `limit_rate`); then at most `rate × (whole seconds since the request
  * began + 1)` bytes past `limit_rate_after` have gone out at any time, and
  * each send is followed by a pause as long as its bytes take at the rate.
- * The bytes counted are the client connection's (HTTP/1.x) or stream's
- * (HTTP/2), header included. Data waiting for its turn is held here: the
+ * The bytes counted are those of the response (the header as the
+ * connection or stream had sent it when the rate was taken, then every
+ * body byte handed on): one HTTP/1.x response, or one HTTP/2 stream. Data waiting for its turn is held here: the
  * writer is told to wait (`write` returns false) and hears `onDrain` once
  * it has gone; one timer at a time, no polling.
  */
@@ -39,6 +40,8 @@ export class RateLimitedTarget implements ClientResponseTarget {
   private rate: number | undefined;
   /** `limit_rate_after`, taken with a rate that is not 0. */
   private afterBytes = 0;
+  /** Bytes of the response sent so far, as the write filter counts them (`c->sent`). */
+  private sentBytes = 0;
   /** Body data waiting for its turn, in order. */
   private readonly queue: Buffer[] = [];
   private queuedBytes = 0;
@@ -105,7 +108,12 @@ export class RateLimitedTarget implements ClientResponseTarget {
       r.limitRateSet = true;
     }
     this.rate = r.limitRate;
-    if (this.rate > 0) this.afterBytes = requestSize(this.cx, r, r.loc.limitRateAfter);
+    if (this.rate > 0) {
+      this.afterBytes = requestSize(this.cx, r, r.loc.limitRateAfter);
+      // the header goes out first: nginx counts it in what was sent
+      this.inner.flushHead();
+      this.sentBytes = this.inner.bytesSent;
+    }
     return this.rate;
   }
 
@@ -129,9 +137,7 @@ export class RateLimitedTarget implements ClientResponseTarget {
         this.queuedBytes = 0;
         break;
       }
-      // the header goes out first: nginx counts it in what the connection sent
-      this.inner.flushHead();
-      const before = this.inner.bytesSent;
+      const before = this.sentBytes;
       const elapsedSec = Math.floor(Date.now() / 1000) - Math.floor(this.r.startMs / 1000);
       const limit = rate * (elapsedSec + 1) - (before - this.afterBytes);
       if (limit <= 0) {
@@ -140,17 +146,27 @@ export class RateLimitedTarget implements ClientResponseTarget {
       }
       const ok = this.send(limit);
       const sent = Math.max(before - this.afterBytes, 0);
-      const nsent = Math.max(this.inner.bytesSent - this.afterBytes, 0);
+      const nsent = Math.max(this.sentBytes - this.afterBytes, 0);
       const delayMs = Math.floor(((nsent - sent) * 1000) / rate);
       if (!ok) this.waitForInner();
       if (delayMs > 0) this.pause(delayMs);
-      if (!ok || delayMs > 0) return;
+      if (!ok || delayMs > 0) break;
     }
+    this.settle();
+  }
+
+  /**
+   * Once nothing waits here: the response ends if `end` came (at once: the
+   * pause after the last bytes holds only what would be written next), and
+   * the writer may go on once the client's target has room.
+   */
+  private settle(): void {
+    if (this.queue.length > 0) return;
     if (this.ending) {
       this.ending = false;
       this.inner.end();
     }
-    for (const cb of this.drainWaiters.splice(0)) queueMicrotask(cb);
+    if (!this.innerFull) for (const cb of this.drainWaiters.splice(0)) queueMicrotask(cb);
   }
 
   /** Hands up to `limit` bytes of the queue to the client's target; false when it asks to wait for a drain. */
@@ -163,6 +179,7 @@ export class RateLimitedTarget implements ClientResponseTarget {
       if (part === head) this.queue.shift();
       else this.queue[0] = head.subarray(left);
       this.queuedBytes -= part.length;
+      this.sentBytes += part.length;
       left -= part.length;
       ok = this.inner.write(part);
     }
@@ -180,14 +197,15 @@ export class RateLimitedTarget implements ClientResponseTarget {
     this.innerFull = true;
     this.inner.onDrain(() => {
       this.innerFull = false;
-      this.pump();
+      if (this.timer === undefined) this.pump();
+      else this.settle();
     });
   }
 
   onDrain(cb: () => void): void {
-    if (this.queue.length === 0 && !this.innerFull && this.timer === undefined) this.inner.onDrain(cb);
-    else if (this.queue.length === 0 && !this.innerFull) queueMicrotask(cb);
-    else this.drainWaiters.push(cb);
+    if (this.queue.length > 0 || this.innerFull) this.drainWaiters.push(cb);
+    else if (this.rate) queueMicrotask(cb);
+    else this.inner.onDrain(cb);
   }
 
   end(chunk?: Buffer | string): void {
