@@ -206,8 +206,10 @@ export interface RequestView {
   readonly host: string;
   /** `$request_port`: the port given with the request's host, '' when none. */
   readonly requestPort: string;
-  /** Start time in ms since the epoch, for `$request_time`. */
+  /** Start time in ms since the epoch. */
   readonly startMs: number;
+  /** Whole milliseconds the request has taken so far, for `$request_time`. */
+  elapsedMs(): number;
   /** Length of the request body once it was read. */
   readonly bodyLength: number | undefined;
   /** The request body once read whole (`$request_body`, `$request_body_file`). */

@@ -35,7 +35,7 @@ export async function limitConnections(ex: Exchange): Promise<number | undefined
   }
   if (checks.length === 0) return undefined;
   main.limitConnStatus = 'PASSED';
-  const outcome = await cx.limitConn.acquire(checks);
+  const outcome = await r.untimed(() => cx.limitConn.acquire(checks));
   if (outcome.kind === 'pass') {
     main.atEnd(() => cx.limitConn.release(checks));
     return undefined;
