@@ -10,7 +10,7 @@
  * a store shared between processes can put it behind a lock.
  */
 import type { LimitConnZone } from '../config/route-table.js';
-import { slabBytes, zoneBudgetBytes } from './limit-req-zones.js';
+import { slabBytes } from './limit-req-zones.js';
 
 /** What the state of a zone depends on: its name and size (its key is evaluated before). */
 export type LimitConnZoneShape = Pick<LimitConnZone, 'name' | 'sizeBytes'>;
@@ -54,15 +54,43 @@ export interface LimitConnStore {
 
 /** nginx's node: 32 bytes of rbtree node before the color, 4 of limit_conn node (color, len, conn) before the key. */
 const NODE_BYTES = 32 + 4;
+const PAGE = 4096;
 
-/** One zone: its keys' counts and the bytes their nodes take. */
+/**
+ * One zone: its keys' counts, and its slab pages as nginx's allocator
+ * fills them (`ngx_slab_alloc_locked`): a page holds chunks of one size
+ * (the next power of two of an allocation), a zone has its size less the
+ * pool's bookkeeping in pages (`ngx_slab_init`), and the zone's header
+ * takes a chunk of 64 bytes (its rbtree and sentinel) and one for its log
+ * context (` in limit_conn_zone "NAME"`), each in a page of its size. A
+ * 32 KiB zone holds 40 keys of 255 bytes, as nginx's does.
+ */
 class ZoneState {
   readonly counts = new Map<string, number>();
-  usedBytes = 0;
-  readonly budgetBytes: number;
+  private readonly pages: number;
+  /** Chunks used, by chunk size. */
+  private readonly chunks = new Map<number, number>();
 
-  constructor(sizeBytes: number) {
-    this.budgetBytes = zoneBudgetBytes(sizeBytes);
+  constructor(zone: LimitConnZoneShape) {
+    this.pages = Math.floor((zone.sizeBytes - 1024) / (PAGE + 24));
+    this.take(64);
+    this.take(slabBytes(' in limit_conn_zone ""'.length + 1 + Buffer.byteLength(zone.name, 'latin1')));
+  }
+
+  /** Pages the used chunks take (their size's chunks per page, a page each past that). */
+  private pagesInUse(): number {
+    let pages = 0;
+    for (const [size, used] of this.chunks) pages += Math.ceil(used / Math.max(1, Math.floor(PAGE / size)));
+    return pages;
+  }
+
+  /** Takes a chunk of `size`; false when a new page would be needed and none is free. */
+  private take(size: number): boolean {
+    const used = this.chunks.get(size) ?? 0;
+    const perPage = Math.max(1, Math.floor(PAGE / size));
+    if (used % perPage === 0 && this.pagesInUse() + 1 > this.pages) return false;
+    this.chunks.set(size, used + 1);
+    return true;
   }
 
   static nodeBytes(key: string): number {
@@ -76,14 +104,12 @@ class ZoneState {
       this.counts.set(key, n + 1);
       return true;
     }
-    const bytes = ZoneState.nodeBytes(key);
-    if (this.usedBytes + bytes > this.budgetBytes) return false;
-    this.usedBytes += bytes;
+    if (!this.take(ZoneState.nodeBytes(key))) return false;
     this.counts.set(key, 1);
     return true;
   }
 
-  /** Counts one request less for `key`; its node goes with its last. */
+  /** Counts one request less for `key`; its node goes with its last (a page whose chunks are all free is free again). */
   remove(key: string): void {
     const n = this.counts.get(key);
     if (n === undefined) return;
@@ -92,7 +118,8 @@ class ZoneState {
       return;
     }
     this.counts.delete(key);
-    this.usedBytes -= ZoneState.nodeBytes(key);
+    const size = ZoneState.nodeBytes(key);
+    this.chunks.set(size, (this.chunks.get(size) ?? 1) - 1);
   }
 }
 
@@ -104,7 +131,7 @@ export class LimitConnZones implements LimitConnStore {
     const id = `${zone.name}\0${zone.sizeBytes}`;
     let z = this.zones.get(id);
     if (!z) {
-      z = new ZoneState(zone.sizeBytes);
+      z = new ZoneState(zone);
       this.zones.set(id, z);
     }
     return z;

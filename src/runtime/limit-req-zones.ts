@@ -67,15 +67,6 @@ export function slabBytes(size: number): number {
 }
 
 /**
- * The bytes nginx's slab allocator has for the nodes of a zone of
- * `sizeBytes`: its pages less the pool's bookkeeping (`ngx_slab_init`) and
- * one page for the zone's own header.
- */
-export function zoneBudgetBytes(sizeBytes: number): number {
-  return Math.max(0, Math.floor((sizeBytes - 1024) / (PAGE + 24)) - 1) * PAGE;
-}
-
-/**
  * One zone: its keys in order of last use, oldest first, within the bytes
  * nginx's slab allocator would have in a zone of its size (its pages less
  * the pool's bookkeeping and one page for the zone's own header).
@@ -86,7 +77,7 @@ class ZoneState {
   readonly budgetBytes: number;
 
   constructor(readonly zone: LimitZoneShape) {
-    this.budgetBytes = zoneBudgetBytes(zone.sizeBytes);
+    this.budgetBytes = Math.max(0, Math.floor((zone.sizeBytes - 1024) / (PAGE + 24)) - 1) * PAGE;
   }
 
   /**
