@@ -147,7 +147,7 @@ export const fastcgiDirectives: readonly DirectiveSpec[] = [
   none('fastcgi_store', ['TAKE1'], 'responses are not stored as files', rule.custom(parseStore)),
   none('fastcgi_store_access', ['TAKE1', 'TAKE2', 'TAKE3'], 'responses are not stored as files', rule.custom(parseAccess)),
   none('fastcgi_bind', ['TAKE1', 'TAKE2'], 'upstream connections use the address the system chooses', rule.custom(parseBind)),
-  none('fastcgi_limit_rate', ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
+  none('fastcgi_limit_rate', ['TAKE1'], 'the upstream is read at full speed (limit_rate throttles the client)', rule.valueSize),
   none('fastcgi_force_ranges', ['FLAG'], 'byte ranges of FastCGI responses are not served', rule.flag),
   none('fastcgi_send_lowat', ['TAKE1'], 'a kernel tuning knob with no counterpart in jinx', rule.size(lowatIgnored)),
   runtime('fastcgi_catch_stderr', ['TAKE1'], (d, cx) => cx.level.append(fastcgiCatchStderr, d.args[0]!, d.loc)),

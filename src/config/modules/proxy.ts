@@ -310,7 +310,7 @@ export function parseAccess(d: Directive): number {
 }
 
 const NO_STORE = 'responses are not stored as files';
-const NO_RATE = 'responses are not rate-limited';
+const NO_RATE = 'the upstream is read at full speed (limit_rate throttles the client)';
 const NO_TRAILERS = 'responses are sent without the upstream\'s trailers';
 const NO_BIND = 'upstream connections use the address the system chooses';
 
