@@ -52,12 +52,25 @@ export class RateLimitedTarget implements ClientResponseTarget {
   /** `end` was called while data waited: the response ends once it has gone. */
   private ending = false;
   private readonly drainWaiters: (() => void)[] = [];
+  /** The handler listens for a client that leaves (`onAbort`); else a pause listens itself. */
+  private handlerListens = false;
+  private pauseListens = false;
 
   constructor(
     private readonly inner: ClientResponseTarget,
     private readonly r: HttpRequestState,
     private readonly cx: RuntimeContext,
-  ) {}
+  ) {
+    // a response over (ended, or its client gone) has nothing more to pace: the pause ends with it
+    inner.whenClosed(() => {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.queue.length = 0;
+      this.queuedBytes = 0;
+      this.ending = false;
+      for (const cb of this.drainWaiters.splice(0)) queueMicrotask(cb);
+    });
+  }
 
   get started(): boolean {
     return this.inner.started;
@@ -191,6 +204,24 @@ export class RateLimitedTarget implements ClientResponseTarget {
       this.timer = undefined;
       this.pump();
     }, ms);
+    this.listenWhilePaused();
+  }
+
+  /**
+   * A client that leaves during a pause ends the response
+   * (`ngx_http_test_reading`, the read handler of a request whose write is
+   * delayed): `client prematurely closed connection` (info), the
+   * connection closed. A handler that listens itself hears of it instead.
+   */
+  private listenWhilePaused(): void {
+    if (this.handlerListens || this.pauseListens) return;
+    this.pauseListens = true;
+    this.inner.onAbort(() => {
+      this.pauseListens = false;
+      if (this.timer === undefined || this.handlerListens) return;
+      logRequest(this.cx, this.r, 'info', 'client prematurely closed connection');
+      this.abort();
+    });
   }
 
   private waitForInner(): void {
@@ -230,14 +261,8 @@ export class RateLimitedTarget implements ClientResponseTarget {
   }
 
   onAbort(cb: (err: NodeJS.ErrnoException | undefined) => void): void {
-    this.inner.onAbort((err) => {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-      this.queue.length = 0;
-      this.queuedBytes = 0;
-      for (const waiter of this.drainWaiters.splice(0)) queueMicrotask(waiter);
-      cb(err);
-    });
+    this.handlerListens = true;
+    this.inner.onAbort(cb);
   }
 
   tunnel(): ClientTunnel | undefined {
