@@ -3,7 +3,8 @@
  * jinx's master: node has no memory shared between processes, so a worker
  * asks the master by message and the master's one state answers, in the
  * order the questions arrive (nginx's zone lock). A `limit_req` check is
- * one round trip over the cluster channel, as is resuming a session of an
+ * one round trip over the cluster channel, as is a `limit_conn` count (its
+ * release at the request's end is one message), and resuming a session of an
  * `ssl_session_cache shared:` zone; keeping a new session is one message
  * (bench/README.md has their cost). The stub_status counters, which nginx
  * also keeps there, are counted by each worker in its own memory (a
@@ -12,11 +13,12 @@
  * workers that exited had counted.
  */
 import type { Worker } from 'node:cluster';
+import { LimitConnZones, type LimitConnCheck, type LimitConnHeld, type LimitConnOutcome, type LimitConnStore } from '../runtime/limit-conn-zones.js';
 import { LimitReqZones, type LimitCheck, type LimitOutcome, type LimitReqStore } from '../runtime/limit-req-zones.js';
 import { LocalSessions, type SessionStore } from '../runtime/session-cache.js';
 import { cumulativePart, ProcessStatus, sumSnapshots, type StatusSnapshot } from '../runtime/stub-status.js';
 import {
-  isStatusGather, isZoneAnswer, type LimitReqQuery, type SslSessionQuery, type StatusGather, type StatusQuery, type StatusReport, type ZoneAnswer,
+  isStatusGather, isZoneAnswer, type LimitConnQuery, type LimitReqQuery, type SslSessionQuery, type StatusGather, type StatusQuery, type StatusReport, type ZoneAnswer,
   type ZoneMessage,
 } from './worker-protocol.js';
 
@@ -35,6 +37,9 @@ interface Gather {
 /** The master's side: the zones' one state. */
 export class MasterZones {
   private readonly limitReq: LimitReqZones;
+  private readonly limitConn = new LimitConnZones();
+  /** The `limit_conn` counts each worker holds, given back if it exits without releasing them. */
+  private readonly heldBy = new Map<Worker, LimitConnHeld[][]>();
   private readonly sessions = new LocalSessions();
   /** The cumulative figures of the workers that exited (their gauges are gone with their connections). */
   private retired: StatusSnapshot = sumSnapshots([]);
@@ -63,6 +68,14 @@ export class MasterZones {
     } else if (m.type === 'ssl_session_keep') {
       this.sessions.keep(m.zone, m.sessionId, Buffer.from(m.data, 'base64'), m.expiresAtMs, m.maxSessions);
       return;
+    } else if (m.type === 'limit_conn_release') {
+      this.limitConn.release(m.held);
+      this.forget(worker, m.held);
+      return;
+    } else if (m.type === 'limit_conn') {
+      const conn = this.limitConn.acquire(m.checks);
+      if (conn.kind === 'pass') this.remember(worker, m.checks);
+      answer = { type: 'zone_answer', id: m.id, conn };
     } else if (m.type === 'ssl_session') {
       answer = { type: 'zone_answer', id: m.id, session: this.sessions.find(m.zone, m.sessionId)?.toString('base64') };
     } else {
@@ -111,6 +124,30 @@ export class MasterZones {
       if (gather.pending.delete(worker) && gather.pending.size === 0) this.answerGather(id);
     }
   }
+
+  /** Keeps what `worker` holds, to give it back when the worker exits (nginx's counts of a crashed worker stay: jinx's do not). */
+  private remember(worker: Worker, held: readonly LimitConnHeld[]): void {
+    let list = this.heldBy.get(worker);
+    if (!list) {
+      list = [];
+      this.heldBy.set(worker, list);
+      worker.once('exit', () => {
+        for (const h of this.heldBy.get(worker) ?? []) this.limitConn.release(h);
+        this.heldBy.delete(worker);
+      });
+    }
+    list.push([...held]);
+  }
+
+  /** Drops one request's keys from what `worker` holds. */
+  private forget(worker: Worker, held: readonly LimitConnHeld[]): void {
+    const list = this.heldBy.get(worker);
+    if (!list) return;
+    const same = (a: readonly LimitConnHeld[]): boolean =>
+      a.length === held.length && a.every((h, i) => h.key === held[i]!.key && h.zone.name === held[i]!.zone.name && h.zone.sizeBytes === held[i]!.zone.sizeBytes);
+    const at = list.findIndex(same);
+    if (at !== -1) list.splice(at, 1);
+  }
 }
 
 /**
@@ -140,7 +177,7 @@ class MasterQueries {
   }
 
   /** Sends `query` (with a fresh id) and resolves to its answer. */
-  ask(query: (id: number) => LimitReqQuery | SslSessionQuery | StatusQuery): Promise<ZoneAnswer | undefined> {
+  ask(query: (id: number) => LimitReqQuery | LimitConnQuery | SslSessionQuery | StatusQuery): Promise<ZoneAnswer | undefined> {
     const id = ++this.nextId;
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
@@ -174,6 +211,40 @@ export class WorkerLimitReq implements LimitReqStore {
     // the zone's key is a compiled value: only what the state depends on goes
     const sent = checks.map((c) => ({ zone: { name: c.zone.name, rateMilli: c.zone.rateMilli, sizeBytes: c.zone.sizeBytes }, key: c.key, burstMilli: c.burstMilli, delayMilli: c.delayMilli }));
     return master.ask((id) => ({ type: 'limit_req', id, checks: sent })).then((a) => a?.limit ?? { kind: 'pass' });
+  }
+}
+
+/** A worker's `limit_conn` zones: the master's; without the master, zones of its own. */
+export class WorkerLimitConn implements LimitConnStore {
+  private readonly local = new LimitConnZones();
+  /** The requests counted in the worker's own zones (after the master went away), released there. */
+  private readonly countedHere = new WeakSet<readonly LimitConnHeld[]>();
+
+  acquire(checks: readonly LimitConnCheck[]): LimitConnOutcome | Promise<LimitConnOutcome> {
+    const master = masterQueries();
+    if (!master.connected) {
+      const outcome = this.local.acquire(checks);
+      if (outcome.kind === 'pass') this.countedHere.add(checks);
+      return outcome;
+    }
+    // the zone's key is a compiled value: only what the state depends on goes
+    const sent = checks.map((c) => ({ zone: { name: c.zone.name, sizeBytes: c.zone.sizeBytes }, key: c.key, conn: c.conn }));
+    return master.ask((id) => ({ type: 'limit_conn', id, checks: sent })).then((a) => {
+      if (a?.conn) return a.conn;
+      // the master went away meanwhile: the worker's own zones count from now on
+      const outcome = this.local.acquire(checks);
+      if (outcome.kind === 'pass') this.countedHere.add(checks);
+      return outcome;
+    });
+  }
+
+  release(held: readonly LimitConnHeld[]): void {
+    if (this.countedHere.has(held)) {
+      this.local.release(held);
+      return;
+    }
+    const sent = held.map((h) => ({ zone: { name: h.zone.name, sizeBytes: h.zone.sizeBytes }, key: h.key }));
+    masterQueries().tell({ type: 'limit_conn_release', held: sent });
   }
 }
 

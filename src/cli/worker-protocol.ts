@@ -5,6 +5,7 @@
  * go by signal, as nginx's master sends them.
  */
 import type { ConfigSnapshot } from '../parser/load.js';
+import type { LimitConnCheck, LimitConnHeld, LimitConnOutcome } from '../runtime/limit-conn-zones.js';
 import type { LimitCheck, LimitOutcome } from '../runtime/limit-req-zones.js';
 import type { StatusSnapshot } from '../runtime/stub-status.js';
 import type { PeerEvent } from '../runtime/upstream/round-robin.js';
@@ -27,6 +28,19 @@ export interface LimitReqQuery {
   readonly type: 'limit_req';
   readonly id: number;
   readonly checks: readonly LimitCheck[];
+}
+
+/** From a worker: count a request in its `limit_conn` zones (`LimitConnStore.acquire`). */
+export interface LimitConnQuery {
+  readonly type: 'limit_conn';
+  readonly id: number;
+  readonly checks: readonly LimitConnCheck[];
+}
+
+/** From a worker: a request that `limit_conn` counted has ended (`LimitConnStore.release`). */
+export interface LimitConnRelease {
+  readonly type: 'limit_conn_release';
+  readonly held: readonly LimitConnHeld[];
 }
 
 /** From a worker: keep a new session in an `ssl_session_cache shared:` zone (`SessionStore.keep`; `data` in base64). */
@@ -89,17 +103,18 @@ export function isPeerEventMessage(m: unknown): m is PeerEventMessage {
 }
 
 /** What a worker asks of or tells the zones its master keeps. */
-export type ZoneMessage = LimitReqQuery | SslSessionKeep | SslSessionQuery | StatusQuery | StatusReport;
+export type ZoneMessage = LimitReqQuery | LimitConnQuery | LimitConnRelease | SslSessionKeep | SslSessionQuery | StatusQuery | StatusReport;
 
 /**
  * From the master: the answer to query `id` (`limit` to a `limit_req` one,
- * `session` in base64 to an `ssl_session` one, absent when unknown; `status`
- * to a `status` one).
+ * `conn` to a `limit_conn` one, `session` in base64 to an `ssl_session`
+ * one, absent when unknown; `status` to a `status` one).
  */
 export interface ZoneAnswer {
   readonly type: 'zone_answer';
   readonly id: number;
   readonly limit?: LimitOutcome;
+  readonly conn?: LimitConnOutcome;
   readonly session?: string;
   readonly status?: StatusSnapshot;
 }
@@ -147,8 +162,8 @@ export function isRetireMessage(m: unknown): m is RetireMessage {
 /** Whether `m` is a message of a jinx worker (cluster sends its own on the same channel). */
 export function isWorkerMessage(m: unknown): m is WorkerMessage {
   const type = (m as { type?: unknown } | null)?.type;
-  return type === 'conf' || type === 'listening' || type === 'ready' || type === 'limit_req' || type === 'ssl_session_keep' || type === 'ssl_session' || type === 'peer_event' || type === 'emerg'
-    || type === 'status' || type === 'status_report';
+  return type === 'conf' || type === 'listening' || type === 'ready' || type === 'limit_req' || type === 'limit_conn' || type === 'limit_conn_release'
+    || type === 'ssl_session_keep' || type === 'ssl_session' || type === 'peer_event' || type === 'emerg' || type === 'status' || type === 'status_report';
 }
 
 /** Whether `m` is the master's answer to a zone query. */

@@ -14,7 +14,7 @@ import type { CpuAffinity, MainConf } from '../config/modules/core.js';
 import type { LogLevel } from '../log/levels.js';
 import { errnoTextOf, systemErrorText } from '../os-errors.js';
 import { releaseEarlySignals, type StopKind } from './early-signals.js';
-import { WorkerLimitReq, WorkerSessions, WorkerStatus } from './shared-zones.js';
+import { WorkerLimitConn, WorkerLimitReq, WorkerSessions, WorkerStatus } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
 import { isPeerEventMessage, isRetireMessage, WORKER_INDEX_ENV, type PeerEventMessage, type EmergMessage, type ListeningMessage, type ReadyMessage } from './worker-protocol.js';
 
@@ -48,6 +48,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
         if (level === 'emerg') process.send?.(emerg);
       },
       limitReq: new WorkerLimitReq((message) => engine.log('alert', message)),
+      limitConn: new WorkerLimitConn(),
       sslSessions: new WorkerSessions(),
       status,
       sharePeerEvent: (event) => {

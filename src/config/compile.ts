@@ -39,6 +39,7 @@ import { headersConf } from './modules/headers.js';
 import { http2LocConf } from './modules/http2.js';
 import { contentHandler } from './modules/http-core.js';
 import { allDirectives, allVariables } from './modules/index.js';
+import { limitConnConf } from './modules/limit-conn.js';
 import { limitReqConf } from './modules/limit-req.js';
 import { accessLogsConf, accessLogTargets, compileLogFormats } from './modules/log.js';
 import { bindGeo, geoBlocks } from './modules/geo.js';
@@ -290,6 +291,7 @@ class Compiler implements CompileContext {
       gzip: gzipConf(c),
       charset: charsetConf(c, this.scope),
       limitReq: limitReqConf(this, c),
+      limitConn: limitConnConf(this, c),
       ssi: ssiConf(c),
       sub: subFilterConf(c, vars),
       addition: additionConf(c),

@@ -15,7 +15,8 @@ import * as http from './modules/http-core.js';
 import { http2Enabled } from './modules/http2.js';
 import { namedCaptures } from './modules/rewrite.js';
 import type { CompiledLocation, ListenGroup, LocationConf, LocationTree, PrefixNode, ServerSet, VirtualServer } from './route-table.js';
-import type { ConfChain } from './spec.js';
+import { parseSize, type ConfChain } from './spec.js';
+import type { ValueSource } from './variables.js';
 
 /** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
 const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
@@ -80,6 +81,8 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     keepaliveTimeMs: c.get(http.keepaliveTimeMs),
     keepaliveDisable: { msie6: c.get(http.keepaliveDisable).includes('msie6'), safari: c.get(http.keepaliveDisable).includes('safari') },
     sendTimeoutMs: c.get(http.sendTimeoutMs),
+    limitRate: sizeValue(cx, c.get(http.limitRate)),
+    limitRateAfter: sizeValue(cx, c.get(http.limitRateAfter)),
     lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
     resetTimedoutConnection: c.get(http.resetTimedoutConnection),
     chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
@@ -87,6 +90,13 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     resolver: c.get(http.resolver),
     resolverTimeoutMs: c.get(http.resolverTimeoutMs),
   };
+}
+
+/** A size with variables, bound; its bytes when it has none. */
+function sizeValue(cx: CompileContext, src: ValueSource | undefined): http.SizeValue | undefined {
+  if (!src) return undefined;
+  if (src.parts.every((p) => typeof p === 'string')) return { bytes: parseSize(src.text) ?? 0 };
+  return { value: cx.scope.variables.bind(src) };
 }
 
 /** A location's `limit_except` block (a child of the location), with `conf` the merge of its level. */

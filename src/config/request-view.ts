@@ -281,8 +281,10 @@ export interface RequestView {
   readonly host: string;
   /** `$request_port`: the port given with the request's host, '' when none. */
   readonly requestPort: string;
-  /** Start time in ms since the epoch, for `$request_time`. */
+  /** Start time in ms since the epoch. */
   readonly startMs: number;
+  /** Whole milliseconds the request has taken so far, for `$request_time`. */
+  elapsedMs(): number;
   /** Length of the request body once it was read. */
   readonly bodyLength: number | undefined;
   /** The request body once read whole (`$request_body`, `$request_body_file`). */
@@ -317,8 +319,12 @@ export interface RequestView {
   readonly gzipCounts: { readonly zin: number; readonly zout: number } | undefined;
   /** `$limit_req_status`. */
   readonly limitReqStatus: string | undefined;
-  /** `$limit_rate` in bytes per second, as `set` made it. */
+  /** `$limit_conn_status`. */
+  readonly limitConnStatus: string | undefined;
+  /** `$limit_rate`: the response's rate in bytes per second (nginx's `r->limit_rate`), 0 until set or sent. */
   limitRate: number;
+  /** The rate was set (`$limit_rate`, `X-Accel-Limit-Rate`): `limit_rate` no longer applies (nginx's `r->limit_rate_set`). */
+  limitRateSet: boolean;
   /** The SSI filter's `timefmt` for the response, once the filter took it (`$date_local`, `$date_gmt`). */
   readonly ssi: { readonly timefmt: string } | undefined;
   /** What the request is doing, for the ` while …` of error-log lines. */

@@ -452,6 +452,20 @@ export function valueSetter(s: Slot<ValueSource | undefined>): Setter {
   };
 }
 
+/**
+ * `ngx_http_set_complex_value_size_slot`: a size, or a string with
+ * variables whose value is parsed as a size when the request needs it.
+ * @throws DirectiveFailure `invalid value` for a size without variables that does not parse
+ */
+export function valueSizeSetter(s: Slot<ValueSource | undefined>): Setter {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    const v = cx.scope.variables.value(d.args[0]!, d.loc);
+    if (!d.args[0]!.includes('$') && parseSize(d.args[0]!) === undefined) throw new DirectiveFailure('invalid value');
+    cx.level.set(s, v, d.loc);
+  };
+}
+
 /** `ngx_conf_set_enum_slot`: one of `values` (any case); stores the lowercase name. */
 export function enumSetter<T extends string>(s: Slot<T>, values: readonly T[]): Setter {
   return (d, cx) => {
@@ -645,12 +659,7 @@ export function ruleSetter(name: string, r: Rule): Setter {
     case 'value':
       return valueSetter(any);
     case 'value-size':
-      return (d, cx) => {
-        if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
-        const v = cx.scope.variables.value(d.args[0]!, d.loc);
-        if (!d.args[0]!.includes('$') && parseSize(d.args[0]!) === undefined) throw new DirectiveFailure('invalid value');
-        cx.level.set(s, v, d.loc);
-      };
+      return valueSizeSetter(any);
     case 'custom': {
       const into = r.slot ?? s;
       return (d, cx) => {

@@ -7,6 +7,7 @@ import type { RouteTable } from '../config/route-table.js';
 import type { AccessLogFiles } from '../log/access-log.js';
 import { requestContext, type ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
+import type { LimitConnStore } from './limit-conn-zones.js';
 import type { LimitReqStore } from './limit-req-zones.js';
 import type { CacheZones } from './cache/zone.js';
 import type { HttpRequestState } from './request.js';
@@ -29,6 +30,8 @@ export interface RuntimeContext {
   readonly tempFiles: TempFiles;
   /** The `limit_req_zone` states, kept across reloads. */
   readonly limitReq: LimitReqStore;
+  /** The `limit_conn_zone` states, kept across reloads. */
+  readonly limitConn: LimitConnStore;
   /** The cache zones of `proxy_cache_path`/`fastcgi_cache_path`, kept across reloads. */
   readonly cache: CacheZones;
   /** The stub_status counters and tallies, kept across reloads. */

@@ -14,6 +14,7 @@ import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { CacheZones } from './cache/zone.js';
 import { ConnectionNumbers } from './connection-numbers.js';
+import { LimitConnZones, type LimitConnStore } from './limit-conn-zones.js';
 import { LimitReqZones, type LimitReqStore } from './limit-req-zones.js';
 import type { EarlyListener, ListenHooks } from './listen.js';
 import { connectionLogger } from './server/connection-log.js';
@@ -39,6 +40,8 @@ export interface EngineOptions {
   readonly limitReq?: LimitReqStore;
   /** The stub_status figures of the process (a worker's answer for all workers through the master). Default: this process's own. */
   readonly status?: ProcessStatus;
+  /** Where the `limit_conn_zone` states live (a worker's are the master's). Default: in this process. */
+  readonly limitConn?: LimitConnStore;
   /** Where the sessions of `ssl_session_cache shared:` zones live (a worker's are the master's). Default: in this process. */
   readonly sslSessions?: SessionStore;
   /** Where the failures of peers in upstream groups with `zone` are told (a worker tells the others through the master; `applyPeerEvent`). */
@@ -76,6 +79,7 @@ export class Engine {
       numbers,
       // nginx logs a zone that is full to the cycle's log (the main error_log of the configuration in use)
       limitReq: opts.limitReq ?? new LimitReqZones((message) => this.log('alert', message)),
+      limitConn: opts.limitConn ?? new LimitConnZones(),
       cache: new CacheZones((level, message) => this.log(level, message)),
       status: opts.status ?? new ProcessStatus(),
       admitUpstream: () => this.connections.admitUpstream(),

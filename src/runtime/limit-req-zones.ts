@@ -60,7 +60,7 @@ const PAGE = 4096;
 const NODE_BYTES = 32 + 48;
 
 /** The slab size of an allocation: the next power of two, 8 at least (`ngx_slab_alloc_locked`). */
-function slabBytes(size: number): number {
+export function slabBytes(size: number): number {
   let s = 8;
   while (s < size) s *= 2;
   return s;

@@ -21,6 +21,7 @@ import { checkAccessRules, type AccessResult } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
 import { authRequestResult, authSubrequest } from './handlers/auth-request.js';
 import { fastcgiRequest } from './handlers/fastcgi.js';
+import { limitConnections } from './handlers/limit-conn.js';
 import { limitRequests } from './handlers/limit-req.js';
 import { startMirrors } from './handlers/mirror.js';
 import { proxyRequest } from './handlers/proxy.js';
@@ -30,6 +31,7 @@ import { realClientAddress } from './handlers/realip.js';
 import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
 import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './respond.js';
+import { RateLimitedTarget } from './limit-rate.js';
 import { runScript } from './script.js';
 import { preconditionStatus } from './conditional.js';
 import { browserOf } from './user-agent.js';
@@ -93,8 +95,8 @@ export function serveClientRequest(
       out.timedOut(r.loc.resetTimedoutConnection);
     },
   });
-  // the handlers' responses pass through the response filters (gunzip, charset, gzip)
-  const ex: Exchange = { cx, r, body, out: new FilteredTarget(out, cx, filterSubrequest) };
+  // the handlers' responses pass through the response filters (gunzip, charset, gzip), then the rate limit (the write filter)
+  const ex: Exchange = { cx, r, body, out: new FilteredTarget(new RateLimitedTarget(out, r, cx), cx, filterSubrequest) };
   // the request is over once its background subrequests (mirrors) are: its log line and the connection wait for them
   out.holdAfterEnd = () => r.backgroundRuns && Promise.allSettled(r.backgroundRuns);
   out.whenClosed((completed) => {
@@ -442,11 +444,17 @@ function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecti
   return true;
 }
 
-/** Preaccess (realip with the location's settings, limit_req), access, try_files and content phases. */
+/** Preaccess (realip with the location's settings, limit_req, limit_conn), access, try_files and content phases. */
 function afterRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   realClientAddress(r);
-  if (r.loc.limitReq.limits.length > 0) return limitRequests(ex).then((refused) => (refused === undefined ? accessPhases(ex) : finalize(ex, refused)));
+  if (r.loc.limitReq.limits.length > 0) return limitRequests(ex).then((refused) => (refused === undefined ? limitConnPhase(ex) : finalize(ex, refused)));
+  return limitConnPhase(ex);
+}
+
+/** limit_conn's preaccess handler (after limit_req's, as nginx orders them), then access, try_files and content. */
+function limitConnPhase(ex: Exchange): Promise<void> {
+  if (ex.r.loc.limitConn.limits.length > 0) return limitConnections(ex).then((refused) => (refused === undefined ? accessPhases(ex) : finalize(ex, refused)));
   return accessPhases(ex);
 }
 

@@ -9,6 +9,7 @@ import type { ConnectionView, RequestView, UpstreamState } from '../config/reque
 import type { LogLevel } from '../log-levels.js';
 import type { SsiState } from './filters/ssi-state.js';
 import type { TlsDetails } from './tls-details.js';
+import { currentTurn, turnNowMs } from './turn-clock.js';
 
 export type { UpstreamState };
 
@@ -124,8 +125,12 @@ export class HttpRequestState implements RequestView {
   gzipCounts: { readonly zin: number; readonly zout: number } | undefined;
   /** What limit_req decided (`PASSED`, `DELAYED`, `REJECTED`, `DELAYED_DRY_RUN`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */
   limitReqStatus: string | undefined;
-  /** `$limit_rate` in bytes per second, as `set` made it (jinx does not limit the rate). */
+  /** What limit_conn decided (`PASSED`, `REJECTED`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */
+  limitConnStatus: string | undefined;
+  /** `$limit_rate`: the response's rate in bytes per second, 0 until set or until the response's first bytes are sent (nginx's `r->limit_rate`). */
   limitRate = 0;
+  /** The rate was set (`$limit_rate`, `X-Accel-Limit-Rate`) or taken from `limit_rate` (nginx's `r->limit_rate_set`). */
+  limitRateSet = false;
   /** Bytes of the response body sent, for `$body_bytes_sent`. */
   bodyBytesSent = 0;
   /** Bytes sent to the client, headers included, for `$bytes_sent`. */
@@ -231,8 +236,12 @@ export class HttpRequestState implements RequestView {
   specialResponse = false;
   /** The method of the request line. */
   private readonly requestMethod: string;
-  /** Start time in ms since the epoch, for `$request_time` and `$msec`. */
+  /** Start time in ms since the epoch. */
   readonly startMs: number;
+  /** Start time on the turn clock (turn-clock.ts), for `$request_time`. */
+  private readonly startMonoMs: number;
+  /** The request's clock, held at the time it asked for an answer nginx has at once, for the turn the answer came in (`untimed`). */
+  private heldClock: { readonly atMs: number; readonly turn: number } | undefined;
 
   constructor(
     readonly conn: ClientConnection,
@@ -260,6 +269,39 @@ export class HttpRequestState implements RequestView {
     this.vars = parent ? parent.vars : new Array<string | undefined>(varCount);
     this.parent = parent;
     this.startMs = Date.now();
+    this.startMonoMs = turnNowMs();
+  }
+
+  /** The request's clock: the turn's time, or the time it was held at for this turn (`untimed`). */
+  private clockMs(): number {
+    const held = this.heldClock;
+    return held && held.turn === currentTurn() ? held.atMs : turnNowMs();
+  }
+
+  /** Whole milliseconds since the request began, on the turn clock (`$request_time`). */
+  elapsedMs(): number {
+    return Math.max(0, Math.floor(this.clockMs() - this.startMonoMs));
+  }
+
+  /**
+   * Asks `ask` for an answer nginx has within one turn of its event loop
+   * and jinx may not: a shared zone's (limit_req, limit_conn: nginx looks
+   * it up in shared memory under its lock, a worker of jinx asks its master
+   * by message) or a file's state (nginx calls `stat` and `open` in its
+   * turn, jinx on libuv's threads). The turn the answer comes in sees the
+   * request's clock where it was when it asked, as nginx's turn would; the
+   * next turn sees the time again, the wait included, as nginx's clock
+   * catches up at its next turn. An answer at hand takes no turn.
+   */
+  async untimed<T>(ask: () => T | Promise<T>): Promise<T> {
+    const askedAtMs = this.clockMs();
+    const answer = ask();
+    if (!(answer instanceof Promise)) return answer;
+    try {
+      return await answer;
+    } finally {
+      this.heldClock = { atMs: askedAtMs, turn: currentTurn() };
+    }
   }
 
   /**

@@ -386,7 +386,6 @@ const BROKEN: readonly BrokenCase[] = [
 const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[] = [
   { name: 'dav-methods', jinx: '[emerg] unknown directive "dav_methods" in PREFIX/nginx.conf:7' },
   { name: 'grpc-pass', jinx: '[emerg] unknown directive "grpc_pass" in PREFIX/nginx.conf:7' },
-  { name: 'limit-conn', jinx: '[emerg] unknown directive "limit_conn_zone" in PREFIX/nginx.conf:4' },
   // jinx has no QUIC: it answers as an nginx built without ngx_http_v3_module (its -V says so too)
   { name: 'listen-quic', jinx: '[emerg] the "quic" parameter requires ngx_http_v3_module in PREFIX/nginx.conf:6' },
   { name: 'memcached-pass', jinx: '[emerg] unknown directive "memcached_pass" in PREFIX/nginx.conf:8' },

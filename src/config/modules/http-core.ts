@@ -11,7 +11,7 @@ import { ipv4Address, parseListenAddress, parseListenParams, type ListenAddress,
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
   bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, offSetter,
-  parseNumber, parseOffset, parseMsec, parseSize, parseTime, pathSetter, rule, slot, sizeSetter, type DirectiveSpec, type PostCheck,
+  parseNumber, parseOffset, parseMsec, parseSize, parseTime, pathSetter, rule, slot, sizeSetter, valueSizeSetter, type DirectiveSpec, type PostCheck,
   type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import type { CompiledValue, ValueSource } from '../variables.js';
@@ -295,6 +295,9 @@ export const keepaliveTimeMs = slot('keepalive_time', 3_600_000);
 /** `keepalive_disable`: the browsers keep-alive is disabled for (`none` alone: none). */
 export const keepaliveDisable = slot<readonly ('none' | 'msie6' | 'safari')[]>('keepalive_disable', ['msie6']);
 export const sendTimeoutMs = slot('send_timeout', 60_000);
+/** `limit_rate` and `limit_rate_after`: sizes, with variables or not (none: 0). */
+export const limitRate = slot<ValueSource | undefined>('limit_rate', undefined);
+export const limitRateAfter = slot<ValueSource | undefined>('limit_rate_after', undefined);
 export const clientHeaderTimeoutMs = slot('client_header_timeout', 60_000);
 export const clientBodyTimeoutMs = slot('client_body_timeout', 60_000);
 export const lingeringClose = slot<'off' | 'on' | 'always'>('lingering_close', 'on');
@@ -629,10 +632,17 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('disable_symlinks', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'symbolic links are followed', rule.custom(parseDisableSymlinks)),
   { name: 'log_subrequest', module: CORE, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(logSubrequest) },
   none('auth_delay', HTTP_SRV_LOC, ['TAKE1'], 'failed authentication is answered at once', rule.msec),
-  none('limit_rate', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
-  none('limit_rate_after', HTTP_SRV_LOC_LIF, ['TAKE1'], 'responses are not rate-limited', rule.valueSize),
+  { name: 'limit_rate', module: CORE, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE1'], effect: 'runtime', set: valueSizeSetter(limitRate) },
+  { name: 'limit_rate_after', module: CORE, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE1'], effect: 'runtime', set: valueSizeSetter(limitRateAfter) },
   none('msie_refresh', HTTP_SRV_LOC, ['FLAG'], 'redirects are answered with Location', rule.flag),
 ];
+
+/**
+ * A size that may have variables (the complex value of
+ * `ngx_http_set_complex_value_size_slot`): its bytes, or its value to
+ * parse when a request needs it.
+ */
+export type SizeValue = { readonly bytes: number } | { readonly value: CompiledValue };
 
 /** `error_page CODES [=[RESPONSE]] URI`. */
 export interface ErrorPage {
@@ -710,6 +720,10 @@ export interface HttpCoreLocConf {
   /** `keepalive_disable`: no keep-alive for POSTs from MSIE 6 and older, or for Safari on Mac OS X. */
   readonly keepaliveDisable: { readonly msie6: boolean; readonly safari: boolean };
   readonly sendTimeoutMs: number;
+  /** `limit_rate`: bytes per second of a response (0: no limit), unless `$limit_rate` or `X-Accel-Limit-Rate` set the request's. */
+  readonly limitRate: SizeValue | undefined;
+  /** `limit_rate_after`: bytes sent before `limit_rate` applies. */
+  readonly limitRateAfter: SizeValue | undefined;
   /** `lingering_close`, `lingering_time`, `lingering_timeout`. */
   readonly lingering: { readonly close: 'off' | 'on' | 'always'; readonly timeMs: number; readonly timeoutMs: number };
   readonly resetTimedoutConnection: boolean;

@@ -340,7 +340,7 @@ export const httpVariables: readonly VariableDef[] = [
   { name: 'status', get: (r) => (r.status ? String(r.status).padStart(3, '0') : '000') },
   { name: 'body_bytes_sent', get: (r) => String(r.bodyBytesSent) },
   { name: 'bytes_sent', get: (r) => String(r.bytesSent) },
-  { name: 'request_time', get: (r) => ((Date.now() - r.startMs) / 1000).toFixed(3) },
+  { name: 'request_time', get: (r) => (r.elapsedMs() / 1000).toFixed(3) },
   { name: 'request_length', get: (r) => String(r.requestLength) },
   { name: 'time_local', get: () => timeLocal(Date.now()) },
   { name: 'time_iso8601', get: () => timeIso8601(Date.now()) },
@@ -370,12 +370,13 @@ export const httpVariables: readonly VariableDef[] = [
   // ngx_http_v2_vars (src/http/v2/ngx_http_v2_module.c)
   { name: 'http2', get: http2Protocol },
   {
-    // jinx does not limit the rate: the variable keeps what `set` gave it (ngx_http_variable_set_limit_rate)
+    // ngx_http_variable_set_limit_rate: the rate the write filter then keeps
     name: 'limit_rate', get: (r) => String(r.limitRate), changeable: true,
     set: (r, value) => {
       const bytes = parseSize(value);
       if (bytes === undefined) return `invalid $limit_rate "${value}"`;
       r.limitRate = bytes;
+      r.limitRateSet = true;
       return undefined;
     },
   },

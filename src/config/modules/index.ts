@@ -21,6 +21,7 @@ import { headersDirectives } from './headers.js';
 import { http2Directives } from './http2.js';
 import { httpCoreDirectives } from './http-core.js';
 import { httpVariables } from './http-variables.js';
+import { limitConnDirectives, limitConnVariables } from './limit-conn.js';
 import { limitReqDirectives } from './limit-req.js';
 import { logDirectives } from './log.js';
 import { geoDirectives } from './geo.js';
@@ -48,6 +49,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...authRequestDirectives,
   ...mirrorDirectives,
   ...realIpDirectives,
+  ...limitConnDirectives,
   ...limitReqDirectives,
   ...headersDirectives,
   ...logDirectives,
@@ -75,4 +77,4 @@ export const allDirectives: readonly DirectiveSpec[] = [
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables, ...stubStatusVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables, ...stubStatusVariables, ...limitConnVariables];

@@ -311,7 +311,7 @@ export function parseAccess(d: Directive): number {
 }
 
 const NO_STORE = 'responses are not stored as files';
-const NO_RATE = 'responses are not rate-limited';
+const NO_RATE = 'the upstream is read at full speed (limit_rate throttles the client)';
 const NO_TRAILERS = 'responses are sent without the upstream\'s trailers';
 const NO_BIND = 'upstream connections use the address the system chooses';
 
@@ -541,6 +541,7 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
     buffering: c.get(proxyBuffering),
     accelBuffering: !c.get(proxyIgnoreHeaders).includes('X-Accel-Buffering'),
     accelRedirect: !c.get(proxyIgnoreHeaders).includes('X-Accel-Redirect'),
+    accelLimitRate: !c.get(proxyIgnoreHeaders).includes('X-Accel-Limit-Rate'),
     requestBuffering: c.get(proxyRequestBuffering),
     memoryBytes: c.get(proxyBuffers).count * c.get(proxyBuffers).sizeBytes,
     bufferBytes: c.get(proxyBuffers).sizeBytes,

@@ -300,6 +300,8 @@ export interface UpstreamConf extends NextUpstreamConf {
   readonly accelBuffering: boolean;
   /** Whether an upstream's `X-Accel-Redirect` is followed (not in `*_ignore_headers`). */
   readonly accelRedirect: boolean;
+  /** Whether an upstream's `X-Accel-Limit-Rate` sets the response's rate (not in `*_ignore_headers`). */
+  readonly accelLimitRate: boolean;
   /** `*_request_buffering`: read the whole request body before connecting. */
   readonly requestBuffering: boolean;
   /** Bytes of a response kept in memory before spooling (`*_buffers` number × size). */

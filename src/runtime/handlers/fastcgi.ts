@@ -21,6 +21,7 @@ import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
+import { takeAccelLimitRate } from '../limit-rate.js';
 import { bodyTurns } from '../turn-budget.js';
 import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 import {
@@ -340,6 +341,7 @@ async function attempt(
       up.headerTimeMs = Date.now() - up.startMs;
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
+      if (conf.accelLimitRate) takeAccelLimitRate(r, up.headers);
       if (interceptsError(ex, conf.interceptErrors, parsed.status, up.headers, store)) {
         stage = 'done';
         r.action = 'sending to client';

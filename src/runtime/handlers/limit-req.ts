@@ -36,7 +36,7 @@ export async function limitRequests(ex: Exchange): Promise<number | undefined> {
     checks.push({ zone: limit.zone, key, burstMilli: limit.burstMilli, delayMilli: limit.delayMilli });
   }
   if (checks.length === 0) return undefined;
-  const outcome = await cx.limitReq.apply(checks);
+  const outcome = await r.untimed(() => cx.limitReq.apply(checks));
   const dry = conf.dryRun ? ', dry run' : '';
   if (outcome.kind === 'busy' || outcome.kind === 'error') {
     if (outcome.kind === 'busy') {

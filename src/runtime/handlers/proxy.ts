@@ -19,6 +19,7 @@ import {
   bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type DiscardableBody, type RequestBody,
 } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
+import { takeAccelLimitRate } from '../limit-rate.js';
 import { bodyTurns } from '../turn-budget.js';
 import {
   mapUpstreamError, SendTimeoutError, upstreamFailure, upstreamTimeout, WorkerConnectionsError, type UpstreamFailure, type UpstreamStage,
@@ -680,6 +681,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       outHeaders.push([name, value]);
     }
     up.headers = received;
+    if (p.accelLimitRate) takeAccelLimitRate(r, received);
     // ngx_http_proxy_process_header: an upstream without Server or Date has a null one, which, passed with
     // proxy_pass_header, keeps nginx's own out of the response
     if (!server && !p.hideHeaders.has('server')) outHeaders.push(['Server', []]);

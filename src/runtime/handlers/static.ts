@@ -75,7 +75,8 @@ export async function serveStatic(ex: Exchange): Promise<Outcome> {
   }
   if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') return statusOutcome(405);
   const path = r.mapUriToPath(r.uri);
-  const st = await statOrError(path);
+  // nginx opens the file within its turn: the wait for libuv's threads is not the request's time
+  const st = await r.untimed(() => statOrError(path));
   if (st instanceof Error) return fileError(ex, st, path);
   // ngx_http_static_handler: the URI escaped (NGX_ESCAPE_URI), a slash, the arguments as they came
   if (st.isDirectory()) return statusOutcome(301, escapeUri(r.uri) + '/' + (r.args ? `?${r.args}` : ''));

@@ -13,6 +13,7 @@ import type { LogLevel } from '../../log/levels.js';
 import type { CacheZones } from '../cache/zone.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
 import type { RuntimeContext } from '../context.js';
+import type { LimitConnStore } from '../limit-conn-zones.js';
 import type { LimitReqStore } from '../limit-req-zones.js';
 import { listenKey, TlsContexts } from '../listen.js';
 import { prepareFiles } from '../prepare-files.js';
@@ -39,6 +40,8 @@ export interface Lasting {
   readonly numbers: ConnectionNumbers;
   /** The `limit_req_zone` states (the process's own, or the master's for a worker). */
   readonly limitReq: LimitReqStore;
+  /** The `limit_conn_zone` states (the process's own, or the master's for a worker). */
+  readonly limitConn: LimitConnStore;
   readonly cache: CacheZones;
   /** The stub_status counters and tallies. */
   readonly status: ProcessStatus;
@@ -69,7 +72,7 @@ export function prepareGeneration(compiled: CompiledConfig, errorLog: ErrorLogFi
   lasting.cache.start(table.cacheZones);
   const cx: RuntimeContext = {
     table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver, tempFiles: lasting.tempFiles, limitReq: lasting.limitReq, cache: lasting.cache,
-    status: lasting.status,
+    status: lasting.status, limitConn: lasting.limitConn,
   };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
