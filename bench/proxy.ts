@@ -37,12 +37,13 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --connections N   wrk -c, h2load -c (default 64 with h1, 8 with h2)
   --threads N       wrk -t (default 2)
   --sizes LIST      body sizes in bytes, k and m suffixes allowed (default 100,16k; 1m for 1 MiB)
-  --targets LIST    servers to measure: jinx,nginx,bare,fastify,jinx-status,jinx-base (default
-                    jinx,nginx); bare is the smallest node:http + undici proxy, the ceiling of
-                    jinx's design; fastify is fastify with @fastify/http-proxy (HTTP/1.1 only);
-                    jinx-status is jinx with a stub_status location beside the proxied one
-                    (what the status page costs the proxied requests); jinx-base is the jinx
-                    of --jinx-base
+  --targets LIST    servers to measure: jinx,nginx,bare,fastify,jinx-status,jinx-limit,jinx-base
+                    (default jinx,nginx); bare is the smallest node:http + undici proxy, the
+                    ceiling of jinx's design; fastify is fastify with @fastify/http-proxy
+                    (HTTP/1.1 only); jinx-status is jinx with a stub_status location beside the
+                    proxied one (what the status page costs the proxied requests); jinx-limit
+                    is jinx with limit_req (rate 1000000r/s, so none is refused) on every
+                    proxied request; jinx-base is the jinx of --jinx-base
   --jinx-base PATH  another jinx's bin/jinx for the jinx-base target (e.g. a checkout of the
                     branch before a change, built), to compare two versions in one run
   --upstream KIND   nginx (default) or node
@@ -101,8 +102,8 @@ interface Options {
   keep: boolean;
 }
 
-type Target = 'jinx' | 'nginx' | 'bare' | 'fastify' | 'jinx-status' | 'jinx-base';
-const TARGETS: readonly Target[] = ['jinx', 'nginx', 'bare', 'fastify', 'jinx-status', 'jinx-base'];
+type Target = 'jinx' | 'nginx' | 'bare' | 'fastify' | 'jinx-status' | 'jinx-limit' | 'jinx-base';
+const TARGETS: readonly Target[] = ['jinx', 'nginx', 'bare', 'fastify', 'jinx-status', 'jinx-limit', 'jinx-base'];
 
 function positive(name: string, v: string | undefined, dflt: number): number {
   if (v === undefined) return dflt;
@@ -236,7 +237,10 @@ ${locations}  }
  * `location = /stub_status { stub_status; }` beside the proxied one (no
  * log reads `$connections_*`).
  */
-function proxyConf(dir: string, port: number, upstreamPort: number, workers: number | undefined, tlsDir?: string, stubStatus = false): string {
+/** What a jinx target adds to the proxied configuration: nothing, a stub_status location, or a limit_req no request reaches. */
+type Extra = 'none' | 'status' | 'limit';
+
+function proxyConf(dir: string, port: number, upstreamPort: number, workers: number | undefined, tlsDir?: string, extra: Extra = 'none'): string {
   // h2load does not reconnect: a connection closed after keepalive_requests (1000) would end its share of the run
   const tls = tlsDir
     ? `\n    http2 on;\n    keepalive_requests 1000000;\n    ssl_certificate ${tlsDir}/cert.pem;\n    ssl_certificate_key ${tlsDir}/key.pem;`
@@ -247,14 +251,14 @@ ${tempPaths(dir)}
   upstream backend {
     server 127.0.0.1:${upstreamPort};
     keepalive 64;
-  }
+  }${extra === 'limit' ? '\n  limit_req_zone $binary_remote_addr zone=bench:1m rate=1000000r/s;' : ''}
   server {
     listen 127.0.0.1:${port}${tlsDir ? ' ssl' : ''} backlog=4096;${tls}
     location / {
       proxy_pass http://backend;
       proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }${stubStatus ? '\n    location = /stub_status { stub_status; }' : ''}
+      proxy_set_header Connection "";${extra === 'limit' ? '\n      limit_req zone=bench burst=1000000 nodelay;' : ''}
+    }${extra === 'status' ? '\n    location = /stub_status { stub_status; }' : ''}
   }
 }
 `;
@@ -603,6 +607,9 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
     if (med.jinx !== undefined && med['jinx-status'] !== undefined) {
       lines.push(`${fmtSize(size).padEnd(8)} ratio jinx-status/jinx ${(med['jinx-status'].rps / med.jinx.rps).toFixed(3)} (with a stub_status location)`);
     }
+    if (med.jinx !== undefined && med['jinx-limit'] !== undefined) {
+      lines.push(`${fmtSize(size).padEnd(8)} ratio jinx-limit/jinx ${(med['jinx-limit'].rps / med.jinx.rps).toFixed(3)} (with limit_req on every request)`);
+    }
     if (med.jinx !== undefined && med['jinx-base'] !== undefined) {
       lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/jinx-base ${(med.jinx.rps / med['jinx-base'].rps).toFixed(3)} (jinx-base: ${o.jinxBase})`);
     }
@@ -655,7 +662,8 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     mkdirSync(join(tDir, 'logs'), { recursive: true });
     const port = await freePort();
     const conf = join(tDir, 'nginx.conf');
-    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h2' ? tlsDir : undefined, t === 'jinx-status'));
+    const extra: Extra = t === 'jinx-status' ? 'status' : t === 'jinx-limit' ? 'limit' : 'none';
+    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h2' ? tlsDir : undefined, extra));
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, { cpus: o.sutCpus, niceness: o.nice });

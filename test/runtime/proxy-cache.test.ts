@@ -25,12 +25,14 @@ function entryPath(dir: string, key: string): string {
   return join(dir, md5.slice(-1), md5.slice(-3, -1), md5);
 }
 
-/** Every file under a directory, recursively. */
+/** The files under `dir`, recursively; one jinx removes while it is listed (a temp file) is left out. */
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (!stat) return [];
+    return stat.isDirectory() ? filesUnder(path) : [path];
   });
 }
 
