@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import { NGINX_VERSION } from '../../version.js';
 import type { StreamUpstreamState, StreamView } from '../stream-view.js';
 import type { VariableDef } from '../variables.js';
-import { timeIso8601, timeLocal } from './http-variables.js';
+import { binaryAddress, timeIso8601, timeLocal } from './http-variables.js';
 
 /** `%T.%03M`: seconds with milliseconds. */
 const seconds = (ms: number): string => `${Math.floor(ms / 1000)}.${String(ms % 1000).padStart(3, '0')}`;
@@ -24,11 +24,6 @@ function perUpstream(s: StreamView, value: (u: StreamUpstreamState) => string): 
 /** `ngx_stream_upstream_response_time_variable`: `-` for a time not reached. */
 const time = (ms: number | undefined): string => (ms === undefined ? '-' : seconds(ms));
 
-/** `$binary_remote_addr`: 4 or 16 bytes. */
-function binaryAddress(addr: string): string {
-  if (/^\d+\.\d+\.\d+\.\d+$/.test(addr)) return Buffer.from(addr.split('.').map(Number)).toString('latin1');
-  return addr;
-}
 
 export const streamVariables: readonly VariableDef<StreamView>[] = [
   { name: 'binary_remote_addr', get: (s) => binaryAddress(s.remoteAddr) },

@@ -617,7 +617,11 @@ export function compileStream(cx: CompileContext, streamNode: LevelNode): Stream
     if (node.context !== 'stream_server') continue;
     servers.set(node.conf, serverConf(cx, cx.chain(node), node, formats, upstreams, v));
   }
-  const accessLogTargets = [...servers.values()].flatMap((srv) => srv.accessLogs);
+  // every access_log file is opened at start, one of the stream level too (ngx_conf_open_file)
+  const streamLevel = cx.chain(streamNode).list(accessLogs).flatMap((l): StreamAccessLog[] => (l.off || l.pathValue ? [] : [{
+    path: l.path, pathValue: undefined, gzipLevel: l.gzipLevel, bufferBytes: l.bufferBytes, flushMs: l.flushMs, format: formats.get(l.format)!, condition: undefined,
+  }]));
+  const accessLogTargets = [...streamLevel, ...[...servers.values()].flatMap((srv) => srv.accessLogs)];
   return { listens: listenGroupsOf(cx.scope, servers), variableCount: v.indexedCount, upstreams, accessLogs: accessLogTargets };
 }
 

@@ -54,7 +54,8 @@ export class StreamProxy {
   private upSent = 0;
   private connectTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
-  private halfClosed = false;
+  /** UDP: the upstream did not answer in time, or refused (nginx's `pc->read->error`): its peer failed. */
+  private udpFailed = false;
   /** UDP: datagrams from the client and from the upstream. */
   private requests = 0;
   private responses = 0;
@@ -202,7 +203,7 @@ export class StreamProxy {
     if (s.finalized) return;
     this.clearConnectTimer();
     const attempts = this.attempts!;
-    attempts.release(condition);
+    if (attempts.release(condition)) s.log('warn', 'upstream server temporarily disabled');
     if (this.state) {
       this.state.bytesReceived = this.upReceived;
       this.state.bytesSent = this.upSent;
@@ -240,7 +241,7 @@ export class StreamProxy {
     this.state!.connectMs = Date.now() - this.attemptStartMs;
     this.attempts!.done();
     this.connected = true;
-    if (this.conf.proxyProtocol) this.writeUpstream(Buffer.from(proxyProtocolV1(s), 'latin1'), false);
+    if (this.conf.proxyProtocol) this.writeUpstream(Buffer.from(proxyProtocolV1(s), 'latin1'));
     sock.on('data', (chunk: Buffer) => this.onData(this.down, chunk));
     sock.on('end', () => this.onEof(this.down));
     sock.on('error', (err) => {
@@ -264,7 +265,7 @@ export class StreamProxy {
       if (this.early.reduce((n, b) => n + b.length, 0) >= this.conf.bufferBytes) this.s.client.pause();
       return;
     }
-    this.pass(this.up, chunk, false);
+    this.pass(this.up, chunk);
   }
 
   /** The client shut its side (TCP), or its connection broke (`recv() failed` at info). */
@@ -290,8 +291,7 @@ export class StreamProxy {
   }
 
   /** Forwards bytes read (counted already), within the direction's rate, pausing the reader on backpressure. */
-  private pass(d: Direction, chunk: Buffer, counted = true): void {
-    void counted;
+  private pass(d: Direction, chunk: Buffer): void {
     const src = d.fromUpstream ? this.tcp : undefined;
     if (d.rate > 0 || d.queue.length > 0) {
       d.queue.push(chunk);
@@ -371,17 +371,16 @@ export class StreamProxy {
         this.tcp?.pause();
       }
     } else {
-      this.writeUpstream(chunk, true);
+      this.writeUpstream(chunk);
     }
     this.armIdle();
   }
 
-  private writeUpstream(chunk: Buffer, count: boolean): void {
+  private writeUpstream(chunk: Buffer): void {
     const sock = this.tcp;
     if (!sock) return;
     const d = this.up;
     this.upSent += chunk.length;
-    void count;
     d.pendingWrites++;
     const ok = sock.write(chunk, (err) => {
       d.pendingWrites--;
@@ -412,9 +411,8 @@ export class StreamProxy {
     d.eof = true;
     if (d.queue.length > 0 || d.delayed) return;
     if (this.conf.halfClose && d.pendingWrites === 0) {
-      if (d.fromUpstream) this.s.client.close();
+      if (d.fromUpstream) this.s.client.shutdown();
       else this.tcp?.end();
-      this.halfClosed = true;
     }
     this.testFinalize(d);
   }
@@ -437,7 +435,6 @@ export class StreamProxy {
     s.action = 'proxying connection';
     s.log('info', `${d.fromUpstream ? 'upstream' : 'client'} disconnected, bytes from/to client:${s.bytesReceived}/${s.bytesSent}, bytes from/to upstream:${this.upReceived}/${this.upSent}`, true);
     s.finalize(OK);
-    void this.halfClosed;
   }
 
   /** `proxy_timeout`: armed on traffic either way (`ngx_add_timer(c->write, pscf->timeout)`). */
@@ -457,7 +454,7 @@ export class StreamProxy {
         return;
       }
       s.log('error', `upstream timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`);
-      this.attempts?.release('timeout');
+      this.udpFailed = true;
       s.finalize(BAD_GATEWAY);
       return;
     }
@@ -483,9 +480,13 @@ export class StreamProxy {
         this.nextUpstream('error');
         return;
       }
+      // ngx_stream_proxy_process: a failed read (the upstream's port unreachable) counts as an empty response
       s.action = 'proxying and reading from upstream';
       s.connectionError(err, 'recv() failed', true);
       s.action = 'proxying connection';
+      this.udpFailed = true;
+      this.responses++;
+      this.testFinalizeUdp();
     });
     const local = this.conf.bind?.evaluate(s);
     const onBound = (): void => {
@@ -494,7 +495,6 @@ export class StreamProxy {
         const addr = sock.address();
         s.log('info', `udp proxy ${addrWithPort(plainAddr(addr.address), addr.port)} connected to ${this.peerName}`, true);
         this.state!.connectMs = Date.now() - this.attemptStartMs;
-        this.attempts!.done();
         this.connected = true;
         sock.on('message', (msg) => this.udpResponse(msg));
         for (const d of this.early.splice(0)) this.udpSend(d);
@@ -571,6 +571,11 @@ export class StreamProxy {
         this.state.bytesReceived = this.upReceived;
         this.state.bytesSent = this.upSent;
       }
+    }
+    // ngx_stream_proxy_finalize: a UDP peer is released now, failed or not (a TCP one was when it connected)
+    if (this.s.udp && this.connected) {
+      if (!this.udpFailed) this.attempts?.done();
+      else if (this.attempts?.release('error')) this.s.log('warn', 'upstream server temporarily disabled');
     }
     this.attempts?.finish();
     if (this.tcp) {

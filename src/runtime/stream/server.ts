@@ -156,6 +156,7 @@ export class StreamServers {
         socket.removeAllListeners('data');
         socket.destroySoon();
       },
+      shutdown: () => socket.end(),
       destroy: () => socket.destroy(),
     };
     const session = new StreamSession(
@@ -264,6 +265,7 @@ export class StreamServers {
         this.sessions.delete(session);
         if (clients.get(key) === entry) clients.delete(key);
       },
+      shutdown: () => undefined,
       destroy: () => undefined,
     };
     const session = new StreamSession(env, group, server, addrText, client, true, plainAddr(rinfo.address), rinfo.port, localAddr, address.port);

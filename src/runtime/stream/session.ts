@@ -41,6 +41,8 @@ export interface StreamClient {
   resume(): void;
   /** Closes the connection once what was written is sent (TCP), or forgets the client (UDP). */
   close(): void;
+  /** Shuts the connection's sending side once what was written is sent (`proxy_half_close`; TCP only). */
+  shutdown(): void;
   /** Closes at once. */
   destroy(): void;
 }
