@@ -329,7 +329,6 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'stream-ssl-certificate-without-key', expect: '[emerg] no "ssl_certificate_key" is defined for certificate "cert.pem"' },
   { name: 'stream-unknown-directive', expect: '[emerg] unknown directive "proxy_passs" in PREFIX/nginx.conf:6' },
   { name: 'stream-upstream-no-servers', expect: '[emerg] no servers are inside upstream in PREFIX/nginx.conf:5' },
-  { name: 'stream-without-load-module', expect: '[emerg] unknown directive "stream" in PREFIX/nginx.conf:2' },
   { name: 'tcp-nopush-invalid', expect: '[emerg] invalid value "maybe" in "tcp_nopush" directive, it must be "on" or "off" in PREFIX/nginx.conf:6' },
   { name: 'temp-path-parent-missing', expect: '[emerg] mkdir() "PREFIX/no/such/dir" failed (2: No such file or directory)' },
   { name: 'thread-pool-without-threads', expect: '[emerg] "thread_pool" must have "threads" parameter in PREFIX/nginx.conf:1' },
