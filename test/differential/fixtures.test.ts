@@ -395,8 +395,8 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
   { name: 'split-clients', jinx: '[emerg] unknown directive "split_clients" in PREFIX/nginx.conf:4' },
-  // the stream map module is not implemented: `map` is http's only, as in an nginx built without ngx_stream_map_module
-  { name: 'stream-limit-conn-map', jinx: '[emerg] "map" directive is not allowed here in PREFIX/nginx.conf:4' },
+  // the stream limit_conn module is not implemented (the stream map module is)
+  { name: 'stream-limit-conn-map', jinx: '[emerg] unknown directive "limit_conn_zone" in PREFIX/nginx.conf:7' },
   { name: 'stub-status', jinx: '[emerg] unknown directive "stub_status" in PREFIX/nginx.conf:7' },
   { name: 'userid', jinx: '[emerg] unknown directive "userid" in PREFIX/nginx.conf:7' },
   { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },

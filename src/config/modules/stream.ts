@@ -40,6 +40,7 @@ const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
 const CORE = 'ngx_stream_core_module';
 const PROXY = 'ngx_stream_proxy_module';
 const TLS_NOTE = 'jinx proxies streams without TLS: the stream ssl directives are checked, without effect';
+const PREREAD_NOTE = 'jinx has no preread phase (it serves no ssl_preread)';
 
 /** A directive jinx checks without acting on it (`note` says why). */
 const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module = CORE, note = TLS_NOTE): DirectiveSpec =>
@@ -306,8 +307,6 @@ const returnValue = slot<ValueSource | undefined>('stream return', undefined, fa
 const sets = listSlot<{ readonly index: number; readonly value: ValueSource }>('stream set', false);
 
 const tcpNodelay = slot('stream tcp_nodelay', true);
-const prereadTimeout = slot('stream preread_timeout', 30_000);
-const prereadBufferSize = slot('stream preread_buffer_size', 16_384);
 const proxyProtocolTimeout = slot('stream proxy_protocol_timeout', 30_000);
 const connectTimeout = slot('stream proxy_connect_timeout', 60_000);
 const proxyTimeout = slot('stream proxy_timeout', 600_000);
@@ -394,8 +393,8 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   }),
   run('resolver_timeout', STREAM_ANY, ['TAKE1'], msecSetter(resolverTimeout)),
   run('tcp_nodelay', STREAM_ANY, ['FLAG'], flagSetter(tcpNodelay)),
-  run('preread_buffer_size', STREAM_ANY, ['TAKE1'], sizeSetter(prereadBufferSize)),
-  run('preread_timeout', STREAM_ANY, ['TAKE1'], msecSetter(prereadTimeout)),
+  item('preread_buffer_size', STREAM_ANY, ['TAKE1'], rule.size(), CORE, PREREAD_NOTE),
+  item('preread_timeout', STREAM_ANY, ['TAKE1'], rule.msec, CORE, PREREAD_NOTE),
   run('proxy_protocol_timeout', STREAM_ANY, ['TAKE1'], msecSetter(proxyProtocolTimeout)),
   item('variables_hash_max_size', ['stream'], ['TAKE1'], rule.num(), CORE, 'variables are kept in a Map'),
   item('variables_hash_bucket_size', ['stream'], ['TAKE1'], rule.num(), CORE, 'variables are kept in a Map'),
