@@ -448,6 +448,7 @@ export class StreamProxy {
     const s = this.s;
     if (s.finalized) return;
     if (s.udp) {
+      if (this.endedOnShutdown()) return;
       if (this.conf.responses === undefined || this.responses >= this.conf.responses * this.requests) {
         s.log('info', `udp timed out${this.packets()}`, true);
         s.finalize(OK);
@@ -506,10 +507,23 @@ export class StreamProxy {
     else onBound();
   }
 
+  /**
+   * `ngx_stream_proxy_process` on a UDP session once its worker is exiting
+   * (a reload or a stop): its listening socket is closed, so the session
+   * ends at its next event. Returns whether it ended.
+   */
+  private endedOnShutdown(): boolean {
+    const s = this.s;
+    if (!s.udp || !s.env.exiting()) return false;
+    s.log('info', 'disconnected on shutdown', true);
+    s.finalize(OK);
+    return true;
+  }
+
   /** A datagram of the client (the first one included). */
   clientDatagram(msg: Buffer): void {
     const s = this.s;
-    if (s.finalized) return;
+    if (s.finalized || (this.connected && this.endedOnShutdown())) return;
     s.bytesReceived += msg.length;
     this.requests++;
     if (!this.connected) {
@@ -536,7 +550,7 @@ export class StreamProxy {
 
   private udpResponse(msg: Buffer): void {
     const s = this.s;
-    if (s.finalized) return;
+    if (s.finalized || this.endedOnShutdown()) return;
     this.upReceived += msg.length;
     if (this.state!.firstByteMs === undefined) this.state!.firstByteMs = Date.now() - this.attemptStartMs;
     this.responses++;

@@ -208,7 +208,7 @@ export class StreamServers {
         ended = true;
         proxy!.clientEnd();
       });
-      void proxy.start();
+      proxy.start().catch((err: unknown) => failed(session, err));
     };
     if (!group.proxyProtocol) {
       begin();
@@ -228,6 +228,8 @@ export class StreamServers {
       if (!read.ok) {
         if (read.error) session.log('error', read.error);
         session.finalize(BAD_REQUEST);
+        // nginx peeked at the header: its bytes, left unread, make the close a reset
+        socket.resetAndDestroy();
         return;
       }
       session.proxyProtocol = read.header;
@@ -256,7 +258,12 @@ export class StreamServers {
     const entry: UdpClientSession = { proxy: undefined };
     const client: StreamClient = {
       write: (bytes, done) => {
-        sock.send(bytes, rinfo.port, rinfo.address, (err) => done?.(err));
+        try {
+          sock.send(bytes, rinfo.port, rinfo.address, (err) => done?.(err));
+        } catch (err) {
+          // the listening socket closed (the server stops)
+          done?.(err as Error);
+        }
         return true;
       },
       pause: () => undefined,
@@ -315,8 +322,14 @@ export class StreamServers {
       if (clients.get(key) === entry) clients.delete(key);
     };
     proxy.clientDatagram(payload);
-    void proxy.start();
+    proxy.start().catch((err: unknown) => failed(session, err));
   }
+}
+
+/** A fault of jinx in a session's proxy: an `[alert]` line and 500, the process serving on. */
+function failed(session: StreamSession, err: unknown): void {
+  session.log('alert', String((err as Error)?.stack ?? err));
+  session.finalize(INTERNAL_SERVER_ERROR);
 }
 
 /** The session of one UDP client, by its address. */
