@@ -7,17 +7,19 @@
  * connecting to upstream …` line); the access-log lines and the error-log
  * lines (`client … connected to …`, `proxy … connected to …`, `client
  * disconnected, bytes from/to …`, `udp done, packets from/to …`) compared
- * with nginx's.
+ * with nginx's. And a reload: a session of the old configuration goes on
+ * with it while new sessions get the new one.
  */
 import { strict as assert } from 'node:assert';
 import { createSocket } from 'node:dgram';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, createServer, type Server } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { readReloadStatus } from '../../src/cli/reload-status.js';
 import { streamModulePath } from '../helpers/corpus-trees.js';
 import { differential, mainContext } from '../helpers/differential.js';
-import { cleanup, freePort } from '../helpers/harness.js';
+import { cleanup, freePort, startJinx, waitFor } from '../helpers/harness.js';
 
 /** Lines whose ephemeral ports change from run to run: compared with the ports taken out. */
 const EPHEMERAL = /(?:client|proxy) \S+ connected to /;
@@ -153,6 +155,42 @@ describe('stream (differential)', () => {
     // the lines with ephemeral ports: nginx's live answer only (its recording leaves them out)
     if (run.nginx.errorLog.some((l) => EPHEMERAL.test(l))) {
       assert.deepEqual(ephemeral(run.jinx.errorLog, jinxProbes), ephemeral(run.nginx.errorLog, nginxProbes));
+    }
+  });
+
+  it('keeps a session of the old configuration across a reload, which new sessions no longer get, until it ends by itself', async () => {
+    const port = await freePort();
+    const conf = (word: string): string => `daemon off; master_process off; pid logs/nginx.pid; error_log logs/error.log info; events {}
+stream {
+  log_format s '$status $bytes_received $v';
+  access_log logs/stream.log s;
+  map $server_port $v { default ${word}; }
+  server { listen 127.0.0.1:${port}; proxy_pass 127.0.0.1:${upstreamPort}; }
+}
+`;
+    const server = await startJinx(conf('one'), [port]);
+    try {
+      const old = connect(port, '127.0.0.1');
+      let oldOut = '';
+      old.on('data', (d) => { oldOut += d.toString('latin1'); });
+      const oldClosed = new Promise<void>((resolve) => old.on('close', () => resolve()));
+      await new Promise<void>((resolve) => old.on('connect', () => resolve()));
+      old.write('foo1');
+      await waitFor(async () => oldOut === 'bar1', 5000, 'the first answer');
+      writeFileSync(join(server.prefix, 'nginx.conf'), conf('two'));
+      server.child.kill('SIGHUP');
+      await waitFor(() => readReloadStatus(join(server.prefix, 'logs/nginx.pid'))?.ok === true, 10_000, 'the reload');
+      assert.equal(await tcpSession(port, ['foo2'], [4]), 'bar2');
+      old.write('foo3');
+      await waitFor(async () => oldOut === 'bar1bar3', 5000, 'the old session still proxied');
+      old.end();
+      await oldClosed;
+      // (the start-up probe's session, which sent nothing, is left out)
+      const lines = (): string[] => readFileSync(join(server.prefix, 'logs/stream.log'), 'latin1').split('\n').filter((l) => l !== '' && !l.startsWith('200 0 '));
+      await waitFor(() => lines().length === 2, 5000, 'both lines');
+      assert.deepEqual(lines(), ['200 4 two', '200 8 one']);
+    } finally {
+      await server.stop('SIGQUIT');
     }
   });
 });
