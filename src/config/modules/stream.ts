@@ -566,6 +566,28 @@ const peerName = (host: string, port: number): string => (host.includes(':') ? `
 /** The peer settings of a `proxy_pass` address (`ngx_stream_upstream_add` without a block). */
 const IMPLICIT = { weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000 } as const;
 
+/** A server's settings as its peers take them. */
+type PeerSettings = Pick<UpstreamServerDecl, 'weight' | 'backup' | 'down' | 'maxFails' | 'failTimeoutMs'>;
+
+/**
+ * A peer of a stream group: an IP address and port (named `127.0.0.1:80`,
+ * `[::1]:80`), or a unix domain socket (`unix:PATH`, port 0).
+ */
+export function streamPeer(host: string, port: number, unixPath: string | undefined, s: PeerSettings = IMPLICIT): UpstreamPeer {
+  return {
+    name: unixPath !== undefined ? host : peerName(host, port), host, port, unixPath,
+    weight: s.weight, backup: s.backup, down: s.down, maxFails: s.maxFails, failTimeoutMs: s.failTimeoutMs,
+  };
+}
+
+/** A stream group (`ngx_stream_upstream_srv_conf_t`): no keepalive, round robin or `least_conn`. */
+export function streamGroup(name: string, peers: UpstreamPeer[], leastConn = false): UpstreamGroup {
+  return {
+    name, peers, keepalive: 0, keepaliveTimeoutMs: 0, keepaliveTimeMs: 0, keepaliveRequests: 0,
+    balancer: leastConn ? 'least_conn' : 'round_robin', zone: undefined,
+  };
+}
+
 /**
  * The groups of `ngx_stream_upstream_init_round_robin`: each `upstream`
  * block's servers and each `proxy_pass` address, with the addresses their
@@ -574,24 +596,17 @@ const IMPLICIT = { weight: 1, backup: false, down: false, maxFails: 1, failTimeo
 function upstreamGroupsOf(scope: ConfigScope): Map<string, UpstreamGroup> {
   const out = new Map<string, UpstreamGroup>();
   const decls = scope.registry(streamDecls);
-  const group = (name: string, peers: UpstreamPeer[], leastConn: boolean): UpstreamGroup => ({
-    name, peers, keepalive: 0, keepaliveTimeoutMs: 0, keepaliveTimeMs: 0, keepaliveRequests: 0,
-    balancer: leastConn ? 'least_conn' : 'round_robin', zone: undefined,
-  });
-  const peersOf = (s: Pick<UpstreamServerDecl, 'weight' | 'backup' | 'down' | 'maxFails' | 'failTimeoutMs'>, host: string, port: number): UpstreamPeer[] =>
-    (isIP(host) ? [host] : scope.hosts.lookup(host) ?? []).map((addr) => ({
-      name: peerName(addr, port), host: addr, port, unixPath: undefined,
-      weight: s.weight, backup: s.backup, down: s.down, maxFails: s.maxFails, failTimeoutMs: s.failTimeoutMs,
-    }));
+  const peersOf = (s: PeerSettings, host: string, port: number): UpstreamPeer[] =>
+    (isIP(host) ? [host] : scope.hosts.lookup(host) ?? []).map((addr) => streamPeer(addr, port, undefined, s));
   for (const [key, up] of decls.upstreams) {
     if (!up.explicit) continue;
-    out.set(key, group(up.name, up.servers.flatMap((s) => (s.unixPath !== undefined
-      ? [{ name: s.host, host: s.host, port: 0, unixPath: s.unixPath, weight: s.weight, backup: s.backup, down: s.down, maxFails: s.maxFails, failTimeoutMs: s.failTimeoutMs }]
+    out.set(key, streamGroup(up.name, up.servers.flatMap((s) => (s.unixPath !== undefined
+      ? [streamPeer(s.host, 0, s.unixPath, s)]
       : peersOf(s, s.host, s.port))), up.leastConn));
   }
   for (const [key, a] of decls.addresses) {
     if (a.port === undefined || out.has(key)) continue;
-    out.set(key, group(a.host, peersOf(IMPLICIT, a.host.replace(/^\[|\]$/g, ''), a.port), false));
+    out.set(key, streamGroup(a.host, peersOf(IMPLICIT, a.host.replace(/^\[|\]$/g, ''), a.port)));
   }
   return out;
 }

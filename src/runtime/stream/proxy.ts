@@ -14,6 +14,7 @@ import { isIP, Socket } from 'node:net';
 import type { StreamProxyConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
 import type { StreamUpstreamState } from '../../config/stream-view.js';
 import { parseSize } from '../../config/spec.js';
+import { streamGroup, streamPeer } from '../../config/modules/stream.js';
 import { splitHostPort } from '../../config/modules/upstream.js';
 import { systemErrorText } from '../../os-errors.js';
 import { PeerAttempts } from '../upstream/round-robin.js';
@@ -605,14 +606,7 @@ export class StreamProxy {
 
 /** The round-robin group nginx makes for an address (`ngx_stream_upstream_create_round_robin_peer`). */
 function implicitGroup(name: string, addrs: readonly { host: string; port: number; unixPath: string | undefined }[]): UpstreamGroup {
-  return {
-    name,
-    peers: addrs.map((a) => ({
-      name: a.unixPath !== undefined ? a.host : a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`, host: a.host, port: a.port,
-      unixPath: a.unixPath, weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000,
-    })),
-    keepalive: 0, keepaliveTimeoutMs: 0, keepaliveTimeMs: 0, keepaliveRequests: 0, balancer: 'round_robin', zone: undefined,
-  };
+  return streamGroup(name, addrs.map((a) => streamPeer(a.host, a.port, a.unixPath)));
 }
 
 /**
