@@ -129,7 +129,6 @@ export class StreamProxy {
       s.finalize(INTERNAL_SERVER_ERROR);
       return undefined;
     }
-    s.action = 'connecting to upstream';
     try {
       const addrs = await s.env.resolver.resolve(hp.host, resolver, s.server.resolverTimeoutMs);
       if (s.finalized) return undefined;

@@ -188,10 +188,11 @@ export class StreamServers {
         return;
       }
       if (server.tcpNodelay) socket.setNoDelay(true);
-      session.action = 'handling client connection';
+      // ngx_stream_core_content_phase: no action in the content handler's lines
+      session.action = undefined;
       const content = server.content;
       if (!content) {
-        session.log('error', 'no handler for server');
+        // nginx logs `no handler for server` at debug level only
         session.finalize(INTERNAL_SERVER_ERROR);
         return;
       }
@@ -303,10 +304,10 @@ export class StreamServers {
       session.finalize(FORBIDDEN);
       return;
     }
-    session.action = 'handling client connection';
+    // ngx_stream_core_content_phase: no action in the content handler's lines
+    session.action = undefined;
     const content = server.content;
     if (!content) {
-      session.log('error', 'no handler for server');
       session.finalize(INTERNAL_SERVER_ERROR);
       return;
     }
