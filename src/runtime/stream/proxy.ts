@@ -21,6 +21,10 @@ import { PeerAttempts } from '../upstream/round-robin.js';
 import { ResolveError } from '../upstream/resolver.js';
 import { addrWithPort, plainAddr, type StreamSession } from './session.js';
 
+/** Marks a queued chunk whose bytes were counted as received when read (before the upstream was connected). */
+const COUNTED = Symbol('counted');
+type CountedChunk = Buffer & { [COUNTED]?: true };
+
 /** nginx's statuses of a stream session. */
 const OK = 200;
 const INTERNAL_SERVER_ERROR = 500;
@@ -249,7 +253,7 @@ export class StreamProxy {
       s.connectionError(err, 'recv() failed', true);
       this.onEof(this.down);
     });
-    for (const chunk of this.early.splice(0)) this.pass(this.up, chunk);
+    for (const chunk of this.early.splice(0)) this.pass(this.up, chunk, true);
     if (this.up.eof) this.onEof(this.up);
     s.action = 'proxying connection';
     this.armIdle();
@@ -259,8 +263,9 @@ export class StreamProxy {
   /** Bytes from the client (TCP): before the upstream is connected they wait, as in nginx's downstream buffer. */
   clientData(chunk: Buffer): void {
     if (this.s.finalized) return;
-    this.s.bytesReceived += chunk.length;
     if (!this.connected) {
+      // read into the downstream buffer before the upstream is connected: received now
+      this.s.bytesReceived += chunk.length;
       this.early.push(chunk);
       if (this.early.reduce((n, b) => n + b.length, 0) >= this.conf.bufferBytes) this.s.client.pause();
       return;
@@ -285,21 +290,31 @@ export class StreamProxy {
 
   private onData(d: Direction, chunk: Buffer): void {
     if (this.s.finalized) return;
-    this.upReceived += chunk.length;
     if (this.state!.firstByteMs === undefined) this.state!.firstByteMs = Date.now() - this.attemptStartMs;
     this.pass(d, chunk);
   }
 
-  /** Forwards bytes read (counted already), within the direction's rate, pausing the reader on backpressure. */
-  private pass(d: Direction, chunk: Buffer): void {
+  /**
+   * Forwards bytes read, within the direction's rate, pausing the reader on
+   * backpressure. They count as received (`s->received`, `u->received`) once
+   * taken within the rate, as nginx reads no more than the rate allows;
+   * `counted`: already counted (read before the upstream was connected).
+   */
+  private pass(d: Direction, chunk: Buffer, counted = false): void {
     const src = d.fromUpstream ? this.tcp : undefined;
     if (d.rate > 0 || d.queue.length > 0) {
-      d.queue.push(chunk);
+      d.queue.push(counted ? Object.assign(chunk, { [COUNTED]: true }) : chunk);
       this.pauseSrc(d, src);
       this.drainQueue(d);
       return;
     }
+    if (!counted) this.countReceived(d, chunk.length);
     this.forward(d, chunk);
+  }
+
+  private countReceived(d: Direction, n: number): void {
+    if (d.fromUpstream) this.upReceived += n;
+    else this.s.bytesReceived += n;
   }
 
   private pauseSrc(d: Direction, src: Socket | undefined): void {
@@ -319,7 +334,7 @@ export class StreamProxy {
    */
   private drainQueue(d: Direction): void {
     if (d.delayed || this.s.finalized) return;
-    const received = d.fromUpstream ? this.s.bytesSent : this.upSent;
+    const received = d.fromUpstream ? this.upReceived : this.s.bytesReceived;
     let size = this.conf.bufferBytes;
     if (d.rate > 0) {
       const limit = d.rate * (Math.floor(Date.now() / 1000) - this.startSec + 1) - received;
@@ -340,8 +355,10 @@ export class StreamProxy {
     }
     const n = Math.min(size, head.length);
     const part = head.subarray(0, n);
+    const counted = (head as CountedChunk)[COUNTED] === true;
     if (n === head.length) d.queue.shift();
-    else d.queue[0] = head.subarray(n);
+    else d.queue[0] = counted ? Object.assign(head.subarray(n), { [COUNTED]: true }) : head.subarray(n);
+    if (!counted) this.countReceived(d, n);
     this.forward(d, part);
     const delayMs = d.rate > 0 ? Math.floor((n * 1000) / d.rate) : 0;
     d.delayed = setTimeout(() => {
