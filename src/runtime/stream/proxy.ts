@@ -42,6 +42,8 @@ interface Direction {
   delayed: NodeJS.Timeout | undefined;
   /** Writes not yet flushed to the other side. */
   pendingWrites: number;
+  /** `proxy_half_close`: the other side was shut for writing. */
+  shut: boolean;
 }
 
 /** The proxy of one session. */
@@ -66,8 +68,8 @@ export class StreamProxy {
   private responses = 0;
   /** Client bytes read before the upstream was connected. */
   private readonly early: Buffer[] = [];
-  private readonly up: Direction = { fromUpstream: false, queue: [], eof: false, rate: 0, delayed: undefined, pendingWrites: 0 };
-  private readonly down: Direction = { fromUpstream: true, queue: [], eof: false, rate: 0, delayed: undefined, pendingWrites: 0 };
+  private readonly up: Direction = { fromUpstream: false, queue: [], eof: false, rate: 0, delayed: undefined, pendingWrites: 0, shut: false };
+  private readonly down: Direction = { fromUpstream: true, queue: [], eof: false, rate: 0, delayed: undefined, pendingWrites: 0, shut: false };
   private readonly nextUpstreamStartMs = Date.now();
 
   constructor(private readonly s: StreamSession, private readonly conf: StreamProxyConf) {
@@ -418,7 +420,7 @@ export class StreamProxy {
     if (this.s.finalized) return;
     if (d.pendingWrites === 0 && d.queue.length === 0 && !d.delayed) {
       if (!d.eof) this.resumeSrc(d);
-      else this.testFinalize(d);
+      else this.onEof(d);
     }
   }
 
@@ -426,8 +428,9 @@ export class StreamProxy {
   private onEof(d: Direction): void {
     if (this.s.finalized) return;
     d.eof = true;
-    if (d.queue.length > 0 || d.delayed) return;
-    if (this.conf.halfClose && d.pendingWrites === 0) {
+    if (d.queue.length > 0 || d.delayed || d.pendingWrites > 0) return;
+    if (this.conf.halfClose && !d.shut) {
+      d.shut = true;
       if (d.fromUpstream) this.s.client.shutdown();
       else this.tcp?.end();
     }
