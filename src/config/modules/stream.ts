@@ -541,6 +541,8 @@ export interface StreamListenGroup {
   readonly addrText: string;
   readonly unixPath: string | undefined;
   readonly udp: boolean;
+  /** `listen … ssl`: jinx does not terminate TLS in stream servers, and refuses such connections. */
+  readonly ssl: boolean;
   readonly proxyProtocol: boolean;
   readonly backlog: number | undefined;
   readonly soKeepalive: boolean;
@@ -708,7 +710,7 @@ function listenGroupsOf(scope: ConfigScope, servers: ReadonlyMap<LevelConf, Stre
       }
     }
     out.push({
-      host: l.unixPath !== undefined ? l.host : l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, udp: l.udp,
+      host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, udp: l.udp, ssl: l.ssl,
       proxyProtocol: l.proxyProtocol, backlog: l.backlog, soKeepalive: l.soKeepalive, ipv6only: l.ipv6only,
       server: servers.get(l.server)!, byLocalAddr,
     });

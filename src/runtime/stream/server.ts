@@ -211,6 +211,13 @@ export class StreamServers {
       });
       proxy.start().catch((err: unknown) => failed(session, err));
     };
+    if (group.ssl) {
+      // rather than pass a TLS handshake on to the upstream unseen
+      session.log('error', 'TLS in stream servers is not supported by jinx');
+      session.finalize(INTERNAL_SERVER_ERROR);
+      socket.destroy();
+      return;
+    }
     if (!group.proxyProtocol) {
       begin();
       return;
