@@ -70,7 +70,6 @@ export class StreamProxy {
   private readonly early: Buffer[] = [];
   private readonly up: Direction = { fromUpstream: false, queue: [], eof: false, rate: 0, delayed: undefined, pendingWrites: 0, shut: false };
   private readonly down: Direction = { fromUpstream: true, queue: [], eof: false, rate: 0, delayed: undefined, pendingWrites: 0, shut: false };
-  private readonly nextUpstreamStartMs = Date.now();
 
   constructor(private readonly s: StreamSession, private readonly conf: StreamProxyConf) {
     s.upstreamContext = () => this.logContext();
@@ -113,8 +112,9 @@ export class StreamProxy {
    */
   private async evaluate(value: string): Promise<UpstreamGroup | undefined> {
     const s = this.s;
+    // an `upstream` block of that name, or a `proxy_pass` address of the configuration (`host:port`)
     const known = s.env.table.upstreams.get(value.toLowerCase());
-    if (known && known.peers.length > 0 && !value.includes(':')) return known;
+    if (known) return known;
     if (value.startsWith('unix:')) return implicitGroup(value, [{ host: value, port: 0, unixPath: value.slice(5) }]);
     const hp = splitHostPort(value);
     if (!hp) {
@@ -122,7 +122,6 @@ export class StreamProxy {
       s.finalize(INTERNAL_SERVER_ERROR);
       return undefined;
     }
-    if (known) return known;
     if (hp.port === undefined) {
       s.log('error', `no port in upstream "${hp.host}"`);
       s.finalize(INTERNAL_SERVER_ERROR);
@@ -180,7 +179,12 @@ export class StreamProxy {
     const onError = (err: Error): void => {
       if (sock !== this.tcp) return;
       this.clearConnectTimer();
-      s.connectionError(err, 'connect() failed', true);
+      if (peer.unixPath === undefined) s.connectionError(err, 'connect() failed', true);
+      else {
+        // ngx_event_connect_peer: a unix domain socket fails at once, at crit unless refused
+        const refused = (err as NodeJS.ErrnoException).code === 'ECONNREFUSED';
+        s.log(refused ? 'error' : 'crit', `connect() to ${peer.name} failed (${systemErrorText(err)})`);
+      }
       this.nextUpstream('error');
     };
     sock.once('error', onError);
@@ -214,7 +218,7 @@ export class StreamProxy {
       this.state.bytesReceived = this.upReceived;
       this.state.bytesSent = this.upSent;
     }
-    if (!attempts.mayRetry(condition, 'GET', false, false) || (this.conf.nextUpstreamTimeoutMs > 0 && Date.now() - this.nextUpstreamStartMs >= this.conf.nextUpstreamTimeoutMs)) {
+    if (!attempts.mayRetry(condition, 'GET', false, false)) {
       s.finalize(BAD_GATEWAY);
       return;
     }
@@ -251,8 +255,10 @@ export class StreamProxy {
     sock.on('data', (chunk: Buffer) => this.onData(this.down, chunk));
     sock.on('end', () => this.onEof(this.down));
     sock.on('error', (err) => {
-      s.action = this.down.eof ? s.action : 'proxying and reading from upstream';
+      if (s.finalized) return;
+      s.action = 'proxying and reading from upstream';
       s.connectionError(err, 'recv() failed', true);
+      s.action = 'proxying connection';
       this.onEof(this.down);
     });
     for (const chunk of this.early.splice(0)) this.pass(this.up, chunk, true);
