@@ -82,6 +82,18 @@ const CONFIGURE_MODULES: readonly ConfigureModule[] = [
   m('stream_ssl_module', false, 'ngx_stream_ssl_module', 'ssl_certificate'),
   m('stream_realip_module', false, 'ngx_stream_realip_module', 'set_real_ip_from'),
   m('stream_ssl_preread_module', false, 'ngx_stream_ssl_preread_module', 'ssl_preread'),
+  m('stream_limit_conn_module', true, 'ngx_stream_limit_conn_module', 'limit_conn'),
+  m('stream_access_module', true, 'ngx_stream_access_module', 'allow'),
+  m('stream_geo_module', true, 'ngx_stream_geo_module', 'geo'),
+  m('stream_map_module', true, 'ngx_stream_map_module', 'map'),
+  m('stream_split_clients_module', true, 'ngx_stream_split_clients_module', 'split_clients'),
+  m('stream_return_module', true, 'ngx_stream_return_module', 'return'),
+  m('stream_pass_module', true, 'ngx_stream_pass_module', 'pass'),
+  m('stream_set_module', true, 'ngx_stream_set_module', 'set'),
+  m('stream_upstream_hash_module', true, 'ngx_stream_upstream_hash_module', 'hash'),
+  m('stream_upstream_least_conn_module', true, 'ngx_stream_upstream_least_conn_module', 'least_conn'),
+  m('stream_upstream_random_module', true, 'ngx_stream_upstream_random_module', 'random'),
+  m('stream_upstream_zone_module', true, 'ngx_stream_upstream_zone_module', 'zone'),
 ];
 
 /**

@@ -50,7 +50,7 @@ import { realIpConf } from './modules/realip.js';
 import * as rewrite from './modules/rewrite.js';
 import { ssiConf } from './modules/ssi.js';
 import { checkSslListens, serverCertificates, serverTlsConf, sslVerifyClient, type ServerCertificates } from './modules/ssl.js';
-import { streamSockets } from './modules/stream.js';
+import { compileStream, streamSockets } from './modules/stream.js';
 import { subFilterConf } from './modules/sub.js';
 import { checkUpstreamMerge, resolveUpstreams, splitHostPort, upstreamGroups } from './modules/upstream.js';
 import type { ListenGroup, LocationConf, RouteTable, ScriptOp, VirtualServer } from './route-table.js';
@@ -237,6 +237,8 @@ class Compiler implements CompileContext {
       listens = listenGroups(this, compiled);
     }
     const streamListens = streamSockets(this.scope);
+    const streamNode = this.root.children.find((c) => c.context === 'stream');
+    const stream = streamNode ? compileStream(this, streamNode) : undefined;
     this.onParsed();
     // ngx_init_cycle from here: init_conf of the core modules, then shared memory
     core.checkCpuAffinity(this, mainChain);
@@ -246,6 +248,7 @@ class Compiler implements CompileContext {
       main: Object.freeze(main),
       listens: Object.freeze(listens),
       streamListens,
+      stream,
       variableCount: this.scope.variables.indexedCount,
       variable: variableLookup(this.scope.variables),
       upstreams: upstreamGroups(this),

@@ -5,12 +5,12 @@
  * request and writes the line.
  */
 import type { RequestView } from './request-view.js';
-import type { CompiledValue, VariableRegistry } from './variables.js';
+import type { CompiledValue, ScriptView, VariableRegistry } from './variables.js';
 
-/** A compiled `log_format`. */
-export interface CompiledLogFormat {
+/** A compiled `log_format` (of the http module, or `R` = `StreamView` of the stream module's). */
+export interface CompiledLogFormat<R extends ScriptView = RequestView> {
   readonly name: string;
-  readonly render: CompiledValue['evaluate'];
+  readonly render: CompiledValue<R>['evaluate'];
 }
 
 /**
@@ -47,10 +47,10 @@ const JSON_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '
  * `ngx_http_log_variable`), except with `escape=json`/`none` where they
  * print nothing; an empty value prints nothing.
  */
-export function compileLogFormat(
-  name: string, text: string, escape: 'default' | 'json' | 'none', vars: VariableRegistry,
-): CompiledLogFormat {
-  const parts: (string | ((r: RequestView) => string))[] = [];
+export function compileLogFormat<R extends ScriptView = RequestView>(
+  name: string, text: string, escape: 'default' | 'json' | 'none', vars: VariableRegistry<R>,
+): CompiledLogFormat<R> {
+  const parts: (string | ((r: R) => string))[] = [];
   const re = /\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
   let last = 0;
   for (let m = re.exec(text); m; m = re.exec(text)) {

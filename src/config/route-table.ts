@@ -31,7 +31,7 @@ import type { RealIpConf } from './modules/realip.js';
 import type { ScriptOpOf } from './modules/rewrite.js';
 import type { SsiConf } from './modules/ssi.js';
 import type { TlsServerConf } from './modules/ssl.js';
-import type { StreamSocket } from './modules/stream.js';
+import type { StreamSocket, StreamTable } from './modules/stream.js';
 import type { SubFilterConf } from './modules/sub.js';
 import type { UpstreamGroup } from './modules/upstream.js';
 
@@ -58,7 +58,7 @@ export type { UpstreamTlsConf } from './modules/proxy-ssl.js';
 export type { RealIpConf } from './modules/realip.js';
 export type { SsiConf } from './modules/ssi.js';
 export type { PerHandshakeCertificates, TlsServerConf } from './modules/ssl.js';
-export type { StreamSocket } from './modules/stream.js';
+export type { StreamAccessLog, StreamContent, StreamListenGroup, StreamProxyConf, StreamServer, StreamSocket, StreamTable } from './modules/stream.js';
 export type { SubFilterConf } from './modules/sub.js';
 export type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from './modules/upstream.js';
 
@@ -221,8 +221,10 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
 export interface RouteTable {
   readonly main: MainConf;
   readonly listens: readonly ListenGroup[];
-  /** The stream module's listening sockets (one per wildcard, as nginx binds them): jinx does not serve them, `-t` binds them as nginx does. */
+  /** The stream module's listening sockets (one per wildcard, as nginx binds them), which `-t` binds as nginx does. */
   readonly streamListens: readonly StreamSocket[];
+  /** The stream module's servers and sockets; undefined without a `stream` block. */
+  readonly stream: StreamTable | undefined;
   /** Size of the per-request variable array. */
   readonly variableCount: number;
   /** A variable's getter by name, at request time (`ngx_http_get_variable`); undefined for an unknown name. */

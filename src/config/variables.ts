@@ -15,22 +15,32 @@ import { ConfigError } from '../errors.js';
 import { fail } from './failure.js';
 import type { RequestView } from './request-view.js';
 
+/**
+ * What a value is evaluated for: an HTTP request (`RequestView`) or a
+ * stream session (`StreamView`); both keep the indexed variables and the
+ * last regex captures.
+ */
+export interface ScriptView {
+  readonly vars: (string | undefined)[];
+  captures: RegExpExecArray | null;
+}
+
 /** Reads a variable for a request; undefined means "not found" (nginx's `not_found`). */
-export type VariableGetter = (r: RequestView) => string | undefined;
+export type VariableGetter<R extends ScriptView = RequestView> = (r: R) => string | undefined;
 
 /** A variable defined by a module: a whole name, or a prefix such as `http_` taking the rest as argument. */
-export interface VariableDef {
+export interface VariableDef<R extends ScriptView = RequestView> {
   readonly name: string;
   /** For prefix variables: the getter receives the part after the prefix. */
   readonly prefix?: boolean;
-  readonly get: (r: RequestView, suffix: string) => string | undefined;
+  readonly get: (r: R, suffix: string) => string | undefined;
   /** May be assigned with `set` (nginx's `NGX_HTTP_VAR_CHANGEABLE`). */
   readonly changeable?: boolean;
   /**
    * What `set` does instead of storing the value (nginx's `set_handler`):
    * returns an error to log, if any.
    */
-  readonly set?: (r: RequestView, value: string) => string | undefined;
+  readonly set?: (r: R, value: string) => string | undefined;
 }
 
 /** A reference to a variable inside a value: a name, or a regex capture `$1`…`$9`. */
@@ -44,19 +54,19 @@ export interface ValueSource {
 }
 
 /** A bound value, evaluated per request. */
-export interface CompiledValue {
+export interface CompiledValue<R extends ScriptView = RequestView> {
   readonly source: string;
   /** The value when it has no variables. */
   readonly constant: string | undefined;
-  readonly evaluate: (r: RequestView) => string;
+  readonly evaluate: (r: R) => string;
 }
 
 /** How an indexed variable (`set`, `map`, `auth_request_set`) gets its value when read. */
-export type IndexedKind =
+export type IndexedKind<R extends ScriptView = RequestView> =
   | { readonly kind: 'set' }
   | {
       readonly kind: 'lazy';
-      readonly compute: (r: RequestView) => string;
+      readonly compute: (r: R) => string;
       /** Computed each time it is read, never cached (`map … { volatile; }`). */
       readonly volatile?: boolean;
     };
@@ -122,14 +132,14 @@ const SET_KEEPS_PREFIX = ['http_', 'sent_http_', 'upstream_http_', 'cookie_', 'u
  * The variables of a configuration: the modules' definitions, the names that
  * `set`/`map`/… declare, and every reference in order of first use.
  */
-export class VariableRegistry {
-  private readonly defs = new Map<string, VariableDef>();
-  private readonly prefixes: VariableDef[] = [];
-  private readonly indexed = new Map<string, { index: number; kind: IndexedKind }>();
+export class VariableRegistry<R extends ScriptView = RequestView> {
+  private readonly defs = new Map<string, VariableDef<R>>();
+  private readonly prefixes: VariableDef<R>[] = [];
+  private readonly indexed = new Map<string, { index: number; kind: IndexedKind<R> }>();
   private readonly referenced = new Map<string, SourceLoc>();
-  private onUninitialized: ((r: RequestView, name: string) => void) | undefined;
+  private onUninitialized: ((r: R, name: string) => void) | undefined;
 
-  constructor(defs: readonly VariableDef[]) {
+  constructor(defs: readonly VariableDef<R>[]) {
     for (const d of defs) {
       if (d.prefix) this.prefixes.push(d);
       else this.defs.set(d.name, d);
@@ -142,7 +152,7 @@ export class VariableRegistry {
   }
 
   /** Sets what reading an unset `set` variable does (nginx warns `using uninitialized "x" variable`). */
-  setUninitializedHandler(handler: (r: RequestView, name: string) => void): void {
+  setUninitializedHandler(handler: (r: R, name: string) => void): void {
     this.onUninitialized = handler;
   }
 
@@ -170,7 +180,7 @@ export class VariableRegistry {
    *   (`ngx_http_add_variable`), `the duplicate "NAME" variable` for a
    *   built-in that cannot be set
    */
-  declare(name: string, kind: IndexedKind): number {
+  declare(name: string, kind: IndexedKind<R>): number {
     if (name.length === 0) fail('invalid variable name "$"');
     const key = name.toLowerCase();
     const builtin = this.defs.get(key);
@@ -186,7 +196,7 @@ export class VariableRegistry {
   }
 
   /** The `set_handler` of a built-in variable (`$limit_rate`), if it has one. */
-  setHandler(name: string): VariableDef['set'] {
+  setHandler(name: string): VariableDef<R>['set'] {
     return this.defs.get(name.toLowerCase())?.set;
   }
 
@@ -211,14 +221,14 @@ export class VariableRegistry {
   }
 
   /** The getter of a variable by name, or undefined when no such variable exists. */
-  getter(name: string): VariableGetter | undefined {
+  getter(name: string): VariableGetter<R> | undefined {
     const key = name.toLowerCase();
     const idx = this.indexed.get(key);
     if (idx) return this.indexedGetter(key, idx.index, idx.kind);
     const def = this.defs.get(key);
     if (def) return (r) => def.get(r, '');
     // ngx_http_get_variable: the longest prefix the name starts with; the rest may be empty (`$arg_`)
-    let best: VariableDef | undefined;
+    let best: VariableDef<R> | undefined;
     for (const p of this.prefixes) if (key.startsWith(p.name) && (!best || p.name.length > best.name.length)) best = p;
     if (!best) return undefined;
     const prefix = best;
@@ -226,7 +236,7 @@ export class VariableRegistry {
     return (r) => prefix.get(r, suffix);
   }
 
-  private indexedGetter(name: string, index: number, kind: IndexedKind): VariableGetter {
+  private indexedGetter(name: string, index: number, kind: IndexedKind<R>): VariableGetter<R> {
     if (kind.kind === 'lazy') {
       const compute = kind.compute;
       if (kind.volatile) return (r) => compute(r);
@@ -239,7 +249,7 @@ export class VariableRegistry {
       };
     }
     const builtin = this.defs.get(name);
-    const fallback = builtin ? (r: RequestView) => builtin.get(r, '') : this.prefixFallback(name);
+    const fallback = builtin ? (r: R) => builtin.get(r, '') : this.prefixFallback(name);
     return (r) => {
       const v = r.vars[index];
       if (v !== undefined) return v;
@@ -255,9 +265,9 @@ export class VariableRegistry {
    * prefix's getter): `set $http_foo` in one location, `$http_foo` elsewhere
    * is the request's `Foo` header.
    */
-  private prefixFallback(name: string): VariableGetter | undefined {
+  private prefixFallback(name: string): VariableGetter<R> | undefined {
     if (!SET_KEEPS_PREFIX.some((p) => name.startsWith(p))) return undefined;
-    let best: VariableDef | undefined;
+    let best: VariableDef<R> | undefined;
     for (const p of this.prefixes) if (name.startsWith(p.name) && (!best || p.name.length > best.name.length)) best = p;
     if (!best) return undefined;
     const prefix = best;
@@ -268,8 +278,8 @@ export class VariableRegistry {
   /**
    * Binds a parsed value to getters. Call after `checkReferences`.
    */
-  bind(src: ValueSource): CompiledValue {
-    const parts = src.parts.map((p): string | VariableGetter => {
+  bind(src: ValueSource): CompiledValue<R> {
+    const parts = src.parts.map((p): string | VariableGetter<R> => {
       if (typeof p === 'string') return p;
       if ('capture' in p) {
         const n = p.capture;
@@ -283,7 +293,7 @@ export class VariableRegistry {
       return { source: src.text, constant, evaluate: () => constant };
     }
     if (parts.length === 1) {
-      const g = parts[0] as VariableGetter;
+      const g = parts[0] as VariableGetter<R>;
       return { source: src.text, constant: undefined, evaluate: (r) => g(r) ?? '' };
     }
     return {

@@ -14,6 +14,9 @@ import type { RequestView } from '../config/request-view.js';
 import { systemErrorText } from '../os-errors.js';
 import type { LogLevel } from '../log-levels.js';
 
+/** What writing to an access-log file needs of its target (an http `access_log` or a stream one). */
+export type LogFileTarget = Pick<AccessLogTarget, 'path' | 'gzipLevel' | 'bufferBytes' | 'flushMs'>;
+
 /** Where the access log reports a file it could not write: the request's error log. */
 export type AccessLogErrorSink = (level: LogLevel, message: string) => void;
 
@@ -28,7 +31,7 @@ class GzipLogBuffer {
   private pendingBytes = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(readonly stream: SonicBoom, private readonly target: AccessLogTarget) {}
+  constructor(readonly stream: SonicBoom, private readonly target: LogFileTarget) {}
 
   write(line: string): void {
     const bytes = Buffer.from(line, 'latin1');
@@ -144,7 +147,7 @@ export class AccessLogFiles {
   private readonly gzipBuffers = new Map<string, GzipLogBuffer>();
   private readonly fileCaches = new Map<OpenLogFileCacheDef, LogFileCache>();
 
-  private stream(t: AccessLogTarget): SonicBoom {
+  private stream(t: LogFileTarget): SonicBoom {
     let s = this.streams.get(t.path);
     if (!s) {
       const minLength = t.gzipLevel === 0 ? t.bufferBytes : 0;
@@ -158,7 +161,7 @@ export class AccessLogFiles {
     return s;
   }
 
-  private gzipBuffer(t: AccessLogTarget): GzipLogBuffer {
+  private gzipBuffer(t: LogFileTarget): GzipLogBuffer {
     let b = this.gzipBuffers.get(t.path);
     if (!b) this.gzipBuffers.set(t.path, (b = new GzipLogBuffer(this.stream(t), t)));
     return b;
@@ -170,7 +173,7 @@ export class AccessLogFiles {
    * opened per line.
    * @throws Error with the system error of the first file that cannot be opened
    */
-  open(targets: readonly AccessLogTarget[]): void {
+  open(targets: readonly (LogFileTarget & { readonly pathValue: unknown })[]): void {
     for (const t of targets) {
       if (t.pathValue) continue;
       touchForAppend(t.path);
@@ -195,6 +198,15 @@ export class AccessLogFiles {
       else if (t.gzipLevel > 0) this.gzipBuffer(t).write(line);
       else writeBytes(this.stream(t), line);
     }
+  }
+
+  /**
+   * Writes a line rendered already to a target's file (the stream module's
+   * `ngx_stream_log_write`), through its buffer or gzip buffer.
+   */
+  writeLine(t: LogFileTarget, line: string): void {
+    if (t.gzipLevel > 0) this.gzipBuffer(t).write(line);
+    else writeBytes(this.stream(t), line);
   }
 
   /**

@@ -24,6 +24,9 @@ import { Http1Sessions } from './server/http1-sessions.js';
 import { Http2Sessions } from './server/http2-sessions.js';
 import { ProcessStatus } from './stub-status.js';
 import { Listeners } from './server/listeners.js';
+import type { Generation } from './server/generations.js';
+import { StreamServers } from './stream/server.js';
+import type { StreamEnv } from './stream/session.js';
 import { TlsHandshakes } from './server/tls-handshake.js';
 import { LocalSessions, type SessionStore } from './session-cache.js';
 import { TempFiles } from './temp-files.js';
@@ -70,6 +73,8 @@ export class Engine {
   private readonly generations: Generations;
   private readonly connections: ClientConnections;
   private readonly listeners: Listeners;
+  /** The stream module's sockets and sessions. */
+  private readonly streams = new StreamServers();
 
   /** @throws Error when a file of the configuration cannot be opened */
   private constructor(compiled: CompiledConfig, private readonly opts: EngineOptions) {
@@ -93,7 +98,7 @@ export class Engine {
       limit: () => generations.current.table.main.workerConnections,
       othersInUse: () => {
         const { table, cx } = generations.current;
-        return (table.main.masterProcess ? 1 : 0) + this.listeners.count + cx.upstreams.connectionCount();
+        return (table.main.masterProcess ? 1 : 0) + this.listeners.count + this.streams.count + this.streams.openCount + cx.upstreams.connectionCount();
       },
       log: (level, message) => this.log(level, message),
     }, logConnection, this.lasting.status.counters);
@@ -145,6 +150,9 @@ export class Engine {
     for (let attempt = 1; ; attempt++) {
       try {
         await engine.listeners.bindNew(engine.generations.current, opts.early);
+        const env = engine.streamEnv(engine.generations.current);
+        if (env) await engine.streams.bindNew(env);
+        engine.useStreams(engine.generations.current);
         return engine;
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
@@ -152,12 +160,31 @@ export class Engine {
         if (attempt === 5) {
           startupMessage('emerg', 'still could not bind()');
           await engine.listeners.closeAll();
+          await engine.streams.closeAll();
           await engine.generations.finish();
           throw new Engine.ReportedError('still could not bind()');
         }
         await new Promise((r) => setTimeout(r, 500));
       }
     }
+  }
+
+  /** What the stream sessions of a generation use; undefined without a `stream` block. */
+  private streamEnv(gen: Generation): StreamEnv | undefined {
+    const table = gen.table.stream;
+    if (!table) return undefined;
+    const { cx } = gen;
+    return {
+      table, errorLog: cx.errorLog, accessLog: cx.accessLog, resolver: cx.resolver, roundRobin: cx.upstreams.roundRobin,
+      numbers: this.lasting.numbers, exiting: () => this.generations.exiting(gen),
+    };
+  }
+
+  /** Puts a generation's stream servers in service (none: every stream socket closes). */
+  private useStreams(gen: Generation): void {
+    const env = this.streamEnv(gen);
+    if (env) this.streams.use(env);
+    else void this.streams.closeAll();
   }
 
   /** The configuration being served. */
@@ -167,7 +194,7 @@ export class Engine {
 
   /** Client connections open now (a stopping worker exits when none is left). */
   get openConnections(): number {
-    return this.connections.openCount;
+    return this.connections.openCount + this.streams.openCount;
   }
 
   /** Writes a line without connection context to the main `error_log`. */
@@ -185,10 +212,14 @@ export class Engine {
   async reload(compiled: CompiledConfig): Promise<void> {
     const gen = prepareGeneration(compiled, new ErrorLogFiles(), this.lasting);
     await this.listeners.bindNew(gen);
+    const env = this.streamEnv(gen);
+    if (env) await this.streams.bindNew(env);
     const old = this.generations.swap(gen);
     this.connections.stopSessions();
     this.connections.closeAfter(old.table.main.workerShutdownTimeoutMs);
+    this.streams.closeAfter(old.table.main.workerShutdownTimeoutMs);
     this.listeners.keepOnly(gen);
+    this.useStreams(gen);
     this.generations.retire(old);
   }
 
@@ -225,10 +256,11 @@ export class Engine {
   async shutdown(): Promise<void> {
     if (this.opts.worker) this.log('notice', 'gracefully shutting down');
     this.generations.stop();
-    const closed = this.listeners.closeAll();
+    const closed = Promise.all([this.listeners.closeAll(), this.streams.closeAll()]);
     if (this.opts.worker) this.connections.stopSessions();
     else this.connections.stopAll();
     this.connections.closeAfter(this.generations.current.table.main.workerShutdownTimeoutMs);
+    this.streams.closeAfter(this.generations.current.table.main.workerShutdownTimeoutMs);
     this.connections.closeWhenNoTimersLeft();
     await closed;
     await this.finish();
@@ -246,8 +278,9 @@ export class Engine {
   /** Fast shutdown (SIGTERM, SIGINT): every connection is closed at once. */
   async stop(): Promise<void> {
     this.generations.stop();
-    const closed = this.listeners.closeAll();
+    const closed = Promise.all([this.listeners.closeAll(), this.streams.closeAll()]);
     this.connections.destroyAll();
+    this.streams.destroyAll();
     await closed;
     await this.finish();
   }

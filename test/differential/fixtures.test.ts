@@ -327,7 +327,6 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'stream-ssl-certificate-without-key', expect: '[emerg] no "ssl_certificate_key" is defined for certificate "cert.pem"' },
   { name: 'stream-unknown-directive', expect: '[emerg] unknown directive "proxy_passs" in PREFIX/nginx.conf:6' },
   { name: 'stream-upstream-no-servers', expect: '[emerg] no servers are inside upstream in PREFIX/nginx.conf:5' },
-  { name: 'stream-without-load-module', expect: '[emerg] unknown directive "stream" in PREFIX/nginx.conf:2' },
   { name: 'stub-status-arguments', expect: '[emerg] invalid number of arguments in "stub_status" directive in PREFIX/nginx.conf:7' },
   { name: 'stub-status-in-http', expect: '[emerg] "stub_status" directive is not allowed here in PREFIX/nginx.conf:4' },
   { name: 'tcp-nopush-invalid', expect: '[emerg] invalid value "maybe" in "tcp_nopush" directive, it must be "on" or "off" in PREFIX/nginx.conf:6' },
@@ -395,8 +394,8 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
-  // the stream map module is not implemented: `map` is http's only, as in an nginx built without ngx_stream_map_module
-  { name: 'stream-limit-conn-map', jinx: '[emerg] "map" directive is not allowed here in PREFIX/nginx.conf:4' },
+  // the stream limit_conn module is not implemented (the stream map module is)
+  { name: 'stream-limit-conn-map', jinx: '[emerg] unknown directive "limit_conn_zone" in PREFIX/nginx.conf:7' },
   { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },
 ];
 

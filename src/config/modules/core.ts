@@ -257,7 +257,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   },
   {
     name: 'load_module', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'none',
-    note: 'jinx has no loadable modules; the file is checked, and loading ngx_stream_module or ngx_mail_module makes their directives known',
+    note: 'jinx has no loadable modules; the file is checked; the stream module is built in (loading it is not needed), loading ngx_mail_module makes its directives known',
     set: loadModule,
   },
   {

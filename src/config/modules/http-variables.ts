@@ -239,7 +239,7 @@ function proxyProtocolTlvText(r: RequestView, name: string): string | undefined 
 }
 
 /** `$binary_remote_addr`: the client address in network byte order, 4 or 16 bytes. */
-function binaryAddress(addr: string): string {
+export function binaryAddress(addr: string): string {
   const family = isIP(addr);
   if (family === 4) return Buffer.from(addr.split('.').map(Number)).toString('latin1');
   if (family !== 6) return addr;

@@ -8,14 +8,14 @@ import type { Directive } from '../../parser/ast.js';
 import type { RequestView } from '../request-view.js';
 import { compileRegex, type NginxRegex } from '../regex.js';
 import { scopeRegistry } from '../scope.js';
-import { DirectiveFailure, fail, noEffect, rule, type DirectiveSpec, type SetContext } from '../spec.js';
-import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import { DirectiveFailure, fail, noEffect, rule, type DirectiveSpec } from '../spec.js';
+import type { CompiledValue, ScriptView, ValueSource, VariableRegistry } from '../variables.js';
 import { namedCaptures } from './rewrite.js';
 
 const MAP = 'ngx_http_map_module';
 
-/** A `map` block as read. */
-export interface MapDef {
+/** A `map` block as read (of the http module, or `R` = `StreamView` of the stream module's). */
+export interface MapDef<R extends ScriptView = RequestView> {
   readonly source: ValueSource;
   hostnames: boolean;
   /** `volatile`: not cached (nginx's `NGX_HTTP_VAR_NOCACHEABLE`). */
@@ -27,18 +27,18 @@ export interface MapDef {
   readonly regexes: { readonly regex: NginxRegex; readonly value: ValueSource }[];
   defaultValue: ValueSource | undefined;
   /** Set once bound at compile time; read by the variable's getter. */
-  bound: ((r: RequestView) => string) | undefined;
+  bound: ((r: R) => string) | undefined;
 }
 
 /** Every `map` block of a configuration, bound once all variables are declared. */
 export const mapBlocks = scopeRegistry((): MapDef[] => []);
 
-function readEntries(d: Directive, cx: SetContext, map: MapDef): void {
+function readEntries<R extends ScriptView>(d: Directive, vars: VariableRegistry<R>, map: MapDef<R>): void {
   let hostnames = false;
   for (const e of d.block ?? []) {
     if (e.kind === 'error') throw e.error;
     try {
-      hostnames = readEntry(e, cx, map, hostnames);
+      hostnames = readEntry(e, vars, map, hostnames);
     } catch (err) {
       if (err instanceof DirectiveFailure && !err.loc) throw new DirectiveFailure(err.text, err.kind, e.loc);
       throw err;
@@ -48,7 +48,7 @@ function readEntries(d: Directive, cx: SetContext, map: MapDef): void {
 }
 
 /** Reads one entry; returns whether `hostnames` is in effect from here on. */
-function readEntry(e: Directive, cx: SetContext, map: MapDef, hostnames: boolean): boolean {
+function readEntry<R extends ScriptView>(e: Directive, vars: VariableRegistry<R>, map: MapDef<R>, hostnames: boolean): boolean {
   if (e.block !== null) fail('unexpected "{"', e.loc);
   const words = [e.name, ...e.args];
   if (words.length === 1 && e.name === 'hostnames') return true;
@@ -58,7 +58,7 @@ function readEntry(e: Directive, cx: SetContext, map: MapDef, hostnames: boolean
   }
   if (words.length !== 2) fail('invalid number of the map parameters', e.loc);
   const [key, raw] = words as [string, string];
-  const value = cx.scope.variables.value(raw, e.loc);
+  const value = vars.value(raw, e.loc);
   if (key === 'default') {
     if (map.defaultValue) fail('duplicate default map parameter', e.loc);
     map.defaultValue = value;
@@ -67,7 +67,7 @@ function readEntry(e: Directive, cx: SetContext, map: MapDef, hostnames: boolean
   if (key.startsWith('~')) {
     const caseless = key.startsWith('~*');
     const regex = compileRegex(key.slice(caseless ? 2 : 1), caseless);
-    for (const n of regex.captureNames) cx.scope.variables.declare(n, { kind: 'set' });
+    for (const n of regex.captureNames) vars.declare(n, { kind: 'set' });
     map.regexes.push({ regex, value });
     return hostnames;
   }
@@ -88,34 +88,41 @@ function readEntry(e: Directive, cx: SetContext, map: MapDef, hostnames: boolean
   return hostnames;
 }
 
+/**
+ * Reads a `map SOURCE $NAME { … }` block into `vars` (`ngx_http_map_block`,
+ * `ngx_stream_map_block`): the variable is declared before the entries are
+ * read (`volatile` among them); `bindMap` binds it once every variable is known.
+ * @throws DirectiveFailure nginx's messages for the block's entries
+ */
+export function readMapBlock<R extends ScriptView>(d: Directive, vars: VariableRegistry<R>): MapDef<R> {
+  const name = d.args[1]!;
+  if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
+  const map: MapDef<R> = {
+    source: vars.value(d.args[0]!, d.loc), hostnames: false, volatile: false, exact: new Map(), headWildcards: [],
+    tailWildcards: [], regexes: [], defaultValue: undefined, bound: undefined,
+  };
+  vars.declare(name.slice(1), {
+    kind: 'lazy', compute: (r) => map.bound!(r), get volatile() {
+      return map.volatile;
+    },
+  });
+  readEntries(d, vars, map);
+  return map;
+}
+
 export const mapDirectives: readonly DirectiveSpec[] = [
   {
     name: 'map', module: MAP, contexts: ['http'], args: ['TAKE2'], block: 'raw', effect: 'runtime',
-    set: (d, cx) => {
-      const name = d.args[1]!;
-      if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
-      const map: MapDef = {
-        source: cx.scope.variables.value(d.args[0]!, d.loc), hostnames: false, volatile: false, exact: new Map(), headWildcards: [],
-        tailWildcards: [], regexes: [], defaultValue: undefined, bound: undefined,
-      };
-      // ngx_http_map_block adds the variable before it reads the entries (`volatile` among them)
-      cx.scope.variables.declare(name.slice(1), {
-        kind: 'lazy', compute: (r) => map.bound!(r), get volatile() {
-          return map.volatile;
-        },
-      });
-      readEntries(d, cx, map);
-      cx.scope.registry(mapBlocks).push(map);
-    },
+    set: (d, cx) => void cx.scope.registry(mapBlocks).push(readMapBlock(d, cx.scope.variables)),
   },
   noEffect({ name: 'map_hash_max_size', module: MAP, contexts: ['http'], args: ['TAKE1'], note: 'maps are kept in a Map' }, rule.num()),
   noEffect({ name: 'map_hash_bucket_size', module: MAP, contexts: ['http'], args: ['TAKE1'], note: 'maps are kept in a Map' }, rule.num()),
 ];
 
 /** Binds a map: exact keys (lowercased), then wildcards (with `hostnames`), then regexes in order, then the default. */
-export function bindMap(map: MapDef, vars: VariableRegistry): void {
+export function bindMap<R extends ScriptView>(map: MapDef<R>, vars: VariableRegistry<R>): void {
   const source = vars.bind(map.source);
-  const bindV = (v: ValueSource): CompiledValue => vars.bind(v);
+  const bindV = (v: ValueSource): CompiledValue<R> => vars.bind(v);
   const exact = new Map([...map.exact].map(([k, v]) => [k, bindV(v)]));
   const heads = map.headWildcards.sort((a, b) => b[0].length - a[0].length).map(([k, v]) => [k, bindV(v)] as const);
   const tails = map.tailWildcards.sort((a, b) => b[0].length - a[0].length).map(([k, v]) => [k, bindV(v)] as const);

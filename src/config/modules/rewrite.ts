@@ -8,7 +8,7 @@
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { compileRegex, type NamedCapture, type NginxRegex } from '../regex.js';
 import { fail, flagSetter, LevelConf, listSlot, slot, type DirectiveSpec, type SetContext } from '../spec.js';
-import type { CompiledValue, ValueSource, VariableGetter, VariableRegistry } from '../variables.js';
+import type { CompiledValue, ScriptView, ValueSource, VariableGetter, VariableRegistry } from '../variables.js';
 import type { RequestView } from '../request-view.js';
 
 const REWRITE = 'ngx_http_rewrite_module';
@@ -212,7 +212,7 @@ export const rewriteDirectives: readonly DirectiveSpec[] = [
 ];
 
 /** Named captures of a regex bound to their variables' indexes. */
-export function namedCaptures(regex: NginxRegex, vars: VariableRegistry): NamedCapture[] {
+export function namedCaptures<R extends ScriptView>(regex: NginxRegex, vars: VariableRegistry<R>): NamedCapture[] {
   return regex.captureNames.map((name) => ({ name, index: vars.indexOf(name)! }));
 }
 

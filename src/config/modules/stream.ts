@@ -1,40 +1,67 @@
 /**
- * The stream module (`--with-stream=dynamic` in Debian's build): known only
- * after `load_module …/ngx_stream_module.so;`, as in nginx. jinx does not
- * proxy TCP/UDP streams; it reads and checks these directives as nginx does
+ * The stream module, built in (`--with-stream`): `stream { server { listen …;
+ * proxy_pass …; } }` proxies TCP and UDP as nginx does
  * (`src/stream/ngx_stream_core_module.c`, `ngx_stream_proxy_module.c`,
- * `ngx_stream_upstream.c`, `ngx_stream_log_module.c`,
- * `ngx_stream_ssl_module.c`), and `-t` binds their listening sockets.
- * Stream variables are not implemented: values with `$` are not checked.
+ * `ngx_stream_upstream.c`, `ngx_stream_upstream_round_robin.c`,
+ * `ngx_stream_upstream_least_conn_module.c`, `ngx_stream_log_module.c`,
+ * `ngx_stream_return_module.c`, `ngx_stream_set_module.c`,
+ * `ngx_stream_map_module.c`, `ngx_stream_access_module.c`,
+ * `ngx_stream_realip_module.c`); `load_module …/ngx_stream_module.so` is
+ * still accepted. The runtime is `src/runtime/stream/`; this file reads and
+ * checks the directives and compiles them into a `StreamTable`. TLS
+ * (`ngx_stream_ssl_module`) is checked, without effect.
  */
 import { isIP } from 'node:net';
 import type { Directive, SourceLoc } from '../../parser/ast.js';
+import type { LevelNode } from '../check.js';
+import type { CompileContext } from '../compile-context.js';
 import type { Context } from '../flags.js';
 import { parseListenAddress, parseListenParams, parseUnixPath, type ListenAddress } from '../listen.js';
-import { scopeRegistry, type ConfigScope } from '../scope.js';
+import { compileLogFormat, type CompiledLogFormat } from '../log-format.js';
+import { scopeRegistry, type ConfigScope, type UpstreamServerDecl } from '../scope.js';
 import {
-  DirectiveFailure, fail, LevelConf, listSlot, noEffect, parseSize, parseTime, rule, slot, type ChildBlock, type DirectiveSpec,
-  type Rule, type SetContext,
+  DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, parseSize, parseTime, rule, sizeSetter, slot,
+  type ChildBlock, type ConfChain, type DirectiveSpec, type Rule, type SetContext,
 } from '../spec.js';
-import { parseErrorLog } from './core.js';
+import type { StreamView } from '../stream-view.js';
+import { VariableRegistry, type CompiledValue, type ValueSource } from '../variables.js';
+import { accessConf, accessDirectives, type AccessRule } from './access.js';
+import { errorLogs, levelErrorLogs, parseErrorLog, type ErrorLogTarget } from './core.js';
+import { parseResolver, type ResolverDef } from './http-core.js';
 import { checkLogFormatSyntax } from './log.js';
-import { parseResolver } from './http-core.js';
-import { SSL_PROTOCOLS } from './ssl.js';
-import { setSessionCache } from './ssl.js';
-import { parseUpstreamServer, splitHostPort } from './upstream.js';
+import { bindMap, readMapBlock, type MapDef } from './map.js';
+import { realIpDirectives, realIpFrom } from './realip.js';
+import { SSL_PROTOCOLS, setSessionCache } from './ssl.js';
+import { streamVariables } from './stream-variables.js';
+import { parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
+import type { Cidr } from '../cidr.js';
 
-const NOTE = 'jinx does not proxy TCP/UDP streams';
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
-const DYNAMIC = 'ngx_stream_module';
 const CORE = 'ngx_stream_core_module';
+const PROXY = 'ngx_stream_proxy_module';
+const TLS_NOTE = 'jinx proxies streams without TLS: the stream ssl directives are checked, without effect';
+const PREREAD_NOTE = 'jinx has no preread phase (it serves no ssl_preread)';
 
-const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module = CORE): DirectiveSpec =>
-  noEffect({ name, module, contexts, args, note: NOTE, dynamicModule: DYNAMIC }, r);
+/** A directive jinx checks without acting on it (`note` says why). */
+const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module = CORE, note = TLS_NOTE): DirectiveSpec =>
+  noEffect({ name, module, contexts, args, note }, r);
+
+/** A directive with effect, on a setter of its own. */
+const run = (
+  name: string, contexts: readonly Context[], args: DirectiveSpec['args'], set: DirectiveSpec['set'], module = CORE,
+): DirectiveSpec => ({ name, module, contexts, args, effect: 'runtime', set });
 
 /** A `listen` of a stream server. */
 interface StreamListen extends ListenAddress {
   readonly udp: boolean;
   readonly ssl: boolean;
+  readonly proxyProtocol: boolean;
+  /** `backlog=N`; undefined: the system's (511 in nginx). */
+  readonly backlog: number | undefined;
+  /** `so_keepalive=on` (or its timings): keepalive probes on accepted connections. */
+  readonly soKeepalive: boolean;
+  /** `ipv6only=off` on `[::]`: IPv4 clients too. */
+  readonly ipv6only: boolean;
   /** The server's level. */
   readonly server: LevelConf;
   readonly loc: SourceLoc;
@@ -53,21 +80,34 @@ interface StreamUpstream {
   readonly loc: SourceLoc;
   /** The directive that made it (the `upstream` block once there is one). */
   directive: Directive;
-  /** Number of `server` entries in the block. */
-  servers: number;
+  /** The `server` entries of the block. */
+  servers: UpstreamServerDecl[];
+  /** `least_conn` in the block. */
+  leastConn: boolean;
 }
 
 /** The stream module's upstreams, servers, listens and log formats. */
 interface StreamDecls {
   /** By lowercased name, in the order first named. */
   readonly upstreams: Map<string, StreamUpstream>;
+  /** The `proxy_pass` addresses (`HOST:PORT`, or a name without port for an `upstream` block), by lowercased text. */
+  readonly addresses: Map<string, { readonly host: string; readonly port: number | undefined }>;
   readonly servers: Map<LevelConf, { readonly loc: SourceLoc }>;
   readonly listens: StreamListen[];
-  readonly logFormats: Set<string>;
+  readonly logFormats: Map<string, { readonly escape: 'default' | 'json' | 'none'; readonly text: string }>;
+  /** `map` blocks, bound once every variable is known. */
+  readonly maps: MapDef<StreamView>[];
+  /** The variables of the stream module, with the `set` and `map` ones. */
+  readonly variables: VariableRegistry<StreamView>;
 }
 
 /** The stream module's registries of one configuration. */
-const streamDecls = scopeRegistry((): StreamDecls => ({ upstreams: new Map(), servers: new Map(), listens: [], logFormats: new Set() }));
+const streamDecls = scopeRegistry((): StreamDecls => ({
+  upstreams: new Map(), addresses: new Map(), servers: new Map(), listens: [], logFormats: new Map(), maps: [], variables: new VariableRegistry(streamVariables),
+}));
+
+/** The stream module's variable registry of a configuration. */
+const vars = (scope: ConfigScope): VariableRegistry<StreamView> => scope.registry(streamDecls).variables;
 
 /** The `listen`s of a stream server (`cscf->listen`). */
 const serverListens = listSlot<StreamListen>('stream listen', false);
@@ -82,7 +122,12 @@ const sslCertificateKeys = listSlot<readonly string[]>('stream ssl_certificate_k
 function setListen(d: Directive, cx: SetContext): void {
   const params = parseListenParams(d, 'stream', cx);
   for (const addr of parseListenAddress(d.args[0]!)) {
-    const listen: StreamListen = { ...addr, udp: params.udp, ssl: params.ssl, server: cx.level, loc: d.loc };
+    const option = (name: string): string | undefined => d.args.slice(1).find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+    const listen: StreamListen = {
+      ...addr, udp: params.udp, ssl: params.ssl, proxyProtocol: params.proxyProtocol, server: cx.level, loc: d.loc,
+      backlog: option('backlog') === undefined ? undefined : Number(option('backlog')),
+      soKeepalive: option('so_keepalive') !== undefined && option('so_keepalive') !== 'off', ipv6only: params.ipv6only,
+    };
     if (cx.level.ownList(serverListens)?.some((l) => l.value.host === addr.host && l.value.port === addr.port && l.value.udp === params.udp)) {
       fail(`a duplicate listen ${addr.addrText}`);
     }
@@ -105,21 +150,27 @@ function addUpstream(d: Directive, cx: SetContext, host: string, port: number | 
       fail(`upstream "${host}" may not have port ${existing.port}`, existing.loc);
     }
     if (!explicit && existing.explicit && port !== undefined) fail(`upstream "${host}" may not have port ${port}`);
-    if (explicit) Object.assign(existing, { explicit, port: undefined, directive: d, servers: 0 });
+    if (explicit) Object.assign(existing, { explicit, port: undefined, directive: d, servers: [] });
     return;
   }
-  ups.set(host.toLowerCase(), { name: host, explicit, port, loc: d.loc, directive: d, servers: 0 });
+  ups.set(host.toLowerCase(), { name: host, explicit, port, loc: d.loc, directive: d, servers: [], leastConn: false });
 }
+
+/** What `proxy_pass` names: an upstream (by lowercased name), a unix domain socket, or a value with variables. */
+type ProxyPassDef = { readonly upstream: string } | { readonly unixPath: string } | { readonly value: ValueSource };
 
 /** `ngx_stream_proxy_pass`: `ADDRESS:PORT`, an upstream name, or a value with variables. */
 function setProxyPass(d: Directive, cx: SetContext): void {
   if (cx.level.own(proxyPassSet)) throw new DirectiveFailure('is duplicate');
-  cx.level.set(proxyPassSet, true, d.loc);
+  if (cx.level.own(returnValue)) throw new DirectiveFailure('is duplicate');
   const arg = d.args[0]!;
-  if (arg.includes('$')) return;
+  if (arg.includes('$')) {
+    cx.level.set(proxyPassSet, { value: vars(cx.scope).value(arg, d.loc) }, d.loc);
+    return;
+  }
   if (arg.startsWith('unix:')) {
-    // a unix domain socket names no upstream to check
-    parseUnixPath(arg, (err) => fail(`${err} in upstream "${arg}"`));
+    const unixPath = parseUnixPath(arg, (err) => fail(`${err} in upstream "${arg}"`));
+    cx.level.set(proxyPassSet, { unixPath }, d.loc);
     return;
   }
   const hp = splitHostPort(arg);
@@ -127,9 +178,13 @@ function setProxyPass(d: Directive, cx: SetContext): void {
     if (!arg.startsWith('[') && arg.includes(':')) fail(`invalid port in upstream "${arg}"`);
     fail(`invalid host in upstream "${arg}"`);
   }
-  addUpstream(d, cx, hp.port === undefined ? arg : arg.slice(0, arg.lastIndexOf(':')), hp.port, false);
+  const host = hp.port === undefined ? arg : arg.slice(0, arg.lastIndexOf(':'));
+  addUpstream(d, cx, host, hp.port, false);
+  const key = (hp.port === undefined ? host : `${host}:${hp.port}`).toLowerCase();
+  cx.scope.registry(streamDecls).addresses.set(key, { host, port: hp.port });
+  cx.level.set(proxyPassSet, { upstream: key }, d.loc);
 }
-const proxyPassSet = slot('stream proxy_pass', false, false);
+const proxyPassSet = slot<ProxyPassDef | undefined>('stream proxy_pass', undefined, false);
 
 /**
  * The stream block's end (`ngx_stream_block`): upstreams are initialized in
@@ -141,7 +196,7 @@ const proxyPassSet = slot('stream proxy_pass', false, false);
 function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
   for (const up of cx.scope.registry(streamDecls).upstreams.values()) {
     if (up.explicit) {
-      if (up.servers === 0) fail('no servers are inside upstream', { file: up.directive.loc.file, line: up.directive.closeLine ?? up.loc.line });
+      if (up.servers.length === 0) fail('no servers are inside upstream', { file: up.directive.loc.file, line: up.directive.closeLine ?? up.loc.line });
       continue;
     }
     if (up.port === undefined) fail(`no port in upstream "${up.name}"`, up.loc);
@@ -183,37 +238,116 @@ function setLogFormat(d: Directive, cx: SetContext): void {
     if (e !== 'default' && e !== 'json' && e !== 'none') fail(`unknown log format escaping "${e}"`);
     if (d.args.length === 2) fail('invalid number of arguments in "log_format" directive');
   }
-  checkLogFormatSyntax(d.args.slice(escape.startsWith('escape=') ? 2 : 1));
-  cx.scope.registry(streamDecls).logFormats.add(name);
+  const parts = d.args.slice(escape.startsWith('escape=') ? 2 : 1);
+  checkLogFormatSyntax(parts);
+  const text = parts.join('');
+  for (const v of text.matchAll(/\$\{?([A-Za-z0-9_]+)\}?/g)) vars(cx.scope).reference(v[1]!, d.loc);
+  const mode = escape.startsWith('escape=') ? (escape.slice(7) as 'default' | 'json' | 'none') : 'default';
+  cx.scope.registry(streamDecls).logFormats.set(name, { escape: mode, text });
 }
 
 /** `ngx_stream_log_set_log`: `off`, or `PATH FORMAT [buffer=SIZE] [gzip[=LEVEL]] [flush=TIME] [if=COND]`. */
 function setAccessLog(d: Directive, cx: SetContext): void {
   if (d.args[0] === 'off') {
     if (d.args.length > 1) fail(`invalid parameter "${d.args[1]}"`);
+    cx.level.append(accessLogs, { off: true }, d.loc);
     return;
   }
   const format = d.args[1];
   if (format === undefined) fail('log format is not specified');
   if (!cx.scope.registry(streamDecls).logFormats.has(format)) fail(`unknown log format "${format}"`);
+  let bufferBytes: number | undefined;
+  let flushMs: number | undefined;
+  let gzipLevel = 0;
+  let condition: ValueSource | undefined;
   for (const p of d.args.slice(2)) {
     if (p.startsWith('buffer=')) {
-      if (parseSize(p.slice(7)) === undefined) fail(`invalid buffer size "${p.slice(7)}"`);
+      bufferBytes = parseSize(p.slice(7));
+      if (bufferBytes === undefined) fail(`invalid buffer size "${p.slice(7)}"`);
     } else if (p.startsWith('flush=')) {
-      if (parseTime(p.slice(6), false) === undefined) fail(`invalid flush time "${p.slice(6)}"`);
+      flushMs = parseTime(p.slice(6), false);
+      if (flushMs === undefined) fail(`invalid flush time "${p.slice(6)}"`);
     } else if (p.startsWith('gzip=')) {
       if (!/^[1-9]$/.test(p.slice(5))) fail(`invalid compression level "${p.slice(5)}"`);
-    } else if (p !== 'gzip' && !p.startsWith('if=')) fail(`invalid parameter "${p}"`);
+      gzipLevel = Number(p.slice(5));
+    } else if (p === 'gzip') gzipLevel = 1;
+    else if (p.startsWith('if=')) condition = vars(cx.scope).value(p.slice(3), d.loc);
+    else fail(`invalid parameter "${p}"`);
   }
+  if (gzipLevel > 0 && bufferBytes === undefined) bufferBytes = 64 * 1024;
+  const path = d.args[0]!;
+  cx.level.append(accessLogs, {
+    off: false, path: path.includes('$') ? path : cx.scope.fullPath(path), pathValue: path.includes('$') ? vars(cx.scope).value(path, d.loc) : undefined,
+    format, gzipLevel, bufferBytes: bufferBytes ?? 0, flushMs: flushMs ?? (bufferBytes ? 1000 : 0), condition,
+  }, d.loc);
 }
 
-/** `resolver` of a stream level, once. */
-const resolverSet = slot('stream resolver', false);
+/** An `access_log` as read. */
+type StreamAccessLogDef =
+  | { readonly off: true }
+  | {
+      readonly off: false;
+      readonly path: string;
+      readonly pathValue: ValueSource | undefined;
+      readonly format: string;
+      readonly gzipLevel: number;
+      readonly bufferBytes: number;
+      readonly flushMs: number;
+      readonly condition: ValueSource | undefined;
+    };
+const accessLogs = listSlot<StreamAccessLogDef>('stream access_log');
+
+/** `resolver` of a stream level. */
+const resolverSlot = slot<ResolverDef | undefined>('stream resolver', undefined);
+const resolverTimeout = slot('stream resolver_timeout', 30_000);
+
+/** `return VALUE` of a server. */
+const returnValue = slot<ValueSource | undefined>('stream return', undefined, false);
+/** `set $NAME VALUE` of a server, in order. */
+const sets = listSlot<{ readonly index: number; readonly value: ValueSource }>('stream set', false);
+
+const tcpNodelay = slot('stream tcp_nodelay', true);
+const proxyProtocolTimeout = slot('stream proxy_protocol_timeout', 30_000);
+const connectTimeout = slot('stream proxy_connect_timeout', 60_000);
+const proxyTimeout = slot('stream proxy_timeout', 600_000);
+const bufferSize = slot('stream proxy_buffer_size', 16_384);
+const uploadRate = slot<ValueSource | undefined>('stream proxy_upload_rate', undefined);
+const downloadRate = slot<ValueSource | undefined>('stream proxy_download_rate', undefined);
+const requests = slot('stream proxy_requests', 0);
+const responses = slot<number | undefined>('stream proxy_responses', undefined);
+const nextUpstream = slot('stream proxy_next_upstream', true);
+const nextUpstreamTries = slot('stream proxy_next_upstream_tries', 0);
+const nextUpstreamTimeout = slot('stream proxy_next_upstream_timeout', 0);
+const proxyProtocol = slot('stream proxy_protocol', false);
+const halfClose = slot('stream proxy_half_close', false);
+const socketKeepalive = slot('stream proxy_socket_keepalive', false);
+/** `proxy_bind`: null for `off`. */
+const proxyBind = slot<ValueSource | null | undefined>('stream proxy_bind', undefined);
+
+/** A rate (`proxy_upload_rate`): a size, or a value with variables read per session. */
+function setRate(s: typeof uploadRate): DirectiveSpec['set'] {
+  return (d, cx) => {
+    if (cx.level.own(s)) throw new DirectiveFailure('is duplicate');
+    if (!d.args[0]!.includes('$') && parseSize(d.args[0]!) === undefined) throw new DirectiveFailure('invalid value');
+    cx.level.set(s, vars(cx.scope).value(d.args[0]!, d.loc), d.loc);
+  };
+}
+
+/** `ngx_stream_set`: `set $NAME VALUE` in a server. */
+function setSet(d: Directive, cx: SetContext): void {
+  const name = d.args[0]!;
+  if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
+  const v = vars(cx.scope);
+  const index = v.declare(name.slice(1), { kind: 'set' });
+  cx.level.append(sets, { index, value: v.value(d.args[1]!, d.loc) }, d.loc);
+}
+
+const realIpFromSpec = realIpDirectives.find((d) => d.name === 'set_real_ip_from')!;
+const allowSpec = accessDirectives.find((d) => d.name === 'allow')!;
 
 export const streamDirectives: readonly DirectiveSpec[] = [
   {
-    name: 'stream', module: 'ngx_stream_module', contexts: ['main'], args: ['NOARGS'], block: 'context', effect: 'none', note: NOTE,
-    dynamicModule: DYNAMIC,
+    name: 'stream', module: 'ngx_stream_module', contexts: ['main'], args: ['NOARGS'], block: 'context', effect: 'runtime',
     set: (_d, cx) => {
       if (cx.scope.seenBlocks.has('stream')) throw new DirectiveFailure('is duplicate');
       cx.scope.seenBlocks.add('stream');
@@ -222,8 +356,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
     close: closeStream,
   },
   {
-    name: 'server', module: CORE, contexts: ['stream'], args: ['NOARGS'], block: 'context', effect: 'none', note: NOTE,
-    dynamicModule: DYNAMIC,
+    name: 'server', module: CORE, contexts: ['stream'], args: ['NOARGS'], block: 'context', effect: 'runtime',
     set: (d, cx) => {
       const level = new LevelConf();
       cx.scope.registry(streamDecls).servers.set(level, { loc: d.loc });
@@ -234,32 +367,77 @@ export const streamDirectives: readonly DirectiveSpec[] = [
     },
   },
   {
-    name: 'upstream', module: 'ngx_stream_upstream_module', contexts: ['stream'], args: ['TAKE1'], block: 'context', effect: 'none',
-    note: NOTE, dynamicModule: DYNAMIC,
+    name: 'upstream', module: 'ngx_stream_upstream_module', contexts: ['stream'], args: ['TAKE1'], block: 'context', effect: 'runtime',
     set: (d, cx) => {
       addUpstream(d, cx, d.args[0]!, undefined, true);
       return { context: 'stream_upstream', level: new LevelConf() };
     },
   },
   {
-    ...item('server', ['stream_upstream'], ['1MORE'], rule.repeatable((d, cx) => {
-      parseUpstreamServer(d, cx, undefined);
-      cx.scope.registry(streamDecls).upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!.servers++;
-    }), 'ngx_stream_upstream_module'),
+    ...run('server', ['stream_upstream'], ['1MORE'], (d, cx) => {
+      const up = cx.scope.registry(streamDecls).upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!;
+      up.servers.push(parseUpstreamServer(d, cx, undefined));
+    }, 'ngx_stream_upstream_module'),
     resolves: 'server',
   },
-  item('listen', ['stream_server'], ['1MORE'], rule.repeatable(setListen)),
-  { ...item('proxy_pass', ['stream_server'], ['TAKE1'], rule.repeatable(setProxyPass), 'ngx_stream_proxy_module'), resolves: 'address' },
-  item('proxy_connect_timeout', STREAM_ANY, ['TAKE1'], rule.msec, 'ngx_stream_proxy_module'),
-  item('proxy_timeout', STREAM_ANY, ['TAKE1'], rule.msec, 'ngx_stream_proxy_module'),
-  item('log_format', ['stream'], ['2MORE'], rule.repeatable(setLogFormat), 'ngx_stream_log_module'),
-  item('access_log', STREAM_ANY, ['1MORE'], rule.repeatable(setAccessLog), 'ngx_stream_log_module'),
-  item('error_log', STREAM_ANY, ['1MORE'], rule.repeatable((d, cx) => void parseErrorLog(d, cx))),
-  item('resolver', STREAM_ANY, ['1MORE'], rule.repeatable((d, cx) => {
-    if (cx.level.own(resolverSet)) throw new DirectiveFailure('is duplicate');
-    parseResolver(d);
-    cx.level.set(resolverSet, true, d.loc);
-  })),
+  run('least_conn', ['stream_upstream'], ['NOARGS'], (_d, cx) => {
+    const up = cx.scope.registry(streamDecls).upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!;
+    if (up.leastConn) cx.warn('load balancing method redefined', 'balancer-redefined');
+    up.leastConn = true;
+  }, 'ngx_stream_upstream_least_conn_module'),
+  run('listen', ['stream_server'], ['1MORE'], setListen),
+  run('error_log', STREAM_ANY, ['1MORE'], (d, cx) => cx.level.append(errorLogs, parseErrorLog(d, cx), d.loc)),
+  run('resolver', STREAM_ANY, ['1MORE'], (d, cx) => {
+    if (cx.level.own(resolverSlot)) throw new DirectiveFailure('is duplicate');
+    cx.level.set(resolverSlot, parseResolver(d), d.loc);
+  }),
+  run('resolver_timeout', STREAM_ANY, ['TAKE1'], msecSetter(resolverTimeout)),
+  run('tcp_nodelay', STREAM_ANY, ['FLAG'], flagSetter(tcpNodelay)),
+  item('preread_buffer_size', STREAM_ANY, ['TAKE1'], rule.size(), CORE, PREREAD_NOTE),
+  item('preread_timeout', STREAM_ANY, ['TAKE1'], rule.msec, CORE, PREREAD_NOTE),
+  run('proxy_protocol_timeout', STREAM_ANY, ['TAKE1'], msecSetter(proxyProtocolTimeout)),
+  item('variables_hash_max_size', ['stream'], ['TAKE1'], rule.num(), CORE, 'variables are kept in a Map'),
+  item('variables_hash_bucket_size', ['stream'], ['TAKE1'], rule.num(), CORE, 'variables are kept in a Map'),
+  { ...run('proxy_pass', ['stream_server'], ['TAKE1'], setProxyPass, PROXY), resolves: 'address' },
+  run('proxy_bind', STREAM_ANY, ['TAKE1', 'TAKE2'], (d, cx) => {
+    if (cx.level.own(proxyBind)) throw new DirectiveFailure('is duplicate');
+    if (d.args.length === 2 && d.args[1] !== 'transparent') fail(`invalid parameter "${d.args[1]}"`);
+    if (d.args[0] === 'off') {
+      cx.level.set(proxyBind, null, d.loc);
+      return;
+    }
+    if (!d.args[0]!.includes('$') && isIP(d.args[0]!.replace(/^\[|\]$/g, '')) === 0) fail(`invalid address "${d.args[0]}"`);
+    cx.level.set(proxyBind, vars(cx.scope).value(d.args[0]!, d.loc), d.loc);
+  }, PROXY),
+  run('proxy_socket_keepalive', STREAM_ANY, ['FLAG'], flagSetter(socketKeepalive), PROXY),
+  run('proxy_connect_timeout', STREAM_ANY, ['TAKE1'], msecSetter(connectTimeout), PROXY),
+  run('proxy_timeout', STREAM_ANY, ['TAKE1'], msecSetter(proxyTimeout), PROXY),
+  run('proxy_buffer_size', STREAM_ANY, ['TAKE1'], sizeSetter(bufferSize), PROXY),
+  run('proxy_upload_rate', STREAM_ANY, ['TAKE1'], setRate(uploadRate), PROXY),
+  run('proxy_download_rate', STREAM_ANY, ['TAKE1'], setRate(downloadRate), PROXY),
+  run('proxy_requests', STREAM_ANY, ['TAKE1'], numSetter(requests), PROXY),
+  run('proxy_responses', STREAM_ANY, ['TAKE1'], numSetter(responses as never), PROXY),
+  run('proxy_next_upstream', STREAM_ANY, ['FLAG'], flagSetter(nextUpstream), PROXY),
+  run('proxy_next_upstream_tries', STREAM_ANY, ['TAKE1'], numSetter(nextUpstreamTries), PROXY),
+  run('proxy_next_upstream_timeout', STREAM_ANY, ['TAKE1'], msecSetter(nextUpstreamTimeout), PROXY),
+  run('proxy_protocol', STREAM_ANY, ['FLAG'], flagSetter(proxyProtocol), PROXY),
+  run('proxy_half_close', STREAM_ANY, ['FLAG'], flagSetter(halfClose), PROXY),
+  run('return', ['stream_server'], ['TAKE1'], (d, cx) => {
+    if (cx.level.own(returnValue) || cx.level.own(proxyPassSet)) throw new DirectiveFailure('is duplicate');
+    cx.level.set(returnValue, vars(cx.scope).value(d.args[0]!, d.loc), d.loc);
+  }, 'ngx_stream_return_module'),
+  run('set', ['stream_server'], ['TAKE2'], setSet, 'ngx_stream_set_module'),
+  { name: 'map', module: 'ngx_stream_map_module', contexts: ['stream'], args: ['TAKE2'], block: 'raw', effect: 'runtime',
+    set: (d, cx) => void cx.scope.registry(streamDecls).maps.push(readMapBlock(d, vars(cx.scope))) },
+  item('map_hash_max_size', ['stream'], ['TAKE1'], rule.num(), 'ngx_stream_map_module', 'maps are kept in a Map'),
+  item('map_hash_bucket_size', ['stream'], ['TAKE1'], rule.num(), 'ngx_stream_map_module', 'maps are kept in a Map'),
+  { ...allowSpec, module: 'ngx_stream_access_module', contexts: STREAM_ANY },
+  { ...allowSpec, name: 'deny', module: 'ngx_stream_access_module', contexts: STREAM_ANY },
+  { ...realIpFromSpec, module: 'ngx_stream_realip_module', contexts: STREAM_ANY },
+  run('log_format', ['stream'], ['2MORE'], setLogFormat, 'ngx_stream_log_module'),
+  run('access_log', STREAM_ANY, ['1MORE'], setAccessLog, 'ngx_stream_log_module'),
+  item('open_log_file_cache', STREAM_ANY, ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], rule.repeatable(() => undefined), 'ngx_stream_log_module',
+    'the stream access log opens a file named by variables for each line'),
   item('ssl_certificate', STREAM_ANY, ['TAKE1'], rule.repeatable((d, cx) => cx.level.append(sslCertificates, d.args, d.loc)), 'ngx_stream_ssl_module'),
   item('ssl_certificate_key', STREAM_ANY, ['TAKE1'], rule.repeatable((d, cx) => cx.level.append(sslCertificateKeys, d.args, d.loc)), 'ngx_stream_ssl_module'),
   item('ssl_protocols', STREAM_ANY, ['1MORE'], rule.bitmaskOf(...SSL_PROTOCOLS), 'ngx_stream_ssl_module'),
@@ -268,7 +446,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   item('ssl_session_timeout', STREAM_ANY, ['TAKE1'], rule.sec, 'ngx_stream_ssl_module'),
 ];
 
-/** A stream listening socket: jinx does not serve it, `-t` binds it as nginx does. */
+/** A stream listening socket, as `-t` binds it. */
 export interface StreamSocket {
   readonly host: string;
   readonly port: number;
@@ -291,4 +469,253 @@ export function streamSockets(scope: ConfigScope): StreamSocket[] {
   return unique
     .filter((l) => l.wildcard || !wildcardPorts.has(`${l.udp}|${l.port}`))
     .map((l) => ({ host: l.host, port: l.port, addrText: l.addrText, udp: l.udp }));
+}
+
+/** A stream `access_log` target (`ngx_stream_log_t`). */
+export interface StreamAccessLog {
+  /** The file; for a name with variables, its template. */
+  readonly path: string;
+  /** A name with variables: the file is opened for each line. */
+  readonly pathValue: CompiledValue<StreamView> | undefined;
+  readonly gzipLevel: number;
+  readonly bufferBytes: number;
+  readonly flushMs: number;
+  readonly format: CompiledLogFormat<StreamView>;
+  readonly condition: CompiledValue<StreamView> | undefined;
+}
+
+/** What a server's content phase does: `return`, `proxy_pass`, or nothing (the session ends at once). */
+export type StreamContent =
+  | { readonly kind: 'return'; readonly value: CompiledValue<StreamView> }
+  | { readonly kind: 'proxy'; readonly proxy: StreamProxyConf }
+  | undefined;
+
+/** Where `proxy_pass` connects. */
+export type StreamProxyTarget =
+  | { readonly group: UpstreamGroup }
+  | { readonly unixPath: string }
+  | { readonly value: CompiledValue<StreamView> };
+
+/** The proxy module's settings of a server (`ngx_stream_proxy_srv_conf_t`). */
+export interface StreamProxyConf {
+  readonly target: StreamProxyTarget;
+  readonly connectTimeoutMs: number;
+  readonly timeoutMs: number;
+  readonly bufferBytes: number;
+  /** Bytes per second; a value read per session, 0 for no limit. */
+  readonly uploadRate: CompiledValue<StreamView> | undefined;
+  readonly downloadRate: CompiledValue<StreamView> | undefined;
+  /** UDP: datagrams from the client after which the session ends (0: no limit). */
+  readonly requests: number;
+  /** UDP: datagrams expected from the upstream per datagram of the client; undefined: no limit. */
+  readonly responses: number | undefined;
+  readonly nextUpstream: boolean;
+  readonly nextUpstreamTries: number;
+  readonly nextUpstreamTimeoutMs: number;
+  readonly proxyProtocol: boolean;
+  readonly halfClose: boolean;
+  readonly socketKeepalive: boolean;
+  /** `proxy_bind ADDRESS`: the local address of upstream connections. */
+  readonly bind: CompiledValue<StreamView> | undefined;
+}
+
+/** One stream `server` (its core, access, realip, set, log and content settings). */
+export interface StreamServer {
+  readonly loc: SourceLoc;
+  readonly errorLogs: readonly ErrorLogTarget[];
+  readonly accessLogs: readonly StreamAccessLog[];
+  readonly tcpNodelay: boolean;
+  readonly proxyProtocolTimeoutMs: number;
+  readonly realIpFrom: readonly (Cidr | 'unix')[];
+  readonly access: readonly AccessRule[];
+  readonly sets: readonly { readonly index: number; readonly value: CompiledValue<StreamView> }[];
+  readonly resolver: ResolverDef | undefined;
+  readonly resolverTimeoutMs: number;
+  readonly content: StreamContent;
+}
+
+/** A stream listening socket and the server(s) it serves. */
+export interface StreamListenGroup {
+  readonly host: string;
+  readonly port: number;
+  readonly addrText: string;
+  readonly unixPath: string | undefined;
+  readonly udp: boolean;
+  /** `listen … ssl`: jinx does not terminate TLS in stream servers, and refuses such connections. */
+  readonly ssl: boolean;
+  readonly proxyProtocol: boolean;
+  readonly backlog: number | undefined;
+  readonly soKeepalive: boolean;
+  readonly ipv6only: boolean;
+  /** The server of the address; on a wildcard, the one of each specific address on its port, by address. */
+  readonly server: StreamServer;
+  readonly byLocalAddr: ReadonlyMap<string, { readonly server: StreamServer; readonly addrText: string }>;
+}
+
+/** The compiled stream module: its listening sockets and the number of its indexed variables. */
+export interface StreamTable {
+  readonly listens: readonly StreamListenGroup[];
+  readonly variableCount: number;
+  /** Groups by lowercased name (`proxy_pass` with variables looks its value up among them first). */
+  readonly upstreams: ReadonlyMap<string, UpstreamGroup>;
+  /** Every access-log target of the servers, to open at start. */
+  readonly accessLogs: readonly StreamAccessLog[];
+}
+
+/** nginx's name of a peer address: `127.0.0.1:80`, `[::1]:80`. */
+const peerName = (host: string, port: number): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+
+/** The peer settings of a `proxy_pass` address (`ngx_stream_upstream_add` without a block). */
+const IMPLICIT = { weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000 } as const;
+
+/** A server's settings as its peers take them. */
+type PeerSettings = Pick<UpstreamServerDecl, 'weight' | 'backup' | 'down' | 'maxFails' | 'failTimeoutMs'> & { readonly address?: string };
+
+/**
+ * A peer of a stream group: an IP address and port (named `127.0.0.1:80`,
+ * `[::1]:80`), or a unix domain socket (`unix:PATH`, port 0).
+ */
+export function streamPeer(host: string, port: number, unixPath: string | undefined, s: PeerSettings = IMPLICIT): UpstreamPeer {
+  const name = unixPath !== undefined ? host : peerName(host, port);
+  return {
+    name, host, port, unixPath, server: s.address ?? name,
+    // max_conns is not enforced in stream groups yet (README)
+    weight: s.weight, backup: s.backup, down: s.down, maxConns: 0, maxFails: s.maxFails, failTimeoutMs: s.failTimeoutMs,
+  };
+}
+
+/** A stream group (`ngx_stream_upstream_srv_conf_t`): no keepalive, round robin or `least_conn`. */
+export function streamGroup(name: string, peers: UpstreamPeer[], leastConn = false): UpstreamGroup {
+  return {
+    name, peers, keepalive: 0, keepaliveTimeoutMs: 0, keepaliveTimeMs: 0, keepaliveRequests: 0,
+    balancer: leastConn ? 'least_conn' : 'round_robin', hashKey: undefined, zone: undefined,
+  };
+}
+
+/**
+ * The groups of `ngx_stream_upstream_init_round_robin`: each `upstream`
+ * block's servers and each `proxy_pass` address, with the addresses their
+ * names had when the configuration was read.
+ */
+function upstreamGroupsOf(scope: ConfigScope): Map<string, UpstreamGroup> {
+  const out = new Map<string, UpstreamGroup>();
+  const decls = scope.registry(streamDecls);
+  const peersOf = (s: PeerSettings, host: string, port: number): UpstreamPeer[] =>
+    (isIP(host) ? [host] : scope.hosts.lookup(host) ?? []).map((addr) => streamPeer(addr, port, undefined, s));
+  for (const [key, up] of decls.upstreams) {
+    if (!up.explicit) continue;
+    out.set(key, streamGroup(up.name, up.servers.flatMap((s) => (s.unixPath !== undefined
+      ? [streamPeer(s.host, 0, s.unixPath, s)]
+      : peersOf(s, s.host, s.port))), up.leastConn));
+  }
+  for (const [key, a] of decls.addresses) {
+    if (a.port === undefined || out.has(key)) continue;
+    out.set(key, streamGroup(a.host, peersOf(IMPLICIT, a.host.replace(/^\[|\]$/g, ''), a.port)));
+  }
+  return out;
+}
+
+/**
+ * `ngx_stream_block`'s end: the variables checked (`unknown "NAME"
+ * variable`), the maps bound, every server's settings merged (server ←
+ * stream ← default), and the listening sockets grouped as
+ * `ngx_stream_optimize_servers` groups them.
+ * @throws ConfigError `unknown "NAME" variable`
+ */
+export function compileStream(cx: CompileContext, streamNode: LevelNode): StreamTable {
+  const decls = cx.scope.registry(streamDecls);
+  const v = decls.variables;
+  v.checkReferences();
+  for (const map of decls.maps) bindMap(map, v);
+  const formats = new Map<string, CompiledLogFormat<StreamView>>();
+  for (const [name, f] of decls.logFormats) formats.set(name, compileLogFormat(name, f.text, f.escape, v));
+  const upstreams = upstreamGroupsOf(cx.scope);
+  const servers = new Map<LevelConf, StreamServer>();
+  for (const node of streamNode.children) {
+    if (node.context !== 'stream_server') continue;
+    servers.set(node.conf, serverConf(cx, cx.chain(node), node, formats, upstreams, v));
+  }
+  // every access_log file is opened at start, one of the stream level too (ngx_conf_open_file)
+  const streamLevel = cx.chain(streamNode).list(accessLogs).flatMap((l): StreamAccessLog[] => (l.off || l.pathValue ? [] : [{
+    path: l.path, pathValue: undefined, gzipLevel: l.gzipLevel, bufferBytes: l.bufferBytes, flushMs: l.flushMs, format: formats.get(l.format)!, condition: undefined,
+  }]));
+  const accessLogTargets = [...streamLevel, ...[...servers.values()].flatMap((srv) => srv.accessLogs)];
+  return { listens: listenGroupsOf(cx.scope, servers), variableCount: v.indexedCount, upstreams, accessLogs: accessLogTargets };
+}
+
+function serverConf(
+  cx: CompileContext, c: ConfChain, node: LevelNode, formats: ReadonlyMap<string, CompiledLogFormat<StreamView>>,
+  upstreams: ReadonlyMap<string, UpstreamGroup>, v: VariableRegistry<StreamView>,
+): StreamServer {
+  const bind = (src: ValueSource | undefined): CompiledValue<StreamView> | undefined => (src ? v.bind(src) : undefined);
+  const logs = c.list(accessLogs);
+  const accessLogList = logs.some((l) => l.off) ? [] : logs.flatMap((l): StreamAccessLog[] => (l.off ? [] : [{
+    path: l.path, pathValue: bind(l.pathValue), gzipLevel: l.gzipLevel, bufferBytes: l.bufferBytes, flushMs: l.flushMs,
+    format: formats.get(l.format)!, condition: bind(l.condition),
+  }]));
+  const pass = node.conf.own(proxyPassSet)?.value;
+  const ret = node.conf.own(returnValue)?.value;
+  let content: StreamContent;
+  if (ret) content = { kind: 'return', value: v.bind(ret) };
+  else if (pass) {
+    const target: StreamProxyTarget = 'upstream' in pass ? { group: upstreams.get(pass.upstream)! }
+      : 'unixPath' in pass ? pass : { value: v.bind(pass.value) };
+    const bindAddr = c.get(proxyBind);
+    content = {
+      kind: 'proxy',
+      proxy: {
+        target, connectTimeoutMs: c.get(connectTimeout), timeoutMs: c.get(proxyTimeout), bufferBytes: c.get(bufferSize),
+        uploadRate: bind(c.get(uploadRate)), downloadRate: bind(c.get(downloadRate)), requests: c.get(requests), responses: c.get(responses),
+        nextUpstream: c.get(nextUpstream), nextUpstreamTries: c.get(nextUpstreamTries), nextUpstreamTimeoutMs: c.get(nextUpstreamTimeout),
+        proxyProtocol: c.get(proxyProtocol), halfClose: c.get(halfClose), socketKeepalive: c.get(socketKeepalive),
+        bind: bindAddr ? v.bind(bindAddr) : undefined,
+      },
+    };
+  }
+  return {
+    loc: node.directive!.loc,
+    errorLogs: levelErrorLogs(cx, c),
+    accessLogs: accessLogList,
+    tcpNodelay: c.get(tcpNodelay),
+    proxyProtocolTimeoutMs: c.get(proxyProtocolTimeout),
+    realIpFrom: c.list(realIpFrom),
+    access: accessConf(c),
+    sets: (node.conf.ownList(sets) ?? []).map((e) => ({ index: e.value.index, value: v.bind(e.value.value) })),
+    resolver: c.get(resolverSlot),
+    resolverTimeoutMs: c.get(resolverTimeout),
+    content,
+  };
+}
+
+/**
+ * `ngx_stream_optimize_servers`: one socket per protocol and address:port;
+ * on a port with a wildcard, only the wildcard is bound and serves the
+ * specific addresses' servers by the connection's local address.
+ */
+function listenGroupsOf(scope: ConfigScope, servers: ReadonlyMap<LevelConf, StreamServer>): StreamListenGroup[] {
+  const listens = scope.registry(streamDecls).listens;
+  const first = new Map<string, StreamListen>();
+  for (const l of listens) {
+    const key = `${l.udp}|${l.host}|${l.port}`;
+    if (!first.has(key)) first.set(key, l);
+  }
+  const unique = [...first.values()];
+  const wildcards = new Map(unique.filter((l) => l.wildcard).map((l) => [`${l.udp}|${l.port}|${l.host.includes(':')}`, l]));
+  const out: StreamListenGroup[] = [];
+  for (const l of unique) {
+    const wildcard = wildcards.get(`${l.udp}|${l.port}|${l.host.includes(':')}`);
+    if (!l.wildcard && wildcard && l.unixPath === undefined) continue;
+    const byLocalAddr = new Map<string, { server: StreamServer; addrText: string }>();
+    if (l.wildcard) {
+      for (const o of unique) {
+        if (!o.wildcard && o.udp === l.udp && o.port === l.port && o.unixPath === undefined) byLocalAddr.set(o.host, { server: servers.get(o.server)!, addrText: o.addrText });
+      }
+    }
+    out.push({
+      host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, udp: l.udp, ssl: l.ssl,
+      proxyProtocol: l.proxyProtocol, backlog: l.backlog, soKeepalive: l.soKeepalive, ipv6only: l.ipv6only,
+      server: servers.get(l.server)!, byLocalAddr,
+    });
+  }
+  return out;
 }

@@ -64,6 +64,7 @@ export function prepareGeneration(compiled: CompiledConfig, errorLog: ErrorLogFi
   errorLog.open(table.errorLogTargets);
   const accessLog = new AccessLogFiles();
   accessLog.open(table.accessLogTargets);
+  if (table.stream) accessLog.open(table.stream.accessLogs);
   const tls = new TlsContexts(table, lasting.ticketKeys);
   const upstreams = new UpstreamClients(lasting.numbers, () => lasting.admitUpstream(), table.main.workerConnections, lasting.sharePeerEvent);
   // nginx's resolver writes to the main error log (`cycle->new_log`)

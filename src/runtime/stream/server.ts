@@ -1,0 +1,346 @@
+/**
+ * The stream module's listening sockets and sessions across reloads
+ * (`ngx_stream_init_connection`, `ngx_stream_proxy_protocol_handler`,
+ * `ngx_stream_core_run_phases`): a TCP server or a UDP socket per address
+ * of the configuration in service, bound beside the http ones; a session
+ * is served by the configuration it was accepted in, and a reload lets it
+ * end by itself (or at `worker_shutdown_timeout`), as an old nginx worker's.
+ */
+import { createSocket, type RemoteInfo, type Socket as DgramSocket } from 'node:dgram';
+import { chmodSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import type { StreamListenGroup, StreamServer } from '../../config/route-table.js';
+import { ConfigError } from '../../errors.js';
+import { systemErrorText } from '../../os-errors.js';
+import { readProxyProtocol } from '../proxy-protocol.js';
+import { StreamProxy } from './proxy.js';
+import { plainAddr, StreamSession, type StreamClient, type StreamEnv } from './session.js';
+
+const OK = 200;
+const BAD_REQUEST = 400;
+const FORBIDDEN = 403;
+const INTERNAL_SERVER_ERROR = 500;
+
+/** The key of a stream socket: protocol, address, port. */
+const keyOf = (g: StreamListenGroup): string => `${g.udp ? 'udp' : 'tcp'}|${g.host}|${g.port}`;
+
+/** A bound stream socket. */
+type Bound = { readonly tcp: Server; readonly udp?: undefined } | { readonly udp: DgramSocket; readonly tcp?: undefined };
+
+/** The stream sockets and sessions of the server. */
+export class StreamServers {
+  private readonly bound = new Map<string, Bound>();
+  /** Open sessions, each with the means to close it at once. */
+  private readonly sessions = new Map<StreamSession, () => void>();
+  private env: StreamEnv | undefined;
+
+  /** Sessions open now (a stopping worker exits once none is left). */
+  get openCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Listening sockets open (each counts among `worker_connections`). */
+  get count(): number {
+    return this.bound.size;
+  }
+
+  /**
+   * Binds a socket for each address of `env`'s configuration not bound yet.
+   * @throws ConfigError `bind() to ADDR failed (…)` for the first that cannot be bound
+   */
+  async bindNew(env: StreamEnv): Promise<void> {
+    for (const group of env.table.listens) {
+      const key = keyOf(group);
+      if (this.bound.has(key)) continue;
+      this.bound.set(key, await this.bind(group));
+    }
+  }
+
+  /** Puts `env`'s configuration in service and closes the sockets it no longer has. */
+  use(env: StreamEnv): void {
+    this.env = env;
+    const keys = new Set(env.table.listens.map(keyOf));
+    for (const [key, b] of this.bound) {
+      if (keys.has(key)) continue;
+      if (b.tcp) b.tcp.close();
+      else b.udp.close();
+      this.bound.delete(key);
+    }
+  }
+
+  /** Closes every listening socket. */
+  async closeAll(): Promise<void> {
+    const closing = [...this.bound.values()].map((b) => new Promise<void>((resolve) => {
+      if (b.tcp) b.tcp.close(() => resolve());
+      else b.udp.close(() => resolve());
+    }));
+    this.bound.clear();
+    await Promise.all(closing);
+  }
+
+  /** Closes every session at once (fast stop). */
+  destroyAll(): void {
+    for (const destroy of [...this.sessions.values()]) destroy();
+  }
+
+  /** `worker_shutdown_timeout`: the sessions open now that are still open after `timeoutMs` are closed; 0 leaves them. */
+  closeAfter(timeoutMs: number): void {
+    if (timeoutMs <= 0) return;
+    const open = [...this.sessions.keys()];
+    setTimeout(() => {
+      for (const s of open) this.sessions.get(s)?.();
+    }, timeoutMs).unref();
+  }
+
+  /** The group of `key` in the configuration in service, or `fallback` (the one the socket was bound for). */
+  private groupNow(fallback: StreamListenGroup): StreamListenGroup {
+    return this.env?.table.listens.find((g) => keyOf(g) === keyOf(fallback)) ?? fallback;
+  }
+
+  private bind(group: StreamListenGroup): Promise<Bound> {
+    const failed = (err: unknown): ConfigError => new ConfigError('file', `bind() to ${group.addrText} failed (${systemErrorText(err)})`);
+    if (group.udp) {
+      return new Promise((resolve, reject) => {
+        const sock = createSocket({ type: group.host.includes(':') ? 'udp6' : 'udp4', ipv6Only: group.ipv6only && group.host === '::' });
+        sock.once('error', (err) => reject(failed(err)));
+        sock.bind({ address: group.host, port: group.port }, () => {
+          sock.removeAllListeners('error');
+          sock.on('error', () => undefined);
+          const clients = new Map<string, UdpClientSession>();
+          sock.on('message', (msg, rinfo) => this.datagram(group, sock, clients, msg, rinfo));
+          resolve({ udp: sock });
+        });
+      });
+    }
+    return new Promise((resolve, reject) => {
+      const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.accept(group, socket));
+      server.once('error', (err) => reject(failed(err)));
+      const options = group.unixPath !== undefined
+        ? { path: group.unixPath, backlog: group.backlog }
+        : { host: group.host, port: group.port, backlog: group.backlog, ipv6Only: group.host === '::' && group.ipv6only };
+      server.listen(options, () => {
+        server.removeAllListeners('error');
+        if (group.unixPath !== undefined) chmodSync(group.unixPath, 0o666);
+        resolve({ tcp: server });
+      });
+    });
+  }
+
+  /** The server of the address a client came to, and that address's text. */
+  private serverOf(group: StreamListenGroup, localAddr: string): { server: StreamServer; addrText: string } {
+    return group.byLocalAddr.get(localAddr) ?? { server: group.server, addrText: group.addrText };
+  }
+
+  /** `ngx_stream_init_connection` for a TCP connection. */
+  private accept(bound: StreamListenGroup, socket: Socket): void {
+    const env = this.env;
+    if (!env) {
+      socket.destroy();
+      return;
+    }
+    const group = this.groupNow(bound);
+    const unix = group.unixPath !== undefined;
+    const localAddr = unix ? `unix:${group.unixPath}` : plainAddr(socket.localAddress);
+    const { server, addrText } = this.serverOf(group, localAddr);
+    if (group.soKeepalive) socket.setKeepAlive(true);
+    let proxy: StreamProxy | undefined;
+    let ended = false;
+    const client: StreamClient = {
+      write: (bytes, done) => socket.write(bytes, done),
+      pause: () => socket.pause(),
+      resume: () => {
+        if (!ended) socket.resume();
+      },
+      close: () => {
+        this.sessions.delete(session);
+        socket.removeAllListeners('data');
+        socket.destroySoon();
+      },
+      shutdown: () => socket.end(),
+      destroy: () => socket.destroy(),
+    };
+    const session = new StreamSession(
+      env, group, server, addrText, client, false,
+      unix ? 'unix:' : plainAddr(socket.remoteAddress), unix ? 0 : socket.remotePort ?? 0, localAddr, unix ? 0 : socket.localPort ?? 0,
+    );
+    this.sessions.set(session, () => {
+      if (!session.finalized) session.finalize(OK);
+      socket.destroy();
+    });
+    session.logConnected();
+    socket.on('error', (err) => {
+      if (proxy) proxy.clientEnd(err);
+      else if (!session.finalized) {
+        session.connectionError(err, 'recv() failed', false);
+        session.finalize(OK);
+      }
+    });
+    socket.on('close', () => {
+      if (!session.finalized && !proxy) session.finalize(OK);
+      this.sessions.delete(session);
+    });
+    const begin = (): void => {
+      session.action = 'initializing session';
+      session.applyRealIp();
+      session.runSets();
+      if (!session.checkAccess()) {
+        session.finalize(FORBIDDEN);
+        return;
+      }
+      if (server.tcpNodelay) socket.setNoDelay(true);
+      // ngx_stream_core_content_phase: no action in the content handler's lines
+      session.action = undefined;
+      const content = server.content;
+      if (!content) {
+        // nginx logs `no handler for server` at debug level only
+        session.finalize(INTERNAL_SERVER_ERROR);
+        return;
+      }
+      if (content.kind === 'return') {
+        // ngx_stream_return_handler: the value, then the session ends once it is sent
+        const text = Buffer.from(content.value.evaluate(session), 'latin1');
+        session.bytesSent += text.length;
+        socket.write(text, () => session.finalize(OK));
+        return;
+      }
+      proxy = new StreamProxy(session, content.proxy);
+      socket.on('data', (chunk: Buffer) => proxy!.clientData(chunk));
+      socket.on('end', () => {
+        ended = true;
+        proxy!.clientEnd();
+      });
+      proxy.start().catch((err: unknown) => failed(session, err));
+    };
+    if (group.ssl) {
+      // rather than pass a TLS handshake on to the upstream unseen
+      session.log('error', 'TLS in stream servers is not supported by jinx');
+      session.finalize(INTERNAL_SERVER_ERROR);
+      socket.destroy();
+      return;
+    }
+    if (!group.proxyProtocol) {
+      begin();
+      return;
+    }
+    session.action = 'reading PROXY protocol';
+    const timer = setTimeout(() => {
+      socket.off('data', onHeader);
+      session.log('info', `client timed out (${systemErrorText({ code: 'ETIMEDOUT' })})`);
+      session.finalize(OK);
+    }, server.proxyProtocolTimeoutMs);
+    const onHeader = (chunk: Buffer): void => {
+      clearTimeout(timer);
+      socket.off('data', onHeader);
+      socket.pause();
+      const read = readProxyProtocol(chunk);
+      if (!read.ok) {
+        if (read.error) session.log('error', read.error);
+        session.finalize(BAD_REQUEST);
+        // nginx peeked at the header: its bytes, left unread, make the close a reset
+        socket.resetAndDestroy();
+        return;
+      }
+      session.proxyProtocol = read.header;
+      const rest = chunk.subarray(read.length);
+      if (rest.length > 0) socket.unshift(rest);
+      begin();
+    };
+    socket.on('data', onHeader);
+    socket.resume();
+  }
+
+  /** A datagram: to its client's session, or the first of a new one (`ngx_stream_init_connection` for UDP). */
+  private datagram(bound: StreamListenGroup, sock: DgramSocket, clients: Map<string, UdpClientSession>, msg: Buffer, rinfo: RemoteInfo): void {
+    const key = `${rinfo.address}|${rinfo.port}`;
+    const known = clients.get(key);
+    if (known) {
+      known.proxy?.clientDatagram(msg);
+      return;
+    }
+    const env = this.env;
+    if (!env) return;
+    const group = this.groupNow(bound);
+    const address = sock.address();
+    const localAddr = plainAddr(address.address);
+    const { server, addrText } = this.serverOf(group, localAddr);
+    const entry: UdpClientSession = { proxy: undefined };
+    const client: StreamClient = {
+      write: (bytes, done) => {
+        try {
+          sock.send(bytes, rinfo.port, rinfo.address, (err) => done?.(err));
+        } catch (err) {
+          // the listening socket closed (the server stops)
+          done?.(err as Error);
+        }
+        return true;
+      },
+      pause: () => undefined,
+      resume: () => undefined,
+      close: () => {
+        this.sessions.delete(session);
+        if (clients.get(key) === entry) clients.delete(key);
+      },
+      shutdown: () => undefined,
+      destroy: () => undefined,
+    };
+    const session = new StreamSession(env, group, server, addrText, client, true, plainAddr(rinfo.address), rinfo.port, localAddr, address.port);
+    clients.set(key, entry);
+    this.sessions.set(session, () => {
+      if (!session.finalized) {
+        session.log('info', 'disconnected on shutdown', true);
+        session.finalize(OK);
+      }
+    });
+    session.logConnected();
+    let payload = msg;
+    if (group.proxyProtocol) {
+      const read = readProxyProtocol(msg);
+      if (!read.ok) {
+        session.action = 'reading PROXY protocol';
+        if (read.error) session.log('error', read.error);
+        session.finalize(BAD_REQUEST);
+        return;
+      }
+      session.proxyProtocol = read.header;
+      payload = msg.subarray(read.length);
+    }
+    session.action = 'initializing session';
+    session.applyRealIp();
+    session.runSets();
+    if (!session.checkAccess()) {
+      session.finalize(FORBIDDEN);
+      return;
+    }
+    // ngx_stream_core_content_phase: no action in the content handler's lines
+    session.action = undefined;
+    const content = server.content;
+    if (!content) {
+      session.finalize(INTERNAL_SERVER_ERROR);
+      return;
+    }
+    if (content.kind === 'return') {
+      const text = Buffer.from(content.value.evaluate(session), 'latin1');
+      session.bytesSent += text.length;
+      sock.send(text, rinfo.port, rinfo.address, () => session.finalize(OK));
+      return;
+    }
+    const proxy = new StreamProxy(session, content.proxy);
+    entry.proxy = proxy;
+    proxy.onRequestsDone = () => {
+      if (clients.get(key) === entry) clients.delete(key);
+    };
+    proxy.clientDatagram(payload);
+    proxy.start().catch((err: unknown) => failed(session, err));
+  }
+}
+
+/** A fault of jinx in a session's proxy: an `[alert]` line and 500, the process serving on. */
+function failed(session: StreamSession, err: unknown): void {
+  session.log('alert', String((err as Error)?.stack ?? err));
+  session.finalize(INTERNAL_SERVER_ERROR);
+}
+
+/** The session of one UDP client, by its address. */
+interface UdpClientSession {
+  proxy: StreamProxy | undefined;
+}

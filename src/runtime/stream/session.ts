@@ -1,0 +1,198 @@
+/**
+ * A stream session (`ngx_stream_session_t`, `src/stream/ngx_stream_handler.c`
+ * and `ngx_stream_core_module.c`): a TCP connection or the datagrams of one
+ * UDP client, with what its variables read, its error-log context
+ * (`ngx_stream_log_error`: ` while ACTION, client: ADDR, server: LISTEN`,
+ * then the proxy's `, upstream: "…", bytes from/to client:…`), its phases
+ * (PROXY protocol, realip, `set`, `allow`/`deny`, content) and its end
+ * (`ngx_stream_finalize_session`: the access log, then the connection closed).
+ */
+import { cidrContains } from '../../config/cidr.js';
+import type { ProxyProtocolHeader } from '../../config/proxy-protocol-tlv.js';
+import type { StreamAccessLog, StreamListenGroup, StreamServer, StreamTable } from '../../config/route-table.js';
+import type { StreamUpstreamState, StreamView } from '../../config/stream-view.js';
+import type { AccessLogFiles } from '../../log/access-log.js';
+import type { ErrorLogFiles } from '../../log/error-log.js';
+import type { LogLevel } from '../../log/levels.js';
+import { appendFileSync } from 'node:fs';
+import { systemErrorText } from '../../os-errors.js';
+import type { ConnectionNumbers } from '../connection-numbers.js';
+import type { NameResolver } from '../upstream/resolver.js';
+import type { RoundRobin } from '../upstream/round-robin.js';
+
+/** What the sessions of one configuration use. */
+export interface StreamEnv {
+  readonly table: StreamTable;
+  readonly errorLog: ErrorLogFiles;
+  readonly accessLog: AccessLogFiles;
+  readonly resolver: NameResolver;
+  readonly roundRobin: RoundRobin;
+  readonly numbers: ConnectionNumbers;
+  /** Whether the server is stopping or the configuration was replaced (nginx's `ngx_exiting`). */
+  exiting(): boolean;
+}
+
+/** The client side of a session: a TCP socket, or a UDP client's datagrams. */
+export interface StreamClient {
+  /** Sends bytes (a datagram for UDP); `done` once written. Returns false when the caller should wait for `drain`. */
+  write(bytes: Buffer, done?: (err?: Error | null) => void): boolean;
+  /** Stops reading (TCP) until `resume`. */
+  pause(): void;
+  resume(): void;
+  /** Closes the connection once what was written is sent (TCP), or forgets the client (UDP). */
+  close(): void;
+  /** Shuts the connection's sending side once what was written is sent (`proxy_half_close`; TCP only). */
+  shutdown(): void;
+  /** Closes at once. */
+  destroy(): void;
+}
+
+const IPV4_MAPPED = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/;
+
+/** An address as `ngx_sock_ntop` prints it, without its port. */
+export const plainAddr = (a: string | undefined): string => (a ? IPV4_MAPPED.exec(a)?.[1] ?? a : '');
+
+/** An address with its port (`ngx_sock_ntop(…, 1)`): `127.0.0.1:5000`, `[::1]:5000`, `unix:` without one. */
+export const addrWithPort = (addr: string, port: number): string =>
+  (addr.startsWith('unix:') ? addr : addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`);
+
+/** A session of the stream module. */
+export class StreamSession implements StreamView {
+  readonly vars: (string | undefined)[];
+  captures: RegExpExecArray | null = null;
+  readonly connectionId: number;
+  remoteAddr: string;
+  remotePort: number;
+  readonly startMs = Date.now();
+  bytesReceived = 0;
+  bytesSent = 0;
+  status = 200;
+  readonly upstreams: StreamUpstreamState[] = [];
+  proxyProtocol: ProxyProtocolHeader | undefined;
+  /** nginx's `c->log->action`. */
+  action: string | undefined = 'initializing connection';
+  /** The proxy's part of the error-log context (`ngx_stream_proxy_log_error`), once it runs. */
+  upstreamContext: (() => string) | undefined;
+  /** Called when the session ends, before the access log (the proxy closes its upstream). */
+  onFinalize: ((status: number) => void) | undefined;
+  finalized = false;
+
+  /**
+   * @param server the server of the address the client came to
+   * @param addrText that address as nginx prints it (`addr_conf->addr_text`)
+   */
+  constructor(
+    readonly env: StreamEnv,
+    readonly group: StreamListenGroup,
+    readonly server: StreamServer,
+    readonly addrText: string,
+    readonly client: StreamClient,
+    readonly udp: boolean,
+    readonly peerAddr: string,
+    readonly peerPort: number,
+    readonly serverAddr: string,
+    readonly serverPort: number,
+  ) {
+    this.vars = new Array<string | undefined>(env.table.variableCount);
+    this.connectionId = env.numbers.next();
+    this.remoteAddr = peerAddr;
+    this.remotePort = peerPort;
+  }
+
+  /** `ngx_stream_log_error`'s context of a line. */
+  private context(): string {
+    const action = this.action ? ` while ${this.action}` : '';
+    return `${action}, ${this.udp ? 'udp ' : ''}client: ${this.remoteAddr}, server: ${this.group.addrText}${this.upstreamContext?.() ?? ''}`;
+  }
+
+  /** Writes a line to the server's error logs, with the session's context unless `bare` (nginx's lines with `c->log->handler = NULL`). */
+  log(level: LogLevel, message: string, bare = false): void {
+    this.env.errorLog.write(this.server.errorLogs, level, message, this.connectionId, bare ? '' : this.context());
+  }
+
+  /**
+   * `ngx_connection_error`: `MESSAGE (ERRNO: TEXT)`, at info for the
+   * errors of a broken or timed-out connection on the client's side (its
+   * `log_error` is `NGX_ERROR_INFO`), at error on the upstream's.
+   */
+  connectionError(err: unknown, message: string, upstream: boolean): void {
+    const code = (err as NodeJS.ErrnoException)?.code;
+    const quiet = ['ECONNRESET', 'EPIPE', 'ENOTCONN', 'ETIMEDOUT', 'ECONNREFUSED', 'ENETDOWN', 'ENETUNREACH', 'EHOSTDOWN', 'EHOSTUNREACH'].includes(code ?? '');
+    this.log(quiet && !upstream ? 'info' : 'error', `${message} (${systemErrorText(err)})`);
+  }
+
+  /** The first line of a session (`ngx_stream_init_connection`). */
+  logConnected(): void {
+    const text = `*${this.connectionId} ${this.udp ? 'udp ' : ''}client ${addrWithPort(this.peerAddr, this.peerPort)} connected to ${this.addrText}`;
+    this.env.errorLog.write(this.server.errorLogs, 'info', text, undefined, '');
+  }
+
+  /**
+   * `ngx_stream_realip_handler`: with `set_real_ip_from` matching the
+   * connection's peer, the PROXY protocol header's address replaces the client's.
+   */
+  applyRealIp(): void {
+    const pp = this.proxyProtocol;
+    if (!pp || this.server.realIpFrom.length === 0) return;
+    const trusted = this.server.realIpFrom.some((c) => (c === 'unix' ? this.peerAddr === 'unix:' : cidrContains(c, this.peerAddr)));
+    if (!trusted) return;
+    this.remoteAddr = pp.srcAddr;
+    this.remotePort = pp.srcPort;
+  }
+
+  /** `ngx_stream_set_handler`: each `set` of the server, in order. */
+  runSets(): void {
+    for (const s of this.server.sets) this.vars[s.index] = s.value.evaluate(this);
+  }
+
+  /**
+   * `ngx_stream_access_handler`: the first rule matching the client decides;
+   * a deny is `access forbidden by rule` (error) and the status 403.
+   * @returns whether the session may go on
+   */
+  checkAccess(): boolean {
+    for (const rule of this.server.access) {
+      const matches = rule.all
+        || (rule.family === 'unix' ? this.remoteAddr === 'unix:'
+          : cidrContains({ family: rule.family as 'ipv4' | 'ipv6', bytes: rule.addr, prefixLength: rule.prefixLength }, this.remoteAddr));
+      if (!matches) continue;
+      if (rule.allow) return true;
+      this.log('error', 'access forbidden by rule');
+      return false;
+    }
+    return true;
+  }
+
+  /** `ngx_stream_finalize_session`: the status, the proxy's end, the access log, then the connection is closed. */
+  finalize(status: number): void {
+    if (this.finalized) return;
+    this.finalized = true;
+    this.status = status;
+    this.onFinalize?.(status);
+    this.writeAccessLog();
+    this.client.close();
+  }
+
+  /** `ngx_stream_log_handler`: each `access_log` whose `if=` holds. */
+  private writeAccessLog(): void {
+    for (const t of this.server.accessLogs) {
+      if (t.condition) {
+        const c = t.condition.evaluate(this);
+        if (c === '' || c === '0') continue;
+      }
+      const line = t.format.render(this) + '\n';
+      if (t.pathValue) this.writeNamed(t, line);
+      else this.env.accessLog.writeLine(t, line);
+    }
+  }
+
+  /** `ngx_stream_log_script_write`: a file named by variables, opened for the line. */
+  private writeNamed(t: StreamAccessLog, line: string): void {
+    const path = t.pathValue!.evaluate(this);
+    try {
+      appendFileSync(path, Buffer.from(line, 'latin1'), { mode: 0o644 });
+    } catch (err) {
+      this.log('crit', `open() "${path}" failed (${systemErrorText(err)})`);
+    }
+  }
+}
