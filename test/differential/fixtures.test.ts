@@ -395,7 +395,7 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
   // the stream limit_conn module is not implemented (the stream map module is)
-  { name: 'stream-limit-conn-map', jinx: '[emerg] unknown directive "limit_conn_zone" in PREFIX/nginx.conf:7' },
+  { name: 'stream-limit-conn-map', jinx: '[emerg] "limit_conn_zone" directive is not allowed here in PREFIX/nginx.conf:7' },
   { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },
 ];
 
