@@ -78,11 +78,24 @@ export interface ClientResponseTarget extends ResponseTarget {
   /** Bytes of the request body read from the client, framing included (added to `$request_length`). */
   readonly requestBodyBytes: number;
   /**
-   * What the connection waits for once the response has ended, before it
-   * goes on to its next request: the request's background subrequests
-   * (undefined: nothing). An HTTP/2 stream ends without waiting.
+   * The request whose background subrequests (mirrors) the connection waits
+   * for once the response has ended, before it goes on to its next request
+   * (a reference, not a closure: a closure made per request would keep its
+   * whole scope alive with the target, which promoted every request's
+   * objects to V8's old generation). An HTTP/2 stream ends without waiting.
    */
-  holdAfterEnd?: () => Promise<unknown> | undefined;
+  heldBy?: BackgroundHolder;
+}
+
+/** What a response waits for after its end: a request's background subrequests, settled when each ends. */
+export interface BackgroundHolder {
+  readonly backgroundRuns: readonly Promise<void>[] | undefined;
+}
+
+/** Resolves once every background subrequest of `holder` has ended; undefined when there are none to wait for. */
+export function backgroundSettled(holder: BackgroundHolder | undefined): Promise<unknown> | undefined {
+  const runs = holder?.backgroundRuns;
+  return runs && Promise.allSettled(runs);
 }
 
 /**

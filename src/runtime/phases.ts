@@ -15,7 +15,7 @@ import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-tabl
 import type { ContentHandlerName } from '../config/modules/http-core.js';
 import { findLocation } from './locations.js';
 import { debugging, debugRequest, logRequest, type RuntimeContext } from './context.js';
-import { DONE, statusOutcome, type ClientResponseTarget, type ContentHandler, type Exchange, type Outcome, type ResponseTarget, type Subrequest } from './exchange.js';
+import { backgroundSettled, DONE, statusOutcome, type ClientResponseTarget, type ContentHandler, type Exchange, type Outcome, type ResponseTarget, type Subrequest } from './exchange.js';
 import { FilteredTarget } from './filters/chain.js';
 import { checkAccessRules, type AccessResult } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
@@ -68,6 +68,24 @@ export interface ClientRequestHead {
   readonly refusal?: Refusal;
 }
 
+/** The error logger of each runtime context's requests (`HttpRequestState.logError`). */
+const errorLoggers = new WeakMap<RuntimeContext, NonNullable<HttpRequestState['errorLogger']>>();
+
+/**
+ * The context's error logger, made once: a closure made per request would
+ * keep the scope of `serveClientRequest` alive as long as the request is
+ * reachable (undici's timers hold a finished request for a second or more),
+ * which promoted every request's objects to the old generation.
+ */
+function errorLoggerOf(cx: RuntimeContext): NonNullable<HttpRequestState['errorLogger']> {
+  let logger = errorLoggers.get(cx);
+  if (!logger) {
+    logger = (req, level, message) => logRequest(cx, req, level, message);
+    errorLoggers.set(cx, logger);
+  }
+  return logger;
+}
+
 /**
  * Starts serving one client request (the phases run on) and returns its
  * state. Failures become 500 with an error-log line, never exceptions. When
@@ -84,7 +102,7 @@ export function serveClientRequest(
   r.rawRequestLine = head.requestLine;
   r.keepalive = head.keepalive ?? false;
   r.requestLength = head.headLength ?? 0;
-  r.errorLogger = (req, level, message) => logRequest(cx, req, level, message);
+  r.errorLogger = errorLoggerOf(cx);
   out.watchSend({
     ms: () => r.loc.sendTimeoutMs,
     // ngx_http_writer (a response of its own) and ngx_http_upstream_process_downstream (a proxied one)
@@ -98,7 +116,7 @@ export function serveClientRequest(
   // the handlers' responses pass through the response filters (gunzip, charset, gzip), then the rate limit (the write filter)
   const ex: Exchange = { cx, r, body, out: new FilteredTarget(new RateLimitedTarget(out, r, cx), cx, filterSubrequest) };
   // the request is over once its background subrequests (mirrors) are: its log line and the connection wait for them
-  out.holdAfterEnd = () => r.backgroundRuns && Promise.allSettled(r.backgroundRuns);
+  out.heldBy = r;
   out.whenClosed((completed) => {
     r.ended = true;
     for (const cleanup of r.cleanups.splice(0)) cleanup();
@@ -117,7 +135,7 @@ export function serveClientRequest(
       cx.status.tally(r, r.upstream && r.loc.proxy?.target.kind === 'static' ? r.loc.proxy.target.group : undefined);
       onClosed(r);
     };
-    const hold = out.holdAfterEnd?.();
+    const hold = backgroundSettled(out.heldBy);
     if (hold) void hold.then(log);
     else log();
   });

@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
-import { armSendTimer, resetConnection, type ClientResponseTarget, type ClientTunnel, type SendTimeout } from '../exchange.js';
+import { armSendTimer, backgroundSettled, resetConnection, type BackgroundHolder, type ClientResponseTarget, type ClientTunnel, type SendTimeout } from '../exchange.js';
 import { responseHeaders, responseTrailers, STATUS_TEXT } from '../respond.js';
 import { browserOf } from '../user-agent.js';
 
@@ -77,7 +77,7 @@ export class Http1Target implements ClientResponseTarget {
   private sendTimer: NodeJS.Timeout | undefined;
   private closeListeners: ((completed: boolean) => void)[] = [];
   private closedOnce = false;
-  holdAfterEnd: (() => Promise<unknown> | undefined) | undefined;
+  heldBy: BackgroundHolder | undefined;
   /** Bytes written for this response: status line and headers, body and chunk framing (`$bytes_sent`). */
   bytesSent = 0;
 
@@ -273,7 +273,7 @@ export class Http1Target implements ClientResponseTarget {
     this.socket.uncork();
     this.closed(true);
     // the next request waits for the request's background subrequests (mirrors), as nginx's does
-    const hold = this.holdAfterEnd?.();
+    const hold = backgroundSettled(this.heldBy);
     if (hold) void hold.then(() => this.owner.responseDone(this.keepalive, this.conf));
     else this.owner.responseDone(this.keepalive, this.conf);
   }
