@@ -8,8 +8,8 @@
  * `ngx_stream_map_module.c`, `ngx_stream_access_module.c`,
  * `ngx_stream_realip_module.c`); `load_module …/ngx_stream_module.so` is
  * still accepted. The runtime is `src/runtime/stream/`; this file reads and
- * checks the directives and compiles them into a `StreamTable`. TLS
- * (`ngx_stream_ssl_module`) is checked, without effect.
+ * checks the directives and compiles them into a `StreamTable`; TLS
+ * (`ngx_stream_ssl_module`) is read by `stream-ssl.ts`.
  */
 import { isIP } from 'node:net';
 import type { Directive, SourceLoc } from '../../parser/ast.js';
@@ -31,7 +31,8 @@ import { parseResolver, type ResolverDef } from './http-core.js';
 import { checkLogFormatSyntax } from './log.js';
 import { bindMap, readMapBlock, type MapDef } from './map.js';
 import { realIpDirectives, realIpFrom } from './realip.js';
-import { SSL_PROTOCOLS, setSessionCache } from './ssl.js';
+import { sslCertificateKeys, sslCertificates } from './ssl.js';
+import { streamSslDirectives, streamTlsConf, type StreamTlsConf } from './stream-ssl.js';
 import { streamVariables } from './stream-variables.js';
 import { parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
 import type { Cidr } from '../cidr.js';
@@ -39,11 +40,10 @@ import type { Cidr } from '../cidr.js';
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
 const CORE = 'ngx_stream_core_module';
 const PROXY = 'ngx_stream_proxy_module';
-const TLS_NOTE = 'jinx proxies streams without TLS: the stream ssl directives are checked, without effect';
 const PREREAD_NOTE = 'jinx has no preread phase (it serves no ssl_preread)';
 
 /** A directive jinx checks without acting on it (`note` says why). */
-const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module = CORE, note = TLS_NOTE): DirectiveSpec =>
+const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module: string, note: string): DirectiveSpec =>
   noEffect({ name, module, contexts, args, note }, r);
 
 /** A directive with effect, on a setter of its own. */
@@ -111,9 +111,6 @@ const vars = (scope: ConfigScope): VariableRegistry<StreamView> => scope.registr
 
 /** The `listen`s of a stream server (`cscf->listen`). */
 const serverListens = listSlot<StreamListen>('stream listen', false);
-/** `ssl_certificate` of a stream level, for the `listen … ssl` check. */
-const sslCertificates = listSlot<readonly string[]>('stream ssl_certificate');
-const sslCertificateKeys = listSlot<readonly string[]>('stream ssl_certificate_key');
 
 /**
  * `ngx_stream_core_listen`: the address, the parameters (`udp`, `ssl` …), and
@@ -206,7 +203,7 @@ function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
   for (const server of cx.scope.registry(streamDecls).servers.keys()) {
     const certs = server.ownList(sslCertificates) ?? block.level.ownList(sslCertificates) ?? [];
     const keys = server.ownList(sslCertificateKeys) ?? block.level.ownList(sslCertificateKeys) ?? [];
-    if (keys.length < certs.length) fail(`no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.value[0]}"`, null);
+    if (keys.length < certs.length) fail(`no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.value.text}"`, null);
   }
   const byAddr = new Map<string, LevelConf[]>();
   for (const l of cx.scope.registry(streamDecls).listens) {
@@ -438,12 +435,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   run('access_log', STREAM_ANY, ['1MORE'], setAccessLog, 'ngx_stream_log_module'),
   item('open_log_file_cache', STREAM_ANY, ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], rule.repeatable(() => undefined), 'ngx_stream_log_module',
     'the stream access log opens a file named by variables for each line'),
-  item('ssl_certificate', STREAM_ANY, ['TAKE1'], rule.repeatable((d, cx) => cx.level.append(sslCertificates, d.args, d.loc)), 'ngx_stream_ssl_module'),
-  item('ssl_certificate_key', STREAM_ANY, ['TAKE1'], rule.repeatable((d, cx) => cx.level.append(sslCertificateKeys, d.args, d.loc)), 'ngx_stream_ssl_module'),
-  item('ssl_protocols', STREAM_ANY, ['1MORE'], rule.bitmaskOf(...SSL_PROTOCOLS), 'ngx_stream_ssl_module'),
-  item('ssl_ciphers', STREAM_ANY, ['TAKE1'], rule.str, 'ngx_stream_ssl_module'),
-  item('ssl_session_cache', STREAM_ANY, ['TAKE1', 'TAKE2'], rule.repeatable((d, cx) => setSessionCache(d, cx, 'ngx_stream_ssl_module')), 'ngx_stream_ssl_module'),
-  item('ssl_session_timeout', STREAM_ANY, ['TAKE1'], rule.sec, 'ngx_stream_ssl_module'),
+  ...streamSslDirectives(vars),
 ];
 
 /** A stream listening socket, as `-t` binds it. */
@@ -532,6 +524,8 @@ export interface StreamServer {
   readonly resolver: ResolverDef | undefined;
   readonly resolverTimeoutMs: number;
   readonly content: StreamContent;
+  /** TLS settings (`ngx_stream_ssl_module`): undefined without a certificate or `ssl_reject_handshake on`. */
+  readonly tls: StreamTlsConf | undefined;
 }
 
 /** A stream listening socket and the server(s) it serves. */
@@ -541,7 +535,7 @@ export interface StreamListenGroup {
   readonly addrText: string;
   readonly unixPath: string | undefined;
   readonly udp: boolean;
-  /** `listen … ssl`: jinx does not terminate TLS in stream servers, and refuses such connections. */
+  /** `listen … ssl`: the server's TLS is terminated (`ngx_stream_ssl_handler`). */
   readonly ssl: boolean;
   readonly proxyProtocol: boolean;
   readonly backlog: number | undefined;
@@ -684,6 +678,7 @@ function serverConf(
     resolver: c.get(resolverSlot),
     resolverTimeoutMs: c.get(resolverTimeout),
     content,
+    tls: streamTlsConf(cx, node),
   };
 }
 

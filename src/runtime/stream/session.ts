@@ -11,6 +11,8 @@ import { cidrContains } from '../../config/cidr.js';
 import type { ProxyProtocolHeader } from '../../config/proxy-protocol-tlv.js';
 import type { StreamAccessLog, StreamListenGroup, StreamServer, StreamTable } from '../../config/route-table.js';
 import type { StreamUpstreamState, StreamView } from '../../config/stream-view.js';
+import type { StreamTlsConf } from '../../config/modules/stream-ssl.js';
+import type { TlsView } from '../../config/request-view.js';
 import type { AccessLogFiles } from '../../log/access-log.js';
 import type { ErrorLogFiles } from '../../log/error-log.js';
 import type { LogLevel } from '../../log/levels.js';
@@ -76,6 +78,13 @@ export class StreamSession implements StreamView {
   /** Called when the session ends, before the access log (the proxy closes its upstream). */
   onFinalize: ((status: number) => void) | undefined;
   finalized = false;
+  /** The TLS handshake's results, once it completed (`listen … ssl`). */
+  tls: TlsView | undefined;
+
+  /** `ssl_verify_client` and the settings of `$ssl_curve`, of the session's server. */
+  get tlsServer(): StreamTlsConf | undefined {
+    return this.server.tls;
+  }
 
   /**
    * @param server the server of the address the client came to

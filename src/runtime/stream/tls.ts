@@ -1,0 +1,99 @@
+/**
+ * The SSL phase of a stream session (`ngx_stream_ssl_handler`,
+ * `ngx_stream_ssl_init_connection`, `ngx_stream_ssl_handshake_handler`,
+ * `ngx_stream_ssl_alpn_select` in `src/stream/ngx_stream_ssl_module.c`): the
+ * TLS handshake of a `listen … ssl` connection with the server's settings,
+ * within `ssl_handshake_timeout`, its failures logged as
+ * `ngx_ssl_handshake` logs them, then the `ssl_verify_client` checks.
+ */
+import type { Socket } from 'node:net';
+import { createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext, type Server as TlsServer } from 'node:tls';
+import type { StreamServer } from '../../config/route-table.js';
+import type { StreamTlsConf } from '../../config/modules/stream-ssl.js';
+import { secureContextOptions } from '../listen.js';
+import { handshakeFailure } from '../server/tls-handshake.js';
+import { LocalSessions, serveSessions } from '../session-cache.js';
+import { clientCertificateError, TlsDetails } from '../tls-details.js';
+import type { StreamSession } from './session.js';
+
+/** A server's TLS context, and the (never listening) server node:tls keeps its session cache on. */
+interface ServerTls {
+  readonly context: SecureContext;
+  readonly hub: TlsServer;
+}
+
+const contexts = new WeakMap<StreamServer, ServerTls>();
+/** The sessions of `ssl_session_cache` in stream servers: this process's. */
+const sessions = new LocalSessions();
+
+function serverTls(server: StreamServer, tls: StreamTlsConf): ServerTls {
+  let made = contexts.get(server);
+  if (!made) {
+    const hub = createTlsServer();
+    if (tls.sessionCache) serveSessions(hub, tls.sessionCache, tls.sessionTimeoutSec * 1000, sessions);
+    made = { context: createSecureContext(secureContextOptions(tls, undefined)), hub };
+    contexts.set(server, made);
+  }
+  return made;
+}
+
+/**
+ * Runs the handshake of `raw` (its first bytes still unread) for `session`,
+ * with `action` `SSL handshaking`. On success the session's `tls` is set and
+ * `done` gets the secured socket; on a failure, a refused client certificate
+ * or `ssl_handshake_timeout`, the line nginx writes is logged and the
+ * session ends with 500 (`ngx_stream_finalize_session(…, NGX_STREAM_INTERNAL_SERVER_ERROR)`).
+ */
+export function streamHandshake(session: StreamSession, raw: Socket, done: (socket: TLSSocket) => void): void {
+  const tls = session.server.tls!;
+  session.action = 'SSL handshaking';
+  const fail = (): void => {
+    clearTimeout(timer);
+    session.finalize(500);
+    socket.destroy();
+    raw.destroy();
+  };
+  if (tls.rejectHandshake) {
+    // ngx_stream_ssl_servername: the server refuses every handshake
+    raw.once('data', () => {
+      session.log('info', 'handshake rejected');
+      fail();
+    });
+    raw.resume();
+    return;
+  }
+  const { context, hub } = serverTls(session.server, tls);
+  const socket = new TLSSocket(raw, {
+    isServer: true,
+    server: hub,
+    secureContext: context,
+    requestCert: tls.verifyClient !== 'off',
+    rejectUnauthorized: false,
+    ...(tls.alpn.length > 0 ? { ALPNProtocols: [...tls.alpn] } : {}),
+  });
+  const timer = setTimeout(fail, tls.handshakeTimeoutMs);
+  socket.once('secure', () => {
+    clearTimeout(timer);
+    session.tls = new TlsDetails(socket, undefined);
+    const refusal = clientCertificateError(tls.verifyClient, (session.tls as TlsDetails).clientVerify);
+    if (refusal) {
+      session.log('info', refusal);
+      fail();
+      return;
+    }
+    done(socket);
+  });
+  socket.once('error', (err: Error) => {
+    if (session.tls) return;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ECONNRESET' && (err as NodeJS.ErrnoException).syscall === undefined) {
+      if (raw.bytesRead > 0) session.log('info', 'peer closed connection in SSL handshake');
+    } else {
+      const failure = handshakeFailure(err);
+      if (failure) session.log(failure.level, failure.message);
+      else session.connectionError(err, 'SSL_do_handshake() failed', false);
+    }
+    fail();
+  });
+  raw.resume();
+}
