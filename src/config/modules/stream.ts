@@ -32,6 +32,7 @@ import { checkLogFormatSyntax } from './log.js';
 import { bindMap, readMapBlock, type MapDef } from './map.js';
 import { realIpDirectives, realIpFrom } from './realip.js';
 import { sslCertificateKeys, sslCertificates } from './ssl.js';
+import { streamProxySslDirectives, streamUpstreamTls, type StreamUpstreamTls } from './stream-proxy-ssl.js';
 import { streamSslDirectives, streamTlsConf, type StreamTlsConf } from './stream-ssl.js';
 import { streamVariables } from './stream-variables.js';
 import { parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
@@ -436,6 +437,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   item('open_log_file_cache', STREAM_ANY, ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], rule.repeatable(() => undefined), 'ngx_stream_log_module',
     'the stream access log opens a file named by variables for each line'),
   ...streamSslDirectives(vars),
+  ...streamProxySslDirectives(vars),
 ];
 
 /** A stream listening socket, as `-t` binds it. */
@@ -509,6 +511,8 @@ export interface StreamProxyConf {
   readonly socketKeepalive: boolean;
   /** `proxy_bind ADDRESS`: the local address of upstream connections. */
   readonly bind: CompiledValue<StreamView> | undefined;
+  /** `proxy_ssl on`: TLS to the upstream. */
+  readonly tls: StreamUpstreamTls | undefined;
 }
 
 /** One stream `server` (its core, access, realip, set, log and content settings). */
@@ -663,6 +667,7 @@ function serverConf(
         nextUpstream: c.get(nextUpstream), nextUpstreamTries: c.get(nextUpstreamTries), nextUpstreamTimeoutMs: c.get(nextUpstreamTimeout),
         proxyProtocol: c.get(proxyProtocol), halfClose: c.get(halfClose), socketKeepalive: c.get(socketKeepalive),
         bind: bindAddr ? v.bind(bindAddr) : undefined,
+        tls: streamUpstreamTls(cx, c, v),
       },
     };
   }
