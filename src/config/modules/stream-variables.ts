@@ -52,6 +52,10 @@ const sslVariables: readonly VariableDef<StreamView>[] = [
   { name: 'ssl_client_verify', get: (s) => (s.tls ? (clientCertificate(s) ? s.tls.verifyResult : 'NONE') : undefined), changeable: true },
   { name: 'ssl_client_v_start', get: (s) => clientCertificate(s)?.validFrom, changeable: true },
   { name: 'ssl_client_v_end', get: (s) => clientCertificate(s)?.validTo, changeable: true },
+  // ngx_stream_ssl_preread_vars: not found unless the preread phase read a ClientHello
+  { name: 'ssl_preread_protocol', get: (s) => s.preread?.protocol },
+  { name: 'ssl_preread_server_name', get: (s) => s.preread?.serverName },
+  { name: 'ssl_preread_alpn_protocols', get: (s) => s.preread?.alpnProtocols },
   { name: 'ssl_client_v_remain', get: (s) => clientCertificate(s)?.daysLeft(Date.now()), changeable: true },
 ];
 

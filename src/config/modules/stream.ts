@@ -32,6 +32,7 @@ import { checkLogFormatSyntax } from './log.js';
 import { bindMap, readMapBlock, type MapDef } from './map.js';
 import { realIpDirectives, realIpFrom } from './realip.js';
 import { sslCertificateKeys, sslCertificates } from './ssl.js';
+import { streamPrereadConf, streamPrereadDirectives, type StreamPrereadConf } from './stream-preread.js';
 import { streamProxySslDirectives, streamUpstreamTls, type StreamUpstreamTls } from './stream-proxy-ssl.js';
 import { streamSslDirectives, streamTlsConf, type StreamTlsConf } from './stream-ssl.js';
 import { streamVariables } from './stream-variables.js';
@@ -41,7 +42,6 @@ import type { Cidr } from '../cidr.js';
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
 const CORE = 'ngx_stream_core_module';
 const PROXY = 'ngx_stream_proxy_module';
-const PREREAD_NOTE = 'jinx has no preread phase (it serves no ssl_preread)';
 
 /** A directive jinx checks without acting on it (`note` says why). */
 const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module: string, note: string): DirectiveSpec =>
@@ -391,8 +391,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   }),
   run('resolver_timeout', STREAM_ANY, ['TAKE1'], msecSetter(resolverTimeout)),
   run('tcp_nodelay', STREAM_ANY, ['FLAG'], flagSetter(tcpNodelay)),
-  item('preread_buffer_size', STREAM_ANY, ['TAKE1'], rule.size(), CORE, PREREAD_NOTE),
-  item('preread_timeout', STREAM_ANY, ['TAKE1'], rule.msec, CORE, PREREAD_NOTE),
+  ...streamPrereadDirectives,
   run('proxy_protocol_timeout', STREAM_ANY, ['TAKE1'], msecSetter(proxyProtocolTimeout)),
   item('variables_hash_max_size', ['stream'], ['TAKE1'], rule.num(), CORE, 'variables are kept in a Map'),
   item('variables_hash_bucket_size', ['stream'], ['TAKE1'], rule.num(), CORE, 'variables are kept in a Map'),
@@ -530,6 +529,8 @@ export interface StreamServer {
   readonly content: StreamContent;
   /** TLS settings (`ngx_stream_ssl_module`): undefined without a certificate or `ssl_reject_handshake on`. */
   readonly tls: StreamTlsConf | undefined;
+  /** `ssl_preread on`: the preread phase reads the client's ClientHello. */
+  readonly preread: StreamPrereadConf | undefined;
 }
 
 /** A stream listening socket and the server(s) it serves. */
@@ -684,6 +685,7 @@ function serverConf(
     resolverTimeoutMs: c.get(resolverTimeout),
     content,
     tls: streamTlsConf(cx, node),
+    preread: streamPrereadConf(c),
   };
 }
 

@@ -14,6 +14,7 @@ import { ConfigError } from '../../errors.js';
 import { systemErrorText } from '../../os-errors.js';
 import { readProxyProtocol } from '../proxy-protocol.js';
 import { StreamProxy } from './proxy.js';
+import { prereadPhase } from './preread.js';
 import { streamHandshake } from './tls.js';
 import { plainAddr, StreamSession, type StreamClient, type StreamEnv } from './session.js';
 
@@ -201,11 +202,20 @@ export class StreamServers {
           secured.on('close', () => {
             if (!session.finalized && !proxy) session.finalize(OK);
           });
-          contentPhase();
+          prereadThenContent();
         });
         return;
       }
-      contentPhase();
+      prereadThenContent();
+    };
+    const prereadThenContent = (): void => {
+      if (!server.preread) {
+        contentPhase();
+        return;
+      }
+      // ngx_stream_core_preread_phase: no action in its lines
+      session.action = undefined;
+      prereadPhase(session, io, server.preread, contentPhase);
     };
     const contentPhase = (): void => {
       // ngx_stream_core_content_phase: no action in the content handler's lines

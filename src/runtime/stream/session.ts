@@ -78,6 +78,8 @@ export class StreamSession implements StreamView {
   /** Called when the session ends, before the access log (the proxy closes its upstream). */
   onFinalize: ((status: number) => void) | undefined;
   finalized = false;
+  /** What `ssl_preread` read of the ClientHello. */
+  preread: StreamView['preread'];
   /** The TLS handshake's results, once it completed (`listen … ssl`). */
   tls: TlsView | undefined;
 
