@@ -85,6 +85,8 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
   });
   socket.once('error', (err: Error) => {
     if (session.tls) return;
+    // the variables of a handshake that failed: what it had settled (nginx's c->ssl is there)
+    if (socket.getProtocol()) session.tls = new TlsDetails(socket, undefined);
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ECONNRESET' && (err as NodeJS.ErrnoException).syscall === undefined) {
       if (raw.bytesRead > 0) session.log('info', 'peer closed connection in SSL handshake');
