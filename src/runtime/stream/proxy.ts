@@ -202,7 +202,13 @@ export class StreamProxy {
         this.initUpstream(sock);
         return;
       }
+      // ngx_stream_proxy_init_upstream: the PROXY protocol header goes before the handshake, in the clear;
       // ngx_stream_proxy_ssl_init_connection: the handshake within what is left of proxy_connect_timeout
+      if (this.conf.proxyProtocol) {
+        const header = Buffer.from(proxyProtocolV1(s), 'latin1');
+        this.upSent += header.length;
+        sock.write(header);
+      }
       sock.off('error', onError);
       s.action = 'SSL handshaking to upstream';
       upstreamHandshake(s, sock, tls, peer.name, this.attempts!.group.name, (r) => {
@@ -270,7 +276,7 @@ export class StreamProxy {
     this.state!.connectMs = Date.now() - this.attemptStartMs;
     this.attempts!.done();
     this.connected = true;
-    if (this.conf.proxyProtocol) this.writeUpstream(Buffer.from(proxyProtocolV1(s), 'latin1'));
+    if (this.conf.proxyProtocol && !this.conf.tls) this.writeUpstream(Buffer.from(proxyProtocolV1(s), 'latin1'));
     sock.on('data', (chunk: Buffer) => this.onData(this.down, chunk));
     sock.on('end', () => this.onEof(this.down));
     sock.on('error', (err) => {
