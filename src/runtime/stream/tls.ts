@@ -31,10 +31,26 @@ function serverTls(server: StreamServer, tls: StreamTlsConf): ServerTls {
   if (!made) {
     const hub = createTlsServer();
     if (tls.sessionCache) serveSessions(hub, tls.sessionCache, tls.sessionTimeoutSec * 1000, sessions);
-    made = { context: createSecureContext(secureContextOptions(tls, undefined)), hub };
+    // nginx's session id context of stream servers (ngx_stream_ssl_sess_id_ctx); without one OpenSSL refuses to resume by id
+    made = { context: createSecureContext({ ...secureContextOptions(tls, undefined), sessionIdContext: 'STREAM' }), hub };
     contexts.set(server, made);
   }
   return made;
+}
+
+/** The verification error node:tls's handle reports (`SSL_get_verify_result`), null when the chain verified. */
+type VerifyingHandle = { verifyError(): (Error & { code?: string }) | null };
+
+/**
+ * What node:tls's server does when a handshake that asked for a client
+ * certificate completes (`onServerSocketSecure`), which a `TLSSocket` made
+ * on an accepted socket does not: `authorized`, or `authorizationError`
+ * set to the verification error's code (as `TlsDetails` reads it).
+ */
+function authorize(socket: TLSSocket): void {
+  const error = (socket as TLSSocket & { ssl: VerifyingHandle }).ssl.verifyError();
+  if (error) Object.assign(socket, { authorizationError: error.code ?? 'UNSPECIFIED' });
+  else socket.authorized = true;
 }
 
 /**
@@ -74,6 +90,7 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
   const timer = setTimeout(fail, tls.handshakeTimeoutMs);
   socket.once('secure', () => {
     clearTimeout(timer);
+    if (tls.verifyClient !== 'off') authorize(socket);
     session.tls = new TlsDetails(socket, undefined);
     const refusal = clientCertificateError(tls.verifyClient, (session.tls as TlsDetails).clientVerify);
     if (refusal) {
