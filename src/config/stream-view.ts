@@ -49,6 +49,8 @@ export interface StreamView {
   readonly upstreams: readonly StreamUpstreamState[];
   /** What the TLS handshake of a `listen … ssl` connection settled, once it completed (`$ssl_*`). */
   readonly tls: TlsView | undefined;
+  /** `$server_name`: the first `server_name` of the session's server. */
+  readonly serverName: string;
   /** What `ssl_preread` read of the ClientHello (`$ssl_preread_*`); undefined when it read none. */
   readonly preread: { readonly protocol: string; readonly serverName: string; readonly alpnProtocols: string } | undefined;
   /** `ssl_verify_client` of the session's server (`$ssl_client_*` are empty without it) and `$ssl_curve`'s settings. */

@@ -71,6 +71,7 @@ export const streamVariables: readonly VariableDef<StreamView>[] = [
   { name: 'proxy_protocol_server_addr', get: (s) => s.proxyProtocol?.dstAddr },
   { name: 'proxy_protocol_server_port', get: (s) => (s.proxyProtocol ? String(s.proxyProtocol.dstPort) : undefined) },
   { name: 'server_addr', get: (s) => s.serverAddr },
+  { name: 'server_name', get: (s) => s.serverName },
   { name: 'server_port', get: (s) => (s.serverPort === 0 ? '' : String(s.serverPort)) },
   { name: 'bytes_sent', get: (s) => String(s.bytesSent) },
   { name: 'bytes_received', get: (s) => String(s.bytesReceived) },

@@ -34,6 +34,7 @@ import { realIpDirectives, realIpFrom } from './realip.js';
 import { sslCertificateKeys, sslCertificates } from './ssl.js';
 import { streamPrereadConf, streamPrereadDirectives, type StreamPrereadConf } from './stream-preread.js';
 import { streamProxySslDirectives, streamUpstreamTls, type StreamUpstreamTls } from './stream-proxy-ssl.js';
+import { firstServerName, streamServerNameDirectives, streamServerNamesOf, type StreamServerNames } from './stream-server-name.js';
 import { streamSslDirectives, streamTlsConf, type StreamTlsConf } from './stream-ssl.js';
 import { streamVariables } from './stream-variables.js';
 import { parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
@@ -189,7 +190,7 @@ const proxyPassSet = slot<ProxyPassDef | undefined>('stream proxy_pass', undefin
  * the order they were named (`no servers are inside upstream`, `no port in
  * upstream`, `host not found in upstream`), every `listen … ssl` server needs
  * a certificate, then servers sharing an address are the warning
- * `conflicting server name "" on ADDR, ignored` (jinx has no stream `server_name`).
+ * `conflicting server name "NAME" on ADDR, ignored` for a name two of them have.
  */
 function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
   for (const up of cx.scope.registry(streamDecls).upstreams.values()) {
@@ -218,7 +219,8 @@ function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
     byAddr.set(key, servers);
   }
   for (const [key, servers] of byAddr) {
-    for (let i = 1; i < servers.length; i++) cx.warn(`conflicting server name "" on ${key.slice(4)}, ignored`, 'conflicting-server-name', null);
+    streamServerNamesOf(servers.map((level) => ({ level, server: level })), key.slice(4), vars(cx.scope),
+      (text) => cx.warn(text, 'conflicting-server-name', null));
   }
 }
 
@@ -436,6 +438,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   item('open_log_file_cache', STREAM_ANY, ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], rule.repeatable(() => undefined), 'ngx_stream_log_module',
     'the stream access log opens a file named by variables for each line'),
   ...streamSslDirectives(vars),
+  ...streamServerNameDirectives(vars),
   ...streamProxySslDirectives(vars),
 ];
 
@@ -517,6 +520,8 @@ export interface StreamProxyConf {
 /** One stream `server` (its core, access, realip, set, log and content settings). */
 export interface StreamServer {
   readonly loc: SourceLoc;
+  /** The first `server_name` (`$server_name`), '' without one. */
+  readonly name: string;
   readonly errorLogs: readonly ErrorLogTarget[];
   readonly accessLogs: readonly StreamAccessLog[];
   readonly tcpNodelay: boolean;
@@ -549,6 +554,8 @@ export interface StreamListenGroup {
   /** The server of the address; on a wildcard, the one of each specific address on its port, by address. */
   readonly server: StreamServer;
   readonly byLocalAddr: ReadonlyMap<string, { readonly server: StreamServer; readonly addrText: string }>;
+  /** The names of the servers on the address, for an SNI name to choose among (`server_name`). */
+  readonly names: StreamServerNames<StreamServer>;
 }
 
 /** The compiled stream module: its listening sockets and the number of its indexed variables. */
@@ -674,6 +681,7 @@ function serverConf(
   }
   return {
     loc: node.directive!.loc,
+    name: firstServerName(node.conf),
     errorLogs: levelErrorLogs(cx, c),
     accessLogs: accessLogList,
     tcpNodelay: c.get(tcpNodelay),
@@ -713,10 +721,12 @@ function listenGroupsOf(scope: ConfigScope, servers: ReadonlyMap<LevelConf, Stre
         if (!o.wildcard && o.udp === l.udp && o.port === l.port && o.unixPath === undefined) byLocalAddr.set(o.host, { server: servers.get(o.server)!, addrText: o.addrText });
       }
     }
+    const sameAddr = [...new Set(listens.filter((o) => o.udp === l.udp && o.host === l.host && o.port === l.port).map((o) => o.server))];
+    const names = streamServerNamesOf(sameAddr.map((level) => ({ level, server: servers.get(level)! })), l.addrText, vars(scope), () => undefined);
     out.push({
-      host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, udp: l.udp, ssl: l.ssl,
+      host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, udp: l.udp, ssl: listens.some((o) => o.udp === l.udp && o.host === l.host && o.port === l.port && o.ssl),
       proxyProtocol: l.proxyProtocol, backlog: l.backlog, soKeepalive: l.soKeepalive, ipv6only: l.ipv6only,
-      server: servers.get(l.server)!, byLocalAddr,
+      server: servers.get(l.server)!, byLocalAddr, names,
     });
   }
   return out;

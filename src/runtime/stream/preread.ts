@@ -130,7 +130,11 @@ export function prereadPhase(session: StreamSession, socket: Socket, conf: Strea
       return;
     }
     if (hello === 'again') return;
-    if (hello !== 'declined') session.preread = hello;
+    if (hello !== 'declined') {
+      session.preread = hello;
+      // ngx_stream_ssl_preread_servername
+      session.selectServer(hello.serverName);
+    }
     if (chunk.length > taken.length) {
       chunks.push(chunk.subarray(taken.length));
       size += chunk.length - taken.length;

@@ -209,18 +209,20 @@ export class StreamServers {
       prereadThenContent();
     };
     const prereadThenContent = (): void => {
-      if (!server.preread) {
+      const preread = session.server.preread;
+      if (!preread) {
         contentPhase();
         return;
       }
       // ngx_stream_core_preread_phase: no action in its lines
       session.action = undefined;
-      prereadPhase(session, io, server.preread, contentPhase);
+      prereadPhase(session, io, preread, contentPhase);
     };
     const contentPhase = (): void => {
       // ngx_stream_core_content_phase: no action in the content handler's lines
       session.action = undefined;
-      const content = server.content;
+      // the server an SNI name chose, if it chose one
+      const content = session.server.content;
       if (!content) {
         // nginx logs `no handler for server` at debug level only
         session.finalize(INTERNAL_SERVER_ERROR);

@@ -83,19 +83,51 @@ export class StreamSession implements StreamView {
   /** The TLS handshake's results, once it completed (`listen … ssl`). */
   tls: TlsView | undefined;
 
+  /** `$server_name`. */
+  get serverName(): string {
+    return this.server.name;
+  }
+
+  /**
+   * `ngx_stream_find_virtual_server` for an SNI name: the server of the
+   * address whose `server_name` matches it (exact, `*.` and `.` wildcards
+   * longest first, `.*` wildcards, then regexes in order, their named
+   * captures set) becomes the session's; none leaves the server as it is.
+   * An empty name or one `ngx_stream_validate_host` refuses matches nothing.
+   */
+  selectServer(name: string): void {
+    const host = name.toLowerCase().replace(/\.$/, '');
+    if (host === '' || host.startsWith('.') || /[\/\\\0]|\.\./.test(host)) return;
+    const names = this.group.names;
+    let found = names.exact.get(host);
+    found ??= names.heads.find(([suffix]) => host.length > suffix.length && host.endsWith(suffix))?.[1];
+    found ??= names.tails.find(([prefix]) => host.length > prefix.length && host.startsWith(prefix))?.[1];
+    if (!found) {
+      for (const r of names.regexes) {
+        const m = r.regex.exec(host);
+        if (!m) continue;
+        this.captures = m;
+        for (const c of r.captures) this.vars[c.index] = m.groups?.[c.name] ?? '';
+        found = r.server;
+        break;
+      }
+    }
+    if (found) this.server = found;
+  }
+
   /** `ssl_verify_client` and the settings of `$ssl_curve`, of the session's server. */
   get tlsServer(): StreamTlsConf | undefined {
     return this.server.tls;
   }
 
   /**
-   * @param server the server of the address the client came to
+   * @param server the server of the address the client came to (an SNI name may choose another one: `selectServer`)
    * @param addrText that address as nginx prints it (`addr_conf->addr_text`)
    */
   constructor(
     readonly env: StreamEnv,
     readonly group: StreamListenGroup,
-    readonly server: StreamServer,
+    public server: StreamServer,
     readonly addrText: string,
     readonly client: StreamClient,
     readonly udp: boolean,

@@ -69,7 +69,9 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
     socket.destroy();
     raw.destroy();
   };
-  if (tls.rejectHandshake) {
+  const named = session.group.names;
+  const onlyServer = named.exact.size <= 1 && named.heads.length === 0 && named.tails.length === 0 && named.regexes.length === 0;
+  if (tls.rejectHandshake && onlyServer) {
     // ngx_stream_ssl_servername: the server refuses every handshake
     raw.once('data', () => {
       session.log('info', 'handshake rejected');
@@ -79,7 +81,19 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
     return;
   }
   const { context, hub } = serverTls(session.server, tls);
+  let rejected = false;
   const socket = new TLSSocket(raw, {
+    // ngx_stream_ssl_servername: the SNI name chooses the server, whose context (if it has one) the handshake takes
+    SNICallback: (name: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
+      session.selectServer(name);
+      const chosen = session.server.tls;
+      if (chosen?.rejectHandshake) {
+        rejected = true;
+        cb(new Error('handshake rejected'));
+        return;
+      }
+      cb(null, chosen && chosen.certificates.length > 0 ? serverTls(session.server, chosen).context : context);
+    },
     isServer: true,
     server: hub,
     secureContext: context,
@@ -92,7 +106,7 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
     clearTimeout(timer);
     if (tls.verifyClient !== 'off') authorize(socket);
     session.tls = new TlsDetails(socket, undefined);
-    const refusal = clientCertificateError(tls.verifyClient, (session.tls as TlsDetails).clientVerify);
+    const refusal = clientCertificateError((session.server.tls ?? tls).verifyClient, (session.tls as TlsDetails).clientVerify);
     if (refusal) {
       session.log('info', refusal);
       fail();
@@ -105,7 +119,8 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
     // the variables of a handshake that failed: what it had settled (nginx's c->ssl is there)
     if (socket.getProtocol()) session.tls = new TlsDetails(socket, undefined);
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ECONNRESET' && (err as NodeJS.ErrnoException).syscall === undefined) {
+    if (rejected) session.log('info', 'handshake rejected');
+    else if (code === 'ECONNRESET' && (err as NodeJS.ErrnoException).syscall === undefined) {
       if (raw.bytesRead > 0) session.log('info', 'peer closed connection in SSL handshake');
     } else {
       const failure = handshakeFailure(err);
