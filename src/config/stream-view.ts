@@ -4,6 +4,7 @@
  * it, as `HttpRequestState` implements `RequestView`.
  */
 import type { ProxyProtocolHeader } from './proxy-protocol-tlv.js';
+import type { TlsView } from './request-view.js';
 
 /** One upstream server tried by a session (`ngx_stream_upstream_state_t`). */
 export interface StreamUpstreamState {
@@ -46,4 +47,12 @@ export interface StreamView {
   readonly status: number;
   /** The upstream servers tried, in order. */
   readonly upstreams: readonly StreamUpstreamState[];
+  /** What the TLS handshake of a `listen … ssl` connection settled, once it completed (`$ssl_*`). */
+  readonly tls: TlsView | undefined;
+  /** `$server_name`: the first `server_name` of the session's server. */
+  readonly serverName: string;
+  /** What `ssl_preread` read of the ClientHello (`$ssl_preread_*`); undefined when it read none. */
+  readonly preread: { readonly protocol: string; readonly serverName: string; readonly alpnProtocols: string } | undefined;
+  /** `ssl_verify_client` of the session's server (`$ssl_client_*` are empty without it) and `$ssl_curve`'s settings. */
+  readonly tlsServer: { readonly verifyClient: string; readonly preferServerCiphers: boolean; readonly ecdhCurve: string } | undefined;
 }

@@ -11,7 +11,7 @@ import { chmodSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { createSecureContext, createServer as createTlsServer, type SecureContext, type SecureContextOptions, type Server as TlsServer, type TLSSocket } from 'node:tls';
 import { loadCertificatePair, type CertificatePair } from '../config/certificates.js';
-import type { CertificateCacheConf } from '../config/modules/ssl.js';
+import type { CertificateCacheConf, TlsServerConf } from '../config/modules/ssl.js';
 import { CertificateCache } from './certificate-cache.js';
 import { serveSessions, type SessionStore } from './session-cache.js';
 import type { ListenGroup, RouteTable, ServerSet, VirtualServer } from '../config/route-table.js';
@@ -29,6 +29,34 @@ function serversOf(group: ListenGroup): Set<VirtualServer> {
       ...set.tailWildcards.map((x) => x[1]), ...set.regexes.map((x) => x.server)]) out.add(vs);
   }
   return out;
+}
+
+/**
+ * The node:tls context options of a server's TLS settings (`ngx_ssl_create`,
+ * `ngx_ssl_protocols`, `ngx_ssl_ciphers`, `ngx_ssl_client_certificate` …);
+ * `ticketKeys` encrypt session tickets (without, the context makes its own).
+ */
+export function secureContextOptions(tls: TlsServerConf, ticketKeys: Buffer | undefined): SecureContextOptions {
+  const minVersion = tls.protocols.includes('TLSv1') ? 'TLSv1' : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1'
+    : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2' : 'TLSv1.3';
+  const maxVersion = tls.protocols.includes('TLSv1.3') ? 'TLSv1.3' : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2'
+    : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1' : 'TLSv1';
+  return {
+    cert: tls.certificates.map((c) => c.cert),
+    key: tls.certificates.map((c) => c.key),
+    ciphers: tls.ciphers,
+    honorCipherOrder: tls.preferServerCiphers,
+    minVersion,
+    maxVersion,
+    sessionTimeout: tls.sessionTimeoutSec,
+    ecdhCurve: tls.ecdhCurve,
+    ...(tls.dhparam ? { dhparam: tls.dhparam } : {}),
+    ...(tls.sessionTickets ? (ticketKeys ? { ticketKeys } : {}) : { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
+    // client certificates are checked against ssl_client_certificate and ssl_trusted_certificate (both named
+    // to clients: node:tls has one list); the phases refuse as nginx does
+    ...(tls.verifyClient !== 'off' && (tls.clientCa || tls.trusted) ? { ca: [tls.clientCa, tls.trusted].filter((b) => b !== undefined) } : {}),
+    ...(tls.crl ? { crl: tls.crl } : {}),
+  };
 }
 
 /** TLS contexts of one configuration, by server. */
@@ -52,26 +80,7 @@ export class TlsContexts {
   private load(server: VirtualServer): void {
     const tls = server.tls;
     if (this.options.has(server) || !tls || (tls.certificates.length === 0 && !tls.certificateValues)) return;
-    const minVersion = tls.protocols.includes('TLSv1') ? 'TLSv1' : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1'
-      : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2' : 'TLSv1.3';
-    const maxVersion = tls.protocols.includes('TLSv1.3') ? 'TLSv1.3' : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2'
-      : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1' : 'TLSv1';
-    const options: SecureContextOptions = {
-      cert: tls.certificates.map((c) => c.cert),
-      key: tls.certificates.map((c) => c.key),
-      ciphers: tls.ciphers,
-      honorCipherOrder: tls.preferServerCiphers,
-      minVersion,
-      maxVersion,
-      sessionTimeout: tls.sessionTimeoutSec,
-      ecdhCurve: tls.ecdhCurve,
-      ...(tls.dhparam ? { dhparam: tls.dhparam } : {}),
-      ...(tls.sessionTickets ? (this.ticketKeys ? { ticketKeys: this.ticketKeys } : {}) : { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
-      // client certificates are checked against ssl_client_certificate and ssl_trusted_certificate (both named
-      // to clients: node:tls has one list); the phases refuse as nginx does
-      ...(tls.verifyClient !== 'off' && (tls.clientCa || tls.trusted) ? { ca: [tls.clientCa, tls.trusted].filter((b) => b !== undefined) } : {}),
-      ...(tls.crl ? { crl: tls.crl } : {}),
-    };
+    const options = secureContextOptions(tls, this.ticketKeys);
     this.options.set(server, options);
     if (!tls.certificateValues) this.contexts.set(server, createSecureContext(options));
   }

@@ -35,7 +35,7 @@ import { RateLimitedTarget } from './limit-rate.js';
 import { runScript } from './script.js';
 import { preconditionStatus } from './conditional.js';
 import { browserOf } from './user-agent.js';
-import { X509_ERRORS } from './upstream/errors.js';
+import { clientCertificateError } from './tls-details.js';
 import { findServer, matchServer } from './server-names.js';
 import { escapeUri, hostPort, normalizePath, parseUnsafeUri, validateHost } from './uri.js';
 import { systemErrorText } from '../os-errors.js';
@@ -213,12 +213,6 @@ function hostError(ex: Exchange, message: string, status = 400): Promise<void> {
   return requestError(ex, message, 'request headers', status);
 }
 
-/** Verification errors `ssl_verify_client optional_no_ca` lets through (`ngx_ssl_verify_error_optional`). */
-const OPTIONAL_NO_CA = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-]);
-
 /**
  * The client certificate checks of `ngx_http_process_request` for a server
  * with `ssl_verify_client`: a certificate that did not verify is 495
@@ -229,13 +223,8 @@ function clientCertificateRefusal(r: HttpRequestState): { status: number; messag
   const verify = r.server.verifyClient;
   const tls = r.conn.tls;
   if (verify === 'off' || !tls) return undefined;
-  const result = tls.clientVerify;
-  if (result !== 'ok' && result !== 'none' && !(verify === 'optional_no_ca' && OPTIONAL_NO_CA.has(result))) {
-    const [n, text] = X509_ERRORS[result] ?? [1, result];
-    return { status: 495, message: `client SSL certificate verify error: (${n}:${text})` };
-  }
-  if (verify === 'on' && result === 'none') return { status: 496, message: 'client sent no required SSL certificate' };
-  return undefined;
+  const refusal = clientCertificateError(verify, tls.clientVerify);
+  return refusal === undefined ? undefined : { status: tls.clientVerify === 'none' ? 496 : 495, message: refusal };
 }
 
 /**

@@ -128,6 +128,30 @@ export class ClientCertificate implements ClientCertificateView {
   }
 }
 
+/** Verification errors `ssl_verify_client optional_no_ca` lets through (`ngx_ssl_verify_error_optional`). */
+const OPTIONAL_NO_CA = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+/**
+ * The client certificate checks of `ssl_verify_client` (`verify`) on a
+ * connection whose verification result is `result` (`TlsDetails.clientVerify`),
+ * as `ngx_http_process_request` and `ngx_stream_ssl_handler` make them: the
+ * info line `client SSL certificate verify error: (N:text)` for a
+ * certificate that did not verify, `client sent no required SSL
+ * certificate` for none with `on`; undefined when the connection may go on.
+ */
+export function clientCertificateError(verify: 'off' | 'on' | 'optional' | 'optional_no_ca', result: string): string | undefined {
+  if (verify === 'off') return undefined;
+  if (result !== 'ok' && result !== 'none' && !(verify === 'optional_no_ca' && OPTIONAL_NO_CA.has(result))) {
+    const [n, text] = X509_ERRORS[result] ?? [1, result];
+    return `client SSL certificate verify error: (${n}:${text})`;
+  }
+  if (verify === 'on' && result === 'none') return 'client sent no required SSL certificate';
+  return undefined;
+}
+
 /** What the `$ssl_*` variables and `$https` report about one TLS connection. */
 export class TlsDetails implements TlsView {
   /** `$ssl_server_name`: the SNI name, when the client sent one. */

@@ -113,7 +113,7 @@ export interface UpstreamTlsConf {
 }
 
 /** A location's upstream TLS settings as read before variables are bound (`proxy_ssl_name` and certificates with variables are bound later). */
-type LoadedTls = Omit<UpstreamTlsConf, 'name' | 'certificateFiles'> & {
+export type LoadedTls = Omit<UpstreamTlsConf, 'name' | 'certificateFiles'> & {
   readonly certificateSources: { readonly cert: ValueSource; readonly key: ValueSource } | undefined;
 };
 
@@ -137,7 +137,14 @@ export function readProxyTls(cx: CompileContext, node: LevelNode): void {
   proxyTlsOf(cx).levels.set(node, readUpstreamTls(cx, cx.chain(node)));
 }
 
-function readUpstreamTls(cx: CompileContext, c: ConfChain): LoadedTls {
+/**
+ * The upstream TLS settings of a level (merged): the cipher list checked,
+ * the client certificate read (with variables: kept to be bound), with
+ * `proxy_ssl_verify` the trusted certificates and CRL read; http's proxy and
+ * the stream proxy (`ngx_stream_proxy_set_ssl`) read them alike.
+ * @throws ConfigError the first missing or unreadable file, or cipher list refused
+ */
+export function readUpstreamTls(cx: CompileContext, c: ConfChain): LoadedTls {
   const ciphers = c.get(proxySslCiphers);
   checkCiphersOnce(cx, ciphers);
   let certificate: CertificatePair | undefined;

@@ -8,8 +8,8 @@
  * `ngx_stream_map_module.c`, `ngx_stream_access_module.c`,
  * `ngx_stream_realip_module.c`); `load_module …/ngx_stream_module.so` is
  * still accepted. The runtime is `src/runtime/stream/`; this file reads and
- * checks the directives and compiles them into a `StreamTable`. TLS
- * (`ngx_stream_ssl_module`) is checked, without effect.
+ * checks the directives and compiles them into a `StreamTable`; TLS
+ * (`ngx_stream_ssl_module`) is read by `stream-ssl.ts`.
  */
 import { isIP } from 'node:net';
 import type { Directive, SourceLoc } from '../../parser/ast.js';
@@ -31,7 +31,11 @@ import { parseResolver, type ResolverDef } from './http-core.js';
 import { checkLogFormatSyntax } from './log.js';
 import { bindMap, readMapBlock, type MapDef } from './map.js';
 import { realIpDirectives, realIpFrom } from './realip.js';
-import { SSL_PROTOCOLS, setSessionCache } from './ssl.js';
+import { sslCertificateKeys, sslCertificates } from './ssl.js';
+import { streamPrereadConf, streamPrereadDirectives, type StreamPrereadConf } from './stream-preread.js';
+import { streamProxySslDirectives, streamUpstreamTls, type StreamUpstreamTls } from './stream-proxy-ssl.js';
+import { firstServerName, streamServerNameDirectives, streamServerNamesOf, type StreamServerNames } from './stream-server-name.js';
+import { streamSslDirectives, streamTlsConf, type StreamTlsConf } from './stream-ssl.js';
 import { streamVariables } from './stream-variables.js';
 import { parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
 import type { Cidr } from '../cidr.js';
@@ -39,11 +43,9 @@ import type { Cidr } from '../cidr.js';
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
 const CORE = 'ngx_stream_core_module';
 const PROXY = 'ngx_stream_proxy_module';
-const TLS_NOTE = 'jinx proxies streams without TLS: the stream ssl directives are checked, without effect';
-const PREREAD_NOTE = 'jinx has no preread phase (it serves no ssl_preread)';
 
 /** A directive jinx checks without acting on it (`note` says why). */
-const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module = CORE, note = TLS_NOTE): DirectiveSpec =>
+const item = (name: string, contexts: readonly Context[], args: DirectiveSpec['args'], r: Rule, module: string, note: string): DirectiveSpec =>
   noEffect({ name, module, contexts, args, note }, r);
 
 /** A directive with effect, on a setter of its own. */
@@ -111,9 +113,6 @@ const vars = (scope: ConfigScope): VariableRegistry<StreamView> => scope.registr
 
 /** The `listen`s of a stream server (`cscf->listen`). */
 const serverListens = listSlot<StreamListen>('stream listen', false);
-/** `ssl_certificate` of a stream level, for the `listen … ssl` check. */
-const sslCertificates = listSlot<readonly string[]>('stream ssl_certificate');
-const sslCertificateKeys = listSlot<readonly string[]>('stream ssl_certificate_key');
 
 /**
  * `ngx_stream_core_listen`: the address, the parameters (`udp`, `ssl` …), and
@@ -191,7 +190,7 @@ const proxyPassSet = slot<ProxyPassDef | undefined>('stream proxy_pass', undefin
  * the order they were named (`no servers are inside upstream`, `no port in
  * upstream`, `host not found in upstream`), every `listen … ssl` server needs
  * a certificate, then servers sharing an address are the warning
- * `conflicting server name "" on ADDR, ignored` (jinx has no stream `server_name`).
+ * `conflicting server name "NAME" on ADDR, ignored` for a name two of them have.
  */
 function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
   for (const up of cx.scope.registry(streamDecls).upstreams.values()) {
@@ -206,7 +205,7 @@ function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
   for (const server of cx.scope.registry(streamDecls).servers.keys()) {
     const certs = server.ownList(sslCertificates) ?? block.level.ownList(sslCertificates) ?? [];
     const keys = server.ownList(sslCertificateKeys) ?? block.level.ownList(sslCertificateKeys) ?? [];
-    if (keys.length < certs.length) fail(`no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.value[0]}"`, null);
+    if (keys.length < certs.length) fail(`no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.value.text}"`, null);
   }
   const byAddr = new Map<string, LevelConf[]>();
   for (const l of cx.scope.registry(streamDecls).listens) {
@@ -220,7 +219,8 @@ function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
     byAddr.set(key, servers);
   }
   for (const [key, servers] of byAddr) {
-    for (let i = 1; i < servers.length; i++) cx.warn(`conflicting server name "" on ${key.slice(4)}, ignored`, 'conflicting-server-name', null);
+    streamServerNamesOf(servers.map((level) => ({ level, server: level })), key.slice(4), vars(cx.scope),
+      (text) => cx.warn(text, 'conflicting-server-name', null));
   }
 }
 
@@ -393,8 +393,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   }),
   run('resolver_timeout', STREAM_ANY, ['TAKE1'], msecSetter(resolverTimeout)),
   run('tcp_nodelay', STREAM_ANY, ['FLAG'], flagSetter(tcpNodelay)),
-  item('preread_buffer_size', STREAM_ANY, ['TAKE1'], rule.size(), CORE, PREREAD_NOTE),
-  item('preread_timeout', STREAM_ANY, ['TAKE1'], rule.msec, CORE, PREREAD_NOTE),
+  ...streamPrereadDirectives,
   run('proxy_protocol_timeout', STREAM_ANY, ['TAKE1'], msecSetter(proxyProtocolTimeout)),
   item('variables_hash_max_size', ['stream'], ['TAKE1'], rule.num(), CORE, 'variables are kept in a Map'),
   item('variables_hash_bucket_size', ['stream'], ['TAKE1'], rule.num(), CORE, 'variables are kept in a Map'),
@@ -438,12 +437,9 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   run('access_log', STREAM_ANY, ['1MORE'], setAccessLog, 'ngx_stream_log_module'),
   item('open_log_file_cache', STREAM_ANY, ['TAKE1', 'TAKE2', 'TAKE3', 'TAKE4'], rule.repeatable(() => undefined), 'ngx_stream_log_module',
     'the stream access log opens a file named by variables for each line'),
-  item('ssl_certificate', STREAM_ANY, ['TAKE1'], rule.repeatable((d, cx) => cx.level.append(sslCertificates, d.args, d.loc)), 'ngx_stream_ssl_module'),
-  item('ssl_certificate_key', STREAM_ANY, ['TAKE1'], rule.repeatable((d, cx) => cx.level.append(sslCertificateKeys, d.args, d.loc)), 'ngx_stream_ssl_module'),
-  item('ssl_protocols', STREAM_ANY, ['1MORE'], rule.bitmaskOf(...SSL_PROTOCOLS), 'ngx_stream_ssl_module'),
-  item('ssl_ciphers', STREAM_ANY, ['TAKE1'], rule.str, 'ngx_stream_ssl_module'),
-  item('ssl_session_cache', STREAM_ANY, ['TAKE1', 'TAKE2'], rule.repeatable((d, cx) => setSessionCache(d, cx, 'ngx_stream_ssl_module')), 'ngx_stream_ssl_module'),
-  item('ssl_session_timeout', STREAM_ANY, ['TAKE1'], rule.sec, 'ngx_stream_ssl_module'),
+  ...streamSslDirectives(vars),
+  ...streamServerNameDirectives(vars),
+  ...streamProxySslDirectives(vars),
 ];
 
 /** A stream listening socket, as `-t` binds it. */
@@ -517,11 +513,15 @@ export interface StreamProxyConf {
   readonly socketKeepalive: boolean;
   /** `proxy_bind ADDRESS`: the local address of upstream connections. */
   readonly bind: CompiledValue<StreamView> | undefined;
+  /** `proxy_ssl on`: TLS to the upstream. */
+  readonly tls: StreamUpstreamTls | undefined;
 }
 
 /** One stream `server` (its core, access, realip, set, log and content settings). */
 export interface StreamServer {
   readonly loc: SourceLoc;
+  /** The first `server_name` (`$server_name`), '' without one. */
+  readonly name: string;
   readonly errorLogs: readonly ErrorLogTarget[];
   readonly accessLogs: readonly StreamAccessLog[];
   readonly tcpNodelay: boolean;
@@ -532,6 +532,10 @@ export interface StreamServer {
   readonly resolver: ResolverDef | undefined;
   readonly resolverTimeoutMs: number;
   readonly content: StreamContent;
+  /** TLS settings (`ngx_stream_ssl_module`): undefined without a certificate or `ssl_reject_handshake on`. */
+  readonly tls: StreamTlsConf | undefined;
+  /** `ssl_preread on`: the preread phase reads the client's ClientHello. */
+  readonly preread: StreamPrereadConf | undefined;
 }
 
 /** A stream listening socket and the server(s) it serves. */
@@ -541,7 +545,7 @@ export interface StreamListenGroup {
   readonly addrText: string;
   readonly unixPath: string | undefined;
   readonly udp: boolean;
-  /** `listen … ssl`: jinx does not terminate TLS in stream servers, and refuses such connections. */
+  /** `listen … ssl`: the server's TLS is terminated (`ngx_stream_ssl_handler`). */
   readonly ssl: boolean;
   readonly proxyProtocol: boolean;
   readonly backlog: number | undefined;
@@ -550,6 +554,8 @@ export interface StreamListenGroup {
   /** The server of the address; on a wildcard, the one of each specific address on its port, by address. */
   readonly server: StreamServer;
   readonly byLocalAddr: ReadonlyMap<string, { readonly server: StreamServer; readonly addrText: string }>;
+  /** The names of the servers on the address, for an SNI name to choose among (`server_name`). */
+  readonly names: StreamServerNames<StreamServer>;
 }
 
 /** The compiled stream module: its listening sockets and the number of its indexed variables. */
@@ -669,11 +675,13 @@ function serverConf(
         nextUpstream: c.get(nextUpstream), nextUpstreamTries: c.get(nextUpstreamTries), nextUpstreamTimeoutMs: c.get(nextUpstreamTimeout),
         proxyProtocol: c.get(proxyProtocol), halfClose: c.get(halfClose), socketKeepalive: c.get(socketKeepalive),
         bind: bindAddr ? v.bind(bindAddr) : undefined,
+        tls: streamUpstreamTls(cx, c, v),
       },
     };
   }
   return {
     loc: node.directive!.loc,
+    name: firstServerName(node.conf),
     errorLogs: levelErrorLogs(cx, c),
     accessLogs: accessLogList,
     tcpNodelay: c.get(tcpNodelay),
@@ -684,6 +692,8 @@ function serverConf(
     resolver: c.get(resolverSlot),
     resolverTimeoutMs: c.get(resolverTimeout),
     content,
+    tls: streamTlsConf(cx, node),
+    preread: streamPrereadConf(c),
   };
 }
 
@@ -711,10 +721,12 @@ function listenGroupsOf(scope: ConfigScope, servers: ReadonlyMap<LevelConf, Stre
         if (!o.wildcard && o.udp === l.udp && o.port === l.port && o.unixPath === undefined) byLocalAddr.set(o.host, { server: servers.get(o.server)!, addrText: o.addrText });
       }
     }
+    const sameAddr = [...new Set(listens.filter((o) => o.udp === l.udp && o.host === l.host && o.port === l.port).map((o) => o.server))];
+    const names = streamServerNamesOf(sameAddr.map((level) => ({ level, server: servers.get(level)! })), l.addrText, vars(scope), () => undefined);
     out.push({
-      host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, udp: l.udp, ssl: l.ssl,
+      host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, udp: l.udp, ssl: listens.some((o) => o.udp === l.udp && o.host === l.host && o.port === l.port && o.ssl),
       proxyProtocol: l.proxyProtocol, backlog: l.backlog, soKeepalive: l.soKeepalive, ipv6only: l.ipv6only,
-      server: servers.get(l.server)!, byLocalAddr,
+      server: servers.get(l.server)!, byLocalAddr, names,
     });
   }
   return out;

@@ -131,11 +131,21 @@ export class TlsHandshakes {
       this.logConnection(group, conn.info, certCbError, 'info', server.conf.errorLogs);
       return;
     }
-    const text = sslErrorText(err);
-    const reasonHex = /error:0A([0-9A-F]{6}):/i.exec(err.message)?.[1];
-    if (!text || !reasonHex) return;
-    const reason = parseInt(reasonHex, 16);
-    const level = HANDSHAKE_FAILURES.has(reason) || reason >= 1000 ? 'info' : 'crit';
-    this.logConnection(group, conn.info, `SSL_do_handshake() failed ${text} while SSL handshaking`, level);
+    const failure = handshakeFailure(err);
+    if (failure) this.logConnection(group, conn.info, `${failure.message} while SSL handshaking`, failure.level);
   }
+}
+
+/**
+ * `ngx_ssl_connection_error` for a client's handshake that OpenSSL failed:
+ * `SSL_do_handshake() failed (SSL: …)`, at info for the client's failures
+ * (its alerts and `HANDSHAKE_FAILURES`), else at crit; undefined for an
+ * error that is not OpenSSL's.
+ */
+export function handshakeFailure(err: Error): { readonly message: string; readonly level: 'info' | 'crit' } | undefined {
+  const text = sslErrorText(err);
+  const reasonHex = /error:0A([0-9A-F]{6}):/i.exec(err.message)?.[1];
+  if (!text || !reasonHex) return undefined;
+  const reason = parseInt(reasonHex, 16);
+  return { message: `SSL_do_handshake() failed ${text}`, level: HANDSHAKE_FAILURES.has(reason) || reason >= 1000 ? 'info' : 'crit' };
 }

@@ -19,6 +19,7 @@ import { splitHostPort } from '../../config/modules/upstream.js';
 import { systemErrorText } from '../../os-errors.js';
 import { PeerAttempts } from '../upstream/round-robin.js';
 import { ResolveError } from '../upstream/resolver.js';
+import { upstreamHandshake } from './upstream-tls.js';
 import { addrWithPort, plainAddr, type StreamSession } from './session.js';
 
 /** Marks a queued chunk whose bytes were counted as received when read (before the upstream was connected). */
@@ -194,9 +195,33 @@ export class StreamProxy {
       this.nextUpstream('timeout');
     }, this.conf.connectTimeoutMs);
     sock.once('connect', () => {
-      this.clearConnectTimer();
+      const tls = this.conf.tls;
+      if (!tls) {
+        this.clearConnectTimer();
+        sock.off('error', onError);
+        this.initUpstream(sock);
+        return;
+      }
+      // ngx_stream_proxy_init_upstream: the PROXY protocol header goes before the handshake, in the clear;
+      // ngx_stream_proxy_ssl_init_connection: the handshake within what is left of proxy_connect_timeout
+      if (this.conf.proxyProtocol) {
+        const header = Buffer.from(proxyProtocolV1(s), 'latin1');
+        this.upSent += header.length;
+        sock.write(header);
+      }
       sock.off('error', onError);
-      this.initUpstream(sock);
+      s.action = 'SSL handshaking to upstream';
+      upstreamHandshake(s, sock, tls, peer.name, this.attempts!.group.name, (r) => {
+        if (sock !== this.tcp || s.finalized) return;
+        if ('message' in r) {
+          s.log(r.level, r.message);
+          this.nextUpstream('error');
+          return;
+        }
+        this.clearConnectTimer();
+        this.tcp = r.socket;
+        this.initUpstream(r.socket);
+      });
     });
     if (peer.unixPath !== undefined) sock.connect({ path: peer.unixPath });
     else sock.connect({ host: peer.host, port: peer.port, ...(local ? { localAddress: local.replace(/^\[|\]$/g, '') } : {}) });
@@ -251,7 +276,7 @@ export class StreamProxy {
     this.state!.connectMs = Date.now() - this.attemptStartMs;
     this.attempts!.done();
     this.connected = true;
-    if (this.conf.proxyProtocol) this.writeUpstream(Buffer.from(proxyProtocolV1(s), 'latin1'));
+    if (this.conf.proxyProtocol && !this.conf.tls) this.writeUpstream(Buffer.from(proxyProtocolV1(s), 'latin1'));
     sock.on('data', (chunk: Buffer) => this.onData(this.down, chunk));
     sock.on('end', () => this.onEof(this.down));
     sock.on('error', (err) => {

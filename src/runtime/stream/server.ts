@@ -14,6 +14,8 @@ import { ConfigError } from '../../errors.js';
 import { systemErrorText } from '../../os-errors.js';
 import { readProxyProtocol } from '../proxy-protocol.js';
 import { StreamProxy } from './proxy.js';
+import { prereadPhase } from './preread.js';
+import { streamHandshake } from './tls.js';
 import { plainAddr, StreamSession, type StreamClient, type StreamEnv } from './session.js';
 
 const OK = 200;
@@ -145,19 +147,21 @@ export class StreamServers {
     if (group.soKeepalive) socket.setKeepAlive(true);
     let proxy: StreamProxy | undefined;
     let ended = false;
+    // the client's bytes: the TCP socket, or the TLS socket over it once its handshake completed
+    let io: Socket = socket;
     const client: StreamClient = {
-      write: (bytes, done) => socket.write(bytes, done),
-      pause: () => socket.pause(),
+      write: (bytes, done) => io.write(bytes, done),
+      pause: () => io.pause(),
       resume: () => {
-        if (!ended) socket.resume();
+        if (!ended) io.resume();
       },
       close: () => {
         this.sessions.delete(session);
-        socket.removeAllListeners('data');
-        socket.destroySoon();
+        io.removeAllListeners('data');
+        io.destroySoon();
       },
-      shutdown: () => socket.end(),
-      destroy: () => socket.destroy(),
+      shutdown: () => io.end(),
+      destroy: () => io.destroy(),
     };
     const session = new StreamSession(
       env, group, server, addrText, client, false,
@@ -188,9 +192,37 @@ export class StreamServers {
         return;
       }
       if (server.tcpNodelay) socket.setNoDelay(true);
+      if (group.ssl && server.tls) {
+        streamHandshake(session, socket, (secured) => {
+          io = secured;
+          secured.on('error', (err) => {
+            if (proxy) proxy.clientEnd(err);
+            else if (!session.finalized) session.finalize(OK);
+          });
+          secured.on('close', () => {
+            if (!session.finalized && !proxy) session.finalize(OK);
+          });
+          prereadThenContent();
+        });
+        return;
+      }
+      prereadThenContent();
+    };
+    const prereadThenContent = (): void => {
+      const preread = session.server.preread;
+      if (!preread) {
+        contentPhase();
+        return;
+      }
+      // ngx_stream_core_preread_phase: no action in its lines
+      session.action = undefined;
+      prereadPhase(session, io, preread, contentPhase);
+    };
+    const contentPhase = (): void => {
       // ngx_stream_core_content_phase: no action in the content handler's lines
       session.action = undefined;
-      const content = server.content;
+      // the server an SNI name chose, if it chose one
+      const content = session.server.content;
       if (!content) {
         // nginx logs `no handler for server` at debug level only
         session.finalize(INTERNAL_SERVER_ERROR);
@@ -200,24 +232,17 @@ export class StreamServers {
         // ngx_stream_return_handler: the value, then the session ends once it is sent
         const text = Buffer.from(content.value.evaluate(session), 'latin1');
         session.bytesSent += text.length;
-        socket.write(text, () => session.finalize(OK));
+        io.write(text, () => session.finalize(OK));
         return;
       }
       proxy = new StreamProxy(session, content.proxy);
-      socket.on('data', (chunk: Buffer) => proxy!.clientData(chunk));
-      socket.on('end', () => {
+      io.on('data', (chunk: Buffer) => proxy!.clientData(chunk));
+      io.on('end', () => {
         ended = true;
         proxy!.clientEnd();
       });
       proxy.start().catch((err: unknown) => failed(session, err));
     };
-    if (group.ssl) {
-      // rather than pass a TLS handshake on to the upstream unseen
-      session.log('error', 'TLS in stream servers is not supported by jinx');
-      session.finalize(INTERNAL_SERVER_ERROR);
-      socket.destroy();
-      return;
-    }
     if (!group.proxyProtocol) {
       begin();
       return;

@@ -11,6 +11,8 @@ import { cidrContains } from '../../config/cidr.js';
 import type { ProxyProtocolHeader } from '../../config/proxy-protocol-tlv.js';
 import type { StreamAccessLog, StreamListenGroup, StreamServer, StreamTable } from '../../config/route-table.js';
 import type { StreamUpstreamState, StreamView } from '../../config/stream-view.js';
+import type { StreamTlsConf } from '../../config/modules/stream-ssl.js';
+import type { TlsView } from '../../config/request-view.js';
 import type { AccessLogFiles } from '../../log/access-log.js';
 import type { ErrorLogFiles } from '../../log/error-log.js';
 import type { LogLevel } from '../../log/levels.js';
@@ -76,15 +78,56 @@ export class StreamSession implements StreamView {
   /** Called when the session ends, before the access log (the proxy closes its upstream). */
   onFinalize: ((status: number) => void) | undefined;
   finalized = false;
+  /** What `ssl_preread` read of the ClientHello. */
+  preread: StreamView['preread'];
+  /** The TLS handshake's results, once it completed (`listen … ssl`). */
+  tls: TlsView | undefined;
+
+  /** `$server_name`. */
+  get serverName(): string {
+    return this.server.name;
+  }
 
   /**
-   * @param server the server of the address the client came to
+   * `ngx_stream_find_virtual_server` for an SNI name: the server of the
+   * address whose `server_name` matches it (exact, `*.` and `.` wildcards
+   * longest first, `.*` wildcards, then regexes in order, their named
+   * captures set) becomes the session's; none leaves the server as it is.
+   * An empty name or one `ngx_stream_validate_host` refuses matches nothing.
+   */
+  selectServer(name: string): void {
+    const host = name.toLowerCase().replace(/\.$/, '');
+    if (host === '' || host.startsWith('.') || /[\/\\\0]|\.\./.test(host)) return;
+    const names = this.group.names;
+    let found = names.exact.get(host);
+    found ??= names.heads.find(([suffix]) => host.length > suffix.length && host.endsWith(suffix))?.[1];
+    found ??= names.tails.find(([prefix]) => host.length > prefix.length && host.startsWith(prefix))?.[1];
+    if (!found) {
+      for (const r of names.regexes) {
+        const m = r.regex.exec(host);
+        if (!m) continue;
+        this.captures = m;
+        for (const c of r.captures) this.vars[c.index] = m.groups?.[c.name] ?? '';
+        found = r.server;
+        break;
+      }
+    }
+    if (found) this.server = found;
+  }
+
+  /** `ssl_verify_client` and the settings of `$ssl_curve`, of the session's server. */
+  get tlsServer(): StreamTlsConf | undefined {
+    return this.server.tls;
+  }
+
+  /**
+   * @param server the server of the address the client came to (an SNI name may choose another one: `selectServer`)
    * @param addrText that address as nginx prints it (`addr_conf->addr_text`)
    */
   constructor(
     readonly env: StreamEnv,
     readonly group: StreamListenGroup,
-    readonly server: StreamServer,
+    public server: StreamServer,
     readonly addrText: string,
     readonly client: StreamClient,
     readonly udp: boolean,

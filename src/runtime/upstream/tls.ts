@@ -79,7 +79,7 @@ export interface PeerChain {
  * them: the leaf is made from the chain's DER instead); undefined when the
  * handshake showed none (a resumed session).
  */
-function peerChain(socket: TLSSocket): PeerChain | undefined {
+export function peerChain(socket: TLSSocket): PeerChain | undefined {
   const leaf = socket.getPeerCertificate(true) as PeerCertificate | undefined;
   if (!leaf?.raw) return undefined;
   const seen = new Set<string>();

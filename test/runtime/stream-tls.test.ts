@@ -1,0 +1,165 @@
+/**
+ * TLS in the stream module, differential against nginx, with certificates
+ * made for the run (test/helpers/pki.ts): a `listen … ssl` server
+ * terminating TLS (`ssl_alpn`, `$ssl_protocol`, `$ssl_server_name`,
+ * `$ssl_alpn_protocol`) to a TCP echo upstream, a handshake refused for
+ * want of a common ALPN protocol, and a `server_name` the SNI name chooses; `ssl_preread` routing by the SNI name with
+ * `map` without terminating TLS (`$ssl_preread_*`); `proxy_ssl` to a TLS
+ * echo upstream (`proxy_ssl_name`, `proxy_ssl_server_name`,
+ * `proxy_ssl_verify`), and a name the certificate does not match (502,
+ * nginx's `upstream SSL certificate does not match …` line). The replies,
+ * access-log lines and error-log lines are compared with nginx's.
+ */
+import { strict as assert } from 'node:assert';
+import { existsSync, readFileSync } from 'node:fs';
+import { connect as netConnect, createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { connect as tlsConnect, createServer as createTlsServer, type Server as TlsServer, type TLSSocket } from 'node:tls';
+import { streamModulePath } from '../helpers/corpus-trees.js';
+import { differential, mainContext } from '../helpers/differential.js';
+import { cleanup, freePort, hasCommand } from '../helpers/harness.js';
+import { makePki, type Pki } from '../helpers/pki.js';
+
+const skip = hasCommand('openssl') ? false : 'no openssl command';
+
+/** Lines whose ephemeral ports change from run to run. */
+const EPHEMERAL = /(?:client|proxy) \S+ connected to /;
+
+/** How many access-log lines and settled error-log entries the start-up probes left (the comparison starts after them). */
+async function afterProbes(prefix: string): Promise<{ access: number; settled: number }> {
+  await new Promise((r) => setTimeout(r, 300));
+  const read = (rel: string): string => (existsSync(join(prefix, rel)) ? readFileSync(join(prefix, rel), 'latin1') : '');
+  const entries = read('logs/error.log').split('\n').filter((l) => /^\S+ \S+ \[\w+\] \d+#\d+: \*\d+ /.test(l));
+  return { access: read('logs/stream.log').split('\n').filter(Boolean).length, settled: entries.filter((l) => !EPHEMERAL.test(l)).length };
+}
+
+/**
+ * Writes `message` on `socket` once connected and shuts down once the echo
+ * came back (or at once for no message, the server closing); resolves with
+ * all that came back (`[error]` for a failure).
+ */
+function exchange(socket: TLSSocket | ReturnType<typeof netConnect>, message: string, event: 'secureConnect' | 'connect'): Promise<string> {
+  return new Promise((resolve) => {
+    let out = '';
+    socket.on(event, () => {
+      if (message !== '') socket.write(message);
+    });
+    socket.on('data', (d: Buffer) => {
+      out += d.toString('latin1');
+      if (/bar\d/.test(out)) socket.end();
+    });
+    socket.on('error', () => {
+      out += '[error]';
+    });
+    socket.on('close', () => resolve(out));
+  });
+}
+
+/** A TLS client's session: `message` sent, the reply and the ALPN protocol chosen. */
+async function tlsSession(port: number, servername: string, alpn: readonly string[], message: string): Promise<string> {
+  const s = tlsConnect({ host: '127.0.0.1', port, servername, ALPNProtocols: [...alpn], rejectUnauthorized: false });
+  const reply = await exchange(s, message, 'secureConnect');
+  return `${reply} alpn=${s.alpnProtocol || '-'}`;
+}
+
+describe('stream TLS (differential)', { skip }, () => {
+  let pki: Pki;
+  let echo: Server;
+  let tlsEcho: TlsServer;
+  let echoPort = 0;
+  let tlsPort = 0;
+
+  before(async () => {
+    pki = makePki()!;
+    echoPort = await freePort();
+    tlsPort = await freePort();
+    echo = createServer({ allowHalfOpen: true }, (s) => {
+      s.on('data', (d) => s.write(d.toString('latin1').replace(/foo/g, 'bar')));
+      s.on('end', () => s.end());
+      s.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => echo.listen(echoPort, '127.0.0.1', resolve));
+    // the TLS echo says which SNI name it got
+    tlsEcho = createTlsServer({ cert: pki.text('leaf.pem'), key: pki.text('leaf.key'), allowHalfOpen: true }, (s) => {
+      s.write(`[sni ${(s as TLSSocket & { servername?: string | false }).servername || '-'}] `);
+      s.on('data', (d) => s.write(d.toString('latin1').replace(/foo/g, 'bar')));
+      s.on('end', () => s.end());
+      s.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => tlsEcho.listen(tlsPort, '127.0.0.1', resolve));
+  });
+
+  after(() => {
+    echo.close();
+    tlsEcho.close();
+    cleanup();
+  });
+
+  it('terminates TLS to a TCP upstream, routes by SNI with ssl_preread and map, and speaks TLS to a TLS upstream, as nginx does', async () => {
+    const run = await differential({
+      extraPorts: 3,
+      literals: { UP: echoPort, TLSUP: tlsPort },
+      // the closing lines of the start-up probes and of the sessions that carry TLS records (whose sizes vary) race the rest
+      racing: new RegExp(`${EPHEMERAL.source}|disconnected, bytes from/to client:`),
+      files: { 'cert.pem': pki.text('leaf.pem'), 'cert.key': pki.text('leaf.key'), 'root.pem': pki.text('root.pem') },
+      conf: ({ port, ports }) => `load_module ${streamModulePath()};\n${mainContext()}stream {
+  log_format s '$server_port $status $bytes_received [$ssl_protocol|$ssl_server_name|$ssl_alpn_protocol|$ssl_session_reused] [$ssl_preread_protocol|$ssl_preread_server_name|$ssl_preread_alpn_protocols] $upstream_addr';
+  access_log logs/stream.log s;
+  map $ssl_preread_server_name $route { terminated.test 127.0.0.1:${port}; default 127.0.0.1:${tlsPort}; }
+  server {
+    listen 127.0.0.1:${port} ssl;
+    ssl_certificate cert.pem; ssl_certificate_key cert.key;
+    ssl_alpn one two;
+    proxy_pass 127.0.0.1:${echoPort};
+  }
+  server { listen 127.0.0.1:${port}; server_name named.test *.wild.test; return "named $server_name $ssl_server_name $ssl_protocol"; }
+  server { listen 127.0.0.1:${ports[0]}; ssl_preread on; proxy_pass $route; }
+  server {
+    listen 127.0.0.1:${ports[1]};
+    proxy_pass 127.0.0.1:${tlsPort};
+    proxy_ssl on; proxy_ssl_server_name on; proxy_ssl_name backend.test;
+    proxy_ssl_verify on; proxy_ssl_trusted_certificate root.pem;
+  }
+  server {
+    listen 127.0.0.1:${ports[2]};
+    proxy_pass 127.0.0.1:${tlsPort};
+    proxy_ssl on; proxy_ssl_name wrong.test; proxy_ssl_verify on; proxy_ssl_trusted_certificate root.pem;
+  }
+}
+`,
+    }, async (s) => ({
+      probes: await afterProbes(s.prefix),
+      terminated: await tlsSession(s.port, 'x.test', ['two', 'three'], 'foo1'),
+      noAlpn: await tlsSession(s.port, 'x.test', ['three'], 'foo2'),
+      named: await tlsSession(s.port, 'a.wild.test', [], ''),
+      prereadToTerminated: await tlsSession(s.ports[0]!, 'terminated.test', ['one'], 'foo3'),
+      prereadToUpstream: await tlsSession(s.ports[0]!, 'other.test', [], 'foo4'),
+      proxySsl: await exchange(netConnect(s.ports[1]!, '127.0.0.1'), 'foo5', 'connect'),
+      wrongName: await exchange(netConnect(s.ports[2]!, '127.0.0.1'), '', 'connect'),
+    }));
+    const { probes: nginxProbes, ...nginxResult } = run.nginx.result;
+    const { probes: jinxProbes, ...jinxResult } = run.jinx.result;
+    assert.deepEqual(jinxResult, nginxResult);
+    assert.deepEqual(nginxResult, {
+      terminated: 'bar1 alpn=two',
+      noAlpn: '[error] alpn=-',
+      named: 'named named.test a.wild.test TLSv1.3 alpn=-',
+      prereadToTerminated: 'bar3 alpn=one',
+      prereadToUpstream: '[sni other.test] bar4 alpn=-',
+      proxySsl: '[sni backend.test] bar5',
+      wrongName: '',
+    });
+    const access = (side: typeof run.nginx, probes: { access: number }): string[] => side.file('logs/stream.log').slice(probes.access).sort();
+    assert.deepEqual(access(run.jinx, jinxProbes), access(run.nginx, nginxProbes));
+    // the sessions ssl_preread passed on carry TLS records, whose sizes (session tickets) are the TLS library's, and whose
+    // two sessions (ssl_preread's and the terminating server's) end at once: their counts, and the order, are left out
+    const tlsRecords = (l: string): string => (/client:\d{3,}\//.test(l)
+      ? l.replace(/(upstream|client) disconnected/, 'disconnected').replace(/\d+\/\d+/g, 'N/N') : l);
+    const settled = (lines: readonly string[], probes: { settled: number }): string[] =>
+      lines.filter((l) => !EPHEMERAL.test(l)).slice(probes.settled).map(tlsRecords).sort();
+    const jinxErrors = settled(run.jinx.errorLog, jinxProbes);
+    assert.deepEqual(jinxErrors, settled(run.nginx.errorLog, nginxProbes));
+    assert.ok(jinxErrors.some((l) => l.startsWith('[error] *CONN upstream SSL certificate does not match "wrong.test" while SSL handshaking to upstream')));
+  });
+});
