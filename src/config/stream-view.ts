@@ -46,4 +46,6 @@ export interface StreamView {
   readonly status: number;
   /** The upstream servers tried, in order. */
   readonly upstreams: readonly StreamUpstreamState[];
+  /** `$limit_conn_status`: `PASSED`, `REJECTED`, `REJECTED_DRY_RUN`; undefined until limit_conn counted the session. */
+  readonly limitConnStatus: string | undefined;
 }

@@ -17,6 +17,7 @@ import type { LogLevel } from '../../log/levels.js';
 import { appendFileSync } from 'node:fs';
 import { systemErrorText } from '../../os-errors.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
+import type { LimitConnStore } from '../limit-conn-zones.js';
 import type { NameResolver } from '../upstream/resolver.js';
 import type { RoundRobin } from '../upstream/round-robin.js';
 
@@ -28,6 +29,8 @@ export interface StreamEnv {
   readonly resolver: NameResolver;
   readonly roundRobin: RoundRobin;
   readonly numbers: ConnectionNumbers;
+  /** The `limit_conn_zone` counts (of the process, or of every worker through the master). */
+  readonly limitConn: LimitConnStore;
   /** Whether the server is stopping or the configuration was replaced (nginx's `ngx_exiting`). */
   exiting(): boolean;
 }
@@ -76,6 +79,9 @@ export class StreamSession implements StreamView {
   /** Called when the session ends, before the access log (the proxy closes its upstream). */
   onFinalize: ((status: number) => void) | undefined;
   finalized = false;
+  limitConnStatus: string | undefined;
+  /** Run once the session has ended and been logged (nginx's pool cleanups: limit_conn's counts). */
+  readonly cleanups: (() => void)[] = [];
 
   /**
    * @param server the server of the address the client came to
@@ -171,6 +177,7 @@ export class StreamSession implements StreamView {
     this.onFinalize?.(status);
     this.writeAccessLog();
     this.client.close();
+    for (const c of this.cleanups) c();
   }
 
   /** `ngx_stream_log_handler`: each `access_log` whose `if=` holds. */
