@@ -202,7 +202,8 @@ const proxyPassSet = slot<ProxyPassDef | undefined>('stream proxy_pass', undefin
 
 /**
  * The stream block's end (`ngx_stream_block`): upstreams are initialized in
- * the order they were named (`no servers are inside upstream`, `no port in
+ * the order they were named (`no servers are inside upstream`, `no servers
+ * in upstream "NAME"` for backup servers only, `no port in
  * upstream`, `host not found in upstream`), every `listen … ssl` server needs
  * a certificate, then servers sharing an address are the warning
  * `conflicting server name "" on ADDR, ignored` (jinx has no stream `server_name`).
@@ -211,6 +212,8 @@ function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
   for (const up of cx.scope.registry(streamDecls).upstreams.values()) {
     if (up.explicit) {
       if (up.servers.length === 0) fail('no servers are inside upstream', { file: up.directive.loc.file, line: up.directive.closeLine ?? up.loc.line });
+      // ngx_stream_upstream_init_round_robin: backup servers alone (kept by a method that refuses them later) are none
+      if (up.servers.every((srv) => srv.backup)) fail(`no servers in upstream "${up.name}"`, up.directive.loc);
       continue;
     }
     if (up.port === undefined) fail(`no port in upstream "${up.name}"`, up.loc);
