@@ -55,4 +55,6 @@ export interface StreamView {
   readonly preread: { readonly protocol: string; readonly serverName: string; readonly alpnProtocols: string } | undefined;
   /** `ssl_verify_client` of the session's server (`$ssl_client_*` are empty without it) and `$ssl_curve`'s settings. */
   readonly tlsServer: { readonly verifyClient: string; readonly preferServerCiphers: boolean; readonly ecdhCurve: string } | undefined;
+  /** `$limit_conn_status`: `PASSED`, `REJECTED`, `REJECTED_DRY_RUN`; undefined until limit_conn counted the session. */
+  readonly limitConnStatus: string | undefined;
 }

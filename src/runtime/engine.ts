@@ -176,7 +176,7 @@ export class Engine {
     const { cx } = gen;
     return {
       table, errorLog: cx.errorLog, accessLog: cx.accessLog, resolver: cx.resolver, roundRobin: cx.upstreams.roundRobin,
-      numbers: this.lasting.numbers, exiting: () => this.generations.exiting(gen),
+      numbers: this.lasting.numbers, limitConn: cx.limitConn, exiting: () => this.generations.exiting(gen),
     };
   }
 
@@ -234,10 +234,12 @@ export class Engine {
     this.connections.stopSessions();
   }
 
-  /** Applies another worker's failure or recovery of a peer in an upstream group with `zone` to the configuration served. */
+  /** Applies another worker's failure or recovery of a peer in an upstream group (http's or stream's) with `zone` to the configuration served. */
   applyPeerEvent(event: PeerEvent): void {
     const { cx, table } = this.generations.current;
-    cx.upstreams.roundRobin.applyShared(event, table.upstreams);
+    // a stream group with `zone` shares its peers the same way (nginx's zones are one namespace)
+    const groups = !table.upstreams.has(event.group.toLowerCase()) && table.stream ? table.stream.upstreams : table.upstreams;
+    cx.upstreams.roundRobin.applyShared(event, groups);
   }
 
   /** Reopens every log file (SIGUSR1). */

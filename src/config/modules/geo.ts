@@ -18,7 +18,7 @@ import { RadixTree } from '../radix-tree.js';
 import type { RequestView } from '../request-view.js';
 import { scopeRegistry } from '../scope.js';
 import { DirectiveFailure, fail, type DirectiveSpec, type SetContext } from '../spec.js';
-import type { VariableGetter, VariableRegistry } from '../variables.js';
+import type { ScriptView, VariableGetter, VariableRegistry } from '../variables.js';
 
 const GEO = 'ngx_http_geo_module';
 
@@ -29,15 +29,15 @@ interface GeoRange {
   value: string;
 }
 
-/** A `geo` block as read. */
-export interface GeoDef {
+/** A `geo` block as read (of http, `V` = `RequestView`, or of stream, `StreamView`). */
+export interface GeoDef<V extends ScriptView = RequestView> {
   /** The variable holding the address (`geo $arg_ip $v`), or undefined for the client's. */
   readonly addressVariable: string | undefined;
   /** `volatile`: not cached (nginx's `NGX_HTTP_VAR_NOCACHEABLE`). */
   volatile: boolean;
   /** `ranges`: the entries are `START-END` ranges of IPv4 addresses. */
   ranges: boolean;
-  /** `proxy` networks (`ngx_http_geo_add_proxy`), and `proxy_recursive`. */
+  /** `proxy` networks (`ngx_http_geo_add_proxy`), and `proxy_recursive` (http only). */
   readonly proxies: InetCidr[];
   proxyRecursive: boolean;
   /** CIDR mode: created by the first CIDR entry (`ranges` must come before it). */
@@ -47,7 +47,7 @@ export interface GeoDef {
   readonly blocks: Map<number, GeoRange[]>;
   rangeDefault: string | undefined;
   /** Set once bound at compile time; read by the variable's getter. */
-  bound: ((r: RequestView) => string) | undefined;
+  bound: ((r: V) => string) | undefined;
 }
 
 /** Every `geo` block of a configuration, bound once all variables are declared. */
@@ -76,7 +76,7 @@ function prefixBits(mask: InetAddr): number {
 }
 
 /** `ngx_http_geo_cidr_add`: a duplicate network replaces the old value, with nginx's warning. */
-function cidrAdd(geo: GeoDef, cidr: InetCidr, value: string, net: string, loc: SourceLoc, cx: SetContext): void {
+function cidrAdd<V extends ScriptView>(geo: GeoDef<V>, cidr: InetCidr, value: string, net: string, loc: SourceLoc, cx: SetContext): void {
   const tree = cidr.addr.length === 4 ? geo.tree4! : geo.tree6!;
   const bits = prefixBits(cidr.mask);
   if (tree.insert(cidr.addr, bits, value) === 'ok') return;
@@ -87,7 +87,7 @@ function cidrAdd(geo: GeoDef, cidr: InetCidr, value: string, net: string, loc: S
 }
 
 /** `ngx_http_geo_cidr`: `default`, `delete NET` or `NET VALUE`. */
-function cidrEntry(geo: GeoDef, first: string, second: string, loc: SourceLoc, cx: SetContext): void {
+function cidrEntry<V extends ScriptView>(geo: GeoDef<V>, first: string, second: string, loc: SourceLoc, cx: SetContext): void {
   geo.tree4 ??= new RadixTree();
   geo.tree6 ??= new RadixTree();
   if (first === 'default') {
@@ -124,7 +124,7 @@ const dotted = (h: number, low: number): string => `${h >> 8}.${h & 0xff}.${low 
  * any other overlap is an error.
  * @throws DirectiveFailure `range "NET" overlaps "A-B"`
  */
-function addRange(geo: GeoDef, start: number, end: number, value: string, net: string, loc: SourceLoc, cx: SetContext): void {
+function addRange<V extends ScriptView>(geo: GeoDef<V>, start: number, end: number, value: string, net: string, loc: SourceLoc, cx: SetContext): void {
   for (const [h, s, e] of blocksOf(start, end)) {
     let a = geo.blocks.get(h);
     if (!a) geo.blocks.set(h, (a = []));
@@ -166,7 +166,7 @@ function placeRange(a: GeoRange[], h: number, s: number, e: number, value: strin
 }
 
 /** `ngx_http_geo_delete_range`: true when some block had no range exactly as given. */
-function deleteRange(geo: GeoDef, start: number, end: number): boolean {
+function deleteRange<V extends ScriptView>(geo: GeoDef<V>, start: number, end: number): boolean {
   let missing = false;
   for (const [h, s, e] of blocksOf(start, end)) {
     const a = geo.blocks.get(h);
@@ -182,7 +182,7 @@ function deleteRange(geo: GeoDef, start: number, end: number): boolean {
  * `START-END VALUE`, both ends in `ngx_inet_addr`'s form.
  * @throws DirectiveFailure `invalid range "X"`
  */
-function rangeEntry(geo: GeoDef, first: string, second: string, loc: SourceLoc, cx: SetContext): void {
+function rangeEntry<V extends ScriptView>(geo: GeoDef<V>, first: string, second: string, loc: SourceLoc, cx: SetContext): void {
   if (first === 'default') {
     if (geo.rangeDefault !== undefined) {
       cx.warn(`duplicate default geo range value: "${second}", old value: "${geo.rangeDefault}"`, 'duplicate-default', loc);
@@ -204,10 +204,11 @@ function rangeEntry(geo: GeoDef, first: string, second: string, loc: SourceLoc, 
 }
 
 /**
- * `ngx_http_geo`: one entry of the block.
+ * `ngx_http_geo` (`ngx_stream_geo`): one entry of the block; `proxy` and
+ * `proxy_recursive` are http's only (`withProxies`).
  * @throws DirectiveFailure nginx's messages for a bad entry
  */
-function readEntry(geo: GeoDef, e: Directive, cx: SetContext): void {
+function readEntry<V extends ScriptView>(geo: GeoDef<V>, e: Directive, cx: SetContext, withProxies: boolean): void {
   if (e.block !== null) fail('unexpected "{"', e.loc);
   const words = [e.name, ...e.args];
   if (words.length === 1) {
@@ -216,7 +217,7 @@ function readEntry(geo: GeoDef, e: Directive, cx: SetContext): void {
       geo.ranges = true;
       return;
     }
-    if (e.name === 'proxy_recursive') {
+    if (e.name === 'proxy_recursive' && withProxies) {
       geo.proxyRecursive = true;
       return;
     }
@@ -227,7 +228,7 @@ function readEntry(geo: GeoDef, e: Directive, cx: SetContext): void {
   }
   if (words.length !== 2) fail('invalid number of the geo parameters', e.loc);
   const [first, second] = words as [string, string];
-  if (first === 'proxy') {
+  if (first === 'proxy' && withProxies) {
     geo.proxies.push(cidrValue(second, e.loc, cx));
     return;
   }
@@ -235,49 +236,57 @@ function readEntry(geo: GeoDef, e: Directive, cx: SetContext): void {
   else cidrEntry(geo, first, second, e.loc, cx);
 }
 
+/**
+ * `ngx_http_geo_block` (`ngx_stream_geo_block`): `geo [$address] $variable
+ * { … }` read into a `GeoDef`, its variable declared in `vars` before the
+ * entries are read (`volatile` among them). A stream block (`withProxies`
+ * false) has no `proxy` entries.
+ * @throws DirectiveFailure nginx's messages for a bad name or entry
+ */
+export function readGeoBlock<V extends ScriptView>(d: Directive, cx: SetContext, vars: VariableRegistry<V>, withProxies: boolean): GeoDef<V> {
+  const first = d.args[0]!;
+  if (!first.startsWith('$')) fail(`invalid variable name "${first}"`);
+  let addressVariable: string | undefined;
+  let name = first;
+  if (d.args.length === 2) {
+    addressVariable = first.slice(1);
+    if (addressVariable.length === 0) fail('invalid variable name "$"');
+    vars.reference(addressVariable, d.loc);
+    name = d.args[1]!;
+    if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
+  }
+  const geo: GeoDef<V> = {
+    addressVariable, volatile: false, ranges: false, proxies: [], proxyRecursive: false,
+    tree4: undefined, tree6: undefined, blocks: new Map(), rangeDefault: undefined, bound: undefined,
+  };
+  vars.declare(name.slice(1), {
+    kind: 'lazy', compute: (r) => geo.bound!(r), get volatile() {
+      return geo.volatile;
+    },
+  });
+  for (const e of d.block ?? []) {
+    if (e.kind === 'error') throw e.error;
+    try {
+      readEntry(geo, e, cx, withProxies);
+    } catch (err) {
+      if (err instanceof DirectiveFailure && !err.loc) throw new DirectiveFailure(err.text, err.kind, e.loc);
+      throw err;
+    }
+  }
+  if (!geo.ranges) {
+    // an unset default is the empty value (NGX_BUSY is fine: `default` set it)
+    geo.tree4 ??= new RadixTree();
+    geo.tree6 ??= new RadixTree();
+    geo.tree4.insert(new Uint8Array(4), 0, '');
+    geo.tree6.insert(new Uint8Array(16), 0, '');
+  }
+  return geo;
+}
+
 export const geoDirectives: readonly DirectiveSpec[] = [
   {
     name: 'geo', module: GEO, contexts: ['http'], args: ['TAKE1', 'TAKE2'], block: 'raw', effect: 'runtime',
-    set: (d, cx) => {
-      const first = d.args[0]!;
-      if (!first.startsWith('$')) fail(`invalid variable name "${first}"`);
-      let addressVariable: string | undefined;
-      let name = first;
-      if (d.args.length === 2) {
-        addressVariable = first.slice(1);
-        if (addressVariable.length === 0) fail('invalid variable name "$"');
-        cx.scope.variables.reference(addressVariable, d.loc);
-        name = d.args[1]!;
-        if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
-      }
-      const geo: GeoDef = {
-        addressVariable, volatile: false, ranges: false, proxies: [], proxyRecursive: false,
-        tree4: undefined, tree6: undefined, blocks: new Map(), rangeDefault: undefined, bound: undefined,
-      };
-      // ngx_http_geo_block adds the variable before it reads the entries (`volatile` among them)
-      cx.scope.variables.declare(name.slice(1), {
-        kind: 'lazy', compute: (r) => geo.bound!(r), get volatile() {
-          return geo.volatile;
-        },
-      });
-      for (const e of d.block ?? []) {
-        if (e.kind === 'error') throw e.error;
-        try {
-          readEntry(geo, e, cx);
-        } catch (err) {
-          if (err instanceof DirectiveFailure && !err.loc) throw new DirectiveFailure(err.text, err.kind, e.loc);
-          throw err;
-        }
-      }
-      if (!geo.ranges) {
-        // an unset default is the empty value (NGX_BUSY is fine: `default` set it)
-        geo.tree4 ??= new RadixTree();
-        geo.tree6 ??= new RadixTree();
-        geo.tree4.insert(new Uint8Array(4), 0, '');
-        geo.tree6.insert(new Uint8Array(16), 0, '');
-      }
-      cx.scope.registry(geoBlocks).push(geo);
-    },
+    set: (d, cx) => void cx.scope.registry(geoBlocks).push(readGeoBlock(d, cx, cx.scope.variables, true)),
   },
 ];
 
@@ -323,19 +332,35 @@ const v4Key = (n: number): InetAddr => Uint8Array.of(n >>> 24, (n >>> 16) & 0xff
  * variable's, then `X-Forwarded-For` from trusted proxies), then the lookup.
  */
 export function bindGeo(geo: GeoDef, vars: VariableRegistry): void {
+  bindGeoLookup(geo, vars, (r) => r.clientAddr, (r) => {
+    const xff = r.headers['x-forwarded-for'];
+    return Array.isArray(xff) ? xff.join(', ') : xff;
+  });
+}
+
+/**
+ * Binds a geo block of any module: `clientAddr` is the session's or
+ * request's client address (`unix:` for a unix domain socket), `forwarded`
+ * its `X-Forwarded-For` (read only with `proxy` entries).
+ */
+export function bindGeoLookup<V extends ScriptView>(
+  geo: GeoDef<V>, vars: VariableRegistry<V>, clientAddr: (r: V) => string, forwarded: (r: V) => string | undefined,
+): void {
   // an unknown variable is refused later, by the check of every reference
-  const source: VariableGetter | undefined = geo.addressVariable === undefined ? undefined : vars.getter(geo.addressVariable) ?? (() => undefined);
-  const address = (r: RequestView): GeoAddr => {
+  const source: VariableGetter<V> | undefined = geo.addressVariable === undefined ? undefined : vars.getter(geo.addressVariable) ?? (() => undefined);
+  const address = (r: V): GeoAddr => {
     let a: GeoAddr;
-    if (!source) a = r.clientAddr === 'unix:' ? 'unix' : parseAddr(r.clientAddr);
-    else {
+    if (!source) {
+      const client = clientAddr(r);
+      a = client === 'unix:' ? 'unix' : parseAddr(client);
+    } else {
       const text = source(r);
       a = text === undefined ? undefined : parseAddr(text);
     }
-    if (a === undefined) return undefined;
-    const xff = r.headers['x-forwarded-for'];
-    if (xff === undefined || geo.proxies.length === 0) return a;
-    return forwardedAddr(a, Array.isArray(xff) ? xff.join(', ') : xff, geo.proxies, geo.proxyRecursive);
+    if (a === undefined || geo.proxies.length === 0) return a;
+    const xff = forwarded(r);
+    if (xff === undefined) return a;
+    return forwardedAddr(a, xff, geo.proxies, geo.proxyRecursive);
   };
   if (geo.ranges) {
     const dflt = geo.rangeDefault ?? '';

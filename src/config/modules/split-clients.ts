@@ -9,17 +9,17 @@ import type { Directive } from '../../parser/ast.js';
 import type { RequestView } from '../request-view.js';
 import { scopeRegistry } from '../scope.js';
 import { DirectiveFailure, fail, type DirectiveSpec } from '../spec.js';
-import type { ValueSource, VariableRegistry } from '../variables.js';
+import type { ScriptView, ValueSource, VariableRegistry } from '../variables.js';
 
 const SPLIT_CLIENTS = 'ngx_http_split_clients_module';
 
-/** A `split_clients` block as read. */
-export interface SplitClientsDef {
+/** A `split_clients` block as read (of http, `V` = `RequestView`, or of stream, `StreamView`). */
+export interface SplitClientsDef<V extends ScriptView = RequestView> {
   readonly source: ValueSource;
   /** Upper bounds of the parts in the hash space (exclusive), or 0 for `*`, with their values, in order. */
   readonly parts: { readonly bound: number; readonly value: string }[];
   /** Set once bound at compile time; read by the variable's getter. */
-  bound: ((r: RequestView) => string) | undefined;
+  bound: ((r: V) => string) | undefined;
 }
 
 /** Every `split_clients` block of a configuration, bound once all variables are declared. */
@@ -105,46 +105,53 @@ function readPart(e: Directive, carried: string): { percent: number; value: stri
   return { percent: Number(n & 0xffff_ffffn), value };
 }
 
+/**
+ * `ngx_conf_split_clients_block` (http's and stream's): the block read into
+ * a `SplitClientsDef`, its variable declared in `vars`.
+ * @throws DirectiveFailure nginx's messages for a bad name, part or total
+ */
+export function readSplitClients<V extends ScriptView>(d: Directive, vars: VariableRegistry<V>): SplitClientsDef<V> {
+  const source = vars.value(d.args[0]!, d.loc);
+  const name = d.args[1]!;
+  if (name.length < 2 || !name.startsWith('$')) fail(`invalid variable name "${name}"`);
+  const def: SplitClientsDef<V> = { source, parts: [], bound: undefined };
+  vars.declare(name.slice(1), { kind: 'lazy', compute: (r) => def.bound!(r) });
+  const read: { percent: number; value: string }[] = [];
+  let carried = d.args[0]!;
+  for (const e of d.block ?? []) {
+    if (e.kind === 'error') throw e.error;
+    try {
+      read.push(readPart(e, carried));
+      carried = e.args[0] ?? carried;
+    } catch (err) {
+      if (err instanceof DirectiveFailure && !err.loc) throw new DirectiveFailure(err.text, err.kind, e.loc);
+      throw err;
+    }
+  }
+  // ngx_conf_split_clients_block: shares in 1/10000, summed in uint32; `*` fills up to 100%
+  let sum = 0;
+  let last = 0n;
+  for (const p of read) {
+    sum = p.percent ? (sum + p.percent) >>> 0 : 10000;
+    // reported where nginx is once the block is read: its closing brace
+    if (sum > 10000) fail('percent total is greater than 100%', { file: d.loc.file, line: d.closeLine ?? d.loc.line });
+    if (p.percent) {
+      last = (last + (BigInt(p.percent) * 0xffffffffn) / 10000n) & 0xffff_ffffn;
+      def.parts.push({ bound: Number(last), value: p.value });
+    } else def.parts.push({ bound: 0, value: p.value });
+  }
+  return def;
+}
+
 export const splitClientsDirectives: readonly DirectiveSpec[] = [
   {
     name: 'split_clients', module: SPLIT_CLIENTS, contexts: ['http'], args: ['TAKE2'], block: 'raw', effect: 'runtime',
-    set: (d, cx) => {
-      const source = cx.scope.variables.value(d.args[0]!, d.loc);
-      const name = d.args[1]!;
-      if (name.length < 2 || !name.startsWith('$')) fail(`invalid variable name "${name}"`);
-      const def: SplitClientsDef = { source, parts: [], bound: undefined };
-      cx.scope.variables.declare(name.slice(1), { kind: 'lazy', compute: (r) => def.bound!(r) });
-      const read: { percent: number; value: string }[] = [];
-      let carried = d.args[0]!;
-      for (const e of d.block ?? []) {
-        if (e.kind === 'error') throw e.error;
-        try {
-          read.push(readPart(e, carried));
-          carried = e.args[0] ?? carried;
-        } catch (err) {
-          if (err instanceof DirectiveFailure && !err.loc) throw new DirectiveFailure(err.text, err.kind, e.loc);
-          throw err;
-        }
-      }
-      // ngx_conf_split_clients_block: shares in 1/10000, summed in uint32; `*` fills up to 100%
-      let sum = 0;
-      let last = 0n;
-      for (const p of read) {
-        sum = p.percent ? (sum + p.percent) >>> 0 : 10000;
-        // reported where nginx is once the block is read: its closing brace
-        if (sum > 10000) fail('percent total is greater than 100%', { file: d.loc.file, line: d.closeLine ?? d.loc.line });
-        if (p.percent) {
-          last = (last + (BigInt(p.percent) * 0xffffffffn) / 10000n) & 0xffff_ffffn;
-          def.parts.push({ bound: Number(last), value: p.value });
-        } else def.parts.push({ bound: 0, value: p.value });
-      }
-      cx.scope.registry(splitClientsBlocks).push(def);
-    },
+    set: (d, cx) => void cx.scope.registry(splitClientsBlocks).push(readSplitClients(d, cx.scope.variables)),
   },
 ];
 
 /** Binds a split_clients block: the first part whose bound is above the hash, or `*`; else the empty value. */
-export function bindSplitClients(def: SplitClientsDef, vars: VariableRegistry): void {
+export function bindSplitClients<V extends ScriptView>(def: SplitClientsDef<V>, vars: VariableRegistry<V>): void {
   const source = vars.bind(def.source);
   const parts = def.parts;
   def.bound = (r) => {

@@ -6,7 +6,10 @@
  * `ngx_stream_upstream_least_conn_module.c`, `ngx_stream_log_module.c`,
  * `ngx_stream_return_module.c`, `ngx_stream_set_module.c`,
  * `ngx_stream_map_module.c`, `ngx_stream_access_module.c`,
- * `ngx_stream_realip_module.c`); `load_module …/ngx_stream_module.so` is
+ * `ngx_stream_realip_module.c`, `ngx_stream_upstream_hash_module.c`,
+ * `ngx_stream_upstream_random_module.c`, `ngx_stream_upstream_zone_module.c`;
+ * limit_conn, geo and split_clients are `stream-limit-conn.ts` and
+ * `stream-geo.ts`); `load_module …/ngx_stream_module.so` is
  * still accepted. The runtime is `src/runtime/stream/`; this file reads and
  * checks the directives and compiles them into a `StreamTable`; TLS
  * (`ngx_stream_ssl_module`) is read by `stream-ssl.ts`.
@@ -18,7 +21,7 @@ import type { CompileContext } from '../compile-context.js';
 import type { Context } from '../flags.js';
 import { parseListenAddress, parseListenParams, parseUnixPath, type ListenAddress } from '../listen.js';
 import { compileLogFormat, type CompiledLogFormat } from '../log-format.js';
-import { scopeRegistry, type ConfigScope, type UpstreamServerDecl } from '../scope.js';
+import { scopeRegistry, type ConfigScope, type UpstreamBalancer, type UpstreamServerDecl } from '../scope.js';
 import {
   DirectiveFailure, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, parseSize, parseTime, rule, sizeSetter, slot,
   type ChildBlock, type ConfChain, type DirectiveSpec, type Rule, type SetContext,
@@ -36,6 +39,8 @@ import { streamPrereadConf, streamPrereadDirectives, type StreamPrereadConf } fr
 import { streamProxySslDirectives, streamUpstreamTls, type StreamUpstreamTls } from './stream-proxy-ssl.js';
 import { firstServerName, streamServerNameDirectives, streamServerNamesOf, type StreamServerNames } from './stream-server-name.js';
 import { streamSslDirectives, streamTlsConf, type StreamTlsConf } from './stream-ssl.js';
+import { bindStreamGeo, streamGeoDirectives } from './stream-geo.js';
+import { streamLimitConnConf, streamLimitConnDirectives, streamLimitConnVariables, type StreamLimitConnConf, type StreamLimitConnZone } from './stream-limit-conn.js';
 import { streamVariables } from './stream-variables.js';
 import { parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
 import type { Cidr } from '../cidr.js';
@@ -84,8 +89,14 @@ interface StreamUpstream {
   directive: Directive;
   /** The `server` entries of the block. */
   servers: UpstreamServerDecl[];
-  /** `least_conn` in the block. */
-  leastConn: boolean;
+  /** The block's method (`least_conn`, `hash`, `random` …; round robin by default). */
+  balancer: UpstreamBalancer;
+  /** A method was chosen in the block (a second one is `load balancing method redefined`). */
+  balancerSet: boolean;
+  /** `hash KEY`: the key. */
+  hashKey: ValueSource | undefined;
+  /** `zone NAME`: the peers' state is shared by the workers. */
+  zone: string | undefined;
 }
 
 /** The stream module's upstreams, servers, listens and log formats. */
@@ -105,7 +116,8 @@ interface StreamDecls {
 
 /** The stream module's registries of one configuration. */
 const streamDecls = scopeRegistry((): StreamDecls => ({
-  upstreams: new Map(), addresses: new Map(), servers: new Map(), listens: [], logFormats: new Map(), maps: [], variables: new VariableRegistry(streamVariables),
+  upstreams: new Map(), addresses: new Map(), servers: new Map(), listens: [], logFormats: new Map(), maps: [],
+  variables: new VariableRegistry([...streamVariables, ...streamLimitConnVariables]),
 }));
 
 /** The stream module's variable registry of a configuration. */
@@ -152,7 +164,9 @@ function addUpstream(d: Directive, cx: SetContext, host: string, port: number | 
     if (explicit) Object.assign(existing, { explicit, port: undefined, directive: d, servers: [] });
     return;
   }
-  ups.set(host.toLowerCase(), { name: host, explicit, port, loc: d.loc, directive: d, servers: [], leastConn: false });
+  ups.set(host.toLowerCase(), {
+    name: host, explicit, port, loc: d.loc, directive: d, servers: [], balancer: 'round_robin', balancerSet: false, hashKey: undefined, zone: undefined,
+  });
 }
 
 /** What `proxy_pass` names: an upstream (by lowercased name), a unix domain socket, or a value with variables. */
@@ -187,7 +201,8 @@ const proxyPassSet = slot<ProxyPassDef | undefined>('stream proxy_pass', undefin
 
 /**
  * The stream block's end (`ngx_stream_block`): upstreams are initialized in
- * the order they were named (`no servers are inside upstream`, `no port in
+ * the order they were named (`no servers are inside upstream`, `no servers
+ * in upstream "NAME"` for backup servers only, `no port in
  * upstream`, `host not found in upstream`), every `listen … ssl` server needs
  * a certificate, then servers sharing an address are the warning
  * `conflicting server name "NAME" on ADDR, ignored` for a name two of them have.
@@ -196,6 +211,8 @@ function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
   for (const up of cx.scope.registry(streamDecls).upstreams.values()) {
     if (up.explicit) {
       if (up.servers.length === 0) fail('no servers are inside upstream', { file: up.directive.loc.file, line: up.directive.closeLine ?? up.loc.line });
+      // ngx_stream_upstream_init_round_robin: backup servers alone (kept by a method that refuses them later) are none
+      if (up.servers.every((srv) => srv.backup)) fail(`no servers in upstream "${up.name}"`, up.directive.loc);
       continue;
     }
     if (up.port === undefined) fail(`no port in upstream "${up.name}"`, up.loc);
@@ -342,6 +359,49 @@ function setSet(d: Directive, cx: SetContext): void {
   cx.level.append(sets, { index, value: v.value(d.args[1]!, d.loc) }, d.loc);
 }
 
+/** The `upstream` block being read. */
+const currentUpstream = (cx: SetContext): StreamUpstream => cx.scope.registry(streamDecls).upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!;
+
+/**
+ * `ngx_stream_upstream_least_conn`, `ngx_stream_upstream_hash` (`KEY
+ * [consistent]`), `ngx_stream_upstream_random` (`[two [least_conn]]`): the
+ * block's method, as http's (`upstream.ts`): a second one is the warning
+ * `load balancing method redefined`, the last one chosen is used.
+ */
+function setBalancer(d: Directive, cx: SetContext): void {
+  const up = currentUpstream(cx);
+  const key = d.name === 'hash' ? vars(cx.scope).value(d.args[0]!, d.loc) : undefined;
+  if (up.balancerSet) cx.warn('load balancing method redefined', 'balancer-redefined');
+  up.balancerSet = true;
+  up.hashKey = key;
+  if (d.name === 'hash') {
+    const mode = d.args[1];
+    if (mode !== undefined && mode !== 'consistent') fail(`invalid parameter "${mode}"`);
+    up.balancer = mode === undefined ? 'hash' : 'chash';
+  } else if (d.name === 'random') {
+    const [two, leastConn] = d.args;
+    up.balancer = two === undefined ? 'random' : 'random_two';
+    if (two !== undefined && two !== 'two') fail(`invalid parameter "${two}"`);
+    if (leastConn !== undefined && leastConn !== 'least_conn') fail(`invalid parameter "${leastConn}"`);
+  } else up.balancer = 'least_conn';
+}
+
+/** `ngx_stream_upstream_zone`: `NAME [SIZE]`, at least eight pages, a shared zone of the stream upstream module. */
+function setZone(d: Directive, cx: SetContext): void {
+  const up = currentUpstream(cx);
+  const [name, sizeText] = d.args as [string, string | undefined];
+  if (name.length === 0) fail(`invalid zone name "${name}"`);
+  let size = 0;
+  if (sizeText !== undefined) {
+    const parsed = parseSize(sizeText);
+    if (parsed === undefined) fail(`invalid zone size "${sizeText}"`);
+    if (parsed < 8 * 4096) fail(`zone "${name}" is too small`);
+    size = parsed;
+  }
+  cx.scope.sharedZone(name, size, 'ngx_stream_upstream_module');
+  up.zone = name;
+}
+
 const realIpFromSpec = realIpDirectives.find((d) => d.name === 'set_real_ip_from')!;
 const allowSpec = accessDirectives.find((d) => d.name === 'allow')!;
 
@@ -376,15 +436,16 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   {
     ...run('server', ['stream_upstream'], ['1MORE'], (d, cx) => {
       const up = cx.scope.registry(streamDecls).upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!;
-      up.servers.push(parseUpstreamServer(d, cx, undefined));
+      up.servers.push(parseUpstreamServer(d, cx, undefined, up.balancer));
     }, 'ngx_stream_upstream_module'),
     resolves: 'server',
   },
-  run('least_conn', ['stream_upstream'], ['NOARGS'], (_d, cx) => {
-    const up = cx.scope.registry(streamDecls).upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!;
-    if (up.leastConn) cx.warn('load balancing method redefined', 'balancer-redefined');
-    up.leastConn = true;
-  }, 'ngx_stream_upstream_least_conn_module'),
+  run('least_conn', ['stream_upstream'], ['NOARGS'], setBalancer, 'ngx_stream_upstream_least_conn_module'),
+  run('hash', ['stream_upstream'], ['TAKE1', 'TAKE2'], setBalancer, 'ngx_stream_upstream_hash_module'),
+  run('random', ['stream_upstream'], ['NOARGS', 'TAKE1', 'TAKE2'], setBalancer, 'ngx_stream_upstream_random_module'),
+  run('zone', ['stream_upstream'], ['TAKE1', 'TAKE2'], setZone, 'ngx_stream_upstream_zone_module'),
+  ...streamLimitConnDirectives(vars),
+  ...streamGeoDirectives(vars),
   run('listen', ['stream_server'], ['1MORE'], setListen),
   run('error_log', STREAM_ANY, ['1MORE'], (d, cx) => cx.level.append(errorLogs, parseErrorLog(d, cx), d.loc)),
   run('resolver', STREAM_ANY, ['1MORE'], (d, cx) => {
@@ -531,6 +592,8 @@ export interface StreamServer {
   readonly sets: readonly { readonly index: number; readonly value: CompiledValue<StreamView> }[];
   readonly resolver: ResolverDef | undefined;
   readonly resolverTimeoutMs: number;
+  /** `limit_conn` and its settings (preaccess phase). */
+  readonly limitConn: StreamLimitConnConf;
   readonly content: StreamContent;
   /** TLS settings (`ngx_stream_ssl_module`): undefined without a certificate or `ssl_reject_handshake on`. */
   readonly tls: StreamTlsConf | undefined;
@@ -566,16 +629,18 @@ export interface StreamTable {
   readonly upstreams: ReadonlyMap<string, UpstreamGroup>;
   /** Every access-log target of the servers, to open at start. */
   readonly accessLogs: readonly StreamAccessLog[];
+  /** The `hash KEY` of each group with one, evaluated per session. */
+  readonly hashKeys: ReadonlyMap<UpstreamGroup, CompiledValue<StreamView>>;
 }
 
 /** nginx's name of a peer address: `127.0.0.1:80`, `[::1]:80`. */
 const peerName = (host: string, port: number): string => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
 
 /** The peer settings of a `proxy_pass` address (`ngx_stream_upstream_add` without a block). */
-const IMPLICIT = { weight: 1, backup: false, down: false, maxFails: 1, failTimeoutMs: 10_000 } as const;
+const IMPLICIT = { weight: 1, backup: false, down: false, maxConns: 0, maxFails: 1, failTimeoutMs: 10_000 } as const;
 
 /** A server's settings as its peers take them. */
-type PeerSettings = Pick<UpstreamServerDecl, 'weight' | 'backup' | 'down' | 'maxFails' | 'failTimeoutMs'> & { readonly address?: string };
+type PeerSettings = Pick<UpstreamServerDecl, 'weight' | 'backup' | 'down' | 'maxConns' | 'maxFails' | 'failTimeoutMs'> & { readonly address?: string };
 
 /**
  * A peer of a stream group: an IP address and port (named `127.0.0.1:80`,
@@ -585,16 +650,18 @@ export function streamPeer(host: string, port: number, unixPath: string | undefi
   const name = unixPath !== undefined ? host : peerName(host, port);
   return {
     name, host, port, unixPath, server: s.address ?? name,
-    // max_conns is not enforced in stream groups yet (README)
-    weight: s.weight, backup: s.backup, down: s.down, maxConns: 0, maxFails: s.maxFails, failTimeoutMs: s.failTimeoutMs,
+    weight: s.weight, backup: s.backup, down: s.down, maxConns: s.maxConns, maxFails: s.maxFails, failTimeoutMs: s.failTimeoutMs,
   };
 }
 
-/** A stream group (`ngx_stream_upstream_srv_conf_t`): no keepalive, round robin or `least_conn`. */
-export function streamGroup(name: string, peers: UpstreamPeer[], leastConn = false): UpstreamGroup {
+/**
+ * A stream group (`ngx_stream_upstream_srv_conf_t`): no keepalive; its
+ * method, and its `zone` (a `hash` key is the table's `hashKeys`).
+ */
+export function streamGroup(name: string, peers: UpstreamPeer[], balancer: UpstreamBalancer = 'round_robin', zone?: string): UpstreamGroup {
   return {
     name, peers, keepalive: 0, keepaliveTimeoutMs: 0, keepaliveTimeMs: 0, keepaliveRequests: 0,
-    balancer: leastConn ? 'least_conn' : 'round_robin', hashKey: undefined, zone: undefined,
+    balancer, hashKey: undefined, zone,
   };
 }
 
@@ -603,16 +670,20 @@ export function streamGroup(name: string, peers: UpstreamPeer[], leastConn = fal
  * block's servers and each `proxy_pass` address, with the addresses their
  * names had when the configuration was read.
  */
-function upstreamGroupsOf(scope: ConfigScope): Map<string, UpstreamGroup> {
+function upstreamGroupsOf(
+  scope: ConfigScope, v: VariableRegistry<StreamView>, hashKeys: Map<UpstreamGroup, CompiledValue<StreamView>>,
+): Map<string, UpstreamGroup> {
   const out = new Map<string, UpstreamGroup>();
   const decls = scope.registry(streamDecls);
   const peersOf = (s: PeerSettings, host: string, port: number): UpstreamPeer[] =>
     (isIP(host) ? [host] : scope.hosts.lookup(host) ?? []).map((addr) => streamPeer(addr, port, undefined, s));
   for (const [key, up] of decls.upstreams) {
     if (!up.explicit) continue;
-    out.set(key, streamGroup(up.name, up.servers.flatMap((s) => (s.unixPath !== undefined
+    const group = streamGroup(up.name, up.servers.flatMap((s) => (s.unixPath !== undefined
       ? [streamPeer(s.host, 0, s.unixPath, s)]
-      : peersOf(s, s.host, s.port))), up.leastConn));
+      : peersOf(s, s.host, s.port))), up.balancer, up.zone);
+    if (up.hashKey) hashKeys.set(group, v.bind(up.hashKey));
+    out.set(key, group);
   }
   for (const [key, a] of decls.addresses) {
     if (a.port === undefined || out.has(key)) continue;
@@ -633,26 +704,30 @@ export function compileStream(cx: CompileContext, streamNode: LevelNode): Stream
   const v = decls.variables;
   v.checkReferences();
   for (const map of decls.maps) bindMap(map, v);
+  bindStreamGeo(cx.scope, v);
   const formats = new Map<string, CompiledLogFormat<StreamView>>();
   for (const [name, f] of decls.logFormats) formats.set(name, compileLogFormat(name, f.text, f.escape, v));
-  const upstreams = upstreamGroupsOf(cx.scope);
+  const hashKeys = new Map<UpstreamGroup, CompiledValue<StreamView>>();
+  const upstreams = upstreamGroupsOf(cx.scope, v, hashKeys);
   const servers = new Map<LevelConf, StreamServer>();
+  const limitZones = new Map<string, StreamLimitConnZone>();
   for (const node of streamNode.children) {
     if (node.context !== 'stream_server') continue;
-    servers.set(node.conf, serverConf(cx, cx.chain(node), node, formats, upstreams, v));
+    const c = cx.chain(node);
+    servers.set(node.conf, { ...serverConf(cx, c, node, formats, upstreams, v), limitConn: streamLimitConnConf(cx.scope, c, v, limitZones) });
   }
   // every access_log file is opened at start, one of the stream level too (ngx_conf_open_file)
   const streamLevel = cx.chain(streamNode).list(accessLogs).flatMap((l): StreamAccessLog[] => (l.off || l.pathValue ? [] : [{
     path: l.path, pathValue: undefined, gzipLevel: l.gzipLevel, bufferBytes: l.bufferBytes, flushMs: l.flushMs, format: formats.get(l.format)!, condition: undefined,
   }]));
   const accessLogTargets = [...streamLevel, ...[...servers.values()].flatMap((srv) => srv.accessLogs)];
-  return { listens: listenGroupsOf(cx.scope, servers), variableCount: v.indexedCount, upstreams, accessLogs: accessLogTargets };
+  return { listens: listenGroupsOf(cx.scope, servers), variableCount: v.indexedCount, upstreams, accessLogs: accessLogTargets, hashKeys };
 }
 
 function serverConf(
   cx: CompileContext, c: ConfChain, node: LevelNode, formats: ReadonlyMap<string, CompiledLogFormat<StreamView>>,
   upstreams: ReadonlyMap<string, UpstreamGroup>, v: VariableRegistry<StreamView>,
-): StreamServer {
+): Omit<StreamServer, 'limitConn'> {
   const bind = (src: ValueSource | undefined): CompiledValue<StreamView> | undefined => (src ? v.bind(src) : undefined);
   const logs = c.list(accessLogs);
   const accessLogList = logs.some((l) => l.off) ? [] : logs.flatMap((l): StreamAccessLog[] => (l.off ? [] : [{

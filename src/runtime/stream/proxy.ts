@@ -102,7 +102,7 @@ export class StreamProxy {
       nextUpstream: new Set(this.conf.nextUpstream ? ['error', 'timeout'] : []),
       nextUpstreamTries: this.conf.nextUpstreamTries,
       nextUpstreamTimeoutMs: this.conf.nextUpstreamTimeoutMs,
-    }, s.remoteAddr);
+    }, s.env.table.hashKeys.get(group)?.evaluate(s) ?? s.remoteAddr);
     this.connect();
   }
 

@@ -14,6 +14,7 @@ import { ConfigError } from '../../errors.js';
 import { systemErrorText } from '../../os-errors.js';
 import { readProxyProtocol } from '../proxy-protocol.js';
 import { StreamProxy } from './proxy.js';
+import { streamLimitConnections } from './limit-conn.js';
 import { prereadPhase } from './preread.js';
 import { streamHandshake } from './tls.js';
 import { plainAddr, StreamSession, type StreamClient, type StreamEnv } from './session.js';
@@ -187,6 +188,9 @@ export class StreamServers {
       session.action = 'initializing session';
       session.applyRealIp();
       session.runSets();
+      preaccess(session, access);
+    };
+    const access = (): void => {
       if (!session.checkAccess()) {
         session.finalize(FORBIDDEN);
         return;
@@ -260,9 +264,10 @@ export class StreamServers {
       const read = readProxyProtocol(chunk);
       if (!read.ok) {
         if (read.error) session.log('error', read.error);
-        session.finalize(BAD_REQUEST);
-        // nginx peeked at the header: its bytes, left unread, make the close a reset
+        // nginx peeked at the header: its bytes, left unread, make the close a reset (before the
+        // session's close ends the socket: a reset after end() leaves node's handle spinning)
         socket.resetAndDestroy();
+        session.finalize(BAD_REQUEST);
         return;
       }
       session.proxyProtocol = read.header;
@@ -332,13 +337,21 @@ export class StreamServers {
     session.action = 'initializing session';
     session.applyRealIp();
     session.runSets();
+    preaccess(session, () => this.udpContent(session, sock, rinfo, clients, key, entry, payload));
+  }
+
+  /** A new UDP session's access and content phases. */
+  private udpContent(
+    session: StreamSession, sock: DgramSocket, rinfo: RemoteInfo, clients: Map<string, UdpClientSession>, key: string, entry: UdpClientSession,
+    payload: Buffer,
+  ): void {
     if (!session.checkAccess()) {
       session.finalize(FORBIDDEN);
       return;
     }
     // ngx_stream_core_content_phase: no action in the content handler's lines
     session.action = undefined;
-    const content = server.content;
+    const content = session.server.content;
     if (!content) {
       session.finalize(INTERNAL_SERVER_ERROR);
       return;
@@ -357,6 +370,21 @@ export class StreamServers {
     proxy.clientDatagram(payload);
     proxy.start().catch((err: unknown) => failed(session, err));
   }
+}
+
+/**
+ * The preaccess phase (`limit_conn`), then `next` unless it ended the
+ * session (503 for a refused one).
+ */
+function preaccess(session: StreamSession, next: () => void): void {
+  const after = (status: number | undefined): void => {
+    if (session.finalized) return;
+    if (status !== undefined) session.finalize(status);
+    else next();
+  };
+  const decided = streamLimitConnections(session);
+  if (decided instanceof Promise) decided.then(after, (err: unknown) => failed(session, err));
+  else after(decided);
 }
 
 /** A fault of jinx in a session's proxy: an `[alert]` line and 500, the process serving on. */

@@ -19,6 +19,7 @@ import type { LogLevel } from '../../log/levels.js';
 import { appendFileSync } from 'node:fs';
 import { systemErrorText } from '../../os-errors.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
+import type { LimitConnStore } from '../limit-conn-zones.js';
 import type { NameResolver } from '../upstream/resolver.js';
 import type { RoundRobin } from '../upstream/round-robin.js';
 
@@ -30,6 +31,8 @@ export interface StreamEnv {
   readonly resolver: NameResolver;
   readonly roundRobin: RoundRobin;
   readonly numbers: ConnectionNumbers;
+  /** The `limit_conn_zone` counts (of the process, or of every worker through the master). */
+  readonly limitConn: LimitConnStore;
   /** Whether the server is stopping or the configuration was replaced (nginx's `ngx_exiting`). */
   exiting(): boolean;
 }
@@ -87,6 +90,10 @@ export class StreamSession implements StreamView {
   get serverName(): string {
     return this.server.name;
   }
+  /** `$limit_conn_status`. */
+  limitConnStatus: string | undefined;
+  /** Run once the session has ended and been logged (nginx's pool cleanups: limit_conn's counts). */
+  readonly cleanups: (() => void)[] = [];
 
   /**
    * `ngx_stream_find_virtual_server` for an SNI name: the server of the
@@ -214,6 +221,7 @@ export class StreamSession implements StreamView {
     this.onFinalize?.(status);
     this.writeAccessLog();
     this.client.close();
+    for (const c of this.cleanups) c();
   }
 
   /** `ngx_stream_log_handler`: each `access_log` whose `if=` holds. */
