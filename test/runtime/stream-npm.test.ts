@@ -1,17 +1,20 @@
 /**
  * Nginx Proxy Manager's "Streams" on NPM's own tree (`nginx.conf`'s
  * `stream { include /data/nginx/stream/*.conf; }`, the `stream` log format
- * of `conf.d/include/log-stream.conf`, `worker_processes auto`), with one
- * stream host rendered as NPM's `backend/templates/stream.conf` writes it
- * (TCP and UDP forwarding on, no certificate, IPv6 on): a `server` per
+ * of `conf.d/include/log-stream.conf`, `worker_processes auto`), with two
+ * stream hosts rendered as NPM's `backend/templates/stream.conf` writes them
+ * (host 1 TCP and UDP forwarding to local echo servers, host 2 TCP to a
+ * closed port; no certificate, IPv6 on): a `server` per
  * protocol with `listen PORT` / `listen [::]:PORT`, `proxy_pass HOST:PORT`,
  * its own `access_log … stream` and `error_log … warn`, and the optional
  * `/data/nginx/custom/server_stream*[.]conf` includes. The UDP custom file
  * (NPM's "custom nginx configuration" for UDP streams) says
  * `proxy_responses 1;`, so that a UDP session ends with its answer instead of
  * NPM's default 10 minutes (`proxy_timeout`). A TCP and a UDP exchange with
- * local echo servers, both ways; the answers and the access and error log
- * lines are nginx 1.30's on the same tree (recorded beside the test).
+ * the echo servers, both ways, and a TCP session to host 2 (502 and
+ * nginx's `connect() failed` line); the answers and the access and error
+ * log lines of both hosts are nginx 1.30's on the same tree (recorded beside
+ * the test).
  */
 import { strict as assert } from 'node:assert';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
