@@ -17,6 +17,7 @@ import { namedCaptures } from './modules/rewrite.js';
 import type { CompiledLocation, ListenGroup, LocationConf, LocationTree, PrefixNode, ServerSet, VirtualServer } from './route-table.js';
 import { parseSize, type ConfChain } from './spec.js';
 import type { ValueSource } from './variables.js';
+import { ServerNameTable } from './server-name-table.js';
 
 /** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
 const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
@@ -304,9 +305,8 @@ function serverSet(
   cx: CompileContext, addrText: string, defaultServer: VirtualServer, servers: readonly { server: VirtualServer; node: LevelNode }[],
   http2Listen: boolean,
 ): ServerSet {
-  const exact = new Map<string, VirtualServer>();
-  const heads: [string, VirtualServer][] = [];
-  const tails: [string, VirtualServer][] = [];
+  const table = new ServerNameTable<VirtualServer>();
+  const { exact, heads, tails } = table;
   const regexes: ServerSet['regexes'][number][] = [];
   for (const { server, node } of servers) {
     const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [{ name: '', regex: undefined }];
@@ -315,22 +315,9 @@ function serverSet(
         regexes.push({ regex: n.regex.regex, captureCount: n.regex.captureCount, server, namedCaptures: namedCaptures(n.regex, cx.scope.variables) });
         continue;
       }
-      const add = (list: [string, VirtualServer][] | Map<string, VirtualServer>, key: string): void => {
-        const taken = list instanceof Map ? list.get(key) : list.find(([k]) => k === key)?.[1];
-        if (taken && taken !== server) {
-          cx.warn({ level: 'warn', code: 'conflicting-server-name', text: `conflicting server name "${n.name}" on ${addrText}, ignored`, loc: undefined });
-          return;
-        }
-        if (taken) return;
-        if (list instanceof Map) list.set(key, server);
-        else list.push([key, server]);
-      };
-      if (n.name.startsWith('*.')) add(heads, n.name.slice(1));
-      else if (n.name.startsWith('.')) {
-        add(exact, n.name.slice(1));
-        add(heads, n.name);
-      } else if (n.name.endsWith('.*')) add(tails, n.name.slice(0, -1));
-      else add(exact, n.name);
+      table.add(n.name, server, () => {
+        cx.warn({ level: 'warn', code: 'conflicting-server-name', text: `conflicting server name "${n.name}" on ${addrText}, ignored`, loc: undefined });
+      });
     }
   }
   // ngx_http_optimize_servers: one server on an address gets no name table unless a regex of its names captures,

@@ -40,9 +40,14 @@ const limitConnLogLevel = slot<LimitConnLogLevel>('limit_conn_log_level', 'error
 const limitConnStatus = slot('limit_conn_status', 503);
 const limitConnDryRun = slot('limit_conn_dry_run', false);
 
-/** `ngx_http_limit_conn_zone`. */
-function setZone(d: Directive, cx: SetContext): void {
-  const key = cx.scope.variables.value(d.args[0]!, d.loc);
+/**
+ * The `zone=NAME:SIZE` parameter of `limit_conn_zone` (http's and stream's:
+ * `ngx_http_limit_conn_zone`, `ngx_stream_limit_conn_zone`), the last one
+ * winning as in nginx.
+ * @throws DirectiveFailure `invalid parameter "…"`, `invalid zone size "…"`,
+ *   `zone "…" is too small` (under 8 pages), `"…" must have "zone" parameter`
+ */
+export function limitConnZoneParam(d: Directive): { readonly name: string; readonly sizeBytes: number } {
   let name = '';
   let sizeBytes = 0;
   for (const p of d.args.slice(1)) {
@@ -56,6 +61,13 @@ function setZone(d: Directive, cx: SetContext): void {
     sizeBytes = size;
   }
   if (name === '') fail(`"${d.name}" must have "zone" parameter`);
+  return { name, sizeBytes };
+}
+
+/** `ngx_http_limit_conn_zone`. */
+function setZone(d: Directive, cx: SetContext): void {
+  const key = cx.scope.variables.value(d.args[0]!, d.loc);
+  const { name, sizeBytes } = limitConnZoneParam(d);
   cx.scope.sharedZone(name, sizeBytes, LIMIT_CONN);
   const zones = cx.scope.registry(limitConnZones);
   const bound = zones.get(name);

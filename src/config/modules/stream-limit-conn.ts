@@ -12,11 +12,11 @@ import type { Directive } from '../../parser/ast.js';
 import type { ConfigScope } from '../scope.js';
 import { scopeRegistry } from '../scope.js';
 import {
-  DirectiveFailure, enumSetter, fail, flagSetter, listSlot, parseNumber, parseSize, slot, type ConfChain, type DirectiveSpec, type SetContext,
+  DirectiveFailure, enumSetter, fail, flagSetter, listSlot, parseNumber, slot, type ConfChain, type DirectiveSpec, type SetContext,
 } from '../spec.js';
 import type { StreamView } from '../stream-view.js';
 import type { CompiledValue, ValueSource, VariableDef, VariableRegistry } from '../variables.js';
-import type { LimitConnLogLevel } from './limit-conn.js';
+import { limitConnZoneParam, type LimitConnLogLevel } from './limit-conn.js';
 
 const MODULE = 'ngx_stream_limit_conn_module';
 
@@ -35,19 +35,7 @@ export function streamLimitConnDirectives(vars: (scope: ConfigScope) => Variable
   /** `ngx_stream_limit_conn_zone`. */
   const setZone = (d: Directive, cx: SetContext): void => {
     const key = vars(cx.scope).value(d.args[0]!, d.loc);
-    let name = '';
-    let sizeBytes = 0;
-    for (const p of d.args.slice(1)) {
-      if (!p.startsWith('zone=')) fail(`invalid parameter "${p}"`);
-      const colon = p.indexOf(':');
-      if (colon === -1) fail(`invalid zone size "${p}"`);
-      name = p.slice(5, colon);
-      const size = parseSize(p.slice(colon + 1));
-      if (size === undefined) fail(`invalid zone size "${p}"`);
-      if (size < 8 * 4096) fail(`zone "${p}" is too small`);
-      sizeBytes = size;
-    }
-    if (name === '') fail(`"${d.name}" must have "zone" parameter`);
+    const { name, sizeBytes } = limitConnZoneParam(d);
     cx.scope.sharedZone(name, sizeBytes, MODULE);
     const bound = cx.scope.registry(zones).get(name);
     if (bound) fail(`${d.name} "${name}" is already bound to key "${bound.key.text}"`);

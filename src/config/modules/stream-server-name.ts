@@ -13,6 +13,7 @@ import { fail, listSlot, noEffect, rule, type DirectiveSpec, type LevelConf, typ
 import type { StreamView } from '../stream-view.js';
 import type { VariableRegistry } from '../variables.js';
 import { namedCaptures } from './rewrite.js';
+import { ServerNameTable } from '../server-name-table.js';
 
 const CORE = 'ngx_stream_core_module';
 
@@ -69,9 +70,8 @@ export function streamServerNamesOf<S>(
   servers: readonly { readonly level: LevelConf; readonly server: S }[], addrText: string, vars: VariableRegistry<StreamView>,
   warn: (text: string) => void,
 ): StreamServerNames<S> {
-  const exact = new Map<string, S>();
-  const heads: [string, S][] = [];
-  const tails: [string, S][] = [];
+  const table = new ServerNameTable<S>();
+  const { exact, heads, tails } = table;
   const regexes: { regex: RegExp; server: S; captures: NamedCapture[] }[] = [];
   for (const { level, server } of servers) {
     const names = level.ownList(streamServerNames)?.map((e) => e.value) ?? [{ name: '', regex: undefined }];
@@ -80,22 +80,7 @@ export function streamServerNamesOf<S>(
         regexes.push({ regex: n.regex.regex, server, captures: namedCaptures(n.regex, vars) });
         continue;
       }
-      const add = (list: [string, S][] | Map<string, S>, key: string): void => {
-        const taken = list instanceof Map ? list.get(key) : list.find(([k]) => k === key)?.[1];
-        if (taken !== undefined && taken !== server) {
-          warn(`conflicting server name "${n.name}" on ${addrText}, ignored`);
-          return;
-        }
-        if (taken !== undefined) return;
-        if (list instanceof Map) list.set(key, server);
-        else list.push([key, server]);
-      };
-      if (n.name.startsWith('*.')) add(heads, n.name.slice(1));
-      else if (n.name.startsWith('.')) {
-        add(exact, n.name.slice(1));
-        add(heads, n.name);
-      } else if (n.name.endsWith('.*')) add(tails, n.name.slice(0, -1));
-      else add(exact, n.name);
+      table.add(n.name, server, () => warn(`conflicting server name "${n.name}" on ${addrText}, ignored`));
     }
   }
   heads.sort((a, b) => b[0].length - a[0].length);

@@ -42,7 +42,7 @@ import { streamSslDirectives, streamTlsConf, type StreamTlsConf } from './stream
 import { bindStreamGeo, streamGeoDirectives } from './stream-geo.js';
 import { streamLimitConnConf, streamLimitConnDirectives, streamLimitConnVariables, type StreamLimitConnConf, type StreamLimitConnZone } from './stream-limit-conn.js';
 import { streamVariables } from './stream-variables.js';
-import { parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
+import { balancerOf, parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
 import type { Cidr } from '../cidr.js';
 
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
@@ -374,16 +374,7 @@ function setBalancer(d: Directive, cx: SetContext): void {
   if (up.balancerSet) cx.warn('load balancing method redefined', 'balancer-redefined');
   up.balancerSet = true;
   up.hashKey = key;
-  if (d.name === 'hash') {
-    const mode = d.args[1];
-    if (mode !== undefined && mode !== 'consistent') fail(`invalid parameter "${mode}"`);
-    up.balancer = mode === undefined ? 'hash' : 'chash';
-  } else if (d.name === 'random') {
-    const [two, leastConn] = d.args;
-    up.balancer = two === undefined ? 'random' : 'random_two';
-    if (two !== undefined && two !== 'two') fail(`invalid parameter "${two}"`);
-    if (leastConn !== undefined && leastConn !== 'least_conn') fail(`invalid parameter "${leastConn}"`);
-  } else up.balancer = 'least_conn';
+  up.balancer = balancerOf(d);
 }
 
 /** `ngx_stream_upstream_zone`: `NAME [SIZE]`, at least eight pages, a shared zone of the stream upstream module. */

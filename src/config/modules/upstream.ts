@@ -121,16 +121,28 @@ function setBalancer(d: Directive, cx: SetContext): void {
   if (cx.level.own(balancerSet)) cx.warn('load balancing method redefined', 'balancer-redefined');
   cx.level.replace(balancerSet, true, d.loc);
   up.hashKey = key;
+  up.balancer = balancerOf(d);
+}
+
+/**
+ * The method a balancer directive chooses (`ip_hash`, `least_conn`, `hash
+ * KEY [consistent]`, `random [two [least_conn]]`), for http's and stream's
+ * `upstream` blocks alike.
+ * @throws DirectiveFailure `invalid parameter "…"`
+ */
+export function balancerOf(d: Directive): UpstreamBalancer {
   if (d.name === 'hash') {
     const mode = d.args[1];
     if (mode !== undefined && mode !== 'consistent') fail(`invalid parameter "${mode}"`);
-    up.balancer = mode === undefined ? 'hash' : 'chash';
-  } else if (d.name === 'random') {
+    return mode === undefined ? 'hash' : 'chash';
+  }
+  if (d.name === 'random') {
     const [two, leastConn] = d.args;
-    up.balancer = two === undefined ? 'random' : 'random_two';
     if (two !== undefined && two !== 'two') fail(`invalid parameter "${two}"`);
     if (leastConn !== undefined && leastConn !== 'least_conn') fail(`invalid parameter "${leastConn}"`);
-  } else up.balancer = d.name === 'ip_hash' ? 'ip_hash' : 'least_conn';
+    return two === undefined ? 'random' : 'random_two';
+  }
+  return d.name === 'ip_hash' ? 'ip_hash' : 'least_conn';
 }
 
 /**
