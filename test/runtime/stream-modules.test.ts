@@ -15,31 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { streamModulePath } from '../helpers/corpus-trees.js';
 import { differential, mainContext, ORACLE } from '../helpers/differential.js';
 import { cleanup, freePort } from '../helpers/harness.js';
-
-/** Sends `messages` one by one (each answered before the next), then shuts down; resolves with all that came back. */
-function tcpSession(port: number, messages: readonly string[], answerBytes: readonly number[]): Promise<string> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    let out = '';
-    let i = 0;
-    let want = 0;
-    const next = (): void => {
-      if (i === messages.length) {
-        s.end();
-        return;
-      }
-      want += answerBytes[i]!;
-      s.write(messages[i++]!);
-    };
-    s.on('connect', next);
-    s.on('data', (d) => {
-      out += d.toString('latin1');
-      if (out.length >= want) next();
-    });
-    s.on('error', () => undefined);
-    s.on('close', () => resolve(out));
-  });
-}
+import { tcpSession } from '../helpers/stream-clients.js';
 
 /** What a server sends before it closes the connection (the client sends nothing and does not shut down first). */
 function readAll(port: number): Promise<string> {

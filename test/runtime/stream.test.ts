@@ -20,6 +20,7 @@ import { readReloadStatus } from '../../src/cli/reload-status.js';
 import { streamModulePath } from '../helpers/corpus-trees.js';
 import { differential, mainContext } from '../helpers/differential.js';
 import { cleanup, freePort, startJinx, waitFor } from '../helpers/harness.js';
+import { tcpSession } from '../helpers/stream-clients.js';
 
 /** Lines whose ephemeral ports change from run to run: compared with the ports taken out. */
 const EPHEMERAL = /(?:client|proxy) \S+ connected to /;
@@ -40,31 +41,6 @@ async function afterProbes(prefix: string): Promise<{ access: number; settled: n
     settled: entries.filter((l) => !EPHEMERAL.test(l)).length,
     ephemeral: entries.filter((l) => EPHEMERAL.test(l)).length,
   };
-}
-
-/** Sends `messages` one by one (each answered before the next), then shuts down; resolves with all that came back. */
-function tcpSession(port: number, messages: readonly string[], answerBytes: readonly number[]): Promise<string> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    let out = '';
-    let i = 0;
-    let want = 0;
-    const next = (): void => {
-      if (i === messages.length) {
-        s.end();
-        return;
-      }
-      want += answerBytes[i]!;
-      s.write(messages[i++]!);
-    };
-    s.on('connect', next);
-    s.on('data', (d) => {
-      out += d.toString('latin1');
-      if (out.length >= want) next();
-    });
-    s.on('error', () => undefined);
-    s.on('close', () => resolve(out));
-  });
 }
 
 /** One datagram and its answer ('' after 1 s without one). */

@@ -9,7 +9,7 @@
 import { createSocket, type RemoteInfo, type Socket as DgramSocket } from 'node:dgram';
 import { chmodSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import type { StreamListenGroup, StreamServer } from '../../config/route-table.js';
+import type { StreamListenGroup, StreamProxyConf, StreamServer } from '../../config/route-table.js';
 import { ConfigError } from '../../errors.js';
 import { systemErrorText } from '../../os-errors.js';
 import { readProxyProtocol } from '../proxy-protocol.js';
@@ -223,23 +223,10 @@ export class StreamServers {
       prereadPhase(session, io, preread, contentPhase);
     };
     const contentPhase = (): void => {
-      // ngx_stream_core_content_phase: no action in the content handler's lines
-      session.action = undefined;
       // the server an SNI name chose, if it chose one
-      const content = session.server.content;
-      if (!content) {
-        // nginx logs `no handler for server` at debug level only
-        session.finalize(INTERNAL_SERVER_ERROR);
-        return;
-      }
-      if (content.kind === 'return') {
-        // ngx_stream_return_handler: the value, then the session ends once it is sent
-        const text = Buffer.from(content.value.evaluate(session), 'latin1');
-        session.bytesSent += text.length;
-        io.write(text, () => session.finalize(OK));
-        return;
-      }
-      proxy = new StreamProxy(session, content.proxy);
+      const conf = proxyConfOf(session, (text, done) => io.write(text, done));
+      if (!conf) return;
+      proxy = new StreamProxy(session, conf);
       io.on('data', (chunk: Buffer) => proxy!.clientData(chunk));
       io.on('end', () => {
         ended = true;
@@ -349,20 +336,9 @@ export class StreamServers {
       session.finalize(FORBIDDEN);
       return;
     }
-    // ngx_stream_core_content_phase: no action in the content handler's lines
-    session.action = undefined;
-    const content = session.server.content;
-    if (!content) {
-      session.finalize(INTERNAL_SERVER_ERROR);
-      return;
-    }
-    if (content.kind === 'return') {
-      const text = Buffer.from(content.value.evaluate(session), 'latin1');
-      session.bytesSent += text.length;
-      sock.send(text, rinfo.port, rinfo.address, () => session.finalize(OK));
-      return;
-    }
-    const proxy = new StreamProxy(session, content.proxy);
+    const conf = proxyConfOf(session, (text, done) => sock.send(text, rinfo.port, rinfo.address, done));
+    if (!conf) return;
+    const proxy = new StreamProxy(session, conf);
     entry.proxy = proxy;
     proxy.onRequestsDone = () => {
       if (clients.get(key) === entry) clients.delete(key);
@@ -370,6 +346,30 @@ export class StreamServers {
     proxy.clientDatagram(payload);
     proxy.start().catch((err: unknown) => failed(session, err));
   }
+}
+
+/**
+ * The content phase (`ngx_stream_core_content_phase`) of a TCP or UDP
+ * session up to its proxy: a server without a handler ends the session
+ * with 500 (nginx logs `no handler for server` at debug level only), and
+ * `return` (`ngx_stream_return_handler`) sends its value through `send`
+ * and ends the session once it is sent; otherwise the proxy's settings.
+ * The content handler's lines have no action.
+ */
+function proxyConfOf(session: StreamSession, send: (text: Buffer, done: () => void) => void): StreamProxyConf | undefined {
+  session.action = undefined;
+  const content = session.server.content;
+  if (!content) {
+    session.finalize(INTERNAL_SERVER_ERROR);
+    return undefined;
+  }
+  if (content.kind === 'return') {
+    const text = Buffer.from(content.value.evaluate(session), 'latin1');
+    session.bytesSent += text.length;
+    send(text, () => session.finalize(OK));
+    return undefined;
+  }
+  return content.proxy;
 }
 
 /**
