@@ -42,7 +42,7 @@ import { streamSslDirectives, streamTlsConf, type StreamTlsConf } from './stream
 import { bindStreamGeo, streamGeoDirectives } from './stream-geo.js';
 import { streamLimitConnConf, streamLimitConnDirectives, streamLimitConnVariables, type StreamLimitConnConf, type StreamLimitConnZone } from './stream-limit-conn.js';
 import { streamVariables } from './stream-variables.js';
-import { balancerOf, parseUpstreamServer, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
+import { balancerOf, parseUpstreamServer, upstreamZoneParams, splitHostPort, type UpstreamGroup, type UpstreamPeer } from './upstream.js';
 import type { Cidr } from '../cidr.js';
 
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
@@ -380,16 +380,8 @@ function setBalancer(d: Directive, cx: SetContext): void {
 /** `ngx_stream_upstream_zone`: `NAME [SIZE]`, at least eight pages, a shared zone of the stream upstream module. */
 function setZone(d: Directive, cx: SetContext): void {
   const up = currentUpstream(cx);
-  const [name, sizeText] = d.args as [string, string | undefined];
-  if (name.length === 0) fail(`invalid zone name "${name}"`);
-  let size = 0;
-  if (sizeText !== undefined) {
-    const parsed = parseSize(sizeText);
-    if (parsed === undefined) fail(`invalid zone size "${sizeText}"`);
-    if (parsed < 8 * 4096) fail(`zone "${name}" is too small`);
-    size = parsed;
-  }
-  cx.scope.sharedZone(name, size, 'ngx_stream_upstream_module');
+  const { name, sizeBytes } = upstreamZoneParams(d);
+  cx.scope.sharedZone(name, sizeBytes, 'ngx_stream_upstream_module');
   up.zone = name;
 }
 

@@ -146,20 +146,28 @@ export function balancerOf(d: Directive): UpstreamBalancer {
 }
 
 /**
+ * The `NAME [SIZE]` of an upstream block's `zone` (http's and stream's);
+ * without SIZE, 0 bytes.
+ * @throws DirectiveFailure `invalid zone name "…"`, `invalid zone size "…"`,
+ *   `zone "…" is too small` (under eight pages)
+ */
+export function upstreamZoneParams(d: Directive): { readonly name: string; readonly sizeBytes: number } {
+  const [name, sizeText] = d.args as [string, string | undefined];
+  if (name.length === 0) fail(`invalid zone name "${name}"`);
+  if (sizeText === undefined) return { name, sizeBytes: 0 };
+  const parsed = parseSize(sizeText);
+  if (parsed === undefined) fail(`invalid zone size "${sizeText}"`);
+  if (parsed < 8 * 4096) fail(`zone "${name}" is too small`);
+  return { name, sizeBytes: parsed };
+}
+
+/**
  * `ngx_http_upstream_zone` (`ngx_http_upstream_zone_module.c`): `NAME
  * [SIZE]`, at least eight pages; the zone is shared memory of the upstream module.
  */
 function setZone(d: Directive, cx: SetContext): void {
-  const [name, sizeText] = d.args as [string, string | undefined];
-  if (name.length === 0) fail(`invalid zone name "${name}"`);
-  let size = 0;
-  if (sizeText !== undefined) {
-    const parsed = parseSize(sizeText);
-    if (parsed === undefined) fail(`invalid zone size "${sizeText}"`);
-    if (parsed < 8 * 4096) fail(`zone "${name}" is too small`);
-    size = parsed;
-  }
-  cx.scope.sharedZone(name, size, UPSTREAM);
+  const { name, sizeBytes } = upstreamZoneParams(d);
+  cx.scope.sharedZone(name, sizeBytes, UPSTREAM);
   currentUpstream(cx).zone = name;
 }
 

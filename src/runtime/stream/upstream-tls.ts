@@ -12,7 +12,7 @@ import { isIP } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import type { StreamUpstreamTls } from '../../config/modules/stream-proxy-ssl.js';
 import { mapUpstreamError } from '../upstream/errors.js';
-import { peerChain, sslName, verifyPeer, versionRange, type PeerChain } from '../upstream/tls.js';
+import { peerChain, sslName, upstreamTlsOptions, verifyPeer, type PeerChain } from '../upstream/tls.js';
 import type { StreamSession } from './session.js';
 
 /** The last session of each peer, by settings (nginx keeps it in the peer, `ngx_stream_upstream_set_round_robin_peer_session`). */
@@ -37,13 +37,7 @@ export function upstreamHandshake(
   const socket = tlsConnect({
     socket: raw,
     ...(sni ? { servername: sni } : {}),
-    rejectUnauthorized: false,
-    checkServerIdentity: () => undefined,
-    ...(tls.verify && tls.trusted ? { ca: tls.trusted } : {}),
-    ...(tls.verify && tls.crl ? { crl: tls.crl } : {}),
-    ...(tls.certificate ? { cert: tls.certificate.cert, key: tls.certificate.key } : {}),
-    ...versionRange(tls.protocols),
-    ciphers: tls.ciphers,
+    ...upstreamTlsOptions(tls),
     ...(previous ? { session: previous.session } : {}),
   });
   let settled = false;

@@ -14,7 +14,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { isIPv4 } from 'node:net';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
+import type { ConnectionOptions, PeerCertificate, TLSSocket } from 'node:tls';
 import buildConnector from 'undici/lib/core/connect.js';
 import type { UpstreamTlsConf } from '../../config/route-table.js';
 import { UpstreamCertificateError } from './errors.js';
@@ -119,6 +119,26 @@ export function verifyPeer(socket: TLSSocket, name: string, depth: number, peer:
 }
 
 /**
+ * The node:tls options of a location's or a stream server's `proxy_ssl_*`
+ * settings for the handshake with an upstream (http's and stream's):
+ * certificates are verified after the handshake, as nginx does it
+ * (`verifyPeer`), so node's own checks are off.
+ */
+export function upstreamTlsOptions(
+  tls: Pick<UpstreamTlsConf, 'verify' | 'trusted' | 'crl' | 'certificate' | 'protocols' | 'ciphers'>,
+): ConnectionOptions {
+  return {
+    rejectUnauthorized: false,
+    checkServerIdentity: () => undefined,
+    ...(tls.verify && tls.trusted ? { ca: tls.trusted } : {}),
+    ...(tls.verify && tls.crl ? { crl: tls.crl } : {}),
+    ...(tls.certificate ? { cert: tls.certificate.cert, key: tls.certificate.key } : {}),
+    ...versionRange(tls.protocols),
+    ciphers: tls.ciphers,
+  };
+}
+
+/**
  * An undici connector for the TLS settings of a location. `timeoutMs` is
  * `proxy_connect_timeout`; undici's connector applies it to the TCP connect
  * and the handshake together.
@@ -127,14 +147,7 @@ export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath
   const base = buildConnector({
     timeout: timeoutMs,
     ...(socketPath !== undefined ? { socketPath } : {}),
-    // verification is done after the handshake, as nginx does it (verifyPeer)
-    rejectUnauthorized: false,
-    checkServerIdentity: () => undefined,
-    ...(tls.verify && tls.trusted ? { ca: tls.trusted } : {}),
-    ...(tls.verify && tls.crl ? { crl: tls.crl } : {}),
-    ...(tls.certificate ? { cert: tls.certificate.cert, key: tls.certificate.key } : {}),
-    ...versionRange(tls.protocols),
-    ciphers: tls.ciphers,
+    ...upstreamTlsOptions(tls),
     maxCachedSessions: tls.sessionReuse ? 100 : 0,
   });
   /**
