@@ -92,19 +92,27 @@ export interface CompiledConfig {
 export const registry = new DirectiveRegistry(allDirectives);
 
 /**
- * Collects the host names that directives name (`DirectiveSpec.resolves`:
+ * The host names that directives name (`DirectiveSpec.resolves`:
  * `proxy_pass` URLs, upstream `server` entries, `set_real_ip_from` …), so
  * they can be resolved before the synchronous check. A spec for upstream
- * blocks applies in one; a stream module's spec applies in `stream`.
+ * blocks applies in one; a stream module's spec applies in `stream`. The
+ * name of an `upstream` block of the same module (http or stream) is not
+ * a host: nginx's `ngx_http_upstream_add` / `ngx_stream_upstream_add` find
+ * the block by name (case-insensitively) and never resolve it.
  */
-function collectHosts(top: readonly ConfigNode[], out: Set<string>): void {
+export function hostsToResolve(top: readonly ConfigNode[]): Set<string> {
+  const out = new Set<string>();
+  const upstreams = { http: new Set<string>(), stream: new Set<string>() };
+  const passed = { http: new Set<string>(), stream: new Set<string>() };
   const stack: { readonly nodes: readonly ConfigNode[]; readonly inUpstream: boolean; readonly inStream: boolean }[] = [
     { nodes: top, inUpstream: false, inStream: false },
   ];
   while (stack.length > 0) {
     const { nodes, inUpstream, inStream } = stack.pop()!;
+    const module = inStream ? 'stream' : 'http';
     for (const n of nodes) {
       if (n.kind !== 'directive') continue;
+      if (n.name === 'upstream' && n.block && n.args.length === 1) upstreams[module].add(n.args[0]!.toLowerCase());
       const spec = registry.lookup(n.name)?.find((s) => s.resolves !== undefined && (
         s.contexts.some((c) => c === 'upstream' || c === 'stream_upstream') ? inUpstream : s.contexts.some((c) => c.startsWith('stream')) === inStream
       ));
@@ -118,11 +126,15 @@ function collectHosts(top: readonly ConfigNode[], out: Set<string>): void {
       }
       if (hostPort && !hostPort.startsWith('unix:')) {
         const hp = splitHostPort(hostPort);
-        if (hp && !isIP(hp.host)) out.add(hp.host.toLowerCase());
+        if (hp && !isIP(hp.host)) (spec?.resolves === 'server' ? out : passed[module]).add(hp.host.toLowerCase());
       }
       if (n.block) stack.push({ nodes: n.block, inUpstream: n.name === 'upstream', inStream: inStream || n.name === 'stream' });
     }
   }
+  for (const module of ['http', 'stream'] as const) {
+    for (const host of passed[module]) if (!upstreams[module].has(host)) out.add(host);
+  }
+  return out;
 }
 
 /** Resolves names with the system resolver (nginx uses getaddrinfo at configuration time). */
@@ -150,9 +162,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
     globalDirectives: opts.globalDirectives,
     snapshot: opts.snapshot,
   });
-  const names = new Set<string>();
-  collectHosts(loaded.nodes, names);
-  const hosts = await resolveHosts(names);
+  const hosts = await resolveHosts(hostsToResolve(loaded.nodes));
   const variables = new VariableRegistry(allVariables);
   const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts);
   const onWarning = opts.onWarning ?? (() => undefined);
