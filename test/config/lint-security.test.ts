@@ -160,10 +160,12 @@ describe('proxy-pass-ssrf', () => {
   location /a { proxy_pass http://$http_x_backend; }
   location ~ ^/b/([^/]+)/(.*)$ { proxy_pass http://$1/$2; }
   location /c { set $target $arg_to; proxy_pass https://$target:8443/; }
+  location ~ \\.php$ { fastcgi_pass $cookie_pool; }
 }`), [
       'DIR/nginx.conf:4 proxy_pass "http://$http_x_backend" takes its host from $http_x_backend, which comes from the request header "x-backend".',
       'DIR/nginx.conf:5 proxy_pass "http://$1/$2" takes its host from $1, which comes from the request URI (capture $1 of "^/b/([^/]+)/(.*)$" at DIR/nginx.conf:5).',
       'DIR/nginx.conf:6 proxy_pass "https://$target:8443/" takes its host from $target, which comes from the query argument "to".',
+      'DIR/nginx.conf:7 fastcgi_pass "$cookie_pool" takes its host from $cookie_pool, which comes from the cookie "pool".',
     ]);
   });
   test('twin: fixed hosts, a map with fixed values, the URI after the host (NPM\'s proxy_pass)', async () => {
@@ -224,7 +226,12 @@ describe('origin-regex', () => {
     if ($http_referer !~ "^https://www.example.com/") { return 403; }
     valid_referers ~\\.example\\.com;
   }
+}
+map $http_origin $cors {
+  ~^https://.*example\\.com $http_origin;
+  ~^https://(www\\.)?example\\.org$ $http_origin;
 }`), [
+      'DIR/nginx.conf:11 the map key "~^https://.*example\\.com" on $http_origin also matches "https://example.com.evil.invalid", which is not example.com.',
       'DIR/nginx.conf:5 the regex "example\\.com" on $http_origin also matches "https://example.com.evil.invalid", which is not example.com.',
       'DIR/nginx.conf:6 the regex "^https://www.example.com/" on $http_referer also matches "https://wwwxexample.com/", which is not www.example.com.',
       'DIR/nginx.conf:7 valid_referers regex "~\\.example\\.com" also accepts the Referer "https://www.example.com.evil.invalid/", which is not example.com.',

@@ -90,21 +90,22 @@ function hostParts<T>(parts: readonly (string | T)[], isPath: (p: T) => boolean)
 const ssrf: LintRule = {
   code: 'proxy-pass-ssrf',
   severity: 'error',
-  title: 'proxy_pass takes its host from the request',
-  explanation: 'A proxy_pass whose scheme or host comes from a request header, an argument, the URI or a capture of it lets a client choose where jinx connects (server-side request forgery: internal services, cloud metadata at 169.254.169.254). Fix: proxy to fixed hosts or an upstream block; map client input through a `map` whose values are fixed hosts, with a default.',
+  title: 'proxy_pass or fastcgi_pass takes its host from the request',
+  explanation: 'A proxy_pass whose scheme or host (or a fastcgi_pass whose address) comes from a request header, an argument, the URI or a capture of it lets a client choose where jinx connects (server-side request forgery: internal services, cloud metadata at 169.254.169.254). Fix: proxy to fixed hosts or an upstream block; map client input through a `map` whose values are fixed hosts, with a default.',
   docUrl: doc('proxy-pass-ssrf'),
   check: (subject, report) => {
     const taint = new TaintTable(subject);
     eachDirective(subject, (level, d) => {
-      if (d.name !== 'proxy_pass' || d.args.length !== 1) return;
+      if ((d.name !== 'proxy_pass' && d.name !== 'fastcgi_pass') || d.args.length !== 1) return;
       const parts = safeSplit(d.args[0]!);
-      const host = hostParts(parts, (p) => 'name' in p && PATH_VARIABLES.has(p.name.toLowerCase()));
+      // fastcgi_pass is an address: all of it names the host
+      const host = d.name === 'fastcgi_pass' ? parts : hostParts(parts, (p) => 'name' in p && PATH_VARIABLES.has(p.name.toLowerCase()));
       const taints = taint.partTaints(host, captureSources(subject, level, d));
       const i = taints.findIndex((t) => t.client);
       if (i === -1) return;
       const p = host[i]!;
       const name = typeof p === 'string' ? p : 'name' in p ? `$${p.name}` : `$${p.capture}`;
-      report({ message: `proxy_pass "${d.args[0]}" takes its host from ${name}, which comes from ${taints[i]!.client}.`, loc: d.loc });
+      report({ message: `${d.name} "${d.args[0]}" takes its host from ${name}, which comes from ${taints[i]!.client}.`, loc: d.loc });
     });
   },
 };
@@ -170,7 +171,7 @@ const originRegex: LintRule = {
   code: 'origin-regex',
   severity: 'warning',
   title: 'a regex meant to accept one site\'s Origin or Referer also accepts others',
-  explanation: 'A check such as `if ($http_origin ~ "example.com")` or `valid_referers ~example.com` accepts `https://example.com.evil.invalid` and `https://evilexample.com` too when the regex is not anchored, and `https://wwwxexample.com` when its dots are not escaped: a CORS or hotlink check that any site can pass. Fix: anchor and escape the whole origin (`^https://(www\\.)?example\\.com$`), or compare exactly with a map.',
+  explanation: 'A check such as `if ($http_origin ~ "example.com")`, a `map $http_origin` regex key or `valid_referers ~example.com` accepts `https://example.com.evil.invalid` and `https://evilexample.com` too when the regex is not anchored, and `https://wwwxexample.com` when its dots are not escaped: a CORS or hotlink check that any site can pass. Fix: anchor and escape the whole origin (`^https://(www\\.)?example\\.com$`), or compare exactly with a map.',
   docUrl: doc('origin-regex'),
   check: (subject, report) => {
     eachDirective(subject, (_level, d) => {
@@ -185,6 +186,23 @@ const originRegex: LintRule = {
         }
         const hit = forgedMatch(regex, 'https://', c.name === 'http_referer' ? '/' : '', c.name === 'http_referer');
         if (hit) report({ message: `the regex "${c.source}" on $${c.name} also matches "${hit.forged}", which is not ${hit.site}.`, loc: d.loc });
+        return;
+      }
+      if (d.name === 'map' && d.args.length === 2) {
+        const source = d.args[0]!.replace(/^\$\{?([^}]*)\}?$/, '$1').toLowerCase();
+        if (source !== 'http_origin' && source !== 'http_referer') return;
+        for (const e of d.block ?? []) {
+          if (e.kind !== 'directive' || !e.name.startsWith('~')) continue;
+          const caseless = e.name.startsWith('~*');
+          let regex;
+          try {
+            regex = compileRegex(e.name.slice(caseless ? 2 : 1), caseless);
+          } catch {
+            continue;
+          }
+          const hit = forgedMatch(regex, 'https://', source === 'http_referer' ? '/' : '', source === 'http_referer');
+          if (hit) report({ message: `the map key "${e.name}" on $${source} also matches "${hit.forged}", which is not ${hit.site}.`, loc: e.loc });
+        }
         return;
       }
       if (d.name !== 'valid_referers') return;
