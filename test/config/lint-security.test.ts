@@ -75,6 +75,23 @@ describe('add-header-inheritance', () => {
   });
 });
 
+describe('add-trailer-inheritance', () => {
+  test('fires', async () => {
+    assert.deepEqual(await run('add-trailer-inheritance', `${SERVER}
+  add_trailer Server-Timing "app;dur=1";
+  location / { add_trailer X-Checksum abc; }
+}`), [
+      'DIR/nginx.conf:5 location "/" (DIR/nginx.conf:5) sets its own add_trailer (DIR/nginx.conf:5), so Server-Timing (DIR/nginx.conf:4), set above, is not sent with its responses.',
+    ]);
+  });
+  test('twin', async () => {
+    assert.deepEqual(await run('add-trailer-inheritance', `${SERVER}
+  add_trailer Server-Timing "app;dur=1";
+  location / { }
+}`), []);
+  });
+});
+
 describe('proxy-set-header-inheritance', () => {
   test('fires where the list reaches a proxy_pass', async () => {
     assert.deepEqual(await run('proxy-set-header-inheritance', `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
@@ -143,13 +160,18 @@ describe('alias-traversal', () => {
   location /files {
     alias /data/;
   }
-}`), ['DIR/nginx.conf:5 location "/files" (DIR/nginx.conf:4) has no trailing slash but its alias "/data/" has one, so "/files../" reads the directory above the alias.']);
+  location ~ ^/img(.*)$ { alias /srv/img/$1; }
+}`), [
+      'DIR/nginx.conf:5 location "/files" (DIR/nginx.conf:4) has no trailing slash but its alias "/data/" has one, so "/files../" reads the directory above the alias.',
+      'DIR/nginx.conf:7 alias "/srv/img/$1" puts capture $1 of location "^/img(.*)$" (DIR/nginx.conf:7) after a slash, and the capture can start with "..", so it reads the directory above the alias.',
+    ]);
   });
   test('twin: both end with a slash; a regex location', async () => {
     assert.deepEqual(await run('alias-traversal', `${SERVER}
   location /files/ { alias /data/; }
   location /img { alias /data/img; }
   location ~ ^/dl/(.*)$ { alias /data/$1; }
+  location ~ ^/icons([a-z0-9]+\\.png)$ { alias /srv/icons/$1; }
 }`), []);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Inheritance loss of array directives (`add_header`, `proxy_set_header`,
+ * Inheritance loss of array directives (`add_header`, `add_trailer`, `proxy_set_header`,
  * `proxy_hide_header`, `fastcgi_param`): a level that writes one of them
  * inherits none of its parents' (nginx's merge of an array: the child's
  * array, else the parent's, `ngx_http_headers_merge_conf`,
@@ -8,7 +8,7 @@
  * set, and speaks only where the loss reaches a response or an upstream.
  */
 import type { LevelNode } from '../../check.js';
-import { addHeaders } from '../../modules/headers.js';
+import { addHeaders, addTrailers } from '../../modules/headers.js';
 import { fastcgiParams } from '../../modules/fastcgi.js';
 import { proxyHideHeader, proxySetHeader } from '../../modules/proxy.js';
 import type { ListSlot } from '../../spec.js';
@@ -91,6 +91,16 @@ export const inheritanceRules: readonly LintRule[] = [
     docUrl: 'https://github.com/jinx/jinx#lint-add-header-inheritance',
     check: (subject, report) => checkArray(subject, {
       directive: 'add_header', slot: addHeaders, nameOf: (h) => h.name, caseless: true, handler: undefined, consequence: 'not sent with its responses',
+    }, report),
+  },
+  {
+    code: 'add-trailer-inheritance',
+    severity: 'warning',
+    title: 'add_trailer at this level drops the trailers set above it',
+    explanation: `A server, location or if block with its own add_trailer sends none of the add_trailer trailers of the levels above it. ${EXPLAIN_TAIL} Fix: repeat the lost trailers at the level.`,
+    docUrl: 'https://github.com/jinx/jinx#lint-add-trailer-inheritance',
+    check: (subject, report) => checkArray(subject, {
+      directive: 'add_trailer', slot: addTrailers, nameOf: (h) => h.name, caseless: true, handler: undefined, consequence: 'not sent with its responses',
     }, report),
   },
   {

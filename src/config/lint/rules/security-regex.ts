@@ -8,6 +8,8 @@ import type { NginxRegex } from '../../regex.js';
 /** One capture group of a pattern: its number (as PCRE numbers groups), its name, if any, and the text inside it. */
 interface CaptureGroup {
   readonly number: number;
+  /** Offset of the group's `(` in the pattern. */
+  readonly start: number;
   readonly name: string | undefined;
   readonly text: string;
 }
@@ -20,7 +22,7 @@ interface CaptureGroup {
 function captureGroups(source: string): CaptureGroup[] {
   const out: CaptureGroup[] = [];
   let count = 0;
-  const open: { start: number; number: number; name: string | undefined }[] = [];
+  const open: { paren: number; start: number; number: number; name: string | undefined }[] = [];
   for (let i = 0; i < source.length; i++) {
     const ch = source[i]!;
     if (ch === '\\') {
@@ -35,13 +37,29 @@ function captureGroups(source: string): CaptureGroup[] {
       const named = /^\?P?(?:<([A-Za-z_]\w*)>|'([A-Za-z_]\w*)')/.exec(source.slice(i + 1));
       const capturing = source[i + 1] !== '?' || named !== null;
       if (capturing) count++;
-      open.push({ start: i + 1 + (named ? named[0].length : 0), number: capturing ? count : 0, name: named ? named[1] ?? named[2] : undefined });
+      open.push({ paren: i, start: i + 1 + (named ? named[0].length : 0), number: capturing ? count : 0, name: named ? named[1] ?? named[2] : undefined });
     } else if (ch === ')') {
       const g = open.pop();
-      if (g && g.number > 0) out.push({ number: g.number, name: g.name, text: source.slice(g.start, i) });
+      if (g && g.number > 0) out.push({ number: g.number, start: g.paren, name: g.name, text: source.slice(g.start, i) });
     }
   }
   return out.sort((a, b) => a.number - b.number);
+}
+
+/**
+ * Where capture group `n` of a pattern starts (the offset of its `(`) and
+ * whether it can match a string that starts with `..` (a parent directory),
+ * tried with the group alone compiled as nginx compiles it.
+ */
+export function groupClimbs(source: string, n: number, compile: (pattern: string) => RegExp | undefined): { start: number; climbs: boolean } | undefined {
+  const g = captureGroups(source).find((x) => x.number === n);
+  if (!g) return undefined;
+  const re = compile(`^(?:${g.text})`);
+  const climbs = re !== undefined && ['..', '../', '../x', '../../x/y'].some((s) => {
+    re.lastIndex = 0;
+    return re.exec(s)?.[0].startsWith('..') ?? false;
+  });
+  return { start: g.start, climbs };
 }
 
 /** The number of the named group `name` of a pattern, if it has one. */

@@ -14,7 +14,7 @@ import { docRoot, locationDef, resolver, serverTokens } from '../../modules/http
 import { compileRegex } from '../../regex.js';
 import type { LintRule, LintSubject } from '../rule.js';
 import { inheritanceRules } from './security-inheritance.js';
-import { forgedMatch } from './security-regex.js';
+import { forgedMatch, groupClimbs } from './security-regex.js';
 import {
   captureSources, ifRegex, levelName, levelsOf, ownDirectives, PATH_VARIABLES, safeSplit, TaintTable, where, type Taint,
 } from './security-levels.js';
@@ -31,21 +31,57 @@ function httpLevels(subject: LintSubject): LevelNode[] {
   return levelsOf(subject.root).filter((l) => l.context !== 'main' && l.context !== 'events' && !l.context.startsWith('stream'));
 }
 
+/**
+ * The capture `$N` of a regex location's `alias` that can climb out of the
+ * alias: the alias's text before it ends with `/`, the location's regex has
+ * no `/` right before the group, and the group can match `..` (gixy's
+ * alias_traversal, for regex locations).
+ */
+function climbingCapture(regexSource: string, caseless: boolean, alias: string): { capture: number; text: string } | undefined {
+  const parts = safeSplit(alias);
+  for (let i = 1; i < parts.length; i++) {
+    const p = parts[i]!;
+    const before = parts[i - 1]!;
+    if (typeof p === 'string' || !('capture' in p) || typeof before !== 'string' || !before.endsWith('/')) continue;
+    const g = groupClimbs(regexSource, p.capture, (pattern) => {
+      try {
+        return compileRegex(pattern, caseless).regex;
+      } catch {
+        return undefined;
+      }
+    });
+    if (!g || !g.climbs || regexSource.slice(0, g.start).replace(/\\(.)/g, '$1').endsWith('/')) continue;
+    return { capture: p.capture, text: alias };
+  }
+  return undefined;
+}
+
 const aliasTraversal: LintRule = {
   code: 'alias-traversal',
   severity: 'error',
-  title: 'alias in a prefix location without a trailing slash allows path traversal',
-  explanation: 'In `location /files { alias /data/; }` nginx replaces the location\'s prefix with the alias, so `/files../secret` maps to `/data/../secret`: one directory above the alias can be read. Fix: end the location with a slash as the alias does (`location /files/ { alias /data/; }`), or use `root` where the path allows it.',
+  title: 'alias in a location that does not end where the alias does allows path traversal',
+  explanation: 'In `location /files { alias /data/; }` nginx replaces the location\'s prefix with the alias, so `/files../secret` maps to `/data/../secret`: one directory above the alias can be read. The same holds for a regex location whose alias puts a capture after a slash when the regex has no slash before that capture (`location ~ ^/files(.*)$ { alias /data/$1; }`). Fix: end the location with a slash as the alias does (`location /files/ { alias /data/; }`, `location ~ ^/files/(.*)$`), or use `root` where the path allows it.',
   docUrl: doc('alias-traversal'),
   check: (subject, report) => {
     for (const level of levelsOf(subject.root)) {
       const def = level.conf.own(locationDef)?.value;
       const alias = level.conf.own(docRoot);
       if (!def || !alias?.value?.alias) continue;
+      const text = alias.value.path.text;
+      if ((def.match === 'regex' || def.match === 'regex-caseless') && def.regex) {
+        const hit = climbingCapture(def.regex.source, def.match === 'regex-caseless', text);
+        if (hit) {
+          report({
+            message: `alias "${text}" puts capture $${hit.capture} of location "${def.name}" (${where(def.loc)}) after a slash, and the capture can start with "..", so it reads the directory above the alias.`,
+            loc: alias.loc,
+          });
+        }
+        continue;
+      }
       if (def.match !== 'prefix' && def.match !== 'prefix-no-regex') continue;
-      if (def.name.endsWith('/') || !alias.value.path.text.endsWith('/')) continue;
+      if (def.name.endsWith('/') || !text.endsWith('/')) continue;
       report({
-        message: `location "${def.name}" (${where(def.loc)}) has no trailing slash but its alias "${alias.value.path.text}" has one, so "${def.name}../" reads the directory above the alias.`,
+        message: `location "${def.name}" (${where(def.loc)}) has no trailing slash but its alias "${text}" has one, so "${def.name}../" reads the directory above the alias.`,
         loc: alias.loc,
       });
     }
