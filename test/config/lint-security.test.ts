@@ -259,12 +259,25 @@ map $http_origin $cors {
       'DIR/nginx.conf:7 valid_referers regex "~\\.example\\.com" also accepts the Referer "https://www.example.com.evil.invalid/", which is not example.com.',
     ]);
   });
+  test('fires: a wildcard that spans the host (gixy\'s example), found by generating values from the pattern', async () => {
+    assert.deepEqual(await run('origin-regex', `${SERVER}
+  location / {
+    if ($http_referer !~ "^https?://([^/]+\\.)?metrika.*yandex\\.ru/") { return 403; }
+    if ($http_origin !~ "^https://[a-z.]*example\\.com$") { return 403; }
+  }
+}`), [
+      'DIR/nginx.conf:5 the regex "^https?://([^/]+\\.)?metrika.*yandex\\.ru/" on $http_referer also matches "http://evil.invalid.metrikayandex.ru/", which is not yandex.ru.',
+      'DIR/nginx.conf:6 the regex "^https://[a-z.]*example\\.com$" on $http_origin also matches "https://evilexample.com", which is not example.com.',
+    ]);
+  });
   test('twin: anchored and escaped', async () => {
     assert.deepEqual(await run('origin-regex', `${SERVER}
   location / {
     if ($http_origin !~* "^https://(www\\.)?example\\.com$") { return 403; }
     if ($http_referer !~ "^https://www\\.example\\.com/") { return 403; }
     valid_referers ~^(www\\.)?example\\.com/;
+    if ($http_origin !~ "^https://[a-z0-9-]+\\.example\\.com$") { return 403; }
+    if ($http_referer !~ "^https://([a-z0-9-]+\\.)*example\\.com(/.*)?$") { return 403; }
   }
 }`), []);
   });

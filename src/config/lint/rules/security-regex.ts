@@ -149,32 +149,187 @@ function siteName(source: string): string | undefined {
   return best?.replace(/\\\./g, '.').toLowerCase();
 }
 
+/** What a checked value is: an Origin header, a Referer header, or what `valid_referers` matches (the Referer after its scheme). */
+export type ForgeryKind = 'origin' | 'referer' | 'referer-host';
+
 /**
  * A forged value the regex accepts although it names another site, when
- * there is one: the site's name followed by another domain
- * (`example.com.evil.invalid`), glued after another name
- * (`evilexample.com`), in the path of another site (Referer only), or with
- * an unescaped `.` of the name replaced (`wwwxexample.com`). `scheme` is
- * what the matched value starts with (`https://` for an Origin header; empty
- * for `valid_referers`, which matches after it); `tail` what a Referer adds
- * after the host (`/`). Undefined when the regex accepts none of them, or
- * when it does not accept the site itself (its intent is not known).
+ * there is one. First fixed probes, when the regex accepts the site itself:
+ * the site's name followed by another domain (`example.com.evil.invalid`),
+ * glued after another name (`evilexample.com`), in the path of another site
+ * (Referer only), or with an unescaped `.` of the name replaced
+ * (`wwwxexample.com`); then values generated from the pattern
+ * (`generatedForgery`). The site is the longest domain name written in the
+ * pattern; without one, nothing is reported.
  */
-export function forgedMatch(regex: NginxRegex, scheme: string, tail: string, withPath: boolean): { site: string; forged: string } | undefined {
+export function forgedMatch(regex: NginxRegex, kind: ForgeryKind, caseless: boolean): { site: string; forged: string } | undefined {
   const site = siteName(regex.source);
   if (!site) return undefined;
+  const scheme = kind === 'referer-host' ? '' : 'https://';
+  const tail = kind === 'origin' ? '' : '/';
   const test = (s: string): boolean => {
     regex.regex.lastIndex = 0;
     return regex.regex.exec(s) !== null;
   };
-  const legit = [`${scheme}${site}${tail}`, `${scheme}www.${site}${tail}`];
-  if (!legit.some(test)) return undefined;
-  const probes = [`${scheme}${site}.evil.invalid${tail}`, `${scheme}www.${site}.evil.invalid${tail}`, `${scheme}evil${site}${tail}`];
-  if (withPath) probes.push(`${scheme}evil.invalid/${site}`, `${scheme}evil.invalid/www.${site}`);
-  const labels = site.split('.');
-  for (let k = 0; k < labels.length - 2; k++) {
-    probes.push(`${scheme}${labels.slice(0, k + 1).join('.')}x${labels.slice(k + 1).join('.')}${tail}`);
+  if ([`${scheme}${site}${tail}`, `${scheme}www.${site}${tail}`].some(test)) {
+    const probes = [`${scheme}${site}.evil.invalid${tail}`, `${scheme}www.${site}.evil.invalid${tail}`, `${scheme}evil${site}${tail}`];
+    if (kind !== 'origin') probes.push(`${scheme}evil.invalid/${site}`, `${scheme}evil.invalid/www.${site}`);
+    const labels = site.split('.');
+    for (let k = 0; k < labels.length - 2; k++) {
+      probes.push(`${scheme}${labels.slice(0, k + 1).join('.')}x${labels.slice(k + 1).join('.')}${tail}`);
+    }
+    const forged = probes.find(test);
+    if (forged !== undefined) return { site, forged: kind === 'referer-host' ? `https://${forged}` : forged };
   }
-  const forged = probes.find(test);
-  return forged === undefined ? undefined : { site, forged };
+  const generated = generatedForgery(regex, site, kind, caseless);
+  return generated === undefined ? undefined : { site, forged: generated };
+}
+
+/** One element of a pattern for the value generator: a character test or a group of alternatives, with its repeat bounds. */
+type GenNode =
+  | { readonly kind: 'char'; readonly test: (c: string) => boolean; readonly sample: string; readonly min: number; readonly max: number }
+  | { readonly kind: 'group'; readonly alts: GenNode[][]; readonly min: number; readonly max: number };
+
+const SAMPLE_CHARS = ['a', '0', '.', '-', '/', '_', ' ', ':'];
+
+/** A test for one character-matching element at `i` (`.`, a class, an escape, a literal), the literal it is (if it is one), and the index after it. */
+function charTest(source: string, i: number, caseless: boolean): { test: (c: string) => boolean; literal?: string; next: number } {
+  const ch = source[i]!;
+  const flags = caseless ? 'iu' : 'u';
+  if (ch === '.') return { test: (c) => c !== '\n', next: i + 1 };
+  if (ch === '[') {
+    const end = classEnd(source, i);
+    const text = source.slice(i, end + 1).replace(/\[:(\w+):\]/g, (_m, name: string) => POSIX[name] ?? '');
+    let re: RegExp | undefined;
+    try {
+      re = new RegExp(`^${text}$`, flags);
+    } catch {
+      re = undefined;
+    }
+    return { test: (c) => re?.test(c) ?? false, next: end + 1 };
+  }
+  if (ch === '\\') {
+    const e = source[i + 1] ?? '';
+    let re: RegExp | undefined;
+    try {
+      re = /[dDwWsS]/.test(e) ? new RegExp(`^\\${e}$`, flags) : undefined;
+    } catch {
+      re = undefined;
+    }
+    if (re) return { test: (c) => re!.test(c), next: i + 2 };
+    return { test: (c) => (caseless ? c.toLowerCase() === e.toLowerCase() : c === e), literal: e, next: i + 2 };
+  }
+  return { test: (c) => (caseless ? c.toLowerCase() === ch.toLowerCase() : c === ch), literal: ch, next: i + 1 };
+}
+
+/**
+ * Reads a pattern into generator nodes; undefined for constructs it does
+ * not follow (back-references, lookarounds, inline options), so that no
+ * finding rests on a guess.
+ */
+function parseGen(source: string, caseless: boolean): GenNode[] | undefined {
+  let i = 0;
+  const seq = (): GenNode[][] | undefined => {
+    const alts: GenNode[][] = [[]];
+    while (i < source.length && source[i] !== ')') {
+      const ch = source[i]!;
+      if (ch === '|') {
+        alts.push([]);
+        i++;
+        continue;
+      }
+      if (ch === '^' || ch === '$') {
+        i++;
+        continue;
+      }
+      let node: GenNode;
+      if (ch === '(') {
+        const rest = source.slice(i + 1);
+        const named = /^\?P?(?:<[A-Za-z_]\w*>|'[A-Za-z_]\w*')/.exec(rest);
+        if (rest.startsWith('?') && !named && !rest.startsWith('?:')) return undefined;
+        i += 1 + (named ? named[0].length : rest.startsWith('?:') ? 2 : 0);
+        const inner = seq();
+        if (!inner || source[i] !== ')') return undefined;
+        i++;
+        node = { kind: 'group', alts: inner, min: 1, max: 1 };
+      } else {
+        if (ch === '\\' && /[1-9bBAzZGkgpPQE]/.test(source[i + 1] ?? '')) return undefined;
+        const t = charTest(source, i, caseless);
+        i = t.next;
+        node = { kind: 'char', test: t.test, sample: t.literal ?? SAMPLE_CHARS.find(t.test) ?? '', min: 1, max: 1 };
+      }
+      const q = /^(?:([?*+])|\{(\d+)(,(\d*))?\})[?+]?/.exec(source.slice(i));
+      if (q) {
+        i += q[0].length;
+        const [min, max] = q[1] === '?' ? [0, 1] : q[1] === '*' ? [0, Infinity] : q[1] === '+' ? [1, Infinity]
+          : [Number(q[2]), q[3] === undefined ? Number(q[2]) : q[4] ? Number(q[4]) : Infinity];
+        node = { ...node, min, max };
+      }
+      alts[alts.length - 1]!.push(node);
+    }
+    return alts;
+  };
+  const top = seq();
+  return top && i === source.length ? [{ kind: 'group', alts: top, min: 1, max: 1 }] : undefined;
+}
+
+/**
+ * Values a pattern may match, built from its elements: the shortest one,
+ * then, one element at a time, each other alternative of a group and each
+ * filler (`evil.invalid`, `evil.invalid/` …) that a repeated wildcard
+ * element can match. A few dozen values, not every one.
+ */
+function generate(nodes: readonly GenNode[], fillers: readonly string[]): string[] {
+  const options = nodes.map((n): string[] => {
+    if (n.kind === 'char') {
+      const minimal = n.sample.repeat(n.min);
+      const fits = fillers.filter((f) => f.length >= n.min && f.length <= n.max && [...f].every(n.test));
+      return [minimal, ...fits];
+    }
+    const inner = n.alts.flatMap((alt) => generate(alt, fillers));
+    if (n.min === 0) return ['', ...inner];
+    return inner.map((s) => s.repeat(n.min));
+  });
+  const base = options.map((o) => o[0] ?? '');
+  const out = [base.join('')];
+  options.forEach((o, k) => {
+    for (const alt of o.slice(1)) {
+      const v = [...base];
+      v[k] = alt;
+      out.push(v.join(''));
+      if (out.length > 200) return;
+    }
+  });
+  return out;
+}
+
+/**
+ * A value the regex accepts whose host is not the site's nor one of its
+ * subdomains, found among generated values: for `origin` values are
+ * `scheme://host[:port]` (what a browser sends), for a Referer any URL
+ * (a value the regex matches without a scheme is put after
+ * `https://evil.invalid/`, as it may appear in a path). `site` is the name
+ * the pattern is written for.
+ */
+export function generatedForgery(regex: NginxRegex, site: string, kind: 'origin' | 'referer' | 'referer-host', caseless: boolean): string | undefined {
+  const nodes = parseGen(regex.source, caseless);
+  if (!nodes) return undefined;
+  const fillers = kind === 'origin'
+    ? ['evil.invalid', '.evil.invalid', 'evil.invalid.', 'evil-']
+    : ['evil.invalid/', '.evil.invalid/', 'evil.invalid', '.evil.invalid', 'evil.invalid?', 'evil.invalid#', '@evil.invalid/'];
+  const forged: string[] = [];
+  for (const raw of generate(nodes, fillers)) {
+    let value = raw;
+    if (kind === 'referer-host') value = `https://${raw}`;
+    else if (!/^https?:\/\//i.test(value)) value = kind === 'origin' ? `https://${value}` : `https://evil.invalid/${value}`;
+    const m = /^https?:\/\/(?:[^/?#@]*@)?([^/?#:]*)/i.exec(value);
+    if (!m) continue;
+    if (kind === 'origin' && !/^https?:\/\/[a-z0-9.-]+(:\d+)?$/i.test(value)) continue;
+    const host = m[1]!.toLowerCase();
+    if (host === site || host.endsWith(`.${site}`)) continue;
+    regex.regex.lastIndex = 0;
+    if (regex.regex.exec(kind === 'referer-host' ? raw : value) !== null) forged.push(value);
+  }
+  // a value with a filler shows the flaw plainest (`metrikaevil.invalid/yandex.ru/` over `metrikayandex.ru/`)
+  return forged.find((v) => v.includes('evil')) ?? forged[0];
 }

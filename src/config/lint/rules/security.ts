@@ -220,7 +220,7 @@ const originRegex: LintRule = {
         } catch {
           return;
         }
-        const hit = forgedMatch(regex, 'https://', c.name === 'http_referer' ? '/' : '', c.name === 'http_referer');
+        const hit = forgedMatch(regex, c.name === 'http_referer' ? 'referer' : 'origin', c.caseless);
         if (hit) report({ message: `the regex "${c.source}" on $${c.name} also matches "${hit.forged}", which is not ${hit.site}.`, loc: d.loc });
         return;
       }
@@ -236,7 +236,7 @@ const originRegex: LintRule = {
           } catch {
             continue;
           }
-          const hit = forgedMatch(regex, 'https://', source === 'http_referer' ? '/' : '', source === 'http_referer');
+          const hit = forgedMatch(regex, source === 'http_referer' ? 'referer' : 'origin', caseless);
           if (hit) report({ message: `the map key "${e.name}" on $${source} also matches "${hit.forged}", which is not ${hit.site}.`, loc: e.loc });
         }
         return;
@@ -250,8 +250,8 @@ const originRegex: LintRule = {
         } catch {
           continue;
         }
-        const hit = forgedMatch(regex, '', '/', true);
-        if (hit) report({ message: `valid_referers regex "${word}" also accepts the Referer "https://${hit.forged}", which is not ${hit.site}.`, loc: d.loc });
+        const hit = forgedMatch(regex, 'referer-host', true);
+        if (hit) report({ message: `valid_referers regex "${word}" also accepts the Referer "${hit.forged}", which is not ${hit.site}.`, loc: d.loc });
       }
     });
   },
