@@ -199,6 +199,8 @@ ${SERVER}
   location / { proxy_pass $forward_scheme://$server:$port$request_uri; }
   location /p/ { proxy_pass http://$pool/$arg_x; }
   location ~ ^/q/(.*)$ { proxy_pass http://127.0.0.1:9000/$1; }
+  location ~ ^/r/([a-z]+)/ { proxy_pass http://$1.internal.example; }
+  location /s { internal; proxy_pass http://$arg_host; }
 }`), []);
   });
 });
@@ -223,11 +225,13 @@ describe('http-splitting', () => {
   location ~ ^/b/([^/]*)$ { return 302 https://example.com/$1; }
   location /c { rewrite ^ https://example.com$uri redirect; }
   location ~ /v1/((?<action>[^.]*)\\.json)?$ { add_header X-Action $action; }
+  location ~ /proxy/(a|b)/(\\W*)$ { set $path $2; proxy_pass http://127.0.0.1:9000/$path; }
 }`), [
       'DIR/nginx.conf:4 add_header "$uri" puts a value that can hold CR/LF into the X-Uri header: $uri is URL-decoded (%0D%0A becomes CR LF).',
       'DIR/nginx.conf:5 return "https://example.com/$1" puts a value that can hold CR/LF into the Location header: capture $1 of "^/b/([^/]*)$" (DIR/nginx.conf:5) can hold CR and LF, and $uri is URL-decoded (%0D%0A becomes CR LF).',
       'DIR/nginx.conf:6 rewrite "https://example.com$uri" puts a value that can hold CR/LF into the Location header: $uri is URL-decoded (%0D%0A becomes CR LF).',
       'DIR/nginx.conf:7 add_header "$action" puts a value that can hold CR/LF into the X-Action header: capture $2 of "/v1/((?<action>[^.]*)\\.json)?$" (DIR/nginx.conf:7) can hold CR and LF, and $uri is URL-decoded (%0D%0A becomes CR LF).',
+      'DIR/nginx.conf:8 proxy_pass "http://127.0.0.1:9000/$path" puts a value that can hold CR/LF into the request line sent to the upstream: capture $2 of "/proxy/(a|b)/(\\W*)$" (DIR/nginx.conf:8) can hold CR and LF, and $uri is URL-decoded (%0D%0A becomes CR LF).',
     ]);
   });
   test('twin: $request_uri, captures without CR/LF, escaped rewrite captures, a body', async () => {

@@ -62,6 +62,16 @@ export function groupClimbs(source: string, n: number, compile: (pattern: string
   return { start: g.start, climbs };
 }
 
+/** Whether capture group `n` of a pattern can hold a `.` (so name a host of its choosing), tried with the group alone. */
+export function groupHoldsDot(source: string, n: number, compile: (pattern: string) => RegExp | undefined): boolean {
+  const g = captureGroups(source).find((x) => x.number === n);
+  const re = g && compile(`^(?:${g.text})$`);
+  return re !== undefined && ['.', 'a.b', 'evil.invalid', '169.254.169.254'].some((s) => {
+    re.lastIndex = 0;
+    return re.exec(s) !== null;
+  });
+}
+
 /** The number of the named group `name` of a pattern, if it has one. */
 export function namedGroupNumber(source: string, name: string): number | undefined {
   return captureGroups(source).find((g) => g.name === name)?.number;

@@ -10,16 +10,25 @@ import { isIP } from 'node:net';
 import type { Directive } from '../../../parser/ast.js';
 import type { LevelNode } from '../../check.js';
 import { accessRules } from '../../modules/access.js';
-import { docRoot, locationDef, resolver, serverTokens } from '../../modules/http-core.js';
+import { docRoot, internal, locationDef, resolver, serverTokens } from '../../modules/http-core.js';
 import { compileRegex } from '../../regex.js';
 import type { LintRule, LintSubject } from '../rule.js';
 import { inheritanceRules } from './security-inheritance.js';
-import { forgedMatch, groupClimbs } from './security-regex.js';
+import { forgedMatch, groupClimbs, groupHoldsDot } from './security-regex.js';
 import {
-  captureSources, ifRegex, levelName, levelsOf, ownDirectives, PATH_VARIABLES, safeSplit, TaintTable, where, type Taint,
+  captureSources, enclosing, ifRegex, levelName, levelsOf, ownDirectives, PATH_VARIABLES, safeSplit, TaintTable, where, type Taint,
 } from './security-levels.js';
 
 const doc = (code: string): string => `https://github.com/jinx/jinx#lint-${code}`;
+
+/** A pattern compiled as nginx compiles it, or undefined when it does not compile. */
+function compiled(pattern: string, caseless: boolean): RegExp | undefined {
+  try {
+    return compileRegex(pattern, caseless).regex;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Calls `fn` with every directive written at every level, in reading order. */
 function eachDirective(subject: LintSubject, fn: (level: LevelNode, d: Directive) => void): void {
@@ -43,13 +52,7 @@ function climbingCapture(regexSource: string, caseless: boolean, alias: string):
     const p = parts[i]!;
     const before = parts[i - 1]!;
     if (typeof p === 'string' || !('capture' in p) || typeof before !== 'string' || !before.endsWith('/')) continue;
-    const g = groupClimbs(regexSource, p.capture, (pattern) => {
-      try {
-        return compileRegex(pattern, caseless).regex;
-      } catch {
-        return undefined;
-      }
-    });
+    const g = groupClimbs(regexSource, p.capture, (pattern) => compiled(pattern, caseless));
     if (!g || !g.climbs || regexSource.slice(0, g.start).replace(/\\(.)/g, '$1').endsWith('/')) continue;
     return { capture: p.capture, text: alias };
   }
@@ -127,7 +130,7 @@ const ssrf: LintRule = {
   code: 'proxy-pass-ssrf',
   severity: 'error',
   title: 'proxy_pass or fastcgi_pass takes its host from the request',
-  explanation: 'A proxy_pass whose scheme or host (or a fastcgi_pass whose address) comes from a request header, an argument, the URI or a capture of it lets a client choose where jinx connects (server-side request forgery: internal services, cloud metadata at 169.254.169.254). Fix: proxy to fixed hosts or an upstream block; map client input through a `map` whose values are fixed hosts, with a default.',
+  explanation: 'A proxy_pass whose scheme or host (or a fastcgi_pass whose address) comes from a request header, an argument, the URI or a capture of it lets a client choose where jinx connects (server-side request forgery: internal services, cloud metadata at 169.254.169.254). Internal locations are not reported, nor a capture that cannot hold a dot (`([a-z]+)` chooses among names the configuration writes around it). Fix: proxy to fixed hosts or an upstream block; map client input through a `map` whose values are fixed hosts, with a default.',
   docUrl: doc('proxy-pass-ssrf'),
   check: (subject, report) => {
     const taint = new TaintTable(subject);
@@ -136,8 +139,16 @@ const ssrf: LintRule = {
       const parts = safeSplit(d.args[0]!);
       // fastcgi_pass is an address: all of it names the host
       const host = d.name === 'fastcgi_pass' ? parts : hostParts(parts, (p) => 'name' in p && PATH_VARIABLES.has(p.name.toLowerCase()));
-      const taints = taint.partTaints(host, captureSources(subject, level, d));
-      const i = taints.findIndex((t) => t.client);
+      const location = enclosing(level, ['location']);
+      if (location?.conf.own(internal)?.value) return;
+      const sources = captureSources(subject, level, d);
+      const taints = taint.partTaints(host, sources);
+      // a capture that cannot hold a dot chooses among names the configuration writes around it (gixy's ssrf)
+      const i = taints.findIndex((t, k) => {
+        const p = host[k]!;
+        return t.client !== undefined && (typeof p === 'string' || !('capture' in p)
+          || sources.some((s) => groupHoldsDot(s.regex.source, p.capture, (pattern) => compiled(pattern, s.regex.regex.flags.includes('i')))));
+      });
       if (i === -1) return;
       const p = host[i]!;
       const name = typeof p === 'string' ? p : 'name' in p ? `$${p.name}` : `$${p.capture}`;
