@@ -365,12 +365,20 @@ describe('if-is-evil', () => {
       rewrite ^ /m$uri break;
     }
   }
-}`), ['DIR/nginx.conf:6 if ($http_user_agent ~ Mobile) inside a location holds add_header (DIR/nginx.conf:7), rewrite … break (DIR/nginx.conf:8), which does not do what it seems there.']);
+  location /app/ {
+    try_files $uri /app/index.html;
+    if ($cookie_beta) { set $variant beta; }
+  }
+}`), [
+      "DIR/nginx.conf:6 if ($http_user_agent ~ Mobile) inside a location holds add_header (DIR/nginx.conf:7), rewrite … break (DIR/nginx.conf:8); when it matches, the request is served with the if block's settings.",
+      'DIR/nginx.conf:13 if ($cookie_beta) inside a location drops its try_files (DIR/nginx.conf:12) for every request it matches, as the if block does not inherit try_files.',
+    ]);
   });
   test('twin: return, rewrite last and set in a location, anything in a server-level if', async () => {
     assert.deepEqual(await run('if-is-evil', `${SERVER}
   if ($scheme = http) { set $x 1; }
   location / {
+    try_files $uri /index.html;
     if ($request_method = POST) { return 405; }
     if ($arg_v) { set $v $arg_v; rewrite ^ /v last; }
   }

@@ -372,19 +372,43 @@ function safeInIf(d: Directive): boolean {
   return d.name === 'rewrite' && (d.args[2] === 'last' || d.args[2] === 'redirect' || d.args[2] === 'permanent' || /^(https?:\/\/|\$scheme)/.test(d.args[1] ?? ''));
 }
 
+/**
+ * Whether a directive ends the block's processing whenever it runs:
+ * `return`, or a `rewrite … last`/`redirect`/`permanent` whose regex
+ * matches every URI (`^`, `^(.*)$`), which leaves the location.
+ */
+function ends(d: Directive): boolean {
+  if (d.name === 'return') return true;
+  if (d.name !== 'rewrite' || !safeInIf(d)) return false;
+  const re = compiled(d.args[0]!, false);
+  return re !== undefined && ['/', '/a/b.html', '/%20?x'].every((uri) => {
+    re.lastIndex = 0;
+    return re.exec(uri) !== null;
+  });
+}
+
 const ifIsEvil: LintRule = {
   code: 'if-is-evil',
   severity: 'warning',
-  title: 'an if inside a location holds directives other than return, rewrite … last or set',
-  explanation: 'An `if` in a location is a location of its own: when it matches, the request is served with the if block\'s settings, which lose what does not inherit (try_files, the location\'s add_header when the block adds one) and run handlers in surprising orders. Only `return`, `rewrite … last`/`redirect`/`permanent` and `set` are safe inside it. Fix: move the condition to a `map` and use its variable, or use `return`/`rewrite … last` to a named or separate location.',
+  title: 'an if inside a location does more than return, rewrite … last or set',
+  explanation: 'An `if` in a location is a location of its own: when it matches, the request is served with the if block\'s settings (ngx_http_rewrite_if sets them as the request\'s location), which lose what is not inherited (the location\'s try_files; its add_header when the block adds one) and run handlers in surprising orders. Only `return`, `rewrite … last`/`redirect`/`permanent` and `set` are safe inside it, and even a block of `set`s drops the location\'s try_files when it matches unless it ends with `return`. Fix: move the condition into a `map` and use its variable, or `return`/`rewrite … last` to another location.',
   docUrl: doc('if-is-evil'),
   check: (subject, report) => {
     for (const level of levelsOf(subject.root)) {
       if (level.context !== 'lif' || !level.directive) continue;
-      const unsafe = ownDirectives(subject, level).filter((d) => !safeInIf(d));
-      if (unsafe.length === 0) continue;
-      const names = [...new Set(unsafe.map((d) => `${d.name}${d.name === 'rewrite' ? ` … ${d.args[2] ?? '(no flag)'}` : ''} (${where(d.loc)})`))];
-      report({ message: `if ${level.directive.args.join(' ')} inside a location holds ${names.join(', ')}, which does not do what it seems there.`, loc: level.directive.loc });
+      const own = ownDirectives(subject, level);
+      const unsafe = own.filter((d) => !safeInIf(d));
+      const condition = `if ${level.directive.args.join(' ')}`;
+      if (unsafe.length > 0) {
+        const names = [...new Set(unsafe.map((d) => `${d.name}${d.name === 'rewrite' ? ` … ${d.args[2] ?? '(no flag)'}` : ''} (${where(d.loc)})`))];
+        report({ message: `${condition} inside a location holds ${names.join(', ')}; when it matches, the request is served with the if block's settings.`, loc: level.directive.loc });
+        continue;
+      }
+      const location = enclosing(level, ['location']);
+      const tryFiles = location && ownDirectives(subject, location).find((d) => d.name === 'try_files');
+      if (tryFiles && !own.some(ends)) {
+        report({ message: `${condition} inside a location drops its try_files (${where(tryFiles.loc)}) for every request it matches, as the if block does not inherit try_files.`, loc: level.directive.loc });
+      }
     }
   },
 };
