@@ -321,8 +321,14 @@ describe('version-disclosure', () => {
       'DIR/nginx.conf:3 server_tokens on sends the version in the Server header and error pages of location "/" (DIR/nginx.conf:3).',
     ]);
   });
+  test('fires: a server that does not turn it off when another does', async () => {
+    assert.deepEqual(await run('version-disclosure', `server { listen 127.0.0.1:8080; server_tokens off; }\nserver { listen 127.0.0.1:8081; }`), [
+      'DIR/nginx.conf:2 server_tokens is not set in the http block nor in the server at DIR/nginx.conf:4, and nginx\'s default (on) sends the version in the Server header and error pages.',
+    ]);
+  });
   test('twin', async () => {
     assert.deepEqual(await run('version-disclosure', `server_tokens off;\nserver { listen 127.0.0.1:8080; }`), []);
+    assert.deepEqual(await run('version-disclosure', `server { listen 127.0.0.1:8080; server_tokens off; }`), []);
   });
 });
 

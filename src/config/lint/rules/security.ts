@@ -311,9 +311,12 @@ const versionDisclosure: LintRule = {
       if (own && own.value !== 'off') {
         report({ message: `server_tokens ${own.value} sends the version in the Server header and error pages of ${levelName(level)}.`, loc: own.loc });
       }
-      if (level.context === 'http' && !own && level.directive && level.children.some((c) => c.context === 'server')) {
-        const offBelow = levelsOf(level).some((l) => l.conf.own(serverTokens)?.value === 'off');
-        if (!offBelow) report({ message: 'server_tokens is not set, and nginx\'s default (on) sends the version in the Server header and error pages.', loc: level.directive.loc });
+      if (level.context === 'http' && !own && level.directive) {
+        const servers = level.children.filter((c) => c.context === 'server');
+        const bare = servers.filter((c) => !c.conf.own(serverTokens));
+        if (bare.length === 0) continue;
+        const which = bare.length === servers.length ? '' : ` in the http block nor in ${bare.length === 1 ? 'the server' : `${bare.length} servers`} at ${bare.slice(0, 3).map((c) => where(c.directive!.loc)).join(', ')}${bare.length > 3 ? ' …' : ''}`;
+        report({ message: `server_tokens is not set${which}, and nginx's default (on) sends the version in the Server header and error pages.`, loc: level.directive.loc });
       }
     }
   },
