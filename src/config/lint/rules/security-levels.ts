@@ -31,6 +31,11 @@ export function levelsOf(root: LevelNode | undefined): LevelNode[] {
   return out;
 }
 
+/** The levels of the http block, parents first (the stream module's levels have other variables and other rules). */
+export function httpLevels(root: LevelNode | undefined): LevelNode[] {
+  return levelsOf(root).filter((l) => l.context !== 'main' && l.context !== 'events' && !l.context.startsWith('stream'));
+}
+
 /** The directives written at a level itself (includes spliced in), not those of its nested blocks. */
 export function ownDirectives(subject: LintSubject, level: LevelNode): Directive[] {
   const list = level.directive ? level.directive.block ?? [] : subject.nodes;
@@ -175,7 +180,7 @@ export class TaintTable {
 
   constructor(private readonly subject: LintSubject) {
     const sources: { name: string; taint: () => Taint }[] = [];
-    for (const level of levelsOf(subject.root)) {
+    for (const level of httpLevels(subject.root)) {
       for (const d of ownDirectives(subject, level)) {
         if (d.name === 'set' && d.args.length === 2 && d.args[0]!.startsWith('$')) {
           sources.push({ name: d.args[0]!.slice(1).toLowerCase(), taint: () => this.valueTaint(d.args[1]!, subject, level, d) });

@@ -16,7 +16,7 @@ import type { LintRule, LintSubject } from '../rule.js';
 import { inheritanceRules } from './security-inheritance.js';
 import { forgedMatch, groupClimbs, groupHoldsDot } from './security-regex.js';
 import {
-  captureSources, enclosing, ifRegex, levelName, levelsOf, ownDirectives, PATH_VARIABLES, safeSplit, TaintTable, where, type Taint,
+  captureSources, enclosing, httpLevels, ifRegex, levelName, levelsOf, ownDirectives, PATH_VARIABLES, safeSplit, TaintTable, where, type Taint,
 } from './security-levels.js';
 
 const doc = (code: string): string => `https://github.com/jinx/jinx#lint-${code}`;
@@ -30,14 +30,9 @@ function compiled(pattern: string, caseless: boolean): RegExp | undefined {
   }
 }
 
-/** Calls `fn` with every directive written at every level, in reading order. */
+/** Calls `fn` with every directive written at every level of the http block, in reading order. */
 function eachDirective(subject: LintSubject, fn: (level: LevelNode, d: Directive) => void): void {
-  for (const level of levelsOf(subject.root)) for (const d of ownDirectives(subject, level)) fn(level, d);
-}
-
-/** The levels of the http block (the stream module's have other rules). */
-function httpLevels(subject: LintSubject): LevelNode[] {
-  return levelsOf(subject.root).filter((l) => l.context !== 'main' && l.context !== 'events' && !l.context.startsWith('stream'));
+  for (const level of httpLevels(subject.root)) for (const d of ownDirectives(subject, level)) fn(level, d);
 }
 
 /**
@@ -306,7 +301,7 @@ const versionDisclosure: LintRule = {
   explanation: 'With `server_tokens on` (nginx\'s default when the directive is not written) every response\'s Server header and every error page name the version, which tells an attacker which known flaws to try. jinx reports it, as gixy does, both where `server_tokens on` (or `build`) is written and, once, at the http block when no level turns it off. Fix: `server_tokens off;` in the http block.',
   docUrl: doc('version-disclosure'),
   check: (subject, report) => {
-    for (const level of httpLevels(subject)) {
+    for (const level of httpLevels(subject.root)) {
       const own = level.conf.own(serverTokens);
       if (own && own.value !== 'off') {
         report({ message: `server_tokens ${own.value} sends the version in the Server header and error pages of ${levelName(level)}.`, loc: own.loc });
@@ -341,7 +336,7 @@ const resolverExternal: LintRule = {
   explanation: 'nginx\'s resolver sends plain UDP queries without DNSSEC; answers from a resolver across the internet can be spoofed (and CVE-2021-23017 was reachable this way), sending proxied traffic to an attacker. Fix: point `resolver` at a local caching resolver (127.0.0.1 with unbound/dnsmasq, 127.0.0.11 in Docker, the cluster DNS), which talks to the internet for you.',
   docUrl: doc('resolver-external'),
   check: (subject, report) => {
-    for (const level of httpLevels(subject)) {
+    for (const level of httpLevels(subject.root)) {
       const own = level.conf.own(resolver);
       const external = own?.value?.servers.filter((s) => !isLocalResolver(s)) ?? [];
       if (own && external.length > 0) {
@@ -358,7 +353,7 @@ const allowWithoutDeny: LintRule = {
   explanation: 'allow and deny are checked in order and a request no rule matches is let through; a level whose own rules are only `allow` lets every address in, and, having rules of its own, inherits none of the deny rules above it. Fix: end the level\'s list with `deny all;`.',
   docUrl: doc('allow-without-deny'),
   check: (subject, report) => {
-    for (const level of httpLevels(subject)) {
+    for (const level of httpLevels(subject.root)) {
       const own = level.conf.ownList(accessRules);
       if (!own || own.some((e) => !e.value.allow) || own.every((e) => e.value.match === 'all')) continue;
       report({
