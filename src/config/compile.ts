@@ -16,7 +16,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { ConfigNode } from '../parser/ast.js';
-import { loadConfig, type ConfigSnapshot, type LoadedFile } from '../parser/load.js';
+import { loadConfig, type ConfigSnapshot, type LoadedConfig, type LoadedFile } from '../parser/load.js';
 import type { ConfigWarning } from '../errors.js';
 import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
 import type { CompileContext } from './compile-context.js';
@@ -53,6 +53,7 @@ import { checkSslListens, serverCertificates, serverTlsConf, sslVerifyClient, ty
 import { compileStream, streamSockets } from './modules/stream.js';
 import { subFilterConf } from './modules/sub.js';
 import { checkUpstreamMerge, resolveUpstreams, splitHostPort, upstreamGroups } from './modules/upstream.js';
+import type { LintSubject } from './lint/rule.js';
 import type { ListenGroup, LocationConf, RouteTable, ScriptOp, VirtualServer } from './route-table.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf } from './spec.js';
@@ -156,19 +157,54 @@ async function resolveHosts(names: Iterable<string>): Promise<HostTable> {
  * @throws ConfigError the first error, worded and placed as nginx does
  */
 export async function compileConfig(opts: CompileOptions): Promise<CompiledConfig> {
+  const { loaded, scope } = await readConfig(opts, false);
+  const onWarning = opts.onWarning ?? (() => undefined);
+  const checked = checkConfig(loaded.nodes, registry, scope, onWarning);
+  const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
+  return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files, snapshot: loaded.snapshot };
+}
+
+/**
+ * Reads the files and resolves the names their directives give (offline:
+ * every name stands for 127.0.0.1, so that no lookup is made), and makes
+ * the configuration's scope.
+ */
+async function readConfig(opts: CompileOptions, offline: boolean): Promise<{ loaded: LoadedConfig; scope: ConfigScope }> {
   const loaded = loadConfig({
     confFile: opts.confFile,
     confPrefix: opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1),
     globalDirectives: opts.globalDirectives,
     snapshot: opts.snapshot,
   });
-  const hosts = await resolveHosts(hostsToResolve(loaded.nodes));
+  const hosts: HostTable = offline ? { lookup: () => ['127.0.0.1'] } : await resolveHosts(hostsToResolve(loaded.nodes));
   const variables = new VariableRegistry(allVariables);
   const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts);
+  return { loaded, scope };
+}
+
+/**
+ * What `jinx lint` rules read of a configuration (`LintSubject`): the AST
+ * with includes spliced in, the checked level tree when the check passed,
+ * and the route table when the configuration compiled. A check or compile
+ * error leaves the part it stopped undefined instead of throwing (the lint
+ * engine reports that error itself).
+ */
+export async function compileForLint(opts: CompileOptions & { readonly offline: boolean }): Promise<LintSubject> {
+  const { loaded, scope } = await readConfig(opts, opts.offline);
   const onWarning = opts.onWarning ?? (() => undefined);
-  const checked = checkConfig(loaded.nodes, registry, scope, onWarning);
-  const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
-  return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files, snapshot: loaded.snapshot };
+  let checked;
+  try {
+    checked = checkConfig(loaded.nodes, registry, scope, onWarning);
+  } catch {
+    return { nodes: loaded.nodes, root: undefined, table: undefined, offline: opts.offline };
+  }
+  let table: RouteTable | undefined;
+  try {
+    table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, () => undefined).compile();
+  } catch {
+    table = undefined;
+  }
+  return { nodes: loaded.nodes, root: checked.root, table, offline: opts.offline };
 }
 
 /** Runs the modules over the checked level tree, in nginx's order, into the route table. */

@@ -1,0 +1,136 @@
+/**
+ * Inheritance loss of array directives (`add_header`, `add_trailer`, `proxy_set_header`,
+ * `proxy_hide_header`, `fastcgi_param`): a level that writes one of them
+ * inherits none of its parents' (nginx's merge of an array: the child's
+ * array, else the parent's, `ngx_http_headers_merge_conf`,
+ * `ngx_http_proxy_merge_loc_conf`, `ngx_http_fastcgi_merge_loc_conf`). The
+ * rule names each entry set above that the level drops, with where it was
+ * set, and speaks only where the loss reaches a response or an upstream.
+ */
+import type { LevelNode } from '../../check.js';
+import { addHeaders, addTrailers } from '../../modules/headers.js';
+import { fastcgiParams } from '../../modules/fastcgi.js';
+import { proxyHideHeader, proxySetHeader } from '../../modules/proxy.js';
+import type { ListSlot } from '../../spec.js';
+import type { LintRule, LintSubject, RuleFinding } from '../rule.js';
+import { levelName, levelsOf, ownDirectives, where } from './security-levels.js';
+import type { SourceLoc } from '../../../source-loc.js';
+
+/** One array directive whose inheritance is checked. */
+interface ArrayDirective<T> {
+  readonly directive: string;
+  readonly slot: ListSlot<T>;
+  /** The name an entry sets (header or parameter). */
+  readonly nameOf: (value: T) => string;
+  /** Whether names compare case-insensitively (header names) or exactly (FastCGI parameters). */
+  readonly caseless: boolean;
+  /** The content handler the loss matters for (`proxy_pass`, `fastcgi_pass`), or undefined: every response. */
+  readonly handler: string | undefined;
+  /** What happens to the lost entries, ending the sentence after `is`/`are`. */
+  readonly consequence: string;
+}
+
+/** Whether a level hands its requests to `handler` (written there, or in the location an `if` or `limit_except` is in). */
+function usesHandler(subject: LintSubject, level: LevelNode, handler: string): boolean {
+  for (let l: LevelNode | undefined = level; l; l = l.parent) {
+    if (ownDirectives(subject, l).some((d) => d.name === handler)) return true;
+    if (l.context !== 'lif' && l.context !== 'limit_except') return false;
+  }
+  return false;
+}
+
+/** Whether some level that takes `level`'s own list (itself, or a nested level without a list of its own) uses `handler`. */
+function listReachesHandler<T>(subject: LintSubject, level: LevelNode, a: ArrayDirective<T>, handler: string): boolean {
+  const stack = [level];
+  while (stack.length > 0) {
+    const l = stack.pop()!;
+    if (usesHandler(subject, l, handler)) return true;
+    for (const c of l.children) if (!c.conf.ownList(a.slot)) stack.push(c);
+  }
+  return false;
+}
+
+/** Joins names for a sentence: `A`, `A and B`, `A, B and C`. */
+function listing(items: readonly string[]): string {
+  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+function checkArray<T>(subject: LintSubject, a: ArrayDirective<T>, report: (f: RuleFinding) => void): void {
+  const key = (name: string): string => (a.caseless ? name.toLowerCase() : name);
+  for (const level of levelsOf(subject.root)) {
+    if (level.context === 'main' || level.context === 'http' || !level.directive) continue;
+    const own = level.conf.ownList(a.slot);
+    if (!own) continue;
+    const ownNames = new Set(own.map((e) => key(a.nameOf(e.value))));
+    const lost = new Map<string, { name: string; loc: SourceLoc }>();
+    for (let p = level.parent; p; p = p.parent) {
+      for (const e of p.conf.ownList(a.slot) ?? []) {
+        const name = a.nameOf(e.value);
+        if (!ownNames.has(key(name)) && !lost.has(key(name))) lost.set(key(name), { name, loc: e.loc });
+      }
+    }
+    if (lost.size === 0) continue;
+    if (a.handler && !listReachesHandler(subject, level, a, a.handler)) continue;
+    const names = [...lost.values()].map((l) => `${l.name} (${where(l.loc)})`);
+    report({
+      message: `${levelName(level)} sets its own ${a.directive} (${where(own[0]!.loc)}), so ${listing(names)}, set above, ${names.length === 1 ? 'is' : 'are'} ${a.consequence}.`,
+      loc: level.directive.loc,
+    });
+  }
+}
+
+const EXPLAIN_TAIL = 'nginx merges these arrays whole: a level that has one entry of its own inherits none of its parents\' entries.';
+
+/** The inheritance rules, one per array directive. */
+export const inheritanceRules: readonly LintRule[] = [
+  {
+    code: 'add-header-inheritance',
+    severity: 'warning',
+    title: 'add_header at this level drops the headers set above it',
+    explanation: `A server, location or if block with its own add_header sends none of the add_header headers of the levels above it (security headers such as Strict-Transport-Security set at the server level silently disappear from that location). ${EXPLAIN_TAIL} Fix: repeat the lost headers at the level (an include file with all of them helps), or move the level's own add_header up.`,
+    docUrl: 'https://github.com/jinx/jinx#lint-add-header-inheritance',
+    check: (subject, report) => checkArray(subject, {
+      directive: 'add_header', slot: addHeaders, nameOf: (h) => h.name, caseless: true, handler: undefined, consequence: 'not sent with its responses',
+    }, report),
+  },
+  {
+    code: 'add-trailer-inheritance',
+    severity: 'warning',
+    title: 'add_trailer at this level drops the trailers set above it',
+    explanation: `A server, location or if block with its own add_trailer sends none of the add_trailer trailers of the levels above it. ${EXPLAIN_TAIL} Fix: repeat the lost trailers at the level.`,
+    docUrl: 'https://github.com/jinx/jinx#lint-add-trailer-inheritance',
+    check: (subject, report) => checkArray(subject, {
+      directive: 'add_trailer', slot: addTrailers, nameOf: (h) => h.name, caseless: true, handler: undefined, consequence: 'not sent with its responses',
+    }, report),
+  },
+  {
+    code: 'proxy-set-header-inheritance',
+    severity: 'warning',
+    title: 'proxy_set_header at this level drops the headers set above it',
+    explanation: `A location (or server) with its own proxy_set_header sends none of the proxy_set_header headers of the levels above it to the upstream (X-Forwarded-For, Upgrade/Connection for WebSockets, an emptied Accept-Encoding). ${EXPLAIN_TAIL} Reported only where the level's list reaches a proxy_pass. Fix: repeat the lost headers at the level, or keep all proxy_set_header lines at one level.`,
+    docUrl: 'https://github.com/jinx/jinx#lint-proxy-set-header-inheritance',
+    check: (subject, report) => checkArray(subject, {
+      directive: 'proxy_set_header', slot: proxySetHeader, nameOf: (h) => h.name, caseless: true, handler: 'proxy_pass', consequence: 'not sent to its upstream',
+    }, report),
+  },
+  {
+    code: 'proxy-hide-header-inheritance',
+    severity: 'warning',
+    title: 'proxy_hide_header at this level lets the headers hidden above it through',
+    explanation: `A location (or server) with its own proxy_hide_header hides only its own headers: the upstream response headers hidden at the levels above reach the client again (a backend's X-Powered-By or internal headers). ${EXPLAIN_TAIL} Reported only where the level's list reaches a proxy_pass. Fix: repeat the hidden headers at the level.`,
+    docUrl: 'https://github.com/jinx/jinx#lint-proxy-hide-header-inheritance',
+    check: (subject, report) => checkArray(subject, {
+      directive: 'proxy_hide_header', slot: proxyHideHeader, nameOf: (h) => h, caseless: true, handler: 'proxy_pass', consequence: 'not hidden from its responses',
+    }, report),
+  },
+  {
+    code: 'fastcgi-param-inheritance',
+    severity: 'warning',
+    title: 'fastcgi_param at this level drops the parameters set above it',
+    explanation: `A location with its own fastcgi_param passes none of the fastcgi_param parameters of the levels above it (SCRIPT_FILENAME, HTTPS or an application setting written at the server level). ${EXPLAIN_TAIL} Reported only where the level's list reaches a fastcgi_pass. Fix: include the shared parameters (fastcgi_params) at the level that adds its own.`,
+    docUrl: 'https://github.com/jinx/jinx#lint-fastcgi-param-inheritance',
+    check: (subject, report) => checkArray(subject, {
+      directive: 'fastcgi_param', slot: fastcgiParams, nameOf: (p) => p.name, caseless: false, handler: 'fastcgi_pass', consequence: 'not passed to its FastCGI server',
+    }, report),
+  },
+];
