@@ -1,0 +1,298 @@
+/**
+ * The semantic lint rules (src/config/lint/rules/semantic*.ts): for each, a
+ * configuration where it fires (message and file:line asserted) and a twin
+ * that differs in the one point that makes it right, where it stays silent.
+ * The behaviour each message claims was checked on nginx 1.30 (README "Lint
+ * rules"); the shadowed-location claim is also checked here against the
+ * reference nginx when one is at hand.
+ */
+import { strict as assert } from 'node:assert';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import type { LintRule } from '../../src/config/lint/rule.js';
+import { semanticRules } from '../../src/config/lint/rules/semantic.js';
+import { cleanup, freePort, referenceNginx, request, startServer, tempDir } from '../helpers/harness.js';
+import { findingsOf, semanticSubject } from '../helpers/lint-subject-semantic.js';
+
+const rule = (code: string): LintRule => {
+  const r = semanticRules.find((x) => x.code === code);
+  assert.ok(r, code);
+  return r;
+};
+
+/** A main file with `http { BODY }`; lines of BODY start at 3. */
+const conf = (body: string): string => `events {}\nhttp {\n${body}\n}\n`;
+
+/** The 1-based line of the first line of `text` containing `needle`. */
+function lineOf(text: string, needle: string): number {
+  const i = text.split('\n').findIndex((l) => l.includes(needle));
+  assert.ok(i >= 0, needle);
+  return i + 1;
+}
+
+/** Runs `code` on `files` and returns `[file:line, message]` of each finding, file relative to the prefix. */
+async function lint(code: string, files: Record<string, string>, offline = false): Promise<[string, string][]> {
+  const { prefix, subject } = await semanticSubject(files, offline);
+  const strip = (s: string): string => s.split(prefix).join('');
+  return findingsOf(rule(code), subject).map((f) => [f.loc ? `${strip(f.loc.file)}:${f.loc.line}` : '-', strip(f.message)]);
+}
+
+describe('semantic lint rules', () => {
+  after(cleanup);
+
+  it('every rule has a kebab-case code, a title, an explanation and a README anchor; codes are unique', () => {
+    const codes = new Set<string>();
+    for (const r of semanticRules) {
+      assert.match(r.code, /^[a-z]+(-[a-z0-9]+)*$/);
+      assert.ok(!codes.has(r.code), r.code);
+      codes.add(r.code);
+      assert.ok(r.title.length > 0 && r.explanation.length > 100, r.code);
+      assert.equal(r.docUrl, `README.md#${r.code}`);
+    }
+  });
+
+  describe('location-shadowed', () => {
+    const fires = conf(`server { listen 127.0.0.1:8001;
+    location /static/ { return 200 prefix; }
+    location ~ ^/st { return 200 regex; }
+    location ^~ /img/ { return 200 noregex; }
+    location ~ ^/img/.*\\.png$ { return 200 png; }
+    location ~* \\.php { return 200 php; }
+    location ~ \\.PHP$ { return 200 php2; }
+}`);
+    it('fires for a prefix a regex covers, a regex behind "^~", a regex behind an earlier broader one', async () => {
+      assert.deepEqual(await lint('location-shadowed', { 'nginx.conf': fires }), [
+        [`nginx.conf:${lineOf(fires, 'location /static/')}`, `location "/static/" is never chosen: every URI it matches also matches the regex location "~ ^/st" at nginx.conf:${lineOf(fires, '^/st')}, and nginx tries regex locations after the longest prefix unless that prefix is "^~"`],
+        [`nginx.conf:${lineOf(fires, '.png')}`, `regex location "~ ^/img/.*\\.png$" is never chosen: every URI it matches starts with "/img/", whose location "^~ /img/" at nginx.conf:${lineOf(fires, '^~ /img/')} stops the search for regex locations`],
+        [`nginx.conf:${lineOf(fires, '\\.PHP$')}`, `regex location "~ \\.PHP$" is never chosen: the regex location "~* \\.php" at nginx.conf:${lineOf(fires, '~* \\.php')} comes first and matches every URI it matches`],
+      ]);
+    });
+    it('stays silent when the prefix is "^~", the regex is narrower, a longer plain prefix lets regexes run, or the order is reversed', async () => {
+      const twin = conf(`server { listen 127.0.0.1:8001;
+    location ^~ /static/ { return 200 prefix; }
+    location ~ ^/st { return 200 regex; }
+    location ^~ /img/ { return 200 noregex; }
+    location /img/png/ { return 200 plain; }
+    location ~ ^/img/.*\\.png$ { return 200 png; }
+    location ~ \\.php$ { return 200 php2; }
+    location ~* \\.php { return 200 php; }
+    location /a/ { return 200 a; }
+    location ~ ^/a/.*\\.x$ { return 200 ax; }
+}`);
+      assert.deepEqual(await lint('location-shadowed', { 'nginx.conf': twin }), []);
+    });
+    it('nginx never chooses the locations it reports (reference nginx, add_header)', { skip: referenceNginx() === undefined }, async () => {
+      const port = await freePort();
+      const dir = tempDir('jinx-lint-sem-ng-');
+      mkdirSync(join(dir, 'logs'));
+      const text = `daemon off; master_process off; pid logs/nginx.pid; error_log logs/error.log;\n${fires.replace('8001', String(port))}`;
+      writeFileSync(join(dir, 'nginx.conf'), text);
+      const nginx = await startServer(referenceNginx()!, dir + '/', join(dir, 'nginx.conf'), [port]);
+      try {
+        const bodies = await Promise.all(['/static/', '/static/a', '/img/a.png', '/x.PHP'].map(async (p) => (await request(port, p)).body.toString()));
+        assert.deepEqual(bodies, ['regex', 'regex', 'noregex', 'php']);
+      } finally {
+        await nginx.stop();
+      }
+    });
+  });
+
+  describe('try-files-loop', () => {
+    it('fires when the fallback comes back to the location and no file exists for it', async () => {
+      const root = tempDir('jinx-lint-sem-root-');
+      const text = conf(`server { listen 127.0.0.1:8001; root ${root};
+    location / { try_files $uri $uri/ /index.html; }
+}`);
+      assert.deepEqual(await lint('try-files-loop', { 'nginx.conf': text }), [
+        [`nginx.conf:4`, `try_files falls back to "/index.html", which location "/" at nginx.conf:4 handles again with the same try_files, and none of its files exists for "/index.html": nginx redirects until it stops with 500 "rewrite or internal redirection cycle"`],
+      ]);
+    });
+    it('stays silent when the fallback file exists, goes to another location, is a status, or with --offline', async () => {
+      const root = tempDir('jinx-lint-sem-root-');
+      writeFileSync(join(root, 'index.html'), 'x');
+      const exists = conf(`server { listen 127.0.0.1:8001; root ${root};
+    location / { try_files $uri $uri/ /index.html; }
+}`);
+      assert.deepEqual(await lint('try-files-loop', { 'nginx.conf': exists }), []);
+      const other = conf(`server { listen 127.0.0.1:8001; root /nonexistent;
+    location / { try_files $uri /index.php?$args; }
+    location ~ \\.php$ { return 200; }
+    location /s/ { try_files $uri =404; }
+}`);
+      assert.deepEqual(await lint('try-files-loop', { 'nginx.conf': other }), []);
+      const offline = conf(`server { listen 127.0.0.1:8001; root /nonexistent;
+    location / { try_files $uri /index.html; }
+}`);
+      assert.deepEqual(await lint('try-files-loop', { 'nginx.conf': offline }, true), []);
+    });
+  });
+
+  describe('error-page-loop', () => {
+    it('fires when the error page location answers the same status itself, with and without recursive_error_pages', async () => {
+      const text = conf(`server { listen 127.0.0.1:8001;
+    location /a/ { error_page 404 /err/; return 404; }
+    location /err/ { return 404; }
+    location /b/ { recursive_error_pages on; error_page 404 /err2/; return 404; }
+    location /err2/ { recursive_error_pages on; error_page 404 /err2/; return 404; }
+}`);
+      assert.deepEqual(await lint('error-page-loop', { 'nginx.conf': text }), [
+        ['nginx.conf:4', 'error_page 404 redirects to "/err/", whose location "/err/" at nginx.conf:5 answers 404 itself (return at nginx.conf:5): nginx then sends its built-in 404 page, as error_page does not apply to the error page\'s own failure without recursive_error_pages'],
+        ['nginx.conf:6', 'error_page 404 redirects to "/err2/", whose location "/err2/" at nginx.conf:7 answers 404 itself (return at nginx.conf:7): recursive_error_pages is on and error_page at nginx.conf:7 sends it there again, so nginx redirects until its limit of 10 URI changes, then sends its built-in 404 page'],
+        ['nginx.conf:7', 'error_page 404 redirects to "/err2/", whose location "/err2/" at nginx.conf:7 answers 404 itself (return at nginx.conf:7): recursive_error_pages is on and error_page at nginx.conf:7 sends it there again, so nginx redirects until its limit of 10 URI changes, then sends its built-in 404 page'],
+      ]);
+    });
+    it('stays silent when the error page location serves the page or fails with another code handled elsewhere', async () => {
+      const text = conf(`server { listen 127.0.0.1:8001;
+    location /a/ { error_page 404 /err/; return 404; }
+    location /err/ { return 200 "custom page"; }
+    location /b/ { error_page 404 = /c/; return 404; }
+    location /c/ { return 404 "not here"; }
+}`);
+      assert.deepEqual(await lint('error-page-loop', { 'nginx.conf': text }), []);
+    });
+  });
+
+  describe('auth-request-not-internal', () => {
+    it('fires when the subrequest location is not internal; silent when it is', async () => {
+      const text = (internal: string): string => conf(`server { listen 127.0.0.1:8001;
+    location /app/ { auth_request /check; return 200; }
+    location = /check { ${internal}return 204; }
+}`);
+      assert.deepEqual(await lint('auth-request-not-internal', { 'nginx.conf': text('') }), [
+        ['nginx.conf:4', 'auth_request "/check" is answered by location "= /check" at nginx.conf:5, which is not internal: clients can request "/check" directly; add "internal;" to it'],
+      ]);
+      assert.deepEqual(await lint('auth-request-not-internal', { 'nginx.conf': text('internal; ') }), []);
+    });
+  });
+
+  describe('proxy_pass URI rules', () => {
+    const text = conf(`server { listen 127.0.0.1:8001;
+    location /p/ { rewrite ^/p/(.*)$ /q/$1 break; proxy_pass http://127.0.0.1:9/up/; }
+    location /v/ { set $b 127.0.0.1:9; proxy_pass http://$b/up/; }
+    location /d { proxy_pass http://127.0.0.1:9/up/; }
+}`);
+    const twin = conf(`server { listen 127.0.0.1:8001;
+    location /p/ { rewrite ^/p/(.*)$ /up/q/$1 break; proxy_pass http://127.0.0.1:9; }
+    location /v/ { set $b 127.0.0.1:9; proxy_pass http://$b; }
+    location ~ ^/w/(.*)$ { set $b 127.0.0.1:9; proxy_pass http://$b/up/$1; }
+    location /d/ { proxy_pass http://127.0.0.1:9/up/; }
+    location /e { proxy_pass http://127.0.0.1:9/up; }
+}`);
+    it('proxy-pass-uri-ignored: a URI part with rewrite … break', async () => {
+      assert.deepEqual(await lint('proxy-pass-uri-ignored', { 'nginx.conf': text }), [
+        ['nginx.conf:4', 'proxy_pass "http://127.0.0.1:9/up/" has the URI part "/up/", but "rewrite … break" at nginx.conf:4 changes the URI in this location: nginx then sends the rewritten URI as it is and ignores "/up/"'],
+      ]);
+      assert.deepEqual(await lint('proxy-pass-uri-ignored', { 'nginx.conf': twin }), []);
+    });
+    it('proxy-pass-variable-uri: variables and a URI part in a prefix location', async () => {
+      assert.deepEqual(await lint('proxy-pass-variable-uri', { 'nginx.conf': text }), [
+        ['nginx.conf:5', 'proxy_pass "http://$b/up/" has variables, so its URI part "/up/" is the whole URI sent: "/v/x" goes upstream as "/up/", not with the rest of the URI after "/v/"'],
+      ]);
+      assert.deepEqual(await lint('proxy-pass-variable-uri', { 'nginx.conf': twin }), []);
+    });
+    it('proxy-pass-double-slash: a prefix without "/" and a URI part with one', async () => {
+      assert.deepEqual(await lint('proxy-pass-double-slash', { 'nginx.conf': text }), [
+        ['nginx.conf:6', 'location "/d" at nginx.conf:6 has no final "/" but proxy_pass\'s URI part "/up/" has: "/d/x" goes upstream as "/up//x"'],
+      ]);
+      assert.deepEqual(await lint('proxy-pass-double-slash', { 'nginx.conf': twin }), []);
+    });
+  });
+
+  describe('upstream-host-name', () => {
+    it('fires for an upstream named like a host that proxy_pass uses; silent for a plain name', async () => {
+      const text = (name: string): string => conf(`upstream ${name} { server 127.0.0.1:9; }
+server { listen 127.0.0.1:8001;
+    location / { proxy_pass https://${name}/; }
+}`);
+      assert.deepEqual(await lint('upstream-host-name', { 'nginx.conf': text('api.example.com') }), [
+        ['nginx.conf:3', 'upstream "api.example.com" is named like a host name: proxy_pass "https://api.example.com/" at nginx.conf:5 goes to this block\'s servers, and nginx never resolves "api.example.com" in DNS'],
+      ]);
+      assert.deepEqual(await lint('upstream-host-name', { 'nginx.conf': text('api_backend') }), []);
+    });
+  });
+
+  describe('tls-weaker-than-intermediate', () => {
+    it('fires for TLSv1/TLSv1.1 and for cipher strings selecting other suites; silent for the intermediate profile', async () => {
+      const text = conf(`server { listen 127.0.0.1:8001;
+    ssl_protocols TLSv1 TLSv1.1 TLSv1.2;
+    ssl_ciphers HIGH:!aNULL:!MD5;
+}`);
+      const found = await lint('tls-weaker-than-intermediate', { 'nginx.conf': text });
+      assert.deepEqual(found[0], ['nginx.conf:4', 'ssl_protocols enables TLSv1, TLSv1.1, older than Mozilla\'s intermediate profile (TLSv1.2 TLSv1.3)']);
+      assert.equal(found.length, 2);
+      assert.equal(found[1]![0], 'nginx.conf:5');
+      assert.match(found[1]![1], /^ssl_ciphers "HIGH:!aNULL:!MD5" selects \d+ TLS 1\.2 suites outside Mozilla's intermediate profile: .*(CBC|SHA|CCM|ARIA|CAMELLIA)/);
+      const twin = conf(`server { listen 127.0.0.1:8001;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305;
+}`);
+      assert.deepEqual(await lint('tls-weaker-than-intermediate', { 'nginx.conf': twin }), []);
+    });
+  });
+
+  describe('server-name-conflict', () => {
+    it('names both places of a name two servers on one address claim, across includes; silent on different addresses', async () => {
+      const files = {
+        'nginx.conf': conf('include sites/*.conf;'),
+        'sites/a.conf': 'server {\n    listen 127.0.0.1:8001;\n    server_name example.test www.example.test;\n}\n',
+        'sites/b.conf': 'server {\n    listen 127.0.0.1:8001;\n    server_name Example.test;\n}\nserver {\n    listen 127.0.0.1:8002;\n    server_name example.test;\n}\n',
+      };
+      assert.deepEqual(await lint('server-name-conflict', files), [
+        ['sites/b.conf:3', 'server name "Example.test" on 127.0.0.1:8001 is already used by server_name at sites/a.conf:3: nginx ignores it here (nginx -t: conflicting server name "example.test" on 127.0.0.1:8001, ignored)'],
+      ]);
+      assert.deepEqual(await lint('server-name-conflict', { ...files, 'sites/b.conf': 'server {\n    listen 127.0.0.1:8002;\n    server_name example.test;\n}\n' }), []);
+    });
+  });
+
+  describe('map-redefined and map-variable-set', () => {
+    const text = conf(`map $uri $v { default a; }
+map $uri $v { default b; }
+map $uri $w { default c; }
+server { listen 127.0.0.1:8001;
+    location /s/ { set $v x; set $other y; return 200 "$v$w$other"; }
+}`);
+    it('map-redefined: the second map of a variable', async () => {
+      assert.deepEqual(await lint('map-redefined', { 'nginx.conf': text }), [
+        ['nginx.conf:4', 'map defines "$v" again: it replaces the map at nginx.conf:3, which has no effect'],
+      ]);
+      assert.deepEqual(await lint('map-redefined', { 'nginx.conf': text.replace('map $uri $v { default b; }', '') }), []);
+    });
+    it('map-variable-set: set on a variable a map defines', async () => {
+      assert.deepEqual(await lint('map-variable-set', { 'nginx.conf': text }), [
+        ['nginx.conf:7', 'set "$v" overrides the map at nginx.conf:3 for the rest of the request'],
+      ]);
+      assert.deepEqual(await lint('map-variable-set', { 'nginx.conf': text.replace('set $v x;', '') }), []);
+    });
+  });
+
+  describe('timeout-never-fires', () => {
+    it('fires for limits of what another directive disables everywhere they apply', async () => {
+      const text = conf(`keepalive_timeout 0;
+keepalive_requests 50;
+upstream u { server 127.0.0.1:9; keepalive_requests 10; }
+server { listen 127.0.0.1:8001;
+    proxy_next_upstream off;
+    proxy_next_upstream_tries 3;
+    location / { proxy_pass http://u; }
+}`);
+      assert.deepEqual(await lint('timeout-never-fires', { 'nginx.conf': text }), [
+        ['nginx.conf:4', 'keepalive_requests never takes effect: keepalive_timeout 0 disables keep-alive connections (keepalive_timeout at nginx.conf:3)'],
+        ['nginx.conf:8', 'proxy_next_upstream_tries never takes effect: proxy_next_upstream off never tries a next server (proxy_next_upstream at nginx.conf:7)'],
+        ['nginx.conf:5', 'keepalive_requests never takes effect: upstream "u" at nginx.conf:5 has no "keepalive" directive, so it keeps no idle connections'],
+      ]);
+    });
+    it('stays silent when one level the setting applies to enables what it limits', async () => {
+      const text = conf(`keepalive_timeout 0;
+keepalive_requests 50;
+upstream u { server 127.0.0.1:9; keepalive 4; keepalive_requests 10; }
+server { listen 127.0.0.1:8001;
+    keepalive_timeout 30s;
+    proxy_next_upstream off;
+    proxy_next_upstream_tries 3;
+    location / { proxy_next_upstream error; proxy_pass http://u; }
+}`);
+      assert.deepEqual(await lint('timeout-never-fires', { 'nginx.conf': text }), []);
+    });
+  });
+});
