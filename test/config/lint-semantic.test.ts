@@ -250,17 +250,18 @@ server { listen 127.0.0.1:8001;
 map $uri $v { default b; }
 map $uri $w { default c; }
 server { listen 127.0.0.1:8001;
+    set $w server-wide;
     location /s/ { set $v x; set $other y; return 200 "$v$w$other"; }
 }`);
-    it('map-redefined: the second map of a variable', async () => {
+    it('map-redefined: the second, different map of a variable (an identical repeat is silent)', async () => {
       assert.deepEqual(await lint('map-redefined', { 'nginx.conf': text }), [
-        ['nginx.conf:4', 'map defines "$v" again: it replaces the map at nginx.conf:3, which has no effect'],
+        ['nginx.conf:3', 'this map of "$v" has no effect: the map at nginx.conf:4 defines "$v" again, differently, and nginx uses the last definition'],
       ]);
-      assert.deepEqual(await lint('map-redefined', { 'nginx.conf': text.replace('map $uri $v { default b; }', '') }), []);
+      assert.deepEqual(await lint('map-redefined', { 'nginx.conf': text.replace('map $uri $v { default b; }', 'map $uri $v { default a; }') }), []);
     });
-    it('map-variable-set: set on a variable a map defines', async () => {
+    it('map-variable-set: set in a location on a variable a map defines (a set directly in the server is silent)', async () => {
       assert.deepEqual(await lint('map-variable-set', { 'nginx.conf': text }), [
-        ['nginx.conf:7', 'set "$v" overrides the map at nginx.conf:3 for the rest of the request'],
+        ['nginx.conf:8', 'set "$v" overrides the map at nginx.conf:3 for the rest of the request'],
       ]);
       assert.deepEqual(await lint('map-variable-set', { 'nginx.conf': text.replace('set $v x;', '') }), []);
     });

@@ -137,24 +137,35 @@ function definers(subject: LintSubject): Directive[] {
   return httpBlocks(subject.nodes).flatMap((h) => h.own.filter((d) => DEFINERS.has(d.name) && d.block));
 }
 
+/** A block's arguments and statements as text, to tell a repeated identical definition from a different one. */
+function definition(d: Directive): string {
+  return JSON.stringify([d.name, d.args, directivesIn(d).map((x) => [x.name, x.args])]);
+}
+
 /** `map-redefined`: two blocks define the same variable; the last one wins silently. */
 export const mapRedefined: LintRule = {
   code: 'map-redefined',
   severity: 'warning',
   title: 'Two map (or geo, split_clients) blocks define the same variable',
   explanation:
-    'Each map, geo and split_clients block defines its variable anew; when two define the same variable, nginx keeps the last one without a warning '
-    + '(nginx -t passes) and the first block has no effect at all. This happens when a snippet with a map is included twice or two sites define the '
-    + 'same helper variable differently. Fix: define the variable once, or give each block its own variable name.',
+    'Each map, geo and split_clients block defines its variable anew; when two define the same variable, nginx keeps the last one for every server, '
+    + 'without a warning (nginx -t passes), and the earlier blocks have no effect at all. Nginx Proxy Manager, for one, writes a "map $scheme '
+    + '$hsts_header" into each host\'s file with that host\'s HSTS options: all hosts get the options of the file read last. The rule reports each '
+    + 'earlier block that differs from the last (an identical repeat changes nothing). Fix: define the variable once, or give each block its own '
+    + 'variable name.',
   docUrl: `${DOC}map-redefined`,
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
-    const firstOf = new Map<string, Directive>();
-    for (const d of definers(subject)) {
+    const lastOf = new Map<string, Directive>();
+    const all = definers(subject);
+    for (const d of all) {
       const v = definedVariable(d);
-      if (!v) continue;
-      const first = firstOf.get(v);
-      if (!first) firstOf.set(v, d);
-      else report({ message: `${d.name} defines "${d.args[d.name === 'geo' && d.args.length === 1 ? 0 : 1]}" again: it replaces the ${first.name} at ${at(first.loc)}, which has no effect`, loc: d.loc });
+      if (v) lastOf.set(v, d);
+    }
+    for (const d of all) {
+      const v = definedVariable(d);
+      const last = v === undefined ? undefined : lastOf.get(v);
+      if (!last || last === d || definition(last) === definition(d)) continue;
+      report({ message: `this ${d.name} of "${v}" has no effect: the ${last.name} at ${at(last.loc)} defines "${v}" again, differently, and nginx uses the last definition`, loc: d.loc });
     }
   },
 };
@@ -167,7 +178,8 @@ export const mapVariableSet: LintRule = {
   explanation:
     'A variable defined by map is computed when it is first read. "set" on the same variable stores a value that then hides the map for the rest of the '
     + 'request, in every location the request passes through after it (also after internal redirects), while requests that do not pass the set see the '
-    + 'map: the same name means two things depending on the path taken. Fix: give the set its own variable, or put its case into the map.',
+    + 'map: the same name means two things depending on the path taken. A set written directly in a server block is not reported: it applies to '
+    + 'every request of that server, a common way to override a map\'s default per site. Fix: give the set its own variable, or put its case into the map.',
   docUrl: `${DOC}map-variable-set`,
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     const defs = new Map<string, Directive>();
@@ -177,9 +189,11 @@ export const mapVariableSet: LintRule = {
     }
     if (defs.size === 0) return;
     for (const h of httpBlocks(subject.nodes)) {
-      for (const d of directivesIn(h.directive)) {
-        const def = d.name === 'set' ? defs.get((d.args[0] ?? '').toLowerCase()) : undefined;
-        if (def) report({ message: `set "${d.args[0]}" overrides the ${def.name} at ${at(def.loc)} for the rest of the request`, loc: d.loc });
+      for (const level of levelsUnder(h).filter((b) => b.directive.name !== 'server')) {
+        for (const d of own(level, 'set')) {
+          const def = defs.get((d.args[0] ?? '').toLowerCase());
+          if (def) report({ message: `set "${d.args[0]}" overrides the ${def.name} at ${at(def.loc)} for the rest of the request`, loc: d.loc });
+        }
       }
     }
   },
@@ -200,14 +214,14 @@ const GATED: readonly { readonly names: readonly string[]; readonly gate: string
 const LEVELS = new Set(['http', 'server', 'location', 'if', 'limit_except']);
 const UPSTREAM_KEEPALIVE = ['keepalive_requests', 'keepalive_timeout', 'keepalive_time'];
 
-/** The blocks under `b` (itself included) that are configuration levels. */
+/** The blocks under `b` (itself included) that are configuration levels, in reading order. */
 function levelsUnder(b: Block): Block[] {
   const out: Block[] = [];
   const stack = [b];
   while (stack.length > 0) {
     const x = stack.pop()!;
     if (LEVELS.has(x.directive.name)) out.push(x);
-    stack.push(...x.children);
+    for (let i = x.children.length - 1; i >= 0; i--) stack.push(x.children[i]!);
   }
   return out;
 }
