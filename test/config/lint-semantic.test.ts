@@ -13,7 +13,8 @@ import { after, describe, it } from 'node:test';
 import type { LintRule } from '../../src/config/lint/rule.js';
 import { semanticRules } from '../../src/config/lint/rules/semantic.js';
 import { cleanup, freePort, referenceNginx, request, startServer, tempDir } from '../helpers/harness.js';
-import { findingsOf, semanticSubject } from '../helpers/lint-subject-semantic.js';
+import { findingsOf, semanticSubject, semanticSubjectOf } from '../helpers/lint-subject-semantic.js';
+import { prepareDebian, prepareProxyManager, prepareScenario, type PreparedTree } from '../helpers/corpus-trees.js';
 
 const rule = (code: string): LintRule => {
   const r = semanticRules.find((x) => x.code === code);
@@ -294,6 +295,31 @@ server { listen 127.0.0.1:8001;
     location / { proxy_next_upstream error; proxy_pass http://u; }
 }`);
       assert.deepEqual(await lint('timeout-never-fires', { 'nginx.conf': text }), []);
+    });
+  });
+
+  describe('the real trees (each finding reviewed: see README "Lint rules")', () => {
+    /** Every semantic finding on a prepared tree, as `code file:line`, paths relative to the tree's root. */
+    async function all(tree: PreparedTree, offline: boolean): Promise<string[]> {
+      const subject = await semanticSubjectOf(tree.prefix, tree.conf, offline);
+      assert.ok(subject.table, 'the tree compiles');
+      return semanticRules.flatMap((r) => findingsOf(r, subject).map((f) => `${r.code} ${f.loc!.file.replace(tree.root, '')}:${f.loc!.line}`));
+    }
+    it('Nginx Proxy Manager: the admin UI\'s try_files loops while its files are absent here; the last host file\'s HSTS map wins for all hosts', async () => {
+      const tree = await prepareProxyManager();
+      assert.deepEqual(await all(tree, false), [
+        'try-files-loop /etc/nginx/conf.d/production.conf:31',
+        'map-redefined /data/nginx/proxy_host/1.conf:7',
+      ]);
+      assert.deepEqual(await all(tree, true), ['map-redefined /data/nginx/proxy_host/1.conf:7']);
+    });
+    it('Debian: ssl_protocols keeps TLSv1 and TLSv1.1', async () => {
+      for (const tree of [await prepareDebian(), await prepareDebian({ ssl: true })]) {
+        assert.deepEqual(await all(tree, false), ['tls-weaker-than-intermediate /etc/nginx/nginx.conf:33']);
+      }
+    });
+    it('the scenario tree: nothing', async () => {
+      assert.deepEqual(await all(await prepareScenario(), false), []);
     });
   });
 });
