@@ -104,9 +104,12 @@ describe('semantic lint rules', () => {
       const root = tempDir('jinx-lint-sem-root-');
       const text = conf(`server { listen 127.0.0.1:8001; root ${root};
     location / { try_files $uri $uri/ /index.html; }
+    location /app/ { try_files $uri @app; }
+    location @app { try_files /maintenance.html @app; }
 }`);
       assert.deepEqual(await lint('try-files-loop', { 'nginx.conf': text }), [
         [`nginx.conf:4`, `try_files falls back to "/index.html", which location "/" at nginx.conf:4 handles again with the same try_files, and none of its files exists for "/index.html": nginx redirects until it stops with 500 "rewrite or internal redirection cycle"`],
+        [`nginx.conf:6`, `try_files falls back to "@app", which location "@app" at nginx.conf:6 handles again with the same try_files, and none of its files exists: nginx redirects until it stops with 500 "rewrite or internal redirection cycle"`],
       ]);
     });
     it('stays silent when the fallback file exists, goes to another location, is a status, or with --offline', async () => {
@@ -281,13 +284,12 @@ server { listen 127.0.0.1:8001;
       assert.deepEqual(await lint('timeout-never-fires', { 'nginx.conf': text }), [
         ['nginx.conf:4', 'keepalive_requests never takes effect: keepalive_timeout 0 disables keep-alive connections (keepalive_timeout at nginx.conf:3)'],
         ['nginx.conf:8', 'proxy_next_upstream_tries never takes effect: proxy_next_upstream off never tries a next server (proxy_next_upstream at nginx.conf:7)'],
-        ['nginx.conf:5', 'keepalive_requests never takes effect: upstream "u" at nginx.conf:5 has no "keepalive" directive, so it keeps no idle connections'],
       ]);
     });
     it('stays silent when one level the setting applies to enables what it limits', async () => {
       const text = conf(`keepalive_timeout 0;
 keepalive_requests 50;
-upstream u { server 127.0.0.1:9; keepalive 4; keepalive_requests 10; }
+upstream u { server 127.0.0.1:9; keepalive_requests 10; }
 server { listen 127.0.0.1:8001;
     keepalive_timeout 30s;
     proxy_next_upstream off;

@@ -84,11 +84,12 @@ function literalUri(target: string): string | undefined {
  * when it names an existing file (or directory, written with a final `/`)
  * under an absolute `root` without variables, or when that cannot be known
  * (variables other than `$uri`, an `alias`, a relative root, `--offline`).
+ * `uri` is undefined for a named location, where `$uri` keeps the request's URI.
  */
-function mayExist(block: Block, item: string, uri: string, offline: boolean): boolean {
-  if (offline) return true;
+function mayExist(block: Block, item: string, uri: string | undefined, offline: boolean): boolean {
+  if (offline || (uri === undefined && item.includes('$'))) return true;
   const testDir = item.endsWith('/');
-  const value = item.replace(/\$\{?(uri|document_uri)\}?(?![A-Za-z0-9_])/g, uri).replace(/\/$/, '');
+  const value = uri === undefined ? item.replace(/\/$/, '') : item.replace(/\$\{?(uri|document_uri)\}?(?![A-Za-z0-9_])/g, uri).replace(/\/$/, '');
   if (value.includes('$')) return true;
   if (inherited(block, 'alias').length > 0) return true;
   const root = inherited(block, 'root')[0]?.args[0];
@@ -124,10 +125,11 @@ export const tryFilesLoop: LintRule = {
         const target = literalUri(tf.args[tf.args.length - 1]!);
         if (target === undefined || target.startsWith('=')) continue;
         if (routes.select(server, target) !== compiled) continue;
-        if (tf.args.slice(0, -1).some((item) => mayExist(loc, item, target, subject.offline))) continue;
+        const named = target.startsWith('@');
+        if (tf.args.slice(0, -1).some((item) => mayExist(loc, item, named ? undefined : target, subject.offline))) continue;
         seen.add(tf);
         report({
-          message: `try_files falls back to "${target}", which location ${shown(loc.directive)} at ${at(loc.directive.loc)} handles again with the same try_files, and none of its files exists for "${target}": nginx redirects until it stops with 500 "rewrite or internal redirection cycle"`,
+          message: `try_files falls back to "${target}", which location ${shown(loc.directive)} at ${at(loc.directive.loc)} handles again with the same try_files, and none of its files exists${named ? '' : ` for "${target}"`}: nginx redirects until it stops with 500 "rewrite or internal redirection cycle"`,
           loc: tf.loc,
         });
       }

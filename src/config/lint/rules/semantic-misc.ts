@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import type { ConfigNode, Directive } from '../../../parser/ast.js';
 import type { LintRule, LintSubject, RuleFinding } from '../rule.js';
-import { at, blocksNamed, directivesIn, DOC, httpBlocks, inherited, own, type Block } from './semantic-model.js';
+import { at, directivesIn, DOC, httpBlocks, inherited, own, type Block } from './semantic-model.js';
 
 /** Every directive of the configuration, in reading order. */
 function everyDirective(nodes: readonly ConfigNode[]): Directive[] {
@@ -212,7 +212,6 @@ const GATED: readonly { readonly names: readonly string[]; readonly gate: string
   { names: ['fastcgi_next_upstream_timeout', 'fastcgi_next_upstream_tries'], gate: 'fastcgi_next_upstream', off: (d) => d.args[0] === 'off', why: 'fastcgi_next_upstream off never tries a next server' },
 ];
 const LEVELS = new Set(['http', 'server', 'location', 'if', 'limit_except']);
-const UPSTREAM_KEEPALIVE = ['keepalive_requests', 'keepalive_timeout', 'keepalive_time'];
 
 /** The blocks under `b` (itself included) that are configuration levels, in reading order. */
 function levelsUnder(b: Block): Block[] {
@@ -234,9 +233,9 @@ export const timeoutNeverFires: LintRule = {
   explanation:
     'Some timeouts and limits only act on something another directive turns off. keepalive_requests and keepalive_time limit kept-alive connections, '
     + 'and keepalive_timeout 0 closes every connection after its response (ngx_http_finalize_connection). proxy_next_upstream_timeout and _tries '
-    + 'bound retries, which proxy_next_upstream off disables (ngx_http_upstream_next); fastcgi_ likewise. In an upstream block, keepalive_requests, '
-    + 'keepalive_timeout and keepalive_time configure the cache of idle upstream connections that only the keepalive directive enables. A setting is '
-    + 'reported when every level it applies to has it disabled. Fix: remove the dead setting, or enable what it limits.',
+    + 'bound retries, which proxy_next_upstream off disables (ngx_http_upstream_next); fastcgi_ likewise. A setting is reported when every level it '
+    + 'applies to has it disabled. (An upstream block\'s keepalive_requests without "keepalive" is not dead: since nginx 1.29.7 upstream keep-alive '
+    + 'is on by default.) Fix: remove the dead setting, or enable what it limits.',
   docUrl: `${DOC}timeout-never-fires`,
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const h of httpBlocks(subject.nodes)) {
@@ -248,12 +247,6 @@ export const timeoutNeverFires: LintRule = {
             if (!gates.every((gd) => gd !== undefined && g.off(gd))) continue;
             report({ message: `${d.name} never takes effect: ${g.why} (${g.gate} at ${at(gates[0]!.loc)})`, loc: d.loc });
           }
-        }
-      }
-      for (const up of blocksNamed(h, 'upstream')) {
-        if (own(up, 'keepalive').length > 0) continue;
-        for (const d of up.own.filter((x) => UPSTREAM_KEEPALIVE.includes(x.name))) {
-          report({ message: `${d.name} never takes effect: upstream "${up.directive.args[0]}" at ${at(up.directive.loc)} has no "keepalive" directive, so it keeps no idle connections`, loc: d.loc });
         }
       }
     }
