@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { LintRule } from '../../src/config/lint/rule.js';
 import { semanticRules } from '../../src/config/lint/rules/semantic.js';
-import { cleanup, freePort, referenceNginx, request, startServer, tempDir } from '../helpers/harness.js';
+import { cleanup, freePort, JINX, referenceNginx, request, startServer, tempDir } from '../helpers/harness.js';
 import { findingsOf, semanticSubject, semanticSubjectOf } from '../helpers/lint-subject-semantic.js';
 import { prepareDebian, prepareProxyManager, prepareScenario, type PreparedTree } from '../helpers/corpus-trees.js';
 
@@ -323,5 +323,55 @@ server { listen 127.0.0.1:8001;
     it('the scenario tree: nothing', async () => {
       assert.deepEqual(await all(await prepareScenario(), false), []);
     });
+  });
+
+  describe('what the messages claim, asked of a running server', () => {
+    /** One server per claim's twin: the rules fire on it, and the answers show the behaviour they describe. */
+    const claims = (port: number, up: number): string => conf(`map $uri $v { default first; }
+map $uri $v { default last; }
+server { listen 127.0.0.1:${up}; location / { return 200 "up:$request_uri"; } }
+server { listen 127.0.0.1:${port}; root /nonexistent;
+    location /p/ { rewrite ^/p/(.*)$ /q/$1 break; proxy_pass http://127.0.0.1:${up}/up/; }
+    location /v/ { set $b 127.0.0.1:${up}; proxy_pass http://$b/up/; }
+    location /d { proxy_pass http://127.0.0.1:${up}/up/; }
+    location /e/ { error_page 404 /err/; return 404; }
+    location /err/ { return 404; }
+    location /t/ { try_files $uri /t/index.html; }
+    location /m/ { return 200 "$v"; }
+    location /s/ { set $v set; return 200 "$v"; }
+}`);
+    const servers: [string, () => string | undefined][] = [['nginx', referenceNginx], ['jinx', () => JINX]];
+    for (const [name, binary] of servers) {
+      it(`${name} answers as the findings say`, { skip: binary() === undefined }, async () => {
+        const [port, up] = [await freePort(), await freePort()];
+        const dir = tempDir('jinx-lint-sem-claims-');
+        mkdirSync(join(dir, 'logs'));
+        const text = claims(port, up);
+        const codes = new Set<string>();
+        const { subject } = await semanticSubject({ 'nginx.conf': text });
+        for (const r of semanticRules) if (findingsOf(r, subject).length > 0) codes.add(r.code);
+        assert.deepEqual([...codes].sort(), ['error-page-loop', 'map-redefined', 'map-variable-set', 'proxy-pass-double-slash', 'proxy-pass-uri-ignored', 'proxy-pass-variable-uri', 'try-files-loop']);
+        writeFileSync(join(dir, 'nginx.conf'), `daemon off; master_process off; pid logs/nginx.pid; error_log logs/error.log;\n${text}`);
+        const server = await startServer(binary()!, dir + '/', join(dir, 'nginx.conf'), [port, up]);
+        try {
+          const get = async (p: string): Promise<string> => {
+            const r = await request(port, p);
+            return `${r.status} ${r.status === 200 ? r.body : ''}`;
+          };
+          assert.deepEqual(
+            [await get('/p/x'), await get('/v/x'), await get('/d/x'), await get('/m/'), await get('/s/')],
+            ['200 up:/q/x', '200 up:/up/', '200 up:/up//x', '200 last', '200 set'],
+          );
+          const errorPage = await request(port, '/e/');
+          assert.equal(errorPage.status, 404);
+          assert.match(errorPage.body, /<center><h1>404 Not Found<\/h1><\/center>/);
+          const loop = await request(port, '/t/x');
+          assert.equal(loop.status, 500);
+        } finally {
+          await server.stop();
+        }
+        assert.match(server.errorLog(), /rewrite or internal redirection cycle while internally redirecting to "\/t\/index.html"/);
+      });
+    }
   });
 });
