@@ -155,6 +155,15 @@ describe('semantic lint rules', () => {
 }`);
       assert.deepEqual(await lint('error-page-loop', { 'nginx.conf': text }), []);
     });
+    it('checks an http-level error_page in the servers that inherit it', async () => {
+      const text = conf(`error_page 403 /denied.html;
+server { listen 127.0.0.1:8001; location = /denied.html { return 403; } }
+server { listen 127.0.0.1:8002; error_page 404 /x; location = /denied.html { return 403; } }`);
+      assert.deepEqual(await lint('error-page-loop', { 'nginx.conf': text }), [
+        ['nginx.conf:3', 'error_page 403 redirects to "/denied.html", whose location "= /denied.html" at nginx.conf:4 answers 403 itself (return at nginx.conf:4): nginx then sends its built-in 403 page, as error_page does not apply to the error page\'s own failure without recursive_error_pages'],
+      ]);
+      assert.deepEqual(await lint('error-page-loop', { 'nginx.conf': text.replace('server { listen 127.0.0.1:8001; location = /denied.html { return 403; } }', '') }), []);
+    });
   });
 
   describe('auth-request-not-internal', () => {

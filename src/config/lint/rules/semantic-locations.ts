@@ -177,10 +177,12 @@ export const errorPageLoop: LintRule = {
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     const http = httpBlocks(subject.nodes);
     const routes = new Routes(subject.table, http);
+    const seen = new Set<Directive>();
     for (const h of http) {
       for (const server of blocksNamed(h, 'server')) {
-        for (const level of [server, ...blocksNamed(server, 'location'), ...blocksNamed(server, 'if')]) {
+        for (const level of [h, server, ...blocksNamed(server, 'location'), ...blocksNamed(server, 'if')]) {
           for (const d of own(level, 'error_page')) {
+            if (seen.has(d) || (level === h && !inherited(server, 'error_page').includes(d))) continue;
             const { codes, target } = errorPageParts(d);
             const uri = literalUri(target);
             if (uri === undefined || !(uri.startsWith('/') || uri.startsWith('@'))) continue;
@@ -192,6 +194,7 @@ export const errorPageLoop: LintRule = {
             const againUri = again && literalUri(errorPageParts(again).target);
             const loops = again !== undefined && againUri !== undefined && routes.select(server, againUri) === x;
             if (recursive(xb) && !loops) continue;
+            seen.add(d);
             const what = recursive(xb)
               ? `recursive_error_pages is on and error_page at ${at(again!.loc)} sends it there again, so nginx redirects until its limit of 10 URI changes, then sends its built-in ${ret.code} page`
               : `nginx then sends its built-in ${ret.code} page, as error_page does not apply to the error page's own failure without recursive_error_pages`;

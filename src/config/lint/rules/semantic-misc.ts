@@ -35,14 +35,20 @@ const OLD_PROTOCOLS = new Set(['SSLv2', 'SSLv3', 'TLSv1', 'TLSv1.1']);
  * lists them (nginx hands the string to `SSL_CTX_set_cipher_list`); undefined
  * when the `openssl` command is missing or refuses the string.
  */
-function expandCiphers(spec: string): string[] | undefined {
+function expandCiphers(spec: string): readonly string[] | undefined {
+  if (expanded.has(spec)) return expanded.get(spec);
+  let suites: string[] | undefined;
   try {
     const out = execFileSync('openssl', ['ciphers', '-s', '-tls1_2', spec], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
-    return out.trim().split(':').filter((c) => c !== '');
+    suites = out.trim().split(':').filter((c) => c !== '');
   } catch {
-    return undefined;
+    suites = undefined;
   }
+  expanded.set(spec, suites);
+  return suites;
 }
+/** What each cipher string expanded to: a snippet included in every server is asked of openssl once. */
+const expanded = new Map<string, readonly string[] | undefined>();
 
 /** `tls-weaker-than-intermediate`: protocols or ciphers outside Mozilla's intermediate profile. */
 export const tlsWeakerThanIntermediate: LintRule = {
