@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { LintRule } from '../../src/config/lint/rule.js';
 import { semanticRules } from '../../src/config/lint/rules/semantic.js';
+import { regexCovers, regexCoversPrefix, regexLiteral } from '../../src/config/lint/rules/semantic-regex.js';
 import { cleanup, freePort, JINX, referenceNginx, request, startServer, tempDir } from '../helpers/harness.js';
 import { findingsOf, semanticSubject, semanticSubjectOf } from '../helpers/lint-subject-semantic.js';
 import { prepareDebian, prepareProxyManager, prepareScenario, type PreparedTree } from '../helpers/corpus-trees.js';
@@ -51,6 +52,24 @@ describe('semantic lint rules', () => {
       assert.ok(r.title.length > 0 && r.explanation.length > 100, r.code);
       assert.equal(r.docUrl, `README.md#${r.code}`);
     }
+  });
+
+  it('reads only what a regex\'s literal text proves', () => {
+    assert.deepEqual(regexLiteral('^/static/'), { anchored: true, literal: '/static/', acceptsAll: true });
+    assert.deepEqual(regexLiteral('\\.php$'), { anchored: false, literal: '.php', acceptsAll: false });
+    assert.deepEqual(regexLiteral('^/ab?c'), { anchored: true, literal: '/a', acceptsAll: false });
+    assert.deepEqual(regexLiteral('^/a+'), { anchored: true, literal: '/a', acceptsAll: false });
+    assert.deepEqual(regexLiteral('^/api/(.*)'), { anchored: true, literal: '/api/', acceptsAll: true });
+    assert.equal(regexLiteral('^/a|^/b'), undefined);
+    assert.equal(regexLiteral('(?i)^/a'), undefined);
+    assert.deepEqual(regexLiteral('^/(a|b)'), { anchored: true, literal: '/', acceptsAll: false });
+    assert.ok(regexCoversPrefix('.*', false, '/x/'));
+    assert.ok(regexCoversPrefix('^/ST', true, '/static/'));
+    assert.ok(!regexCoversPrefix('^/ST', false, '/static/'));
+    assert.ok(!regexCoversPrefix('^/st$', false, '/static/'));
+    assert.ok(regexCovers('/\\.', false, '^/a/\\.git', false));
+    assert.ok(!regexCovers('\\.php', false, '\\.PHP$', true));
+    assert.ok(!regexCovers('^/a', false, '/a', false));
   });
 
   describe('location-shadowed', () => {
