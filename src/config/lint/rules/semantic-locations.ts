@@ -13,12 +13,12 @@ import type { LintRule, LintSubject, RuleFinding } from '../rule.js';
 import { at, blocksNamed, DOC, httpBlocks, inherited, locationName, own, Routes, serverOf, shown, type Block } from './semantic-model.js';
 import { regexCovers, regexCoversPrefix, regexLiteral } from './semantic-regex.js';
 
-
 /** The levels that hold `location` blocks: servers and locations. */
 function locationLevels(http: Block): Block[] {
   return [...blocksNamed(http, 'server'), ...blocksNamed(http, 'location')];
 }
 
+/** Whether a location modifier is a regex's (`~`, `~*`). */
 const isRegex = (m: string): boolean => m === '~' || m === '~*';
 
 /** Reports, for one level, each location that no URI can select. */
