@@ -195,6 +195,7 @@ server { listen 127.0.0.1:8002; error_page 404 /x; location = /denied.html { ret
         ['nginx.conf:4', 'auth_request "/check" is answered by location "= /check" at nginx.conf:5, which is not internal: clients can request "/check" directly; add "internal;" to it'],
       ]);
       assert.deepEqual(await lint('auth-request-not-internal', { 'nginx.conf': text('internal; ') }), []);
+      assert.deepEqual(await lint('auth-request-not-internal', { 'nginx.conf': text('deny all; ') }), []);
     });
   });
 

@@ -209,6 +209,15 @@ export const errorPageLoop: LintRule = {
   },
 };
 
+/** Whether a level's access rules (those of the nearest level with any `allow`/`deny`) start with `deny all`: no client gets in. */
+function deniesAll(block: Block): boolean {
+  for (let b: Block | undefined = block; b; b = b.parent) {
+    const rules = b.own.filter((d) => d.name === 'allow' || d.name === 'deny');
+    if (rules.length > 0) return rules[0]!.name === 'deny' && rules[0]!.args[0] === 'all';
+  }
+  return false;
+}
+
 /** `auth-request-not-internal`: the subrequest location of `auth_request` is open to clients. */
 export const authRequestNotInternal: LintRule = {
   code: 'auth-request-not-internal',
@@ -217,8 +226,8 @@ export const authRequestNotInternal: LintRule = {
   explanation:
     'auth_request URI makes a subrequest to URI and lets the request through when it answers 2xx. The location that answers it is an ordinary location: '
     + 'unless it is marked "internal", clients can request URI themselves and see what the authorization service answers (tokens, user names, headers '
-    + 'it sets for auth_request_set), or send requests to that service with their own headers. Fix: add "internal;" to the location of the '
-    + 'subrequest (subrequests may use internal locations).',
+    + 'it sets for auth_request_set), or send requests to that service with their own headers. A location whose access rules start with "deny all" '
+    + 'is not reported. Fix: add "internal;" to the location of the subrequest (subrequests may use internal locations).',
   docUrl: `${DOC}auth-request-not-internal`,
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     const http = httpBlocks(subject.nodes);
@@ -232,7 +241,7 @@ export const authRequestNotInternal: LintRule = {
           const uri = literalUri(d.args[0]!);
           const x = uri === undefined ? undefined : routes.select(server, uri);
           const xb = x && routes.blockOf(x);
-          if (!x || !xb || x.conf.internal) continue;
+          if (!x || !xb || x.conf.internal || deniesAll(xb)) continue;
           seen.add(d);
           report({
             message: `auth_request "${uri}" is answered by location ${shown(xb.directive)} at ${at(xb.directive.loc)}, which is not internal: clients can request "${uri}" directly; add "internal;" to it`,
