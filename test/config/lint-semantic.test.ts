@@ -131,6 +131,17 @@ describe('semantic lint rules', () => {
         [`nginx.conf:6`, `try_files falls back to "@app", which location "@app" at nginx.conf:6 handles again with the same try_files, and none of its files exists: nginx redirects until it stops with 500 "rewrite or internal redirection cycle"`],
       ]);
     });
+    it('follows a snippet of locations included in several servers into each server', async () => {
+      const files = {
+        'nginx.conf': conf(`server { listen 127.0.0.1:8001; root /nonexistent; include snip.conf; }
+server { listen 127.0.0.1:8002; root /nonexistent; include snip.conf; location = /index.html { return 200; } }`),
+        'snip.conf': 'location / { try_files $uri /index.html; }\n',
+      };
+      assert.deepEqual(await lint('try-files-loop', files), [
+        ['snip.conf:1', 'try_files falls back to "/index.html", which location "/" at snip.conf:1 handles again with the same try_files, and none of its files exists for "/index.html": nginx redirects until it stops with 500 "rewrite or internal redirection cycle"'],
+      ]);
+      assert.deepEqual(await lint('try-files-loop', { ...files, 'nginx.conf': files['nginx.conf'].replace('include snip.conf; }\nserver', 'include snip.conf; location = /index.html { return 200; } }\nserver') }), []);
+    });
     it('stays silent when the fallback file exists, goes to another location, is a status, or with --offline', async () => {
       const root = tempDir('jinx-lint-sem-root-');
       writeFileSync(join(root, 'index.html'), 'x');

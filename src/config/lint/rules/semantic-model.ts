@@ -136,53 +136,46 @@ export function shown(d: Directive): string {
 
 const keyOf = (loc: SourceLoc, name: string): string => `${loc.file}:${loc.line}:${name}`;
 
-/** The compiled servers and locations of a route table, found from the blocks they were compiled from. */
+/**
+ * The compiled servers and locations of a route table, found from the
+ * blocks they were compiled from. Locations are matched within their
+ * server, so a snippet of locations included in many servers (Nginx Proxy
+ * Manager's `assets.conf`) maps each copy to its own server's location.
+ */
 export class Routes {
-  private readonly servers = new Map<string, VirtualServer>();
-  private readonly locations = new Map<string, CompiledLocation>();
+  private readonly servers = new Map<Block, VirtualServer>();
+  private readonly locations = new Map<Block, CompiledLocation>();
   private readonly blocks = new Map<CompiledLocation, Block>();
 
   constructor(table: RouteTable | undefined, http: readonly Block[]) {
     if (!table) return;
     const sets: ServerSet[] = [];
     for (const g of table.listens) sets.push(g.servers, ...g.byLocalAddr.values());
-    const all = new Set<VirtualServer>();
+    const byKey = new Map<string, VirtualServer>();
     for (const s of sets) {
-      all.add(s.defaultServer);
-      for (const v of s.exact.values()) all.add(v);
-      for (const [, v] of [...s.headWildcards, ...s.tailWildcards]) all.add(v);
-      for (const r of s.regexes) all.add(r.server);
-    }
-    const trees: LocationTree[] = [];
-    for (const v of all) {
-      this.servers.set(keyOf(v.loc, 'server'), v);
-      trees.push(v.locations);
-    }
-    while (trees.length > 0) {
-      const t = trees.pop()!;
-      const prefixes = [t.prefixes];
-      const locs: CompiledLocation[] = [...t.exact.values(), ...t.regexes, ...t.named.values()];
-      while (prefixes.length > 0) {
-        const p = prefixes.pop()!;
-        if (p.location) locs.push(p.location);
-        prefixes.push(...p.children.values());
-      }
-      for (const l of locs) {
-        this.locations.set(keyOf(l.loc, l.name), l);
-        if (l.nested) trees.push(l.nested);
+      for (const v of [s.defaultServer, ...s.exact.values(), ...[...s.headWildcards, ...s.tailWildcards].map(([, w]) => w), ...s.regexes.map((r) => r.server)]) {
+        byKey.set(keyOf(v.loc, 'server'), v);
       }
     }
     for (const h of http) {
-      for (const b of blocksNamed(h, 'location')) {
-        const compiled = this.locations.get(keyOf(b.directive.loc, locationName(b.directive).name));
-        if (compiled) this.blocks.set(compiled, b);
+      for (const server of blocksNamed(h, 'server')) {
+        const v = byKey.get(keyOf(server.directive.loc, 'server'));
+        if (!v) continue;
+        this.servers.set(server, v);
+        const compiled = compiledLocations(v.locations);
+        for (const b of blocksNamed(server, 'location')) {
+          const l = compiled.get(keyOf(b.directive.loc, locationName(b.directive).name));
+          if (!l) continue;
+          this.locations.set(b, l);
+          this.blocks.set(l, b);
+        }
       }
     }
   }
 
   /** The compiled location of a `location` block; undefined when the table has none (not compiled). */
   location(block: Block): CompiledLocation | undefined {
-    return this.locations.get(keyOf(block.directive.loc, locationName(block.directive).name));
+    return this.locations.get(block);
   }
 
   /** The block a compiled location was read from. */
@@ -196,11 +189,32 @@ export class Routes {
    * did not compile. Auto-redirects (a 301 to `uri/`) are not followed.
    */
   select(server: Block, uri: string): CompiledLocation | undefined {
-    const v = this.servers.get(keyOf(server.directive.loc, 'server'));
+    const v = this.servers.get(server);
     if (!v) return undefined;
     if (uri.startsWith('@')) return v.locations.named.get(uri);
     return findIn(v.locations, uri).location;
   }
+}
+
+/** Every location of a server's tree, nested ones included, by file:line and name. */
+function compiledLocations(tree: LocationTree): Map<string, CompiledLocation> {
+  const out = new Map<string, CompiledLocation>();
+  const trees = [tree];
+  while (trees.length > 0) {
+    const t = trees.pop()!;
+    const prefixes = [t.prefixes];
+    const locs: CompiledLocation[] = [...t.exact.values(), ...t.regexes, ...t.named.values()];
+    while (prefixes.length > 0) {
+      const p = prefixes.pop()!;
+      if (p.location) locs.push(p.location);
+      prefixes.push(...p.children.values());
+    }
+    for (const l of locs) {
+      out.set(keyOf(l.loc, l.name), l);
+      if (l.nested) trees.push(l.nested);
+    }
+  }
+  return out;
 }
 
 /**
