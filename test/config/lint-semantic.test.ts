@@ -88,6 +88,18 @@ describe('semantic lint rules', () => {
         [`nginx.conf:${lineOf(fires, '\\.PHP$')}`, `regex location "~ \\.PHP$" is never chosen: the regex location "~* \\.php" at nginx.conf:${lineOf(fires, '~* \\.php')} comes first and matches every URI it matches`],
       ]);
     });
+    it('fires for a nested prefix that a regex around its plain prefix covers; with "^~" the regex is the dead one', async () => {
+      const text = (outer: string): string => conf(`server { listen 127.0.0.1:8001;
+    location ${outer}/a/ { location /a/b/ { return 200 nested; } return 200 a; }
+    location ~ ^/a/b { return 200 outer; }
+}`);
+      assert.deepEqual(await lint('location-shadowed', { 'nginx.conf': text('') }), [
+        ['nginx.conf:4', 'location "/a/b/" is never chosen: every URI it matches also matches the regex location "~ ^/a/b" at nginx.conf:5, and nginx tries regex locations after the longest prefix unless that prefix is "^~"'],
+      ]);
+      assert.deepEqual(await lint('location-shadowed', { 'nginx.conf': text('^~ ') }), [
+        ['nginx.conf:5', 'regex location "~ ^/a/b" is never chosen: every URI it matches starts with "/a/", whose location "^~ /a/" at nginx.conf:4 stops the search for regex locations'],
+      ]);
+    });
     it('stays silent when the prefix is "^~", the regex is narrower, a longer plain prefix lets regexes run, or the order is reversed', async () => {
       const twin = conf(`server { listen 127.0.0.1:8001;
     location ^~ /static/ { return 200 prefix; }

@@ -21,14 +21,33 @@ function locationLevels(http: Block): Block[] {
 /** Whether a location modifier is a regex's (`~`, `~*`). */
 const isRegex = (m: string): boolean => m === '~' || m === '~*';
 
+/** The `location` blocks of a level with their modifiers and names. */
+function locationsOf(level: Block): ({ block: Block } & ReturnType<typeof locationName>)[] {
+  return level.children.filter((b) => b.directive.name === 'location').map((b) => ({ block: b, ...locationName(b.directive) }));
+}
+
+/**
+ * The regex locations nginx tries for a URI whose longest prefix at `level`
+ * is a plain prefix: the level's own, then, while the level is itself a
+ * plain prefix location, those of the level around it (a nested search
+ * that ends on a prefix lets the enclosing level try its regexes).
+ */
+function regexesTried(level: Block): ({ block: Block } & ReturnType<typeof locationName>)[] {
+  const out = locationsOf(level).filter((n) => isRegex(n.modifier));
+  for (let l = level; l.directive.name === 'location' && locationName(l.directive).modifier === '' && l.parent; l = l.parent) {
+    out.push(...locationsOf(l.parent).filter((n) => isRegex(n.modifier)));
+  }
+  return out;
+}
+
 /** Reports, for one level, each location that no URI can select. */
 function shadowedAt(level: Block, report: (f: RuleFinding) => void): void {
-  const locs = level.children.filter((b) => b.directive.name === 'location');
-  const names = locs.map((b) => ({ block: b, ...locationName(b.directive) }));
+  const names = locationsOf(level);
   const regexes = names.filter((n) => isRegex(n.modifier));
+  const tried = regexesTried(level);
   for (const p of names) {
     if (p.modifier !== '' || p.block.children.some((c) => c.directive.name === 'location')) continue;
-    const r = regexes.find((x) => regexCoversPrefix(x.name, x.modifier === '~*', p.name));
+    const r = tried.find((x) => regexCoversPrefix(x.name, x.modifier === '~*', p.name));
     if (!r) continue;
     report({
       message: `location ${shown(p.block.directive)} is never chosen: every URI it matches also matches the regex location ${shown(r.block.directive)} at ${at(r.block.directive.loc)}, and nginx tries regex locations after the longest prefix unless that prefix is "^~"`,
@@ -64,7 +83,8 @@ export const locationShadowed: LintRule = {
   explanation:
     'nginx picks a location in a fixed order (ngx_http_core_find_location): an exact "=" match, else the longest prefix; unless that prefix is "^~", '
     + 'the regex locations are then tried in the order they are written and the first that matches wins. So a plain prefix location is never used when '
-    + 'a regex at the same level matches every URI that starts with the prefix (location /static/ beside location ~ ^/st), a regex location is never used '
+    + 'a regex at the same level (or around a plain prefix it is nested in) matches every URI that starts with the prefix (location /static/ beside '
+    + 'location ~ ^/st), a regex location is never used '
     + 'when an earlier regex matches everything it matches, and a case-sensitive regex is never used when every URI it matches starts with a "^~" prefix. '
     + 'Fix: make the prefix win with "location ^~ /static/", narrow or reorder the regexes, or remove the dead location.',
   docUrl: `${DOC}location-shadowed`,
