@@ -444,8 +444,8 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
       level = match.location ? index.nodeOfLocation.get(match.location.loc) : serverNode;
       if (r.loc.internal && !r.internal) {
         notes.push('the location is internal and the request is not: 404');
-        status = 404;
-        break;
+        stage = { at: 'status', status: 404 };
+        continue;
       }
     }
     const limit = r.loc.limitExcept;
@@ -663,16 +663,18 @@ function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Expl
     let hostHeader: string;
     let uri: string;
     let peers: string;
+    let keepalive = 0;
     if (p.target.kind === 'static') {
       scheme = p.target.scheme;
       hostHeader = p.target.hostHeader;
       uri = upstreamUri(r, p, p.target.uri);
       const group = table.upstreams.get(p.target.group);
       peers = group ? group.peers.map((x) => x.name).join(', ') : p.target.group;
-      lines.push(`upstream ${p.target.group}: ${peers}`);
+      keepalive = group?.keepalive ?? 0;
+      if (peers !== p.target.group) lines.push(`upstream ${p.target.group}: ${peers}`);
     } else {
       const url = p.target.url.evaluate(r);
-      lines.push(`proxy_pass with variables: "${url}"`);
+      lines.push(`proxy_pass with variables, evaluated: "${url}"`);
       const m = /^(https?):\/\/([^/?#]*)(.*)$/is.exec(url);
       if (!m) return { handler: { kind: 'proxy_pass', lines: [...lines, `invalid URL prefix in "${url}": 500`] }, status: 500 };
       scheme = m[1]!.toLowerCase() as 'http' | 'https';
@@ -686,7 +688,7 @@ function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Expl
     const method = p.method?.evaluate(r) ?? r.method;
     lines.unshift(`proxy_pass → ${scheme}://${hostHeader}${uri}`);
     lines.push(`request line: ${method} ${uri} HTTP/${p.httpVersion}`);
-    const dest = { scheme, peer: { host: hostHeader, port: Number(r.proxyPort), name: peers, keepalive: 0 }, attempts: undefined, uri, hostHeader, port: Number(r.proxyPort) } as unknown as Destination;
+    const dest = { scheme, peer: { host: hostHeader, port: Number(r.proxyPort), name: peers, keepalive }, attempts: undefined, uri, hostHeader, port: Number(r.proxyPort) } as unknown as Destination;
     const sent = requestHeaders(r, p, dest);
     for (let i = 0; i < sent.headers.length; i += 2) lines.push(`header: ${sent.headers[i]}: ${sent.headers[i + 1]}`);
     if (sent.upgrade !== undefined) lines.push(`header: Upgrade: ${sent.upgrade}`);
@@ -696,7 +698,10 @@ function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Expl
   }
   if (loc.contentHandler === 'fastcgi_pass' && loc.fastcgi) {
     const f = loc.fastcgi;
-    lines.push(`fastcgi_pass → ${JSON.stringify(f.target).slice(0, 200)}`);
+    const t = f.target;
+    const peers = t.kind === 'group' ? table.upstreams.get(t.group)?.peers.map((x) => x.name).join(', ') ?? t.group : '';
+    const to = t.kind === 'group' ? (peers === t.group ? t.group : `${t.group} (${peers})`) : t.kind === 'unix' ? `unix:${t.path}` : t.address.evaluate(r);
+    lines.push(`fastcgi_pass → ${to}`);
     for (const [n, v] of fastcgiParams(r, f)) lines.push(`param: ${n} = ${v}`);
     return { handler: { kind: 'fastcgi_pass', lines }, status: undefined };
   }
@@ -749,15 +754,15 @@ function directivesInPlay(index: ConfIndex, node: LevelNode): Explanation['direc
   const chain = index.chain(node);
   const levels: LevelNode[] = [];
   for (let n: LevelNode | undefined = node; n; n = n.parent) levels.push(n);
-  const ownerOf = (loc: SourceLoc): string => {
+  const ownerOf = (loc: SourceLoc): LevelNode | undefined => {
     for (const n of levels) {
       for (const s of n.conf.slots()) {
         const own = s.kind === 'single' ? n.conf.own(s as Slot<unknown>) : undefined;
         const list = s.kind === 'list' ? n.conf.ownList(s as ListSlot<unknown>) : undefined;
-        if (own?.loc === loc || list?.some((e) => e.loc === loc)) return n === node ? 'here' : `inherited from ${levelName(n)}`;
+        if (own?.loc === loc || list?.some((e) => e.loc === loc)) return n;
       }
     }
-    return 'inherited';
+    return undefined;
   };
   const seen = new Set<SourceLoc>();
   const out: { directive: string; file: string | null; line: number | null; from: string }[] = [];
@@ -770,7 +775,11 @@ function directivesInPlay(index: ConfIndex, node: LevelNode): Explanation['direc
     for (const loc of locs) {
       if (!loc || seen.has(loc)) continue;
       seen.add(loc);
-      out.push({ directive: index.text(loc, s.key), ...placeOf(loc), from: ownerOf(loc) });
+      const owner = ownerOf(loc);
+      // of the main context's settings only the error log reaches a location (nginx's cycle log is http's default)
+      if (owner?.context === 'main' && s.key !== 'error_log') continue;
+      const from = owner === node ? 'here' : owner ? `inherited from ${levelName(owner)}` : 'inherited';
+      out.push({ directive: index.text(loc, s.key), ...placeOf(loc), from });
     }
   }
   out.sort((a, b) => (a.from === 'here' ? 0 : 1) - (b.from === 'here' ? 0 : 1) || String(a.file).localeCompare(String(b.file)) || (a.line ?? 0) - (b.line ?? 0));

@@ -14,6 +14,7 @@
 import { strict as assert } from 'node:assert';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { join, relative } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { explainRequest, type Explanation } from '../../src/cli/explain.js';
@@ -110,12 +111,14 @@ const SELECTION_CASES: readonly (readonly [string | null, string, string, string
  * without), on its own connection; resolves with the status, the headers
  * (lowercase names) and the body.
  */
-function get10(port: number, path: string, host: string | null): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+function get10(port: number, path: string, host: string | null, tls = false): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   return new Promise((resolve, reject) => {
-    const s = connect(port, '127.0.0.1');
+    const s = tls
+      ? tlsConnect({ host: '127.0.0.1', port, servername: host ?? undefined, rejectUnauthorized: false })
+      : connect(port, '127.0.0.1');
     let data = '';
     const timer = setTimeout(() => { s.destroy(); reject(new Error(`no answer to ${path}`)); }, 20_000);
-    s.on('connect', () => s.write(`GET ${path} HTTP/1.0\r\n${host === null ? '' : `Host: ${host}\r\n`}\r\n`));
+    s.on(tls ? 'secureConnect' : 'connect', () => s.write(`GET ${path} HTTP/1.0\r\n${host === null ? '' : `Host: ${host}\r\n`}\r\n`));
     s.on('data', (d: Buffer) => { data += d.toString('latin1'); });
     s.on('error', reject);
     s.on('close', () => {
@@ -162,18 +165,21 @@ function markTree(root: string, dir: string): void {
   }
 }
 
-/** nginx's X-Srv and X-Loc for a request (Host null: none). */
-async function marks(port: number, path: string, host: string | null): Promise<{ srv: string; loc: string }> {
-  const r = await get10(port, path, host);
+/** nginx's X-Srv and X-Loc for a request (Host null: none; over TLS with it as SNI when `tls`). */
+async function marks(port: number, path: string, host: string | null, tls: boolean): Promise<{ srv: string; loc: string }> {
+  const r = await get10(port, path, host, tls);
   return { srv: r.headers['x-srv'] ?? '', loc: r.headers['x-loc'] ?? '' };
 }
 
-/** The plain-HTTP port of a tree that most servers listen on. */
-async function httpPort(t: PreparedTree): Promise<{ port: number; ports: number[] }> {
+/** The plain-HTTP and the TLS port of a tree that most servers listen on, and every port it listens on. */
+async function treePorts(t: PreparedTree): Promise<{ http: number; https: number; ports: number[] }> {
   const compiled = await compileConfig({ confFile: t.conf, prefix: `${t.prefix}/` });
-  const plain = compiled.table.listens.filter((g) => !g.ssl && g.unixPath === undefined);
-  plain.sort((a, b) => b.servers.exact.size - a.servers.exact.size);
-  return { port: plain[0]!.port, ports: [...new Set(compiled.table.listens.filter((g) => g.unixPath === undefined).map((g) => g.port))] };
+  const most = (ssl: boolean): number => {
+    const groups = compiled.table.listens.filter((g) => g.ssl === ssl && g.unixPath === undefined);
+    groups.sort((a, b) => b.servers.exact.size - a.servers.exact.size);
+    return groups[0]!.port;
+  };
+  return { http: most(false), https: most(true), ports: [...new Set(compiled.table.listens.filter((g) => g.unixPath === undefined).map((g) => g.port))] };
 }
 
 /**
@@ -181,15 +187,15 @@ async function httpPort(t: PreparedTree): Promise<{ port: number; ports: number[
  * explain's server name and the place (FILE:LINE relative to the tree) of
  * the location it ends in, or of the server when no location matched.
  */
-async function treeDifferential(t: PreparedTree, cases: readonly (readonly [string | null, string])[]): Promise<void> {
+async function treeDifferential(t: PreparedTree, cases: readonly (readonly [string | null, string, ('https' | undefined)?])[]): Promise<void> {
   markTree(t.root, t.root);
-  const { port, ports } = await httpPort(t);
+  const { http, https, ports } = await treePorts(t);
   const live = ORACLE
     ? async () => {
         const server = await startServer(ORACLE!, t.prefix, t.conf, ports);
         try {
           const out: { srv: string; loc: string }[] = [];
-          for (const [host, path] of cases) out.push(await marks(port, path, host));
+          for (const [host, path, scheme] of cases) out.push(await marks(scheme ? https : http, path, host, scheme !== undefined));
           return out;
         } finally {
           await server.stop('SIGQUIT');
@@ -198,8 +204,10 @@ async function treeDifferential(t: PreparedTree, cases: readonly (readonly [stri
     : undefined;
   const nginx = await answer(nextKey(), live);
   for (let i = 0; i < cases.length; i++) {
-    const [host, path] = cases[i]!;
-    const e = await explainIn(t.prefix, t.conf, `GET ${path}`, host === null ? [] : [`Host: ${host}`], port);
+    const [host, path, scheme] = cases[i]!;
+    const e = scheme
+      ? await explainIn(t.prefix, t.conf, `GET https://${host}${path}`, [], https)
+      : await explainIn(t.prefix, t.conf, `GET ${path}`, host === null ? [] : [`Host: ${host}`], http);
     const last = e.locations[e.locations.length - 1];
     const place = last?.file ? `${relative(t.root, last.file)}:${last.line}` : `${relative(t.root, e.server.file)}:${e.server.line}`;
     assert.deepEqual({ srv: e.server.name, loc: place }, { srv: nginx[i]!.srv, loc: nginx[i]!.loc }, `${host ?? '(no host)'} ${path}: explain differs from nginx\n${JSON.stringify(e.locations, null, 2)}\n${e.server.why}`);
@@ -267,6 +275,9 @@ describe('jinx explain', () => {
       ['unknown.example.com', '/'],
       [null, '/'],
       ['unknown.example.com', '/index.php'],
+      ['octoprint.example.com', '/sockjs/info', 'https'],
+      ['grafana.example.com', '/api/health', 'https'],
+      ['www.example.com', '/.well-known/acme-challenge/x', 'https'],
     ]);
   });
 
@@ -283,6 +294,10 @@ describe('jinx explain', () => {
       ['nobody.example', '/'],
       ['app.example.com', '/.well-known/acme-challenge/x'],
       ['app.example.com', '/.well-known/acme-challenge/'],
+      ['app.example.com', '/metrics', 'https'],
+      ['app.example.com', '/', 'https'],
+      ['www.app.example.com', '/.well-known/acme-challenge/x', 'https'],
+      ['app.example.com', '/.well-known/acme-challenge/', 'https'],
     ]);
   });
 
