@@ -114,25 +114,28 @@ interface RequestLine {
   readonly target: string;
   readonly lineHost: string | undefined;
   readonly port: number | undefined;
+  /** `HTTP/1.0` or `HTTP/1.1` (the default when the line has none). */
+  readonly protocol: string;
 }
 
 /** Reads `METHOD URL [HTTP/x.y]`. @throws ExplainError naming what is wrong */
 function parseRequestLine(line: string): RequestLine {
-  const m = /^([A-Za-z][A-Za-z_-]*)\s+(\S+)(?:\s+HTTP\/\d\.\d)?$/.exec(line.trim());
+  const m = /^([A-Za-z][A-Za-z_-]*)\s+(\S+)(?:\s+(HTTP\/1\.[01]))?$/.exec(line.trim());
   const expected = `expected METHOD and an absolute URL or a path, as in 'GET https://example.com/path?query'`;
   if (!m) throw new ExplainError(`invalid request line "${line}": ${expected}`);
   const method = m[1]!.toUpperCase();
   const url = m[2]!;
+  const protocol = m[3] ?? 'HTTP/1.1';
   const abs = /^(https?):\/\/([^/?#]*)([^#]*)/i.exec(url);
   if (abs) {
     const scheme = abs[1]!.toLowerCase() as 'http' | 'https';
     const authority = abs[2]!;
     if (authority === '') throw new ExplainError(`invalid request line "${line}": the URL has no host`);
     const portText = /:(\d*)$/.exec(authority.replace(/^\[[^\]]*\]/, ''))?.[1];
-    return { method, scheme, target: abs[3] || '/', lineHost: authority, port: portText ? Number(portText) : undefined };
+    return { method, scheme, target: abs[3] || '/', lineHost: authority, port: portText ? Number(portText) : undefined, protocol };
   }
   if (!url.startsWith('/')) throw new ExplainError(`invalid request line "${line}": "${url}" is neither an http(s) URL nor a path; ${expected}`);
-  return { method, scheme: 'http', target: url, lineHost: undefined, port: undefined };
+  return { method, scheme: 'http', target: url, lineHost: undefined, port: undefined, protocol };
 }
 
 /** Reads `-H 'Name: value'`. @throws ExplainError */
@@ -329,7 +332,7 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
     nodeHeaders[lower] = nodeHeaders[lower] === undefined ? v : `${nodeHeaders[lower]}, ${v}`;
   }
   const conn = syntheticConnection(opts.addr, group, line.scheme, line.scheme === 'https' ? host || undefined : undefined);
-  const r = new HttpRequestState(conn, line.method, line.target, 'HTTP/1.1', nodeHeaders, rawHeaders, line.scheme, table.variableCount);
+  const r = new HttpRequestState(conn, line.method, line.target, line.protocol, nodeHeaders, rawHeaders, line.scheme, table.variableCount);
   r.uri = uri;
   r.args = q === -1 ? '' : line.target.slice(q + 1);
   r.requestHost = host;

@@ -355,6 +355,42 @@ http {
     assert.match(r.stdout, /^status {4}204$/m);
   });
 
+  it('an `if` that matches and `limit_except` switch the settings in effect, as the runtime does', async () => {
+    const prefix = makePrefix({
+      'nginx.conf': `events {}
+http {
+    add_header X-Http 1;
+    server {
+        listen 127.0.0.1:1;
+        location /a/ {
+            set $flag "";
+            if ($arg_x = 1) {
+                add_header X-If 1;
+                set $flag yes;
+            }
+            limit_except GET { deny all; }
+            return 200 $flag;
+        }
+    }
+}
+`,
+    });
+    const conf = join(prefix, 'nginx.conf');
+    const get = await explainIn(prefix, conf, 'GET http://a:1/a/b?x=1 HTTP/1.0');
+    assert.deepEqual(get.steps.map((st) => [st.directive, st.matched]), [
+      ['set $flag "";', true], ['if ($arg_x = 1) { … }', true], ['set $flag yes;', true], ['return 200 $flag;', true],
+    ]);
+    assert.equal(get.status, 200);
+    assert.ok(get.notes.includes('rewrite: return 200 "yes"'), get.notes.join('\n'));
+    assert.deepEqual(get.directives.filter((d) => d.from !== 'default').map((d) => [d.directive, d.from]), [['add_header X-If 1;', 'here']]);
+    const other = await explainIn(prefix, conf, 'GET http://a:1/a/b');
+    assert.deepEqual(other.directives.filter((d) => d.from !== 'default').map((d) => [d.directive, d.from]), [['add_header X-Http 1;', 'inherited from http']]);
+    const post = await explainIn(prefix, conf, 'POST http://a:1/a/b');
+    assert.equal(post.steps.length, 0, 'the limit_except block has no rewrite directives');
+    assert.equal(post.access.decision, '403');
+    assert.equal(post.status, 403);
+  });
+
   it('a bad request line, a bad header, a missing file, a port nothing listens on: a message naming it, exit 1', () => {
     const prefix = makePrefix({ 'nginx.conf': 'events {}\nhttp { server { listen 127.0.0.1:1; } }\n' });
     const base = ['explain', '-p', `${prefix}/`, '-c', 'nginx.conf'];
