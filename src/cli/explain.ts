@@ -298,8 +298,14 @@ function syntheticConnection(addr: string, local: ListenGroup, scheme: string, s
   };
 }
 
-/** The runtime context the access and try_files handlers are given: their error-log lines go nowhere. */
-const QUIET_CONTEXT = { errorLog: { write: () => undefined } } as unknown as RuntimeContext;
+/**
+ * The runtime context the access and try_files handlers are given: only
+ * their error-log lines, which become notes (`[error] user "bob": password
+ * mismatch`).
+ */
+function noteContext(notes: string[] | undefined): RuntimeContext {
+  return { errorLog: { write: (_targets: unknown, level: string, message: string) => { notes?.push(`error log: [${level}] ${message}`); } } } as unknown as RuntimeContext;
+}
 
 /** Explains one request over a compiled configuration. @throws ExplainError */
 export async function explainRequest(table: RouteTable, root: LevelNode, opts: ExplainOptions): Promise<Explanation> {
@@ -337,7 +343,7 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
   r.args = q === -1 ? '' : line.target.slice(q + 1);
   r.requestHost = host;
   r.requestPort = host && rawHost ? hostPort(rawHost) : '';
-  const ex: Exchange = { cx: QUIET_CONTEXT, r, body: undefined, out: undefined as unknown as Exchange['out'] };
+  const ex: Exchange = { cx: noteContext(notes), r, body: undefined, out: undefined as unknown as Exchange['out'] };
 
   // the server
   const server = findServer(set, host, r);
@@ -624,7 +630,8 @@ async function explainAccess(ex: Exchange, chain: ConfChain | undefined): Promis
     for (let i = 0; i < loc.access.length && !decided; i++) {
       const rule = loc.access[i]!;
       r.loc = { ...loc, access: [rule] } as LocationConf;
-      const res = checkAccessRules(ex);
+      // one rule at a time, its error-log line left out: the whole list's run below logs it
+      const res = checkAccessRules({ ...ex, cx: noteContext(undefined) });
       r.loc = loc;
       const text = `${rule.allow ? 'allow' : 'deny'} ${rule.text}; (${where(ruleLocs[i])})`;
       if (res === 'declined') lines.push(`${text} does not match ${r.clientAddr}`);
