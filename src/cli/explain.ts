@@ -545,10 +545,13 @@ function explainServer(set: ServerSet, host: string, server: VirtualServer, node
   if (set.exact.size === 0 && set.headWildcards.length === 0 && set.tailWildcards.length === 0 && set.regexes.length === 0) {
     return { ...base, rule: 'only server', why: `the only server on ${addrText}: nginx does not compare names` };
   }
+  // the names as the server block writes them (`.example.com` and `*.example.com` share a suffix)
+  const written = (node?.directive?.block ?? []).flatMap((d) => (d.kind === 'directive' && d.name === 'server_name' ? d.args : []));
+  const asWritten = (...forms: string[]): string => forms.find((f) => written.includes(f)) ?? forms[0]!;
   if (host !== '') {
     if (matchServer(onlyNames(set, { exact: set.exact }), host) === server) return { ...base, rule: 'exact', why: `exact name "${host}"` };
     for (const w of set.headWildcards) {
-      if (matchServer(onlyNames(set, { headWildcards: [w] }), host)) return { ...base, rule: 'leading wildcard', why: `leading wildcard "*${w[0]}" (the longest that matches "${host}")` };
+      if (matchServer(onlyNames(set, { headWildcards: [w] }), host)) return { ...base, rule: 'leading wildcard', why: `leading wildcard "${asWritten(`*${w[0]}`, w[0])}" (the longest that matches "${host}")` };
     }
     for (const w of set.tailWildcards) {
       if (matchServer(onlyNames(set, { tailWildcards: [w] }), host)) return { ...base, rule: 'trailing wildcard', why: `trailing wildcard "${w[0]}*" (the longest that matches "${host}")` };
