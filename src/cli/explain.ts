@@ -35,6 +35,7 @@ import { requestHeaders, upstreamUri, type Destination } from '../runtime/handle
 import { realClientAddress } from '../runtime/handlers/realip.js';
 import { tryFiles } from '../runtime/handlers/static.js';
 import { findLocation } from '../runtime/locations.js';
+import { CLOSE_STATUSES, REDIRECT_STATUSES } from '../runtime/phases.js';
 import { HttpRequestState, type ClientConnection } from '../runtime/request.js';
 import { runScript, type ScriptOutcome } from '../runtime/script.js';
 import { findServer, matchServer } from '../runtime/server-names.js';
@@ -374,10 +375,12 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
     if (op.op === 'if' && matched && op.conf && p?.block) level = index.nodeOfLevel.get(p.block) ?? level;
     steps.push({ phase, directive: index.text(p?.loc, op.op), ...placeOf(p?.loc), matched, uri: r.uri, args: r.args, afterLocation: phase === 'rewrite' ? locations.length - 1 : -1 });
   };
-  const scriptStatus = (o: ScriptOutcome): { status: number; note: string } | undefined => {
-    if (o.kind === 'return') return { status: o.code, note: `return ${o.code}${o.text !== undefined ? ` "${o.text}"` : ''}` };
-    if (o.kind === 'redirect') return { status: o.code, note: `redirect ${o.code} to ${o.location}` };
-    return undefined;
+  // what `scriptResponse` of phases.ts does with it: `stage` goes through finalize (and `error_page`); a text answers as it is
+  const scriptStatus = (o: ScriptOutcome): { status: number; note: string; stage: boolean } | undefined => {
+    if (o.kind === 'redirect') return { status: o.code, note: `redirect ${o.code} to ${o.location}`, stage: true };
+    if (o.kind !== 'return') return undefined;
+    const finalized = (o.code >= 400 && o.text === undefined) || REDIRECT_STATUSES.has(o.code);
+    return { status: o.code, note: `return ${o.code}${o.text !== undefined ? ` "${o.text}"` : ''}`, stage: finalized };
   };
 
   let status: number | null = null;
@@ -390,7 +393,7 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
     if (stage.at === 'status') {
       const s: number = stage.status;
       const page = r.loc.errorPages.get(s);
-      if (!page || r.errorPage || s < 300 || r.uriChanges > MAX_URI_CHANGES) {
+      if (!page || CLOSE_STATUSES.has(s) || r.errorPage || r.uriChanges > MAX_URI_CHANGES) {
         status = s;
         break;
       }
@@ -418,12 +421,15 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
       const done = scriptStatus(o);
       if (done) {
         notes.push(`server rewrite: ${done.note}`);
+        if (!done.stage) {
+          status = done.status;
+          break;
+        }
         stage = { at: 'status', status: done.status };
         continue;
       }
       stage = { at: 'find' };
     }
-    let outcome: ScriptOutcome;
     if (stage.at === 'named') {
       const named = server.locations.named.get(stage.name);
       if (!named) {
@@ -464,10 +470,14 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
       notes.push(`limit_except: ${r.method} is not among ${[...limit.methods].join(' ')}; the block's settings apply`);
     }
     phase = 'rewrite';
-    outcome = runScript(r.loc.script, r, undefined, onStep);
+    const outcome = runScript(r.loc.script, r, undefined, onStep);
     const done = scriptStatus(outcome);
     if (done) {
       notes.push(`rewrite: ${done.note}`);
+      if (!done.stage) {
+        status = done.status;
+        break;
+      }
       stage = { at: 'status', status: done.status };
       continue;
     }
