@@ -53,6 +53,7 @@ function usage(): string {
 Usage: jinx [-?hvVtTq] [-s signal] [-p prefix]
             [-e filename] [-c filename] [-g directives]
        jinx lint [file] [--format text|json]
+       jinx explain 'METHOD URL' [-H 'Name: value']... [--addr IP] [--port N] [--format text|json]
 
 Options:
   -?,-h         : this help
@@ -376,6 +377,25 @@ export async function main(argv: readonly string[]): Promise<number> {
       const flags = program.opts<Flags>();
       const paths = confPaths(flags.p, file ?? flags.c);
       status = await lint(paths, opts.format, flags.g);
+    });
+
+  program
+    .command('explain')
+    .argument('<request>', "the request: 'GET https://host/path?query'")
+    .option('-H, --header <header>', "a request header, 'Name: value' (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
+    .option('--addr <address>', 'the client address', '203.0.113.7')
+    .option('--port <port>', 'the port connected to (default: the URL\'s, else 443 for https, 80 for http)')
+    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))
+    .action(async (request: string, opts: { header: string[]; addr: string; port?: string; format: 'text' | 'json' }) => {
+      const flags = program.opts<Flags>();
+      const { explain } = await import('./explain.js');
+      const port = opts.port === undefined ? undefined : Number(opts.port);
+      if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) {
+        process.stderr.write(`jinx explain: invalid --port "${opts.port}"\n`);
+        status = 1;
+        return;
+      }
+      status = await explain(confPaths(flags.p, flags.c), { request, headers: opts.header, addr: opts.addr, port, format: opts.format, globalDirectives: flags.g });
     });
 
   try {

@@ -84,6 +84,8 @@ export interface CompiledConfig {
   readonly table: RouteTable;
   readonly warnings: readonly ConfigWarning[];
   readonly noEffect: readonly NoEffectNote[];
+  /** The checked level tree (main → http → server → location …), for `jinx explain` and lint. */
+  readonly root: LevelNode;
   readonly files: readonly LoadedFile[];
   /** What was read, for a worker to compile the same (`CompileOptions.snapshot`). */
   readonly snapshot: ConfigSnapshot;
@@ -161,7 +163,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   const onWarning = opts.onWarning ?? (() => undefined);
   const checked = checkConfig(loaded.nodes, registry, scope, onWarning);
   const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
-  return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files, snapshot: loaded.snapshot };
+  return { table, warnings: table.warnings, noEffect: checked.noEffect, root: checked.root, files: loaded.files, snapshot: loaded.snapshot };
 }
 
 /**

@@ -86,6 +86,11 @@ export class LevelConf {
   ownList<T>(s: ListSlot<T>): readonly Entry<T>[] | undefined {
     return this.lists.get(s as ListSlot<unknown>) as Entry<T>[] | undefined;
   }
+
+  /** The slots set at this level, single and list (for `jinx explain`, which shows where each setting in effect came from). */
+  slots(): (Slot<unknown> | ListSlot<unknown>)[] {
+    return [...this.singles.keys(), ...this.lists.keys()];
+  }
 }
 
 /**

@@ -686,9 +686,9 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
 }
 
 /** Statuses nginx answers by closing the connection (`NGX_HTTP_CLOSE`, request time-out, client closed). */
-const CLOSE_STATUSES = new Set([444, 408, 499]);
+export const CLOSE_STATUSES: ReadonlySet<number> = new Set([444, 408, 499]);
 /** Statuses nginx treats as redirects: `return` sends them with a `Location` (`ngx_http_send_response`). */
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+export const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
 
 /** Statuses after which nginx does not keep the connection alive (`ngx_http_special_response_handler`). */
 const NO_KEEPALIVE = new Set([400, 413, 414, 497, 495, 496, 500, 501]);

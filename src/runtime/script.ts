@@ -128,11 +128,20 @@ function evaluateCondition(op: ScriptOp & { op: 'if' }, r: HttpRequestState): bo
 }
 
 /**
+ * Told of each directive a script ran, once it ran: for `if` and `rewrite`,
+ * whether the condition or the regex matched (`jinx explain` shows the steps).
+ */
+export type ScriptStepObserver = (op: ScriptOp, matched: boolean) => void;
+
+/**
  * Runs `ops` against the request. An `if` that matches inside a location
  * switches the request to the `if` block's settings. `onError` logs what a
- * variable's set handler refuses (`invalid $limit_rate "…"`).
+ * variable's set handler refuses (`invalid $limit_rate "…"`); `onStep` is
+ * told of each directive run.
  */
-export function runScript(ops: readonly ScriptOp[], r: HttpRequestState, onError?: (message: string) => void): ScriptOutcome {
+export function runScript(
+  ops: readonly ScriptOp[], r: HttpRequestState, onError?: (message: string) => void, onStep?: ScriptStepObserver,
+): ScriptOutcome {
   let uriChanged = false;
   const run = (list: readonly ScriptOp[]): ScriptOutcome | undefined => {
     for (const op of list) {
@@ -141,29 +150,37 @@ export function runScript(ops: readonly ScriptOp[], r: HttpRequestState, onError
           const value = op.value.evaluate(r);
           if (!op.handler) {
             r.vars[op.index] = value;
+            onStep?.(op, true);
             break;
           }
           const error = op.handler(r, value);
           if (error) onError?.(error);
+          onStep?.(op, true);
           break;
         }
         case 'break':
+          onStep?.(op, true);
           // ngx_http_script_break_code: after a rewrite changed the URI, proxy_pass no longer replaces the location prefix
           if (uriChanged) r.validLocation = false;
           return { kind: 'break' };
         case 'return':
+          onStep?.(op, true);
           return { kind: 'return', code: op.code, text: op.text?.evaluate(r) };
-        case 'if':
-          if (evaluateCondition(op, r)) {
+        case 'if': {
+          const matched = evaluateCondition(op, r);
+          onStep?.(op, matched);
+          if (matched) {
             if (op.conf) r.loc = op.conf;
             const inner = run(op.ops);
             if (inner) return inner;
           }
           break;
+        }
         case 'rewrite': {
           const m = op.regex.exec(r.uri);
           if (!m) {
             r.captures = null;
+            onStep?.(op, false);
             break;
           }
           r.captures = m;
@@ -173,6 +190,7 @@ export function runScript(ops: readonly ScriptOp[], r: HttpRequestState, onError
             // ngx_http_script_regex_end_code: the value unescaped for a Location, then the request's arguments
             let location = unescapeRedirect(evaluatePieces(op.replacement.uri, r, escape));
             if (op.addArgs && r.args) location += `${op.hasArgs ? '&' : '?'}${r.args}`;
+            onStep?.(op, true);
             return { kind: 'redirect', code: op.redirectCode, location };
           }
           const uri = evaluatePieces(op.replacement.uri, r, false);
@@ -181,11 +199,13 @@ export function runScript(ops: readonly ScriptOp[], r: HttpRequestState, onError
             r.args = op.addArgs && r.args ? `${args}&${r.args}` : args;
           } else if (!op.addArgs) r.args = '';
           if (uri === '') {
+            onStep?.(op, true);
             onError?.('the rewritten URI has a zero length');
             return { kind: 'return', code: 500, text: undefined };
           }
           r.uri = uri;
           r.internal = true;
+          onStep?.(op, true);
           if (op.flag === 'last') return { kind: 'last' };
           if (op.flag === 'break') {
             r.validLocation = false;

@@ -52,7 +52,7 @@ interface FastcgiChoice {
  * nginx 1.30 rebuilds it: `$host$is_request_port$request_port` (the
  * server's name for a request without a host).
  */
-function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
+export function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
   const out: [string, string][] = [];
   for (const p of conf.params) {
     const v = p.value.evaluate(r);

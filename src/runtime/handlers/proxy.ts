@@ -46,7 +46,7 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 const UNDICI_MANAGED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'te']);
 
 /** Where one proxied request goes. */
-interface Destination {
+export interface Destination {
   readonly scheme: 'http' | 'https';
   readonly peer: ChosenPeer;
   /** The group's attempts, when the peer belongs to a group (other peers may be tried). */
@@ -63,7 +63,7 @@ interface Destination {
  * URI part, the matched location prefix is replaced by it; without one, the
  * request URI as received, unless a rewrite or redirect changed it.
  */
-function upstreamUri(r: HttpRequestState, p: ProxyConf, uriPart: string | undefined): string {
+export function upstreamUri(r: HttpRequestState, p: ProxyConf, uriPart: string | undefined): string {
   if (uriPart === undefined && !r.internal && !r.parent && r.validUnparsedUri) return r.requestUri;
   const prefixLen = r.validLocation && uriPart !== undefined ? p.locationPrefix.length : 0;
   const rest = escapeUri(r.uri.slice(Math.min(prefixLen, r.uri.length)));
@@ -110,7 +110,7 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
  * default `Upgrade ""`); undici writes it with `Connection: upgrade`.
  * `omitted` lists the fields undici cannot write (see `unsendable`), left out.
  */
-function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined; omitted: string[] } {
+export function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined; omitted: string[] } {
   const out: string[] = [];
   const omitted: string[] = [];
   let reuse = dest.peer.keepalive > 0 && p.httpVersion === '1.1';
