@@ -127,12 +127,16 @@ function evaluateCondition(op: ScriptOp & { op: 'if' }, r: HttpRequestState): bo
   }
 }
 
+/** The outcome of an empty script (most servers and locations have none): made once. */
+const NOTHING_RUN: ScriptOutcome = { kind: 'done', uriChanged: false };
+
 /**
  * Runs `ops` against the request. An `if` that matches inside a location
  * switches the request to the `if` block's settings. `onError` logs what a
  * variable's set handler refuses (`invalid $limit_rate "…"`).
  */
 export function runScript(ops: readonly ScriptOp[], r: HttpRequestState, onError?: (message: string) => void): ScriptOutcome {
+  if (ops.length === 0) return NOTHING_RUN;
   let uriChanged = false;
   const run = (list: readonly ScriptOp[]): ScriptOutcome | undefined => {
     for (const op of list) {
