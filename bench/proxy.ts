@@ -70,6 +70,9 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
                     negative values need root and take CPU from everything else)
   --node-flags STR  extra node flags for jinx (bin/jinx's JINX_NODE_FLAGS), e.g. "--max-semi-space-size=64"
   --profile DIR     run jinx under --cpu-prof, write the profile to DIR and print its top functions
+  --settle S        also read each server's idle RSS S seconds after it listens (before any
+                    request): V8's memory reducer makes its first full collection about 8 s
+                    after a start, which frees what reading the configuration left
   --gc              run every jinx under --trace-gc and report, per request, the heap bytes it
                     allocated and the GC pauses (figures that hold on a busy machine: allocation
                     does not depend on the CPU left to it)
@@ -103,6 +106,8 @@ interface Options {
   profileDir: string | undefined;
   /** `--gc`: jinx's GC trace is read for allocation and pauses per request. */
   gc: boolean;
+  /** `--settle`: seconds after listening at which the idle RSS is read again (0: not). */
+  settleS: number;
   json: string | undefined;
   keep: boolean;
 }
@@ -125,7 +130,7 @@ function options(argv: string[]): Options {
       connections: { type: 'string' }, threads: { type: 'string' }, sizes: { type: 'string' },
       targets: { type: 'string' }, upstream: { type: 'string' }, 'sut-cpus': { type: 'string' },
       'aux-cpus': { type: 'string' }, 'no-pin': { type: 'boolean' }, nginx: { type: 'string' },
-      'node-flags': { type: 'string' }, profile: { type: 'string' }, gc: { type: 'boolean' }, json: { type: 'string' },
+      'node-flags': { type: 'string' }, profile: { type: 'string' }, gc: { type: 'boolean' }, settle: { type: 'string' }, json: { type: 'string' },
       'max-other': { type: 'string' }, retries: { type: 'string' }, 'quiet-wait': { type: 'string' },
       nice: { type: 'string' }, protocol: { type: 'string' }, streams: { type: 'string' }, workers: { type: 'string' }, 'jinx-base': { type: 'string' },
       keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
@@ -172,6 +177,7 @@ function options(argv: string[]): Options {
     quietWaitS: values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], values.nice !== undefined && Number(values.nice) < 0 ? 0 : 60),
     profileDir: values.profile === undefined ? undefined : resolve(values.profile),
     gc: values.gc ?? false,
+    settleS: values.settle === undefined ? 0 : positive('settle', values.settle, 0),
     json: values.json,
     keep: values.keep ?? false,
   };
@@ -518,7 +524,7 @@ class GcTrace {
 
 interface Servers {
   upstream: Proc;
-  sut: Map<Target, { proc: Proc; port: number; idleRssBytes: number; gc: GcTrace | undefined }>;
+  sut: Map<Target, { proc: Proc; port: number; idleRssBytes: number; settledRssBytes: number; gc: GcTrace | undefined }>;
 }
 
 /** CPU used by other processes than ours over `ms` (the figure --max-other applies to), in % of one core. */
@@ -680,6 +686,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
     }
   }
   lines.push(`idle rss (listening for a second, before any request): ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.idleRssBytes)}`).join(', ')}`);
+  if (o.settleS > 0) lines.push(`idle rss at least ${o.settleS} s after listening, before any request: ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.settledRssBytes)}`).join(', ')}`);
   lines.push(`peak rss: the highest resident memory sampled every 100 ms in any run of that body size, warm-up included${o.workers === undefined ? '' : ' (master and workers added up)'}`);
   const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
   if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
@@ -747,7 +754,12 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     await waitListening(proc, port);
     // idle: listening a second, nothing served yet
     await sleep(1000);
-    sut.set(t, { proc, port, idleRssBytes: treeRssBytes(proc.child.pid!), gc });
+    sut.set(t, { proc, port, idleRssBytes: treeRssBytes(proc.child.pid!), settledRssBytes: NaN, gc });
+  }
+  if (o.settleS > 0) {
+    // the servers started one after the other: the last one waits the whole time, the others less
+    await sleep(Math.max(o.settleS - 1, 0) * 1000);
+    for (const s of sut.values()) s.settledRssBytes = treeRssBytes(s.proc.child.pid!);
   }
   return { upstream, sut };
 }
