@@ -70,6 +70,12 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
                     negative values need root and take CPU from everything else)
   --node-flags STR  extra node flags for jinx (bin/jinx's JINX_NODE_FLAGS), e.g. "--max-semi-space-size=64"
   --profile DIR     run jinx under --cpu-prof, write the profile to DIR and print its top functions
+  --settle S        also read each server's idle RSS S seconds after it listens (before any
+                    request): V8's memory reducer makes its first full collection about 8 s
+                    after a start, which frees what reading the configuration left
+  --gc              run every jinx under --trace-gc and report, per request, the heap bytes it
+                    allocated and the GC pauses (figures that hold on a busy machine: allocation
+                    does not depend on the CPU left to it)
   --json FILE       write every run's figures to FILE
   --keep            keep the temporary prefix directory
   -h, --help        this text`;
@@ -98,6 +104,10 @@ interface Options {
   retries: number;
   quietWaitS: number;
   profileDir: string | undefined;
+  /** `--gc`: jinx's GC trace is read for allocation and pauses per request. */
+  gc: boolean;
+  /** `--settle`: seconds after listening at which the idle RSS is read again (0: not). */
+  settleS: number;
   json: string | undefined;
   keep: boolean;
 }
@@ -120,7 +130,7 @@ function options(argv: string[]): Options {
       connections: { type: 'string' }, threads: { type: 'string' }, sizes: { type: 'string' },
       targets: { type: 'string' }, upstream: { type: 'string' }, 'sut-cpus': { type: 'string' },
       'aux-cpus': { type: 'string' }, 'no-pin': { type: 'boolean' }, nginx: { type: 'string' },
-      'node-flags': { type: 'string' }, profile: { type: 'string' }, json: { type: 'string' },
+      'node-flags': { type: 'string' }, profile: { type: 'string' }, gc: { type: 'boolean' }, settle: { type: 'string' }, json: { type: 'string' },
       'max-other': { type: 'string' }, retries: { type: 'string' }, 'quiet-wait': { type: 'string' },
       nice: { type: 'string' }, protocol: { type: 'string' }, streams: { type: 'string' }, workers: { type: 'string' }, 'jinx-base': { type: 'string' },
       keep: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
@@ -166,6 +176,8 @@ function options(argv: string[]): Options {
     // with --nice the servers get their CPU anyway: waiting for others to go quiet only wastes time
     quietWaitS: values['quiet-wait'] === '0' ? 0 : positive('quiet-wait', values['quiet-wait'], values.nice !== undefined && Number(values.nice) < 0 ? 0 : 60),
     profileDir: values.profile === undefined ? undefined : resolve(values.profile),
+    gc: values.gc ?? false,
+    settleS: values.settle === undefined ? 0 : positive('settle', values.settle, 0),
     json: values.json,
     keep: values.keep ?? false,
   };
@@ -460,11 +472,59 @@ interface Run extends WrkResult {
   counted: boolean;
   /** The server's highest resident memory during the run (master and workers added up), bytes. */
   peakRssBytes: number;
+  /**
+   * With --gc: V8 heap bytes jinx allocated per request, its GC pauses per
+   * request (µs) and its collections during the run (the allocation is
+   * counted at each collection: with few of them, the figure is rough); NaN otherwise.
+   */
+  allocBytesPerReq: number;
+  gcUsPerReq: number;
+  collections: number;
+}
+
+/**
+ * The `--trace-gc` lines of one jinx (its stdout), as they come: each
+ * collection's heap size before and after (MB) and its pause (ms).
+ */
+class GcTrace {
+  private readonly events: { beforeMb: number; afterMb: number; pauseMs: number }[] = [];
+  private partial = '';
+
+  /** Takes a piece of the process's stdout. */
+  take(text: string): void {
+    const lines = (this.partial + text).split('\n');
+    this.partial = lines.pop()!;
+    for (const line of lines) {
+      // "[pid:0x…]  1234 ms: Scavenge 16.2 (47.3) -> 13.4 (47.3) MB, 11.21 / 0.00 ms …"
+      const m = /: (?:Scavenge|Mark-Compact|Minor Mark-Compact)[^\d]*([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, ([\d.]+)/.exec(line);
+      if (m) this.events.push({ beforeMb: Number(m[1]), afterMb: Number(m[2]), pauseMs: Number(m[3]) });
+    }
+  }
+
+  /** Where the trace is now, to measure from. */
+  mark(): number {
+    return this.events.length;
+  }
+
+  /**
+   * Heap bytes allocated and pause ms since `from`: what each collection
+   * found beyond what the previous one left (allocation after the last
+   * collection of the window counts in the next window).
+   */
+  since(from: number): { allocBytes: number; pauseMs: number; collections: number } {
+    let allocMb = 0;
+    let pauseMs = 0;
+    for (let i = Math.max(from, 1); i < this.events.length; i++) {
+      allocMb += Math.max(this.events[i]!.beforeMb - this.events[i - 1]!.afterMb, 0);
+      pauseMs += this.events[i]!.pauseMs;
+    }
+    return { allocBytes: allocMb * 1024 * 1024, pauseMs, collections: this.events.length - from };
+  }
 }
 
 interface Servers {
   upstream: Proc;
-  sut: Map<Target, { proc: Proc; port: number; idleRssBytes: number }>;
+  sut: Map<Target, { proc: Proc; port: number; idleRssBytes: number; settledRssBytes: number; gc: GcTrace | undefined }>;
 }
 
 /** CPU used by other processes than ours over `ms` (the figure --max-other applies to), in % of one core. */
@@ -496,6 +556,8 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   const up0 = procTicks(servers.upstream.child.pid);
   const children0 = childTicks();
   const rss = rssSampler(proc.child.pid!, 100);
+  const { gc } = servers.sut.get(target)!;
+  const gc0 = gc?.mark();
   const load = new OtherLoad(o, servers);
   const wrk = o.protocol === 'h2'
     ? start('wrk', 'h2load', [`-c${o.connections}`, `-t${o.threads}`, `-m${o.streams}`, `-D${seconds}`, url], { cpus: o.auxCpus, niceness: o.nice, stdout: 'pipe', stopSignal: 'SIGKILL' })
@@ -525,10 +587,15 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
   if (code !== 0) throw new Error(`${tool} exited with ${code}${wrk.exitSignal ? ` (${wrk.exitSignal})` : ''} against ${target}:\n${out}\n${wrk.stderr}`);
   if (proc.exitCode !== undefined) throw new Error(`${target} exited (${proc.exitCode}) during the run:\n${proc.stderr}`);
   const pct = (ticks: number): number => (100 * ticks) / CLK_TCK / elapsedS;
+  const result = o.protocol === 'h2' ? parseH2load(out) : parseWrk(out);
+  const collected = gc?.since(gc0!);
   return {
-    ...(o.protocol === 'h2' ? parseH2load(out) : parseWrk(out)),
+    ...result,
     sutCpu: pct(sutTicks), sutSysCpu: pct(sysTicks), upstreamCpu: pct(upTicks), wrkCpu: pct(wrkTicks), foreignCpu: other.machine, stolenCpu: other.onServerCpus,
     peakRssBytes,
+    allocBytesPerReq: collected ? collected.allocBytes / result.requests : NaN,
+    gcUsPerReq: collected ? (collected.pauseMs * 1000) / result.requests : NaN,
+    collections: collected ? collected.collections : NaN,
   };
 }
 
@@ -556,7 +623,7 @@ const fmtMiB = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
 function runLine(r: Run): string {
   const errs = r.non2xx || r.socketErrors ? `  errors: ${r.non2xx} non-2xx, ${r.socketErrors} socket` : '';
   return `  ${r.round === 0 ? 'warm-up' : `round ${r.round}`}  ${r.target.padEnd(11)} ${pad(fmtInt(r.rps), 9)} req/s  p50 ${pad(fmtMs(r.p50Ms), 9)}  p99 ${pad(fmtMs(r.p99Ms), 9)}`
-    + `  rss ${pad(fmtMiB(r.peakRssBytes), 9)}  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
+    + `  rss ${pad(fmtMiB(r.peakRssBytes), 9)}${Number.isFinite(r.allocBytesPerReq) ? `  heap ${fmtInt(r.allocBytesPerReq)} B/req gc ${r.gcUsPerReq.toFixed(1)} us/req (${r.collections} GCs)` : ''}  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
 }
 
 /** How many CPUs a taskset list names ("0", "0,2", "1-3"). */
@@ -578,7 +645,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
   const counted = runs.filter((r) => r.counted);
   lines.push('', `== summary: medians of ${o.rounds} rounds × ${o.durationS} s, ${loadTool(o)}`
     + (o.sutCpus !== undefined ? `, servers on CPU ${o.sutCpus}, upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : ', unpinned'));
-  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(11)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('peak rss', 10)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}`);
+  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(11)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('peak rss', 10)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}${o.gc ? ` ${pad('heap B/req', 11)} ${pad('gc us/req', 10)}` : ''}`);
   for (const size of o.sizes) {
     const med: Partial<Record<Target, { rps: number; perCpu: number }>> = {};
     for (const t of o.targets) {
@@ -588,7 +655,8 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
         + ` ${pad(fmtMiB(Math.max(...runs.filter((r) => r.size === size && r.target === t).map((r) => r.peakRssBytes))), 10)}`
         + ` ${pad(fmtPct(median(rs.map((r) => r.sutCpu))), 10)} ${pad(fmtInt(med[t]!.perCpu), 10)}`
         + ` ${pad(`${median(rs.map((r) => usPerReq(r, 'user'))).toFixed(1)}+${median(rs.map((r) => usPerReq(r, 'sys'))).toFixed(1)}`, 15)}`
-        + ` ${pad(fmtPct(median(rs.map((r) => r.stolenCpu))), 11)}`);
+        + ` ${pad(fmtPct(median(rs.map((r) => r.stolenCpu))), 11)}`
+        + (o.gc ? ` ${pad(fmtInt(median(rs.map((r) => r.allocBytesPerReq))), 11)} ${pad(median(rs.map((r) => r.gcUsPerReq)).toFixed(1), 10)}` : ''));
     }
     if (med.jinx !== undefined && med.nginx !== undefined) {
       const paired: number[] = [];
@@ -618,9 +686,11 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
     }
   }
   lines.push(`idle rss (listening for a second, before any request): ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.idleRssBytes)}`).join(', ')}`);
+  if (o.settleS > 0) lines.push(`idle rss at least ${o.settleS} s after listening, before any request: ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.settledRssBytes)}`).join(', ')}`);
   lines.push(`peak rss: the highest resident memory sampled every 100 ms in any run of that body size, warm-up included${o.workers === undefined ? '' : ' (master and workers added up)'}`);
   const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
   if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
+  if (o.gc) lines.push('(heap B/req: V8 heap bytes jinx allocated per request, read from --trace-gc: what each collection found beyond what the previous one left; gc us/req: its GC pauses, wall-clock)');
   lines.push(`(stolen cpu: CPU taken by other processes on the servers' CPU${o.sutCpus === undefined ? ' (here: the whole machine, unpinned)' : ''}; req/cpu-s: requests per second of the server's own CPU time; us/req: the server's CPU per request, user + kernel)`);
   const busy = counted.filter((r) => r.stolenCpu > o.maxOther).length;
   if (busy > 0) lines.push(`note: in ${busy} counted run(s) other processes took more than ${o.maxOther}% of a core from the servers: the machine was not quiet, the figures are noisy`);
@@ -656,7 +726,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
       '-subj', '/CN=bench.test', '-keyout', join(tlsDir, 'key.pem'), '-out', join(tlsDir, 'cert.pem')], { encoding: 'utf8' });
     if (made.status !== 0) throw new Error(`openssl could not make the test certificate:\n${made.stderr}`);
   }
-  const sut = new Map<Target, { proc: Proc; port: number; idleRssBytes: number }>();
+  const sut: Servers['sut'] = new Map();
   for (const t of o.targets) {
     const tDir = join(dir, t);
     mkdirSync(join(tDir, 'logs'), { recursive: true });
@@ -666,6 +736,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h2' ? tlsDir : undefined, extra));
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
+    let gc: GcTrace | undefined;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, { cpus: o.sutCpus, niceness: o.nice });
     else if (t === 'bare') proc = start('bare', process.execPath, ['-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], { cpus: o.sutCpus, niceness: o.nice });
     else if (t === 'fastify') {
@@ -673,13 +744,22 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     }
     else {
       const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
-      const env = { ...process.env, JINX_NODE_FLAGS: [...o.nodeFlags, ...prof].join(' ') };
-      proc = start(t, t === 'jinx-base' ? o.jinxBase! : JINX, args, { cpus: o.sutCpus, niceness: o.nice, env });
+      const env = { ...process.env, JINX_NODE_FLAGS: [...o.nodeFlags, ...prof, ...(o.gc ? ['--trace-gc'] : [])].join(' ') };
+      proc = start(t, t === 'jinx-base' ? o.jinxBase! : JINX, args, { cpus: o.sutCpus, niceness: o.nice, env, stdout: o.gc ? 'pipe' : 'ignore' });
+      if (o.gc) {
+        gc = new GcTrace();
+        proc.child.stdout!.on('data', (d: Buffer) => gc!.take(d.toString()));
+      }
     }
     await waitListening(proc, port);
     // idle: listening a second, nothing served yet
     await sleep(1000);
-    sut.set(t, { proc, port, idleRssBytes: treeRssBytes(proc.child.pid!) });
+    sut.set(t, { proc, port, idleRssBytes: treeRssBytes(proc.child.pid!), settledRssBytes: NaN, gc });
+  }
+  if (o.settleS > 0) {
+    // the servers started one after the other: the last one waits the whole time, the others less
+    await sleep(Math.max(o.settleS - 1, 0) * 1000);
+    for (const s of sut.values()) s.settledRssBytes = treeRssBytes(s.proc.child.pid!);
   }
   return { upstream, sut };
 }

@@ -34,6 +34,10 @@ export function requestSize(cx: RuntimeContext, r: HttpRequestState, v: SizeValu
   return 0;
 }
 
+/** The queue of a response that has not taken a rate that is not 0: always empty. */
+const NOTHING_QUEUED: Buffer[] = [];
+const NOTHING_QUEUED_CB: (() => void)[] = [];
+
 /** The client's response target with the request's rate limit in front of it. */
 export class RateLimitedTarget implements ClientResponseTarget {
   /** Bytes per second, once taken (undefined before the first body bytes). */
@@ -42,8 +46,8 @@ export class RateLimitedTarget implements ClientResponseTarget {
   private afterBytes = 0;
   /** Bytes of the response sent so far, as the write filter counts them (`c->sent`). */
   private sentBytes = 0;
-  /** Body data waiting for its turn, in order. */
-  private readonly queue: Buffer[] = [];
+  /** Body data waiting for its turn, in order (its own array once a rate that is not 0 is taken). */
+  private queue: Buffer[] = NOTHING_QUEUED;
   private queuedBytes = 0;
   /** The pause after a send (nginx's delayed write event). */
   private timer: NodeJS.Timeout | undefined;
@@ -51,18 +55,28 @@ export class RateLimitedTarget implements ClientResponseTarget {
   private innerFull = false;
   /** `end` was called while data waited: the response ends once it has gone. */
   private ending = false;
-  private readonly drainWaiters: (() => void)[] = [];
+  /** Writers waiting for the queue to go (its own array once a rate that is not 0 is taken). */
+  private drainWaiters: (() => void)[] = NOTHING_QUEUED_CB;
   /** The handler listens for a client that leaves (`onAbort`); else a pause listens itself. */
   private handlerListens = false;
   private pauseListens = false;
 
+  /**
+   * Nothing is allocated nor listened to until a rate that is not 0 is
+   * taken: a response without one (most) costs a few forwarded calls.
+   */
   constructor(
     private readonly inner: ClientResponseTarget,
     private readonly r: HttpRequestState,
     private readonly cx: RuntimeContext,
-  ) {
+  ) {}
+
+  /** From the first rate that is not 0: the queue, its waiters, and the end of the pacing with the response. */
+  private startPacing(): void {
+    this.queue = [];
+    this.drainWaiters = [];
     // a response over (ended, or its client gone) has nothing more to pace: the pause ends with it
-    inner.whenClosed(() => {
+    this.inner.whenClosed(() => {
       clearTimeout(this.timer);
       this.timer = undefined;
       this.queue.length = 0;
@@ -122,6 +136,7 @@ export class RateLimitedTarget implements ClientResponseTarget {
     }
     this.rate = r.limitRate;
     if (this.rate > 0) {
+      this.startPacing();
       this.afterBytes = requestSize(this.cx, r, r.loc.limitRateAfter);
       // the header goes out first: nginx counts it in what was sent
       this.inner.flushHead();
@@ -131,6 +146,7 @@ export class RateLimitedTarget implements ClientResponseTarget {
   }
 
   write(chunk: Buffer | string): boolean {
+    if (this.rate === 0) return this.inner.write(chunk);
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
     if (data.length === 0 || this.headOnly || this.inner.gone) return this.inner.write(data);
     if (this.queue.length === 0 && this.timer === undefined && this.takeRate() === 0) return this.inner.write(data);
@@ -290,7 +306,8 @@ export class RateLimitedTarget implements ClientResponseTarget {
  */
 export function takeAccelLimitRate(r: HttpRequestState, received: readonly string[]): void {
   for (let i = 0; i + 1 < received.length; i += 2) {
-    if (received[i]!.toLowerCase() !== 'x-accel-limit-rate') continue;
+    const name = received[i]!;
+    if (name.length !== 18 || name.toLowerCase() !== 'x-accel-limit-rate') continue;
     const value = received[i + 1]!;
     // ngx_atoi: digits only
     if (/^\d+$/.test(value)) {

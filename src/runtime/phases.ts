@@ -119,7 +119,7 @@ export function serveClientRequest(
   out.heldBy = r;
   out.whenClosed((completed) => {
     r.ended = true;
-    for (const cleanup of r.cleanups.splice(0)) cleanup();
+    if (r.cleanups.length > 0) for (const cleanup of r.cleanups.splice(0)) cleanup();
     r.completed = completed;
     r.bytesSent = out.bytesSent;
     r.requestLength += out.requestBodyBytes;

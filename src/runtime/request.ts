@@ -75,7 +75,11 @@ export class HttpRequestState implements RequestView {
   readonly vars: (string | undefined)[];
   /** Captures of the last successful regex match (`$1`…`$9`, named captures). */
   captures: RegExpExecArray | null = null;
-  readonly moduleCtx = new Map<symbol, unknown>();
+  private moduleCtxMap: Map<symbol, unknown> | undefined;
+  /** Modules' own state of the request (`ngx_http_get_module_ctx`), made when a module first asks (most requests: none). */
+  get moduleCtx(): Map<symbol, unknown> {
+    return (this.moduleCtxMap ??= new Map());
+  }
   /** Response status once decided. */
   status = 0;
   /** Set when the request went through an internal redirect or is a subrequest. */

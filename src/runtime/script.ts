@@ -127,6 +127,9 @@ function evaluateCondition(op: ScriptOp & { op: 'if' }, r: HttpRequestState): bo
   }
 }
 
+/** The outcome of an empty script (most servers and locations have none): made once. */
+const NOTHING_RUN: ScriptOutcome = { kind: 'done', uriChanged: false };
+
 /**
  * Told of each directive a script ran, once it ran: for `if` and `rewrite`,
  * whether the condition or the regex matched (`jinx explain` shows the steps).
@@ -142,6 +145,7 @@ export type ScriptStepObserver = (op: ScriptOp, matched: boolean) => void;
 export function runScript(
   ops: readonly ScriptOp[], r: HttpRequestState, onError?: (message: string) => void, onStep?: ScriptStepObserver,
 ): ScriptOutcome {
+  if (ops.length === 0) return NOTHING_RUN;
   let uriChanged = false;
   const run = (list: readonly ScriptOp[]): ScriptOutcome | undefined => {
     for (const op of list) {

@@ -78,8 +78,9 @@ export class FilteredTarget implements ResponseTarget {
     this.r = r;
     const transforms: (() => Transform[])[] = [];
     const f: FilterContext = { cx: this.cx, r, subrequest: this.subrequest };
-    for (const filter of r.parent ? SUBREQUEST_FILTERS : status === 101 ? UPGRADE_FILTERS : HEADER_FILTERS) {
-      const t = filter(f, r.errStatus || status, headers);
+    const filters = r.parent ? SUBREQUEST_FILTERS : status === 101 ? UPGRADE_FILTERS : HEADER_FILTERS;
+    for (let i = 0; i < filters.length; i++) {
+      const t = filters[i]!(f, r.errStatus || status, headers);
       if (t === 'error') {
         this.inner.abort();
         return;

@@ -344,7 +344,9 @@ export class Http1Target implements ClientResponseTarget {
   closed(completed: boolean): void {
     if (this.closedOnce) return;
     this.closedOnce = true;
-    for (const cb of this.closeListeners.splice(0)) cb(completed);
+    const listeners = this.closeListeners;
+    this.closeListeners = [];
+    for (let i = 0; i < listeners.length; i++) listeners[i]!(completed);
   }
 
   /** Closes the connection at once, with a reset when asked (`reset_timedout_connection`). */

@@ -17,6 +17,18 @@
  */
 import type { Dispatcher } from 'undici';
 import Client from 'undici/lib/dispatcher/client.js';
+import undiciSymbols from 'undici/lib/core/symbols.js';
+
+/** undici's figures of one connection, read without `client.stats` (which makes an object of them at each read). */
+interface ClientFigures {
+  readonly [undiciSymbols.kConnected]: boolean;
+  readonly [undiciSymbols.kSize]: number;
+}
+
+/** The connection is open (undici's `client.stats.connected`). */
+function isConnected(client: Client): boolean {
+  return (client as unknown as ClientFigures)[undiciSymbols.kConnected];
+}
 
 /**
  * One group's cache of idle connections (nginx's `kp->cache` queue, per
@@ -95,7 +107,7 @@ export class PeerConnections {
   /** Connections open right now (busy and idle), for `worker_connections`. */
   get connected(): number {
     let n = 0;
-    for (const client of this.clients) n += client.stats.connected ? 1 : 0;
+    for (const client of this.clients) n += isConnected(client) ? 1 : 0;
     return n;
   }
 
@@ -135,7 +147,7 @@ export class PeerConnections {
   private idleClient(): Client | undefined {
     const { cache } = this.options;
     for (let client = cache?.take(this); client; client = cache!.take(this)) {
-      if (client.stats.connected && !client.closed && !client.destroyed) return client;
+      if (isConnected(client) && !client.closed && !client.destroyed) return client;
       this.discard(client);
     }
     return undefined;
@@ -162,9 +174,8 @@ export class PeerConnections {
   private settle(client: Client, outcome: Outcome): void {
     setImmediate(() => {
       const { cache } = this.options;
-      const stats = client.stats;
       const reusable = outcome === 'complete' && cache !== undefined && !this.closing && !client.closed && !client.destroyed
-        && stats.connected && stats.running === 0 && stats.pending === 0;
+        && isConnected(client) && (client as unknown as ClientFigures)[undiciSymbols.kSize] === 0;
       if (reusable) cache.put(this, client);
       else this.discard(client);
     });

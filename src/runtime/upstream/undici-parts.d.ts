@@ -15,3 +15,18 @@ declare module 'undici/lib/core/connect.js' {
   import { buildConnector } from 'undici';
   export default buildConnector;
 }
+
+/**
+ * undici's internal symbols, for the two figures of a `Client` that jinx
+ * reads on every request (peer-connections.ts): its public `stats` makes a
+ * new `ClientStats` of four getters at each read.
+ */
+declare module 'undici/lib/core/symbols.js' {
+  const symbols: {
+    /** `client[kConnected]`: the connection is open (`stats.connected`). */
+    readonly kConnected: unique symbol;
+    /** `client[kSize]`: requests queued or running on it (`stats.pending + stats.running`). */
+    readonly kSize: unique symbol;
+  };
+  export default symbols;
+}
