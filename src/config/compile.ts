@@ -17,8 +17,8 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { ConfigNode } from '../parser/ast.js';
 import { loadConfig, type ConfigSnapshot, type LoadedFile } from '../parser/load.js';
-import type { ConfigWarning } from '../errors.js';
-import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
+import type { ConfigError, ConfigWarning } from '../errors.js';
+import { checkConfig, DirectiveRegistry, type CheckResult, type LevelNode, type NoEffectNote } from './check.js';
 import type { CompileContext } from './compile-context.js';
 import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, listenGroups, locationTree, primaryServerName } from './http-core-compile.js';
 import { accessConf } from './modules/access.js';
@@ -76,6 +76,16 @@ export interface CompileOptions {
    * where `nginx -t` prints `syntax is ok`.
    */
   readonly onParsed?: () => void;
+  /**
+   * `jinx lint`: each error of reading and checking goes here and the
+   * check goes on (`checkConfig`'s `recover`); the checks after that still
+   * stop at the first (thrown).
+   */
+  readonly recover?: (err: ConfigError) => void;
+  /** `--offline`: no name is resolved, no certificate or password file read (`ConfigScope.offline`). */
+  readonly offline?: boolean;
+  /** Called with the statements read and what the check found, before the compile step (for `jinx lint`). */
+  readonly onChecked?: (nodes: readonly ConfigNode[], checked: CheckResult) => void;
 }
 
 /** A compiled configuration and what the compile step found. */
@@ -125,6 +135,9 @@ function collectHosts(top: readonly ConfigNode[], out: Set<string>): void {
   }
 }
 
+/** `--offline`: every name stands for TEST-NET-1's first address (RFC 5737), never reached: the configuration is only checked. */
+const OFFLINE_HOSTS: HostTable = { lookup: () => ['192.0.2.1'] };
+
 /** Resolves names with the system resolver (nginx uses getaddrinfo at configuration time). */
 async function resolveHosts(names: Iterable<string>): Promise<HostTable> {
   const table = new Map<string, string[]>();
@@ -141,7 +154,8 @@ async function resolveHosts(names: Iterable<string>): Promise<HostTable> {
 
 /**
  * Reads, checks and compiles a configuration.
- * @throws ConfigError the first error, worded and placed as nginx does
+ * @throws ConfigError the first error, worded and placed as nginx does (with
+ *   `recover`, the first of the checks after the directives were read)
  */
 export async function compileConfig(opts: CompileOptions): Promise<CompiledConfig> {
   const loaded = loadConfig({
@@ -149,14 +163,19 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
     confPrefix: opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1),
     globalDirectives: opts.globalDirectives,
     snapshot: opts.snapshot,
+    recover: opts.recover !== undefined,
   });
-  const names = new Set<string>();
-  collectHosts(loaded.nodes, names);
-  const hosts = await resolveHosts(names);
+  let hosts: HostTable = OFFLINE_HOSTS;
+  if (!opts.offline) {
+    const names = new Set<string>();
+    collectHosts(loaded.nodes, names);
+    hosts = await resolveHosts(names);
+  }
   const variables = new VariableRegistry(allVariables);
-  const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts);
+  const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts, opts.offline);
   const onWarning = opts.onWarning ?? (() => undefined);
-  const checked = checkConfig(loaded.nodes, registry, scope, onWarning);
+  const checked = checkConfig(loaded.nodes, registry, scope, onWarning, opts.recover);
+  opts.onChecked?.(loaded.nodes, checked);
   const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
   return { table, warnings: table.warnings, noEffect: checked.noEffect, files: loaded.files, snapshot: loaded.snapshot };
 }
