@@ -67,15 +67,17 @@ describe('jinx lint options', () => {
     assert.match(emerg[0]!, /\[emerg\] \d+#\d+: invalid value "maybe" in "proxy_buffering" directive, it must be "on" or "off" in \S+nginx\.conf:5$/);
   });
 
-  it('a directive of a module jinx lacks is a note (its block skipped), a misspelt one an error; --fail-on note fails on the note', () => {
+  it('a directive of a module jinx lacks, or a value jinx refuses, is a note (skipped), a misspelt one an error; --fail-on note fails on the note', () => {
     const p = makePrefix({
-      'nginx.conf': 'events {}\nhttp {\n    perl_modules perl/lib;\n    server { listen 127.0.0.1:1; xslt_stylesheet a.xslt; }\n}\n',
+      'nginx.conf': 'events {}\nhttp {\n    perl_modules perl/lib;\n    server { listen 127.0.0.1:1; xslt_stylesheet a.xslt; }\n'
+        + '    access_log syslog:server=127.0.0.1:5514;\n}\n',
     });
     const { status, findings } = lintJson(p);
     assert.equal(status, 0);
     assert.deepEqual(findings.map(brief), [
       'note not-implemented 3: "perl_modules" is not implemented by jinx (ngx_http_perl_module)',
       'note not-implemented 4: "xslt_stylesheet" is not implemented by jinx (ngx_http_xslt_module)',
+      'note not-implemented 5: syslog is not supported by jinx',
     ]);
     assert.equal(lintJson(p, ['--fail-on', 'note']).status, 1);
     assert.equal(lintJson(p, ['--fail-on', 'warning']).status, 0);

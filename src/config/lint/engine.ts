@@ -10,7 +10,8 @@
  * Severities: errors are what makes `nginx -t` fail (also the checks of
  * `ngx_init_cycle`, run by the caller's `initCheck`); warnings are nginx's
  * `[warn]` lines and warning rules; notes are what jinx does differently
- * (a directive of a module jinx lacks, a directive jinx reads and does not
+ * (a directive of a module jinx lacks or a value jinx refuses as "not
+ * supported by jinx", a directive jinx reads and does not
  * act on when its value asks for something jinx does not do) and note rules.
  */
 import { readFileSync } from 'node:fs';
@@ -108,6 +109,9 @@ function ignoreComments(text: string): Map<number, Set<string>> {
   return byLine;
 }
 
+/** jinx's own refusal of a value nginx takes (`syslog is not supported by jinx`). */
+const NOT_SUPPORTED = / is not supported by jinx$/;
+
 /** The directive name of nginx's `unknown directive "X"`. */
 const UNKNOWN = /^unknown directive "(.*)"$/;
 
@@ -126,6 +130,9 @@ export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
     const module = name === undefined ? undefined : NGINX_DIRECTIVES.get(name);
     if (module !== undefined) {
       add({ severity: 'note', code: 'not-implemented', message: `"${name}" is not implemented by jinx (${module})`, loc: err.loc });
+    } else if (NOT_SUPPORTED.test(err.text)) {
+      // a value nginx takes and jinx does not (syslog targets, some PCRE syntax): the same kind of note
+      add({ severity: 'note', code: 'not-implemented', message: err.text, loc: err.loc });
     } else {
       add({ severity: 'error', code: err.code, message: err.text, loc: err.loc });
     }
