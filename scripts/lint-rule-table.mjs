@@ -32,7 +32,7 @@ export async function lintRuleTable() {
   const { BUILTIN_CODES } = await import(pathToFileURL(join(ROOT, 'dist/src/config/lint/engine.js')).href);
   const rows = [
     ...allRules.map((r) => `| \`${cell(r.code)}\` | ${r.severity} | ${cell(r.title)} | ${r.docUrl ? `[doc](${r.docUrl})` : ''} |`),
-    ...Object.entries(BUILTIN_CODES).map(([code, b]) => `| \`${cell(code)}\` | ${code === 'internal-error' ? 'warning' : 'note'} | ${cell(b.title)} | |`),
+    ...Object.entries(BUILTIN_CODES).map(([code, b]) => `| \`${cell(code)}\` | ${code === 'internal-error' ? 'warning (a rule), error (jinx)' : 'note'} | ${cell(b.title)} | |`),
   ];
   return [
     `${allRules.length} rules, and the engine's own codes (\`jinx lint --explain CODE\` prints the explanation and the fix).`,

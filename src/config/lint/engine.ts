@@ -18,6 +18,7 @@ import { readFileSync } from 'node:fs';
 import type { ConfigNode } from '../../parser/ast.js';
 import { configLexer } from '../../parser/tokens.js';
 import { ConfigError } from '../../errors.js';
+import { systemErrorText } from '../../os-errors.js';
 import type { SourceLoc } from '../../source-loc.js';
 import type { CheckResult } from '../check.js';
 import { compileConfig, type CompiledConfig } from '../compile.js';
@@ -78,9 +79,10 @@ export const BUILTIN_CODES: Readonly<Record<string, { readonly title: string; re
       + 'The directive and its block are skipped by the lint. Fix: remove it, or serve this configuration with nginx.',
   },
   'internal-error': {
-    title: 'A lint rule failed',
-    explanation: 'A rule of jinx lint threw on this configuration: the message names the rule and the error. It says nothing about '
-      + 'the configuration; the other rules ran. Please report it with the configuration.',
+    title: 'jinx failed on this configuration',
+    explanation: 'A lint rule threw on this configuration (a warning naming the rule; the other rules ran), or jinx\'s compile step '
+      + 'failed with something that is not a configuration error (an error). It is a fault in jinx, not in the configuration: '
+      + 'please report it with the configuration.',
   },
 };
 
@@ -117,8 +119,9 @@ const UNKNOWN = /^unknown directive "(.*)"$/;
 
 /**
  * Lints a configuration. Never throws for a configuration: a file that
- * cannot be read is an error finding, a rule that throws an
- * `internal-error` finding naming the rule.
+ * cannot be read is an error finding, a fault of the compile step an
+ * `internal-error` error, a rule that throws an `internal-error` warning
+ * naming the rule.
  */
 export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
   const found: LintFinding[] = [];
@@ -155,7 +158,7 @@ export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
     // after errors were recovered from, the compile step may trip on what was skipped: the errors say enough
     const recovered = found.some((f) => f.severity === 'error' || f.code === 'not-implemented');
     if (err instanceof ConfigError) configError(err);
-    else if (!recovered) throw err;
+    else if (!recovered) add(uncaught(err));
   }
   for (const n of checked?.noEffect ?? []) {
     if (!noEffectDiffers(n.directive)) continue;
@@ -168,8 +171,8 @@ export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
     try {
       await req.initCheck(compiled.table);
     } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      configError(err);
+      if (err instanceof ConfigError) configError(err);
+      else add(uncaught(err));
     }
   }
   if (checked) {
@@ -184,6 +187,17 @@ export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
     }
   }
   return finish(found, req);
+}
+
+/**
+ * A failure of jinx's compile step that is not a configuration error, as
+ * `-t` reports it (`main.ts`): a file the system refused is nginx's
+ * `open() "PATH" failed (…)`, anything else an `internal-error` error.
+ */
+function uncaught(err: unknown): LintFinding {
+  const e = err as NodeJS.ErrnoException | undefined;
+  if (e?.code && e.path) return { severity: 'error', code: 'file', message: `open() "${e.path}" failed (${systemErrorText(err)})`, loc: undefined };
+  return { severity: 'error', code: 'internal-error', message: `jinx could not compile the configuration: ${e?.message ?? String(err)}`, loc: undefined };
 }
 
 /** Whether `--rule`/`--skip` keep a code (errors are always kept by the caller). */
