@@ -43,6 +43,7 @@ http {
             return 200 "a" "b" "c";
         }
         bogus on;
+        gzip on; gzip off;
     }
 }
 `,
@@ -51,7 +52,7 @@ http {
 describe('jinx lint options', () => {
   after(cleanup);
 
-  it('every error is listed, in reading order, where -t stops at the first with nginx\'s message', () => {
+  it('every error is listed, in reading order, each with the code of its condition, where -t stops at the first with nginx\'s message', () => {
     const p = makePrefix(THREE);
     const { status, findings } = lintJson(p);
     assert.equal(status, 1);
@@ -59,6 +60,7 @@ describe('jinx lint options', () => {
       'error invalid-value 5: invalid value "maybe" in "proxy_buffering" directive, it must be "on" or "off"',
       'error invalid-args 7: invalid number of arguments in "return" directive',
       'error unknown-directive 9: unknown directive "bogus"',
+      'error duplicate 10: "gzip" directive is duplicate',
     ]);
     const t = runJinx(['-t', '-p', `${p}/`, '-c', 'nginx.conf']);
     assert.equal(t.status, 1);

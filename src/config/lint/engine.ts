@@ -111,6 +111,17 @@ function ignoreComments(text: string): Map<number, Set<string>> {
   return byLine;
 }
 
+/**
+ * One code per condition: a directive's setter fails as `invalid-value`
+ * whatever the condition; those with a code of their own get it.
+ */
+const SETTER_CODES: readonly (readonly [RegExp, string])[] = [
+  [/ directive is duplicate$/, 'duplicate'],
+  [/^host not found in /, 'host-not-found'],
+  [/^unknown "[^"]*" variable$/, 'unknown-variable'],
+  [/^invalid number of arguments /, 'invalid-args'],
+];
+
 /** jinx's own refusal of a value nginx takes (`syslog is not supported by jinx`). */
 const NOT_SUPPORTED = / is not supported by jinx$/;
 
@@ -137,7 +148,8 @@ export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
       // a value nginx takes and jinx does not (syslog targets, some PCRE syntax): the same kind of note
       add({ severity: 'note', code: 'not-implemented', message: err.text, loc: err.loc });
     } else {
-      add({ severity: 'error', code: err.code, message: err.text, loc: err.loc });
+      const code = err.code === 'invalid-value' ? SETTER_CODES.find(([re]) => re.test(err.text))?.[1] ?? err.code : err.code;
+      add({ severity: 'error', code, message: err.text, loc: err.loc });
     }
   };
   let nodes: readonly ConfigNode[] = [];
