@@ -119,7 +119,8 @@ export interface CheckOutput {
  * configuration, then creates its temp directories, opens its log files and
  * binds its listening addresses, as `ngx_init_cycle` does in test mode.
  * Returns the exit status, 0 or 1, and the compiled configuration when it
- * passed.
+ * passed. `offline` (`--offline`): no name resolved, no certificate read,
+ * none of those file and socket checks (`initChecks`).
  */
 export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?: boolean; readonly g?: string; readonly offline?: boolean }, out: CheckOutput,
 ): Promise<{ readonly status: 0 | 1; readonly compiled: CompiledConfig | undefined }> {
@@ -350,6 +351,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       status = 1;
       return;
     }
+    // --offline is for checking only: a server started with it would send to 192.0.2.1
+    if (!flags.t && !flags.T) flags.offline = undefined;
     const paths = confPaths(flags.p, flags.c);
     const log = StartupLog.open(flags.e === undefined || flags.e === 'stderr' ? 'stderr' : flags.e.startsWith('/') ? flags.e : paths.prefix + flags.e);
     if (flags.t || flags.T) status = await testConfig(paths, flags, log);
