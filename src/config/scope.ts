@@ -127,8 +127,9 @@ export class ConfigScope {
     readonly hosts: HostTable,
     /**
      * `--offline` (`jinx lint`, `-t`): names are not resolved (every name
-     * stands for 192.0.2.1, TEST-NET-1) and certificates, keys, CA lists,
-     * CRLs, DH parameters and password files are not read.
+     * stands for 192.0.2.1, TEST-NET-1), certificates, keys, CA lists,
+     * CRLs, DH parameters and password files are not read, and `user`
+     * accounts are not looked up.
      */
     readonly offline = false,
   ) {}
