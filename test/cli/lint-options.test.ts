@@ -72,7 +72,7 @@ describe('jinx lint options', () => {
   it('a directive of a module jinx lacks, or a value jinx refuses, is a note (skipped), a misspelt one an error; --fail-on note fails on the note', () => {
     const p = makePrefix({
       'nginx.conf': 'events {}\nhttp {\n    perl_modules perl/lib;\n    server { listen 127.0.0.1:1; xslt_stylesheet a.xslt; }\n'
-        + '    access_log syslog:server=127.0.0.1:5514;\n}\n',
+        + '    access_log syslog:server=127.0.0.1:5514;\n    perl_set $perl_answer \'sub { 42 }\';\n    add_header X-Answer $perl_answer;\n}\n',
     });
     const { status, findings } = lintJson(p);
     assert.equal(status, 0);
@@ -80,6 +80,8 @@ describe('jinx lint options', () => {
       'note not-implemented 3: "perl_modules" is not implemented by jinx (ngx_http_perl_module)',
       'note not-implemented 4: "xslt_stylesheet" is not implemented by jinx (ngx_http_xslt_module)',
       'note not-implemented 5: syslog is not supported by jinx',
+      'note not-implemented 6: "perl_set" is not implemented by jinx (ngx_http_perl_module)',
+      'note not-implemented null: unknown "perl_answer" variable: it may be defined by a directive jinx does not implement',
     ]);
     assert.equal(lintJson(p, ['--fail-on', 'note']).status, 1);
     assert.equal(lintJson(p, ['--fail-on', 'warning']).status, 0);

@@ -136,9 +136,7 @@ const UNKNOWN = /^unknown directive "(.*)"$/;
  */
 export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
   const found: LintFinding[] = [];
-  const add = (f: LintFinding): void => {
-    found.push(f);
-  };
+  const add = (f: LintFinding): void => void found.push(f);
   const configError = (err: ConfigError): void => {
     const name = err.code === 'unknown-directive' ? UNKNOWN.exec(err.text)?.[1] : undefined;
     const module = name === undefined ? undefined : NGINX_DIRECTIVES.get(name);
@@ -168,9 +166,15 @@ export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
     });
   } catch (err) {
     // after errors were recovered from, the compile step may trip on what was skipped: the errors say enough
-    const recovered = found.some((f) => f.severity === 'error' || f.code === 'not-implemented');
-    if (err instanceof ConfigError) configError(err);
-    else if (!recovered) add(uncaught(err));
+    const skipped = found.some((f) => f.code === 'not-implemented');
+    if (err instanceof ConfigError && err.code === 'unknown-variable' && skipped) {
+      // `perl_set $x …`, `js_set $x …`: the variable of a directive jinx skipped
+      add({ severity: 'note', code: 'not-implemented', message: `${err.text}: it may be defined by a directive jinx does not implement`, loc: err.loc });
+    } else if (err instanceof ConfigError) {
+      configError(err);
+    } else if (!skipped && !found.some((f) => f.severity === 'error')) {
+      add(uncaught(err));
+    }
   }
   for (const n of checked?.noEffect ?? []) {
     if (!noEffectDiffers(n.directive)) continue;
