@@ -92,6 +92,9 @@ describe('jinx lint --format sarif', () => {
     const ids = log.runs[0]!.tool.driver.rules.map((d) => d.id);
     for (const x of results) assert.equal(ids[x['ruleIndex'] as number], x['ruleId']);
     assert.deepEqual(results[0]!['locations'], [{ physicalLocation: { artifactLocation: { uri: 'conf.d/a.conf', uriBaseId: '%SRCROOT%' }, region: { startLine: 2 } } }]);
+    const g = JSON.parse(runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf', '--format', 'sarif', '-g', 'bogus_g x;'], { cwd: p }).stdout) as typeof log;
+    assertValid(validate, g);
+    assert.deepEqual(g.runs[0]!.results[0]!['locations'], [{ physicalLocation: { artifactLocation: { uri: 'nginx.conf', uriBaseId: '%SRCROOT%' } } }]);
     assert.deepEqual(results[0]!['relatedLocations'], [{
       id: 1, message: { text: 'included from here' },
       physicalLocation: { artifactLocation: { uri: 'nginx.conf', uriBaseId: '%SRCROOT%' }, region: { startLine: 3 } },

@@ -38,7 +38,7 @@ function artifact(path: string, cwd: string): Json {
   return { uri: pathToFileURL(path).href };
 }
 
-/** A `physicalLocation` at a line (`-g` directives, line 0, have no region). */
+/** A `physicalLocation` at a line (line 0: the file without a region). */
 function physical(loc: SourceLoc, cwd: string): Json {
   return loc.line > 0 ? { artifactLocation: artifact(loc.file, cwd), region: { startLine: loc.line } } : { artifactLocation: artifact(loc.file, cwd) };
 }
@@ -66,7 +66,8 @@ export function sarifLog(findings: readonly LintFinding[], rules: readonly LintR
   for (const f of findings) if (!codes.includes(f.code)) codes.push(f.code);
   const byCode = new Map(rules.map((r) => [r.code, r]));
   const results = findings.map((f) => {
-    const loc = f.loc ?? { file: opts.confFile, line: 0 };
+    // no place, or a `-g` directive (nginx's "command line", line 0): the main file
+    const loc = f.loc && f.loc.line > 0 ? f.loc : { file: opts.confFile, line: 0 };
     const chain = includeChain(f.loc);
     const result: Json = {
       ruleId: f.code,
