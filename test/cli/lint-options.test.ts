@@ -69,6 +69,22 @@ describe('jinx lint options', () => {
     assert.match(emerg[0]!, /\[emerg\] \d+#\d+: invalid value "maybe" in "proxy_buffering" directive, it must be "on" or "off" in \S+nginx\.conf:5$/);
   });
 
+  it('reading goes on after a syntax error in one include and a missing one: four files, four errors, each with its include chain', () => {
+    const p = makePrefix({
+      'nginx.conf': 'events {}\nhttp {\n include c/*.conf;\n include c/missing.conf;\n server { listen 127.0.0.1:1; bogus; }\n}\n',
+      'c/a.conf': 'server { listen 127.0.0.1:1; "a"b; }\n',
+      'c/b.conf': 'gzip on\n',
+    });
+    const { status, findings } = lintJson(p);
+    assert.equal(status, 1);
+    assert.deepEqual(findings.map((f) => [f.code, f.file?.slice(p.length), f.line, f.includedFrom.map((l) => `${l.file.slice(p.length)}:${l.line}`)]), [
+      ['syntax', '/c/a.conf', 1, ['/nginx.conf:3']],
+      ['syntax', '/c/b.conf', 2, ['/nginx.conf:3']],
+      ['include', '/nginx.conf', 4, []],
+      ['unknown-directive', '/nginx.conf', 5, []],
+    ]);
+  });
+
   it('a directive of a module jinx lacks, or a value jinx refuses, is a note (skipped), a misspelt one an error; --fail-on note fails on the note', () => {
     const p = makePrefix({
       'nginx.conf': 'events {}\nhttp {\n    perl_modules perl/lib;\n    server { listen 127.0.0.1:1; xslt_stylesheet a.xslt; }\n'
