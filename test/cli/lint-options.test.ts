@@ -72,7 +72,7 @@ describe('jinx lint options', () => {
   it('reading goes on after a syntax error in one include and a missing one: four files, four errors, each with its include chain', () => {
     const p = makePrefix({
       'nginx.conf': 'events {}\nhttp {\n include c/*.conf;\n include c/missing.conf;\n server { listen 127.0.0.1:1; bogus; }\n}\n',
-      'c/a.conf': 'server { listen 127.0.0.1:1; "a"b; }\n',
+      'c/a.conf': 'server { listen 127.0.0.1:2; "a"b; }\n',
       'c/b.conf': 'gzip on\n',
     });
     const { status, findings } = lintJson(p);
