@@ -117,6 +117,8 @@ export async function lint(paths: ConfPaths, opts: LintOptions): Promise<number>
     initCheck: opts.context ? undefined : (table) => initChecks(table, offline),
   });
   if (opts.context) findings = findings.map((f) => ({ ...f, loc: unwrapped(f.loc, confFile) }));
+  // a reader that stops early (`| head`) is not an error
+  process.stdout.on('error', () => undefined);
   if (opts.format === 'json') {
     process.stdout.write(JSON.stringify(findings.map(findingJson), null, 2) + '\n');
   } else if (opts.format === 'sarif') {
