@@ -1,56 +1,133 @@
 /**
- * `jinx lint`: everything `-t` checks, plus a note for every directive jinx
- * reads but does not act on, each with its file and line. Text (one finding
- * per line, `FILE:LINE: [severity] message`) or JSON (an array of
- * `{severity, code, message, file, line}`).
+ * `jinx lint`: every error `-t` would find (not only the first), nginx's
+ * warnings, the findings of the lint rules, and notes where jinx does not do
+ * what a directive asks, each once with its file, line and include chain.
+ * Loaded by `main.ts` only for `lint` (the rules are not read for `-t`).
+ *
+ * Formats (`--format`):
+ * - `text`: one finding a line, `FILE:LINE[, included from FILE:LINE…]:
+ *   [severity] message (code)`, paths as nginx prints them in its messages
+ *   (the prefix or the main file's directory joined to the path as given);
+ *   `FILE: no findings` when there is none;
+ * - `json`: an array of `{severity, code, message, file, line,
+ *   includedFrom: [{file, line}…], fix}` (`file`/`line`/`fix` null when
+ *   unknown or none);
+ * - `sarif`: SARIF 2.1.0 (`config/lint/sarif.ts`).
+ *
+ * Exit status: 1 when a finding is at least as serious as `--fail-on`
+ * (`error` by default), else 0. `--explain CODE` prints a code's
+ * explanation (exit 1 for an unknown code).
  */
-import { compileConfig } from '../config/compile.js';
-import { ConfigError } from '../errors.js';
+import { basename, dirname } from 'node:path';
+import { BUILTIN_CODES, includeChain, lintConfig, SEVERITIES, type LintFinding } from '../config/lint/engine.js';
+import type { LintSeverity } from '../config/lint/rule.js';
+import { allRules } from '../config/lint/rules/index.js';
+import { sarifLog } from '../config/lint/sarif.js';
+import type { SourceLoc } from '../source-loc.js';
+import { JINX_VERSION } from '../version.js';
 import type { ConfPaths } from './conf-paths.js';
+import { initChecks } from './init-checks.js';
 
-/** One finding of `jinx lint`. */
-export interface Finding {
-  readonly severity: 'error' | 'warning' | 'note';
-  readonly code: string;
-  readonly message: string;
-  readonly file: string | undefined;
-  readonly line: number | undefined;
+/** The options of `jinx lint` (commander's names). */
+export interface LintOptions {
+  readonly format: 'text' | 'json' | 'sarif';
+  readonly failOn: LintSeverity;
+  readonly context?: 'http' | 'server' | 'location';
+  readonly offline?: boolean;
+  readonly rule: readonly string[];
+  readonly skip: readonly string[];
+  readonly explain?: string;
+  /** `-g` directives. */
+  readonly globalDirectives?: string;
 }
 
-/** Collects the findings of a configuration. */
-export async function lintFindings(paths: ConfPaths, globalDirectives?: string): Promise<Finding[]> {
-  const findings: Finding[] = [];
-  try {
-    const compiled = await compileConfig({
-      confFile: paths.confFile, prefix: paths.prefix, globalDirectives,
-      onWarning: (w) => findings.push({ severity: 'warning', code: w.code, message: w.text, file: w.loc?.file, line: w.loc?.line }),
-    });
-    for (const n of compiled.noEffect) {
-      findings.push({
-        severity: 'note',
-        code: 'no-effect',
-        message: `"${n.directive.name}" has no effect in jinx${n.spec.note ? `: ${n.spec.note}` : ''}`,
-        file: n.directive.loc.file,
-        line: n.directive.loc.line,
-      });
-    }
-    return findings;
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    return [...findings, { severity: 'error', code: err.code, message: err.text, file: err.loc?.file, line: err.loc?.line }];
+/** The name of the main file `--context` makes around a snippet, in the snippet's directory. */
+const WRAPPER = '(jinx lint --context)';
+
+/**
+ * The main file that `--context` lints a snippet in: the snippet included
+ * in an `http` block, a `server` block or a `location /` of one. The
+ * wrapper lies in the snippet's directory: `snippet` is its file name.
+ */
+function wrapperText(snippet: string, context: 'http' | 'server' | 'location'): string {
+  const include = `include "${snippet.replace(/["\\]/g, '\\$&')}";`;
+  const inner = context === 'location' ? `location / { ${include} }` : include;
+  return `events {}\nhttp {\n${context === 'http' ? inner : `server {\n${inner}\n}`}\n}\n`;
+}
+
+/** A place without the wrapper of `--context`: its chain ends at the snippet; a place in the wrapper itself is none. */
+function unwrapped(loc: SourceLoc | undefined, wrapper: string): SourceLoc | undefined {
+  if (!loc || loc.file === wrapper) return undefined;
+  const rest = unwrapped(loc.includedFrom, wrapper);
+  return { file: loc.file, line: loc.line, ...(rest ? { includedFrom: rest } : {}) };
+}
+
+/** `FILE:LINE`, or `FILE` for a `-g` directive. */
+const place = (l: SourceLoc): string => (l.line > 0 ? `${l.file}:${l.line}` : l.file);
+
+/** The text format of one finding. */
+export function findingLine(f: LintFinding): string {
+  const where = f.loc ? [f.loc, ...includeChain(f.loc)].map(place).join(', included from ') + ': ' : '';
+  return `${where}[${f.severity}] ${f.message} (${f.code})`;
+}
+
+/** The JSON format of one finding: `file` and `line` always there, null when unknown. */
+function findingJson(f: LintFinding): Record<string, unknown> {
+  return {
+    severity: f.severity,
+    code: f.code,
+    message: f.message,
+    file: f.loc?.file ?? null,
+    line: f.loc ? f.loc.line : null,
+    includedFrom: includeChain(f.loc).map((l) => ({ file: l.file, line: l.line })),
+    fix: f.fix ? { description: f.fix.description, file: f.fix.loc.file, line: f.fix.loc.line, text: f.fix.text } : null,
+  };
+}
+
+/** `--explain CODE`: a rule's title, severity, explanation and documentation; the engine's own codes too. */
+function explain(code: string): number {
+  const rule = allRules.find((r) => r.code === code);
+  if (rule) {
+    process.stdout.write(`${rule.code} (${rule.severity}): ${rule.title}\n\n${rule.explanation}\n\nSee ${rule.docUrl}\n`);
+    return 0;
   }
+  const builtin = BUILTIN_CODES[code];
+  if (builtin) {
+    process.stdout.write(`${code}: ${builtin.title}\n\n${builtin.explanation}\n`);
+    return 0;
+  }
+  process.stderr.write(`jinx: no lint rule "${code}"; the codes are: ${[...allRules.map((r) => r.code), ...Object.keys(BUILTIN_CODES)].join(', ')}\n`);
+  return 1;
 }
 
-/** Prints the findings; 1 when the configuration has an error, else 0. */
-export async function lint(paths: ConfPaths, format: 'text' | 'json', globalDirectives?: string): Promise<number> {
-  const findings = await lintFindings(paths, globalDirectives);
-  if (format === 'json') process.stdout.write(JSON.stringify(findings, null, 2) + '\n');
-  else {
-    for (const f of findings) {
-      const place = f.file ? `${f.file}${f.line ? `:${f.line}` : ''}: ` : '';
-      process.stdout.write(`${place}[${f.severity}] ${f.message}\n`);
-    }
+/** Runs `jinx lint`; resolves to the exit status. */
+export async function lint(paths: ConfPaths, opts: LintOptions): Promise<number> {
+  if (opts.explain !== undefined) return explain(opts.explain);
+  const offline = opts.offline === true;
+  let confFile = paths.confFile;
+  let files: Record<string, string> | undefined;
+  if (opts.context) {
+    confFile = `${dirname(paths.confFile)}/${WRAPPER}`;
+    files = { [confFile]: wrapperText(basename(paths.confFile), opts.context) };
+  }
+  let findings = await lintConfig({
+    confFile, prefix: paths.prefix, globalDirectives: opts.globalDirectives, files, offline,
+    only: opts.rule, skip: opts.skip,
+    // a snippet on its own has no pid file, logs or listen addresses of its own to check
+    initCheck: opts.context ? undefined : (table) => initChecks(table, offline),
+  });
+  // a finding placed in the wrapper is about the wrapper (its http block), not the snippet
+  if (opts.context) findings = findings.filter((f) => f.severity === 'error' || f.loc?.file !== confFile).map((f) => ({ ...f, loc: unwrapped(f.loc, confFile) }));
+  // a reader that stops early (`| head`) is not an error
+  process.stdout.on('error', () => undefined);
+  if (opts.format === 'json') {
+    process.stdout.write(JSON.stringify(findings.map(findingJson), null, 2) + '\n');
+  } else if (opts.format === 'sarif') {
+    process.stdout.write(JSON.stringify(sarifLog(findings, allRules, { version: JINX_VERSION, cwd: process.cwd(), confFile: paths.confFile }), null, 2) + '\n');
+  } else {
+    for (const f of findings) process.stdout.write(findingLine(f) + '\n');
     if (findings.length === 0) process.stdout.write(`${paths.confFile}: no findings\n`);
   }
-  return findings.some((f) => f.severity === 'error') ? 1 : 0;
+  const worst = SEVERITIES.indexOf(opts.failOn);
+  return findings.some((f) => SEVERITIES.indexOf(f.severity) <= worst) ? 1 : 0;
 }

@@ -4,7 +4,7 @@
  * `jinx lint`. Messages go where Debian's nginx build puts them: log lines
  * (`YYYY/MM/DD HH:MM:SS [emerg] PID#PID: …`) and `nginx: …` notes on stderr.
  */
-import { closeSync, constants, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import cluster from 'node:cluster';
 import { Command, CommanderError, Option } from 'commander';
@@ -13,11 +13,10 @@ import { ConfigError, formatWarning } from '../errors.js';
 import type { ConfigSnapshot } from '../parser/load.js';
 import { systemErrorText } from '../os-errors.js';
 import type { Engine } from '../runtime/engine.js';
-import { prepareFiles } from '../runtime/prepare-files.js';
-import { checkListenSockets } from './bind-check.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
 import { confPaths, type ConfPaths } from './conf-paths.js';
-import { lint } from './lint.js';
+import { initChecks } from './init-checks.js';
+import type { LintOptions } from './lint.js';
 import { Master } from './master.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
 import { awaitReload, readReloadStatus, removeReloadStatus, writeReloadStatus } from './reload-status.js';
@@ -45,6 +44,7 @@ interface Flags {
   c?: string;
   g?: string;
   e?: string;
+  offline?: boolean;
 }
 
 /** nginx's usage text (`-h`, `-?`), with jinx's subcommand. */
@@ -52,7 +52,9 @@ function usage(): string {
   return `${versionLine()}
 Usage: jinx [-?hvVtTq] [-s signal] [-p prefix]
             [-e filename] [-c filename] [-g directives]
-       jinx lint [file] [--format text|json]
+       jinx lint [file] [--format text|json|sarif] [--fail-on error|warning|note]
+                 [--context http|server|location] [--offline]
+                 [--rule CODE]... [--skip CODE]... [--explain CODE]
        jinx explain 'METHOD URL' [-H 'Name: value']... [--addr IP] [--port N] [--format text|json]
 
 Options:
@@ -67,10 +69,11 @@ Options:
   -e filename   : set error log file (default: stderr)
   -c filename   : set configuration file (default: ${DEFAULT_CONF})
   -g directives : set global directives out of configuration file
+  --offline     : with -t: no DNS, certificate, pid, log or listen checks
 
 Commands:
-  lint [file]   : test configuration and list what has no effect in jinx
-                  (--format text|json)
+  lint [file]   : every error of the configuration, warnings and notes of the
+                  lint rules, and what jinx does differently (README "jinx lint")
 `;
 }
 
@@ -91,24 +94,11 @@ async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxO
   try {
     return await compileConfig({
       confFile: paths.confFile, prefix: paths.prefix, globalDirectives: flags.g, onWarning: (w) => log.write(w.level, formatWarning(w)),
-      onParsed: syntaxOk, snapshot,
+      onParsed: syntaxOk, snapshot, offline: flags.offline,
     });
   } catch (err) {
     report(log, err, internalError);
     return undefined;
-  }
-}
-
-/**
- * `ngx_create_pidfile` in test mode (`src/core/ngx_cycle.c`, before temp
- * directories and log files): the pid file `pid` names is opened, created if
- * missing, and left as it is. @throws ConfigError `open() "PATH" failed (…)`
- */
-function openPidFile(path: string): void {
-  try {
-    closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT, 0o644));
-  } catch (err) {
-    throw new ConfigError('file', `open() "${path}" failed (${systemErrorText(err)})`, undefined, { phase: 'init' });
   }
 }
 
@@ -130,9 +120,10 @@ export interface CheckOutput {
  * configuration, then creates its temp directories, opens its log files and
  * binds its listening addresses, as `ngx_init_cycle` does in test mode.
  * Returns the exit status, 0 or 1, and the compiled configuration when it
- * passed.
+ * passed. `offline` (`--offline`): no name resolved, no certificate read,
+ * none of those file and socket checks (`initChecks`).
  */
-export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?: boolean; readonly g?: string }, out: CheckOutput,
+export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?: boolean; readonly g?: string; readonly offline?: boolean }, out: CheckOutput,
 ): Promise<{ readonly status: 0 | 1; readonly compiled: CompiledConfig | undefined }> {
   const syntaxOk = (): void => {
     if (!flags.q) out.note(`nginx: the configuration file ${paths.confFile} syntax is ok`);
@@ -144,9 +135,7 @@ export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?:
   const compiled = await compile(paths, flags, out.log, syntaxOk, (err) => out.internalError?.(err));
   if (!compiled) return failed();
   try {
-    if (compiled.table.main.pidFileConfigured) openPidFile(compiled.table.main.pidFile);
-    prepareFiles(compiled.table);
-    await checkListenSockets(compiled.table);
+    await initChecks(compiled.table, flags.offline === true);
   } catch (err) {
     report(out.log, err, (e) => out.internalError?.(e));
     return failed();
@@ -345,6 +334,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('-e <filename>')
     .option('-c <filename>')
     .option('-g <directives>')
+    .option('--offline')
     .allowExcessArguments(false)
     .exitOverride()
     .configureOutput({ writeErr: () => undefined, writeOut: () => undefined, outputError: () => undefined });
@@ -362,6 +352,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       status = 1;
       return;
     }
+    // --offline is for checking only: a server started with it would send to 192.0.2.1
+    if (!flags.t && !flags.T) flags.offline = undefined;
     const paths = confPaths(flags.p, flags.c);
     const log = StartupLog.open(flags.e === undefined || flags.e === 'stderr' ? 'stderr' : flags.e.startsWith('/') ? flags.e : paths.prefix + flags.e);
     if (flags.t || flags.T) status = await testConfig(paths, flags, log);
@@ -369,20 +361,28 @@ export async function main(argv: readonly string[]): Promise<number> {
     else status = await serve(paths, flags, log);
   });
 
+  const repeat = (value: string, previous: readonly string[]): string[] => [...previous, value];
   program
     .command('lint')
     .argument('[file]', 'configuration file (default: the -c file)')
-    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))
-    .action(async (file: string | undefined, opts: { format: 'text' | 'json' }) => {
+    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'sarif']).default('text'))
+    .addOption(new Option('--fail-on <severity>', 'lowest severity that exits 1').choices(['error', 'warning', 'note']).default('error'))
+    .addOption(new Option('--context <context>', 'lint the file as a snippet included there').choices(['http', 'server', 'location']))
+    .option('--offline', 'no DNS, certificate or file checks')
+    .option('--rule <code>', 'only this rule (repeatable)', repeat, [])
+    .option('--skip <code>', 'not this rule (repeatable)', repeat, [])
+    .option('--explain <code>', "print a rule's explanation")
+    .action(async (file: string | undefined, opts: LintOptions) => {
       const flags = program.opts<Flags>();
-      const paths = confPaths(flags.p, file ?? flags.c);
-      status = await lint(paths, opts.format, flags.g);
+      // loaded only for lint: `-t` starts without the rules
+      const { lint } = await import('./lint.js');
+      status = await lint(confPaths(flags.p, file ?? flags.c), { ...opts, offline: opts.offline || flags.offline, globalDirectives: flags.g });
     });
 
   program
     .command('explain')
     .argument('<request>', "the request: 'GET https://host/path?query'")
-    .option('-H, --header <header>', "a request header, 'Name: value' (repeatable)", (v: string, all: string[]) => [...all, v], [] as string[])
+    .option('-H, --header <header>', "a request header, 'Name: value' (repeatable)", repeat, [])
     .option('--addr <address>', 'the client address', '203.0.113.7')
     .option('--port <port>', 'the port connected to (default: the URL\'s, else 443 for https, 80 for http)')
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))

@@ -2,7 +2,7 @@
  * The one directive checker, after `ngx_conf_handler` (`src/core/ngx_conf_file.c`):
  * for each directive in reading order it looks the name up, tests the context,
  * the `;` or `{`, the number of arguments, then calls the directive's setter.
- * The first failure stops the check, worded and placed as nginx does:
+ * The first failure stops the check (`jinx lint` goes on: `recover`), worded and placed as nginx does:
  * `unknown directive "X"`, `"X" directive is not allowed here`,
  * `invalid number of arguments in "X" directive`, `"X" directive is duplicate` …
  */
@@ -65,13 +65,18 @@ export interface CheckResult {
  * Warnings are also handed to `onWarning` as they are found, so that those
  * before an error are reported too, as nginx logs them.
  *
- * @throws ConfigError the first error, in nginx's reading order.
+ * With `recover` (`jinx lint`), an error is handed to it instead and the
+ * check goes on after the directive that failed (skipped with its block);
+ * a block whose closing check fails keeps what was set in it.
+ *
+ * @throws ConfigError the first error, in nginx's reading order (without `recover`).
  */
 export function checkConfig(
   nodes: readonly ConfigNode[],
   registry: DirectiveRegistry,
   scope: ConfigScope,
   onWarning: (w: ConfigWarning) => void = () => undefined,
+  recover?: (err: ConfigError) => void,
 ): CheckResult {
   const warnings: ConfigWarning[] = [];
   const warn = (w: ConfigWarning): void => {
@@ -93,40 +98,56 @@ export function checkConfig(
     readonly level: LevelNode;
     readonly close: (() => void) | undefined;
   }
+  /** A ConfigError goes to `recover` (the step it stopped is skipped); anything else goes up. */
+  const recovered = (err: unknown): void => {
+    if (!recover || !(err instanceof ConfigError)) throw err;
+    recover(err);
+  };
   const walk = (top: readonly ConfigNode[], topLevel: LevelNode): void => {
     const stack: Frame[] = [{ list: top, i: 0, level: topLevel, close: undefined }];
     while (stack.length > 0) {
       const frame = stack[stack.length - 1]!;
       if (frame.i >= frame.list.length) {
         stack.pop();
-        frame.close?.();
+        try {
+          frame.close?.();
+        } catch (err) {
+          recovered(err);
+        }
         continue;
       }
-      const node = frame.list[frame.i++]!;
-      if (node.kind === 'error') throw node.error;
-      const level = frame.level;
-      const spec = pick(node, level.context);
-      const cx: SetContext = {
-        level: level.conf,
-        context: level.context,
-        parentDirective: level.directive,
-        scope,
-        enclosing: (context) => {
-          for (let l: LevelNode | undefined = level; l; l = l.parent) if (l.context === context) return l.conf;
-          return undefined;
-        },
-        warn: (text, code, loc) => warn({ level: 'warn', code, text, loc: loc === null ? undefined : loc ?? node.loc }),
-      };
-      const child = report(node, () => spec.set(node, cx));
-      if (spec.effect === 'none') noEffect.push({ directive: node, spec });
-      if (spec.block === 'context' && child) {
-        const childNode: LevelNode = {
-          context: child.context, directive: node, conf: child.level, children: [], parent: level,
-        };
-        level.children.push(childNode);
-        const close = spec.close ? (): void => report(node, () => spec.close!(node, cx, child)) : undefined;
-        stack.push({ list: node.block ?? [], i: 0, level: childNode, close });
+      try {
+        checkNode(frame.list[frame.i++]!, frame.level, stack);
+      } catch (err) {
+        recovered(err);
       }
+    }
+  };
+
+  /** Checks one statement; a block directive's statements are pushed on `stack`. */
+  const checkNode = (node: ConfigNode, level: LevelNode, stack: Frame[]): void => {
+    if (node.kind === 'error') throw node.error;
+    const spec = pick(node, level.context);
+    const cx: SetContext = {
+      level: level.conf,
+      context: level.context,
+      parentDirective: level.directive,
+      scope,
+      enclosing: (context) => {
+        for (let l: LevelNode | undefined = level; l; l = l.parent) if (l.context === context) return l.conf;
+        return undefined;
+      },
+      warn: (text, code, loc) => warn({ level: 'warn', code, text, loc: loc === null ? undefined : loc ?? node.loc }),
+    };
+    const child = report(node, () => spec.set(node, cx));
+    if (spec.effect === 'none') noEffect.push({ directive: node, spec });
+    if (spec.block === 'context' && child) {
+      const childNode: LevelNode = {
+        context: child.context, directive: node, conf: child.level, children: [], parent: level,
+      };
+      level.children.push(childNode);
+      const close = spec.close ? (): void => report(node, () => spec.close!(node, cx, child)) : undefined;
+      stack.push({ list: node.block ?? [], i: 0, level: childNode, close });
     }
   };
 

@@ -16,9 +16,9 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { ConfigNode } from '../parser/ast.js';
-import { loadConfig, type ConfigSnapshot, type LoadedConfig, type LoadedFile } from '../parser/load.js';
-import type { ConfigWarning } from '../errors.js';
-import { checkConfig, DirectiveRegistry, type LevelNode, type NoEffectNote } from './check.js';
+import { loadConfig, type ConfigSnapshot, type LoadedFile } from '../parser/load.js';
+import type { ConfigError, ConfigWarning } from '../errors.js';
+import { checkConfig, DirectiveRegistry, type CheckResult, type LevelNode, type NoEffectNote } from './check.js';
 import type { CompileContext } from './compile-context.js';
 import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, listenGroups, locationTree, primaryServerName } from './http-core-compile.js';
 import { accessConf } from './modules/access.js';
@@ -53,7 +53,6 @@ import { checkSslListens, serverCertificates, serverTlsConf, sslVerifyClient, ty
 import { compileStream, streamSockets } from './modules/stream.js';
 import { subFilterConf } from './modules/sub.js';
 import { checkUpstreamMerge, resolveUpstreams, splitHostPort, upstreamGroups } from './modules/upstream.js';
-import type { LintSubject } from './lint/rule.js';
 import type { ListenGroup, LocationConf, RouteTable, ScriptOp, VirtualServer } from './route-table.js';
 import { ConfigScope, type HostTable } from './scope.js';
 import { ConfChain, type LevelConf } from './spec.js';
@@ -77,6 +76,16 @@ export interface CompileOptions {
    * where `nginx -t` prints `syntax is ok`.
    */
   readonly onParsed?: () => void;
+  /**
+   * `jinx lint`: each error of reading and checking goes here and the
+   * check goes on (`checkConfig`'s `recover`); the checks after that still
+   * stop at the first (thrown).
+   */
+  readonly recover?: (err: ConfigError) => void;
+  /** `--offline`: no name is resolved, no certificate or password file read (`ConfigScope.offline`). */
+  readonly offline?: boolean;
+  /** Called with the statements read and what the check found, before the compile step (for `jinx lint`). */
+  readonly onChecked?: (nodes: readonly ConfigNode[], checked: CheckResult) => void;
 }
 
 /** A compiled configuration and what the compile step found. */
@@ -140,6 +149,9 @@ export function hostsToResolve(top: readonly ConfigNode[]): Set<string> {
   return out;
 }
 
+/** `--offline`: every name stands for TEST-NET-1's first address (RFC 5737), never reached: the configuration is only checked. */
+const OFFLINE_HOSTS: HostTable = { lookup: () => ['192.0.2.1'] };
+
 /** Resolves names with the system resolver (nginx uses getaddrinfo at configuration time). */
 async function resolveHosts(names: Iterable<string>): Promise<HostTable> {
   const table = new Map<string, string[]>();
@@ -156,57 +168,25 @@ async function resolveHosts(names: Iterable<string>): Promise<HostTable> {
 
 /**
  * Reads, checks and compiles a configuration.
- * @throws ConfigError the first error, worded and placed as nginx does
+ * @throws ConfigError the first error, worded and placed as nginx does (with
+ *   `recover`, the first of the checks after the directives were read)
  */
 export async function compileConfig(opts: CompileOptions): Promise<CompiledConfig> {
-  const { loaded, scope } = await readConfig(opts, false);
-  const onWarning = opts.onWarning ?? (() => undefined);
-  const checked = checkConfig(loaded.nodes, registry, scope, onWarning);
-  const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
-  return { table, warnings: table.warnings, noEffect: checked.noEffect, root: checked.root, files: loaded.files, snapshot: loaded.snapshot };
-}
-
-/**
- * Reads the files and resolves the names their directives give (offline:
- * every name stands for 127.0.0.1, so that no lookup is made), and makes
- * the configuration's scope.
- */
-async function readConfig(opts: CompileOptions, offline: boolean): Promise<{ loaded: LoadedConfig; scope: ConfigScope }> {
   const loaded = loadConfig({
     confFile: opts.confFile,
     confPrefix: opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1),
     globalDirectives: opts.globalDirectives,
     snapshot: opts.snapshot,
+    recover: opts.recover !== undefined,
   });
-  const hosts: HostTable = offline ? { lookup: () => ['127.0.0.1'] } : await resolveHosts(hostsToResolve(loaded.nodes));
+  const hosts = opts.offline ? OFFLINE_HOSTS : await resolveHosts(hostsToResolve(loaded.nodes));
   const variables = new VariableRegistry(allVariables);
-  const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts);
-  return { loaded, scope };
-}
-
-/**
- * What `jinx lint` rules read of a configuration (`LintSubject`): the AST
- * with includes spliced in, the checked level tree when the check passed,
- * and the route table when the configuration compiled. A check or compile
- * error leaves the part it stopped undefined instead of throwing (the lint
- * engine reports that error itself).
- */
-export async function compileForLint(opts: CompileOptions & { readonly offline: boolean }): Promise<LintSubject> {
-  const { loaded, scope } = await readConfig(opts, opts.offline);
+  const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts, opts.offline);
   const onWarning = opts.onWarning ?? (() => undefined);
-  let checked;
-  try {
-    checked = checkConfig(loaded.nodes, registry, scope, onWarning);
-  } catch {
-    return { nodes: loaded.nodes, root: undefined, table: undefined, offline: opts.offline };
-  }
-  let table: RouteTable | undefined;
-  try {
-    table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, () => undefined).compile();
-  } catch {
-    table = undefined;
-  }
-  return { nodes: loaded.nodes, root: checked.root, table, offline: opts.offline };
+  const checked = checkConfig(loaded.nodes, registry, scope, onWarning, opts.recover);
+  opts.onChecked?.(loaded.nodes, checked);
+  const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
+  return { table, warnings: table.warnings, noEffect: checked.noEffect, root: checked.root, files: loaded.files, snapshot: loaded.snapshot };
 }
 
 /** Runs the modules over the checked level tree, in nginx's order, into the route table. */

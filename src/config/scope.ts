@@ -125,6 +125,13 @@ export class ConfigScope {
     readonly confPrefix: string,
     readonly variables: VariableRegistry,
     readonly hosts: HostTable,
+    /**
+     * `--offline` (`jinx lint`, `-t`): names are not resolved (every name
+     * stands for 192.0.2.1, TEST-NET-1), certificates, keys, CA lists,
+     * CRLs, DH parameters and password files are not read, and `user`
+     * accounts are not looked up.
+     */
+    readonly offline = false,
   ) {}
 
   /** A module's registry, made empty on first use. */

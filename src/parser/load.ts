@@ -7,7 +7,9 @@
  * a pattern with `*?[` expands to its sorted matches and may match nothing,
  * and a missing literal file is `open() "PATH" failed (2: No such file or
  * directory) in INCLUDING_FILE:LINE`. Reading stops at the first error, which
- * is left in the tree as a `SyntaxErrorNode` where it occurred.
+ * is left in the tree as a `SyntaxErrorNode` where it occurred (`recover`:
+ * reading goes on after it). The statements of an included file carry the
+ * include chain in `loc.includedFrom`.
  */
 import { readFileSync } from 'node:fs';
 import { EOF, type IToken } from './chevrotain.js';
@@ -60,6 +62,12 @@ export interface LoadOptions {
   readonly globalDirectives?: string;
   /** Read from this instead of the disk (files it lacks are read from disk). */
   readonly snapshot?: ConfigSnapshot;
+  /**
+   * `jinx lint`: read on after an error (a file that cannot be opened or
+   * parsed is left out where it was included, and its error stays in the
+   * tree), so that every error is found; nginx stops at the first.
+   */
+  readonly recover?: boolean;
 }
 
 const MAX_INCLUDE_DEPTH = 64;
@@ -298,11 +306,24 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
    * read (a file that includes itself twice is not read 2^64 times).
    */
   type Frame =
-    | { readonly kind: 'list'; readonly nodes: readonly ConfigNode[]; i: number; readonly out: ConfigNode[]; readonly depth: number }
+    | {
+      readonly kind: 'list'; readonly nodes: readonly ConfigNode[]; i: number; readonly out: ConfigNode[]; readonly depth: number;
+      /** The `include` that spliced these statements in (its place with its own chain); undefined in the main file. */
+      readonly from: SourceLoc | undefined;
+    }
     | { readonly kind: 'include'; readonly node: Directive; readonly paths: readonly string[]; k: number; readonly out: ConfigNode[]; readonly depth: number };
+  /** A statement of an included file with the include chain in its place (a copy: a file included twice is parsed once). */
+  const placed = (node: ConfigNode, from: SourceLoc | undefined): ConfigNode => {
+    if (!from) return node;
+    if (node.kind === 'error') {
+      const e = node.error;
+      return e.loc ? { kind: 'error', error: new ConfigError(e.code, e.text, { ...e.loc, includedFrom: from }, { level: e.level, phase: e.phase }) } : node;
+    }
+    return { ...node, loc: { ...node.loc, includedFrom: from } };
+  };
   const expand = (top: readonly ConfigNode[], depth: number): ConfigNode[] => {
     const result: ConfigNode[] = [];
-    const stack: Frame[] = [{ kind: 'list', nodes: top, i: 0, out: result, depth }];
+    const stack: Frame[] = [{ kind: 'list', nodes: top, i: 0, out: result, depth, from: undefined }];
     while (stack.length > 0) {
       const frame = stack[stack.length - 1]!;
       if (frame.kind === 'include') {
@@ -316,18 +337,20 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
           text = read(path, frame.node.loc);
         } catch (err) {
           frame.out.push({ kind: 'error', error: err as ConfigError });
+          if (opts.recover && err instanceof ConfigError) continue;
           return result;
         }
-        stack.push({ kind: 'list', nodes: parse(path, text), i: 0, out: frame.out, depth: frame.depth + 1 });
+        stack.push({ kind: 'list', nodes: parse(path, text), i: 0, out: frame.out, depth: frame.depth + 1, from: frame.node.loc });
         continue;
       }
       if (frame.i >= frame.nodes.length) {
         stack.pop();
         continue;
       }
-      const node = frame.nodes[frame.i++]!;
+      const node = placed(frame.nodes[frame.i++]!, frame.from);
       if (node.kind === 'error') {
         frame.out.push(node);
+        if (opts.recover) continue;
         return result;
       } else if (node.name === 'include' && node.args.length === 1 && node.block === null) {
         const arg = node.args[0]!;
@@ -335,6 +358,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
         const pattern = cString(arg.startsWith('/') ? arg : opts.confPrefix + arg);
         if (frame.depth >= MAX_INCLUDE_DEPTH) {
           const text = `include nesting deeper than ${MAX_INCLUDE_DEPTH} files ("${pattern}")`;
+          // even when recovering: a file that includes itself twice would be read 2^64 times
           frame.out.push({ kind: 'error', error: new ConfigError('include', text, node.loc) });
           return result;
         }
@@ -343,7 +367,7 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
       } else if (node.block) {
         const block: ConfigNode[] = [];
         frame.out.push({ ...node, block });
-        stack.push({ kind: 'list', nodes: node.block, i: 0, out: block, depth: frame.depth });
+        stack.push({ kind: 'list', nodes: node.block, i: 0, out: block, depth: frame.depth, from: frame.from });
       } else {
         frame.out.push(node);
       }

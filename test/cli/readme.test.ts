@@ -33,6 +33,16 @@ describe('README.md', () => {
     assert.equal(r.status, 0, r.stderr);
   });
 
+  it('the lint code table is the one scripts/lint-rule-table.mjs generates from the rule data (else run `npm run docs`)', async () => {
+    const script = (await import(pathToFileURL(join(ROOT, 'scripts/lint-rule-table.mjs')).href)) as {
+      lintRuleTable(): Promise<string>; withTable(readme: string, table: string): string; BEGIN: string; END: string;
+    };
+    assert.ok(README.includes(script.BEGIN) && README.includes(script.END), 'README has the lint table markers');
+    assert.equal(README, script.withTable(README, await script.lintRuleTable()), 'README.md: the lint code table is out of date; run `npm run docs`');
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    assert.match(pkg.scripts['docs']!, /scripts\/lint-rule-table\.mjs --write/);
+  });
+
   it('the table has one row per directive spec, with a status for each', async () => {
     const { allDirectives } = (await import(pathToFileURL(join(ROOT, 'dist/src/config/modules/index.js')).href)) as {
       allDirectives: readonly { name: string; effect: string }[];
@@ -65,6 +75,8 @@ describe('README.md', () => {
     assert.ok(flags.length >= 10, help);
     for (const f of flags) assert.ok(README.includes(`| \`${f}`) || README.includes(`\`${f}\``), `README documents ${f}`);
     assert.ok(README.includes('jinx lint') && README.includes('--format json'));
+    const lintHelp = help.slice(help.indexOf('jinx lint'));
+    for (const [, opt] of lintHelp.matchAll(/\[(--[a-z-]+)/g)) assert.ok(README.includes(`\`${opt}`), `README documents lint's ${opt}`);
   });
 
   it('has a "Performance" section that says its figures come from bench/', () => {

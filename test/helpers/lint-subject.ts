@@ -1,17 +1,19 @@
 /**
  * Lint subjects for rule tests: a configuration read as `jinx lint` reads it
- * (`compileForLint`, offline: no name is looked up), and one rule's findings
+ * (`lintSubjectOf` of the lint engine, offline: no name is looked up), and one rule's findings
  * on it, with the temp directory replaced by `DIR` in messages and places.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compileForLint } from '../../src/config/compile.js';
+import { lintSubjectOf as engineSubjectOf } from '../../src/config/lint/engine.js';
 import type { LintRule, LintSubject } from '../../src/config/lint/rule.js';
 import { tempDir } from './harness.js';
 
 /** Reads the configuration at `conf` (prefix: its directory) as lint does, offline. */
-export function lintSubjectOf(conf: string, prefix = conf.slice(0, conf.lastIndexOf('/') + 1)): Promise<LintSubject> {
-  return compileForLint({ confFile: conf, prefix, offline: true });
+export async function lintSubjectOf(conf: string, prefix = conf.slice(0, conf.lastIndexOf('/') + 1)): Promise<LintSubject> {
+  const subject = await engineSubjectOf({ confFile: conf, prefix, offline: true });
+  if (!subject) throw new Error(`${conf}: not read far enough to lint`);
+  return subject;
 }
 
 /** Writes `text` as `nginx.conf` (and `files` beside it) in a fresh directory and reads it as lint does. */

@@ -11,7 +11,7 @@ import { cleanup, JINX } from '../helpers/harness.js';
 
 interface LintResult {
   readonly status: number | null;
-  readonly findings: { severity: string; code: string; message: string; file?: string; line?: number }[];
+  readonly findings: { severity: string; code: string; message: string; file: string | null; line: number | null }[];
   readonly text: string[];
 }
 
@@ -26,7 +26,8 @@ function lint(files: PrefixFiles): LintResult {
   assert.equal(text.status, json.status, 'text and JSON runs exit alike');
   return {
     status: json.status,
-    findings: JSON.parse(json.stdout.split(prefix).join('PREFIX')),
+    findings: (JSON.parse(json.stdout.split(prefix).join('PREFIX')) as (LintResult['findings'][number] & { includedFrom: unknown; fix: unknown })[])
+      .map(({ includedFrom: _chain, fix: _fix, ...f }) => f),
     text: text.stdout.split(prefix).join('PREFIX').split('\n').filter(Boolean),
   };
 }
@@ -38,20 +39,20 @@ describe('jinx lint places findings where nginx does', () => {
     const r = lint({ 'nginx.conf': 'events {}\ninclude a.conf;\n', 'a.conf': '\nfoo "x"y;\n' });
     assert.equal(r.status, 1);
     assert.deepEqual(r.findings, [{ severity: 'error', code: 'syntax', message: 'unexpected "y"', file: 'PREFIX/a.conf', line: 2 }]);
-    assert.deepEqual(r.text, ['PREFIX/a.conf:2: [error] unexpected "y"']);
+    assert.deepEqual(r.text, ['PREFIX/a.conf:2, included from PREFIX/nginx.conf:2: [error] unexpected "y" (syntax)']);
   });
 
   it('CR bytes are not line ends: unknown directive at line 2 of a CR CR LF file', () => {
     const r = lint({ 'nginx.conf': 'events {}\r\r\nfoo;\r\r\n' });
     assert.equal(r.status, 1);
-    assert.deepEqual(r.text, ['PREFIX/nginx.conf:2: [error] unknown directive "foo"']);
+    assert.deepEqual(r.text, ['PREFIX/nginx.conf:2: [error] unknown directive "foo" (unknown-directive)']);
   });
 
   it('a duplicate extension in types: warning at the entry\'s line, exit 0', () => {
     const r = lint({ 'nginx.conf': 'events {}\nhttp {\n types {\n  text/html html;\n  text/plain html;\n }\n}\n' });
     assert.equal(r.status, 0);
     assert.deepEqual(r.text.filter((l) => l.includes('[warning]')), [
-      'PREFIX/nginx.conf:5: [warning] duplicate extension "html", content type: "text/plain", previous content type: "text/html"',
+      'PREFIX/nginx.conf:5: [warning] duplicate extension "html", content type: "text/plain", previous content type: "text/html" (duplicate-extension)',
     ]);
   });
 });

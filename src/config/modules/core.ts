@@ -130,7 +130,8 @@ const workerUser = slot<WorkerUser | undefined>('user', undefined);
 /**
  * `ngx_set_user` (`src/core/nginx.c`): without root privileges a warning and
  * nothing else; as root the user and the group (the user's name when none is
- * given) must exist: `getpwnam("NAME") failed`, `getgrnam("NAME") failed`.
+ * given) must exist: `getpwnam("NAME") failed`, `getgrnam("NAME") failed`
+ * (not looked up `--offline`).
  */
 function setUser(d: Directive, cx: SetContext): void {
   if (cx.level.own(workerUser)) throw new DirectiveFailure('is duplicate');
@@ -139,6 +140,11 @@ function setUser(d: Directive, cx: SetContext): void {
     return;
   }
   const name = d.args[0]!;
+  if (cx.scope.offline) {
+    // `--offline`: the accounts are the serving machine's, not this one's (kept for the duplicate check; never served)
+    cx.level.set(workerUser, { name, uid: -1, gid: -1 }, d.loc);
+    return;
+  }
   const uid = accountId('passwd', name);
   if (uid === undefined) fail(`getpwnam("${name}") failed`);
   const group = d.args[1] ?? name;
@@ -420,7 +426,7 @@ export function mainConf(cx: CompileContext, root: LevelNode, errorLogTargets: r
     workerRlimitNofile: mainChain.get(workerRlimitNofile),
     workerRlimitCoreBytes: mainChain.get(workerRlimitCore),
     workingDirectory: mainChain.get(workingDirectory),
-    user: process.geteuid?.() === 0 ? mainChain.get(workerUser) ?? rootDefaultUser() : undefined,
+    user: process.geteuid?.() === 0 && !cx.scope.offline ? mainChain.get(workerUser) ?? rootDefaultUser() : undefined,
     cpuAffinity: mainChain.get(cpuAffinity),
     workerShutdownTimeoutMs: mainChain.get(workerShutdownTimeoutMs),
     errorLogs: errorLogTargets,

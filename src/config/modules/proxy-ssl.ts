@@ -62,7 +62,7 @@ export const proxySslDirectives: readonly DirectiveSpec[] = [
     name: 'proxy_ssl_password_file', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
       if (cx.level.own(proxySslPasswords)) throw new DirectiveFailure('is duplicate');
-      cx.level.set(proxySslPasswords, readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
+      cx.level.set(proxySslPasswords, cx.scope.offline ? [] : readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
     },
   },
   { name: 'proxy_ssl_crl', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: strSetter(proxySslCrl) },
@@ -154,8 +154,8 @@ export function readUpstreamTls(cx: CompileContext, c: ConfChain): LoadedTls {
   const key = c.get(proxySslCertificateKey);
   if (cert !== undefined && cert.text !== '') {
     if (key === undefined) throw new ConfigError('file', `no "proxy_ssl_certificate_key" is defined for certificate "${cert.text}"`);
-    if (hasVariables(cert) || hasVariables(key)) {
-      // read per request (nginx: per connection)
+    if (hasVariables(cert) || hasVariables(key) || cx.scope.offline) {
+      // read per request (nginx: per connection); offline, not read now
       certificateSources = { cert, key };
     } else {
       certificate = certificatePair(cx, cx.scope.confPath(cert.text), cx.scope.confPath(key.text), passwords);
@@ -169,10 +169,10 @@ export function readUpstreamTls(cx: CompileContext, c: ConfChain): LoadedTls {
     const path = cx.scope.confPath(trustedFile);
     const cache = proxyTlsOf(cx).trusted;
     trusted = cache.get(path);
-    if (!trusted) cache.set(path, (trusted = loadTrustedCertificates(path)));
+    if (!trusted && !cx.scope.offline) cache.set(path, (trusted = loadTrustedCertificates(path)));
   }
   const crlFile = c.get(proxySslCrl);
-  const crl = verify && crlFile !== undefined ? loadCrl(cx.scope.confPath(crlFile)) : undefined;
+  const crl = verify && crlFile !== undefined && !cx.scope.offline ? loadCrl(cx.scope.confPath(crlFile)) : undefined;
   const settings = {
     serverName: c.get(proxySslServerName),
     verify,

@@ -151,7 +151,7 @@ export const sslPasswords = slot<readonly string[] | undefined>('ssl_password_fi
  */
 function setPasswordFile(d: Directive, cx: SetContext): void {
   if (cx.level.own(sslPasswords)) throw new DirectiveFailure('is duplicate');
-  cx.level.set(sslPasswords, readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
+  cx.level.set(sslPasswords, cx.scope.offline ? [] : readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
 }
 
 /**
@@ -323,7 +323,8 @@ export function serverCertificates(cx: CompileContext, node: LevelNode): ServerC
   }
   if (certs.length > 0 || chain.get(sslRejectHandshake)) checkCiphersOnce(cx, chain.get(sslCiphers));
   const passwords = chain.get(sslPasswords);
-  const perHandshake = certs.some((c, i) => hasVariables(c) || hasVariables(keys[i]!))
+  // offline, no file is read: as if every certificate were read per handshake
+  const perHandshake = cx.scope.offline || certs.some((c, i) => hasVariables(c) || hasVariables(keys[i]!))
     ? certs.map((cert, i) => ({ cert, key: keys[i]! }))
     : undefined;
   const loaded = perHandshake ? [] : certs.map((c, i) => certificatePair(cx, cx.scope.confPath(c.text), cx.scope.confPath(keys[i]!.text), passwords));
@@ -347,8 +348,10 @@ function tlsFiles(cx: CompileContext, chain: ConfChain): TlsFiles {
   if (verifyClient !== 'off' && verifyClient !== 'optional_no_ca' && caPath === undefined && trustedPath === undefined) {
     throw new ConfigError('invalid-value', 'no ssl_client_certificate or ssl_trusted_certificate for ssl_verify_client');
   }
-  const clientCa = verifyClient !== 'off' && caPath !== undefined ? loadTrustedCertificates(caPath) : undefined;
-  const read = <T>(path: string | undefined, load: (full: string) => T): T | undefined => (path === undefined ? undefined : load(cx.scope.confPath(path)));
+  const offline = cx.scope.offline;
+  const clientCa = verifyClient !== 'off' && caPath !== undefined && !offline ? loadTrustedCertificates(caPath) : undefined;
+  const read = <T>(path: string | undefined, load: (full: string) => T): T | undefined =>
+    (path === undefined || offline ? undefined : load(cx.scope.confPath(path)));
   const trusted = read(trustedPath, loadTrustedCertificates);
   const crl = read(chain.get(sslCrl), loadCrl);
   const dhparam = read(chain.get(sslDhparam), loadDhparam);
