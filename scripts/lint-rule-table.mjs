@@ -31,7 +31,7 @@ export async function lintRuleTable() {
   const { allRules } = await import(pathToFileURL(join(ROOT, 'dist/src/config/lint/rules/index.js')).href);
   const { BUILTIN_CODES } = await import(pathToFileURL(join(ROOT, 'dist/src/config/lint/engine.js')).href);
   const rows = [
-    ...allRules.map((r) => `| \`${cell(r.code)}\` | ${r.severity} | ${cell(r.title)} | ${r.docUrl ? `[doc](${r.docUrl})` : ''} |`),
+    ...allRules.map((r) => `| \`${cell(r.code)}\` | ${r.severity} | ${cell(r.title)} | [doc](#lint-${r.code}) |`),
     ...Object.entries(BUILTIN_CODES).map(([code, b]) => `| \`${cell(code)}\` | ${code === 'internal-error' ? 'warning (a rule), error (jinx)' : 'note'} | ${cell(b.title)} | |`),
   ];
   return [
