@@ -18,11 +18,8 @@ import { checkListenSockets } from './bind-check.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
 import { confPaths, type ConfPaths } from './conf-paths.js';
 import { lint } from './lint.js';
-import { Master } from './master.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
 import { awaitReload, readReloadStatus, removeReloadStatus, writeReloadStatus } from './reload-status.js';
-import { confFromMaster } from './worker-protocol.js';
-import { leaveMaster, serveWorker } from './worker.js';
 
 /** nginx's `-s` signals. */
 const SIGNALS: Readonly<Record<string, NodeJS.Signals>> = { stop: 'SIGTERM', quit: 'SIGQUIT', reopen: 'SIGUSR1', reload: 'SIGHUP' };
@@ -238,7 +235,9 @@ function daemonize(pidFile: string): Promise<number> {
  * process.
  */
 async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
+  // the master and the worker (and pino with them) are loaded only to serve: `-t`, `lint` and `-V` start without them
   if (cluster.isWorker) {
+    const [{ confFromMaster }, { leaveMaster, serveWorker }] = await Promise.all([import('./worker-protocol.js'), import('./worker.js')]);
     // the files the master read and checked; it reported their warnings already
     const conf = await confFromMaster();
     if (!conf) return leaveMaster(2);
@@ -251,6 +250,7 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
   const main = compiled.table.main;
   if (main.daemon && !process.env['JINX_DAEMON_CHILD']) return daemonize(main.pidFile);
   if (main.masterProcess) {
+    const { Master } = await import('./master.js');
     return Master.run(compiled, { recompile: (sink) => compile(paths, flags, sink), daemonized: main.daemon });
   }
   // the runtime (and undici with it) is loaded only to serve: `-t`, `lint` and `-V` start without it

@@ -90,14 +90,12 @@ export class LevelConf {
 
 /**
  * A level together with the levels enclosing it, innermost first; reading a
- * slot through it is nginx's merge of that setting. What a read finds is kept
- * at every level it passed (levels are not changed once checked), so reading
- * every slot at every level of a deep nesting costs each level once.
+ * slot through it is nginx's merge of that setting. A read walks up the
+ * levels (a nesting is a handful deep) and keeps nothing: a cache at every
+ * level passed held a map entry per slot per level, about 50 KiB a server
+ * block, which cost more in garbage collection than the walk it saved.
  */
 export class ConfChain {
-  private readonly found = new Map<Slot<unknown>, Entry<unknown> | undefined>();
-  private readonly foundLists = new Map<ListSlot<unknown>, readonly Entry<unknown>[]>();
-
   constructor(
     readonly level: LevelConf,
     readonly parent: ConfChain | undefined,
@@ -105,20 +103,11 @@ export class ConfChain {
 
   private find<T>(s: Slot<T>): Entry<T> | undefined {
     if (!s.inherit) return this.level.own(s);
-    const key = s as Slot<unknown>;
-    const passed: ConfChain[] = [];
-    let result: Entry<unknown> | undefined;
     for (let c: ConfChain | undefined = this; c; c = c.parent) {
-      if (c.found.has(key)) {
-        result = c.found.get(key);
-        break;
-      }
-      passed.push(c);
-      result = c.level.own(key);
-      if (result) break;
+      const e = c.level.own(s);
+      if (e) return e;
     }
-    for (const c of passed) c.found.set(key, result);
-    return result as Entry<T> | undefined;
+    return undefined;
   }
 
   /** The merged value of a slot. */
@@ -140,24 +129,11 @@ export class ConfChain {
   /** The merged entries of a list slot: those of the innermost level that has any. */
   listEntries<T>(s: ListSlot<T>): readonly Entry<T>[] {
     if (!s.inherit) return this.level.ownList(s) ?? [];
-    const key = s as ListSlot<unknown>;
-    const passed: ConfChain[] = [];
-    let result: readonly Entry<unknown>[] = [];
     for (let c: ConfChain | undefined = this; c; c = c.parent) {
-      const known = c.foundLists.get(key);
-      if (known) {
-        result = known;
-        break;
-      }
-      passed.push(c);
-      const own = c.level.ownList(key);
-      if (own) {
-        result = own;
-        break;
-      }
+      const own = c.level.ownList(s);
+      if (own) return own;
     }
-    for (const c of passed) c.foundLists.set(key, result);
-    return result as readonly Entry<T>[];
+    return [];
   }
 
   /** The merged values of a list slot. */
