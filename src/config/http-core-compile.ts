@@ -22,6 +22,10 @@ import { ServerNameTable } from './server-name-table.js';
 /** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
 const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
 
+/** The default `root` (`html` under the prefix) and `index` (`index.html`), bound once per compile (`CompileContext.memo`). */
+const DEFAULT_ROOT = Symbol('default root');
+const DEFAULT_INDEX = Symbol('default index');
+
 /**
  * The core module's settings of a level (`ngx_http_core_merge_loc_conf`),
  * values bound; its `error_log`s and client body temp path are kept for
@@ -30,7 +34,7 @@ const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
 export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): http.HttpCoreLocConf {
   const vars = cx.scope.variables;
   const docRoot = c.get(http.docRoot);
-  const rootPath = docRoot ? vars.bind(docRoot.path) : vars.bind(vars.value(cx.scope.fullPath('html'), node.directive?.loc ?? { file: '', line: 0 }));
+  const rootPath = docRoot ? vars.bind(docRoot.path) : cx.memo(DEFAULT_ROOT, () => vars.bind(vars.value(cx.scope.fullPath('html'), { file: '', line: 0 })));
   const indexes = c.list(http.indexFiles);
   const tryFiles = c.get(http.tryFiles);
   const errorPages = new Map<number, http.ErrorPage>();
@@ -42,7 +46,7 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
   cx.tempDirs.add(bodyTemp.dir);
   return {
     root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: docRoot?.aliasRegex ?? false, aliasLength: docRoot?.aliasLength ?? 0 },
-    index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
+    index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : cx.memo(DEFAULT_INDEX, () => [vars.bind(vars.value('index.html', { file: '', line: 0 }))]),
     tryFiles: tryFiles && {
       files: tryFiles.files.map((f) => ({ value: vars.bind(f.value), testDir: f.testDir })),
       fallback: 'code' in tryFiles.fallback ? { code: tryFiles.fallback.code } : { uri: vars.bind(tryFiles.fallback.uri) },

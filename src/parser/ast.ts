@@ -7,7 +7,7 @@
  * `SyntaxErrorNode` stands where reading stopped, so that errors are reported
  * in the order nginx finds them: statements before it first, then it.
  */
-import type { IToken } from './chevrotain.js';
+import type { Token } from './tokens.js';
 import { ConfigError } from '../errors.js';
 import type { SourceLoc } from '../source-loc.js';
 
@@ -84,8 +84,8 @@ export interface BuiltTree {
 
 /** A block being read: the directive that opened it and its statements so far. */
 interface OpenBlock {
-  readonly start: IToken[];
-  readonly lcurly: IToken;
+  readonly start: Token[];
+  readonly lcurly: Token;
   readonly list: ConfigNode[];
   readonly parentList: ConfigNode[];
 }
@@ -98,16 +98,16 @@ interface OpenBlock {
  * it); reading stops before a `}` that closes nothing. `-g` directives
  * (`lines: false`) have line 0: nginx names their place `command line`.
  */
-export function buildDirectives(file: string, tokens: readonly IToken[], lines = true): BuiltTree {
+export function buildDirectives(file: string, tokens: readonly Token[], lines = true): BuiltTree {
   const nodes: ConfigNode[] = [];
   const open: OpenBlock[] = [];
   let list = nodes;
-  let args: IToken[] = [];
+  let args: Token[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const tok = tokens[i]!;
-    const type = tok.tokenType.name;
+    const type = tok.kind;
     if (type === 'Semicolon') {
-      list.push(directive(file, args, tok.startLine ?? 0, null, undefined, lines));
+      list.push(directive(file, args, tok.startLine, null, undefined, lines));
       args = [];
     } else if (type === 'LCurly') {
       const block: ConfigNode[] = [];
@@ -117,7 +117,7 @@ export function buildDirectives(file: string, tokens: readonly IToken[], lines =
     } else if (type === 'RCurly') {
       const top = open.pop();
       if (!top) return { nodes, innermost: list, openBlocks: 0, strayClose: i };
-      top.parentList.push(directive(file, top.start, top.lcurly.startLine ?? 0, top.list, tok.startLine, lines));
+      top.parentList.push(directive(file, top.start, top.lcurly.startLine, top.list, tok.startLine, lines));
       list = top.parentList;
     } else {
       args.push(tok);
@@ -126,15 +126,15 @@ export function buildDirectives(file: string, tokens: readonly IToken[], lines =
   // blocks left open where reading stopped keep what was read in them
   for (let k = open.length - 1; k >= 0; k--) {
     const top = open[k]!;
-    top.parentList.push(directive(file, top.start, top.lcurly.startLine ?? 0, top.list, undefined, lines));
+    top.parentList.push(directive(file, top.start, top.lcurly.startLine, top.list, undefined, lines));
   }
   return { nodes, innermost: list, openBlocks: open.length, strayClose: undefined };
 }
 
-function directive(file: string, tokens: readonly IToken[], endLine: number, block: ConfigNode[] | null, closeLine: number | undefined,
+function directive(file: string, tokens: readonly Token[], endLine: number, block: ConfigNode[] | null, closeLine: number | undefined,
   lines: boolean): Directive {
   const values = tokens.map((t) => {
-    const quoted = t.tokenType.name !== 'Word';
+    const quoted = t.kind !== 'Word';
     return { value: unescapeToken(t.image, quoted), quoted };
   });
   return {
@@ -143,7 +143,7 @@ function directive(file: string, tokens: readonly IToken[], endLine: number, blo
     args: values.slice(1).map((v) => v.value),
     quoted: values.slice(1).map((v) => v.quoted),
     loc: { file, line: lines ? endLine : 0 },
-    nameLine: lines ? tokens[0]!.startLine ?? 0 : 0,
+    nameLine: lines ? tokens[0]!.startLine : 0,
     block,
     closeLine: lines ? closeLine : 0,
   };
