@@ -9,7 +9,7 @@ import type { SourceLoc } from '../parser/ast.js';
 import { ConfigError } from '../errors.js';
 import type { LevelNode } from './check.js';
 import { levelsInOrder, type CompileContext } from './compile-context.js';
-import { checkHashSizes } from './hash.js';
+import { checkHashSizes, nameHashKeys, serverNamesHashWarnings } from './hash.js';
 import { levelErrorLogs } from './modules/core.js';
 import * as http from './modules/http-core.js';
 import { http2Enabled } from './modules/http2.js';
@@ -312,6 +312,7 @@ function serverSet(
   const table = new ServerNameTable<VirtualServer>();
   const { exact, heads, tails } = table;
   const regexes: ServerSet['regexes'][number][] = [];
+  const plain: string[] = [];
   for (const { server, node } of servers) {
     const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [{ name: '', regex: undefined }];
     for (const n of names) {
@@ -319,6 +320,7 @@ function serverSet(
         regexes.push({ regex: n.regex.regex, captureCount: n.regex.captureCount, server, namedCaptures: namedCaptures(n.regex, cx.scope.variables) });
         continue;
       }
+      plain.push(n.name);
       table.add(n.name, server, () => {
         cx.warn({ level: 'warn', code: 'conflicting-server-name', text: `conflicting server name "${n.name}" on ${addrText}, ignored`, loc: undefined });
       });
@@ -328,6 +330,11 @@ function serverSet(
   // so neither SNI nor Host is looked up there (and nginx's 421 rule never applies)
   if (servers.length === 1 && !regexes.some((x) => x.captureCount > 0)) {
     return { defaultServer, http2Listen, exact: new Map(), headWildcards: [], tailWildcards: [], regexes: [] };
+  }
+  const hashKeys = nameHashKeys(plain);
+  const httpChain = cx.chain(servers[0]!.node.parent!);
+  for (const text of serverNamesHashWarnings(hashKeys, httpChain.get(http.serverNamesHashMaxSize), httpChain.get(http.serverNamesHashBucketSize))) {
+    cx.warn({ level: 'warn', code: 'server-names-hash', text, loc: undefined });
   }
   heads.sort((a, b) => b[0].length - a[0].length);
   tails.sort((a, b) => b[0].length - a[0].length);
