@@ -6,7 +6,8 @@
  * them). The runtime, the master and the worker stay chunks of their own,
  * loaded only to serve (the dynamic imports of run.ts, main.ts and
  * worker.ts): `jinx -t` loads none of them. pino and sonic-boom stay
- * packages (pino starts its workers by file path). The bundle sits two levels
+ * packages (pino starts its workers by file path); chevrotain is imported by
+ * URL at run time (src/parser/chevrotain.ts). The bundle sits two levels
  * below the checkout, as dist/src/*.js, so `import.meta.url`-relative paths
  * (package.json in src/version.ts) are the same.
  *
@@ -47,7 +48,7 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  external: ['pino', 'sonic-boom'],
+  external: ['pino', 'sonic-boom', 'chevrotain'],
   // the CommonJS packages bundled (commander, undici …) call require() for node's modules
   banner: { js: "import { createRequire as __jinxCreateRequire } from 'node:module'; const require = __jinxCreateRequire(import.meta.url);" },
   // no comments or layout: smaller sources for node to keep (all ASCII, one byte a character); names stay, for stack traces

@@ -7,7 +7,7 @@
  * `SyntaxErrorNode` stands where reading stopped, so that errors are reported
  * in the order nginx finds them: statements before it first, then it.
  */
-import type { Token } from './tokens.js';
+import type { IToken } from './chevrotain.js';
 import { ConfigError } from '../errors.js';
 import type { SourceLoc } from '../source-loc.js';
 
@@ -84,8 +84,8 @@ export interface BuiltTree {
 
 /** A block being read: the directive that opened it and its statements so far. */
 interface OpenBlock {
-  readonly start: Token[];
-  readonly lcurly: Token;
+  readonly start: IToken[];
+  readonly lcurly: IToken;
   readonly list: ConfigNode[];
   readonly parentList: ConfigNode[];
 }
@@ -98,16 +98,16 @@ interface OpenBlock {
  * it); reading stops before a `}` that closes nothing. `-g` directives
  * (`lines: false`) have line 0: nginx names their place `command line`.
  */
-export function buildDirectives(file: string, tokens: readonly Token[], lines = true): BuiltTree {
+export function buildDirectives(file: string, tokens: readonly IToken[], lines = true): BuiltTree {
   const nodes: ConfigNode[] = [];
   const open: OpenBlock[] = [];
   let list = nodes;
-  let args: Token[] = [];
+  let args: IToken[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const tok = tokens[i]!;
-    const type = tok.kind;
+    const type = tok.tokenType.name;
     if (type === 'Semicolon') {
-      list.push(directive(file, args, tok.startLine, null, undefined, lines));
+      list.push(directive(file, args, tok.startLine ?? 0, null, undefined, lines));
       args = [];
     } else if (type === 'LCurly') {
       const block: ConfigNode[] = [];
@@ -117,7 +117,7 @@ export function buildDirectives(file: string, tokens: readonly Token[], lines = 
     } else if (type === 'RCurly') {
       const top = open.pop();
       if (!top) return { nodes, innermost: list, openBlocks: 0, strayClose: i };
-      top.parentList.push(directive(file, top.start, top.lcurly.startLine, top.list, tok.startLine, lines));
+      top.parentList.push(directive(file, top.start, top.lcurly.startLine ?? 0, top.list, tok.startLine, lines));
       list = top.parentList;
     } else {
       args.push(tok);
@@ -126,15 +126,15 @@ export function buildDirectives(file: string, tokens: readonly Token[], lines = 
   // blocks left open where reading stopped keep what was read in them
   for (let k = open.length - 1; k >= 0; k--) {
     const top = open[k]!;
-    top.parentList.push(directive(file, top.start, top.lcurly.startLine, top.list, undefined, lines));
+    top.parentList.push(directive(file, top.start, top.lcurly.startLine ?? 0, top.list, undefined, lines));
   }
   return { nodes, innermost: list, openBlocks: open.length, strayClose: undefined };
 }
 
-function directive(file: string, tokens: readonly Token[], endLine: number, block: ConfigNode[] | null, closeLine: number | undefined,
+function directive(file: string, tokens: readonly IToken[], endLine: number, block: ConfigNode[] | null, closeLine: number | undefined,
   lines: boolean): Directive {
   const values = tokens.map((t) => {
-    const quoted = t.kind !== 'Word';
+    const quoted = t.tokenType.name !== 'Word';
     return { value: unescapeToken(t.image, quoted), quoted };
   });
   return {
@@ -143,7 +143,7 @@ function directive(file: string, tokens: readonly Token[], endLine: number, bloc
     args: values.slice(1).map((v) => v.value),
     quoted: values.slice(1).map((v) => v.quoted),
     loc: { file, line: lines ? endLine : 0 },
-    nameLine: lines ? tokens[0]!.startLine : 0,
+    nameLine: lines ? tokens[0]!.startLine ?? 0 : 0,
     block,
     closeLine: lines ? closeLine : 0,
   };

@@ -10,13 +10,14 @@
  * is left in the tree as a `SyntaxErrorNode` where it occurred.
  */
 import { readFileSync } from 'node:fs';
+import { EOF, type IToken } from './chevrotain.js';
 import { ConfigError } from '../errors.js';
 import { systemErrorText } from '../os-errors.js';
 import { cString } from '../c-string.js';
 import { buildDirectives, type ConfigNode, type Directive, type SourceLoc } from './ast.js';
 import { expandGlob, hasGlobMagic } from './glob.js';
 import { checkTokens } from './grammar.js';
-import { tokenize, type Token } from './tokens.js';
+import { configLexer, Unterminated } from './tokens.js';
 
 /** The name nginx gives the source of `-g` directives in its messages. */
 export const COMMAND_LINE = 'command line';
@@ -171,7 +172,7 @@ interface LexicalStop {
  * unterminated quote, a quoted token not followed by a blank, `;`, `{` or `)`,
  * a `{` in `-g` directives.
  */
-function lexicalStop(text: string, tokens: Token[], comments: Token[], commandLine: boolean, locOf: (line: number) => SourceLoc,
+function lexicalStop(text: string, tokens: IToken[], comments: IToken[], commandLine: boolean, locOf: (line: number) => SourceLoc,
   eofMessage: (inArgs: boolean) => string): LexicalStop | undefined {
   const overflow = commandLine ? undefined : bufferOverflow(text);
   // tokens and comments are each in reading order: walk both at once
@@ -181,8 +182,8 @@ function lexicalStop(text: string, tokens: Token[], comments: Token[], commandLi
     const t = isComment ? comments[ci++]! : tokens[ti++]!;
     // a comment stops reading before the next token
     const index = isComment ? ti : ti - 1;
-    const quoted = t.kind === 'DoubleQuoted' || t.kind === 'SingleQuoted' || t.kind === 'Unterminated';
-    if (overflow && t.endOffset >= overflow.start) {
+    const quoted = t.tokenType.name === 'DoubleQuoted' || t.tokenType.name === 'SingleQuoted' || t.tokenType === Unterminated;
+    if (overflow && t.endOffset! >= overflow.start) {
       // reading stops at the token (or the blanks before it) that overflowed the buffer
       const message = overflow.quote
         ? `too long parameter, probably missing terminating "${overflow.quote}" character`
@@ -190,14 +191,14 @@ function lexicalStop(text: string, tokens: Token[], comments: Token[], commandLi
       // nginx names the line `start` was set on (a blank LF counts for the next line)
       return { index, error: new ConfigError('syntax', message, locOf(countLines(text.slice(0, overflow.start + 1)))) };
     }
-    if (t.kind === 'Unterminated') return { index, error: new ConfigError('syntax', eofMessage(true), locOf(countLines(text))) };
+    if (t.tokenType === Unterminated) return { index, error: new ConfigError('syntax', eofMessage(true), locOf(countLines(text))) };
     if (quoted) {
-      const next = text[t.endOffset + 1];
+      const next = text[t.endOffset! + 1];
       if (next !== undefined && !QUOTE_FOLLOWERS.has(next)) {
-        return { index: index + 1, error: new ConfigError('syntax', `unexpected "${next}"`, locOf(t.endLine)) };
+        return { index: index + 1, error: new ConfigError('syntax', `unexpected "${next}"`, locOf(t.endLine ?? 0)) };
       }
     }
-    if (commandLine && t.kind === 'LCurly') {
+    if (commandLine && t.tokenType.name === 'LCurly') {
       return { index, error: new ConfigError('syntax', 'block directives are not supported in -g option', locOf(0)) };
     }
   }
@@ -212,31 +213,32 @@ function lexicalStop(text: string, tokens: Token[], comments: Token[], commandLi
  */
 export function parseConfigText(file: string, text: string): ConfigNode[] {
   const commandLine = file === COMMAND_LINE;
-  const lexed = tokenize(text);
+  const lexed = configLexer.tokenize(text);
   const tokens = lexed.tokens;
   const locOf = (line: number): SourceLoc => ({ file, line: commandLine ? 0 : line });
   const eofMessage = (inArgs: boolean): string => {
     if (commandLine) return 'unexpected end of parameter, expecting ";"';
     return inArgs ? 'unexpected end of file, expecting ";" or "}"' : 'unexpected end of file, expecting "}"';
   };
-  const lexical = lexicalStop(text, tokens, lexed.comments, commandLine, locOf, eofMessage);
+  const lexical = lexicalStop(text, tokens, lexed.groups['comments'] ?? [], commandLine, locOf, eofMessage);
   let stopAt = lexical?.index ?? tokens.length;
   let stopError = lexical?.error;
   const head = tokens.slice(0, stopAt);
-  const tok = checkTokens(head);
-  if (tok) {
-    if (tok === 'end') {
+  const grammarError = checkTokens(head);
+  if (grammarError) {
+    const tok = grammarError.token;
+    if (tok.tokenType === EOF) {
       // the grammar only fails at the end inside a statement's arguments
       stopError ??= new ConfigError('syntax', eofMessage(true), locOf(countLines(text)));
     } else {
       stopAt = head.indexOf(tok);
-      stopError = new ConfigError('syntax', `unexpected "${tok.image[0]}"`, locOf(tok.startLine));
+      stopError = new ConfigError('syntax', `unexpected "${tok.image[0]}"`, locOf(tok.startLine ?? 0));
     }
   }
   const built = buildDirectives(file, tokens.slice(0, stopAt), !commandLine);
   if (built.strayClose !== undefined) {
     const tok = tokens[built.strayClose]!;
-    stopError = new ConfigError('syntax', 'unexpected "}"', locOf(tok.startLine));
+    stopError = new ConfigError('syntax', 'unexpected "}"', locOf(tok.startLine ?? 0));
   } else if (!stopError && built.openBlocks > 0) {
     stopError = new ConfigError('syntax', eofMessage(false), locOf(countLines(text)));
   }

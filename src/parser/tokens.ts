@@ -1,132 +1,118 @@
 /**
- * The tokens of nginx configuration files, cut by one loop over the text.
+ * Chevrotain tokens for nginx configuration files.
  *
  * The word rules follow nginx's tokenizer, `ngx_conf_read_token` in
  * `src/core/ngx_conf_file.c`:
  * - a token starts at the first character that is not blank; `#` there starts
  *   a comment up to the end of the line, `;` `{` `}` are tokens of their own;
  * - a quoted token (`"…"` or `'…'`) runs to the matching unescaped quote and
- *   must be followed by a blank, `;`, `{` or `)` (checked in `load.ts`); one
- *   left open at the end of the text is an `Unterminated` token;
+ *   must be followed by a blank, `;`, `{` or `)` (checked in `load.ts`);
  * - a bare word runs up to a blank, `;` or `{`. A `}` or `#` inside a word
  *   belongs to it, `\` escapes the next character, and `{` right after `$`
  *   (`${var}`) does not end the word.
- *
- * Lines are counted by LF only (a lone CR is an ordinary blank), from 1.
- * (Chevrotain's lexer did this before: loading it and building its tables
- * took about 20 ms of every start.)
  */
+import { createToken, Lexer, type CustomPatternMatcherFunc, type TokenType } from './chevrotain.js';
 
-/** What a token is. */
-export type TokenKind = 'LCurly' | 'RCurly' | 'Semicolon' | 'DoubleQuoted' | 'SingleQuoted' | 'Unterminated' | 'Word' | 'Comment';
+const BLANKS = new Set([' ', '\t', '\r', '\n']);
 
-/** One token: its text as written (quotes and escapes kept), offsets and lines. */
-export interface Token {
-  readonly kind: TokenKind;
-  readonly image: string;
-  /** Offset of its first character in the text. */
-  readonly startOffset: number;
-  /** Offset of its last character (inclusive). */
-  readonly endOffset: number;
-  /** Line of its first character. */
-  readonly startLine: number;
-  /** Line of its last character (an LF is on the line it ends). */
-  readonly endLine: number;
-}
-
-/** The tokens of a text, in reading order, and its comments apart. */
-export interface Tokenized {
-  readonly tokens: Token[];
-  readonly comments: Token[];
-}
-
-const LF = 10;
-const isBlank = (c: number): boolean => c === 32 || c === 9 || c === 13 || c === LF;
-
-/** The end (exclusive) of a bare word starting at `offset`, with nginx's rules (see the module doc). */
-function wordEnd(text: string, offset: number): number {
+/** Matches a bare word starting at `offset`, with nginx's rules (see the module doc). */
+const matchWord: CustomPatternMatcherFunc = (text, offset) => {
+  const first = text[offset];
+  if (first === undefined || BLANKS.has(first) || first === ';' || first === '{' || first === '}'
+    || first === '"' || first === "'" || first === '#') {
+    return null;
+  }
   let i = offset;
   let variable = false;
   while (i < text.length) {
-    const c = text.charCodeAt(i);
-    if (c === 0x7b /* { */ && variable) {
+    const ch = text[i]!;
+    if (ch === '{' && variable) {
       i++;
       continue;
     }
     variable = false;
-    if (c === 0x5c /* \ */) {
+    if (ch === '\\') {
       i += 2;
       continue;
     }
-    if (c === 0x24 /* $ */) {
+    if (ch === '$') {
       variable = true;
       i++;
       continue;
     }
-    if (isBlank(c) || c === 0x3b /* ; */ || c === 0x7b) break;
+    if (BLANKS.has(ch) || ch === ';' || ch === '{') break;
     i++;
   }
-  return Math.min(i, text.length);
-}
+  const end = Math.min(i, text.length);
+  const match = [text.slice(offset, end)] as unknown as RegExpExecArray;
+  return match;
+};
 
-/** The end (exclusive) of a string opened by the quote at `offset`, or -1 when the text ends before its closing quote. */
-function quotedEnd(text: string, offset: number): number {
-  const quote = text.charCodeAt(offset);
-  let i = offset + 1;
-  while (i < text.length) {
-    const c = text.charCodeAt(i);
-    if (c === 0x5c) {
-      i += 2;
-      continue;
-    }
-    if (c === quote) return i + 1;
-    i++;
-  }
-  return -1;
-}
-
-/** Cuts a configuration text into tokens; every text has a cut (there is no lexical error at this stage). */
-export function tokenize(text: string): Tokenized {
-  const tokens: Token[] = [];
-  const comments: Token[] = [];
-  let line = 1;
-  let i = 0;
-  while (i < text.length) {
-    const c = text.charCodeAt(i);
-    if (isBlank(c)) {
-      if (c === LF) line++;
+/**
+ * Matches a quoted string opened by `quote`; `terminated` selects whether the
+ * closing quote must be present (a string left open at the end of the file is
+ * matched by the `Unterminated` token so the loader can report nginx's error).
+ */
+function quotedMatcher(quote: string, terminated: boolean): CustomPatternMatcherFunc {
+  return (text, offset) => {
+    if (text[offset] !== quote) return null;
+    let i = offset + 1;
+    while (i < text.length) {
+      const ch = text[i]!;
+      if (ch === '\\') {
+        i += 2;
+        continue;
+      }
+      if (ch === quote) {
+        return terminated ? ([text.slice(offset, i + 1)] as unknown as RegExpExecArray) : null;
+      }
       i++;
-      continue;
     }
-    let kind: TokenKind;
-    let end: number;
-    if (c === 0x23 /* # */) {
-      kind = 'Comment';
-      end = text.indexOf('\n', i);
-      if (end === -1) end = text.length;
-    } else if (c === 0x7b) {
-      [kind, end] = ['LCurly', i + 1];
-    } else if (c === 0x7d /* } */) {
-      [kind, end] = ['RCurly', i + 1];
-    } else if (c === 0x3b) {
-      [kind, end] = ['Semicolon', i + 1];
-    } else if (c === 0x22 /* " */ || c === 0x27 /* ' */) {
-      end = quotedEnd(text, i);
-      if (end === -1) [kind, end] = ['Unterminated', text.length];
-      else kind = c === 0x22 ? 'DoubleQuoted' : 'SingleQuoted';
-    } else {
-      [kind, end] = ['Word', wordEnd(text, i)];
-    }
-    const image = text.slice(i, end);
-    const startLine = line;
-    let lastLf = -1;
-    for (let k = image.indexOf('\n'); k !== -1; k = image.indexOf('\n', k + 1)) {
-      line++;
-      lastLf = k;
-    }
-    const endLine = lastLf === image.length - 1 ? line - 1 : line;
-    (kind === 'Comment' ? comments : tokens).push({ kind, image, startOffset: i, endOffset: end - 1, startLine, endLine });
-    i = end;
-  }
-  return { tokens, comments };
+    return terminated ? null : ([text.slice(offset)] as unknown as RegExpExecArray);
+  };
 }
+
+const unterminatedDouble = quotedMatcher('"', false);
+const unterminatedSingle = quotedMatcher("'", false);
+
+export const Blank = createToken({ name: 'Blank', pattern: /[ \t\r\n]+/, group: Lexer.SKIPPED, line_breaks: true });
+export const Comment = createToken({ name: 'Comment', pattern: /#[^\n]*/, group: 'comments' });
+export const LCurly = createToken({ name: 'LCurly', pattern: '{', label: '"{"' });
+export const RCurly = createToken({ name: 'RCurly', pattern: '}', label: '"}"' });
+export const Semicolon = createToken({ name: 'Semicolon', pattern: ';', label: '";"' });
+export const DoubleQuoted = createToken({
+  name: 'DoubleQuoted', pattern: { exec: quotedMatcher('"', true) }, line_breaks: true, start_chars_hint: ['"'],
+});
+export const SingleQuoted = createToken({
+  name: 'SingleQuoted', pattern: { exec: quotedMatcher("'", true) }, line_breaks: true, start_chars_hint: ["'"],
+});
+/** A quoted string that reaches the end of the file without its closing quote. */
+export const Unterminated = createToken({
+  name: 'Unterminated', pattern: { exec: (text, offset, tokens, groups) =>
+    unterminatedDouble(text, offset, tokens, groups) ?? unterminatedSingle(text, offset, tokens, groups) },
+  line_breaks: true, start_chars_hint: ['"', "'"],
+});
+export const Word = createToken({ name: 'Word', pattern: { exec: matchWord }, line_breaks: true });
+
+export const allTokens: TokenType[] = [
+  Blank, Comment, LCurly, RCurly, Semicolon, DoubleQuoted, SingleQuoted, Unterminated, Word,
+];
+
+/**
+ * The lexer's options. `skipValidations`: Chevrotain's checks of the token
+ * definitions cost every start ~15 ms; the definitions are fixed, and a test
+ * builds the lexer with the checks on (`makeConfigLexer(true)`).
+ */
+export function makeConfigLexer(validate = false): InstanceType<typeof Lexer> {
+  return new Lexer(allTokens, {
+    positionTracking: 'full',
+    ensureOptimizations: false,
+    skipValidations: !validate,
+    // nginx counts lines by LF only; a lone CR is an ordinary blank
+    lineTerminatorsPattern: /\n/g,
+    lineTerminatorCharacters: ['\n'],
+  });
+}
+
+/** One lexer for every file; Chevrotain lexers are stateless between `tokenize` calls. */
+export const configLexer = makeConfigLexer();
