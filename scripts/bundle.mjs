@@ -3,8 +3,9 @@
  * Bundles the compiled command line (dist/src/cli/run.js) with esbuild into
  * dist/bundle/, which bin/jinx runs: node loads a handful of files instead of
  * the ~160 modules of dist/src (240 ms of a trivial start went to loading
- * them). The runtime stays a chunk of its own, loaded only to serve (the
- * dynamic imports of run.ts, main.ts and worker.ts). pino and sonic-boom stay
+ * them). The runtime, the master and the worker stay chunks of their own,
+ * loaded only to serve (the dynamic imports of run.ts, main.ts and
+ * worker.ts): `jinx -t` loads none of them. pino and sonic-boom stay
  * packages (pino starts its workers by file path); chevrotain is imported by
  * URL at run time (src/parser/chevrotain.ts). The bundle sits two levels
  * below the checkout, as dist/src/*.js, so `import.meta.url`-relative paths

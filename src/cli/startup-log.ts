@@ -6,7 +6,7 @@
  * and are written as such (latin1).
  */
 import { appendFileSync, closeSync, openSync } from 'node:fs';
-import { formatErrorLine } from '../log/error-log.js';
+import { formatErrorLine } from '../log/error-line.js';
 import { severity, type LogLevel } from '../log/levels.js';
 import { systemErrorText } from '../os-errors.js';
 

@@ -20,6 +20,16 @@ export function accountId(db: 'passwd' | 'group', name: string): number | undefi
   return idIn(filesEntries(db), name) ?? idIn(getentEntries(db, name), name);
 }
 
+/**
+ * Whether `/etc/passwd` or `/etc/group` mentions `word` anywhere, as
+ * nginx's `auto/unix` asks `grep nobody /etc/group` at build time to choose
+ * its default group: the files database only, no other NSS source (and no
+ * process started).
+ */
+export function filesMention(db: 'passwd' | 'group', word: string): boolean {
+  return filesEntries(db).some((line) => line.includes(word));
+}
+
 /** The lines of `/etc/passwd` or `/etc/group` (none when unreadable). */
 function filesEntries(db: 'passwd' | 'group'): string[] {
   try {

@@ -9,7 +9,7 @@ import type { SourceLoc } from '../parser/ast.js';
 import { ConfigError } from '../errors.js';
 import type { LevelNode } from './check.js';
 import { levelsInOrder, type CompileContext } from './compile-context.js';
-import { checkHashSizes } from './hash.js';
+import { checkHashSizes, nameHashKeys, serverNamesHashWarnings } from './hash.js';
 import { levelErrorLogs } from './modules/core.js';
 import * as http from './modules/http-core.js';
 import { http2Enabled } from './modules/http2.js';
@@ -22,6 +22,10 @@ import { ServerNameTable } from './server-name-table.js';
 /** nginx's default `listen` when a server has none: port 80 for root, 8000 otherwise. */
 const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
 
+/** The default `root` (`html` under the prefix) and `index` (`index.html`), bound once per compile (`CompileContext.memo`). */
+const DEFAULT_ROOT = Symbol('default root');
+const DEFAULT_INDEX = Symbol('default index');
+
 /**
  * The core module's settings of a level (`ngx_http_core_merge_loc_conf`),
  * values bound; its `error_log`s and client body temp path are kept for
@@ -30,7 +34,7 @@ const DEFAULT_PORT = process.getuid?.() === 0 ? 80 : 8000;
 export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): http.HttpCoreLocConf {
   const vars = cx.scope.variables;
   const docRoot = c.get(http.docRoot);
-  const rootPath = docRoot ? vars.bind(docRoot.path) : vars.bind(vars.value(cx.scope.fullPath('html'), node.directive?.loc ?? { file: '', line: 0 }));
+  const rootPath = docRoot ? vars.bind(docRoot.path) : cx.memo(DEFAULT_ROOT, () => vars.bind(vars.value(cx.scope.fullPath('html'), { file: '', line: 0 })));
   const indexes = c.list(http.indexFiles);
   const tryFiles = c.get(http.tryFiles);
   const errorPages = new Map<number, http.ErrorPage>();
@@ -42,7 +46,7 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
   cx.tempDirs.add(bodyTemp.dir);
   return {
     root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: docRoot?.aliasRegex ?? false, aliasLength: docRoot?.aliasLength ?? 0 },
-    index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : [vars.bind(vars.value('index.html', { file: '', line: 0 }))],
+    index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : cx.memo(DEFAULT_INDEX, () => [vars.bind(vars.value('index.html', { file: '', line: 0 }))]),
     tryFiles: tryFiles && {
       files: tryFiles.files.map((f) => ({ value: vars.bind(f.value), testDir: f.testDir })),
       fallback: 'code' in tryFiles.fallback ? { code: tryFiles.fallback.code } : { uri: vars.bind(tryFiles.fallback.uri) },
@@ -308,6 +312,7 @@ function serverSet(
   const table = new ServerNameTable<VirtualServer>();
   const { exact, heads, tails } = table;
   const regexes: ServerSet['regexes'][number][] = [];
+  const plain: string[] = [];
   for (const { server, node } of servers) {
     const names = node.conf.ownList(http.serverNames)?.map((e) => e.value) ?? [{ name: '', regex: undefined }];
     for (const n of names) {
@@ -315,6 +320,7 @@ function serverSet(
         regexes.push({ regex: n.regex.regex, captureCount: n.regex.captureCount, server, namedCaptures: namedCaptures(n.regex, cx.scope.variables) });
         continue;
       }
+      plain.push(n.name);
       table.add(n.name, server, () => {
         cx.warn({ level: 'warn', code: 'conflicting-server-name', text: `conflicting server name "${n.name}" on ${addrText}, ignored`, loc: undefined });
       });
@@ -324,6 +330,11 @@ function serverSet(
   // so neither SNI nor Host is looked up there (and nginx's 421 rule never applies)
   if (servers.length === 1 && !regexes.some((x) => x.captureCount > 0)) {
     return { defaultServer, http2Listen, exact: new Map(), headWildcards: [], tailWildcards: [], regexes: [] };
+  }
+  const hashKeys = nameHashKeys(plain);
+  const httpChain = cx.chain(servers[0]!.node.parent!);
+  for (const text of serverNamesHashWarnings(hashKeys, httpChain.get(http.serverNamesHashMaxSize), httpChain.get(http.serverNamesHashBucketSize))) {
+    cx.warn({ level: 'warn', code: 'server-names-hash', text, loc: undefined });
   }
   heads.sort((a, b) => b[0].length - a[0].length);
   tails.sort((a, b) => b[0].length - a[0].length);

@@ -82,6 +82,16 @@ export class LevelConf {
     return this.singles.get(s as Slot<unknown>) as Entry<T> | undefined;
   }
 
+  /** Every entry set at this level, by slot (for `ConfChain`'s merge). */
+  ownSingles(): ReadonlyMap<Slot<unknown>, Entry<unknown>> {
+    return this.singles;
+  }
+
+  /** Every list set at this level, by slot (for `ConfChain`'s merge). */
+  ownLists(): ReadonlyMap<ListSlot<unknown>, readonly Entry<unknown>[]> {
+    return this.lists;
+  }
+
   /** The list entries set at this level, if any. */
   ownList<T>(s: ListSlot<T>): readonly Entry<T>[] | undefined {
     return this.lists.get(s as ListSlot<unknown>) as Entry<T>[] | undefined;
@@ -95,35 +105,39 @@ export class LevelConf {
 
 /**
  * A level together with the levels enclosing it, innermost first; reading a
- * slot through it is nginx's merge of that setting. What a read finds is kept
- * at every level it passed (levels are not changed once checked), so reading
- * every slot at every level of a deep nesting costs each level once.
+ * slot through it is nginx's merge of that setting. The first read makes the
+ * merge of the entries set at this level and above (what the enclosing chain
+ * merged, this level's own entries over it; the enclosing chain's map itself
+ * when this level sets nothing), so a read is one map lookup at any depth.
+ * Levels are not changed once checked. The map holds only what is set, a
+ * few entries a level, not every slot read.
  */
 export class ConfChain {
-  private readonly found = new Map<Slot<unknown>, Entry<unknown> | undefined>();
-  private readonly foundLists = new Map<ListSlot<unknown>, readonly Entry<unknown>[]>();
+  private singles: ReadonlyMap<Slot<unknown>, Entry<unknown>> | undefined;
+  private lists: ReadonlyMap<ListSlot<unknown>, readonly Entry<unknown>[]> | undefined;
 
   constructor(
     readonly level: LevelConf,
     readonly parent: ConfChain | undefined,
   ) {}
 
+  private mergedSingles(): ReadonlyMap<Slot<unknown>, Entry<unknown>> {
+    if (this.singles) return this.singles;
+    const above = this.parent?.mergedSingles();
+    this.singles = mergeOver(above, this.level.ownSingles());
+    return this.singles;
+  }
+
+  private mergedLists(): ReadonlyMap<ListSlot<unknown>, readonly Entry<unknown>[]> {
+    if (this.lists) return this.lists;
+    const above = this.parent?.mergedLists();
+    this.lists = mergeOver(above, this.level.ownLists());
+    return this.lists;
+  }
+
   private find<T>(s: Slot<T>): Entry<T> | undefined {
     if (!s.inherit) return this.level.own(s);
-    const key = s as Slot<unknown>;
-    const passed: ConfChain[] = [];
-    let result: Entry<unknown> | undefined;
-    for (let c: ConfChain | undefined = this; c; c = c.parent) {
-      if (c.found.has(key)) {
-        result = c.found.get(key);
-        break;
-      }
-      passed.push(c);
-      result = c.level.own(key);
-      if (result) break;
-    }
-    for (const c of passed) c.found.set(key, result);
-    return result as Entry<T> | undefined;
+    return this.mergedSingles().get(s as Slot<unknown>) as Entry<T> | undefined;
   }
 
   /** The merged value of a slot. */
@@ -145,30 +159,22 @@ export class ConfChain {
   /** The merged entries of a list slot: those of the innermost level that has any. */
   listEntries<T>(s: ListSlot<T>): readonly Entry<T>[] {
     if (!s.inherit) return this.level.ownList(s) ?? [];
-    const key = s as ListSlot<unknown>;
-    const passed: ConfChain[] = [];
-    let result: readonly Entry<unknown>[] = [];
-    for (let c: ConfChain | undefined = this; c; c = c.parent) {
-      const known = c.foundLists.get(key);
-      if (known) {
-        result = known;
-        break;
-      }
-      passed.push(c);
-      const own = c.level.ownList(key);
-      if (own) {
-        result = own;
-        break;
-      }
-    }
-    for (const c of passed) c.foundLists.set(key, result);
-    return result as readonly Entry<T>[];
+    return (this.mergedLists().get(s as ListSlot<unknown>) ?? []) as readonly Entry<T>[];
   }
 
   /** The merged values of a list slot. */
   list<T>(s: ListSlot<T>): T[] {
     return this.listEntries(s).map((e) => e.value);
   }
+}
+
+/** `own` over `above`: `above` itself when `own` is empty, a new map otherwise. */
+function mergeOver<K, V>(above: ReadonlyMap<K, V> | undefined, own: ReadonlyMap<K, V>): ReadonlyMap<K, V> {
+  if (own.size === 0) return above ?? own;
+  if (!above || above.size === 0) return own;
+  const merged = new Map(above);
+  for (const [k, v] of own) merged.set(k, v);
+  return merged;
 }
 
 /** How a directive's arguments name a host to resolve (`DirectiveSpec.resolves`). */

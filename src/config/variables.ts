@@ -137,6 +137,7 @@ export class VariableRegistry<R extends ScriptView = RequestView> {
   private readonly prefixes: VariableDef<R>[] = [];
   private readonly indexed = new Map<string, { index: number; kind: IndexedKind<R> }>();
   private readonly referenced = new Map<string, SourceLoc>();
+  private readonly bound = new WeakMap<ValueSource, CompiledValue<R>>();
   private onUninitialized: ((r: R, name: string) => void) | undefined;
 
   constructor(defs: readonly VariableDef<R>[]) {
@@ -276,9 +277,20 @@ export class VariableRegistry<R extends ScriptView = RequestView> {
   }
 
   /**
-   * Binds a parsed value to getters. Call after `checkReferences`.
+   * Binds a parsed value to getters. Call after `checkReferences`. A value
+   * bound again (one set at a level, read by every level below it) is the
+   * same bound value.
    */
   bind(src: ValueSource): CompiledValue<R> {
+    let bound = this.bound.get(src);
+    if (!bound) {
+      bound = this.bindParts(src);
+      this.bound.set(src, bound);
+    }
+    return bound;
+  }
+
+  private bindParts(src: ValueSource): CompiledValue<R> {
     const parts = src.parts.map((p): string | VariableGetter<R> => {
       if (typeof p === 'string') return p;
       if ('capture' in p) {

@@ -3,7 +3,7 @@
  *
  *     2026/11/21 20:56:19 [error] 26597#26597: *41 MESSAGE, client: …, server: …, request: "…", upstream: "…", host: "…"
  *
- * The line is built in one place (`formatErrorLine` with `requestContext`),
+ * The line is built in one place (`formatErrorLine` of `error-line.ts`, with `requestContext`),
  * after `ngx_log_error_core` (`src/core/ngx_log.c`) and `ngx_http_log_error`
  * / `ngx_http_log_error_handler` (`src/http/ngx_http_request.c`). Lines go
  * through pino, limited to nginx's eight levels, into a metadata destination
@@ -12,33 +12,15 @@
  */
 import pino, { type Logger } from 'pino';
 import { SonicBoom, writeBytes } from './sonic.js';
+import { formatErrorLine } from './error-line.js';
 import type { ErrorLogTarget } from '../config/route-table.js';
 import type { RequestView } from '../config/request-view.js';
 import { LOG_LEVELS, type LogLevel } from '../log-levels.js';
-
-/** nginx's `NGX_MAX_ERROR_STR`: a line is cut to this many bytes, its newline included. */
-const MAX_LINE_BYTES = 2048;
 
 const PINO_LEVELS: Record<LogLevel, number> = {
   emerg: 80, alert: 70, crit: 60, error: 50, warn: 40, notice: 30, info: 20, debug: 10,
 };
 const LEVEL_BY_NUMBER = new Map<number, LogLevel>(LOG_LEVELS.map((l) => [PINO_LEVELS[l], l]));
-
-const pad = (n: number): string => (n < 10 ? `0${n}` : String(n));
-
-let cachedSecond = -1;
-let cachedTime = '';
-
-/** Local time as `YYYY/MM/DD HH:MM:SS`, computed once per second (nginx's `ngx_cached_err_log_time`). */
-export function errorLogTime(nowMs: number = Date.now()): string {
-  const second = Math.floor(nowMs / 1000);
-  if (second !== cachedSecond) {
-    const d = new Date(nowMs);
-    cachedSecond = second;
-    cachedTime = `${d.getFullYear()}/${pad(d.getMonth() + 1)}/${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-  }
-  return cachedTime;
-}
 
 /**
  * The context nginx appends to a request's error lines: ` while ACTION`, then
@@ -68,17 +50,6 @@ export function requestContext(r: RequestView): string {
  */
 export function connectionContext(clientAddr: string, listenAddrText: string): string {
   return `, client: ${clientAddr}, server: ${listenAddrText}`;
-}
-
-/**
- * Formats one line without its newline: time, level, `pid#tid`, `*conn`,
- * message, context. Cut to nginx's maximum length, in bytes: the line is a
- * byte string (one character per byte, as it is written), so a character of
- * a UTF-8 message may be cut as nginx cuts it.
- */
-export function formatErrorLine(level: LogLevel, message: string, connId: number | undefined, context = '', nowMs?: number): string {
-  const line = `${errorLogTime(nowMs)} [${level}] ${process.pid}#${process.pid}: ${connId === undefined ? '' : `*${connId} `}${message}${context}`;
-  return line.length <= MAX_LINE_BYTES - 1 ? line : line.slice(0, MAX_LINE_BYTES - 1);
 }
 
 interface LineFields {

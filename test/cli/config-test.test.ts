@@ -1,11 +1,12 @@
 /**
  * `-t`, `-T`, `-q`, `-g`, `-e`, `-p`/`-c`: what a user sees on stdout, on
- * stderr and in files, and the exit code. Where nginx's output is the
+ * stderr and in files, and the exit code; and that `-t` loads nothing of
+ * the serving path. Where nginx's output is the
  * expectation, the same command also runs on the reference nginx.
  */
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { cleanup, logLines, runJinx, type RunResult } from '../helpers/harness.js';
@@ -122,6 +123,23 @@ describe('jinx -t', () => {
     const ref = referenceImpl();
     if (!ref) return t.skip('no reference nginx to compare with');
     assert.deepEqual(errLines(r), errLines(runImpl(ref, ['-p', `${p}/`, '-c', 'nginx.conf', '-t', '-q'])));
+  });
+
+  it('requires none of the serving packages (pino, sonic-boom, undici) and not node:http: only node\'s own modules', () => {
+    const p = makePrefix(GOOD);
+    const hook = join(p, 'load-hook.cjs');
+    const log = join(p, 'loads.txt');
+    // every require() (the bundle's CommonJS parts and the packages it leaves out, pino and sonic-boom, come through it;
+    // chevrotain, the parser's one package, is an ES module imported by URL: src/parser/chevrotain.ts)
+    writeFileSync(hook, `const Module = require('node:module');
+const { appendFileSync } = require('node:fs');
+const load = Module._load;
+Module._load = function (request, ...rest) { appendFileSync(${JSON.stringify(log)}, request + '\\n'); return load.call(this, request, ...rest); };
+`);
+    const r = runJinx(['-p', `${p}/`, '-c', 'nginx.conf', '-t', '-q'], { env: { NODE_OPTIONS: `--require ${hook}` } });
+    assert.equal(r.status, 0, r.stderr);
+    const loaded = new Set(readFileSync(log, 'utf8').split('\n').filter(Boolean));
+    assert.deepEqual([...loaded].filter((m) => !m.startsWith('node:') || m === 'node:http'), []);
   });
 
   it('combined flags -tq act as -t -q', () => {

@@ -3,7 +3,8 @@
  * nested 500 and 5,000 deep, numbers past 2^63 - 1 (`ngx_parse_size`,
  * `ngx_parse_offset`, `ngx_parse_time`, `ngx_atoi`), `set $`, NUL bytes in
  * paths and keywords, tokens that overflow nginx's 4096-byte read buffer,
- * the pid file `-t` opens, the types hash sizes, a resolver without
+ * the pid file `-t` opens, the types and server names hash sizes (and the
+ * `could not build optimal server_names_hash` warning), a resolver without
  * addresses and `listen` hosts in `inet_aton`'s forms. And a request
  * finds a location 5,000 blocks deep.
  */
@@ -16,6 +17,11 @@ const http = (body: string): string => `events {}\nhttp {\n${HTTP_TEMP_PATHS}\n$
 const server = (body: string): string => http(` server {\n  listen 127.0.0.1:8000;\n${body} }\n`);
 const nested = (depth: number, inner: string): string => `${'location /a {\n'.repeat(depth)}${inner}\n${'}\n'.repeat(depth)}`;
 const huge = '99999999999999999999';
+/** `count` servers on one address, server `i` named `name(i)`. */
+const serverNames = (count: number, name: (i: number) => string): string =>
+  Array.from({ length: count }, (_, i) => ` server { listen 127.0.0.1:8000; server_name ${name(i)}; }\n`).join('');
+const OPTIMAL_WARNING = '[warn] could not build optimal server_names_hash, you should increase either server_names_hash_max_size: 512 '
+  + 'or server_names_hash_bucket_size: 64; ignoring server_names_hash_bucket_size';
 
 const nesting: ConfCase[] = [
   { name: '500 nested locations are read', files: { 'nginx.conf': server(nested(500, 'return 204;')) }, status: 0, lines: succeeded() },
@@ -130,6 +136,34 @@ const values: ConfCase[] = [
     name: 'an extension of 47 bytes does not fit types_hash_bucket_size 64 (46 does)',
     files: { 'nginx.conf': http(` types { text/a ${'e'.repeat(46)}; text/b ${'f'.repeat(47)}; }\n server { listen 127.0.0.1:8000; }\n`) },
     status: 1, lines: failed('[emerg] could not build types_hash, you should increase types_hash_bucket_size: 64'),
+  },
+  {
+    name: '1,000 server names on one address: could not build optimal server_names_hash (512 buckets of 64 bytes), without a place',
+    files: { 'nginx.conf': http(serverNames(1000, (i) => `s${i}.example.test`)) }, status: 0, lines: succeeded(OPTIMAL_WARNING),
+  },
+  {
+    name: '10,000 server names: the same one warning',
+    files: { 'nginx.conf': http(serverNames(10000, (i) => `host-${i}.example.test`)) }, status: 0, lines: succeeded(OPTIMAL_WARNING),
+  },
+  {
+    name: '200 server names fit 512 buckets of 64 bytes',
+    files: { 'nginx.conf': http(serverNames(200, (i) => `s${i}.example.test`)) }, status: 0, lines: succeeded(),
+  },
+  {
+    name: '1,000 server names fit server_names_hash_max_size 65536 with server_names_hash_bucket_size 128',
+    files: { 'nginx.conf': http(` server_names_hash_bucket_size 128;\n server_names_hash_max_size 65536;\n${serverNames(1000, (i) => `s${i}.test`)}`) },
+    status: 0, lines: succeeded(),
+  },
+  {
+    name: 'head and tail wildcards are hashed by label: one warning per hash that does not fit (bucket size 40 is 64)',
+    files: { 'nginx.conf': http(` server_names_hash_max_size 16;\n server_names_hash_bucket_size 40;\n${
+      serverNames(400, (i) => [`x${i}.test`, `*.w${i}.org`, `.d${i}.net`, `t${i}.*`][i % 4]!)}`) },
+    status: 0, lines: succeeded(...Array.from({ length: 4 }, () => OPTIMAL_WARNING.replace('512', '16'))),
+  },
+  {
+    name: 'a server name too long for server_names_hash_bucket_size 64',
+    files: { 'nginx.conf': http(serverNames(2, (i) => `${'n'.repeat(50)}${i}.test`)) }, status: 1,
+    lines: failed('[emerg] could not build server_names_hash, you should increase server_names_hash_bucket_size: 64'),
   },
   {
     name: 'listen 127.1 and 0x7f000001 are 127.0.0.1 (getaddrinfo\'s inet_aton)',

@@ -12,7 +12,7 @@ import type { Directive } from '../../parser/ast.js';
 import { cString } from '../../c-string.js';
 import { isLogLevel, type LogLevel } from '../../log-levels.js';
 import { ANY_CONTEXT, HTTP_SRV_LOC, type Context } from '../flags.js';
-import { accountId } from '../accounts.js';
+import { accountId, filesMention } from '../accounts.js';
 import { hasCommand } from '../host-commands.js';
 import { ConfigError } from '../../errors.js';
 import type { LevelNode } from '../check.js';
@@ -159,14 +159,15 @@ let defaultUser: WorkerUser | undefined;
 /**
  * `ngx_core_module_init_conf` (`src/core/nginx.c`): as root without `user`,
  * nginx's build-time `NGX_USER` and `NGX_GROUP`: `nobody`, and the group
- * `nobody` where the system has one, else `nogroup` (nginx's `auto/unix`).
+ * `nobody` where `/etc/group` mentions it, else `nogroup` (nginx's
+ * `auto/unix`: `grep nobody /etc/group`).
  * @throws ConfigError `getpwnam("nobody") failed`, `getgrnam("nogroup") failed`
  */
 function rootDefaultUser(): WorkerUser {
   if (defaultUser) return defaultUser;
   const uid = accountId('passwd', 'nobody');
   if (uid === undefined) throw new ConfigError('invalid-value', 'getpwnam("nobody") failed', undefined, { phase: 'init' });
-  const groupName = accountId('group', 'nobody') !== undefined ? 'nobody' : 'nogroup';
+  const groupName = filesMention('group', 'nobody') ? 'nobody' : 'nogroup';
   const gid = accountId('group', groupName);
   if (gid === undefined) throw new ConfigError('invalid-value', `getgrnam("${groupName}") failed`, undefined, { phase: 'init' });
   defaultUser = { name: 'nobody', uid, gid };

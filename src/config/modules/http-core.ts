@@ -216,6 +216,15 @@ export const types = slot<ReadonlyMap<string, string> | undefined>('types', unde
 export const typesHashMaxSize = slot<number | undefined>('types_hash_max_size', undefined);
 export const typesHashBucketSize = slot<number | undefined>('types_hash_bucket_size', undefined);
 
+/**
+ * `server_names_hash_max_size` and `server_names_hash_bucket_size` (nginx's
+ * defaults 512 and the CPU's cache line, 64 here): jinx keeps server names
+ * in Maps, and reads them to give the errors and the `could not build
+ * optimal server_names_hash` warning of nginx's `ngx_hash_init`.
+ */
+export const serverNamesHashMaxSize = slot<number>('server_names_hash_max_size', 512);
+export const serverNamesHashBucketSize = slot<number>('server_names_hash_bucket_size', 64);
+
 /** `ngx_conf_set_num_slot` for a hash size. @throws DirectiveFailure `invalid number` */
 function hashSize(d: Directive): number {
   const n = parseNumber(d.args[0]!);
@@ -617,8 +626,8 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('open_file_cache_min_uses', HTTP_SRV_LOC, ['TAKE1'], 'jinx does not cache file descriptors', rule.num()),
   none('open_file_cache_errors', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors', rule.flag),
   none('open_file_cache_events', HTTP_SRV_LOC, ['FLAG'], 'jinx does not cache file descriptors', rule.flag),
-  none('server_names_hash_bucket_size', ['http'], ['TAKE1'], 'server names are kept in a Map', rule.num()),
-  none('server_names_hash_max_size', ['http'], ['TAKE1'], 'server names are kept in a Map', rule.num()),
+  none('server_names_hash_bucket_size', ['http'], ['TAKE1'], 'server names are kept in a Map', rule.custom(hashSize, serverNamesHashBucketSize)),
+  none('server_names_hash_max_size', ['http'], ['TAKE1'], 'server names are kept in a Map', rule.custom(hashSize, serverNamesHashMaxSize)),
   none('types_hash_bucket_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.custom(hashSize, typesHashBucketSize)),
   none('types_hash_max_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.custom(hashSize, typesHashMaxSize)),
   none('variables_hash_bucket_size', ['http'], ['TAKE1'], 'variables are bound at configuration time', rule.num()),
