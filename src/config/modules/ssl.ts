@@ -2,7 +2,6 @@
  * TLS termination settings (`src/http/modules/ngx_http_ssl_module.c`).
  * Certificates are read when the configuration is loaded (and on reload).
  */
-import { readFileSync } from 'node:fs';
 import type { Directive } from '../../parser/ast.js';
 import { systemErrorText } from '../../os-errors.js';
 import { HTTP_SRV } from '../flags.js';
@@ -11,6 +10,7 @@ import {
   checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTrustedCertificates, type CertificatePair,
 } from '../certificates.js';
 import type { LevelNode } from '../check.js';
+import type { ConfigScope } from '../scope.js';
 import { hasVariables, type CompileContext } from '../compile-context.js';
 import type { CompiledValue, ValueSource } from '../variables.js';
 import {
@@ -151,18 +151,20 @@ export const sslPasswords = slot<readonly string[] | undefined>('ssl_password_fi
  */
 function setPasswordFile(d: Directive, cx: SetContext): void {
   if (cx.level.own(sslPasswords)) throw new DirectiveFailure('is duplicate');
-  cx.level.set(sslPasswords, readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
+  cx.level.set(sslPasswords, readPasswordFile(cx.scope, cx.scope.confPath(d.args[0]!)), d.loc);
 }
 
 /**
  * `ngx_ssl_read_password_file`: one passphrase a line, trailing blanks cut,
- * for `ssl_password_file` and `proxy_ssl_password_file`.
+ * for `ssl_password_file` and `proxy_ssl_password_file`; read through
+ * `scope` (`ConfigScope.readFile`), so that a worker gets what its master
+ * read (the file may be a FIFO, which gives its text once).
  * @throws DirectiveFailure `open() "PATH" failed (…)`, `password file "PATH" is empty`
  */
-export function readPasswordFile(path: string): readonly string[] {
+export function readPasswordFile(scope: ConfigScope, path: string): readonly string[] {
   let text = '';
   try {
-    text = readFileSync(path, 'latin1');
+    text = scope.readFile(path);
   } catch (err) {
     fail(`open() "${path}" failed (${systemErrorText(err)})`);
   }
