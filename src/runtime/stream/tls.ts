@@ -14,6 +14,7 @@ import { secureContextOptions } from '../listen.js';
 import { handshakeFailure } from '../server/tls-handshake.js';
 import { LocalSessions, serveSessions } from '../session-cache.js';
 import { clientCertificateError, TlsDetails } from '../tls-details.js';
+import { readClientHello } from './preread.js';
 import type { StreamSession } from './session.js';
 
 /** A server's TLS context, and the (never listening) server node:tls keeps its session cache on. */
@@ -54,24 +55,85 @@ function authorize(socket: TLSSocket): void {
 }
 
 /**
+ * The context of a handshake whose ClientHello chose `chosen` (by its SNI
+ * name) on an address whose default server is `base`: `chosen`'s
+ * certificates, client CAs, CRL, session settings, with `base`'s protocols
+ * and ciphers, as nginx's handshake gets them: `ngx_stream_ssl_servername`
+ * moves the connection to the chosen server's `SSL_CTX`, whose certificates
+ * and verification apply, once OpenSSL has settled the version and keeps
+ * the connection's cipher list (made from the default server's).
+ */
+function chosenContext(base: StreamServer, baseTls: StreamTlsConf, chosen: StreamServer, chosenTls: StreamTlsConf): SecureContext {
+  if (chosen === base) return serverTls(base, baseTls).context;
+  let byChosen = pairs.get(base);
+  if (!byChosen) pairs.set(base, (byChosen = new WeakMap()));
+  let made = byChosen.get(chosen);
+  if (!made) {
+    const { ciphers, honorCipherOrder, minVersion, maxVersion } = secureContextOptions(baseTls, undefined);
+    made = createSecureContext({
+      ...secureContextOptions(chosenTls, undefined), ciphers, honorCipherOrder, minVersion, maxVersion, sessionIdContext: 'STREAM',
+    });
+    byChosen.set(chosen, made);
+  }
+  return made;
+}
+
+/** The contexts of `chosenContext`, by default server and chosen server. */
+const pairs = new WeakMap<StreamServer, WeakMap<StreamServer, SecureContext>>();
+
+/** The largest TLS record a ClientHello can come in: 2^14 bytes and a header (RFC 8446 section 5.1). */
+const MAX_RECORD = 5 + 16384;
+
+/**
+ * Reads the first bytes of `raw` (paused, nothing read yet) until they hold
+ * a whole ClientHello or cannot (not a TLS record, or more than a record),
+ * puts them back and calls `done` with them and the ClientHello's SNI name
+ * ('' without one). A client that closes first is left to the handshake.
+ */
+function readClientHelloOf(raw: Socket, done: (bytes: Buffer, serverName: string) => void): void {
+  let bytes = Buffer.alloc(0);
+  const finish = (): void => {
+    raw.off('data', onData).off('end', finish);
+    raw.pause();
+    if (bytes.length > 0) raw.unshift(bytes);
+    const hello = readClientHello(bytes);
+    done(bytes, typeof hello === 'string' ? '' : hello.serverName);
+  };
+  const onData = (chunk: Buffer): void => {
+    bytes = Buffer.concat([bytes, chunk]);
+    if (readClientHello(bytes) !== 'again' || bytes.length >= MAX_RECORD) finish();
+  };
+  raw.on('data', onData).once('end', finish);
+  raw.resume();
+}
+
+/**
  * Runs the handshake of `raw` (its first bytes still unread) for `session`,
- * with `action` `SSL handshaking`. On success the session's `tls` is set and
- * `done` gets the secured socket; on a failure, a refused client certificate
- * or `ssl_handshake_timeout`, the line nginx writes is logged and the
- * session ends with 500 (`ngx_stream_finalize_session(…, NGX_STREAM_INTERNAL_SERVER_ERROR)`).
+ * with `action` `SSL handshaking`. Its ClientHello is read first: the SNI
+ * name chooses the server (`ngx_stream_ssl_servername`), whose certificates,
+ * client-certificate request and CAs (`chosenContext`) and `ssl_alpn`
+ * (`ngx_stream_ssl_alpn_select`) the handshake takes when it has
+ * certificates, else the default server's. On success the session's `tls`
+ * is set and `done` gets the secured socket; on a failure, a refused
+ * client certificate or `ssl_handshake_timeout`, the line nginx writes is
+ * logged and the session ends with 500
+ * (`ngx_stream_finalize_session(…, NGX_STREAM_INTERNAL_SERVER_ERROR)`).
  */
 export function streamHandshake(session: StreamSession, raw: Socket, done: (socket: TLSSocket) => void): void {
-  const tls = session.server.tls!;
+  const base = session.server;
+  const baseTls = base.tls!;
   session.action = 'SSL handshaking';
+  let socket: TLSSocket | undefined;
   const fail = (): void => {
     clearTimeout(timer);
     session.finalize(500);
-    socket.destroy();
+    socket?.destroy();
     raw.destroy();
   };
+  const timer = setTimeout(fail, baseTls.handshakeTimeoutMs);
   const named = session.group.names;
   const onlyServer = named.exact.size <= 1 && named.heads.length === 0 && named.tails.length === 0 && named.regexes.length === 0;
-  if (tls.rejectHandshake && onlyServer) {
+  if (baseTls.rejectHandshake && onlyServer) {
     // ngx_stream_ssl_servername: the server refuses every handshake
     raw.once('data', () => {
       session.log('info', 'handshake rejected');
@@ -80,54 +142,60 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
     raw.resume();
     return;
   }
-  const { context, hub } = serverTls(session.server, tls);
-  let rejected = false;
-  const socket = new TLSSocket(raw, {
-    // ngx_stream_ssl_servername: the SNI name chooses the server, whose context (if it has one) the handshake takes
-    SNICallback: (name: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
-      session.selectServer(name);
-      const chosen = session.server.tls;
-      if (chosen?.rejectHandshake) {
-        rejected = true;
-        cb(new Error('handshake rejected'));
+  readClientHelloOf(raw, (hello, serverName) => {
+    if (session.finalized) return;
+    session.selectServer(serverName);
+    const chosen = session.server;
+    const chosenTls = chosen.tls;
+    // a chosen server without certificates has no context of its own: the default server's settings stay
+    const own = chosenTls && chosenTls.certificates.length > 0 ? chosenTls : undefined;
+    const tls = own ?? baseTls;
+    const context = own ? chosenContext(base, baseTls, chosen, own) : serverTls(base, baseTls).context;
+    let rejected = false;
+    const secured = new TLSSocket(raw, {
+      // the server was chosen above: only a refusal is left to this callback (node:tls calls it when the client sent a name)
+      SNICallback: (_name: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
+        if (chosenTls?.rejectHandshake) {
+          rejected = true;
+          cb(new Error('handshake rejected'));
+          return;
+        }
+        cb(null, context);
+      },
+      isServer: true,
+      server: serverTls(base, baseTls).hub,
+      secureContext: context,
+      requestCert: tls.verifyClient !== 'off',
+      rejectUnauthorized: false,
+      ...(tls.alpn.length > 0 ? { ALPNProtocols: [...tls.alpn] } : {}),
+    });
+    socket = secured;
+    secured.once('secure', () => {
+      clearTimeout(timer);
+      if (tls.verifyClient !== 'off') authorize(secured);
+      session.tls = new TlsDetails(secured, hello);
+      const refusal = clientCertificateError((chosenTls ?? baseTls).verifyClient, (session.tls as TlsDetails).clientVerify);
+      if (refusal) {
+        session.log('info', refusal);
+        fail();
         return;
       }
-      cb(null, chosen && chosen.certificates.length > 0 ? serverTls(session.server, chosen).context : context);
-    },
-    isServer: true,
-    server: hub,
-    secureContext: context,
-    requestCert: tls.verifyClient !== 'off',
-    rejectUnauthorized: false,
-    ...(tls.alpn.length > 0 ? { ALPNProtocols: [...tls.alpn] } : {}),
-  });
-  const timer = setTimeout(fail, tls.handshakeTimeoutMs);
-  socket.once('secure', () => {
-    clearTimeout(timer);
-    if (tls.verifyClient !== 'off') authorize(socket);
-    session.tls = new TlsDetails(socket, undefined);
-    const refusal = clientCertificateError((session.server.tls ?? tls).verifyClient, (session.tls as TlsDetails).clientVerify);
-    if (refusal) {
-      session.log('info', refusal);
+      done(secured);
+    });
+    secured.once('error', (err: Error) => {
+      if (session.tls) return;
+      // the variables of a handshake that failed: what it had settled (nginx's c->ssl is there)
+      if (secured.getProtocol()) session.tls = new TlsDetails(secured, hello);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (rejected) session.log('info', 'handshake rejected');
+      else if (code === 'ECONNRESET' && (err as NodeJS.ErrnoException).syscall === undefined) {
+        if (raw.bytesRead > 0) session.log('info', 'peer closed connection in SSL handshake');
+      } else {
+        const failure = handshakeFailure(err);
+        if (failure) session.log(failure.level, failure.message);
+        else session.connectionError(err, 'SSL_do_handshake() failed', false);
+      }
       fail();
-      return;
-    }
-    done(socket);
+    });
   });
-  socket.once('error', (err: Error) => {
-    if (session.tls) return;
-    // the variables of a handshake that failed: what it had settled (nginx's c->ssl is there)
-    if (socket.getProtocol()) session.tls = new TlsDetails(socket, undefined);
-    const code = (err as NodeJS.ErrnoException).code;
-    if (rejected) session.log('info', 'handshake rejected');
-    else if (code === 'ECONNRESET' && (err as NodeJS.ErrnoException).syscall === undefined) {
-      if (raw.bytesRead > 0) session.log('info', 'peer closed connection in SSL handshake');
-    } else {
-      const failure = handshakeFailure(err);
-      if (failure) session.log(failure.level, failure.message);
-      else session.connectionError(err, 'SSL_do_handshake() failed', false);
-    }
-    fail();
-  });
-  raw.resume();
 }
