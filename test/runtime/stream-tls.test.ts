@@ -210,4 +210,32 @@ describe('stream TLS (differential)', { skip }, () => {
     const infoLines = (side: typeof run.nginx): string[] => side.errorLog.filter((l) => /client sent no required SSL certificate|SSL_do_handshake/.test(l)).sort();
     assert.deepEqual(infoLines(run.jinx), infoLines(run.nginx));
   });
+
+  it('reads certificates named with variables for each handshake ($ssl_server_name), with nginx\'s lines for one that cannot be read', async () => {
+    const run = await differential({
+      racing: EPHEMERAL,
+      files: { 'backend.test.crt': pki.text('leaf.pem'), 'backend.test.key': pki.text('leaf.key') },
+      conf: ({ port }) => `load_module ${streamModulePath()};\n${mainContext()}stream {
+  server {
+    listen 127.0.0.1:${port} ssl;
+    ssl_certificate $ssl_server_name.crt; ssl_certificate_key $ssl_server_name.key;
+    ssl_alpn one;
+    return "$ssl_server_name $ssl_alpn_protocol";
+  }
+}
+`,
+    }, async (s) => {
+      await afterProbes(s.prefix);
+      const session = (servername: string): Promise<string> => {
+        const socket = tlsConnect({ host: '127.0.0.1', port: s.port, servername, ALPNProtocols: ['one'], rejectUnauthorized: false });
+        return exchange(socket, '', 'secureConnect');
+      };
+      return { named: await session('backend.test'), missing: await session('missing.test') };
+    });
+    assert.deepEqual(run.jinx.result, run.nginx.result);
+    assert.deepEqual(run.nginx.result, { named: 'backend.test one', missing: '[error]' });
+    const lines = (side: typeof run.nginx): string[] => side.errorLog.filter((l) => /certificate|SSL_do_handshake/.test(l)).map((l) => l.replace(/"[^"]*missing/, '"PATH/missing'));
+    assert.deepEqual(lines(run.jinx), lines(run.nginx));
+    assert.equal(lines(run.nginx).length, 2);
+  });
 });

@@ -12,7 +12,8 @@ import {
 import type { LevelNode } from '../check.js';
 import type { ConfigScope } from '../scope.js';
 import { hasVariables, type CompileContext } from '../compile-context.js';
-import type { CompiledValue, ValueSource } from '../variables.js';
+import type { CompiledValue, ScriptView, ValueSource, VariableRegistry } from '../variables.js';
+import type { RequestView } from '../request-view.js';
 import {
   bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, noEffect, numSetter, parseNumber, parseSize, parseTime, rule, secSetter, slot, strSetter,
   type ConfChain, type DirectiveSpec, type Rule, type SetContext,
@@ -261,9 +262,9 @@ export interface TlsServerConf {
   readonly sessionCache: SessionCacheConf | undefined;
 }
 
-/** `ssl_certificate` pairs with variables, read per handshake (or taken from `ssl_certificate_cache`). */
-export interface PerHandshakeCertificates {
-  readonly pairs: readonly { readonly cert: CompiledValue; readonly key: CompiledValue }[];
+/** `ssl_certificate` pairs with variables, read per handshake (or taken from `ssl_certificate_cache`); `V` is the module's view (http's request, a stream session). */
+export interface PerHandshakeCertificates<V extends ScriptView = RequestView> {
+  readonly pairs: readonly { readonly cert: CompiledValue<V>; readonly key: CompiledValue<V> }[];
   readonly confPrefix: string;
   readonly passwords: readonly string[] | undefined;
   /** `ssl_certificate_cache`, undefined when off. */
@@ -398,11 +399,20 @@ export function checkSslListens(cx: CompileContext, servers: readonly LevelNode[
 
 /** A server's TLS settings (undefined without a certificate or `ssl_reject_handshake on`), certificates with variables bound. */
 export function serverTlsConf(cx: CompileContext, node: LevelNode, certificates: ServerCertificates): TlsServerConf | undefined {
+  const settings = serverTlsSettings(cx, node, certificates);
+  return settings && { ...settings, certificateValues: perHandshakeCertificates(cx, node, certificates, cx.scope.variables) };
+}
+
+/**
+ * A server's TLS settings but the certificates with variables (which the
+ * module binds in its registry: `perHandshakeCertificates`); undefined
+ * without a certificate or `ssl_reject_handshake on`.
+ */
+export function serverTlsSettings(cx: CompileContext, node: LevelNode, certificates: ServerCertificates): Omit<TlsServerConf, 'certificateValues'> | undefined {
   const chain = cx.chain(node);
   if (!(certificates.loaded.length > 0 || certificates.perHandshake || chain.get(sslRejectHandshake))) return undefined;
   return {
     certificates: certificates.loaded,
-    certificateValues: perHandshakeCertificates(cx, chain, certificates),
     protocols: chain.get(sslProtocols),
     ciphers: chain.get(sslCiphers),
     preferServerCiphers: chain.get(sslPreferServerCiphers),
@@ -415,11 +425,16 @@ export function serverTlsConf(cx: CompileContext, node: LevelNode, certificates:
   };
 }
 
-function perHandshakeCertificates(
-  cx: CompileContext, chain: ConfChain, { perHandshake, passwords }: ServerCertificates,
-): PerHandshakeCertificates | undefined {
+/**
+ * The pairs of a server whose certificates have variables, bound in `vars`
+ * (the registry their values were made in: http's, or the stream module's);
+ * undefined for a server whose certificates were read at load.
+ */
+export function perHandshakeCertificates<V extends ScriptView>(
+  cx: CompileContext, node: LevelNode, { perHandshake, passwords }: ServerCertificates, vars: VariableRegistry<V>,
+): PerHandshakeCertificates<V> | undefined {
   if (!perHandshake) return undefined;
-  const vars = cx.scope.variables;
+  const chain = cx.chain(node);
   return {
     pairs: perHandshake.map((p) => ({ cert: vars.bind(p.cert), key: vars.bind(p.key) })),
     confPrefix: cx.scope.confPrefix,

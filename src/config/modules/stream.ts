@@ -773,7 +773,7 @@ function serverConf(
     resolver: c.get(resolverSlot),
     resolverTimeoutMs: c.get(resolverTimeout),
     content,
-    tls: streamTlsConf(cx, node),
+    tls: streamTlsConf(cx, node, v),
     preread: streamPrereadConf(c),
   };
 }

@@ -7,7 +7,13 @@
  * `ngx_ssl_handshake` logs them, then the `ssl_verify_client` checks.
  */
 import type { Socket } from 'node:net';
-import { createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext, type Server as TlsServer } from 'node:tls';
+import { isAbsolute } from 'node:path';
+import { createSecureContext, createServer as createTlsServer, TLSSocket, type SecureContext, type SecureContextOptions, type Server as TlsServer } from 'node:tls';
+import { loadCertificatePair, type CertificatePair } from '../../config/certificates.js';
+import type { CertificateCacheConf } from '../../config/modules/ssl.js';
+import type { TlsView } from '../../config/request-view.js';
+import { ConfigError } from '../../errors.js';
+import { CertificateCache } from '../certificate-cache.js';
 import type { StreamServer } from '../../config/route-table.js';
 import type { StreamTlsConf } from '../../config/modules/stream-ssl.js';
 import { secureContextOptions } from '../listen.js';
@@ -54,6 +60,12 @@ function authorize(socket: TLSSocket): void {
   else socket.authorized = true;
 }
 
+/** What OpenSSL settles before the servername callback: the default server's protocols and ciphers. */
+function settledFirst(baseTls: StreamTlsConf): SecureContextOptions {
+  const { ciphers, honorCipherOrder, minVersion, maxVersion } = secureContextOptions(baseTls, undefined);
+  return { ciphers, honorCipherOrder, minVersion, maxVersion };
+}
+
 /**
  * The context of a handshake whose ClientHello chose `chosen` (by its SNI
  * name) on an address whose default server is `base`: `chosen`'s
@@ -69,17 +81,71 @@ function chosenContext(base: StreamServer, baseTls: StreamTlsConf, chosen: Strea
   if (!byChosen) pairs.set(base, (byChosen = new WeakMap()));
   let made = byChosen.get(chosen);
   if (!made) {
-    const { ciphers, honorCipherOrder, minVersion, maxVersion } = secureContextOptions(baseTls, undefined);
-    made = createSecureContext({
-      ...secureContextOptions(chosenTls, undefined), ciphers, honorCipherOrder, minVersion, maxVersion, sessionIdContext: 'STREAM',
-    });
+    made = createSecureContext({ ...secureContextOptions(chosenTls, undefined), ...settledFirst(baseTls), sessionIdContext: 'STREAM' });
     byChosen.set(chosen, made);
   }
   return made;
 }
 
+/**
+ * What the ClientHello showed before the handshake, as nginx's `c->ssl`
+ * shows it when `ngx_stream_ssl_certificate` evaluates certificate names:
+ * the SNI name (`$ssl_server_name`); nothing is settled yet.
+ */
+class HelloView implements TlsView {
+  readonly protocol = undefined;
+  readonly cipher = undefined;
+  readonly alpnProtocol = undefined;
+  readonly sessionReused = false;
+  readonly sessionId = undefined;
+  readonly ciphers = undefined;
+  readonly curves = undefined;
+  readonly verifyResult = 'NONE';
+  readonly clientCertificate = undefined;
+  constructor(readonly serverName: string | undefined) {}
+  curve(): undefined {
+    return undefined;
+  }
+}
+
+/** `ssl_certificate_cache`s of stream servers, one per directive. */
+const caches = new WeakMap<CertificateCacheConf, CertificateCache>();
+
+/**
+ * `ngx_stream_ssl_certificate`: `context` with the certificates of `tls`
+ * (which have variables) evaluated for `session`, its `$ssl_server_name`
+ * the ClientHello's `serverName` ('' without), and read now (or taken from
+ * `ssl_certificate_cache`), relative paths against the configuration's
+ * directory; a pair that cannot be read is nginx's error line (`cannot
+ * load certificate "PATH": …`) and undefined.
+ */
+function handshakeContext(session: StreamSession, tls: StreamTlsConf, options: SecureContextOptions, serverName: string): SecureContext | undefined {
+  const values = tls.certificateValues!;
+  const full = (p: string): string => (isAbsolute(p) ? p : values.confPrefix + p);
+  let cache = values.cache && caches.get(values.cache);
+  if (values.cache && !cache) caches.set(values.cache, (cache = new CertificateCache(values.cache)));
+  session.tls = new HelloView(serverName || undefined);
+  try {
+    const pairs = values.pairs.map((p) => {
+      const [cert, key] = [full(p.cert.evaluate(session)), full(p.key.evaluate(session))];
+      const load = (): CertificatePair => loadCertificatePair(cert, key, true, values.passwords);
+      return cache ? cache.fetch(cert, key, load) : load();
+    });
+    return createSecureContext({ ...options, cert: pairs.map((p) => p.cert), key: pairs.map((p) => p.key) });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    session.log('error', err.message);
+    return undefined;
+  } finally {
+    session.tls = undefined;
+  }
+}
+
 /** The contexts of `chosenContext`, by default server and chosen server. */
 const pairs = new WeakMap<StreamServer, WeakMap<StreamServer, SecureContext>>();
+
+/** OpenSSL's fatal `internal_error` alert (RFC 8446 section 6), in a TLS 1.2 record: a certificate callback that failed. */
+const INTERNAL_ERROR_ALERT = Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x50]);
 
 /** The largest TLS record a ClientHello can come in: 2^14 bytes and a header (RFC 8446 section 5.1). */
 const MAX_RECORD = 5 + 16384;
@@ -88,16 +154,18 @@ const MAX_RECORD = 5 + 16384;
  * Reads the first bytes of `raw` (paused, nothing read yet) until they hold
  * a whole ClientHello or cannot (not a TLS record, or more than a record),
  * puts them back and calls `done` with them and the ClientHello's SNI name
- * ('' without one). A client that closes first is left to the handshake.
+ * ('' without one; undefined when they are not a whole ClientHello, which
+ * the handshake refuses before any certificate is looked for). A client
+ * that closes first is left to the handshake.
  */
-function readClientHelloOf(raw: Socket, done: (bytes: Buffer, serverName: string) => void): void {
+function readClientHelloOf(raw: Socket, done: (bytes: Buffer, serverName: string | undefined) => void): void {
   let bytes = Buffer.alloc(0);
   const finish = (): void => {
     raw.off('data', onData).off('end', finish);
     raw.pause();
     if (bytes.length > 0) raw.unshift(bytes);
     const hello = readClientHello(bytes);
-    done(bytes, typeof hello === 'string' ? '' : hello.serverName);
+    done(bytes, typeof hello === 'string' ? undefined : hello.serverName);
   };
   const onData = (chunk: Buffer): void => {
     bytes = Buffer.concat([bytes, chunk]);
@@ -144,13 +212,21 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
   }
   readClientHelloOf(raw, (hello, serverName) => {
     if (session.finalized) return;
-    session.selectServer(serverName);
+    session.selectServer(serverName ?? '');
     const chosen = session.server;
     const chosenTls = chosen.tls;
     // a chosen server without certificates has no context of its own: the default server's settings stay
-    const own = chosenTls && chosenTls.certificates.length > 0 ? chosenTls : undefined;
+    const own = chosenTls && (chosenTls.certificates.length > 0 || chosenTls.certificateValues) ? chosenTls : undefined;
     const tls = own ?? baseTls;
-    const context = own ? chosenContext(base, baseTls, chosen, own) : serverTls(base, baseTls).context;
+    const context = tls.certificateValues && serverName !== undefined
+      ? handshakeContext(session, tls, { ...secureContextOptions(tls, undefined), ...settledFirst(baseTls), sessionIdContext: 'STREAM' }, serverName)
+      : own ? chosenContext(base, baseTls, chosen, own) : serverTls(base, baseTls).context;
+    if (!context) {
+      // the certificate callback failed: OpenSSL ends the handshake with an alert
+      session.log('info', 'SSL_do_handshake() failed (SSL: error:0A000179:SSL routines::cert cb error)');
+      raw.write(INTERNAL_ERROR_ALERT, () => fail());
+      return;
+    }
     let rejected = false;
     const secured = new TLSSocket(raw, {
       // the server was chosen above: only a refusal is left to this callback (node:tls calls it when the client sent a name)
