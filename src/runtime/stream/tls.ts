@@ -155,23 +155,28 @@ const MAX_RECORD = 5 + 16384;
  * a whole ClientHello or cannot (not a TLS record, or more than a record),
  * puts them back and calls `done` with them and the ClientHello's SNI name
  * ('' without one; undefined when they are not a whole ClientHello, which
- * the handshake refuses before any certificate is looked for). A client
- * that closes first is left to the handshake.
+ * the handshake refuses before any certificate is looked for), or `closed`
+ * when the client closed its side first.
  */
-function readClientHelloOf(raw: Socket, done: (bytes: Buffer, serverName: string | undefined) => void): void {
+function readClientHelloOf(raw: Socket, done: (bytes: Buffer, serverName: string | undefined) => void, closed: () => void): void {
   let bytes = Buffer.alloc(0);
-  const finish = (): void => {
-    raw.off('data', onData).off('end', finish);
+  const stop = (): void => {
+    raw.off('data', onData).off('end', onEnd);
     raw.pause();
-    if (bytes.length > 0) raw.unshift(bytes);
-    const hello = readClientHello(bytes);
-    done(bytes, typeof hello === 'string' ? undefined : hello.serverName);
   };
   const onData = (chunk: Buffer): void => {
     bytes = Buffer.concat([bytes, chunk]);
-    if (readClientHello(bytes) !== 'again' || bytes.length >= MAX_RECORD) finish();
+    if (readClientHello(bytes) === 'again' && bytes.length < MAX_RECORD) return;
+    stop();
+    raw.unshift(bytes);
+    const hello = readClientHello(bytes);
+    done(bytes, typeof hello === 'string' ? undefined : hello.serverName);
   };
-  raw.on('data', onData).once('end', finish);
+  const onEnd = (): void => {
+    stop();
+    closed();
+  };
+  raw.on('data', onData).once('end', onEnd);
   raw.resume();
 }
 
@@ -273,5 +278,9 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
       }
       fail();
     });
+  }, () => {
+    // ngx_ssl_handshake: the client closed before its ClientHello was whole (or sent nothing)
+    session.log('info', 'peer closed connection in SSL handshake');
+    fail();
   });
 }
