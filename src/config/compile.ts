@@ -181,12 +181,13 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   });
   const hosts = opts.offline ? OFFLINE_HOSTS : await resolveHosts(hostsToResolve(loaded.nodes));
   const variables = new VariableRegistry(allVariables);
-  const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts, opts.offline);
+  const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts, opts.offline, opts.snapshot?.directiveFiles);
   const onWarning = opts.onWarning ?? (() => undefined);
   const checked = checkConfig(loaded.nodes, registry, scope, onWarning, opts.recover);
   opts.onChecked?.(loaded.nodes, checked);
   const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
-  return { table, warnings: table.warnings, noEffect: checked.noEffect, root: checked.root, files: loaded.files, snapshot: loaded.snapshot };
+  const snapshot = { ...loaded.snapshot, directiveFiles: scope.filesRead };
+  return { table, warnings: table.warnings, noEffect: checked.noEffect, root: checked.root, files: loaded.files, snapshot };
 }
 
 /** Runs the modules over the checked level tree, in nginx's order, into the route table. */

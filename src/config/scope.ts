@@ -4,6 +4,7 @@
  * each module's own (`ScopeRegistry`). A new scope is made for every load,
  * so a failed reload leaves the running configuration untouched.
  */
+import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { cString } from '../c-string.js';
 import type { SourceLoc } from '../parser/ast.js';
@@ -132,7 +133,24 @@ export class ConfigScope {
      * accounts are not looked up.
      */
     readonly offline = false,
+    /** Files directives read in the compile this one repeats (`ConfigSnapshot.directiveFiles`): taken from here, not read again. */
+    private readonly readBefore: Readonly<Record<string, string>> = {},
   ) {}
+
+  /** The files directives read (`readFile`), by absolute path: what a worker is to be given (`ConfigSnapshot.directiveFiles`). */
+  readonly filesRead: Record<string, string> = {};
+
+  /**
+   * A file a directive reads at configuration time (`ssl_password_file`),
+   * as latin1 text: what the compile this one repeats read, else read now;
+   * kept in `filesRead` either way.
+   * @throws the error of `readFileSync`
+   */
+  readFile(path: string): string {
+    const text = this.readBefore[path] ?? readFileSync(path, 'latin1');
+    this.filesRead[path] = text;
+    return text;
+  }
 
   /** A module's registry, made empty on first use. */
   registry<T>(r: ScopeRegistry<T>): T {

@@ -40,6 +40,13 @@ export interface LoadedFile {
 export interface ConfigSnapshot {
   readonly files: Readonly<Record<string, string>>;
   readonly globs: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Files that directives read while the configuration was compiled (by
+   * absolute path, latin1 text: `ssl_password_file`), so that a worker does
+   * not read them again: nginx's workers inherit what their master read,
+   * and a FIFO gives its text to one reader only.
+   */
+  readonly directiveFiles?: Readonly<Record<string, string>>;
 }
 
 /** The whole configuration as read from disk. */

@@ -22,4 +22,17 @@ export class ConnectionNumbers {
     this.nextNumber += this.step;
     return n;
   }
+
+  /** Numbers of connections handed from one listening socket to another (the stream module's `pass`), which keep theirs. */
+  private readonly passed = new WeakMap<object, number>();
+
+  /** `socket`, numbered `n`, goes to another listening socket (`pass`: nginx's `c->number` stays). */
+  keep(socket: object, n: number): void {
+    this.passed.set(socket, n);
+  }
+
+  /** The number of a connection accepted on `socket`: the one it kept (`keep`), or the next one. */
+  accepted(socket: object): number {
+    return this.passed.get(socket) ?? this.next();
+  }
 }

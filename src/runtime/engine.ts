@@ -25,6 +25,7 @@ import { Http2Sessions } from './server/http2-sessions.js';
 import { ProcessStatus } from './stub-status.js';
 import { Listeners } from './server/listeners.js';
 import type { Generation } from './server/generations.js';
+import { passListenMatches } from './stream/pass.js';
 import { StreamServers } from './stream/server.js';
 import type { StreamEnv } from './stream/session.js';
 import { TlsHandshakes } from './server/tls-handshake.js';
@@ -74,7 +75,14 @@ export class Engine {
   private readonly connections: ClientConnections;
   private readonly listeners: Listeners;
   /** The stream module's sockets and sessions. */
-  private readonly streams = new StreamServers();
+  private readonly streams = new StreamServers((address) => {
+    // ngx_stream_pass_handler: the http module's listening sockets
+    for (const [key, group] of this.generations.current.groups) {
+      const front = passListenMatches(group, address) ? this.listeners.front(key) : undefined;
+      if (front) return (socket) => front.emit('connection', socket);
+    }
+    return undefined;
+  });
 
   /** @throws Error when a file of the configuration cannot be opened */
   private constructor(compiled: CompiledConfig, private readonly opts: EngineOptions) {

@@ -36,7 +36,7 @@ function serversOf(group: ListenGroup): Set<VirtualServer> {
  * `ngx_ssl_protocols`, `ngx_ssl_ciphers`, `ngx_ssl_client_certificate` …);
  * `ticketKeys` encrypt session tickets (without, the context makes its own).
  */
-export function secureContextOptions(tls: TlsServerConf, ticketKeys: Buffer | undefined): SecureContextOptions {
+export function secureContextOptions(tls: Omit<TlsServerConf, 'certificateValues'>, ticketKeys: Buffer | undefined): SecureContextOptions {
   const minVersion = tls.protocols.includes('TLSv1') ? 'TLSv1' : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1'
     : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2' : 'TLSv1.3';
   const maxVersion = tls.protocols.includes('TLSv1.3') ? 'TLSv1.3' : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2'

@@ -7,11 +7,12 @@
  * expectation is nginx's.
  */
 import { strict as assert } from 'node:assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { request as httpRequest, Agent } from 'node:http';
 import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
 import { connect as netConnect, createServer as createNetServer, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import { createPrivateKey } from 'node:crypto';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { mkdirSync, readlinkSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -379,6 +380,32 @@ function runScenarios(impl: Impl): void {
         assert.equal(other.reused, true, `the session of worker ${first.pid} was not resumed by worker ${other.pid}`);
       });
     }
+
+    it('ssl_password_file that is a FIFO written once: the master reads it, both workers serve TLS with the key it opened', async () => {
+      const port = await freePort();
+      const { cert, key } = selfSigned('localhost');
+      const encrypted = createPrivateKey(key).export({ format: 'pem', type: 'pkcs8', cipher: 'aes-128-cbc', passphrase: 'secret' }) as string;
+      const tls = `listen 127.0.0.1:${port} ssl;\n        ssl_certificate cert.pem;\n        ssl_certificate_key cert.key;\n        ssl_password_file password;`;
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a').replace(`listen 127.0.0.1:${port};`, tls), 'cert.pem': cert, 'cert.key': encrypted });
+      assert.equal(spawnSync('mkfifo', [join(p, 'password')]).status, 0);
+      // one writer, once: a second reader of the FIFO would wait for ever
+      const writer = spawn('sh', ['-c', 'echo secret > password'], { cwd: p, stdio: 'ignore' });
+      onCleanup(() => {
+        if (writer.exitCode === null) writer.kill('SIGKILL');
+      });
+      const proc = await startImpl(impl, p, [port]);
+      const pidOf = (): Promise<number> => new Promise((resolve, reject) => {
+        const s = tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false });
+        let text = '';
+        s.on('secureConnect', () => s.write('GET / HTTP/1.0\r\nHost: localhost\r\n\r\n'));
+        s.on('data', (d: Buffer) => { text += d.toString('latin1'); });
+        s.on('error', reject);
+        s.on('close', () => resolve(Number(/\r\n\r\n(\d+)/.exec(text)?.[1])));
+      });
+      const pids = new Set<number>();
+      for (let i = 0; i < 100 && pids.size < 2; i++) pids.add(await pidOf());
+      assert.deepEqual([...pids].sort(), workerPids(proc.pid), 'both workers answered over TLS');
+    });
 
     it('20 reloads every 0.5 s under load over HTTP/1.1 and HTTP/2, then a broken configuration: no request fails, every answer is the old or the new configuration\'s, no old worker is left', async () => {
       const port = await freePort();

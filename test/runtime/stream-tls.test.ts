@@ -162,4 +162,80 @@ describe('stream TLS (differential)', { skip }, () => {
     assert.deepEqual(jinxErrors, settled(run.nginx.errorLog, nginxProbes));
     assert.ok(jinxErrors.some((l) => l.startsWith('[error] *CONN upstream SSL certificate does not match "wrong.test" while SSL handshaking to upstream')));
   });
+
+  it('takes ssl_alpn and the client-certificate request of the server the SNI name chooses, the default server\'s for one without certificates, as nginx does', async () => {
+    const run = await differential({
+      racing: EPHEMERAL,
+      files: { 'cert.pem': pki.text('leaf.pem'), 'cert.key': pki.text('leaf.key'), 'root.pem': pki.text('root.pem') },
+      conf: ({ port }) => `load_module ${streamModulePath()};\n${mainContext()}stream {
+  ssl_certificate cert.pem; ssl_certificate_key cert.key;
+  server { listen 127.0.0.1:${port} ssl; ssl_alpn one; return "default $ssl_alpn_protocol $ssl_client_verify"; }
+  server { listen 127.0.0.1:${port} ssl; server_name alpn.test; ssl_alpn two three; return "alpn $ssl_alpn_protocol $ssl_client_verify"; }
+  server {
+    listen 127.0.0.1:${port} ssl; server_name verify.test;
+    ssl_verify_client optional; ssl_client_certificate root.pem;
+    return "verify $ssl_alpn_protocol $ssl_client_verify $ssl_client_s_dn";
+  }
+  server { listen 127.0.0.1:${port} ssl; server_name required.test; ssl_verify_client on; ssl_client_certificate root.pem; return "required"; }
+}
+`,
+    }, async (s) => {
+      await afterProbes(s.prefix);
+      /** A TLS session with the client certificate when `withCert`: what came back, the ALPN protocol. */
+      const session = (servername: string, alpn: readonly string[], withCert = false): Promise<string> => {
+        const cert = withCert ? { cert: pki.text('client.pem'), key: pki.text('client.key') } : {};
+        const socket = tlsConnect({ host: '127.0.0.1', port: s.port, servername, ALPNProtocols: [...alpn], rejectUnauthorized: false, ...cert });
+        return exchange(socket, '', 'secureConnect').then((reply) => `${reply} alpn=${socket.alpnProtocol || '-'}`);
+      };
+      return {
+        byDefault: await session('other.test', ['two', 'one']),
+        chosenAlpn: await session('alpn.test', ['one', 'three']),
+        noCommonAlpn: await session('alpn.test', ['one']),
+        verified: await session('verify.test', ['one'], true),
+        notAsked: await session('alpn.test', [], true),
+        withoutCert: await session('verify.test', []),
+        required: await session('required.test', []),
+      };
+    });
+    assert.deepEqual(run.jinx.result, run.nginx.result);
+    assert.deepEqual(run.nginx.result, {
+      byDefault: 'default one NONE alpn=one',
+      chosenAlpn: 'alpn three NONE alpn=three',
+      noCommonAlpn: '[error] alpn=-',
+      verified: 'verify  SUCCESS CN=jinx-client alpn=-',
+      notAsked: 'alpn  NONE alpn=-',
+      withoutCert: 'verify  NONE  alpn=-',
+      required: ' alpn=-',
+    });
+    const infoLines = (side: typeof run.nginx): string[] => side.errorLog.filter((l) => /client sent no required SSL certificate|SSL_do_handshake/.test(l)).sort();
+    assert.deepEqual(infoLines(run.jinx), infoLines(run.nginx));
+  });
+
+  it('reads certificates named with variables for each handshake ($ssl_server_name), with nginx\'s lines for one that cannot be read', async () => {
+    const run = await differential({
+      racing: EPHEMERAL,
+      files: { 'backend.test.crt': pki.text('leaf.pem'), 'backend.test.key': pki.text('leaf.key') },
+      conf: ({ port }) => `load_module ${streamModulePath()};\n${mainContext()}stream {
+  server {
+    listen 127.0.0.1:${port} ssl;
+    ssl_certificate $ssl_server_name.crt; ssl_certificate_key $ssl_server_name.key;
+    ssl_alpn one;
+    return "$ssl_server_name $ssl_alpn_protocol";
+  }
+}
+`,
+    }, async (s) => {
+      await afterProbes(s.prefix);
+      const session = (servername: string): Promise<string> => {
+        const socket = tlsConnect({ host: '127.0.0.1', port: s.port, servername, ALPNProtocols: ['one'], rejectUnauthorized: false });
+        return exchange(socket, '', 'secureConnect');
+      };
+      return { named: await session('backend.test'), missing: await session('missing.test') };
+    });
+    assert.deepEqual(run.jinx.result, run.nginx.result);
+    assert.deepEqual(run.nginx.result, { named: 'backend.test one', missing: '[error]' });
+    const lines = (side: typeof run.nginx): string[] => side.errorLog.filter((l) => /certificate|SSL_do_handshake/.test(l)).map((l) => l.replace(/"[^"]*missing/, '"PATH/missing'));
+    assert.deepEqual(lines(run.jinx), lines(run.nginx));
+    assert.equal(lines(run.nginx).length, 2);
+  });
 });

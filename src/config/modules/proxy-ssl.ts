@@ -62,7 +62,7 @@ export const proxySslDirectives: readonly DirectiveSpec[] = [
     name: 'proxy_ssl_password_file', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
     set: (d, cx) => {
       if (cx.level.own(proxySslPasswords)) throw new DirectiveFailure('is duplicate');
-      cx.level.set(proxySslPasswords, cx.scope.offline ? [] : readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
+      cx.level.set(proxySslPasswords, cx.scope.offline ? [] : readPasswordFile(cx.scope, cx.scope.confPath(d.args[0]!)), d.loc);
     },
   },
   { name: 'proxy_ssl_crl', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: strSetter(proxySslCrl) },

@@ -2,7 +2,6 @@
  * TLS termination settings (`src/http/modules/ngx_http_ssl_module.c`).
  * Certificates are read when the configuration is loaded (and on reload).
  */
-import { readFileSync } from 'node:fs';
 import type { Directive } from '../../parser/ast.js';
 import { systemErrorText } from '../../os-errors.js';
 import { HTTP_SRV } from '../flags.js';
@@ -11,8 +10,10 @@ import {
   checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTrustedCertificates, type CertificatePair,
 } from '../certificates.js';
 import type { LevelNode } from '../check.js';
+import type { ConfigScope } from '../scope.js';
 import { hasVariables, type CompileContext } from '../compile-context.js';
-import type { CompiledValue, ValueSource } from '../variables.js';
+import type { CompiledValue, ScriptView, ValueSource, VariableRegistry } from '../variables.js';
+import type { RequestView } from '../request-view.js';
 import {
   bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, listSlot, noEffect, numSetter, parseNumber, parseSize, parseTime, rule, secSetter, slot, strSetter,
   type ConfChain, type DirectiveSpec, type Rule, type SetContext,
@@ -151,18 +152,20 @@ export const sslPasswords = slot<readonly string[] | undefined>('ssl_password_fi
  */
 function setPasswordFile(d: Directive, cx: SetContext): void {
   if (cx.level.own(sslPasswords)) throw new DirectiveFailure('is duplicate');
-  cx.level.set(sslPasswords, cx.scope.offline ? [] : readPasswordFile(cx.scope.confPath(d.args[0]!)), d.loc);
+  cx.level.set(sslPasswords, cx.scope.offline ? [] : readPasswordFile(cx.scope, cx.scope.confPath(d.args[0]!)), d.loc);
 }
 
 /**
  * `ngx_ssl_read_password_file`: one passphrase a line, trailing blanks cut,
- * for `ssl_password_file` and `proxy_ssl_password_file`.
+ * for `ssl_password_file` and `proxy_ssl_password_file`; read through
+ * `scope` (`ConfigScope.readFile`), so that a worker gets what its master
+ * read (the file may be a FIFO, which gives its text once).
  * @throws DirectiveFailure `open() "PATH" failed (…)`, `password file "PATH" is empty`
  */
-export function readPasswordFile(path: string): readonly string[] {
+export function readPasswordFile(scope: ConfigScope, path: string): readonly string[] {
   let text = '';
   try {
-    text = readFileSync(path, 'latin1');
+    text = scope.readFile(path);
   } catch (err) {
     fail(`open() "${path}" failed (${systemErrorText(err)})`);
   }
@@ -259,9 +262,9 @@ export interface TlsServerConf {
   readonly sessionCache: SessionCacheConf | undefined;
 }
 
-/** `ssl_certificate` pairs with variables, read per handshake (or taken from `ssl_certificate_cache`). */
-export interface PerHandshakeCertificates {
-  readonly pairs: readonly { readonly cert: CompiledValue; readonly key: CompiledValue }[];
+/** `ssl_certificate` pairs with variables, read per handshake (or taken from `ssl_certificate_cache`); `V` is the module's view (http's request, a stream session). */
+export interface PerHandshakeCertificates<V extends ScriptView = RequestView> {
+  readonly pairs: readonly { readonly cert: CompiledValue<V>; readonly key: CompiledValue<V> }[];
   readonly confPrefix: string;
   readonly passwords: readonly string[] | undefined;
   /** `ssl_certificate_cache`, undefined when off. */
@@ -399,11 +402,20 @@ export function checkSslListens(cx: CompileContext, servers: readonly LevelNode[
 
 /** A server's TLS settings (undefined without a certificate or `ssl_reject_handshake on`), certificates with variables bound. */
 export function serverTlsConf(cx: CompileContext, node: LevelNode, certificates: ServerCertificates): TlsServerConf | undefined {
+  const settings = serverTlsSettings(cx, node, certificates);
+  return settings && { ...settings, certificateValues: perHandshakeCertificates(cx, node, certificates, cx.scope.variables) };
+}
+
+/**
+ * A server's TLS settings but the certificates with variables (which the
+ * module binds in its registry: `perHandshakeCertificates`); undefined
+ * without a certificate or `ssl_reject_handshake on`.
+ */
+export function serverTlsSettings(cx: CompileContext, node: LevelNode, certificates: ServerCertificates): Omit<TlsServerConf, 'certificateValues'> | undefined {
   const chain = cx.chain(node);
   if (!(certificates.loaded.length > 0 || certificates.perHandshake || chain.get(sslRejectHandshake))) return undefined;
   return {
     certificates: certificates.loaded,
-    certificateValues: perHandshakeCertificates(cx, chain, certificates),
     protocols: chain.get(sslProtocols),
     ciphers: chain.get(sslCiphers),
     preferServerCiphers: chain.get(sslPreferServerCiphers),
@@ -416,11 +428,16 @@ export function serverTlsConf(cx: CompileContext, node: LevelNode, certificates:
   };
 }
 
-function perHandshakeCertificates(
-  cx: CompileContext, chain: ConfChain, { perHandshake, passwords }: ServerCertificates,
-): PerHandshakeCertificates | undefined {
+/**
+ * The pairs of a server whose certificates have variables, bound in `vars`
+ * (the registry their values were made in: http's, or the stream module's);
+ * undefined for a server whose certificates were read at load.
+ */
+export function perHandshakeCertificates<V extends ScriptView>(
+  cx: CompileContext, node: LevelNode, { perHandshake, passwords }: ServerCertificates, vars: VariableRegistry<V>,
+): PerHandshakeCertificates<V> | undefined {
   if (!perHandshake) return undefined;
-  const vars = cx.scope.variables;
+  const chain = cx.chain(node);
   return {
     pairs: perHandshake.map((p) => ({ cert: vars.bind(p.cert), key: vars.bind(p.key) })),
     confPrefix: cx.scope.confPrefix,

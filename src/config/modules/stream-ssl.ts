@@ -7,17 +7,16 @@
  * `ssl_handshake_timeout`.
  */
 import type { Directive } from '../../parser/ast.js';
-import { ConfigError } from '../../errors.js';
 import type { LevelNode } from '../check.js';
-import { hasVariables, type CompileContext } from '../compile-context.js';
+import type { CompileContext } from '../compile-context.js';
 import type { Context } from '../flags.js';
 import { DirectiveFailure, fail, msecSetter, slot, type DirectiveSpec, type SetContext } from '../spec.js';
 import type { StreamView } from '../stream-view.js';
 import type { ValueSource, VariableRegistry } from '../variables.js';
 import type { ConfigScope } from '../scope.js';
 import {
-  serverCertificates, serverTlsConf, setSessionCache, sslCertificateKeys, sslCertificates, sslDirectives, sslSessionCache,
-  type TlsServerConf,
+  perHandshakeCertificates, serverCertificates, serverTlsSettings, setSessionCache, sslCertificateKeys, sslCertificates, sslDirectives,
+  sslSessionCache, type PerHandshakeCertificates, type TlsServerConf,
 } from './ssl.js';
 
 const STREAM_SSL = 'ngx_stream_ssl_module';
@@ -28,8 +27,9 @@ export const sslHandshakeTimeout = slot('ssl_handshake_timeout', 60_000);
 /** `ssl_alpn`: the protocols the server accepts, in its order of preference; empty: no ALPN. */
 export const sslAlpn = slot<readonly string[]>('ssl_alpn', []);
 
-/** A stream server's TLS settings: http's, and the stream module's own. */
-export interface StreamTlsConf extends TlsServerConf {
+/** A stream server's TLS settings: http's (certificates with variables evaluated for a session), and the stream module's own. */
+export interface StreamTlsConf extends Omit<TlsServerConf, 'certificateValues'> {
+  readonly certificateValues: PerHandshakeCertificates<StreamView> | undefined;
   readonly handshakeTimeoutMs: number;
   /** `ssl_alpn`, in the server's order. */
   readonly alpn: readonly string[];
@@ -81,18 +81,19 @@ export function streamSslDirectives(vars: (scope: ConfigScope) => VariableRegist
 
 /**
  * `ngx_stream_ssl_merge_srv_conf`: a stream server's TLS settings (merged
- * from the stream level), its certificates read now; undefined for a server
- * without a certificate or `ssl_reject_handshake on`.
- * @throws ConfigError nginx's `[emerg]`s for the files (`serverCertificates`),
- *   and for certificates with variables, which jinx reads only in http servers
+ * from the stream level), its certificates read now, or with variables
+ * (`ngx_stream_ssl_compile_certificates`) bound in the stream module's
+ * registry `vars`, to be read for each handshake (`ngx_stream_ssl_certificate`);
+ * undefined for a server without a certificate or `ssl_reject_handshake on`.
+ * @throws ConfigError nginx's `[emerg]`s for the files (`serverCertificates`)
  */
-export function streamTlsConf(cx: CompileContext, node: LevelNode): StreamTlsConf | undefined {
+export function streamTlsConf(cx: CompileContext, node: LevelNode, vars: VariableRegistry<StreamView>): StreamTlsConf | undefined {
   const chain = cx.chain(node);
-  const certs = chain.list(sslCertificates);
-  const withVars = certs.find((c, i) => hasVariables(c) || hasVariables(chain.list(sslCertificateKeys)[i] ?? c));
-  if (withVars) throw new ConfigError('invalid-value', `jinx reads certificates named with variables ("${withVars.text}") in http servers only`, withVars.loc);
   const certificates = serverCertificates(cx, node);
-  const tls = serverTlsConf(cx, node, certificates);
+  const tls = serverTlsSettings(cx, node, certificates);
   if (!tls) return undefined;
-  return { ...tls, handshakeTimeoutMs: chain.get(sslHandshakeTimeout), alpn: chain.get(sslAlpn) };
+  return {
+    ...tls, certificateValues: perHandshakeCertificates(cx, node, certificates, vars),
+    handshakeTimeoutMs: chain.get(sslHandshakeTimeout), alpn: chain.get(sslAlpn),
+  };
 }

@@ -34,7 +34,8 @@ import { parseResolver, type ResolverDef } from './http-core.js';
 import { checkLogFormatSyntax } from './log.js';
 import { bindMap, readMapBlock, type MapDef } from './map.js';
 import { realIpDirectives, realIpFrom } from './realip.js';
-import { sslCertificateKeys, sslCertificates } from './ssl.js';
+import { sslCertificateKeys, sslCertificates, sslRejectHandshake } from './ssl.js';
+import { streamContentHandler, streamPass, streamPassDirectives, type PassAddress } from './stream-pass.js';
 import { streamPrereadConf, streamPrereadDirectives, type StreamPrereadConf } from './stream-preread.js';
 import { streamProxySslDirectives, streamUpstreamTls, type StreamUpstreamTls } from './stream-proxy-ssl.js';
 import { firstServerName, streamServerNameDirectives, streamServerNamesOf, type StreamServerNames } from './stream-server-name.js';
@@ -63,6 +64,8 @@ interface StreamListen extends ListenAddress {
   readonly udp: boolean;
   readonly ssl: boolean;
   readonly proxyProtocol: boolean;
+  /** `default_server`: the server of the address for clients no `server_name` selects. */
+  readonly defaultServer: boolean;
   /** `backlog=N`; undefined: the system's (511 in nginx). */
   readonly backlog: number | undefined;
   /** `so_keepalive=on` (or its timings): keepalive probes on accepted connections. */
@@ -135,7 +138,7 @@ function setListen(d: Directive, cx: SetContext): void {
   for (const addr of parseListenAddress(d.args[0]!)) {
     const option = (name: string): string | undefined => d.args.slice(1).find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
     const listen: StreamListen = {
-      ...addr, udp: params.udp, ssl: params.ssl, proxyProtocol: params.proxyProtocol, server: cx.level, loc: d.loc,
+      ...addr, udp: params.udp, ssl: params.ssl, proxyProtocol: params.proxyProtocol, defaultServer: params.defaultServer, server: cx.level, loc: d.loc,
       backlog: option('backlog') === undefined ? undefined : Number(option('backlog')),
       soKeepalive: option('so_keepalive') !== undefined && option('so_keepalive') !== 'off', ipv6only: params.ipv6only,
     };
@@ -176,6 +179,7 @@ type ProxyPassDef = { readonly upstream: string } | { readonly unixPath: string 
 function setProxyPass(d: Directive, cx: SetContext): void {
   if (cx.level.own(proxyPassSet)) throw new DirectiveFailure('is duplicate');
   if (cx.level.own(returnValue)) throw new DirectiveFailure('is duplicate');
+  cx.level.set(streamContentHandler, 'proxy', d.loc);
   const arg = d.args[0]!;
   if (arg.includes('$')) {
     cx.level.set(proxyPassSet, { value: vars(cx.scope).value(arg, d.loc) }, d.loc);
@@ -203,8 +207,8 @@ const proxyPassSet = slot<ProxyPassDef | undefined>('stream proxy_pass', undefin
  * The stream block's end (`ngx_stream_block`): upstreams are initialized in
  * the order they were named (`no servers are inside upstream`, `no servers
  * in upstream "NAME"` for backup servers only, `no port in
- * upstream`, `host not found in upstream`), every `listen … ssl` server needs
- * a certificate, then servers sharing an address are the warning
+ * upstream`, `host not found in upstream`), every `listen … ssl` address needs
+ * a certificate (`ngx_stream_ssl_init`), then servers sharing an address are the warning
  * `conflicting server name "NAME" on ADDR, ignored` for a name two of them have.
  */
 function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
@@ -225,15 +229,28 @@ function closeStream(_d: Directive, cx: SetContext, block: ChildBlock): void {
     if (keys.length < certs.length) fail(`no "ssl_certificate_key" is defined for certificate "${certs[certs.length - 1]!.value.text}"`, null);
   }
   const byAddr = new Map<string, LevelConf[]>();
+  const sslAddrs = new Map<string, { ssl: boolean; defaultServer: LevelConf | undefined }>();
   for (const l of cx.scope.registry(streamDecls).listens) {
-    if (l.ssl && !hasCertificate(l.server, block.level)) {
-      const server = cx.scope.registry(streamDecls).servers.get(l.server)!;
-      fail('no "ssl_certificate" is defined for the "listen ... ssl" directive', server.loc);
-    }
     const key = `${l.udp ? 'udp' : 'tcp'} ${l.addrText}`;
     const servers = byAddr.get(key) ?? [];
     if (!servers.includes(l.server)) servers.push(l.server);
     byAddr.set(key, servers);
+    const a = sslAddrs.get(key) ?? { ssl: false, defaultServer: undefined };
+    a.ssl ||= l.ssl;
+    if (l.defaultServer) a.defaultServer ??= l.server;
+    sslAddrs.set(key, a);
+  }
+  // ngx_stream_ssl_init: on a `listen … ssl` address the default server needs a certificate, or
+  // `ssl_reject_handshake on`, and then every other server of the address one of the two
+  const refuse = (server: LevelConf): never => fail('no "ssl_certificate" is defined for the "listen ... ssl" directive', cx.scope.registry(streamDecls).servers.get(server)!.loc);
+  const rejects = (server: LevelConf): boolean => (server.own(sslRejectHandshake) ?? block.level.own(sslRejectHandshake))?.value ?? false;
+  for (const [key, a] of sslAddrs) {
+    if (!a.ssl) continue;
+    const servers = byAddr.get(key)!;
+    const first = a.defaultServer ?? servers[0]!;
+    if (hasCertificate(first, block.level)) continue;
+    if (!rejects(first)) refuse(first);
+    for (const server of servers) if (!hasCertificate(server, block.level) && !rejects(server)) refuse(server);
   }
   for (const [key, servers] of byAddr) {
     streamServerNamesOf(servers.map((level) => ({ level, server: level })), key.slice(4), vars(cx.scope),
@@ -467,6 +484,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   run('proxy_half_close', STREAM_ANY, ['FLAG'], flagSetter(halfClose), PROXY),
   run('return', ['stream_server'], ['TAKE1'], (d, cx) => {
     if (cx.level.own(returnValue) || cx.level.own(proxyPassSet)) throw new DirectiveFailure('is duplicate');
+    cx.level.set(streamContentHandler, 'return', d.loc);
     cx.level.set(returnValue, vars(cx.scope).value(d.args[0]!, d.loc), d.loc);
   }, 'ngx_stream_return_module'),
   run('set', ['stream_server'], ['TAKE2'], setSet, 'ngx_stream_set_module'),
@@ -484,6 +502,7 @@ export const streamDirectives: readonly DirectiveSpec[] = [
   ...streamSslDirectives(vars),
   ...streamServerNameDirectives(vars),
   ...streamProxySslDirectives(vars),
+  ...streamPassDirectives(vars),
 ];
 
 /** A stream listening socket, as `-t` binds it. */
@@ -524,9 +543,10 @@ export interface StreamAccessLog {
   readonly condition: CompiledValue<StreamView> | undefined;
 }
 
-/** What a server's content phase does: `return`, `proxy_pass`, or nothing (the session ends at once). */
+/** What a server's content phase does: `return`, `proxy_pass`, `pass`, or nothing (the session ends at once). */
 export type StreamContent =
   | { readonly kind: 'return'; readonly value: CompiledValue<StreamView> }
+  | { readonly kind: 'pass'; readonly address: PassAddress | undefined; readonly value: CompiledValue<StreamView> | undefined }
   | { readonly kind: 'proxy'; readonly proxy: StreamProxyConf }
   | undefined;
 
@@ -720,7 +740,10 @@ function serverConf(
   const pass = node.conf.own(proxyPassSet)?.value;
   const ret = node.conf.own(returnValue)?.value;
   let content: StreamContent;
-  if (ret) content = { kind: 'return', value: v.bind(ret) };
+  const passTarget = node.conf.own(streamPass)?.value;
+  if (node.conf.own(streamContentHandler)?.value === 'pass' && passTarget) {
+    content = 'address' in passTarget ? { kind: 'pass', address: passTarget.address, value: undefined } : { kind: 'pass', address: undefined, value: v.bind(passTarget.value) };
+  } else if (ret) content = { kind: 'return', value: v.bind(ret) };
   else if (pass) {
     const target: StreamProxyTarget = 'upstream' in pass ? { group: upstreams.get(pass.upstream)! }
       : 'unixPath' in pass ? pass : { value: v.bind(pass.value) };
@@ -750,7 +773,7 @@ function serverConf(
     resolver: c.get(resolverSlot),
     resolverTimeoutMs: c.get(resolverTimeout),
     content,
-    tls: streamTlsConf(cx, node),
+    tls: streamTlsConf(cx, node, v),
     preread: streamPrereadConf(c),
   };
 }
@@ -763,9 +786,11 @@ function serverConf(
 function listenGroupsOf(scope: ConfigScope, servers: ReadonlyMap<LevelConf, StreamServer>): StreamListenGroup[] {
   const listens = scope.registry(streamDecls).listens;
   const first = new Map<string, StreamListen>();
+  const defaults = new Map<string, LevelConf>();
   for (const l of listens) {
     const key = `${l.udp}|${l.host}|${l.port}`;
     if (!first.has(key)) first.set(key, l);
+    if (l.defaultServer && !defaults.has(key)) defaults.set(key, l.server);
   }
   const unique = [...first.values()];
   const wildcards = new Map(unique.filter((l) => l.wildcard).map((l) => [`${l.udp}|${l.port}|${l.host.includes(':')}`, l]));
@@ -776,7 +801,7 @@ function listenGroupsOf(scope: ConfigScope, servers: ReadonlyMap<LevelConf, Stre
     const byLocalAddr = new Map<string, { server: StreamServer; addrText: string }>();
     if (l.wildcard) {
       for (const o of unique) {
-        if (!o.wildcard && o.udp === l.udp && o.port === l.port && o.unixPath === undefined) byLocalAddr.set(o.host, { server: servers.get(o.server)!, addrText: o.addrText });
+        if (!o.wildcard && o.udp === l.udp && o.port === l.port && o.unixPath === undefined) byLocalAddr.set(o.host, { server: servers.get(defaults.get(`${o.udp}|${o.host}|${o.port}`) ?? o.server)!, addrText: o.addrText });
       }
     }
     const sameAddr = [...new Set(listens.filter((o) => o.udp === l.udp && o.host === l.host && o.port === l.port).map((o) => o.server))];
@@ -784,7 +809,7 @@ function listenGroupsOf(scope: ConfigScope, servers: ReadonlyMap<LevelConf, Stre
     out.push({
       host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, udp: l.udp, ssl: listens.some((o) => o.udp === l.udp && o.host === l.host && o.port === l.port && o.ssl),
       proxyProtocol: l.proxyProtocol, backlog: l.backlog, soKeepalive: l.soKeepalive, ipv6only: l.ipv6only,
-      server: servers.get(l.server)!, byLocalAddr, names,
+      server: servers.get(defaults.get(`${l.udp}|${l.host}|${l.port}`) ?? l.server)!, byLocalAddr, names,
     });
   }
   return out;

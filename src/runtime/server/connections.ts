@@ -149,11 +149,13 @@ export class ClientConnections {
     // ngx_http_init_connection: idle until the first bytes come
     stat.reusable(true);
     const conn: OpenConnection = {
-      info: connectionInfo(raw, unixPath, this.numbers.next(), acceptedAtMs(raw), this.counters),
+      info: connectionInfo(raw, unixPath, this.numbers.accepted(raw), acceptedAtMs(raw), this.counters),
       raw, gen, http1: undefined, h2: undefined, active: 0, stat, clientHello: undefined, sentSni: false, handshakeRejected: false, certificateFailed: undefined,
     };
     this.open.add(conn);
     this.bySocket.set(raw, conn);
+    // a TLS socket the stream module's `pass` hands over (its handshake done there) is found by its TCP socket too
+    if (tcpSocketOf(raw) !== raw) this.bySocket.set(tcpSocketOf(raw), conn);
     raw.once('close', () => {
       this.open.delete(conn);
       stat.closed();
@@ -191,7 +193,11 @@ export class ClientConnections {
   secured(conn: OpenConnection, socket: Socket): void {
     const { info } = conn;
     const unixPath = info.peerAddr === 'unix:' ? info.localAddr.slice('unix:'.length) : undefined;
-    conn.info = { ...connectionInfo(socket, unixPath, info.id, info.acceptedAtMs, this.counters, conn.clientHello), proxyProtocol: info.proxyProtocol };
+    // the local address is the accepted one's (the one the stream module's `pass` gave a connection it handed over)
+    conn.info = {
+      ...connectionInfo(socket, unixPath, info.id, info.acceptedAtMs, this.counters, conn.clientHello),
+      localAddr: info.localAddr, localPort: info.localPort, proxyProtocol: info.proxyProtocol,
+    };
   }
 
   /**

@@ -14,6 +14,11 @@ export class Listeners {
   /** @param hooks what the listening socket for `group` (whose `listenKey` is `key`) tells the server */
   constructor(private readonly hooks: (key: string, group: ListenGroup) => ListenHooks) {}
 
+  /** The TCP server listening for the group of `key`, if it is bound (`pass` of the stream module hands it connections). */
+  front(key: string): Listener['front'] | undefined {
+    return this.byKey.get(key)?.front;
+  }
+
   /** Listening sockets open (each counts among `worker_connections`). */
   get count(): number {
     return this.byKey.size;

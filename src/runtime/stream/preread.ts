@@ -114,6 +114,7 @@ export function prereadPhase(session: StreamSession, socket: Socket, conf: Strea
       session.finalize(status);
       return;
     }
+    session.prereadBytes = size;
     if (size > 0) socket.unshift(Buffer.concat(chunks, size));
     done();
   };

@@ -9,10 +9,12 @@
 import { createSocket, type RemoteInfo, type Socket as DgramSocket } from 'node:dgram';
 import { chmodSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import type { StreamListenGroup, StreamProxyConf, StreamServer } from '../../config/route-table.js';
+import type { PassAddress } from '../../config/modules/stream-pass.js';
+import type { StreamContent, StreamListenGroup, StreamProxyConf, StreamServer } from '../../config/route-table.js';
 import { ConfigError } from '../../errors.js';
 import { systemErrorText } from '../../os-errors.js';
 import { readProxyProtocol } from '../proxy-protocol.js';
+import { passListenMatches, passSession, type PassTargets } from './pass.js';
 import { StreamProxy } from './proxy.js';
 import { streamLimitConnections } from './limit-conn.js';
 import { prereadPhase } from './preread.js';
@@ -36,6 +38,22 @@ export class StreamServers {
   /** Open sessions, each with the means to close it at once. */
   private readonly sessions = new Map<StreamSession, () => void>();
   private env: StreamEnv | undefined;
+
+  /** @param passTargets the listening sockets of the rest of the process (http's) that `pass` may hand a connection to */
+  constructor(private readonly passTargets: PassTargets = () => undefined) {}
+
+  /**
+   * `pass`'s search of the process's listening sockets: this one's TCP
+   * sockets, then the others (`passTargets`).
+   */
+  private passTarget(address: PassAddress): ((socket: Socket) => void) | undefined {
+    for (const [key, b] of this.bound) {
+      if (!b.tcp) continue;
+      const group = this.env?.table.listens.find((g) => keyOf(g) === key);
+      if (group && passListenMatches(group, address)) return (socket) => b.tcp.emit('connection', socket);
+    }
+    return this.passTargets(address);
+  }
 
   /** Sessions open now (a stopping worker exits once none is left). */
   get openCount(): number {
@@ -173,17 +191,27 @@ export class StreamServers {
       socket.destroy();
     });
     session.logConnected();
-    socket.on('error', (err) => {
+    const onSocketError = (err: Error): void => {
       if (proxy) proxy.clientEnd(err);
       else if (!session.finalized) {
         session.connectionError(err, 'recv() failed', false);
         session.finalize(OK);
       }
-    });
-    socket.on('close', () => {
+    };
+    const onSocketClose = (): void => {
       if (!session.finalized && !proxy) session.finalize(OK);
       this.sessions.delete(session);
-    });
+    };
+    socket.on('error', onSocketError);
+    socket.on('close', onSocketClose);
+    // the TLS socket's handlers, once its handshake completed
+    const onSecuredError = (err: Error): void => {
+      if (proxy) proxy.clientEnd(err);
+      else if (!session.finalized) session.finalize(OK);
+    };
+    const onSecuredClose = (): void => {
+      if (!session.finalized && !proxy) session.finalize(OK);
+    };
     const begin = (): void => {
       session.action = 'initializing session';
       session.applyRealIp();
@@ -199,13 +227,8 @@ export class StreamServers {
       if (group.ssl && server.tls) {
         streamHandshake(session, socket, (secured) => {
           io = secured;
-          secured.on('error', (err) => {
-            if (proxy) proxy.clientEnd(err);
-            else if (!session.finalized) session.finalize(OK);
-          });
-          secured.on('close', () => {
-            if (!session.finalized && !proxy) session.finalize(OK);
-          });
+          secured.on('error', onSecuredError);
+          secured.on('close', onSecuredClose);
           prereadThenContent();
         });
         return;
@@ -224,7 +247,12 @@ export class StreamServers {
     };
     const contentPhase = (): void => {
       // the server an SNI name chose, if it chose one
-      const conf = proxyConfOf(session, (text, done) => io.write(text, done));
+      const conf = proxyConfOf(session, (text, done) => io.write(text, done), (pass) => passSession(session, io, pass, (a) => this.passTarget(a), () => {
+        this.sessions.delete(session);
+        // the listening socket's handlers take the errors that matter (a TCP socket's under a TLS one reach the TLS socket's)
+        socket.off('close', onSocketClose).off('error', onSocketError).on('error', () => undefined);
+        io.off('error', onSecuredError).off('close', onSecuredClose);
+      }));
       if (!conf) return;
       proxy = new StreamProxy(session, conf);
       io.on('data', (chunk: Buffer) => proxy!.clientData(chunk));
@@ -336,7 +364,12 @@ export class StreamServers {
       session.finalize(FORBIDDEN);
       return;
     }
-    const conf = proxyConfOf(session, (text, done) => sock.send(text, rinfo.port, rinfo.address, done));
+    const conf = proxyConfOf(session, (text, done) => sock.send(text, rinfo.port, rinfo.address, done), () => {
+      // ngx_stream_pass_handler
+      session.action = 'passing connection to port';
+      session.log('error', 'cannot pass udp connection');
+      session.finalize(INTERNAL_SERVER_ERROR);
+    });
     if (!conf) return;
     const proxy = new StreamProxy(session, conf);
     entry.proxy = proxy;
@@ -351,12 +384,14 @@ export class StreamServers {
 /**
  * The content phase (`ngx_stream_core_content_phase`) of a TCP or UDP
  * session up to its proxy: a server without a handler ends the session
- * with 500 (nginx logs `no handler for server` at debug level only), and
+ * with 500 (nginx logs `no handler for server` at debug level only),
  * `return` (`ngx_stream_return_handler`) sends its value through `send`
- * and ends the session once it is sent; otherwise the proxy's settings.
- * The content handler's lines have no action.
+ * and ends the session once it is sent, `pass` goes to `pass`; otherwise
+ * the proxy's settings. The content handler's lines have no action.
  */
-function proxyConfOf(session: StreamSession, send: (text: Buffer, done: () => void) => void): StreamProxyConf | undefined {
+function proxyConfOf(
+  session: StreamSession, send: (text: Buffer, done: () => void) => void, pass: (content: Extract<StreamContent, { kind: 'pass' }>) => void,
+): StreamProxyConf | undefined {
   session.action = undefined;
   const content = session.server.content;
   if (!content) {
@@ -367,6 +402,10 @@ function proxyConfOf(session: StreamSession, send: (text: Buffer, done: () => vo
     const text = Buffer.from(content.value.evaluate(session), 'latin1');
     session.bytesSent += text.length;
     send(text, () => session.finalize(OK));
+    return undefined;
+  }
+  if (content.kind === 'pass') {
+    pass(content);
     return undefined;
   }
   return content.proxy;

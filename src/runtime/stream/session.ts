@@ -17,6 +17,7 @@ import type { AccessLogFiles } from '../../log/access-log.js';
 import type { ErrorLogFiles } from '../../log/error-log.js';
 import type { LogLevel } from '../../log/levels.js';
 import { appendFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { systemErrorText } from '../../os-errors.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
 import type { LimitConnStore } from '../limit-conn-zones.js';
@@ -83,6 +84,8 @@ export class StreamSession implements StreamView {
   finalized = false;
   /** What `ssl_preread` read of the ClientHello. */
   preread: StreamView['preread'];
+  /** Bytes the preread phase read (nginx's `c->buffer`; it peeks at a plain connection instead, `ngx_stream_preread_can_peek`). */
+  prereadBytes = 0;
   /** The TLS handshake's results, once it completed (`listen … ssl`). */
   tls: TlsView | undefined;
 
@@ -222,6 +225,18 @@ export class StreamSession implements StreamView {
     this.writeAccessLog();
     this.client.close();
     for (const c of this.cleanups) c();
+  }
+
+  /**
+   * The connection went to another listening socket (`pass`): the session
+   * ends without an access-log line; its cleanups (limit_conn's counts, on
+   * the connection's pool in nginx) run when `socket` closes.
+   */
+  passed(socket: Socket): void {
+    this.finalized = true;
+    socket.once('close', () => {
+      for (const c of this.cleanups) c();
+    });
   }
 
   /** `ngx_stream_log_handler`: each `access_log` whose `if=` holds. */
