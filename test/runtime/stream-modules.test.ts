@@ -4,8 +4,9 @@
  * same client refused (`$status` 503, `$limit_conn_status` REJECTED and
  * nginx's `limiting connections by zone "z"` line), or only logged with
  * `limit_conn_dry_run`; `geo` (the client's address, a variable's, ranges)
- * and `split_clients` values returned with `return`; and the upstream server
- * `hash $k` and `hash $k consistent` pick for eight keys.
+ * and `split_clients` values returned with `return`; the PROXY protocol v2
+ * header's addresses and TLVs (`$proxy_protocol_tlv_*`); and the upstream
+ * server `hash $k` and `hash $k consistent` pick for eight keys.
  */
 import { strict as assert } from 'node:assert';
 import { existsSync, readFileSync } from 'node:fs';
@@ -26,6 +27,33 @@ function readAll(port: number): Promise<string> {
     s.on('error', () => undefined);
     s.on('close', () => resolve(out));
   });
+}
+
+/** What a server sends to a client that sends `first` and then waits for the close. */
+function answerTo(port: number, first: Buffer): Promise<string> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1', () => s.write(first));
+    let out = '';
+    s.on('data', (d) => { out += d.toString('latin1'); });
+    s.on('error', () => undefined);
+    s.on('close', () => resolve(out));
+  });
+}
+
+/** A TLV of a PROXY protocol v2 header: type, 16-bit length, value. */
+const tlv = (type: number, value: Buffer): Buffer => Buffer.concat([Buffer.from([type, value.length >> 8, value.length & 0xff]), value]);
+
+/**
+ * A PROXY protocol v2 header (TCP over IPv4, 192.0.2.1:123 to 192.0.2.2:5678)
+ * with ALPN, authority and unique ID TLVs and an SSL TLV (client flags,
+ * verify result 0, version and CN sub-TLVs).
+ */
+function proxyV2Header(): Buffer {
+  const addresses = Buffer.from([192, 0, 2, 1, 192, 0, 2, 2, 0, 123, 0x16, 0x2e]);
+  const ssl = tlv(0x20, Buffer.concat([Buffer.from([0x07, 0, 0, 0, 0]), tlv(0x21, Buffer.from('TLSv1.3')), tlv(0x22, Buffer.from('client.example'))]));
+  const body = Buffer.concat([addresses, tlv(0x01, Buffer.from('h2')), tlv(0x02, Buffer.from('example.com')), tlv(0x05, Buffer.from('id-7')), ssl]);
+  const head = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a, 0x21, 0x11, body.length >> 8, body.length & 0xff]);
+  return Buffer.concat([head, body]);
 }
 
 /** The lines of a file of the prefix (none when it is not there). */
@@ -130,6 +158,21 @@ describe('stream limit_conn, geo, split_clients, upstream hash (differential)', 
     }, async (s) => ({ returned: await readAll(s.port) }));
     assert.deepEqual(run.jinx.result, run.nginx.result);
     assert.match(run.nginx.result.returned, /^one ten-one \[\] [abcd]{4} \[[ab]?\]\n$/);
+  });
+
+  it('reads a PROXY protocol v2 header: its addresses and TLVs by name and by type, as nginx', async () => {
+    const run = await differential({
+      literals: { STREAM_MODULE: streamModulePath() },
+      conf: ({ port }) => `load_module ${streamModulePath()};\n${mainContext()}stream {
+  server {
+    listen 127.0.0.1:${port} proxy_protocol;
+    return "$proxy_protocol_addr:$proxy_protocol_port $proxy_protocol_server_addr:$proxy_protocol_server_port $proxy_protocol_tlv_alpn $proxy_protocol_tlv_authority $proxy_protocol_tlv_0x05 [$proxy_protocol_tlv_0x30] $proxy_protocol_tlv_ssl_version $proxy_protocol_tlv_ssl_cn $proxy_protocol_tlv_ssl_verify\\n";
+  }
+}
+`,
+    }, async (s) => ({ returned: await answerTo(s.port, proxyV2Header()) }));
+    assert.deepEqual(run.jinx.result, run.nginx.result);
+    assert.equal(run.nginx.result.returned, '192.0.2.1:123 192.0.2.2:5678 h2 example.com id-7 [] TLSv1.3 client.example 0\n');
   });
 
   it('picks the upstream server by hash $k and hash $k consistent for eight keys as nginx', async () => {

@@ -8,6 +8,7 @@ import { NGINX_VERSION } from '../../version.js';
 import type { StreamUpstreamState, StreamView } from '../stream-view.js';
 import type { VariableDef } from '../variables.js';
 import type { ClientCertificateView } from '../request-view.js';
+import { proxyProtocolTlv } from '../proxy-protocol-tlv.js';
 import { binaryAddress, timeIso8601, timeLocal } from './http-variables.js';
 
 /** `%T.%03M`: seconds with milliseconds. */
@@ -70,6 +71,8 @@ export const streamVariables: readonly VariableDef<StreamView>[] = [
   { name: 'proxy_protocol_port', get: (s) => (s.proxyProtocol ? String(s.proxyProtocol.srcPort) : undefined) },
   { name: 'proxy_protocol_server_addr', get: (s) => s.proxyProtocol?.dstAddr },
   { name: 'proxy_protocol_server_port', get: (s) => (s.proxyProtocol ? String(s.proxyProtocol.dstPort) : undefined) },
+  // ngx_stream_variable_proxy_protocol_tlv: a TLV of the session's PROXY protocol v2 header, by name or 0x type
+  { name: 'proxy_protocol_tlv_', prefix: true, get: (s, name) => (s.proxyProtocol ? proxyProtocolTlv(s.proxyProtocol, name).value?.toString('latin1') : undefined) },
   { name: 'server_addr', get: (s) => s.serverAddr },
   { name: 'server_name', get: (s) => s.serverName },
   { name: 'server_port', get: (s) => (s.serverPort === 0 ? '' : String(s.serverPort)) },
