@@ -6,9 +6,9 @@
  *
  * Formats (`--format`):
  * - `text`: one finding a line, `FILE:LINE[, included from FILE:LINE…]:
- *   [severity] message (code)`, paths as nginx prints them in its messages
- *   (the prefix or the main file's directory joined to the path as given);
- *   `FILE: no findings` when there is none;
+ *   [severity] message (code)`, paths under the prefix relative to it
+ *   (`relativeToPrefix`), others as nginx prints them; `FILE: no findings`
+ *   when there is none;
  * - `json`: an array of `{severity, code, message, file, line,
  *   includedFrom: [{file, line}…], fix}` (`file`/`line`/`fix` null when
  *   unknown or none);
@@ -65,10 +65,23 @@ function unwrapped(loc: SourceLoc | undefined, wrapper: string): SourceLoc | und
 /** `FILE:LINE`, or `FILE` for a `-g` directive. */
 const place = (l: SourceLoc): string => (l.line > 0 ? `${l.file}:${l.line}` : l.file);
 
-/** The text format of one finding. */
-export function findingLine(f: LintFinding): string {
+/**
+ * `text` with each path under `prefix` (ending with `/`) written relative to
+ * it, as a reader of a tree names its files (`conf.d/include/assets.conf:1,
+ * included from proxy_host/1.conf:39`); other paths stay as they are. Only
+ * for lint's text format: json and sarif, and `-t`'s messages, keep nginx's
+ * paths.
+ */
+export function relativeToPrefix(text: string, prefix: string): string {
+  if (prefix === '/') return text;
+  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return text.replace(new RegExp(`(?<![\\w./-])${escaped}(?=[^\\s/])`, 'g'), '');
+}
+
+/** The text format of one finding, paths under `prefix` relative to it. */
+export function findingLine(f: LintFinding, prefix: string): string {
   const where = f.loc ? [f.loc, ...includeChain(f.loc)].map(place).join(', included from ') + ': ' : '';
-  return `${where}[${f.severity}] ${f.message} (${f.code})`;
+  return relativeToPrefix(`${where}[${f.severity}] ${f.message} (${f.code})`, prefix);
 }
 
 /** The JSON format of one finding: `file` and `line` always there, null when unknown. */
@@ -125,8 +138,8 @@ export async function lint(paths: ConfPaths, opts: LintOptions): Promise<number>
   } else if (opts.format === 'sarif') {
     process.stdout.write(JSON.stringify(sarifLog(findings, allRules, { version: JINX_VERSION, cwd: process.cwd(), confFile: paths.confFile }), null, 2) + '\n');
   } else {
-    for (const f of findings) process.stdout.write(findingLine(f) + '\n');
-    if (findings.length === 0) process.stdout.write(`${paths.confFile}: no findings\n`);
+    for (const f of findings) process.stdout.write(findingLine(f, paths.prefix) + '\n');
+    if (findings.length === 0) process.stdout.write(`${relativeToPrefix(paths.confFile, paths.prefix)}: no findings\n`);
   }
   const worst = SEVERITIES.indexOf(opts.failOn);
   return findings.some((f) => SEVERITIES.indexOf(f.severity) <= worst) ? 1 : 0;

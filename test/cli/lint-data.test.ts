@@ -33,6 +33,10 @@ describe('lint data', () => {
     assert.equal(noEffectDiffers(directive('auth_delay', '0s')), false);
     assert.equal(noEffectDiffers(directive('auth_delay', '1s')), true);
     assert.equal(noEffectDiffers(directive('ssl_conf_command', 'Options', 'PrioritizeChaCha')), true);
+    // env: only a time zone set for the workers is something jinx does not do
+    assert.equal(noEffectDiffers(directive('env', 'PERL5LIB')), false);
+    assert.equal(noEffectDiffers(directive('env', 'MALLOC_OPTIONS=J')), false);
+    assert.equal(noEffectDiffers(directive('env', 'TZ=Europe/Paris')), true);
   });
 
   it('nginx-directives.ts is what scripts/nginx-directives.mjs generates; it knows perl_set, geoip_country and js_content', () => {

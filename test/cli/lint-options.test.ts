@@ -156,9 +156,9 @@ bogus;
       return { status: r.status, text: r.stdout };
     };
     assert.deepEqual(run('location', 'snippets/loc.conf'), {
-      status: 0, text: `${p}/snippets/loc.conf:3: [note] "rewrite_log" has no effect in jinx: rewrites are not traced in the error log (no-effect)\n`,
+      status: 0, text: `snippets/loc.conf:3: [note] "rewrite_log" has no effect in jinx: rewrites are not traced in the error log (no-effect)\n`,
     });
-    assert.deepEqual(run('server', 'snippets/srv.conf'), { status: 1, text: `${p}/snippets/srv.conf:3: [error] unknown directive "bogus" (unknown-directive)\n` });
+    assert.deepEqual(run('server', 'snippets/srv.conf'), { status: 1, text: `snippets/srv.conf:3: [error] unknown directive "bogus" (unknown-directive)\n` });
     assert.equal(run('http', 'snippets/http.conf').status, 0);
     // in the wrong context, what nginx says there
     assert.deepEqual(run('http', 'snippets/loc.conf').status, 1);

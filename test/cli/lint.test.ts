@@ -8,6 +8,7 @@ import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup, runJinx } from '../helpers/harness.js';
 import { makePrefix } from '../helpers/cli.js';
+import { relativeToPrefix } from '../../src/cli/lint.js';
 
 interface Finding {
   severity: string;
@@ -59,10 +60,10 @@ describe('jinx lint', () => {
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
     assert.ok(lines.includes(
-      `${p}/conf.d/site.conf:5, included from ${p}/nginx.conf:7: [warning] low address bits of 10.1.2.3/8 are meaningless (low-address-bits)`,
+      'conf.d/site.conf:5, included from nginx.conf:7: [warning] low address bits of 10.1.2.3/8 are meaningless (low-address-bits)',
     ), r.stdout);
     for (const [file, line, name] of [['nginx.conf', 4, 'rewrite_log'], ['nginx.conf', 5, 'proxy_store'], ['nginx.conf', 6, 'ssl_stapling']] as const) {
-      const prefix = `${p}/${file}:${line}: [note] "${name}" has no effect in jinx`;
+      const prefix = `${file}:${line}: [note] "${name}" has no effect in jinx`;
       assert.ok(lines.some((l) => l.startsWith(prefix) && l.endsWith(' (no-effect)')), `expected a line starting with ${prefix}\n${r.stdout}`);
     }
     // pcre_jit, sendfile, tcp_nopush, open_file_cache, postpone_output: tuning; proxy_force_ranges off: what jinx does
@@ -93,7 +94,7 @@ describe('jinx lint', () => {
     const p = makePrefix(BAD);
     const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf']);
     assert.equal(r.status, 1);
-    assert.ok(r.stdout.split('\n').includes(`${p}/nginx.conf:4: [error] unknown directive "bogus_directive" (unknown-directive)`), r.stdout);
+    assert.ok(r.stdout.split('\n').includes('nginx.conf:4: [error] unknown directive "bogus_directive" (unknown-directive)'), r.stdout);
   });
 
   it('an error in JSON: severity "error" with its code, file and line, exit 1', () => {
@@ -106,11 +107,19 @@ describe('jinx lint', () => {
     }]);
   });
 
+  it('text names the files under the prefix relative to it (json keeps nginx\'s paths); other paths stay whole', () => {
+    assert.equal(
+      relativeToPrefix('/p/a.conf:1, included from /p/nginx.conf:2: [error] open() "/p/b.conf" failed; /q/p/c.conf, /pp/d, /p/', '/p/'),
+      'a.conf:1, included from nginx.conf:2: [error] open() "b.conf" failed; /q/p/c.conf, /pp/d, /p/',
+    );
+    assert.equal(relativeToPrefix('/etc/nginx/nginx.conf:1', '/'), '/etc/nginx/nginx.conf:1');
+  });
+
   it('a configuration with nothing to report: "FILE: no findings", exit 0', () => {
     const p = makePrefix({ 'nginx.conf': 'events {}\nhttp { server_tokens off; server { listen 127.0.0.1:1; return 204; } }\n' });
     const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf']);
     assert.equal(r.status, 0);
-    assert.equal(r.stdout, `${p}/nginx.conf: no findings\n`);
+    assert.equal(r.stdout, 'nginx.conf: no findings\n');
     const json = lintJson(['-p', `${p}/`, '-c', 'nginx.conf']);
     assert.deepEqual(json.findings, []);
   });
@@ -126,7 +135,7 @@ describe('jinx lint', () => {
     const p = makePrefix({});
     const r = runJinx(['lint', '-p', `${p}/`, '-c', 'missing.conf']);
     assert.equal(r.status, 1);
-    assert.match(r.stdout, new RegExp(`\\[error\\] open\\(\\) "${p}/missing.conf" failed \\(2: No such file or directory\\)`));
+    assert.match(r.stdout, new RegExp(`\\[error\\] open\\(\\) "missing.conf" failed \\(2: No such file or directory\\)`));
   });
 
   it('-g directives are checked too', () => {

@@ -51,7 +51,7 @@ describe('add-header-inheritance', () => {
     add_header Cache-Control public;
   }
 }`), [
-      'DIR/nginx.conf:6 location "/assets/" (DIR/nginx.conf:6) sets its own add_header (DIR/nginx.conf:7), so Strict-Transport-Security (DIR/nginx.conf:4) and X-Frame-Options (DIR/nginx.conf:5), set above, are not sent with its responses.',
+      'DIR/nginx.conf:6 location "/assets/" sets its own add_header (DIR/nginx.conf:7), so Strict-Transport-Security (DIR/nginx.conf:4) and X-Frame-Options (DIR/nginx.conf:5), set above, are not sent with its responses.',
     ]);
   });
   test('fires through an include, and in an if block', async () => {
@@ -62,8 +62,8 @@ describe('add-header-inheritance', () => {
     if ($arg_debug) { add_header X-Debug 1; }
   }
 }`, { 'snippet.conf': 'location /a/ {\n    add_header X-A 1;\n}\n' }), [
-      'DIR/snippet.conf:1 location "/a/" (DIR/snippet.conf:1) sets its own add_header (DIR/snippet.conf:2), so X-Robots-Tag (DIR/nginx.conf:4), set above, is not sent with its responses.',
-      'DIR/nginx.conf:7 if ($arg_debug) (DIR/nginx.conf:7) sets its own add_header (DIR/nginx.conf:7), so X-Robots-Tag (DIR/nginx.conf:4), set above, is not sent with its responses.',
+      'DIR/snippet.conf:1 location "/a/" sets its own add_header (DIR/snippet.conf:2), so X-Robots-Tag (DIR/nginx.conf:4), set above, is not sent with its responses.',
+      'DIR/nginx.conf:7 if ($arg_debug) sets its own add_header (DIR/nginx.conf:7), so X-Robots-Tag (DIR/nginx.conf:4), set above, is not sent with its responses.',
     ]);
   });
   test('twin: the location repeats every header', async () => {
@@ -81,7 +81,7 @@ describe('add-trailer-inheritance', () => {
   add_trailer Server-Timing "app;dur=1";
   location / { add_trailer X-Checksum abc; }
 }`), [
-      'DIR/nginx.conf:5 location "/" (DIR/nginx.conf:5) sets its own add_trailer (DIR/nginx.conf:5), so Server-Timing (DIR/nginx.conf:4), set above, is not sent with its responses.',
+      'DIR/nginx.conf:5 location "/" sets its own add_trailer (DIR/nginx.conf:5), so Server-Timing (DIR/nginx.conf:4), set above, is not sent with its responses.',
     ]);
   });
   test('twin', async () => {
@@ -94,15 +94,38 @@ describe('add-trailer-inheritance', () => {
 
 describe('proxy-set-header-inheritance', () => {
   test('fires where the list reaches a proxy_pass', async () => {
-    assert.deepEqual(await run('proxy-set-header-inheritance', `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-${SERVER}
+    assert.deepEqual(await run('proxy-set-header-inheritance', `${SERVER}
+  proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
   location /ws/ {
     proxy_set_header Upgrade $http_upgrade;
     proxy_pass http://127.0.0.1:9000;
   }
 }`), [
-      'DIR/nginx.conf:5 location "/ws/" (DIR/nginx.conf:5) sets its own proxy_set_header (DIR/nginx.conf:6), so X-Forwarded-For (DIR/nginx.conf:3), set above, is not sent to its upstream.',
+      'DIR/nginx.conf:5 location "/ws/" sets its own proxy_set_header (DIR/nginx.conf:6), so X-Forwarded-For (DIR/nginx.conf:4), set above, is not sent to its upstream.',
     ]);
+  });
+  test('an entry of the http block dropped by several locations: one finding at the entry, naming each (with its include chain)', async () => {
+    assert.deepEqual(await run('proxy-set-header-inheritance', `proxy_set_header Accept-Encoding "";
+${SERVER}
+  proxy_set_header Upgrade $http_upgrade;
+  include host.conf;
+}
+server { listen 127.0.0.1:8081; server_tokens off;
+  location /api/ { proxy_set_header Host $host; proxy_pass http://127.0.0.1:9000; }
+}`, {
+      'host.conf': 'include proxy.conf;\n',
+      'proxy.conf': 'location /app/ {\n  proxy_set_header Host $host;\n  proxy_pass http://127.0.0.1:9000;\n}\n',
+    }), [
+      'DIR/proxy.conf:1 location "/app/" sets its own proxy_set_header (DIR/proxy.conf:2), so Upgrade (DIR/nginx.conf:5), set above, is not sent to its upstream.',
+      'DIR/nginx.conf:3 proxy_set_header Accept-Encoding, set here in the http block, is dropped by 2 locations with their own proxy_set_header, so it is not sent to their upstream: location "/app/" (DIR/proxy.conf:1 via DIR/host.conf:1), location "/api/" (DIR/nginx.conf:9).',
+    ]);
+  });
+  test('twin: a location that writes its own Connection has chosen about Upgrade', async () => {
+    assert.deepEqual(await run('proxy-set-header-inheritance', `${SERVER}
+  proxy_set_header Upgrade $http_upgrade;
+  proxy_set_header Connection $http_connection;
+  location /auth { internal; proxy_set_header Connection ""; proxy_pass http://127.0.0.1:9000; }
+}`), []);
   });
   test('twin: a server-level list that no proxied location takes, and a location that repeats', async () => {
     assert.deepEqual(await run('proxy-set-header-inheritance', `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
@@ -120,7 +143,7 @@ describe('proxy-hide-header-inheritance', () => {
 ${SERVER}
   location / { proxy_hide_header X-Runtime; proxy_pass http://127.0.0.1:9000; }
 }`), [
-      'DIR/nginx.conf:5 location "/" (DIR/nginx.conf:5) sets its own proxy_hide_header (DIR/nginx.conf:5), so X-Powered-By (DIR/nginx.conf:3), set above, is not hidden from its responses.',
+      'DIR/nginx.conf:3 proxy_hide_header X-Powered-By, set here in the http block, is dropped by a location with its own proxy_hide_header, so it is not hidden from its responses: location "/" (DIR/nginx.conf:5).',
     ]);
   });
   test('twin', async () => {
@@ -140,7 +163,7 @@ describe('fastcgi-param-inheritance', () => {
     fastcgi_pass 127.0.0.1:9001;
   }
 }`), [
-      'DIR/nginx.conf:5 location "~ \\.php$" (DIR/nginx.conf:5) sets its own fastcgi_param (DIR/nginx.conf:6), so SCRIPT_FILENAME (DIR/nginx.conf:4), set above, is not passed to its FastCGI server.',
+      'DIR/nginx.conf:5 location "~ \\.php$" sets its own fastcgi_param (DIR/nginx.conf:6), so SCRIPT_FILENAME (DIR/nginx.conf:4), set above, is not passed to its FastCGI server.',
     ]);
   });
   test('twin: the parameters are all at one level', async () => {
@@ -404,19 +427,14 @@ describe('real trees', () => {
   test('Nginx Proxy Manager: the assets location drops Strict-Transport-Security and X-Robots-Tag', async () => {
     const found = await treeFindings(prepareProxyManager);
     const assets = 'DIR/etc/nginx/conf.d/include/assets.conf:1';
-    const assetsName = String.raw`location "~* ^.*\.(css|js|jpe?g|gif|png|webp|woff|woff2|eot|ttf|svg|ico|css\.map|js\.map)$" (DIR/etc/nginx/conf.d/include/assets.conf:1)`;
+    const assetsName = String.raw`location "~* ^.*\.(css|js|jpe?g|gif|png|webp|woff|woff2|eot|ttf|svg|ico|css\.map|js\.map)$"`;
     assert.deepEqual(found, [
       `add-header-inheritance ${assets} ${assetsName} sets its own add_header (DIR/etc/nginx/conf.d/include/proxy.conf:1), so Strict-Transport-Security (DIR/data/nginx/proxy_host/1.conf:48) and X-Robots-Tag (DIR/data/nginx/proxy_host/1.conf:76), set above, are not sent with its responses.`,
-      'add-header-inheritance DIR/data/nginx/proxy_host/1.conf:78 location "/metrics" (DIR/data/nginx/proxy_host/1.conf:78) sets its own add_header (DIR/etc/nginx/conf.d/include/proxy.conf:1), so Strict-Transport-Security (DIR/data/nginx/proxy_host/1.conf:48) and X-Robots-Tag (DIR/data/nginx/proxy_host/1.conf:76), set above, are not sent with its responses.',
-      'add-header-inheritance DIR/data/nginx/proxy_host/1.conf:88 location "/" (DIR/data/nginx/proxy_host/1.conf:88) sets its own add_header (DIR/data/nginx/proxy_host/1.conf:125), so X-Robots-Tag (DIR/data/nginx/proxy_host/1.conf:76), set above, is not sent with its responses.',
-      `proxy-set-header-inheritance ${assets} ${assetsName} sets its own proxy_set_header (DIR/etc/nginx/conf.d/include/proxy.conf:2), so Accept-Encoding (DIR/etc/nginx/nginx.conf:44), set above, is not sent to its upstream.`,
-      'proxy-set-header-inheritance DIR/etc/nginx/conf.d/production.conf:14 location "/api/" (DIR/etc/nginx/conf.d/production.conf:14) sets its own proxy_set_header (DIR/etc/nginx/conf.d/production.conf:16), so Accept-Encoding (DIR/etc/nginx/nginx.conf:44), set above, is not sent to its upstream.',
-      `proxy-set-header-inheritance ${assets} ${assetsName} sets its own proxy_set_header (DIR/etc/nginx/conf.d/include/proxy.conf:2), so Upgrade (DIR/data/nginx/proxy_host/1.conf:63), Connection (DIR/data/nginx/proxy_host/1.conf:64) and Accept-Encoding (DIR/etc/nginx/nginx.conf:44), set above, are not sent to its upstream.`,
-      'proxy-set-header-inheritance DIR/data/nginx/proxy_host/1.conf:78 location "/metrics" (DIR/data/nginx/proxy_host/1.conf:78) sets its own proxy_set_header (DIR/etc/nginx/conf.d/include/proxy.conf:2), so Upgrade (DIR/data/nginx/proxy_host/1.conf:63), Connection (DIR/data/nginx/proxy_host/1.conf:64) and Accept-Encoding (DIR/etc/nginx/nginx.conf:44), set above, are not sent to its upstream.',
-      'proxy-set-header-inheritance DIR/data/nginx/proxy_host/1.conf:88 location "/" (DIR/data/nginx/proxy_host/1.conf:88) sets its own proxy_set_header (DIR/data/nginx/proxy_host/1.conf:97), so Accept-Encoding (DIR/etc/nginx/nginx.conf:44), set above, is not sent to its upstream.',
-      'proxy-set-header-inheritance DIR/data/nginx/proxy_host/2.conf:49 location "/api" (DIR/data/nginx/proxy_host/2.conf:49) sets its own proxy_set_header (DIR/data/nginx/proxy_host/2.conf:52), so Accept-Encoding (DIR/etc/nginx/nginx.conf:44), set above, is not sent to its upstream.',
-      'proxy-set-header-inheritance DIR/data/nginx/proxy_host/2.conf:73 location "/static/" (DIR/data/nginx/proxy_host/2.conf:73) sets its own proxy_set_header (DIR/data/nginx/proxy_host/2.conf:76), so Accept-Encoding (DIR/etc/nginx/nginx.conf:44), set above, is not sent to its upstream.',
-      'proxy-set-header-inheritance DIR/data/nginx/proxy_host/2.conf:101 location "/" (DIR/data/nginx/proxy_host/2.conf:101) sets its own proxy_set_header (DIR/etc/nginx/conf.d/include/proxy.conf:2), so Accept-Encoding (DIR/etc/nginx/nginx.conf:44), set above, is not sent to its upstream.',
+      'add-header-inheritance DIR/data/nginx/proxy_host/1.conf:78 location "/metrics" sets its own add_header (DIR/etc/nginx/conf.d/include/proxy.conf:1), so Strict-Transport-Security (DIR/data/nginx/proxy_host/1.conf:48) and X-Robots-Tag (DIR/data/nginx/proxy_host/1.conf:76), set above, are not sent with its responses.',
+      'add-header-inheritance DIR/data/nginx/proxy_host/1.conf:88 location "/" sets its own add_header (DIR/data/nginx/proxy_host/1.conf:125), so X-Robots-Tag (DIR/data/nginx/proxy_host/1.conf:76), set above, is not sent with its responses.',
+      `proxy-set-header-inheritance ${assets} ${assetsName} sets its own proxy_set_header (DIR/etc/nginx/conf.d/include/proxy.conf:2), so Upgrade (DIR/data/nginx/proxy_host/1.conf:63) and Connection (DIR/data/nginx/proxy_host/1.conf:64), set above, are not sent to its upstream.`,
+      'proxy-set-header-inheritance DIR/data/nginx/proxy_host/1.conf:78 location "/metrics" sets its own proxy_set_header (DIR/etc/nginx/conf.d/include/proxy.conf:2), so Upgrade (DIR/data/nginx/proxy_host/1.conf:63) and Connection (DIR/data/nginx/proxy_host/1.conf:64), set above, are not sent to its upstream.',
+      `proxy-set-header-inheritance DIR/etc/nginx/nginx.conf:44 proxy_set_header Accept-Encoding, set here in the http block, is dropped by 8 locations with their own proxy_set_header, so it is not sent to their upstream: ${assetsName} (${assets} via DIR/etc/nginx/conf.d/default.conf:13), location "/api/" (DIR/etc/nginx/conf.d/production.conf:14), ${assetsName} (${assets} via DIR/data/nginx/proxy_host/1.conf:39), location "/metrics" (DIR/data/nginx/proxy_host/1.conf:78), location "/" (DIR/data/nginx/proxy_host/1.conf:88), location "/api" (DIR/data/nginx/proxy_host/2.conf:49), location "/static/" (DIR/data/nginx/proxy_host/2.conf:73), location "/" (DIR/data/nginx/proxy_host/2.conf:101).`,
     ]);
   });
 
@@ -426,10 +444,12 @@ describe('real trees', () => {
     ]);
   });
 
-  test('the scenario tree: headers lost where locations set their own', async () => {
+  test('the scenario tree: headers lost where locations set their own, an http block\'s entry once', async () => {
     const found = await treeFindings(prepareScenario);
     assert.ok(found.every((f) => f.startsWith('proxy-set-header-inheritance ')), found.join('\n'));
-    assert.ok(found.includes('proxy-set-header-inheritance DIR/conf/proxy_host/6.conf:33 location "/" (DIR/conf/proxy_host/6.conf:33) sets its own proxy_set_header (DIR/conf/snippets/authelia-authrequest.conf:14), so Upgrade (DIR/conf/proxy_host/6.conf:22), Connection (DIR/conf/proxy_host/6.conf:23) and Accept-Encoding (DIR/conf/nginx.conf:46), set above, are not sent to its upstream.'), found.join('\n'));
-    assert.equal(found.length, 16, found.join('\n'));
+    assert.ok(found.includes('proxy-set-header-inheritance DIR/conf/proxy_host/6.conf:33 location "/" sets its own proxy_set_header (DIR/conf/snippets/authelia-authrequest.conf:14), so Upgrade (DIR/conf/proxy_host/6.conf:22) and Connection (DIR/conf/proxy_host/6.conf:23), set above, are not sent to its upstream.'), found.join('\n'));
+    // the http block's Accept-Encoding (16 locations) and X-Forwarded-Scheme (the two /authelia locations): one finding each
+    assert.equal(found.filter((f) => f.includes(', set here in the http block, ')).length, 2, found.join('\n'));
+    assert.equal(found.length, 4, found.join('\n'));
   });
 });

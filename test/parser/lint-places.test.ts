@@ -15,7 +15,7 @@ interface LintResult {
   readonly text: string[];
 }
 
-/** Runs `jinx lint` (JSON and text) on PREFIX/nginx.conf, with the prefix written `PREFIX`. */
+/** Runs `jinx lint` (JSON and text) on PREFIX/nginx.conf, with the prefix written `PREFIX` (text names the files relative to it). */
 function lint(files: PrefixFiles): LintResult {
   const prefix = makePrefix(files);
   const run = (format: string) => spawnSync(JINX, ['lint', '--format', format, '-p', `${prefix}/`, '-c', `${prefix}/nginx.conf`], {
@@ -39,20 +39,20 @@ describe('jinx lint places findings where nginx does', () => {
     const r = lint({ 'nginx.conf': 'events {}\ninclude a.conf;\n', 'a.conf': '\nfoo "x"y;\n' });
     assert.equal(r.status, 1);
     assert.deepEqual(r.findings, [{ severity: 'error', code: 'syntax', message: 'unexpected "y"', file: 'PREFIX/a.conf', line: 2 }]);
-    assert.deepEqual(r.text, ['PREFIX/a.conf:2, included from PREFIX/nginx.conf:2: [error] unexpected "y" (syntax)']);
+    assert.deepEqual(r.text, ['a.conf:2, included from nginx.conf:2: [error] unexpected "y" (syntax)']);
   });
 
   it('CR bytes are not line ends: unknown directive at line 2 of a CR CR LF file', () => {
     const r = lint({ 'nginx.conf': 'events {}\r\r\nfoo;\r\r\n' });
     assert.equal(r.status, 1);
-    assert.deepEqual(r.text, ['PREFIX/nginx.conf:2: [error] unknown directive "foo" (unknown-directive)']);
+    assert.deepEqual(r.text, ['nginx.conf:2: [error] unknown directive "foo" (unknown-directive)']);
   });
 
   it('a duplicate extension in types: warning at the entry\'s line, exit 0', () => {
     const r = lint({ 'nginx.conf': 'events {}\nhttp {\n types {\n  text/html html;\n  text/plain html;\n }\n}\n' });
     assert.equal(r.status, 0);
     assert.deepEqual(r.text.filter((l) => l.includes('[warning]')), [
-      'PREFIX/nginx.conf:5: [warning] duplicate extension "html", content type: "text/plain", previous content type: "text/html" (duplicate-extension)',
+      'nginx.conf:5: [warning] duplicate extension "html", content type: "text/plain", previous content type: "text/html" (duplicate-extension)',
     ]);
   });
 });

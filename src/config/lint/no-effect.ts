@@ -13,9 +13,19 @@ import type { Directive } from '../../parser/ast.js';
 /**
  * `tuning`: never a note. An array: the values (first argument, lowercase)
  * that ask for what jinx does, so no note; any other value is one.
- * `always`: always a note.
+ * `always`: always a note. A function: whether these arguments ask for what
+ * jinx does not do.
  */
-export type NoEffectKind = 'tuning' | 'always' | readonly string[];
+export type NoEffectKind = 'tuning' | 'always' | readonly string[] | ((args: readonly string[]) => boolean);
+
+/**
+ * `env`: nginx's workers keep only `TZ` and the variables `env` names (or
+ * sets). Nothing jinx runs reads the environment (no embedded language)
+ * but the time zone of its log and header times, and jinx keeps the one it
+ * started with: only `env TZ=ZONE` asks for what jinx does not do
+ * (`ngx_set_environment`, src/core/nginx.c).
+ */
+const envDiffers = (args: readonly string[]): boolean => /^TZ=/.test(args[0] ?? '');
 
 const OFF = ['off'] as const;
 const ZERO = ['0', '0s', '0ms'] as const;
@@ -25,7 +35,7 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   // nginx's loadable modules and process tuning: jinx's runtime does this itself
   ['load_module', 'tuning'], ['pcre_jit', 'tuning'], ['timer_resolution', 'tuning'], ['lock_file', 'tuning'],
   ['thread_pool', 'tuning'], ['multi_accept', 'tuning'], ['accept_mutex', 'tuning'], ['accept_mutex_delay', 'tuning'],
-  ['use', 'tuning'], ['worker_aio_requests', 'tuning'], ['env', 'always'],
+  ['use', 'tuning'], ['worker_aio_requests', 'tuning'], ['env', envDiffers],
   // how files and buffers are moved: the bytes sent are the same
   ['client_body_in_single_buffer', 'tuning'], ['sendfile', 'tuning'], ['sendfile_max_chunk', 'tuning'],
   ['tcp_nopush', 'tuning'], ['tcp_nodelay', 'tuning'], ['aio', 'tuning'], ['aio_write', 'tuning'],
@@ -67,5 +77,6 @@ export function noEffectDiffers(d: Directive): boolean {
   const kind = NO_EFFECT_KINDS.get(d.name) ?? 'always';
   if (kind === 'tuning') return false;
   if (kind === 'always') return true;
+  if (typeof kind === 'function') return kind(d.args);
   return !kind.includes((d.args[0] ?? '').toLowerCase());
 }

@@ -13,7 +13,7 @@ import { fastcgiParams } from '../../modules/fastcgi.js';
 import { proxyHideHeader, proxySetHeader } from '../../modules/proxy.js';
 import type { ListSlot } from '../../spec.js';
 import type { LintRule, LintSubject, RuleFinding } from '../rule.js';
-import { levelName, levelsOf, ownDirectives, where } from './security-levels.js';
+import { levelsOf, levelTitle, ownDirectives, where } from './security-levels.js';
 import type { SourceLoc } from '../../../source-loc.js';
 
 /** One array directive whose inheritance is checked. */
@@ -28,6 +28,8 @@ interface ArrayDirective<T> {
   readonly handler: string | undefined;
   /** What happens to the lost entries, ending the sentence after `is`/`are`. */
   readonly consequence: string;
+  /** Lost names (keys) not reported when the level sets the name they map to: the level has decided on them. */
+  readonly decidedBy?: ReadonlyMap<string, string>;
 }
 
 /** Whether a level hands its requests to `handler` (written there, or in the location an `if` or `limit_except` is in). */
@@ -50,36 +52,81 @@ function listReachesHandler<T>(subject: LintSubject, level: LevelNode, a: ArrayD
   return false;
 }
 
+/**
+ * `FILE:LINE via FILE:LINE…`: a place and the include directives that
+ * brought its file in, but for the outermost (the main file's `include`,
+ * which the file's name already tells).
+ */
+function placeWithChain(loc: SourceLoc): string {
+  const parts = [where(loc)];
+  for (let l = loc.includedFrom; l?.includedFrom; l = l.includedFrom) parts.push(where(l));
+  return parts.join(' via ');
+}
+
 /** Joins names for a sentence: `A`, `A and B`, `A, B and C`. */
 function listing(items: readonly string[]): string {
   return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }
 
+/** What a level drops: each entry set above it, by name, with where it was set and whether that was the http block. */
+interface Lost {
+  readonly name: string;
+  readonly loc: SourceLoc;
+  readonly fromHttp: boolean;
+}
+
+/**
+ * Reports each loss once. An entry set in a server or location is named in
+ * the finding of each level below that drops it (placed at that level, with
+ * its include chain: that is where the fix goes). An entry set in the http
+ * block is one finding at the entry, naming every level that drops it: a
+ * default of the whole http block lost in many locations is one thing to
+ * know, not one per location.
+ */
 function checkArray<T>(subject: LintSubject, a: ArrayDirective<T>, report: (f: RuleFinding) => void): void {
   const key = (name: string): string => (a.caseless ? name.toLowerCase() : name);
+  const httpLosses = new Map<SourceLoc, { name: string; levels: LevelNode[] }>();
   for (const level of levelsOf(subject.root)) {
     if (level.context === 'main' || level.context === 'http' || !level.directive) continue;
     const own = level.conf.ownList(a.slot);
     if (!own) continue;
     const ownNames = new Set(own.map((e) => key(a.nameOf(e.value))));
-    const lost = new Map<string, { name: string; loc: SourceLoc }>();
+    const lost = new Map<string, Lost>();
     for (let p = level.parent; p; p = p.parent) {
       for (const e of p.conf.ownList(a.slot) ?? []) {
         const name = a.nameOf(e.value);
-        if (!ownNames.has(key(name)) && !lost.has(key(name))) lost.set(key(name), { name, loc: e.loc });
+        const decider = a.decidedBy?.get(key(name));
+        if (decider !== undefined && ownNames.has(decider)) continue;
+        if (!ownNames.has(key(name)) && !lost.has(key(name))) lost.set(key(name), { name, loc: e.loc, fromHttp: p.context === 'http' });
       }
     }
     if (lost.size === 0) continue;
     if (a.handler && !listReachesHandler(subject, level, a, a.handler)) continue;
-    const names = [...lost.values()].map((l) => `${l.name} (${where(l.loc)})`);
+    for (const l of lost.values()) {
+      if (!l.fromHttp) continue;
+      const entry = httpLosses.get(l.loc) ?? { name: l.name, levels: [] };
+      entry.levels.push(level);
+      httpLosses.set(l.loc, entry);
+    }
+    const names = [...lost.values()].filter((l) => !l.fromHttp).map((l) => `${l.name} (${where(l.loc)})`);
+    if (names.length === 0) continue;
     report({
-      message: `${levelName(level)} sets its own ${a.directive} (${where(own[0]!.loc)}), so ${listing(names)}, set above, ${names.length === 1 ? 'is' : 'are'} ${a.consequence}.`,
+      message: `${levelTitle(level)} sets its own ${a.directive} (${where(own[0]!.loc)}), so ${listing(names)}, set above, ${names.length === 1 ? 'is' : 'are'} ${a.consequence}.`,
       loc: level.directive.loc,
+    });
+  }
+  for (const [loc, { name, levels }] of httpLosses) {
+    const n = levels.length;
+    const noun = levels.every((l) => l.directive!.name === 'location') ? 'location' : 'level';
+    const places = levels.map((l) => `${levelTitle(l)} (${placeWithChain(l.directive!.loc)})`);
+    report({
+      message: `${a.directive} ${name}, set here in the http block, is dropped by ${n === 1 ? `a ${noun}` : `${n} ${noun}s`} with ${n === 1 ? 'its' : 'their'} own ${a.directive}, so it is ${n === 1 ? a.consequence : a.consequence.replace(/\bits\b/, 'their')}: ${places.join(', ')}.`,
+      loc,
     });
   }
 }
 
-const EXPLAIN_TAIL = 'nginx merges these arrays whole: a level that has one entry of its own inherits none of its parents\' entries.';
+const EXPLAIN_TAIL = 'nginx merges these arrays whole: a level that has one entry of its own inherits none of its parents\' entries. An entry of the http block is reported once, at the entry, with every level that drops it.';
 
 /** The inheritance rules, one per array directive. */
 export const inheritanceRules: readonly LintRule[] = [
@@ -107,10 +154,12 @@ export const inheritanceRules: readonly LintRule[] = [
     code: 'proxy-set-header-inheritance',
     severity: 'warning',
     title: 'proxy_set_header at this level drops the headers set above it',
-    explanation: `A location (or server) with its own proxy_set_header sends none of the proxy_set_header headers of the levels above it to the upstream (X-Forwarded-For, Upgrade/Connection for WebSockets, an emptied Accept-Encoding). ${EXPLAIN_TAIL} Reported only where the level's list reaches a proxy_pass. Fix: repeat the lost headers at the level, or keep all proxy_set_header lines at one level.`,
+    explanation: `A location (or server) with its own proxy_set_header sends none of the proxy_set_header headers of the levels above it to the upstream (X-Forwarded-For, Upgrade/Connection for WebSockets, an emptied Accept-Encoding). ${EXPLAIN_TAIL} Reported only where the level's list reaches a proxy_pass; a lost Upgrade is not reported where the level writes its own Connection (it has chosen whether to upgrade). Fix: repeat the lost headers at the level, or keep all proxy_set_header lines at one level.`,
     docUrl: 'https://github.com/jinx/jinx#lint-proxy-set-header-inheritance',
     check: (subject, report) => checkArray(subject, {
       directive: 'proxy_set_header', slot: proxySetHeader, nameOf: (h) => h.name, caseless: true, handler: 'proxy_pass', consequence: 'not sent to its upstream',
+      // an upgrade needs both headers, and nginx passes neither hop-by-hop header on its own: a level that writes its own Connection has chosen
+      decidedBy: new Map([['upgrade', 'connection']]),
     }, report),
   },
   {

@@ -45,9 +45,14 @@ export function ownDirectives(subject: LintSubject, level: LevelNode): Directive
 /** A level as a message names it: `location "/files" (FILE:LINE)`, `server (FILE:LINE)`, `if (…) (FILE:LINE)`. */
 export function levelName(level: LevelNode): string {
   const d = level.directive;
+  return d ? `${levelTitle(level)} (${where(d.loc)})` : levelTitle(level);
+}
+
+/** A level as `levelName` names it, without its place (for a finding placed at the level itself). */
+export function levelTitle(level: LevelNode): string {
+  const d = level.directive;
   if (!d) return 'the main context';
-  const what = d.name === 'location' ? `location "${d.args.join(' ')}"` : d.name === 'if' ? `if ${d.args.join(' ')}` : d.name;
-  return `${what} (${where(d.loc)})`;
+  return d.name === 'location' ? `location "${d.args.join(' ')}"` : d.name === 'if' ? `if ${d.args.join(' ')}` : d.name;
 }
 
 /** The enclosing level of `context`, this one included. */
