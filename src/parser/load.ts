@@ -107,8 +107,15 @@ const isBlank = (ch: string): boolean => ch === ' ' || ch === '\t' || ch === '\r
  * nginx does not expect after a quoted token).
  */
 function bufferOverflow(text: string): BufferOverflow | undefined {
-  let [bufferStart, start, pos] = [0, 0, 0];
-  let [lastSpace, comment, escaped, needSpace, variable] = [true, false, false, false, false];
+  // plain assignments throughout: this runs once per byte, on baseline code under `-t`
+  let bufferStart = 0;
+  let start = 0;
+  let pos = 0;
+  let lastSpace = true;
+  let comment = false;
+  let escaped = false;
+  let needSpace = false;
+  let variable = false;
   let quote: '"' | "'" | undefined;
   for (;;) {
     if (pos >= bufferStart + CONF_BUFFER && pos < text.length) {
@@ -125,16 +132,20 @@ function bufferOverflow(text: string): BufferOverflow | undefined {
     }
     if (needSpace) {
       if (isBlank(ch)) {
-        [lastSpace, needSpace] = [true, false];
+        lastSpace = true;
+        needSpace = false;
         continue;
       }
       if (ch === ';' || ch === '{') {
         // the directive is read: the next call starts at the next byte
-        [start, lastSpace, needSpace] = [pos, true, false];
+        start = pos;
+        lastSpace = true;
+        needSpace = false;
         continue;
       }
       if (ch !== ')') return undefined;
-      [lastSpace, needSpace] = [true, false];
+      lastSpace = true;
+      needSpace = false;
     }
     if (lastSpace) {
       start = pos - 1;
@@ -166,11 +177,15 @@ function bufferOverflow(text: string): BufferOverflow | undefined {
       continue;
     }
     if (quote !== undefined) {
-      if (ch === quote) [quote, needSpace] = [undefined, true];
+      if (ch === quote) {
+        quote = undefined;
+        needSpace = true;
+      }
     } else if (isBlank(ch)) {
       lastSpace = true;
     } else if (ch === ';' || ch === '{') {
-      [start, lastSpace] = [pos, true];
+      start = pos;
+      lastSpace = true;
     }
   }
 }
