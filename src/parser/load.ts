@@ -213,7 +213,9 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
     // a comment stops reading before the next token
     const index = isComment ? ti : ti - 1;
     const quoted = t.tokenType.name === 'DoubleQuoted' || t.tokenType.name === 'SingleQuoted' || t.tokenType === Unterminated;
-    if (overflow && t.endOffset! >= overflow.start) {
+    // the lexer tracks where tokens start only: the end of one is its start and its length
+    const endOffset = t.startOffset + t.image.length - 1;
+    if (overflow && endOffset >= overflow.start) {
       // reading stops at the token (or the blanks before it) that overflowed the buffer
       const message = overflow.quote
         ? `too long parameter, probably missing terminating "${overflow.quote}" character`
@@ -223,9 +225,10 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
     }
     if (t.tokenType === Unterminated) return { index, error: new ConfigError('syntax', eofMessage(true), locOf(countLines(text))) };
     if (quoted) {
-      const next = text[t.endOffset! + 1];
+      const next = text[endOffset + 1];
       if (next !== undefined && !QUOTE_FOLLOWERS.has(next)) {
-        return { index: index + 1, error: new ConfigError('syntax', `unexpected "${next}"`, locOf(t.endLine ?? 0)) };
+        const endLine = (t.startLine ?? 1) + countLines(t.image) - 1;
+        return { index: index + 1, error: new ConfigError('syntax', `unexpected "${next}"`, locOf(endLine)) };
       }
     }
     if (commandLine && t.tokenType.name === 'LCurly') {

@@ -127,7 +127,8 @@ export const allTokens: TokenType[] = [
  */
 export function makeConfigLexer(validate = false): InstanceType<typeof Lexer> {
   return new Lexer(allTokens, {
-    positionTracking: 'full',
+    // where a token starts (its line for messages); its end is its start and its length (`load.ts`)
+    positionTracking: 'onlyStart',
     ensureOptimizations: false,
     skipValidations: !validate,
     // nginx counts lines by LF only; a lone CR is an ordinary blank
