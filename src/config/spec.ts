@@ -255,13 +255,20 @@ function setsAny(own: readonly (Slot<unknown> | ListSlot<unknown>)[], slots: Rea
   return false;
 }
 
-/** `own` over `above`: `above` itself when `own` is empty, a new map otherwise. */
-function mergeOver<K, V>(above: ReadonlyMap<K, V> | undefined, own: ReadonlyMap<K, V>): ReadonlyMap<K, V> {
-  if (own.size === 0) return above ?? own;
-  if (!above || above.size === 0) return own;
-  const merged = new Map(above);
-  for (const [k, v] of own) merged.set(k, v);
-  return merged;
+/**
+ * `own` over `above`: `above` itself when `own` sets no slot that inherits,
+ * a new map otherwise. A slot that does not inherit (`listen`,
+ * `server_name`) is read from its level only, never from a merged map, so it
+ * is left out: a `server` that sets only those shares the merge of `http`.
+ */
+function mergeOver<K extends { readonly inherit: boolean }, V>(above: ReadonlyMap<K, V> | undefined, own: ReadonlyMap<K, V>): ReadonlyMap<K, V> {
+  let merged: Map<K, V> | undefined;
+  for (const [k, v] of own) {
+    if (!k.inherit) continue;
+    merged ??= new Map(above);
+    merged.set(k, v);
+  }
+  return merged ?? above ?? new Map<K, V>();
 }
 
 /** How a directive's arguments name a host to resolve (`DirectiveSpec.resolves`). */
