@@ -55,7 +55,7 @@ import { subFilterConf } from './modules/sub.js';
 import { checkUpstreamMerge, resolveUpstreams, splitHostPort, upstreamGroups } from './modules/upstream.js';
 import type { ListenGroup, LocationConf, RouteTable, ScriptOp, VirtualServer } from './route-table.js';
 import { ConfigScope, type HostTable } from './scope.js';
-import { ConfChain, type LevelConf } from './spec.js';
+import { ConfChain, LevelMerge, type LevelConf } from './spec.js';
 import { VariableRegistry, type VariableGetter } from './variables.js';
 
 /** Where the configuration comes from. */
@@ -190,6 +190,38 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   return { table, warnings: table.warnings, noEffect: checked.noEffect, root: checked.root, files: loaded.files, snapshot };
 }
 
+/**
+ * The modules' merges of a level that are functions of the settings they
+ * read (and the scope), as one `LevelMerge`: made once for a level and the
+ * levels below it that set none of those settings. 1,000 server blocks of
+ * a `listen`, a `server_name` and two locations each (`return`) make it
+ * once for all their 3,000 levels; the merges that warn, keep temp paths
+ * or log files, or read the level tree (core, proxy, fastcgi, limit_req,
+ * limit_conn, access_log, secure_link, valid_referers) run for each level.
+ */
+const moduleSettings = new LevelMerge((c, scope) => {
+  const vars = scope.variables;
+  return {
+    ...http2LocConf(c),
+    access: accessConf(c),
+    authBasic: authBasicConf(c, scope),
+    ...headersConf(c, vars),
+    realIp: realIpConf(c),
+    authRequest: authRequestConf(c, vars),
+    mirror: mirrorConf(c),
+    fastcgiSplit: fastcgi.fastcgiSplitConf(c),
+    uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),
+    gzip: gzipConf(c),
+    charset: charsetConf(c, scope),
+    ssi: ssiConf(c),
+    sub: subFilterConf(c, vars),
+    addition: additionConf(c),
+    contentHandler: c.get(contentHandler),
+    autoindex: autoindexConf(c),
+    userid: useridConf(c, vars),
+  };
+});
+
 /** Runs the modules over the checked level tree, in nginx's order, into the route table. */
 class Compiler implements CompileContext {
   private readonly nodeOf = new Map<LevelConf, LevelNode>();
@@ -306,33 +338,17 @@ class Compiler implements CompileContext {
     const limitExcept = limitExceptConf(node, (n) => this.locationConf(n));
     const accessLogs = accessLogsConf(this, c);
     const script = node.context === 'location' || node.context === 'lif' ? this.script(node.conf) : [];
-    const conf: LocationConf = Object.assign(coreConf, http2LocConf(c), {
+    const conf: LocationConf = Object.assign(coreConf, {
       limitExcept,
       accessLogs,
       script,
-      access: accessConf(c),
-      authBasic: authBasicConf(c, this.scope),
-    }, headersConf(c, vars), {
       proxy: proxy.proxyConf(this, node, c),
-      realIp: realIpConf(c),
-      authRequest: authRequestConf(c, vars),
-      mirror: mirrorConf(c),
       fastcgi: fastcgi.fastcgiConf(this, node, c),
-      fastcgiSplit: fastcgi.fastcgiSplitConf(c),
-      uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),
-      gzip: gzipConf(c),
-      charset: charsetConf(c, this.scope),
       limitReq: limitReqConf(this, c),
       limitConn: limitConnConf(this, c),
-      ssi: ssiConf(c),
-      sub: subFilterConf(c, vars),
-      addition: additionConf(c),
-      contentHandler: c.get(contentHandler),
-      autoindex: autoindexConf(c),
       secureLink: secureLinkConf(c, vars),
       referers: refererConf(c),
-      userid: useridConf(c, vars),
-    });
+    }, moduleSettings.of(c, this.scope));
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);
     return conf;

@@ -249,6 +249,8 @@ export function listenGroups(cx: CompileContext, servers: readonly { node: Level
     optionsSet: boolean;
     defaultServer: VirtualServer | undefined;
     servers: { server: VirtualServer; node: LevelNode }[];
+    /** The servers of `servers`, to find one in constant time (1,000 servers on one address were 500,000 comparisons). */
+    serverSet: Set<VirtualServer>;
     loc: SourceLoc;
   }
   const addrs = new Map<string, Addr>();
@@ -264,7 +266,7 @@ export function listenGroups(cx: CompileContext, servers: readonly { node: Level
       if (!a) {
         a = {
           host: l.host, port: l.port, addrText: l.addrText, unixPath: l.unixPath, ssl: false, http2: false, http2Listen: false, proxyProtocol: false,
-          optionsSet: false, defaultServer: undefined, servers: [], loc: l.loc,
+          optionsSet: false, defaultServer: undefined, servers: [], serverSet: new Set(), loc: l.loc,
         };
         addrs.set(key, a);
       }
@@ -280,7 +282,10 @@ export function listenGroups(cx: CompileContext, servers: readonly { node: Level
       a.proxyProtocol ||= l.proxyProtocol;
       a.http2 ||= l.http2 || http2;
       a.http2Listen ||= l.http2;
-      if (!a.servers.some((x) => x.server === s.server)) a.servers.push(s);
+      if (!a.serverSet.has(s.server)) {
+        a.serverSet.add(s.server);
+        a.servers.push(s);
+      }
     }
   }
   const set = (a: Addr): ServerSet => serverSet(cx, a.addrText, a.defaultServer ?? a.servers[0]!.server, a.servers, a.http2Listen);

@@ -115,6 +115,11 @@ export class LevelConf {
 export class ConfChain {
   private singles: ReadonlyMap<Slot<unknown>, Entry<unknown>> | undefined;
   private lists: ReadonlyMap<ListSlot<unknown>, readonly Entry<unknown>[]> | undefined;
+  /** While a `LevelMerge` runs its merge on this chain: the slots read, and whether one read found a value set at this level only (`inherit: false`). */
+  private recording: { readonly slots: Set<Slot<unknown> | ListSlot<unknown>>; ownOnly: boolean } | undefined;
+  /** What each `LevelMerge` made at this level, at its index. */
+  readonly mergeRecords: (MergeRecord | undefined)[] = [];
+  private ownSlotList: readonly (Slot<unknown> | ListSlot<unknown>)[] | undefined;
 
   constructor(
     readonly level: LevelConf,
@@ -136,8 +141,35 @@ export class ConfChain {
   }
 
   private find<T>(s: Slot<T>): Entry<T> | undefined {
+    if (this.recording) this.recorded(s, !s.inherit && this.level.own(s) !== undefined);
     if (!s.inherit) return this.level.own(s);
     return this.mergedSingles().get(s as Slot<unknown>) as Entry<T> | undefined;
+  }
+
+  /** The slots set at this level, single and list. */
+  ownSlots(): readonly (Slot<unknown> | ListSlot<unknown>)[] {
+    this.ownSlotList ??= this.level.slots();
+    return this.ownSlotList;
+  }
+
+  private recorded(s: Slot<unknown> | ListSlot<unknown>, ownOnly: boolean): void {
+    this.recording!.slots.add(s);
+    if (ownOnly) this.recording!.ownOnly = true;
+  }
+
+  /**
+   * Runs `merge` on this chain and returns its result with the slots it read
+   * (`LevelMerge`); `ownOnly`: a slot read was one that does not inherit
+   * and is set at this level.
+   */
+  recordReads<T>(merge: (c: ConfChain) => T): { readonly value: T; readonly slots: ReadonlySet<Slot<unknown> | ListSlot<unknown>>; readonly ownOnly: boolean } {
+    const recording = { slots: new Set<Slot<unknown> | ListSlot<unknown>>(), ownOnly: false };
+    this.recording = recording;
+    try {
+      return { value: merge(this), slots: recording.slots, ownOnly: recording.ownOnly };
+    } finally {
+      this.recording = undefined;
+    }
   }
 
   /** The merged value of a slot. */
@@ -158,6 +190,7 @@ export class ConfChain {
 
   /** The merged entries of a list slot: those of the innermost level that has any. */
   listEntries<T>(s: ListSlot<T>): readonly Entry<T>[] {
+    if (this.recording) this.recorded(s, !s.inherit && this.level.ownList(s) !== undefined);
     if (!s.inherit) return this.level.ownList(s) ?? [];
     return (this.mergedLists().get(s as ListSlot<unknown>) ?? []) as readonly Entry<T>[];
   }
@@ -168,13 +201,74 @@ export class ConfChain {
   }
 }
 
-/** `own` over `above`: `above` itself when `own` is empty, a new map otherwise. */
-function mergeOver<K, V>(above: ReadonlyMap<K, V> | undefined, own: ReadonlyMap<K, V>): ReadonlyMap<K, V> {
-  if (own.size === 0) return above ?? own;
-  if (!above || above.size === 0) return own;
-  const merged = new Map(above);
-  for (const [k, v] of own) merged.set(k, v);
-  return merged;
+/** What a `LevelMerge` made at a level: the result, and the slots its merge read there. */
+interface MergeRecord {
+  readonly value: unknown;
+  readonly slots: ReadonlySet<Slot<unknown> | ListSlot<unknown>>;
+  /** A slot read does not inherit and was set at that level: the result is that level's only. */
+  readonly ownOnly: boolean;
+}
+
+/** How many `LevelMerge`s there are: each has its place in a chain's `mergeRecords`. */
+let levelMerges = 0;
+
+/**
+ * One module's merge of every level (`merge_loc_conf`), made once for a
+ * level and the levels below it that set none of the slots it read: nginx's
+ * merge is per module, and a `server` that sets only `listen` and
+ * `server_name`, or a `location` with only a `return`, has the same gzip
+ * (or headers, or charset …) settings as the level it is in, so it gets
+ * the same object. `merge` must read the level only through the chain it is
+ * given (`get`, `has`, `locOf`, `list`, `listEntries`; not `level` or
+ * `parent`), and give the same result for the same values read (and the
+ * same scope), without warnings or errors: a function of the settings
+ * read. Declared once, at module level (the records are kept in the chains,
+ * which are made for each compile).
+ */
+export class LevelMerge<T> {
+  private readonly index = levelMerges++;
+
+  constructor(private readonly merge: (c: ConfChain, scope: ConfigScope) => T) {}
+
+  /** The merge of the settings of `chain`'s level. */
+  of(chain: ConfChain, scope: ConfigScope): T {
+    const known = chain.mergeRecords[this.index];
+    if (known) return known.value as T;
+    // the levels above without a record, innermost first: made outermost first, without recursion
+    const path: ConfChain[] = [chain];
+    let top = chain.parent;
+    for (; top && !top.mergeRecords[this.index]; top = top.parent) path.push(top);
+    let above = top?.mergeRecords[this.index];
+    for (let i = path.length - 1; i >= 0; i--) {
+      const c = path[i]!;
+      const record = above && !above.ownOnly && !setsAny(c.ownSlots(), above.slots) ? above : c.recordReads((cc) => this.merge(cc, scope));
+      c.mergeRecords[this.index] = record;
+      above = record;
+    }
+    return above!.value as T;
+  }
+}
+
+/** Whether one of `own` is in `slots`. */
+function setsAny(own: readonly (Slot<unknown> | ListSlot<unknown>)[], slots: ReadonlySet<Slot<unknown> | ListSlot<unknown>>): boolean {
+  for (let i = 0; i < own.length; i++) if (slots.has(own[i]!)) return true;
+  return false;
+}
+
+/**
+ * `own` over `above`: `above` itself when `own` sets no slot that inherits,
+ * a new map otherwise. A slot that does not inherit (`listen`,
+ * `server_name`) is read from its level only, never from a merged map, so it
+ * is left out: a `server` that sets only those shares the merge of `http`.
+ */
+function mergeOver<K extends { readonly inherit: boolean }, V>(above: ReadonlyMap<K, V> | undefined, own: ReadonlyMap<K, V>): ReadonlyMap<K, V> {
+  let merged: Map<K, V> | undefined;
+  for (const [k, v] of own) {
+    if (!k.inherit) continue;
+    merged ??= new Map(above);
+    merged.set(k, v);
+  }
+  return merged ?? above ?? new Map<K, V>();
 }
 
 /** How a directive's arguments name a host to resolve (`DirectiveSpec.resolves`). */

@@ -10,5 +10,5 @@ type Chevrotain = typeof import('chevrotain');
 // `chevrotain` resolves to …/chevrotain/lib/src/api.js; the bundle sits beside that tree
 const chevrotain = await import(new URL('../chevrotain.mjs', import.meta.resolve('chevrotain')).href) as Chevrotain;
 
-export const { createToken, CstParser, EOF, Lexer } = chevrotain;
+export const { createToken, EmbeddedActionsParser, EOF, Lexer } = chevrotain;
 export type { CustomPatternMatcherFunc, IRecognitionException, IToken, TokenType } from 'chevrotain';

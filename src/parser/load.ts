@@ -107,8 +107,15 @@ const isBlank = (ch: string): boolean => ch === ' ' || ch === '\t' || ch === '\r
  * nginx does not expect after a quoted token).
  */
 function bufferOverflow(text: string): BufferOverflow | undefined {
-  let [bufferStart, start, pos] = [0, 0, 0];
-  let [lastSpace, comment, escaped, needSpace, variable] = [true, false, false, false, false];
+  // plain assignments throughout: this runs once per byte, on baseline code under `-t`
+  let bufferStart = 0;
+  let start = 0;
+  let pos = 0;
+  let lastSpace = true;
+  let comment = false;
+  let escaped = false;
+  let needSpace = false;
+  let variable = false;
   let quote: '"' | "'" | undefined;
   for (;;) {
     if (pos >= bufferStart + CONF_BUFFER && pos < text.length) {
@@ -125,16 +132,20 @@ function bufferOverflow(text: string): BufferOverflow | undefined {
     }
     if (needSpace) {
       if (isBlank(ch)) {
-        [lastSpace, needSpace] = [true, false];
+        lastSpace = true;
+        needSpace = false;
         continue;
       }
       if (ch === ';' || ch === '{') {
         // the directive is read: the next call starts at the next byte
-        [start, lastSpace, needSpace] = [pos, true, false];
+        start = pos;
+        lastSpace = true;
+        needSpace = false;
         continue;
       }
       if (ch !== ')') return undefined;
-      [lastSpace, needSpace] = [true, false];
+      lastSpace = true;
+      needSpace = false;
     }
     if (lastSpace) {
       start = pos - 1;
@@ -166,11 +177,15 @@ function bufferOverflow(text: string): BufferOverflow | undefined {
       continue;
     }
     if (quote !== undefined) {
-      if (ch === quote) [quote, needSpace] = [undefined, true];
+      if (ch === quote) {
+        quote = undefined;
+        needSpace = true;
+      }
     } else if (isBlank(ch)) {
       lastSpace = true;
     } else if (ch === ';' || ch === '{') {
-      [start, lastSpace] = [pos, true];
+      start = pos;
+      lastSpace = true;
     }
   }
 }
@@ -198,7 +213,9 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
     // a comment stops reading before the next token
     const index = isComment ? ti : ti - 1;
     const quoted = t.tokenType.name === 'DoubleQuoted' || t.tokenType.name === 'SingleQuoted' || t.tokenType === Unterminated;
-    if (overflow && t.endOffset! >= overflow.start) {
+    // the lexer tracks where tokens start only: the end of one is its start and its length
+    const endOffset = t.startOffset + t.image.length - 1;
+    if (overflow && endOffset >= overflow.start) {
       // reading stops at the token (or the blanks before it) that overflowed the buffer
       const message = overflow.quote
         ? `too long parameter, probably missing terminating "${overflow.quote}" character`
@@ -208,9 +225,10 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
     }
     if (t.tokenType === Unterminated) return { index, error: new ConfigError('syntax', eofMessage(true), locOf(countLines(text))) };
     if (quoted) {
-      const next = text[t.endOffset! + 1];
+      const next = text[endOffset + 1];
       if (next !== undefined && !QUOTE_FOLLOWERS.has(next)) {
-        return { index: index + 1, error: new ConfigError('syntax', `unexpected "${next}"`, locOf(t.endLine ?? 0)) };
+        const endLine = (t.startLine ?? 1) + countLines(t.image) - 1;
+        return { index: index + 1, error: new ConfigError('syntax', `unexpected "${next}"`, locOf(endLine)) };
       }
     }
     if (commandLine && t.tokenType.name === 'LCurly') {
