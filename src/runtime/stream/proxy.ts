@@ -20,7 +20,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { PeerAttempts } from '../upstream/round-robin.js';
 import { ResolveError } from '../upstream/resolver.js';
 import { upstreamHandshake } from './upstream-tls.js';
-import { addrWithPort, plainAddr, type StreamSession } from './session.js';
+import { addrWithPort, closeConnection, plainAddr, type StreamSession } from './session.js';
 
 /** Marks a queued chunk whose bytes were counted as received when read (before the upstream was connected). */
 const COUNTED = Symbol('counted');
@@ -272,7 +272,7 @@ export class StreamProxy {
     const s = this.s;
     if (s.server.tcpNodelay) sock.setNoDelay(true);
     if (this.conf.socketKeepalive) sock.setKeepAlive(true);
-    s.log('info', `proxy ${addrWithPort(plainAddr(sock.localAddress) || 'unix:', sock.localPort ?? 0)} connected to ${this.peerName}`, true);
+    if (s.logs('info')) s.log('info', `proxy ${addrWithPort(plainAddr(sock.localAddress) || 'unix:', sock.localPort ?? 0)} connected to ${this.peerName}`, true);
     this.state!.connectMs = Date.now() - this.attemptStartMs;
     this.attempts!.done();
     this.connected = true;
@@ -484,14 +484,14 @@ export class StreamProxy {
     if (down.eof && !flushed(down)) return;
     if (this.conf.halfClose && !(up.eof && down.eof)) return;
     s.action = 'proxying connection';
-    s.log('info', `${d.fromUpstream ? 'upstream' : 'client'} disconnected, bytes from/to client:${s.bytesReceived}/${s.bytesSent}, bytes from/to upstream:${this.upReceived}/${this.upSent}`, true);
+    if (s.logs('info')) s.log('info', `${d.fromUpstream ? 'upstream' : 'client'} disconnected, bytes from/to client:${s.bytesReceived}/${s.bytesSent}, bytes from/to upstream:${this.upReceived}/${this.upSent}`, true);
     s.finalize(OK);
   }
 
   /** `proxy_timeout`: armed on traffic either way (`ngx_add_timer(c->write, pscf->timeout)`). */
   private armIdle(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.idleTimeout(), this.conf.timeoutMs);
+    if (this.idleTimer) this.idleTimer.refresh();
+    else this.idleTimer = setTimeout(() => this.idleTimeout(), this.conf.timeoutMs);
   }
 
   /** `ngx_stream_proxy_process_connection` on a timed-out event. */
@@ -544,8 +544,10 @@ export class StreamProxy {
     const onBound = (): void => {
       sock.connect(peer.port, peer.host, () => {
         if (sock !== this.udp || s.finalized) return;
-        const addr = sock.address();
-        s.log('info', `udp proxy ${addrWithPort(plainAddr(addr.address), addr.port)} connected to ${this.peerName}`, true);
+        if (s.logs('info')) {
+          const addr = sock.address();
+          s.log('info', `udp proxy ${addrWithPort(plainAddr(addr.address), addr.port)} connected to ${this.peerName}`, true);
+        }
         this.state!.connectMs = Date.now() - this.attemptStartMs;
         this.connected = true;
         sock.on('message', (msg) => this.udpResponse(msg));
@@ -647,7 +649,7 @@ export class StreamProxy {
       const sock = this.tcp;
       sock.removeAllListeners();
       sock.on('error', () => undefined);
-      sock.destroySoon();
+      closeConnection(sock);
       this.tcp = undefined;
     }
     this.dropUpstream();

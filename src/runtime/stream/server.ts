@@ -19,7 +19,7 @@ import { StreamProxy } from './proxy.js';
 import { streamLimitConnections } from './limit-conn.js';
 import { prereadPhase } from './preread.js';
 import { streamHandshake } from './tls.js';
-import { plainAddr, StreamSession, type StreamClient, type StreamEnv } from './session.js';
+import { closeConnection, plainAddr, StreamSession, type StreamClient, type StreamEnv } from './session.js';
 
 const OK = 200;
 const BAD_REQUEST = 400;
@@ -31,6 +31,12 @@ const keyOf = (g: StreamListenGroup): string => `${g.udp ? 'udp' : 'tcp'}|${g.ho
 
 /** A bound stream socket. */
 type Bound = { readonly tcp: Server; readonly udp?: undefined } | { readonly udp: DgramSocket; readonly tcp?: undefined };
+
+/** The local address and port of a connection (`ngx_connection_local_sockaddr`), without the `::ffff:` of an IPv4-mapped one. */
+interface LocalAddress {
+  readonly addr: string;
+  readonly port: number;
+}
 
 /** The stream sockets and sessions of the server. */
 export class StreamServers {
@@ -50,7 +56,7 @@ export class StreamServers {
     for (const [key, b] of this.bound) {
       if (!b.tcp) continue;
       const group = this.env?.table.listens.find((g) => keyOf(g) === key);
-      if (group && passListenMatches(group, address)) return (socket) => b.tcp.emit('connection', socket);
+      if (group && passListenMatches(group, address)) return (socket) => this.accept(group, socket, undefined);
     }
     return this.passTargets(address);
   }
@@ -134,7 +140,9 @@ export class StreamServers {
       });
     }
     return new Promise((resolve, reject) => {
-      const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.accept(group, socket));
+      // the local address of every connection accepted here, unless the socket is bound to a wildcard address
+      let local: LocalAddress | undefined;
+      const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.accept(group, socket, local));
       server.once('error', (err) => reject(failed(err)));
       const options = group.unixPath !== undefined
         ? { path: group.unixPath, backlog: group.backlog }
@@ -142,6 +150,7 @@ export class StreamServers {
       server.listen(options, () => {
         server.removeAllListeners('error');
         if (group.unixPath !== undefined) chmodSync(group.unixPath, 0o666);
+        else local = specificAddress(server);
         resolve({ tcp: server });
       });
     });
@@ -152,8 +161,11 @@ export class StreamServers {
     return group.byLocalAddr.get(localAddr) ?? { server: group.server, addrText: group.addrText };
   }
 
-  /** `ngx_stream_init_connection` for a TCP connection. */
-  private accept(bound: StreamListenGroup, socket: Socket): void {
+  /**
+   * `ngx_stream_init_connection` for a TCP connection.
+   * @param local the connection's local address when the listening socket's tells it (not a wildcard): no getsockname()
+   */
+  private accept(bound: StreamListenGroup, socket: Socket, local: LocalAddress | undefined): void {
     const env = this.env;
     if (!env) {
       socket.destroy();
@@ -161,7 +173,7 @@ export class StreamServers {
     }
     const group = this.groupNow(bound);
     const unix = group.unixPath !== undefined;
-    const localAddr = unix ? `unix:${group.unixPath}` : plainAddr(socket.localAddress);
+    const localAddr = unix ? `unix:${group.unixPath}` : local?.addr ?? plainAddr(socket.localAddress);
     const { server, addrText } = this.serverOf(group, localAddr);
     if (group.soKeepalive) socket.setKeepAlive(true);
     let proxy: StreamProxy | undefined;
@@ -177,14 +189,14 @@ export class StreamServers {
       close: () => {
         this.sessions.delete(session);
         io.removeAllListeners('data');
-        io.destroySoon();
+        closeConnection(io);
       },
       shutdown: () => io.end(),
       destroy: () => io.destroy(),
     };
     const session = new StreamSession(
       env, group, server, addrText, client, false,
-      unix ? 'unix:' : plainAddr(socket.remoteAddress), unix ? 0 : socket.remotePort ?? 0, localAddr, unix ? 0 : socket.localPort ?? 0,
+      unix ? 'unix:' : plainAddr(socket.remoteAddress), unix ? 0 : socket.remotePort ?? 0, localAddr, unix ? 0 : local?.port ?? socket.localPort ?? 0,
     );
     this.sessions.set(session, () => {
       if (!session.finalized) session.finalize(OK);
@@ -379,6 +391,17 @@ export class StreamServers {
     proxy.clientDatagram(payload);
     proxy.start().catch((err: unknown) => failed(session, err));
   }
+}
+
+/**
+ * The address of a listening TCP socket bound to a specific address (the
+ * local address of every connection it accepts, as nginx takes it from the
+ * listening socket when it is not a wildcard), or undefined for a wildcard.
+ */
+function specificAddress(server: Server): LocalAddress | undefined {
+  const a = server.address();
+  if (a === null || typeof a === 'string' || a.address === '0.0.0.0' || a.address === '::') return undefined;
+  return { addr: plainAddr(a.address), port: a.port };
 }
 
 /**
