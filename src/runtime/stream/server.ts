@@ -44,6 +44,8 @@ export class StreamServers {
   /** Open sessions, each with the means to close it at once. */
   private readonly sessions = new Map<StreamSession, () => void>();
   private env: StreamEnv | undefined;
+  /** The listen groups of the configuration in service, by `keyOf`. */
+  private groups = new Map<string, StreamListenGroup>();
 
   /** @param passTargets the listening sockets of the rest of the process (http's) that `pass` may hand a connection to */
   constructor(private readonly passTargets: PassTargets = () => undefined) {}
@@ -55,8 +57,8 @@ export class StreamServers {
   private passTarget(address: PassAddress): ((socket: Socket) => void) | undefined {
     for (const [key, b] of this.bound) {
       if (!b.tcp) continue;
-      const group = this.env?.table.listens.find((g) => keyOf(g) === key);
-      if (group && passListenMatches(group, address)) return (socket) => this.accept(group, socket, undefined);
+      const group = this.groups.get(key);
+      if (group && passListenMatches(group, address)) return (socket) => this.accept(key, group, socket, undefined);
     }
     return this.passTargets(address);
   }
@@ -86,9 +88,9 @@ export class StreamServers {
   /** Puts `env`'s configuration in service and closes the sockets it no longer has. */
   use(env: StreamEnv): void {
     this.env = env;
-    const keys = new Set(env.table.listens.map(keyOf));
+    this.groups = new Map(env.table.listens.map((g) => [keyOf(g), g]));
     for (const [key, b] of this.bound) {
-      if (keys.has(key)) continue;
+      if (this.groups.has(key)) continue;
       if (b.tcp) b.tcp.close();
       else b.udp.close();
       this.bound.delete(key);
@@ -120,11 +122,12 @@ export class StreamServers {
   }
 
   /** The group of `key` in the configuration in service, or `fallback` (the one the socket was bound for). */
-  private groupNow(fallback: StreamListenGroup): StreamListenGroup {
-    return this.env?.table.listens.find((g) => keyOf(g) === keyOf(fallback)) ?? fallback;
+  private groupNow(key: string, fallback: StreamListenGroup): StreamListenGroup {
+    return this.groups.get(key) ?? fallback;
   }
 
   private bind(group: StreamListenGroup): Promise<Bound> {
+    const key = keyOf(group);
     const failed = (err: unknown): ConfigError => new ConfigError('file', `bind() to ${group.addrText} failed (${systemErrorText(err)})`);
     if (group.udp) {
       return new Promise((resolve, reject) => {
@@ -134,7 +137,7 @@ export class StreamServers {
           sock.removeAllListeners('error');
           sock.on('error', () => undefined);
           const clients = new Map<string, UdpClientSession>();
-          sock.on('message', (msg, rinfo) => this.datagram(group, sock, clients, msg, rinfo));
+          sock.on('message', (msg, rinfo) => this.datagram(key, group, sock, clients, msg, rinfo));
           resolve({ udp: sock });
         });
       });
@@ -142,7 +145,7 @@ export class StreamServers {
     return new Promise((resolve, reject) => {
       // the local address of every connection accepted here, unless the socket is bound to a wildcard address
       let local: LocalAddress | undefined;
-      const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.accept(group, socket, local));
+      const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.accept(key, group, socket, local));
       server.once('error', (err) => reject(failed(err)));
       const options = group.unixPath !== undefined
         ? { path: group.unixPath, backlog: group.backlog }
@@ -163,15 +166,16 @@ export class StreamServers {
 
   /**
    * `ngx_stream_init_connection` for a TCP connection.
+   * @param key the listening socket's `keyOf`
    * @param local the connection's local address when the listening socket's tells it (not a wildcard): no getsockname()
    */
-  private accept(bound: StreamListenGroup, socket: Socket, local: LocalAddress | undefined): void {
+  private accept(key: string, bound: StreamListenGroup, socket: Socket, local: LocalAddress | undefined): void {
     const env = this.env;
     if (!env) {
       socket.destroy();
       return;
     }
-    const group = this.groupNow(bound);
+    const group = this.groupNow(key, bound);
     const unix = group.unixPath !== undefined;
     const localAddr = unix ? `unix:${group.unixPath}` : local?.addr ?? plainAddr(socket.localAddress);
     const { server, addrText } = this.serverOf(group, localAddr);
@@ -182,6 +186,7 @@ export class StreamServers {
     let io: Socket = socket;
     const client: StreamClient = {
       write: (bytes, done) => io.write(bytes, done),
+      holding: () => io.writableLength > 0,
       pause: () => io.pause(),
       resume: () => {
         if (!ended) io.resume();
@@ -307,7 +312,7 @@ export class StreamServers {
   }
 
   /** A datagram: to its client's session, or the first of a new one (`ngx_stream_init_connection` for UDP). */
-  private datagram(bound: StreamListenGroup, sock: DgramSocket, clients: Map<string, UdpClientSession>, msg: Buffer, rinfo: RemoteInfo): void {
+  private datagram(listenKey: string, bound: StreamListenGroup, sock: DgramSocket, clients: Map<string, UdpClientSession>, msg: Buffer, rinfo: RemoteInfo): void {
     const key = `${rinfo.address}|${rinfo.port}`;
     const known = clients.get(key);
     if (known) {
@@ -316,21 +321,29 @@ export class StreamServers {
     }
     const env = this.env;
     if (!env) return;
-    const group = this.groupNow(bound);
+    const group = this.groupNow(listenKey, bound);
     const address = sock.address();
     const localAddr = plainAddr(address.address);
     const { server, addrText } = this.serverOf(group, localAddr);
     const entry: UdpClientSession = { proxy: undefined };
+    // datagrams being sent (node:dgram holds their bytes until its callback)
+    let sending = 0;
     const client: StreamClient = {
       write: (bytes, done) => {
+        sending++;
         try {
-          sock.send(bytes, rinfo.port, rinfo.address, (err) => done?.(err));
+          sock.send(bytes, rinfo.port, rinfo.address, (err) => {
+            sending--;
+            done?.(err);
+          });
         } catch (err) {
           // the listening socket closed (the server stops)
+          sending--;
           done?.(err as Error);
         }
         return true;
       },
+      holding: () => sending > 0,
       pause: () => undefined,
       resume: () => undefined,
       close: () => {

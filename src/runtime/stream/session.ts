@@ -43,6 +43,8 @@ export interface StreamEnv {
 export interface StreamClient {
   /** Sends bytes (a datagram for UDP); `done` once written. Returns false when the caller should wait for `drain`. */
   write(bytes: Buffer, done?: (err?: Error | null) => void): boolean;
+  /** Whether bytes written are still held to be sent (a write not done at once): their buffer must not change until its `done`. */
+  holding(): boolean;
   /** Stops reading (TCP) until `resume`. */
   pause(): void;
   resume(): void;
