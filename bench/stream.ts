@@ -17,6 +17,10 @@
  *    each a new connection through the proxy to an echo server: 1 byte
  *    sent, 1 byte back, the client shuts down, the proxy closes. Sessions/s
  *    and the ratio jinx/nginx.
+ *
+ * Beside each rate, the proxy's CPU time (user + system, /proc/PID/stat)
+ * over it: seconds per GiB forwarded, microseconds per session; on a
+ * shared machine these move less with the load than the rates.
  * 3. slow reader: a client reads one chunk every 100 ms (at most 64 KiB
  *    each, under 1 MiB/s) for `--slow-seconds` from a source that writes
  *    `--size` bytes as fast as the proxy takes them. The proxy's resident
@@ -32,7 +36,8 @@
  * stopped by its pid, also on SIGINT/SIGTERM/SIGHUP; the temporary prefix is
  * removed unless `--keep`. See bench/README.md.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -145,6 +150,15 @@ stream {
 
 interface Server { readonly name: 'jinx' | 'nginx'; readonly proc: Proc; readonly sourcePort: number; readonly echoPort: number }
 
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** utime + stime of process `pid` (one process: `master_process off`), in seconds. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
 /** Reads everything from `port` until the close; resolves with the byte count and the seconds it took. */
 function drain(port: number): Promise<{ bytes: number; seconds: number }> {
   return new Promise((resolve, reject) => {
@@ -252,11 +266,13 @@ async function main(): Promise<number> {
   const rates = new Map<string, number[]>(servers.map((s) => [s.name, []]));
   for (let round = 1; round <= o.rounds; round++) {
     for (const s of servers) {
+      const cpu0 = cpuSeconds(s.proc.child.pid!);
       const r = await drain(s.sourcePort);
+      const cpu = cpuSeconds(s.proc.child.pid!) - cpu0;
       if (r.bytes !== o.sizeBytes) throw new Error(`${s.name}: read ${r.bytes} bytes, not ${o.sizeBytes}`);
       const rate = r.bytes / MiB / r.seconds;
       rates.get(s.name)!.push(rate);
-      process.stdout.write(`  round ${round} ${s.name.padEnd(5)} ${rate.toFixed(0).padStart(6)} MiB/s (${r.seconds.toFixed(2)} s)\n`);
+      process.stdout.write(`  round ${round} ${s.name.padEnd(5)} ${rate.toFixed(0).padStart(6)} MiB/s (${r.seconds.toFixed(2)} s), cpu ${(cpu / (r.bytes / (1024 * MiB))).toFixed(2)} s/GiB\n`);
     }
   }
   const [tj, tn] = [median(rates.get('jinx')!), median(rates.get('nginx')!)];
@@ -265,9 +281,11 @@ async function main(): Promise<number> {
   process.stdout.write(`connection rate: ${o.sessions} 1-byte echo sessions, ${o.concurrency} at a time\n`);
   const sessionRates = new Map<string, number>();
   for (const s of servers) {
+    const cpu0 = cpuSeconds(s.proc.child.pid!);
     const rate = await connectionRate(s.echoPort, o.sessions, o.concurrency);
+    const cpu = cpuSeconds(s.proc.child.pid!) - cpu0;
     sessionRates.set(s.name, rate);
-    process.stdout.write(`  ${s.name.padEnd(5)} ${rate.toFixed(0).padStart(6)} sessions/s\n`);
+    process.stdout.write(`  ${s.name.padEnd(5)} ${rate.toFixed(0).padStart(6)} sessions/s, cpu ${((cpu / o.sessions) * 1e6).toFixed(0)} µs/session\n`);
   }
   process.stdout.write(`  jinx/nginx ${(sessionRates.get('jinx')! / sessionRates.get('nginx')!).toFixed(3)}\n`);
 

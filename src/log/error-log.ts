@@ -120,6 +120,17 @@ export class ErrorLogFiles {
     return l;
   }
 
+  /**
+   * Whether a line at `level` goes to one of `targets` at least (a target
+   * at level L takes L and every more severe level): a caller skips
+   * building a line that no target takes.
+   */
+  admits(targets: readonly ErrorLogTarget[], level: LogLevel): boolean {
+    const value = PINO_LEVELS[level];
+    for (const t of targets) if (value >= PINO_LEVELS[t.level]) return true;
+    return false;
+  }
+
   /** Writes a line to every target whose level admits it. */
   write(targets: readonly ErrorLogTarget[], level: LogLevel, message: string, conn?: number, context?: string): void {
     for (const t of targets) this.logger(t)[level]({ conn, context }, message);

@@ -11,6 +11,7 @@
  * with it while new sessions get the new one.
  */
 import { strict as assert } from 'node:assert';
+import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -167,6 +168,66 @@ stream {
       assert.deepEqual(lines(), ['200 4 two', '200 8 one']);
     } finally {
       await server.stop('SIGQUIT');
+    }
+  });
+});
+
+describe('stream (jinx only)', () => {
+  after(cleanup);
+
+  it('forwards an upstream\'s bytes intact to fast and slow clients at once (each session\'s read buffer is read into again only once written)', async () => {
+    const sizeBytes = 8 * 1024 * 1024;
+    const data = randomBytes(sizeBytes);
+    const want = createHash('sha256').update(data).digest('hex');
+    // writes of 1 to 100,000 bytes, as fast as the socket takes them
+    const source = createServer((s) => {
+      s.on('error', () => undefined);
+      let offset = 0;
+      const pump = (): void => {
+        while (offset < sizeBytes) {
+          const n = Math.min(sizeBytes - offset, 1 + ((offset * 7919) % 100_000));
+          const ok = s.write(data.subarray(offset, offset + n));
+          offset += n;
+          if (!ok) {
+            s.once('drain', pump);
+            return;
+          }
+        }
+        s.end();
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => source.listen(0, '127.0.0.1', () => resolve()));
+    const port = await freePort();
+    const server = await startJinx(`daemon off; master_process off; pid logs/nginx.pid; error_log logs/error.log warn; events {}
+stream {
+  server { listen 127.0.0.1:${port}; proxy_buffer_size 4k; proxy_pass 127.0.0.1:${(source.address() as { port: number }).port}; }
+}
+`, [port]);
+    try {
+      // a slow client stops reading for 300 ms after 1 MiB and after 4 MiB: the kernel's buffers fill, the proxy's writes to it wait
+      const session = (slow: boolean): Promise<{ bytes: number; sha: string }> => new Promise((resolve, reject) => {
+        const hash = createHash('sha256');
+        let bytes = 0;
+        const stops = slow ? [1024 * 1024, 4 * 1024 * 1024] : [];
+        const s = connect(port, '127.0.0.1');
+        s.on('data', (d: Buffer) => {
+          hash.update(d);
+          bytes += d.length;
+          if (stops.length > 0 && bytes >= stops[0]!) {
+            stops.shift();
+            s.pause();
+            setTimeout(() => s.resume(), 300);
+          }
+        });
+        s.on('error', reject);
+        s.on('close', () => resolve({ bytes, sha: hash.digest('hex') }));
+      });
+      const results = await Promise.all([session(false), session(true), session(false), session(true)]);
+      for (const r of results) assert.deepEqual(r, { bytes: sizeBytes, sha: want });
+    } finally {
+      await server.stop('SIGQUIT');
+      source.close();
     }
   });
 });

@@ -10,7 +10,7 @@
  * `proxy_responses`. Log lines and levels are nginx's.
  */
 import { createSocket, type Socket as DgramSocket } from 'node:dgram';
-import { isIP, Socket } from 'node:net';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
 import type { StreamProxyConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
 import type { StreamUpstreamState } from '../../config/stream-view.js';
 import { parseSize } from '../../config/spec.js';
@@ -20,7 +20,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { PeerAttempts } from '../upstream/round-robin.js';
 import { ResolveError } from '../upstream/resolver.js';
 import { upstreamHandshake } from './upstream-tls.js';
-import { addrWithPort, plainAddr, type StreamSession } from './session.js';
+import { addrWithPort, closeConnection, plainAddr, type StreamSession } from './session.js';
 
 /** Marks a queued chunk whose bytes were counted as received when read (before the upstream was connected). */
 const COUNTED = Symbol('counted');
@@ -30,6 +30,27 @@ type CountedChunk = Buffer & { [COUNTED]?: true };
 const OK = 200;
 const INTERNAL_SERVER_ERROR = 500;
 const BAD_GATEWAY = 502;
+
+/**
+ * Free read buffers of plain upstream connections, by size
+ * (`proxy_buffer_size`): a session takes one when it first connects and
+ * gives it back when it ends, unless a write or a read may still use it.
+ */
+const freeReadBuffers = new Map<number, Buffer[]>();
+/** Free read buffers kept of one size. */
+const FREE_READ_BUFFERS = 64;
+
+/** A free read buffer of `sizeBytes`, or a new one. */
+function takeReadBuffer(sizeBytes: number): Buffer {
+  return freeReadBuffers.get(sizeBytes)?.pop() ?? Buffer.allocUnsafeSlow(sizeBytes);
+}
+
+/** Keeps `buf` for another session, within `FREE_READ_BUFFERS`. */
+function giveReadBuffer(buf: Buffer): void {
+  let free = freeReadBuffers.get(buf.length);
+  if (!free) freeReadBuffers.set(buf.length, (free = []));
+  if (free.length < FREE_READ_BUFFERS) free.push(buf);
+}
 
 /** One direction of a TCP session: bytes read from `src`, written to `dst`, at most `rate` bytes a second. */
 interface Direction {
@@ -71,6 +92,12 @@ export class StreamProxy {
   private readonly early: Buffer[] = [];
   private readonly up: Direction = { fromUpstream: false, queue: [], eof: false, rate: 0, delayed: undefined, pendingWrites: 0, shut: false };
   private readonly down: Direction = { fromUpstream: true, queue: [], eof: false, rate: 0, delayed: undefined, pendingWrites: 0, shut: false };
+  /**
+   * The upstream's read buffer (nginx's `u->upstream_buf`, `proxy_buffer_size`
+   * bytes) of a plain connection: Node reads into it (`onread`), no buffer
+   * allocated per read; a chunk read stays in it until written.
+   */
+  private readBuffer: Buffer | undefined;
 
   constructor(private readonly s: StreamSession, private readonly conf: StreamProxyConf) {
     s.upstreamContext = () => this.logContext();
@@ -175,7 +202,15 @@ export class StreamProxy {
   private connectTcp(peer: UpstreamPeer): void {
     const s = this.s;
     const local = this.conf.bind?.evaluate(s);
-    const sock = new Socket({ allowHalfOpen: true });
+    const address = peer.unixPath !== undefined
+      ? { path: peer.unixPath }
+      : { host: peer.host, port: peer.port, ...(local ? { localAddress: local.replace(/^\[|\]$/g, '') } : {}) };
+    // a plain connection reads into the session's buffer; a TLS one through its TLS socket, into Node's
+    const onread = this.conf.tls
+      ? undefined
+      : { buffer: (this.readBuffer ??= takeReadBuffer(this.conf.bufferBytes)), callback: (n: number, buf: Uint8Array) => this.upstreamRead(sock, n, buf as Buffer) };
+    // its events (connect, error) come after the handlers below are set: Node emits them on a later tick
+    const sock: Socket = netConnect({ ...address, allowHalfOpen: true, ...(onread ? { onread } : {}) });
     this.tcp = sock;
     const onError = (err: Error): void => {
       if (sock !== this.tcp) return;
@@ -223,8 +258,6 @@ export class StreamProxy {
         this.initUpstream(r.socket);
       });
     });
-    if (peer.unixPath !== undefined) sock.connect({ path: peer.unixPath });
-    else sock.connect({ host: peer.host, port: peer.port, ...(local ? { localAddress: local.replace(/^\[|\]$/g, '') } : {}) });
   }
 
   private clearConnectTimer(): void {
@@ -272,12 +305,12 @@ export class StreamProxy {
     const s = this.s;
     if (s.server.tcpNodelay) sock.setNoDelay(true);
     if (this.conf.socketKeepalive) sock.setKeepAlive(true);
-    s.log('info', `proxy ${addrWithPort(plainAddr(sock.localAddress) || 'unix:', sock.localPort ?? 0)} connected to ${this.peerName}`, true);
+    if (s.logs('info')) s.log('info', `proxy ${addrWithPort(plainAddr(sock.localAddress) || 'unix:', sock.localPort ?? 0)} connected to ${this.peerName}`, true);
     this.state!.connectMs = Date.now() - this.attemptStartMs;
     this.attempts!.done();
     this.connected = true;
     if (this.conf.proxyProtocol && !this.conf.tls) this.writeUpstream(Buffer.from(proxyProtocolV1(s), 'latin1'));
-    sock.on('data', (chunk: Buffer) => this.onData(this.down, chunk));
+    if (this.conf.tls) sock.on('data', (chunk: Buffer) => this.onData(this.down, chunk));
     sock.on('end', () => this.onEof(this.down));
     sock.on('error', (err) => {
       if (s.finalized) return;
@@ -319,6 +352,20 @@ export class StreamProxy {
       return;
     }
     this.onEof(this.up);
+  }
+
+  /**
+   * `n` bytes of a plain upstream connection read into `buf` (its read
+   * buffer). Returns whether to read on: not while a write of them is
+   * not done (the next read would overwrite them) or the reader is paused.
+   */
+  private upstreamRead(sock: Socket, n: number, buf: Buffer): boolean {
+    if (sock !== this.tcp || this.s.finalized) return false;
+    const d = this.down;
+    // bytes kept for later (a rate, or bytes waiting before them) are copied out of the buffer
+    const chunk = d.rate > 0 || d.queue.length > 0 ? Buffer.from(buf.subarray(0, n)) : buf.subarray(0, n);
+    this.onData(d, chunk);
+    return !this.s.finalized && !sock.isPaused() && !this.s.client.holding();
   }
 
   private onData(d: Direction, chunk: Buffer): void {
@@ -484,14 +531,14 @@ export class StreamProxy {
     if (down.eof && !flushed(down)) return;
     if (this.conf.halfClose && !(up.eof && down.eof)) return;
     s.action = 'proxying connection';
-    s.log('info', `${d.fromUpstream ? 'upstream' : 'client'} disconnected, bytes from/to client:${s.bytesReceived}/${s.bytesSent}, bytes from/to upstream:${this.upReceived}/${this.upSent}`, true);
+    if (s.logs('info')) s.log('info', `${d.fromUpstream ? 'upstream' : 'client'} disconnected, bytes from/to client:${s.bytesReceived}/${s.bytesSent}, bytes from/to upstream:${this.upReceived}/${this.upSent}`, true);
     s.finalize(OK);
   }
 
   /** `proxy_timeout`: armed on traffic either way (`ngx_add_timer(c->write, pscf->timeout)`). */
   private armIdle(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.idleTimeout(), this.conf.timeoutMs);
+    if (this.idleTimer) this.idleTimer.refresh();
+    else this.idleTimer = setTimeout(() => this.idleTimeout(), this.conf.timeoutMs);
   }
 
   /** `ngx_stream_proxy_process_connection` on a timed-out event. */
@@ -544,8 +591,10 @@ export class StreamProxy {
     const onBound = (): void => {
       sock.connect(peer.port, peer.host, () => {
         if (sock !== this.udp || s.finalized) return;
-        const addr = sock.address();
-        s.log('info', `udp proxy ${addrWithPort(plainAddr(addr.address), addr.port)} connected to ${this.peerName}`, true);
+        if (s.logs('info')) {
+          const addr = sock.address();
+          s.log('info', `udp proxy ${addrWithPort(plainAddr(addr.address), addr.port)} connected to ${this.peerName}`, true);
+        }
         this.state!.connectMs = Date.now() - this.attemptStartMs;
         this.connected = true;
         sock.on('message', (msg) => this.udpResponse(msg));
@@ -647,8 +696,11 @@ export class StreamProxy {
       const sock = this.tcp;
       sock.removeAllListeners();
       sock.on('error', () => undefined);
-      sock.destroySoon();
+      closeConnection(sock);
       this.tcp = undefined;
+      // the buffer is free once its socket reads no more and no write to the client holds it
+      if (this.readBuffer && sock.destroyed && this.down.pendingWrites === 0 && !this.s.client.holding()) giveReadBuffer(this.readBuffer);
+      this.readBuffer = undefined;
     }
     this.dropUpstream();
   }

@@ -19,7 +19,7 @@ import { StreamProxy } from './proxy.js';
 import { streamLimitConnections } from './limit-conn.js';
 import { prereadPhase } from './preread.js';
 import { streamHandshake } from './tls.js';
-import { plainAddr, StreamSession, type StreamClient, type StreamEnv } from './session.js';
+import { closeConnection, plainAddr, StreamSession, type StreamClient, type StreamEnv } from './session.js';
 
 const OK = 200;
 const BAD_REQUEST = 400;
@@ -32,12 +32,20 @@ const keyOf = (g: StreamListenGroup): string => `${g.udp ? 'udp' : 'tcp'}|${g.ho
 /** A bound stream socket. */
 type Bound = { readonly tcp: Server; readonly udp?: undefined } | { readonly udp: DgramSocket; readonly tcp?: undefined };
 
+/** The local address and port of a connection (`ngx_connection_local_sockaddr`), without the `::ffff:` of an IPv4-mapped one. */
+interface LocalAddress {
+  readonly addr: string;
+  readonly port: number;
+}
+
 /** The stream sockets and sessions of the server. */
 export class StreamServers {
   private readonly bound = new Map<string, Bound>();
   /** Open sessions, each with the means to close it at once. */
   private readonly sessions = new Map<StreamSession, () => void>();
   private env: StreamEnv | undefined;
+  /** The listen groups of the configuration in service, by `keyOf`. */
+  private groups = new Map<string, StreamListenGroup>();
 
   /** @param passTargets the listening sockets of the rest of the process (http's) that `pass` may hand a connection to */
   constructor(private readonly passTargets: PassTargets = () => undefined) {}
@@ -49,8 +57,8 @@ export class StreamServers {
   private passTarget(address: PassAddress): ((socket: Socket) => void) | undefined {
     for (const [key, b] of this.bound) {
       if (!b.tcp) continue;
-      const group = this.env?.table.listens.find((g) => keyOf(g) === key);
-      if (group && passListenMatches(group, address)) return (socket) => b.tcp.emit('connection', socket);
+      const group = this.groups.get(key);
+      if (group && passListenMatches(group, address)) return (socket) => this.accept(key, group, socket, undefined);
     }
     return this.passTargets(address);
   }
@@ -80,9 +88,9 @@ export class StreamServers {
   /** Puts `env`'s configuration in service and closes the sockets it no longer has. */
   use(env: StreamEnv): void {
     this.env = env;
-    const keys = new Set(env.table.listens.map(keyOf));
+    this.groups = new Map(env.table.listens.map((g) => [keyOf(g), g]));
     for (const [key, b] of this.bound) {
-      if (keys.has(key)) continue;
+      if (this.groups.has(key)) continue;
       if (b.tcp) b.tcp.close();
       else b.udp.close();
       this.bound.delete(key);
@@ -114,11 +122,12 @@ export class StreamServers {
   }
 
   /** The group of `key` in the configuration in service, or `fallback` (the one the socket was bound for). */
-  private groupNow(fallback: StreamListenGroup): StreamListenGroup {
-    return this.env?.table.listens.find((g) => keyOf(g) === keyOf(fallback)) ?? fallback;
+  private groupNow(key: string, fallback: StreamListenGroup): StreamListenGroup {
+    return this.groups.get(key) ?? fallback;
   }
 
   private bind(group: StreamListenGroup): Promise<Bound> {
+    const key = keyOf(group);
     const failed = (err: unknown): ConfigError => new ConfigError('file', `bind() to ${group.addrText} failed (${systemErrorText(err)})`);
     if (group.udp) {
       return new Promise((resolve, reject) => {
@@ -128,13 +137,15 @@ export class StreamServers {
           sock.removeAllListeners('error');
           sock.on('error', () => undefined);
           const clients = new Map<string, UdpClientSession>();
-          sock.on('message', (msg, rinfo) => this.datagram(group, sock, clients, msg, rinfo));
+          sock.on('message', (msg, rinfo) => this.datagram(key, group, sock, clients, msg, rinfo));
           resolve({ udp: sock });
         });
       });
     }
     return new Promise((resolve, reject) => {
-      const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.accept(group, socket));
+      // the local address of every connection accepted here, unless the socket is bound to a wildcard address
+      let local: LocalAddress | undefined;
+      const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.accept(key, group, socket, local));
       server.once('error', (err) => reject(failed(err)));
       const options = group.unixPath !== undefined
         ? { path: group.unixPath, backlog: group.backlog }
@@ -142,6 +153,7 @@ export class StreamServers {
       server.listen(options, () => {
         server.removeAllListeners('error');
         if (group.unixPath !== undefined) chmodSync(group.unixPath, 0o666);
+        else local = specificAddress(server);
         resolve({ tcp: server });
       });
     });
@@ -152,16 +164,20 @@ export class StreamServers {
     return group.byLocalAddr.get(localAddr) ?? { server: group.server, addrText: group.addrText };
   }
 
-  /** `ngx_stream_init_connection` for a TCP connection. */
-  private accept(bound: StreamListenGroup, socket: Socket): void {
+  /**
+   * `ngx_stream_init_connection` for a TCP connection.
+   * @param key the listening socket's `keyOf`
+   * @param local the connection's local address when the listening socket's tells it (not a wildcard): no getsockname()
+   */
+  private accept(key: string, bound: StreamListenGroup, socket: Socket, local: LocalAddress | undefined): void {
     const env = this.env;
     if (!env) {
       socket.destroy();
       return;
     }
-    const group = this.groupNow(bound);
+    const group = this.groupNow(key, bound);
     const unix = group.unixPath !== undefined;
-    const localAddr = unix ? `unix:${group.unixPath}` : plainAddr(socket.localAddress);
+    const localAddr = unix ? `unix:${group.unixPath}` : local?.addr ?? plainAddr(socket.localAddress);
     const { server, addrText } = this.serverOf(group, localAddr);
     if (group.soKeepalive) socket.setKeepAlive(true);
     let proxy: StreamProxy | undefined;
@@ -170,6 +186,7 @@ export class StreamServers {
     let io: Socket = socket;
     const client: StreamClient = {
       write: (bytes, done) => io.write(bytes, done),
+      holding: () => io.writableLength > 0,
       pause: () => io.pause(),
       resume: () => {
         if (!ended) io.resume();
@@ -177,14 +194,14 @@ export class StreamServers {
       close: () => {
         this.sessions.delete(session);
         io.removeAllListeners('data');
-        io.destroySoon();
+        closeConnection(io);
       },
       shutdown: () => io.end(),
       destroy: () => io.destroy(),
     };
     const session = new StreamSession(
       env, group, server, addrText, client, false,
-      unix ? 'unix:' : plainAddr(socket.remoteAddress), unix ? 0 : socket.remotePort ?? 0, localAddr, unix ? 0 : socket.localPort ?? 0,
+      unix ? 'unix:' : plainAddr(socket.remoteAddress), unix ? 0 : socket.remotePort ?? 0, localAddr, unix ? 0 : local?.port ?? socket.localPort ?? 0,
     );
     this.sessions.set(session, () => {
       if (!session.finalized) session.finalize(OK);
@@ -295,7 +312,7 @@ export class StreamServers {
   }
 
   /** A datagram: to its client's session, or the first of a new one (`ngx_stream_init_connection` for UDP). */
-  private datagram(bound: StreamListenGroup, sock: DgramSocket, clients: Map<string, UdpClientSession>, msg: Buffer, rinfo: RemoteInfo): void {
+  private datagram(listenKey: string, bound: StreamListenGroup, sock: DgramSocket, clients: Map<string, UdpClientSession>, msg: Buffer, rinfo: RemoteInfo): void {
     const key = `${rinfo.address}|${rinfo.port}`;
     const known = clients.get(key);
     if (known) {
@@ -304,21 +321,29 @@ export class StreamServers {
     }
     const env = this.env;
     if (!env) return;
-    const group = this.groupNow(bound);
+    const group = this.groupNow(listenKey, bound);
     const address = sock.address();
     const localAddr = plainAddr(address.address);
     const { server, addrText } = this.serverOf(group, localAddr);
     const entry: UdpClientSession = { proxy: undefined };
+    // datagrams being sent (node:dgram holds their bytes until its callback)
+    let sending = 0;
     const client: StreamClient = {
       write: (bytes, done) => {
+        sending++;
         try {
-          sock.send(bytes, rinfo.port, rinfo.address, (err) => done?.(err));
+          sock.send(bytes, rinfo.port, rinfo.address, (err) => {
+            sending--;
+            done?.(err);
+          });
         } catch (err) {
           // the listening socket closed (the server stops)
+          sending--;
           done?.(err as Error);
         }
         return true;
       },
+      holding: () => sending > 0,
       pause: () => undefined,
       resume: () => undefined,
       close: () => {
@@ -379,6 +404,17 @@ export class StreamServers {
     proxy.clientDatagram(payload);
     proxy.start().catch((err: unknown) => failed(session, err));
   }
+}
+
+/**
+ * The address of a listening TCP socket bound to a specific address (the
+ * local address of every connection it accepts, as nginx takes it from the
+ * listening socket when it is not a wildcard), or undefined for a wildcard.
+ */
+function specificAddress(server: Server): LocalAddress | undefined {
+  const a = server.address();
+  if (a === null || typeof a === 'string' || a.address === '0.0.0.0' || a.address === '::') return undefined;
+  return { addr: plainAddr(a.address), port: a.port };
 }
 
 /**

@@ -18,6 +18,7 @@ import type { ErrorLogFiles } from '../../log/error-log.js';
 import type { LogLevel } from '../../log/levels.js';
 import { appendFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { systemErrorText } from '../../os-errors.js';
 import type { ConnectionNumbers } from '../connection-numbers.js';
 import type { LimitConnStore } from '../limit-conn-zones.js';
@@ -42,6 +43,8 @@ export interface StreamEnv {
 export interface StreamClient {
   /** Sends bytes (a datagram for UDP); `done` once written. Returns false when the caller should wait for `drain`. */
   write(bytes: Buffer, done?: (err?: Error | null) => void): boolean;
+  /** Whether bytes written are still held to be sent (a write not done at once): their buffer must not change until its `done`. */
+  holding(): boolean;
   /** Stops reading (TCP) until `resume`. */
   pause(): void;
   resume(): void;
@@ -61,6 +64,18 @@ export const plainAddr = (a: string | undefined): string => (a ? IPV4_MAPPED.exe
 /** An address with its port (`ngx_sock_ntop(…, 1)`): `127.0.0.1:5000`, `[::1]:5000`, `unix:` without one. */
 export const addrWithPort = (addr: string, port: number): string =>
   (addr.startsWith('unix:') ? addr : addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`);
+
+/**
+ * `ngx_close_connection` of a session's connection: a plain TCP socket with
+ * nothing left to write is closed at once (the kernel sends what it holds,
+ * then the FIN, as nginx's close() without a shutdown()); one with bytes
+ * still to write, already shut for writing, or a TLS one (its close_notify
+ * first) is closed once they are written.
+ */
+export function closeConnection(sock: Socket): void {
+  if (sock.writableLength === 0 && !sock.writableEnded && !sock.connecting && !(sock instanceof TLSSocket)) sock.destroy();
+  else sock.destroySoon();
+}
 
 /** A session of the stream module. */
 export class StreamSession implements StreamView {
@@ -158,8 +173,14 @@ export class StreamSession implements StreamView {
     return `${action}, ${this.udp ? 'udp ' : ''}client: ${this.remoteAddr}, server: ${this.group.addrText}${this.upstreamContext?.() ?? ''}`;
   }
 
+  /** Whether a line at `level` goes to one of the server's error logs at least (a caller skips building one that none takes). */
+  logs(level: LogLevel): boolean {
+    return this.env.errorLog.admits(this.server.errorLogs, level);
+  }
+
   /** Writes a line to the server's error logs, with the session's context unless `bare` (nginx's lines with `c->log->handler = NULL`). */
   log(level: LogLevel, message: string, bare = false): void {
+    if (!this.logs(level)) return;
     this.env.errorLog.write(this.server.errorLogs, level, message, this.connectionId, bare ? '' : this.context());
   }
 
@@ -176,6 +197,7 @@ export class StreamSession implements StreamView {
 
   /** The first line of a session (`ngx_stream_init_connection`). */
   logConnected(): void {
+    if (!this.logs('info')) return;
     const text = `*${this.connectionId} ${this.udp ? 'udp ' : ''}client ${addrWithPort(this.peerAddr, this.peerPort)} connected to ${this.addrText}`;
     this.env.errorLog.write(this.server.errorLogs, 'info', text, undefined, '');
   }
