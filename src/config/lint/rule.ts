@@ -45,6 +45,11 @@ export interface LintSubject {
   readonly offline: boolean;
 }
 
+/** Where a rule is documented: its section of README's "Lint rules" (`<a id="lint-CODE">`). */
+export function ruleDocUrl(code: string): string {
+  return `https://github.com/jinx/jinx#lint-${code}`;
+}
+
 /** One lint rule. Rules are data: listed in `rules/index.ts`, documented in README from these fields. */
 export interface LintRule {
   /** Stable code, kebab-case (`add-header-inheritance`); used by `--rule`, `--skip` and ignore comments. */

@@ -12,7 +12,7 @@ import { addHeaders, addTrailers } from '../../modules/headers.js';
 import { fastcgiParams } from '../../modules/fastcgi.js';
 import { proxyHideHeader, proxySetHeader } from '../../modules/proxy.js';
 import type { ListSlot } from '../../spec.js';
-import type { LintRule, LintSubject, RuleFinding } from '../rule.js';
+import { ruleDocUrl, type LintRule, type LintSubject, type RuleFinding } from '../rule.js';
 import { levelsOf, levelTitle, ownDirectives, where } from './security-levels.js';
 import type { SourceLoc } from '../../../source-loc.js';
 
@@ -135,7 +135,7 @@ export const inheritanceRules: readonly LintRule[] = [
     severity: 'warning',
     title: 'add_header at this level drops the headers set above it',
     explanation: `A server, location or if block with its own add_header sends none of the add_header headers of the levels above it (security headers such as Strict-Transport-Security set at the server level silently disappear from that location). ${EXPLAIN_TAIL} Fix: repeat the lost headers at the level (an include file with all of them helps), or move the level's own add_header up.`,
-    docUrl: 'https://github.com/jinx/jinx#lint-add-header-inheritance',
+    docUrl: ruleDocUrl('add-header-inheritance'),
     check: (subject, report) => checkArray(subject, {
       directive: 'add_header', slot: addHeaders, nameOf: (h) => h.name, caseless: true, handler: undefined, consequence: 'not sent with its responses',
     }, report),
@@ -145,7 +145,7 @@ export const inheritanceRules: readonly LintRule[] = [
     severity: 'warning',
     title: 'add_trailer at this level drops the trailers set above it',
     explanation: `A server, location or if block with its own add_trailer sends none of the add_trailer trailers of the levels above it. ${EXPLAIN_TAIL} Fix: repeat the lost trailers at the level.`,
-    docUrl: 'https://github.com/jinx/jinx#lint-add-trailer-inheritance',
+    docUrl: ruleDocUrl('add-trailer-inheritance'),
     check: (subject, report) => checkArray(subject, {
       directive: 'add_trailer', slot: addTrailers, nameOf: (h) => h.name, caseless: true, handler: undefined, consequence: 'not sent with its responses',
     }, report),
@@ -155,7 +155,7 @@ export const inheritanceRules: readonly LintRule[] = [
     severity: 'warning',
     title: 'proxy_set_header at this level drops the headers set above it',
     explanation: `A location (or server) with its own proxy_set_header sends none of the proxy_set_header headers of the levels above it to the upstream (X-Forwarded-For, Upgrade/Connection for WebSockets, an emptied Accept-Encoding). ${EXPLAIN_TAIL} Reported only where the level's list reaches a proxy_pass; a lost Upgrade is not reported where the level writes its own Connection (it has chosen whether to upgrade). Fix: repeat the lost headers at the level, or keep all proxy_set_header lines at one level.`,
-    docUrl: 'https://github.com/jinx/jinx#lint-proxy-set-header-inheritance',
+    docUrl: ruleDocUrl('proxy-set-header-inheritance'),
     check: (subject, report) => checkArray(subject, {
       directive: 'proxy_set_header', slot: proxySetHeader, nameOf: (h) => h.name, caseless: true, handler: 'proxy_pass', consequence: 'not sent to its upstream',
       // an upgrade needs both headers, and nginx passes neither hop-by-hop header on its own: a level that writes its own Connection has chosen
@@ -167,7 +167,7 @@ export const inheritanceRules: readonly LintRule[] = [
     severity: 'warning',
     title: 'proxy_hide_header at this level lets the headers hidden above it through',
     explanation: `A location (or server) with its own proxy_hide_header hides only its own headers: the upstream response headers hidden at the levels above reach the client again (a backend's X-Powered-By or internal headers). ${EXPLAIN_TAIL} Reported only where the level's list reaches a proxy_pass. Fix: repeat the hidden headers at the level.`,
-    docUrl: 'https://github.com/jinx/jinx#lint-proxy-hide-header-inheritance',
+    docUrl: ruleDocUrl('proxy-hide-header-inheritance'),
     check: (subject, report) => checkArray(subject, {
       directive: 'proxy_hide_header', slot: proxyHideHeader, nameOf: (h) => h, caseless: true, handler: 'proxy_pass', consequence: 'not hidden from its responses',
     }, report),
@@ -177,7 +177,7 @@ export const inheritanceRules: readonly LintRule[] = [
     severity: 'warning',
     title: 'fastcgi_param at this level drops the parameters set above it',
     explanation: `A location with its own fastcgi_param passes none of the fastcgi_param parameters of the levels above it (SCRIPT_FILENAME, HTTPS or an application setting written at the server level). ${EXPLAIN_TAIL} Reported only where the level's list reaches a fastcgi_pass. Fix: include the shared parameters (fastcgi_params) at the level that adds its own.`,
-    docUrl: 'https://github.com/jinx/jinx#lint-fastcgi-param-inheritance',
+    docUrl: ruleDocUrl('fastcgi-param-inheritance'),
     check: (subject, report) => checkArray(subject, {
       directive: 'fastcgi_param', slot: fastcgiParams, nameOf: (p) => p.name, caseless: false, handler: 'fastcgi_pass', consequence: 'not passed to its FastCGI server',
     }, report),

@@ -12,14 +12,13 @@ import type { LevelNode } from '../../check.js';
 import { accessRules } from '../../modules/access.js';
 import { docRoot, internal, locationDef, resolver, serverTokens } from '../../modules/http-core.js';
 import { compileRegex } from '../../regex.js';
-import type { LintRule, LintSubject } from '../rule.js';
+import { ruleDocUrl, type LintRule, type LintSubject } from '../rule.js';
 import { inheritanceRules } from './security-inheritance.js';
 import { forgedMatch, groupClimbs, groupHoldsDot } from './security-regex.js';
 import {
   captureSources, enclosing, httpLevels, ifRegex, levelName, levelsOf, ownDirectives, PATH_VARIABLES, safeSplit, TaintTable, where, type Taint,
 } from './security-levels.js';
 
-const doc = (code: string): string => `https://github.com/jinx/jinx#lint-${code}`;
 
 /** A pattern compiled as nginx compiles it, or undefined when it does not compile. */
 function compiled(pattern: string, caseless: boolean): RegExp | undefined {
@@ -59,7 +58,7 @@ const aliasTraversal: LintRule = {
   severity: 'error',
   title: 'alias in a location that does not end where the alias does allows path traversal',
   explanation: 'In `location /files { alias /data/; }` nginx replaces the location\'s prefix with the alias, so `/files../secret` maps to `/data/../secret`: one directory above the alias can be read. The same holds for a regex location whose alias puts a capture after a slash when the regex has no slash before that capture (`location ~ ^/files(.*)$ { alias /data/$1; }`). Fix: end the location with a slash as the alias does (`location /files/ { alias /data/; }`, `location ~ ^/files/(.*)$`), or use `root` where the path allows it.',
-  docUrl: doc('alias-traversal'),
+  docUrl: ruleDocUrl('alias-traversal'),
   check: (subject, report) => {
     for (const level of levelsOf(subject.root)) {
       const def = level.conf.own(locationDef)?.value;
@@ -126,7 +125,7 @@ const ssrf: LintRule = {
   severity: 'error',
   title: 'proxy_pass or fastcgi_pass takes its host from the request',
   explanation: 'A proxy_pass whose scheme or host (or a fastcgi_pass whose address) comes from a request header, an argument, the URI or a capture of it lets a client choose where jinx connects (server-side request forgery: internal services, cloud metadata at 169.254.169.254). Internal locations are not reported, nor a capture that cannot hold a dot (`([a-z]+)` chooses among names the configuration writes around it). Fix: proxy to fixed hosts or an upstream block; map client input through a `map` whose values are fixed hosts, with a default.',
-  docUrl: doc('proxy-pass-ssrf'),
+  docUrl: ruleDocUrl('proxy-pass-ssrf'),
   check: (subject, report) => {
     const taint = new TaintTable(subject);
     eachDirective(subject, (level, d) => {
@@ -157,7 +156,7 @@ const hostSpoofing: LintRule = {
   severity: 'warning',
   title: 'the Host header sent upstream is the client\'s, unchecked',
   explanation: '`proxy_set_header Host $http_host` (or `$http_x_forwarded_host`) passes whatever Host the client sent, even one this server does not answer to: the backend builds links, password-reset mails and cache keys from it. `$host` is the server\'s name or the checked, lowercased request host. Fix: `proxy_set_header Host $host;` (or a fixed name).',
-  docUrl: doc('host-spoofing'),
+  docUrl: ruleDocUrl('host-spoofing'),
   check: (subject, report) => {
     eachDirective(subject, (_level, d) => {
       if (d.name !== 'proxy_set_header' || d.args.length !== 2 || d.args[0]!.toLowerCase() !== 'host') return;
@@ -194,7 +193,7 @@ const httpSplitting: LintRule = {
   severity: 'error',
   title: 'a header line is built from a value that can hold CR/LF',
   explanation: 'nginx\'s $uri (and $document_uri, and regex captures of them) is URL-decoded: a request for `/%0D%0ASet-Cookie:%20x=1` puts CR LF into it, and a header built from it (add_header, a return or rewrite redirect\'s Location, proxy_set_header, a proxy_pass URI) is split in two, letting the client add headers or a body (response splitting). Fix: use $request_uri (sent as received, never decoded), or capture with a class that excludes CR and LF (`([^/\\r\\n]*)`, `(\\w+)`).',
-  docUrl: doc('http-splitting'),
+  docUrl: ruleDocUrl('http-splitting'),
   check: (subject, report) => {
     const taint = new TaintTable(subject);
     eachDirective(subject, (level, d) => {
@@ -214,7 +213,7 @@ const originRegex: LintRule = {
   severity: 'warning',
   title: 'a regex meant to accept one site\'s Origin or Referer also accepts others',
   explanation: 'A check such as `if ($http_origin ~ "example.com")`, a `map $http_origin` regex key or `valid_referers ~example.com` accepts `https://example.com.evil.invalid` and `https://evilexample.com` too when the regex is not anchored, and `https://wwwxexample.com` when its dots are not escaped: a CORS or hotlink check that any site can pass. Fix: anchor and escape the whole origin (`^https://(www\\.)?example\\.com$`), or compare exactly with a map.',
-  docUrl: doc('origin-regex'),
+  docUrl: ruleDocUrl('origin-regex'),
   check: (subject, report) => {
     eachDirective(subject, (_level, d) => {
       if (d.name === 'if') {
@@ -268,7 +267,7 @@ const validReferersNone: LintRule = {
   severity: 'warning',
   title: 'valid_referers none accepts requests without a Referer',
   explanation: '`valid_referers none` makes $invalid_referer empty for every request without a Referer header, and anyone can send one without it (curl, a page with `referrerpolicy="no-referrer"`): a check meant to keep other sites out lets them in. Fix: drop `none` where the Referer check protects something; keep it only for hotlink protection where direct visits must work.',
-  docUrl: doc('valid-referers-none'),
+  docUrl: ruleDocUrl('valid-referers-none'),
   check: (subject, report) => {
     eachDirective(subject, (_level, d) => {
       if (d.name === 'valid_referers' && d.args.includes('none')) {
@@ -283,7 +282,7 @@ const addHeaderMultiline: LintRule = {
   severity: 'warning',
   title: 'an add_header value spans lines',
   explanation: 'A quoted add_header value written over several lines keeps its line breaks: nginx sends them inside the header, which HTTP/1.1 forbids (obsolete line folding) and clients reject or read as several headers. Fix: write the value on one line (a long Content-Security-Policy can be built with `map` or `set`).',
-  docUrl: doc('add-header-multiline'),
+  docUrl: ruleDocUrl('add-header-multiline'),
   check: (subject, report) => {
     eachDirective(subject, (_level, d) => {
       if ((d.name === 'add_header' || d.name === 'add_trailer') && d.args.length >= 2 && /[\r\n]/.test(d.args[1]!)) {
@@ -299,7 +298,7 @@ const versionDisclosure: LintRule = {
   severity: 'warning',
   title: 'responses tell the server\'s version',
   explanation: 'With `server_tokens on` (nginx\'s default when the directive is not written) every response\'s Server header and every error page name the version, which tells an attacker which known flaws to try. jinx reports it, as gixy does, both where `server_tokens on` (or `build`) is written and, once, at the http block when no level turns it off. Fix: `server_tokens off;` in the http block.',
-  docUrl: doc('version-disclosure'),
+  docUrl: ruleDocUrl('version-disclosure'),
   check: (subject, report) => {
     for (const level of httpLevels(subject.root)) {
       const own = level.conf.own(serverTokens);
@@ -334,7 +333,7 @@ const resolverExternal: LintRule = {
   severity: 'warning',
   title: 'resolver points at a public DNS server',
   explanation: 'nginx\'s resolver sends plain UDP queries without DNSSEC; answers from a resolver across the internet can be spoofed (and CVE-2021-23017 was reachable this way), sending proxied traffic to an attacker. Fix: point `resolver` at a local caching resolver (127.0.0.1 with unbound/dnsmasq, 127.0.0.11 in Docker, the cluster DNS), which talks to the internet for you.',
-  docUrl: doc('resolver-external'),
+  docUrl: ruleDocUrl('resolver-external'),
   check: (subject, report) => {
     for (const level of httpLevels(subject.root)) {
       const own = level.conf.own(resolver);
@@ -351,7 +350,7 @@ const allowWithoutDeny: LintRule = {
   severity: 'warning',
   title: 'allow without a deny at the same level restricts nothing',
   explanation: 'allow and deny are checked in order and a request no rule matches is let through; a level whose own rules are only `allow` lets every address in, and, having rules of its own, inherits none of the deny rules above it. Fix: end the level\'s list with `deny all;`.',
-  docUrl: doc('allow-without-deny'),
+  docUrl: ruleDocUrl('allow-without-deny'),
   check: (subject, report) => {
     for (const level of httpLevels(subject.root)) {
       const own = level.conf.ownList(accessRules);
@@ -390,7 +389,7 @@ const ifIsEvil: LintRule = {
   severity: 'warning',
   title: 'an if inside a location does more than return, rewrite … last or set',
   explanation: 'An `if` in a location is a location of its own: when it matches, the request is served with the if block\'s settings (ngx_http_rewrite_if sets them as the request\'s location), which lose what is not inherited (the location\'s try_files; its add_header when the block adds one) and run handlers in surprising orders. Only `return`, `rewrite … last`/`redirect`/`permanent` and `set` are safe inside it, and even a block of `set`s drops the location\'s try_files when it matches unless it ends with `return`. Fix: move the condition into a `map` and use its variable, or `return`/`rewrite … last` to another location.',
-  docUrl: doc('if-is-evil'),
+  docUrl: ruleDocUrl('if-is-evil'),
   check: (subject, report) => {
     for (const level of levelsOf(subject.root)) {
       if (level.context !== 'lif' || !level.directive) continue;

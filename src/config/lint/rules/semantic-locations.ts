@@ -9,8 +9,8 @@
  */
 import { statSync } from 'node:fs';
 import type { Directive } from '../../../parser/ast.js';
-import type { LintRule, LintSubject, RuleFinding } from '../rule.js';
-import { at, blocksNamed, DOC, httpBlocks, inherited, locationName, own, Routes, serverOf, shown, type Block } from './semantic-model.js';
+import { ruleDocUrl, type LintRule, type LintSubject, type RuleFinding } from '../rule.js';
+import { at, blocksNamed, httpBlocks, inherited, locationName, own, Routes, serverOf, shown, type Block } from './semantic-model.js';
 import { regexCovers, regexCoversPrefix, regexLiteral } from './semantic-regex.js';
 
 /** The levels that hold `location` blocks: servers and locations. */
@@ -87,7 +87,7 @@ export const locationShadowed: LintRule = {
     + 'location ~ ^/st), a regex location is never used '
     + 'when an earlier regex matches everything it matches, and a case-sensitive regex is never used when every URI it matches starts with a "^~" prefix. '
     + 'Fix: make the prefix win with "location ^~ /static/", narrow or reorder the regexes, or remove the dead location.',
-  docUrl: `${DOC}location-shadowed`,
+  docUrl: ruleDocUrl('location-shadowed'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const http of httpBlocks(subject.nodes)) for (const level of locationLevels(http)) shadowedAt(level, report);
   },
@@ -131,7 +131,7 @@ export const tryFilesLoop: LintRule = {
     + 'the files exists for it either, nginx redirects again and again; after 10 internal redirects it stops with 500 and logs "rewrite or internal '
     + 'redirection cycle while internally redirecting to …". The rule checks the files under an absolute root (not with --offline, where it cannot '
     + 'prove the loop and stays silent). Fix: make the fallback a file that exists, a location that does not use this try_files, or a status: "=404".',
-  docUrl: `${DOC}try-files-loop`,
+  docUrl: ruleDocUrl('try-files-loop'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     const http = httpBlocks(subject.nodes);
     const routes = new Routes(subject.table, http);
@@ -193,7 +193,7 @@ export const errorPageLoop: LintRule = {
     + 'recursive_error_pages on and an error_page there that leads back to the same location, nginx redirects until its limit of 10 URI changes and '
     + 'then sends the built-in page. Fix: let the error page location serve the page (a file, or return 200/404 with a body), or point error_page at a '
     + 'location that does not fail.',
-  docUrl: `${DOC}error-page-loop`,
+  docUrl: ruleDocUrl('error-page-loop'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     const http = httpBlocks(subject.nodes);
     const routes = new Routes(subject.table, http);
@@ -248,7 +248,7 @@ export const authRequestNotInternal: LintRule = {
     + 'unless it is marked "internal", clients can request URI themselves and see what the authorization service answers (tokens, user names, headers '
     + 'it sets for auth_request_set), or send requests to that service with their own headers. A location whose access rules start with "deny all" '
     + 'is not reported. Fix: add "internal;" to the location of the subrequest (subrequests may use internal locations).',
-  docUrl: `${DOC}auth-request-not-internal`,
+  docUrl: ruleDocUrl('auth-request-not-internal'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     const http = httpBlocks(subject.nodes);
     const routes = new Routes(subject.table, http);

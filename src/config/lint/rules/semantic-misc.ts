@@ -6,8 +6,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import type { ConfigNode, Directive } from '../../../parser/ast.js';
-import type { LintRule, LintSubject, RuleFinding } from '../rule.js';
-import { at, directivesIn, DOC, httpBlocks, inherited, own, type Block } from './semantic-model.js';
+import { ruleDocUrl, type LintRule, type LintSubject, type RuleFinding } from '../rule.js';
+import { at, directivesIn, httpBlocks, inherited, own, type Block } from './semantic-model.js';
 
 /** Every directive of the configuration, in reading order. */
 function everyDirective(nodes: readonly ConfigNode[]): Directive[] {
@@ -61,7 +61,7 @@ export const tlsWeakerThanIntermediate: LintRule = {
     + '-CHACHA20-POLY1305 and DHE-RSA-AES128-GCM-SHA256, -AES256-GCM-SHA384, -CHACHA20-POLY1305. ssl_protocols with SSLv3, TLSv1 or TLSv1.1, or '
     + 'ssl_ciphers selecting other suites (CBC modes, SHA-1 MACs, RSA key exchange, DSS; what the string selects is asked of the openssl command) '
     + 'allow downgrades and deprecated cryptography. Fix: ssl_protocols TLSv1.2 TLSv1.3; and ssl_ciphers with exactly the list above.',
-  docUrl: `${DOC}tls-weaker-than-intermediate`,
+  docUrl: ruleDocUrl('tls-weaker-than-intermediate'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const d of everyDirective(subject.nodes)) {
       if (d.name === 'ssl_protocols') {
@@ -99,7 +99,7 @@ export const serverNameConflict: LintRule = {
     + 'the second: requests for that host never reach the second server. nginx -t only says "conflicting server name "X" on ADDR, ignored", without a '
     + 'file or line; with many included files (one per site) it is hard to find which two blocks clash. This rule names both places. Fix: remove the '
     + 'name from one of the servers, or merge them. A server without listen counts as listening on *:80.',
-  docUrl: `${DOC}server-name-conflict`,
+  docUrl: ruleDocUrl('server-name-conflict'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const h of httpBlocks(subject.nodes)) {
       const claimed = new Map<string, Directive>();
@@ -159,7 +159,7 @@ export const mapRedefined: LintRule = {
     + '$hsts_header" into each host\'s file with that host\'s HSTS options: all hosts get the options of the file read last. The rule reports each '
     + 'earlier block that differs from the last (an identical repeat changes nothing). Fix: define the variable once, or give each block its own '
     + 'variable name.',
-  docUrl: `${DOC}map-redefined`,
+  docUrl: ruleDocUrl('map-redefined'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     const lastOf = new Map<string, Directive>();
     const all = definers(subject);
@@ -186,7 +186,7 @@ export const mapVariableSet: LintRule = {
     + 'request, in every location the request passes through after it (also after internal redirects), while requests that do not pass the set see the '
     + 'map: the same name means two things depending on the path taken. A set written directly in a server block is not reported: it applies to '
     + 'every request of that server, a common way to override a map\'s default per site. Fix: give the set its own variable, or put its case into the map.',
-  docUrl: `${DOC}map-variable-set`,
+  docUrl: ruleDocUrl('map-variable-set'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     const defs = new Map<string, Directive>();
     for (const d of definers(subject)) {
@@ -242,7 +242,7 @@ export const timeoutNeverFires: LintRule = {
     + 'bound retries, which proxy_next_upstream off disables (ngx_http_upstream_next); fastcgi_ likewise. A setting is reported when every level it '
     + 'applies to has it disabled. (An upstream block\'s keepalive_requests without "keepalive" is not dead: since nginx 1.29.7 upstream keep-alive '
     + 'is on by default.) Fix: remove the dead setting, or enable what it limits.',
-  docUrl: `${DOC}timeout-never-fires`,
+  docUrl: ruleDocUrl('timeout-never-fires'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const h of httpBlocks(subject.nodes)) {
       for (const level of levelsUnder(h)) {

@@ -19,9 +19,6 @@ export interface Block {
   readonly children: Block[];
 }
 
-/** Where the rules are documented: README's "Lint rules", a subsection per code (`README.md#location-shadowed`). */
-export const DOC = 'https://github.com/jinx/jinx#lint-';
-
 /** The `http` blocks of a configuration (nginx allows one; a rule sees what was read). */
 export function httpBlocks(nodes: readonly ConfigNode[]): Block[] {
   const out: Block[] = [];

@@ -9,8 +9,8 @@
  */
 import { isIP } from 'node:net';
 import type { Directive } from '../../../parser/ast.js';
-import type { LintRule, LintSubject, RuleFinding } from '../rule.js';
-import { at, blocksNamed, directivesIn, DOC, httpBlocks, locationName, own, shown, type Block } from './semantic-model.js';
+import { ruleDocUrl, type LintRule, type LintSubject, type RuleFinding } from '../rule.js';
+import { at, blocksNamed, directivesIn, httpBlocks, locationName, own, shown, type Block } from './semantic-model.js';
 
 /** The host part and the URI part (from the first `/` after `scheme://`) of a proxy_pass URL; undefined for `unix:` and unknown shapes. */
 function splitUrl(url: string): { host: string; uri: string } | undefined {
@@ -52,7 +52,7 @@ export const proxyPassUriIgnored: LintRule = {
     + 'once "rewrite … break" has changed the URI in that location, nginx sends the whole rewritten URI and ignores the URI part '
     + '(ngx_http_proxy_create_request: r->valid_location is 0). So location /p/ { rewrite ^/p/(.*)$ /q/$1 break; proxy_pass http://b/up/; } sends "/q/x" '
     + 'for "/p/x", not "/up/q/x". Fix: write the full upstream path in the rewrite and drop the URI part (proxy_pass http://b;).',
-  docUrl: `${DOC}proxy-pass-uri-ignored`,
+  docUrl: ruleDocUrl('proxy-pass-uri-ignored'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const { loc, pass, uri } of proxiedLocations(subject)) {
       if (uri === '' || pass.args[0]!.includes('$')) continue;
@@ -76,7 +76,7 @@ export const proxyPassVariableUri: LintRule = {
     + 'URL (proxy_pass http://$backend/up/;) nginx cannot know the prefix at configuration time, and the URI part becomes the whole URI sent: every '
     + 'request of the location goes upstream as "/up/" (ngx_http_proxy_create_request, ctx->vars.uri). Fix: drop the URI part (proxy_pass http://$backend;) '
     + 'and rewrite the URI with "rewrite ^/v/(.*)$ /up/$1 break;", or put the part of the URI to keep in the URL ($1 of a regex location, $request_uri).',
-  docUrl: `${DOC}proxy-pass-variable-uri`,
+  docUrl: ruleDocUrl('proxy-pass-variable-uri'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const { loc, pass, host, uri } of proxiedLocations(subject)) {
       const { modifier, name } = locationName(loc.directive);
@@ -99,7 +99,7 @@ export const proxyPassDoubleSlash: LintRule = {
     'proxy_pass replaces the part of the URI that the location prefix matched by its URI part, character for character. With location /api (no final "/") '
     + 'and proxy_pass http://b/v1/;, "/api/users" becomes "/v1//users" upstream, and "/apix" becomes "/v1/x". Fix: end both with "/" '
     + '(location /api/ and proxy_pass http://b/v1/;) or neither.',
-  docUrl: `${DOC}proxy-pass-double-slash`,
+  docUrl: ruleDocUrl('proxy-pass-double-slash'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const { loc, pass, uri } of proxiedLocations(subject)) {
       const { modifier, name } = locationName(loc.directive);
@@ -131,7 +131,7 @@ export const upstreamHostName: LintRule = {
     + 'configuration, which readers of "proxy_pass https://api.example.com" do not expect; the name is still sent as the Host header ($proxy_host). The '
     + 'rule reasons on names only and resolves nothing, so it gives the same findings with --offline. Fix: give the upstream a name without dots '
     + '(upstream api_backend) and set the Host header with proxy_set_header Host when the upstream expects one.',
-  docUrl: `${DOC}upstream-host-name`,
+  docUrl: ruleDocUrl('upstream-host-name'),
   check(subject: LintSubject, report: (f: RuleFinding) => void): void {
     for (const h of httpBlocks(subject.nodes)) {
       const users = directivesIn(h.directive).filter((d) => PASSES.has(d.name) && d.args[0] && !d.args[0].includes('$'));
