@@ -1,19 +1,30 @@
 #!/usr/bin/env node
 /**
- * Bundles the compiled command line (dist/src/cli/run.js) with esbuild into
- * dist/bundle/, which bin/jinx runs: node loads a handful of files instead of
- * the ~160 modules of dist/src (240 ms of a trivial start went to loading
- * them). The runtime, the master and the worker stay chunks of their own,
- * loaded only to serve (the dynamic imports of run.ts, main.ts and
- * worker.ts): `jinx -t` loads none of them. pino and sonic-boom stay
- * packages (pino starts its workers by file path); chevrotain is imported by
- * URL at run time (src/parser/chevrotain.ts). The bundle sits two levels
- * below the checkout, as dist/src/*.js, so `import.meta.url`-relative paths
+ * Bundles the compiled command line (dist/src/cli/entry.js) with esbuild
+ * into one CommonJS file, dist/bundle/jinx.cjs, which bin/jinx runs through
+ * dist/src/cli/launch.cjs: node loads one file instead of the ~160 modules
+ * of dist/src (240 ms of a trivial start went to loading them). The
+ * runtime, the master and the worker are modules the bundle runs only when
+ * it serves (the dynamic imports of entry.ts, main.ts and worker.ts become
+ * esbuild's lazy `init_…` calls): `jinx -t` runs none of them. pino and
+ * sonic-boom stay packages (pino starts its workers by file path);
+ * chevrotain is bundled from the single-file ES module its package ships
+ * (src/parser/chevrotain.ts). The bundle sits two levels below the
+ * checkout, as dist/src/*.js, so `import.meta.url`-relative paths
  * (package.json in src/version.ts) are the same.
+ *
+ * Then the code cache (dist/bundle/jinx.cjs.v8cache, read by launch.cts):
+ * this process (node without flags, as bin/jinx starts it) loads the bundle
+ * and runs `jinx -t -q --offline` on configurations that use most
+ * directives (fixtures/default and a generated one of many server blocks),
+ * so the functions a check and a start run are compiled, and writes V8's
+ * cache of the compiled script.
  *
  *   node scripts/bundle.mjs     (part of `npm run build`)
  */
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -38,25 +49,102 @@ const withoutUndiciH2 = {
     }));
   },
 };
+/**
+ * src/parser/chevrotain.ts loads chevrotain's single-file ES module by URL
+ * with a top-level await (so dist/src does not load its lib/src tree, one
+ * lodash-es module at a time); a CommonJS bundle has no top-level await, so
+ * here that module is the same file, imported statically and bundled.
+ */
+const chevrotainSingleFile = {
+  name: 'chevrotain-single-file',
+  setup(b) {
+    b.onLoad({ filter: /\/dist\/src\/parser\/chevrotain\.js$/ }, () => ({
+      contents: `export * from ${JSON.stringify(join(root, 'node_modules/chevrotain/lib/chevrotain.mjs'))};`,
+      loader: 'js',
+    }));
+  },
+};
+
 const outdir = join(root, 'dist/bundle');
+const bundleFile = join(outdir, 'jinx.cjs');
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: [join(root, 'dist/src/cli/run.js')],
-  outdir,
+  entryPoints: [join(root, 'dist/src/cli/entry.js')],
+  outfile: bundleFile,
   bundle: true,
-  splitting: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
-  external: ['pino', 'sonic-boom', 'chevrotain'],
-  // the CommonJS packages bundled (commander, undici …) call require() for node's modules
-  banner: { js: "import { createRequire as __jinxCreateRequire } from 'node:module'; const require = __jinxCreateRequire(import.meta.url);" },
-  // no comments or layout: smaller sources for node to keep (all ASCII, one byte a character); names stay, for stack traces
+  external: ['pino', 'sonic-boom'],
+  // `import.meta.url` of every module is the bundle's URL; `__filename` is the one launch.cts passes
+  define: { 'import.meta.url': '__jinxBundleUrl' },
+  banner: { js: "var __jinxBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  // no comments or layout: a smaller source for node to keep (all ASCII, one byte a character); names stay, for stack traces
   minifyWhitespace: true,
   minifySyntax: true,
-  // the bundled packages' license comments go to a file beside their chunk (empty ones removed below)
+  // the bundled packages' license comments go to a file beside the bundle (removed when empty)
   legalComments: 'external',
   logLevel: 'warning',
-  plugins: [withoutUndiciH2],
+  plugins: [withoutUndiciH2, chevrotainSingleFile],
 });
 for (const f of readdirSync(outdir)) if (f.endsWith('.LEGAL.txt') && statSync(join(outdir, f)).size === 0) rmSync(join(outdir, f));
+
+/** A configuration of `count` server blocks with the directives most configurations use, to compile for the cache. */
+function manyServers(count) {
+  const servers = Array.from({ length: count }, (_, i) => `  server {
+    listen 127.0.0.1:${18000 + (i % 4)}${i === 0 ? ' default_server' : ''};
+    server_name s${i}.test *.s${i}.test;
+    root html;
+    location / { try_files $uri $uri/ =404; }
+    location = /exact { return 200 "s${i}\\n"; }
+    location ^~ /static/ { expires 1h; add_header X-Static yes; }
+    location ~ \\.php$ { fastcgi_pass 127.0.0.1:9000; fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; }
+    location /api/ {
+      proxy_pass http://backend;
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_http_version 1.1;
+      if ($request_method = POST) { return 405; }
+    }
+  }`);
+  return `events {}
+http {
+  types { text/html html; text/css css; application/javascript js; }
+  default_type application/octet-stream;
+  access_log off;
+  upstream backend { server 127.0.0.1:18080; keepalive 8; }
+  map $http_upgrade $connection_upgrade { default upgrade; '' close; }
+${servers.join('\n')}
+}
+`;
+}
+
+/**
+ * Writes the code cache: the bundle loaded without a cache, `-t` run on the
+ * configurations (V8 compiles what runs), then the script's cached data.
+ * `-t` switches V8 to baseline code (`--max-opt=1`, main.ts), which would
+ * make a cache V8 refuses in a process that has not (V8 keys a cache by its
+ * flags): here that switch is left out.
+ */
+async function writeCodeCache() {
+  const require = createRequire(import.meta.url);
+  const v8 = require('node:v8');
+  v8.setFlagsFromString = () => undefined;
+  const { loadBundle, CODE_CACHE_FILE } = require(join(root, 'dist/src/cli/launch.cjs'));
+  const { exports, script } = loadBundle(false);
+  const dir = mkdtempSync(join(tmpdir(), 'jinx-cache-'));
+  try {
+    cpSync(join(root, 'fixtures/default'), join(dir, 'default'), { recursive: true });
+    mkdirSync(join(dir, 'many'));
+    writeFileSync(join(dir, 'many/nginx.conf'), manyServers(200));
+    for (const prefix of [join(dir, 'default'), join(dir, 'many')]) {
+      const conf = 'nginx.conf';
+      const status = await exports.run(['-t', '-q', '--offline', '-p', `${prefix}/`, '-c', conf]);
+      if (status !== 0) throw new Error(`jinx -t of ${prefix}/${conf} for the code cache: status ${status}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  writeFileSync(CODE_CACHE_FILE, script.createCachedData());
+}
+await writeCodeCache();

@@ -1,0 +1,71 @@
+/**
+ * The script bin/jinx starts node on (dist/src/cli/launch.cjs): it loads
+ * jinx's bundle (dist/bundle/jinx.cjs, esbuild's CommonJS bundle of
+ * `entry.ts`, scripts/bundle.mjs) with V8's code cache of it
+ * (dist/bundle/jinx.cjs.v8cache, made by the build), runs the command line
+ * on the arguments after the script and exits with its status.
+ *
+ * Why: node spends 25–45 ms of every start compiling jinx's code (the
+ * bundle's top level, then each function the first time it runs). With the
+ * code cache V8 takes that compiled code from the cache instead: `jinx -t`
+ * of a trivial configuration about 160 → 105 ms, and every master and
+ * worker start the same. node 20 has no code cache for ES modules
+ * (`module.enableCompileCache` is node 22), hence a CommonJS bundle run
+ * through `vm.Script` with `cachedData`.
+ *
+ * V8 takes a cache only when it was made by the same V8 with the same
+ * flags, for the same source (`cachedDataRejected` otherwise): a node of
+ * another version, `JINX_NODE_FLAGS`, or a bundle rebuilt without its cache
+ * compiles the source as it would without one, so the cache changes speed,
+ * never behaviour. The cache is only read here, never written (the checkout
+ * may be read-only, and several processes start at once).
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { Script } from 'node:vm';
+
+/** What the bundle exports (`src/cli/entry.ts`). */
+interface BundleExports {
+  run(argv: readonly string[]): Promise<number>;
+}
+
+/** The bundle, loaded and run once, and the script it was compiled from (for `createCachedData`). */
+export interface LoadedBundle {
+  readonly exports: BundleExports;
+  readonly script: Script;
+  /** Whether V8 took the code cache (false when there was none). */
+  readonly cacheAccepted: boolean;
+}
+
+/** The bundle's file. */
+export const BUNDLE_FILE = join(__dirname, '../../bundle/jinx.cjs');
+/** Its code cache: `Script#createCachedData` after a warm-up run (scripts/bundle.mjs). */
+export const CODE_CACHE_FILE = `${BUNDLE_FILE}.v8cache`;
+
+/**
+ * Compiles and runs the bundle as node runs a CommonJS module (its
+ * `require` resolves from the bundle's place), with the code cache unless
+ * `withCache` is false.
+ * @throws the error of reading the bundle (ENOENT when it was not built)
+ */
+export function loadBundle(withCache = true): LoadedBundle {
+  const source = readFileSync(BUNDLE_FILE, 'utf8');
+  let cachedData: Buffer | undefined;
+  if (withCache) {
+    try {
+      cachedData = readFileSync(CODE_CACHE_FILE);
+    } catch {
+      cachedData = undefined;
+    }
+  }
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: BUNDLE_FILE, cachedData });
+  const module = { exports: {} as BundleExports };
+  const wrapper = script.runInThisContext() as (e: object, r: NodeJS.Require, m: object, f: string, d: string) => void;
+  wrapper(module.exports, createRequire(BUNDLE_FILE), module, BUNDLE_FILE, join(BUNDLE_FILE, '..'));
+  return { exports: module.exports, script, cacheAccepted: cachedData !== undefined && !script.cachedDataRejected };
+}
+
+if (require.main === module) {
+  loadBundle().exports.run(process.argv.slice(2)).then((status) => { process.exitCode = status; });
+}

@@ -1,0 +1,40 @@
+/**
+ * How bin/jinx starts: `dist/src/cli/launch.cjs` loads the bundle with the
+ * code cache the build wrote (src/cli/launch.cts, scripts/bundle.mjs).
+ */
+import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { cleanup, ROOT, runJinx } from '../helpers/harness.js';
+import { makePrefix } from '../helpers/cli.js';
+
+const LAUNCH = join(ROOT, 'dist/src/cli/launch.cjs');
+
+/** Whether V8 takes the build's code cache in a node started with `flags`. */
+function cacheAccepted(flags: readonly string[]): boolean {
+  const r = spawnSync(process.execPath, [...flags, '-e', `process.stdout.write(String(require(${JSON.stringify(LAUNCH)}).loadBundle().cacheAccepted))`],
+    { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout === 'true';
+}
+
+const GOOD = { 'nginx.conf': 'events {}\nhttp { server { listen 127.0.0.1:8080; location / { return 200; } } }\n' };
+
+describe('bin/jinx start-up (launch.cjs)', () => {
+  after(cleanup);
+
+  it('V8 takes the code cache the build wrote, in a node started as bin/jinx starts it (no flags)', () => {
+    assert.equal(cacheAccepted([]), true);
+  });
+
+  it('with other V8 flags V8 refuses the cache and jinx -t still checks the configuration (exit 0, the same messages)', () => {
+    assert.equal(cacheAccepted(['--max-opt=2']), false);
+    const p = makePrefix(GOOD);
+    const withCache = runJinx(['-p', `${p}/`, '-c', 'nginx.conf', '-t', '--offline']);
+    const without = runJinx(['-p', `${p}/`, '-c', 'nginx.conf', '-t', '--offline'], { env: { JINX_NODE_FLAGS: '--max-opt=2' } });
+    assert.equal(without.status, 0, without.stderr);
+    assert.equal(without.stderr, withCache.stderr);
+    assert.match(without.stderr, /test is successful/);
+  });
+});
