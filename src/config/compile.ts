@@ -37,7 +37,7 @@ import * as fastcgi from './modules/fastcgi.js';
 import { gzipConf } from './modules/gzip.js';
 import { headersConf } from './modules/headers.js';
 import { http2LocConf } from './modules/http2.js';
-import { contentHandler } from './modules/http-core.js';
+import * as http from './modules/http-core.js';
 import { allDirectives, allVariables } from './modules/index.js';
 import { limitConnConf } from './modules/limit-conn.js';
 import { limitReqConf } from './modules/limit-req.js';
@@ -192,19 +192,27 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
 
 /**
  * The modules' merges of a level that are functions of the settings they
- * read (and the scope), as one `LevelMerge`: made once for a level and the
- * levels below it that set none of those settings. 1,000 server blocks of
- * a `listen`, a `server_name` and two locations each (`return`) make it
- * once for all their 3,000 levels; the merges that warn, keep temp paths
- * or log files, or read the level tree (core, proxy, fastcgi, limit_req,
- * limit_conn, access_log, secure_link, valid_referers) run for each level.
+ * read (and the compile's scope), as one `LevelMerge`: made once for a
+ * level and the levels below it that set none of those settings. 1,000
+ * server blocks of a `listen`, a `server_name` and two locations each
+ * (`return`) make it once for all their 3,000 levels. What it keeps (the
+ * client body, proxy and fastcgi temp paths, the error and access logs) is
+ * kept in that order, once for the levels that share the result. The
+ * merges that read the level tree or their level's own settings (rewrite's
+ * script, `internal`, `limit_except`, proxy, fastcgi, secure_link,
+ * valid_referers) run for each level.
  */
-const moduleSettings = new LevelMerge((c, scope) => {
-  const vars = scope.variables;
+const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
+  const vars = cx.scope.variables;
+  proxy.keepProxyTempDir(cx, c);
+  fastcgi.keepFastcgiTempDir(cx, c);
   return {
+    accessLogs: accessLogsConf(cx, c),
+    limitReq: limitReqConf(cx, c),
+    limitConn: limitConnConf(cx, c),
     ...http2LocConf(c),
     access: accessConf(c),
-    authBasic: authBasicConf(c, scope),
+    authBasic: authBasicConf(c, cx.scope),
     ...headersConf(c, vars),
     realIp: realIpConf(c),
     authRequest: authRequestConf(c, vars),
@@ -212,11 +220,11 @@ const moduleSettings = new LevelMerge((c, scope) => {
     fastcgiSplit: fastcgi.fastcgiSplitConf(c),
     uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),
     gzip: gzipConf(c),
-    charset: charsetConf(c, scope),
+    charset: charsetConf(c, cx.scope),
     ssi: ssiConf(c),
     sub: subFilterConf(c, vars),
     addition: additionConf(c),
-    contentHandler: c.get(contentHandler),
+    contentHandler: c.get(http.contentHandler),
     autoindex: autoindexConf(c),
     userid: useridConf(c, vars),
   };
@@ -331,24 +339,16 @@ class Compiler implements CompileContext {
     const cached = this.confCache.get(node.conf);
     if (cached) return cached;
     const c = this.chain(node);
-    const vars = this.scope.variables;
     const coreConf = coreLocConf(this, node, c);
-    proxy.keepProxyTempDir(this, c);
-    fastcgi.keepFastcgiTempDir(this, c);
-    const limitExcept = limitExceptConf(node, (n) => this.locationConf(n));
-    const accessLogs = accessLogsConf(this, c);
-    const script = node.context === 'location' || node.context === 'lif' ? this.script(node.conf) : [];
+    const settings = moduleSettings.of(c, this);
     const conf: LocationConf = Object.assign(coreConf, {
-      limitExcept,
-      accessLogs,
-      script,
+      limitExcept: limitExceptConf(node, (n) => this.locationConf(n)),
+      script: node.context === 'location' || node.context === 'lif' ? this.script(node.conf) : [],
       proxy: proxy.proxyConf(this, node, c),
       fastcgi: fastcgi.fastcgiConf(this, node, c),
-      limitReq: limitReqConf(this, c),
-      limitConn: limitConnConf(this, c),
-      secureLink: secureLinkConf(c, vars),
+      secureLink: secureLinkConf(c, this.scope.variables),
       referers: refererConf(c),
-    }, moduleSettings.of(c, this.scope));
+    }, settings);
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);
     return conf;

@@ -15,7 +15,7 @@ import * as http from './modules/http-core.js';
 import { http2Enabled } from './modules/http2.js';
 import { namedCaptures } from './modules/rewrite.js';
 import type { CompiledLocation, ListenGroup, LocationConf, LocationTree, PrefixNode, ServerSet, VirtualServer } from './route-table.js';
-import { parseSize, type ConfChain } from './spec.js';
+import { LevelMerge, parseSize, type ConfChain } from './spec.js';
 import type { ValueSource } from './variables.js';
 import { ServerNameTable } from './server-name-table.js';
 
@@ -27,11 +27,13 @@ const DEFAULT_ROOT = Symbol('default root');
 const DEFAULT_INDEX = Symbol('default index');
 
 /**
- * The core module's settings of a level (`ngx_http_core_merge_loc_conf`),
- * values bound; its `error_log`s and client body temp path are kept for
- * the start.
+ * The parts of a level's core settings that are built rather than read
+ * (bound values, maps, lists) and what the level keeps for the start (its
+ * `error_log`s, its client body temp path): a function of the settings it
+ * reads, made once for a level and the levels below it that set none of
+ * them (`LevelMerge`).
  */
-export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): http.HttpCoreLocConf {
+const coreBuilt = new LevelMerge((c: ConfChain, cx: CompileContext) => {
   const vars = cx.scope.variables;
   const docRoot = c.get(http.docRoot);
   const rootPath = docRoot ? vars.bind(docRoot.path) : cx.memo(DEFAULT_ROOT, () => vars.bind(vars.value(cx.scope.fullPath('html'), { file: '', line: 0 })));
@@ -44,6 +46,7 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
   const errorLogs = levelErrorLogs(cx, c);
   const bodyTemp = c.get(http.clientBodyTempPath) ?? { dir: cx.scope.fullPath('client_body_temp'), levels: [] };
   cx.tempDirs.add(bodyTemp.dir);
+  const keepaliveDisable = c.get(http.keepaliveDisable);
   return {
     root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: docRoot?.aliasRegex ?? false, aliasLength: docRoot?.aliasLength ?? 0 },
     index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : cx.memo(DEFAULT_INDEX, () => [vars.bind(vars.value('index.html', { file: '', line: 0 }))]),
@@ -51,15 +54,37 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
       files: tryFiles.files.map((f) => ({ value: vars.bind(f.value), testDir: f.testDir })),
       fallback: 'code' in tryFiles.fallback ? { code: tryFiles.fallback.code } : { uri: vars.bind(tryFiles.fallback.uri) },
     },
+    errorPages,
+    errorLogs,
+    bodyTemp,
+    keepaliveDisable: { msie6: keepaliveDisable.includes('msie6'), safari: keepaliveDisable.includes('safari') },
+    limitRate: sizeValue(cx, c.get(http.limitRate)),
+    limitRateAfter: sizeValue(cx, c.get(http.limitRateAfter)),
+    lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
+  };
+});
+
+/**
+ * The core module's settings of a level (`ngx_http_core_merge_loc_conf`),
+ * values bound; its `error_log`s and client body temp path are kept for
+ * the start. A new object for each level (`locationConf` adds the other
+ * modules' settings to it), its built parts shared (`coreBuilt`).
+ */
+export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): http.HttpCoreLocConf {
+  const b = coreBuilt.of(c, cx);
+  return {
+    root: b.root,
+    index: b.index,
+    tryFiles: b.tryFiles,
     types: c.get(http.types) ?? http.DEFAULT_TYPES,
     defaultType: c.get(http.defaultType),
-    errorPages,
+    errorPages: b.errorPages,
     recursiveErrorPages: c.get(http.recursiveErrorPages),
     internal: node.conf.own(http.internal)?.value ?? false,
     clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),
     clientBodyBufferSizeBytes: c.get(http.clientBodyBufferSize),
     subrequestOutputBufferSizeBytes: c.get(http.subrequestOutputBufferSize),
-    clientBodyTempPath: bodyTemp,
+    clientBodyTempPath: b.bodyTemp,
     clientBodyInFileOnly: c.get(http.clientBodyInFileOnly),
     clientBodyTimeoutMs: c.get(http.clientBodyTimeoutMs),
     clientHeaderTimeoutMs: c.get(http.clientHeaderTimeoutMs),
@@ -78,17 +103,17 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     serverNameInRedirect: c.get(http.serverNameInRedirect),
     portInRedirect: c.get(http.portInRedirect),
     msiePadding: c.get(http.msiePadding),
-    errorLogs,
+    errorLogs: b.errorLogs,
     satisfy: c.get(http.satisfy),
     keepaliveTimeoutMs: c.get(http.keepaliveTimeoutMs),
     keepaliveRequests: c.get(http.keepaliveRequests),
     keepaliveHeaderSec: c.get(http.keepaliveHeaderSec),
     keepaliveTimeMs: c.get(http.keepaliveTimeMs),
-    keepaliveDisable: { msie6: c.get(http.keepaliveDisable).includes('msie6'), safari: c.get(http.keepaliveDisable).includes('safari') },
+    keepaliveDisable: b.keepaliveDisable,
     sendTimeoutMs: c.get(http.sendTimeoutMs),
-    limitRate: sizeValue(cx, c.get(http.limitRate)),
-    limitRateAfter: sizeValue(cx, c.get(http.limitRateAfter)),
-    lingering: { close: c.get(http.lingeringClose), timeMs: c.get(http.lingeringTimeMs), timeoutMs: c.get(http.lingeringTimeoutMs) },
+    limitRate: b.limitRate,
+    limitRateAfter: b.limitRateAfter,
+    lingering: b.lingering,
     resetTimedoutConnection: c.get(http.resetTimedoutConnection),
     chunkedTransferEncoding: c.get(http.chunkedTransferEncoding),
     logSubrequest: c.get(http.logSubrequest),

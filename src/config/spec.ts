@@ -221,17 +221,19 @@ let levelMerges = 0;
  * the same object. `merge` must read the level only through the chain it is
  * given (`get`, `has`, `locOf`, `list`, `listEntries`; not `level` or
  * `parent`), and give the same result for the same values read (and the
- * same scope), without warnings or errors: a function of the settings
- * read. Declared once, at module level (the records are kept in the chains,
+ * same context), without warnings or errors: a function of the settings
+ * read. What it keeps for the start (a temp path, a log file) it keeps
+ * once, for the level it ran for: the levels that share its result need
+ * the same. Declared once, at module level (the records are kept in the chains,
  * which are made for each compile).
  */
-export class LevelMerge<T> {
+export class LevelMerge<T, X> {
   private readonly index = levelMerges++;
 
-  constructor(private readonly merge: (c: ConfChain, scope: ConfigScope) => T) {}
+  constructor(private readonly merge: (c: ConfChain, context: X) => T) {}
 
   /** The merge of the settings of `chain`'s level. */
-  of(chain: ConfChain, scope: ConfigScope): T {
+  of(chain: ConfChain, context: X): T {
     const known = chain.mergeRecords[this.index];
     if (known) return known.value as T;
     // the levels above without a record, innermost first: made outermost first, without recursion
@@ -241,7 +243,7 @@ export class LevelMerge<T> {
     let above = top?.mergeRecords[this.index];
     for (let i = path.length - 1; i >= 0; i--) {
       const c = path[i]!;
-      const record = above && !above.ownOnly && !setsAny(c.ownSlots(), above.slots) ? above : c.recordReads((cc) => this.merge(cc, scope));
+      const record = above && !above.ownOnly && !setsAny(c.ownSlots(), above.slots) ? above : c.recordReads((cc) => this.merge(cc, context));
       c.mergeRecords[this.index] = record;
       above = record;
     }

@@ -190,6 +190,28 @@ function bufferOverflow(text: string): BufferOverflow | undefined {
   }
 }
 
+/**
+ * Whether nginx's buffer can overflow on a text (`bufferOverflow`), from its
+ * tokens and comments: `start` moves to the first byte of each token and
+ * comment that follows a blank (the lexer skips only blanks: every other
+ * byte is in a token or a comment), so it never stays behind for more than
+ * the length of a run of tokens and comments with no blank between them,
+ * and one blank. Runs shorter than the buffer cannot fill it, and the walk
+ * of every byte is skipped.
+ */
+function mayOverflow(tokens: readonly IToken[], comments: readonly IToken[]): boolean {
+  let [ti, ci] = [0, 0];
+  let runStart = 0;
+  let runEnd = -1;
+  while (ti < tokens.length || ci < comments.length) {
+    const t = ti >= tokens.length || (ci < comments.length && comments[ci]!.startOffset < tokens[ti]!.startOffset) ? comments[ci++]! : tokens[ti++]!;
+    if (t.startOffset > runEnd) runStart = t.startOffset;
+    runEnd = t.startOffset + t.image.length;
+    if (runEnd - runStart + 1 >= CONF_BUFFER) return true;
+  }
+  return false;
+}
+
 /** A place where reading stops before the grammar sees it: the token index and the error. */
 interface LexicalStop {
   readonly index: number;
@@ -204,7 +226,7 @@ interface LexicalStop {
  */
 function lexicalStop(text: string, tokens: IToken[], comments: IToken[], commandLine: boolean, locOf: (line: number) => SourceLoc,
   eofMessage: (inArgs: boolean) => string): LexicalStop | undefined {
-  const overflow = commandLine ? undefined : bufferOverflow(text);
+  const overflow = commandLine || !mayOverflow(tokens, comments) ? undefined : bufferOverflow(text);
   // tokens and comments are each in reading order: walk both at once
   let [ti, ci] = [0, 0];
   while (ti < tokens.length || ci < comments.length) {

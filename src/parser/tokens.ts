@@ -13,34 +13,35 @@
  */
 import { createToken, Lexer, type CustomPatternMatcherFunc, type TokenType } from './chevrotain.js';
 
-const BLANKS = new Set([' ', '\t', '\r', '\n']);
+const [SPACE, TAB, CR, LF, SEMICOLON, LCURLY, RCURLY, DQUOTE, SQUOTE, HASH, BACKSLASH, DOLLAR] =
+  [' ', '\t', '\r', '\n', ';', '{', '}', '"', "'", '#', '\\', '$'].map((ch) => ch.charCodeAt(0));
 
-/** Matches a bare word starting at `offset`, with nginx's rules (see the module doc). */
+/** Matches a bare word starting at `offset`, with nginx's rules (see the module doc); character codes, for speed. */
 const matchWord: CustomPatternMatcherFunc = (text, offset) => {
-  const first = text[offset];
-  if (first === undefined || BLANKS.has(first) || first === ';' || first === '{' || first === '}'
-    || first === '"' || first === "'" || first === '#') {
+  const first = text.charCodeAt(offset);
+  if (Number.isNaN(first) || first === SPACE || first === TAB || first === CR || first === LF || first === SEMICOLON
+    || first === LCURLY || first === RCURLY || first === DQUOTE || first === SQUOTE || first === HASH) {
     return null;
   }
   let i = offset;
   let variable = false;
   while (i < text.length) {
-    const ch = text[i]!;
-    if (ch === '{' && variable) {
+    const ch = text.charCodeAt(i);
+    if (ch === LCURLY && variable) {
       i++;
       continue;
     }
     variable = false;
-    if (ch === '\\') {
+    if (ch === BACKSLASH) {
       i += 2;
       continue;
     }
-    if (ch === '$') {
+    if (ch === DOLLAR) {
       variable = true;
       i++;
       continue;
     }
-    if (BLANKS.has(ch) || ch === ';' || ch === '{') break;
+    if (ch === SPACE || ch === TAB || ch === CR || ch === LF || ch === SEMICOLON || ch === LCURLY) break;
     i++;
   }
   const end = Math.min(i, text.length);

@@ -327,7 +327,7 @@ export function serverCertificates(cx: CompileContext, node: LevelNode): ServerC
   if (certs.length > 0 || chain.get(sslRejectHandshake)) checkCiphersOnce(cx, chain.get(sslCiphers));
   const passwords = chain.get(sslPasswords);
   // offline, no file is read: as if every certificate were read per handshake
-  const perHandshake = cx.scope.offline || certs.some((c, i) => hasVariables(c) || hasVariables(keys[i]!))
+  const perHandshake = (cx.scope.offline && certs.length > 0) || certs.some((c, i) => hasVariables(c) || hasVariables(keys[i]!))
     ? certs.map((cert, i) => ({ cert, key: keys[i]! }))
     : undefined;
   const loaded = perHandshake ? [] : certs.map((c, i) => certificatePair(cx, cx.scope.confPath(c.text), cx.scope.confPath(keys[i]!.text), passwords));
@@ -414,7 +414,8 @@ export function serverTlsConf(cx: CompileContext, node: LevelNode, certificates:
 export function serverTlsSettings(cx: CompileContext, node: LevelNode, certificates: ServerCertificates): Omit<TlsServerConf, 'certificateValues'> | undefined {
   const chain = cx.chain(node);
   if (!(certificates.loaded.length > 0 || certificates.perHandshake || chain.get(sslRejectHandshake))) return undefined;
-  return {
+  // Object.assign, not a spread after the literal's fields: V8 would give each server's object a map of its own
+  return Object.assign({
     certificates: certificates.loaded,
     protocols: chain.get(sslProtocols),
     ciphers: chain.get(sslCiphers),
@@ -424,8 +425,7 @@ export function serverTlsSettings(cx: CompileContext, node: LevelNode, certifica
     sessionTickets: chain.get(sslSessionTickets),
     sessionCache: chain.get(sslSessionCache),
     ecdhCurve: chain.get(sslEcdhCurve),
-    ...certificates.files!,
-  };
+  }, certificates.files!);
 }
 
 /**
