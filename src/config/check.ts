@@ -26,18 +26,26 @@ export interface LevelNode {
 /** The directive table: every spec of every module, by name. Built once and passed in. */
 export class DirectiveRegistry {
   private readonly byName = new Map<string, DirectiveSpec[]>();
+  private readonly resolvingByName = new Map<string, DirectiveSpec[]>();
 
   constructor(specs: readonly DirectiveSpec[]) {
     for (const spec of specs) {
-      const list = this.byName.get(spec.name);
-      if (list) list.push(spec);
-      else this.byName.set(spec.name, [spec]);
+      for (const map of spec.resolves === undefined ? [this.byName] : [this.byName, this.resolvingByName]) {
+        const list = map.get(spec.name);
+        if (list) list.push(spec);
+        else map.set(spec.name, [spec]);
+      }
     }
   }
 
   /** The specs named `name` (several modules may share a name, e.g. `server`). */
   lookup(name: string): readonly DirectiveSpec[] | undefined {
     return this.byName.get(name);
+  }
+
+  /** The specs named `name` that name a host to resolve (`DirectiveSpec.resolves`); undefined when none does. */
+  resolving(name: string): readonly DirectiveSpec[] | undefined {
+    return this.resolvingByName.get(name);
   }
 
   /** Every spec, in declaration order. */
@@ -165,12 +173,21 @@ export function checkConfig(
   };
 
   const pick = (node: Directive, context: Context): DirectiveSpec => {
-    const specs = registry.lookup(node.name)?.filter((s) => !s.dynamicModule || scope.loadedModules.has(s.dynamicModule));
-    if (!specs || specs.length === 0) {
+    // the first spec of a loaded module for the context; a name no loaded module has is unknown
+    let known = false;
+    let spec: DirectiveSpec | undefined;
+    for (const s of registry.lookup(node.name) ?? []) {
+      if (s.dynamicModule && !scope.loadedModules.has(s.dynamicModule)) continue;
+      known = true;
+      if (s.contexts.includes(context)) {
+        spec = s;
+        break;
+      }
+    }
+    if (!known) {
       // printed with %s: a name with a NUL byte (never a directive's) shows up to it
       throw new ConfigError('unknown-directive', `unknown directive "${cString(node.name)}"`, node.loc);
     }
-    const spec = specs.find((s) => s.contexts.includes(context));
     if (!spec) throw new ConfigError('not-allowed', `"${node.name}" directive is not allowed here`, node.loc);
     const isBlock = spec.block !== undefined;
     if (!isBlock && node.block !== null) {

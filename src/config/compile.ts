@@ -125,7 +125,7 @@ export function hostsToResolve(top: readonly ConfigNode[]): Set<string> {
     for (const n of nodes) {
       if (n.kind !== 'directive') continue;
       if (n.name === 'upstream' && n.block && n.args.length === 1) upstreams[module].add(n.args[0]!.toLowerCase());
-      const spec = registry.lookup(n.name)?.find((s) => s.resolves !== undefined && (
+      const spec = registry.resolving(n.name)?.find((s) => (
         s.contexts.some((c) => c === 'upstream' || c === 'stream_upstream') ? inUpstream : s.contexts.some((c) => c.startsWith('stream')) === inStream
       ));
       const lone = n.args.length === 1 && !n.args[0]!.includes('$') ? n.args[0]! : undefined;

@@ -236,10 +236,12 @@ export class LevelMerge<T, X> {
   of(chain: ConfChain, context: X): T {
     const known = chain.mergeRecords[this.index];
     if (known) return known.value as T;
-    // the levels above without a record, innermost first: made outermost first, without recursion
+    // the levels above without a record, innermost first: made outermost first, without recursion; never the
+    // top of the tree (main), which is merged only when asked for: modules merge from their block (`http`) down,
+    // and what a merge keeps for the start (a default access log, temp path) must not be kept for main
     const path: ConfChain[] = [chain];
     let top = chain.parent;
-    for (; top && !top.mergeRecords[this.index]; top = top.parent) path.push(top);
+    for (; top?.parent && !top.mergeRecords[this.index]; top = top.parent) path.push(top);
     let above = top?.mergeRecords[this.index];
     for (let i = path.length - 1; i >= 0; i--) {
       const c = path[i]!;

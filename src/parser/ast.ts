@@ -8,6 +8,7 @@
  * in the order nginx finds them: statements before it first, then it.
  */
 import type { IToken } from './chevrotain.js';
+import { LCurly, RCurly, Semicolon, Word } from './tokens.js';
 import { ConfigError } from '../errors.js';
 import type { SourceLoc } from '../source-loc.js';
 
@@ -95,29 +96,31 @@ interface OpenBlock {
  * the grammar accepted (statements and `}`), with an explicit stack of open
  * blocks, so that any nesting depth reads without recursion. A statement not
  * ended by `;` or `{` at the end of the vector is dropped (reading stopped in
- * it); reading stops before a `}` that closes nothing. `-g` directives
- * (`lines: false`) have line 0: nginx names their place `command line`.
+ * it); reading stops before a `}` that closes nothing. `lineAt` gives the
+ * line of a token's offset; `-g` directives (`lineAt` undefined) have line
+ * 0: nginx names their place `command line`.
  */
-export function buildDirectives(file: string, tokens: readonly IToken[], lines = true): BuiltTree {
+export function buildDirectives(file: string, tokens: readonly IToken[], lineAt: ((offset: number) => number) | undefined): BuiltTree {
+  const line = (tok: IToken): number => (lineAt ? lineAt(tok.startOffset) : 0);
   const nodes: ConfigNode[] = [];
   const open: OpenBlock[] = [];
   let list = nodes;
   let args: IToken[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const tok = tokens[i]!;
-    const type = tok.tokenType.name;
-    if (type === 'Semicolon') {
-      list.push(directive(file, args, tok.startLine ?? 0, null, undefined, lines));
+    const type = tok.tokenType;
+    if (type === Semicolon) {
+      list.push(directive(file, args, line(tok), line(args[0]!), null, undefined));
       args = [];
-    } else if (type === 'LCurly') {
+    } else if (type === LCurly) {
       const block: ConfigNode[] = [];
       open.push({ start: args, lcurly: tok, list: block, parentList: list });
       list = block;
       args = [];
-    } else if (type === 'RCurly') {
+    } else if (type === RCurly) {
       const top = open.pop();
       if (!top) return { nodes, innermost: list, openBlocks: 0, strayClose: i };
-      top.parentList.push(directive(file, top.start, top.lcurly.startLine ?? 0, top.list, tok.startLine, lines));
+      top.parentList.push(directive(file, top.start, line(top.lcurly), line(top.start[0]!), top.list, line(tok)));
       list = top.parentList;
     } else {
       args.push(tok);
@@ -126,25 +129,28 @@ export function buildDirectives(file: string, tokens: readonly IToken[], lines =
   // blocks left open where reading stopped keep what was read in them
   for (let k = open.length - 1; k >= 0; k--) {
     const top = open[k]!;
-    top.parentList.push(directive(file, top.start, top.lcurly.startLine ?? 0, top.list, undefined, lines));
+    top.parentList.push(directive(file, top.start, line(top.lcurly), line(top.start[0]!), top.list, undefined));
   }
   return { nodes, innermost: list, openBlocks: open.length, strayClose: undefined };
 }
 
-function directive(file: string, tokens: readonly IToken[], endLine: number, block: ConfigNode[] | null, closeLine: number | undefined,
-  lines: boolean): Directive {
-  const values = tokens.map((t) => {
-    const quoted = t.tokenType.name !== 'Word';
-    return { value: unescapeToken(t.image, quoted), quoted };
-  });
+function directive(file: string, tokens: readonly IToken[], endLine: number, nameLine: number, block: ConfigNode[] | null,
+  closeLine: number | undefined): Directive {
+  const args: string[] = [];
+  const quoted: boolean[] = [];
+  for (let i = 1; i < tokens.length; i++) {
+    const q = tokens[i]!.tokenType !== Word;
+    args.push(unescapeToken(tokens[i]!.image, q));
+    quoted.push(q);
+  }
   return {
     kind: 'directive',
-    name: values[0]!.value,
-    args: values.slice(1).map((v) => v.value),
-    quoted: values.slice(1).map((v) => v.quoted),
-    loc: { file, line: lines ? endLine : 0 },
-    nameLine: lines ? tokens[0]!.startLine ?? 0 : 0,
+    name: unescapeToken(tokens[0]!.image, tokens[0]!.tokenType !== Word),
+    args,
+    quoted,
+    loc: { file, line: endLine },
+    nameLine,
     block,
-    closeLine: lines ? closeLine : 0,
+    closeLine,
   };
 }

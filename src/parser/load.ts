@@ -19,6 +19,7 @@ import { cString } from '../c-string.js';
 import { buildDirectives, type ConfigNode, type Directive, type SourceLoc } from './ast.js';
 import { expandGlob, hasGlobMagic } from './glob.js';
 import { checkTokens } from './grammar.js';
+import { LineIndex } from './lines.js';
 import { configLexer, Unterminated } from './tokens.js';
 
 /** The name nginx gives the source of `-g` directives in its messages. */
@@ -224,7 +225,7 @@ interface LexicalStop {
  * unterminated quote, a quoted token not followed by a blank, `;`, `{` or `)`,
  * a `{` in `-g` directives.
  */
-function lexicalStop(text: string, tokens: IToken[], comments: IToken[], commandLine: boolean, locOf: (line: number) => SourceLoc,
+function lexicalStop(text: string, tokens: IToken[], comments: IToken[], commandLine: boolean, lines: LineIndex, locOf: (line: number) => SourceLoc,
   eofMessage: (inArgs: boolean) => string): LexicalStop | undefined {
   const overflow = commandLine || !mayOverflow(tokens, comments) ? undefined : bufferOverflow(text);
   // tokens and comments are each in reading order: walk both at once
@@ -243,13 +244,13 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
         ? `too long parameter, probably missing terminating "${overflow.quote}" character`
         : `too long parameter "${text.slice(overflow.start, overflow.start + 10)}..." started`;
       // nginx names the line `start` was set on (a blank LF counts for the next line)
-      return { index, error: new ConfigError('syntax', message, locOf(countLines(text.slice(0, overflow.start + 1)))) };
+      return { index, error: new ConfigError('syntax', message, locOf(lines.lineAt(overflow.start + 1))) };
     }
-    if (t.tokenType === Unterminated) return { index, error: new ConfigError('syntax', eofMessage(true), locOf(countLines(text))) };
+    if (t.tokenType === Unterminated) return { index, error: new ConfigError('syntax', eofMessage(true), locOf(lines.lineAt(text.length))) };
     if (quoted) {
       const next = text[endOffset + 1];
       if (next !== undefined && !QUOTE_FOLLOWERS.has(next)) {
-        const endLine = (t.startLine ?? 1) + countLines(t.image) - 1;
+        const endLine = lines.lineAt(endOffset);
         return { index: index + 1, error: new ConfigError('syntax', `unexpected "${next}"`, locOf(endLine)) };
       }
     }
@@ -270,12 +271,13 @@ export function parseConfigText(file: string, text: string): ConfigNode[] {
   const commandLine = file === COMMAND_LINE;
   const lexed = configLexer.tokenize(text);
   const tokens = lexed.tokens;
+  const lines = new LineIndex(text);
   const locOf = (line: number): SourceLoc => ({ file, line: commandLine ? 0 : line });
   const eofMessage = (inArgs: boolean): string => {
     if (commandLine) return 'unexpected end of parameter, expecting ";"';
     return inArgs ? 'unexpected end of file, expecting ";" or "}"' : 'unexpected end of file, expecting "}"';
   };
-  const lexical = lexicalStop(text, tokens, lexed.groups['comments'] ?? [], commandLine, locOf, eofMessage);
+  const lexical = lexicalStop(text, tokens, lexed.groups['comments'] ?? [], commandLine, lines, locOf, eofMessage);
   let stopAt = lexical?.index ?? tokens.length;
   let stopError = lexical?.error;
   const head = tokens.slice(0, stopAt);
@@ -284,27 +286,21 @@ export function parseConfigText(file: string, text: string): ConfigNode[] {
     const tok = grammarError.token;
     if (tok.tokenType === EOF) {
       // the grammar only fails at the end inside a statement's arguments
-      stopError ??= new ConfigError('syntax', eofMessage(true), locOf(countLines(text)));
+      stopError ??= new ConfigError('syntax', eofMessage(true), locOf(lines.lineAt(text.length)));
     } else {
       stopAt = head.indexOf(tok);
-      stopError = new ConfigError('syntax', `unexpected "${tok.image[0]}"`, locOf(tok.startLine ?? 0));
+      stopError = new ConfigError('syntax', `unexpected "${tok.image[0]}"`, locOf(lines.lineAt(tok.startOffset)));
     }
   }
-  const built = buildDirectives(file, tokens.slice(0, stopAt), !commandLine);
+  const built = buildDirectives(file, tokens.slice(0, stopAt), commandLine ? undefined : (offset) => lines.lineAt(offset));
   if (built.strayClose !== undefined) {
     const tok = tokens[built.strayClose]!;
-    stopError = new ConfigError('syntax', 'unexpected "}"', locOf(tok.startLine ?? 0));
+    stopError = new ConfigError('syntax', 'unexpected "}"', locOf(lines.lineAt(tok.startOffset)));
   } else if (!stopError && built.openBlocks > 0) {
-    stopError = new ConfigError('syntax', eofMessage(false), locOf(countLines(text)));
+    stopError = new ConfigError('syntax', eofMessage(false), locOf(lines.lineAt(text.length)));
   }
   if (stopError) built.innermost.push({ kind: 'error', error: stopError });
   return built.nodes;
-}
-
-function countLines(text: string): number {
-  let n = 1;
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
-  return n;
 }
 
 /**

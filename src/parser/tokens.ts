@@ -128,8 +128,8 @@ export const allTokens: TokenType[] = [
  */
 export function makeConfigLexer(validate = false): InstanceType<typeof Lexer> {
   return new Lexer(allTokens, {
-    // where a token starts (its line for messages); its end is its start and its length (`load.ts`)
-    positionTracking: 'onlyStart',
+    // where a token starts, as an offset (its line from `LineIndex`); its end is its start and its length (`load.ts`)
+    positionTracking: 'onlyOffset',
     ensureOptimizations: false,
     skipValidations: !validate,
     // nginx counts lines by LF only; a lone CR is an ordinary blank

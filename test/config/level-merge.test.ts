@@ -18,10 +18,10 @@ const other = slot('other', 'x');
 const ownOnly = slot('own only', false, false);
 const entries = listSlot<string>('entries');
 
-/** http → server → location → nested location, each level's settings given by `set`. */
+/** Below a main level: http → server → location → nested location, each level's settings given by `set`. */
 function chains(set: ((l: LevelConf) => void)[]): ConfChain[] {
   const out: ConfChain[] = [];
-  let parent: ConfChain | undefined;
+  let parent: ConfChain | undefined = new ConfChain(new LevelConf(), undefined);
   for (const s of set) {
     const conf = new LevelConf();
     s(conf);
@@ -62,6 +62,17 @@ describe('LevelMerge', () => {
     assert.deepEqual(merge.of(location!, scope), { level: 7, entries: ['a'] });
     assert.equal(merge.of(nested!, scope), merge.of(location!, scope));
     assert.equal(runs, 3);
+  });
+
+  it('the top of the tree (main) is not merged for a level below it: what a merge keeps is not kept for main', () => {
+    const kept: number[] = [];
+    const merge = new LevelMerge((c) => {
+      kept.push(c.get(level));
+      return c.get(level);
+    });
+    const [http] = chains([(l) => l.set(level, 5, loc)]);
+    assert.equal(merge.of(http!, scope), 5);
+    assert.deepEqual(kept, [5]);
   });
 
   it('a result that read a non-inheriting slot set at its level is not shared below', () => {

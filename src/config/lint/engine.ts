@@ -16,6 +16,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ConfigNode } from '../../parser/ast.js';
+import { LineIndex } from '../../parser/lines.js';
 import { configLexer } from '../../parser/tokens.js';
 import { ConfigError } from '../../errors.js';
 import { systemErrorText } from '../../os-errors.js';
@@ -97,11 +98,12 @@ const IGNORE = /jinx-lint:\s*ignore\b([^#]*)/;
 function ignoreComments(text: string): Map<number, Set<string>> {
   const byLine = new Map<number, Set<string>>();
   if (!text.includes('jinx-lint')) return byLine;
+  const lines = new LineIndex(text);
   for (const c of configLexer.tokenize(text).groups['comments'] ?? []) {
     const m = IGNORE.exec(c.image);
     if (!m) continue;
     const codes = m[1]!.split(/[\s,]+/).filter((s) => s !== '');
-    const line = c.startLine ?? 0;
+    const line = lines.lineAt(c.startOffset);
     for (const l of [line, line + 1]) {
       const set = byLine.get(l) ?? new Set<string>();
       for (const code of codes.length > 0 ? codes : ['*']) set.add(code);
