@@ -22,7 +22,7 @@
  *
  *   node scripts/bundle.mjs     (part of `npm run build`)
  */
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -88,6 +88,8 @@ await build({
   plugins: [withoutUndiciH2, chevrotainSingleFile],
 });
 for (const f of readdirSync(outdir)) if (f.endsWith('.LEGAL.txt') && statSync(join(outdir, f)).size === 0) rmSync(join(outdir, f));
+// launch.cts reads the bundle as latin1: one byte a character, which holds for ASCII only
+if (readFileSync(bundleFile).some((byte) => byte > 0x7f)) throw new Error(`${bundleFile} has bytes outside ASCII`);
 
 /** A configuration of `count` server blocks with the directives most configurations use, to compile for the cache. */
 function manyServers(count) {

@@ -50,7 +50,8 @@ export const CODE_CACHE_FILE = `${BUNDLE_FILE}.v8cache`;
  * @throws the error of reading the bundle (ENOENT when it was not built)
  */
 export function loadBundle(withCache = true): LoadedBundle {
-  const source = readFileSync(BUNDLE_FILE, 'utf8');
+  // all ASCII (esbuild escapes the rest; scripts/bundle.mjs checks): latin1 reads it without UTF-8's validation
+  const source = readFileSync(BUNDLE_FILE, 'latin1');
   let cachedData: Buffer | undefined;
   if (withCache) {
     try {

@@ -58,5 +58,8 @@ const grammar = new ConfigGrammar();
 export function checkTokens(tokens: IToken[]): IRecognitionException | undefined {
   grammar.input = tokens;
   grammar.file();
-  return grammar.errors[0];
+  const error = grammar.errors[0];
+  // the shared instance would keep the file's tokens until the next file
+  grammar.input = [];
+  return error;
 }
