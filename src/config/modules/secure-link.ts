@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { HTTP_SRV_LOC } from '../flags.js';
 import type { EvaluatedValue, RequestView, SecureLinkConf } from '../request-view.js';
 import { fail } from '../failure.js';
-import { DirectiveFailure, slot, type ConfChain, type DirectiveSpec, type Slot } from '../spec.js';
+import { DirectiveFailure, slot, type ConfChain, type DirectiveSpec, type LevelConf, type Slot } from '../spec.js';
 import type { ValueSource, VariableDef, VariableRegistry } from '../variables.js';
 
 const MODULE = 'ngx_http_secure_link_module';
@@ -66,13 +66,25 @@ interface MergedSources {
   readonly secret?: string;
 }
 
+/** `mergedSources` of each level, made once (each level's merge reads its parent's). */
+const mergedByLevel = new WeakMap<LevelConf, MergedSources>();
+
+/** `ngx_http_secure_link_merge_conf`: a level's own secret, or its value and md5 merged, or the secret above when neither is set. */
 function mergedSources(c: ConfChain): MergedSources {
+  const known = mergedByLevel.get(c.level);
+  if (known) return known;
   const secret = c.level.own(secureLinkSecret)?.value;
-  if (secret !== undefined) return { secret };
-  const prev = c.parent ? mergedSources(c.parent) : {};
-  const value = c.level.own(secureLinkValue)?.value ?? prev.value;
-  const md5 = c.level.own(secureLinkMd5)?.value ?? prev.md5;
-  return value === undefined && md5 === undefined ? { secret: prev.secret } : { value, md5 };
+  let merged: MergedSources;
+  if (secret !== undefined) {
+    merged = { secret };
+  } else {
+    const prev = c.parent ? mergedSources(c.parent) : {};
+    const value = c.level.own(secureLinkValue)?.value ?? prev.value;
+    const md5 = c.level.own(secureLinkMd5)?.value ?? prev.md5;
+    merged = value === undefined && md5 === undefined ? { secret: prev.secret } : { value, md5 };
+  }
+  mergedByLevel.set(c.level, merged);
+  return merged;
 }
 
 /** The secure_link settings of a level; undefined when it has none. */
