@@ -17,7 +17,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { ConfigNode } from '../parser/ast.js';
 import { loadConfig, type ConfigSnapshot, type LoadedFile } from '../parser/load.js';
-import type { ConfigError, ConfigWarning } from '../errors.js';
+import { ConfigError, type ConfigWarning } from '../errors.js';
 import { checkConfig, DirectiveRegistry, type CheckResult, type LevelNode, type NoEffectNote } from './check.js';
 import type { CompileContext } from './compile-context.js';
 import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, listenGroups, locationTree, primaryServerName } from './http-core-compile.js';
@@ -78,8 +78,9 @@ export interface CompileOptions {
   readonly onParsed?: () => void;
   /**
    * `jinx lint`: each error of reading and checking goes here and the
-   * check goes on (`checkConfig`'s `recover`); the checks after that still
-   * stop at the first (thrown).
+   * check goes on (`checkConfig`'s `recover`), and so do the duplicate
+   * locations (the first of each server) and every unknown variable; the
+   * other checks after reading still stop at the first (thrown).
    */
   readonly recover?: (err: ConfigError) => void;
   /** `--offline`: no name is resolved, no certificate or password file read (`ConfigScope.offline`). */
@@ -169,7 +170,7 @@ async function resolveHosts(names: Iterable<string>): Promise<HostTable> {
 /**
  * Reads, checks and compiles a configuration.
  * @throws ConfigError the first error, worded and placed as nginx does (with
- *   `recover`, the first of the checks after the directives were read)
+ *   `recover`, the first of the checks after the directives were read that it does not take)
  */
 export async function compileConfig(opts: CompileOptions): Promise<CompiledConfig> {
   const loaded = loadConfig({
@@ -185,7 +186,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   const onWarning = opts.onWarning ?? (() => undefined);
   const checked = checkConfig(loaded.nodes, registry, scope, onWarning, opts.recover);
   opts.onChecked?.(loaded.nodes, checked);
-  const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined)).compile();
+  const table = new Compiler(scope, checked.root, [...checked.warnings], onWarning, opts.onParsed ?? (() => undefined), opts.recover).compile();
   const snapshot = { ...loaded.snapshot, directiveFiles: scope.filesRead };
   return { table, warnings: table.warnings, noEffect: checked.noEffect, root: checked.root, files: loaded.files, snapshot };
 }
@@ -244,6 +245,7 @@ class Compiler implements CompileContext {
     private readonly warnings: ConfigWarning[],
     private readonly onWarning: (w: ConfigWarning) => void,
     private readonly onParsed: () => void,
+    private readonly recover: ((err: ConfigError) => void) | undefined,
   ) {
     const stack = [root];
     while (stack.length > 0) {
@@ -256,6 +258,21 @@ class Compiler implements CompileContext {
   warn(w: ConfigWarning): void {
     this.warnings.push(w);
     this.onWarning(w);
+  }
+
+  /**
+   * Runs a check nginx makes once everything is read; with `recover`
+   * (`jinx lint`) its error is handed over and the compile goes on (as far
+   * as it can: the engine reports a later fault only when no error was).
+   */
+  private recovering(check: () => void): void {
+    if (!this.recover) return check();
+    try {
+      check();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      this.recover(err);
+    }
   }
 
   memo<T>(key: symbol, make: () => T): T {
@@ -294,10 +311,10 @@ class Compiler implements CompileContext {
       checkUpstreamMerge(this, httpNode, servers, proxy.PROXY_MERGE);
       checkUpstreamMerge(this, httpNode, servers, fastcgi.FASTCGI_MERGE);
       proxy.loadProxyTls(this, servers);
-      for (const s of servers) checkDuplicateLocations(s);
+      for (const s of servers) this.recovering(() => checkDuplicateLocations(s));
       checkSslListens(this, servers, certificates);
       linkCharsets(this, servers);
-      this.scope.variables.checkReferences();
+      this.scope.variables.checkReferences(this.recover);
       compileLogFormats(this);
       const httpChain = this.chain(httpNode);
       for (const def of [...httpChain.list(proxyCache.paths), ...httpChain.list(fastcgiCache.paths)]) this.tempDirs.add(def.dir);

@@ -207,12 +207,18 @@ export class VariableRegistry<R extends ScriptView = RequestView> {
   }
 
   /**
-   * Checks that every referenced variable exists, in order of first use.
-   * @throws ConfigError `unknown "NAME" variable` (no place, as nginx)
+   * Checks that every referenced variable exists, in order of first use;
+   * with `recover` (`jinx lint`) each unknown one is handed to it, placed
+   * where it was first used.
+   * @throws ConfigError `unknown "NAME" variable` (no place, as nginx), without `recover`
    */
-  checkReferences(): void {
+  checkReferences(recover?: (err: ConfigError) => void): void {
     for (const name of this.referenced.keys()) {
-      if (!this.getter(name)) throw new ConfigError('unknown-variable', `unknown "${name}" variable`);
+      if (this.getter(name)) continue;
+      const text = `unknown "${name}" variable`;
+      if (!recover) throw new ConfigError('unknown-variable', text);
+      // lint names where it was first used
+      recover(new ConfigError('unknown-variable', text, this.referenced.get(name)));
     }
   }
 

@@ -69,6 +69,37 @@ describe('jinx lint options', () => {
     assert.match(emerg[0]!, /\[emerg\] \d+#\d+: invalid value "maybe" in "proxy_buffering" directive, it must be "on" or "off" in \S+nginx\.conf:5$/);
   });
 
+  it('after reading: every unknown variable (where first used) and the duplicate location of each server are listed; -t stops at the first', () => {
+    const p = makePrefix({
+      'nginx.conf': `events {}
+http { server_tokens off;
+    server {
+        listen 127.0.0.1:1;
+        location /a { return 200 $foo; }
+        location /a { return 200; }
+    }
+    server {
+        listen 127.0.0.1:2;
+        location = /b { return 200 $bar; }
+        location = /b { return 200; }
+    }
+}
+`,
+    });
+    const { status, findings } = lintJson(p);
+    assert.equal(status, 1);
+    assert.deepEqual(findings.map(brief), [
+      'error duplicate-location 6: duplicate location "/a"',
+      'error duplicate-location 11: duplicate location "/b"',
+      'error unknown-variable 5: unknown "foo" variable',
+      'error unknown-variable 10: unknown "bar" variable',
+    ]);
+    const t = runJinx(['-t', '-p', `${p}/`, '-c', 'nginx.conf']);
+    assert.equal(t.status, 1);
+    assert.deepEqual(t.stderr.split('\n').filter((l) => l.includes('[emerg]')).map((l) => l.replace(/^.*\[emerg\] \d+#\d+: /, '')),
+      [`duplicate location "/a" in ${p}/nginx.conf:6`]);
+  });
+
   it('reading goes on after a syntax error in one include and a missing one: four files, four errors, each with its include chain', () => {
     const p = makePrefix({
       'nginx.conf': 'events {}\nhttp { server_tokens off;\n include c/*.conf;\n include c/missing.conf;\n server { listen 127.0.0.1:1; bogus; }\n}\n',
@@ -97,7 +128,7 @@ describe('jinx lint options', () => {
       'note not-implemented 4: "xslt_stylesheet" is not implemented by jinx (ngx_http_xslt_module)',
       'note not-implemented 5: syslog is not supported by jinx',
       'note not-implemented 6: "perl_set" is not implemented by jinx (ngx_http_perl_module)',
-      'note not-implemented null: unknown "perl_answer" variable: it may be defined by a directive jinx does not implement',
+      'note not-implemented 7: unknown "perl_answer" variable: it may be defined by a directive jinx does not implement',
     ]);
     assert.equal(lintJson(p, ['--fail-on', 'note']).status, 1);
     assert.equal(lintJson(p, ['--fail-on', 'warning']).status, 0);

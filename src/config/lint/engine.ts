@@ -119,6 +119,7 @@ function ignoreComments(text: string): Map<number, Set<string>> {
  */
 const SETTER_CODES: readonly (readonly [RegExp, string])[] = [
   [/ directive is duplicate$/, 'duplicate'],
+  [/^duplicate location "/, 'duplicate-location'],
   [/^host not found in /, 'host-not-found'],
   [/^unknown "[^"]*" variable$/, 'unknown-variable'],
   [/^invalid number of arguments /, 'invalid-args'],
@@ -185,10 +186,15 @@ export async function lintSubjectOf(req: Pick<LintRequest, 'confFile' | 'prefix'
 export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
   const found: LintFinding[] = [];
   const add = (f: LintFinding): void => void found.push(f);
+  // directives jinx skipped (modules it lacks) were read: an unknown variable may be one of theirs
+  const skipped = (): boolean => found.some((f) => f.code === 'not-implemented');
   const configError = (err: ConfigError): void => {
     const name = err.code === 'unknown-directive' ? UNKNOWN.exec(err.text)?.[1] : undefined;
     const module = name === undefined ? undefined : NGINX_DIRECTIVES.get(name);
-    if (module !== undefined) {
+    if (err.code === 'unknown-variable' && skipped()) {
+      // `perl_set $x …`, `js_set $x …`: the variable of a directive jinx skipped
+      add({ severity: 'note', code: 'not-implemented', message: `${err.text}: it may be defined by a directive jinx does not implement`, loc: err.loc });
+    } else if (module !== undefined) {
       add({ severity: 'note', code: 'not-implemented', message: `"${name}" is not implemented by jinx (${module})`, loc: err.loc });
     } else if (NOT_SUPPORTED.test(err.text)) {
       // a value nginx takes and jinx does not (syslog targets, some PCRE syntax): the same kind of note
@@ -203,13 +209,9 @@ export async function lintConfig(req: LintRequest): Promise<LintFinding[]> {
   if (read.error !== undefined) {
     const err = read.error;
     // after errors were recovered from, the compile step may trip on what was skipped: the errors say enough
-    const skipped = found.some((f) => f.code === 'not-implemented');
-    if (err instanceof ConfigError && err.code === 'unknown-variable' && skipped) {
-      // `perl_set $x …`, `js_set $x …`: the variable of a directive jinx skipped
-      add({ severity: 'note', code: 'not-implemented', message: `${err.text}: it may be defined by a directive jinx does not implement`, loc: err.loc });
-    } else if (err instanceof ConfigError) {
+    if (err instanceof ConfigError) {
       configError(err);
-    } else if (!skipped && !found.some((f) => f.severity === 'error')) {
+    } else if (!skipped() && !found.some((f) => f.severity === 'error')) {
       add(uncaught(err));
     }
   }
