@@ -140,9 +140,8 @@ async function writeCodeCache() {
     mkdirSync(join(dir, 'many'));
     writeFileSync(join(dir, 'many/nginx.conf'), manyServers(200));
     for (const prefix of [join(dir, 'default'), join(dir, 'many')]) {
-      const conf = 'nginx.conf';
-      const status = await exports.run(['-t', '-q', '--offline', '-p', `${prefix}/`, '-c', conf]);
-      if (status !== 0) throw new Error(`jinx -t of ${prefix}/${conf} for the code cache: status ${status}`);
+      const status = await exports.run(['-t', '-q', '--offline', '-p', `${prefix}/`, '-c', 'nginx.conf']);
+      if (status !== 0) throw new Error(`jinx -t of ${prefix}/nginx.conf for the code cache: status ${status}`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
