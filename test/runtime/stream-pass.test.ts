@@ -38,9 +38,13 @@ function get(port: number, servername?: string): Promise<string> {
   });
 }
 
-/** The stream access-log lines. */
-const lines = (prefix: string): string[] =>
-  (existsSync(join(prefix, 'logs/stream.log')) ? readFileSync(join(prefix, 'logs/stream.log'), 'latin1').split('\n').filter(Boolean) : []);
+/** The lines of a log file under `logs/` (none while it does not exist). */
+const lines = (prefix: string, file = 'stream.log'): string[] =>
+  (existsSync(join(prefix, 'logs', file)) ? readFileSync(join(prefix, 'logs', file), 'latin1').split('\n').filter(Boolean) : []);
+
+/** The `[error]` lines of the error log, as `[error] *CONN MESSAGE` (no time, pid or connection number). */
+const errorLines = (prefix: string): string[] =>
+  lines(prefix, 'error.log').filter((l) => l.includes(' [error] ')).map((l) => l.replace(/^.* \[error\] \d+#\d+: \*\d+ /, '[error] *CONN '));
 
 /** One datagram to `port`, then a wait for what (if anything) comes back. */
 function datagram(port: number): Promise<string> {
@@ -103,9 +107,11 @@ http {
 }
 `,
     }, async (s) => {
-      // the start-up probes' sessions are over before the comparison starts
+      // the start-up probes' sessions are over before the comparison starts: their lines are left out (a probe closes
+      // at once, which nginx's pass, run as it accepts, still tries; jinx's may hear of the close first and log nothing)
       await new Promise((r) => setTimeout(r, 300));
       const probes = lines(s.prefix).length;
+      const probeErrors = errorLines(s.prefix).length;
       const replies = {
         plain: await get(s.ports[1]!),
         prereadTls: await get(s.ports[1]!, 'tls.test'),
@@ -123,6 +129,7 @@ http {
       return {
         replies: JSON.parse(named(JSON.stringify(replies))) as typeof replies,
         access: lines(s.prefix).slice(probes).map(named).sort(),
+        errors: errorLines(s.prefix).slice(probeErrors).map(named).sort(),
       };
     });
     assert.deepEqual(run.jinx.result, run.nginx.result);
@@ -139,9 +146,8 @@ http {
     });
     // the sessions passed on leave no line; the others their status (the return server's, the one passed to it)
     assert.deepEqual(run.nginx.result.access, ['P2 500', 'P2 500', 'P3 500', 'P5 200', 'P6 200', 'P6 500']);
-    const errors = (side: typeof run.nginx): string[] => side.errorLog.filter((l) => l.startsWith('[error]')).sort();
-    assert.deepEqual(errors(run.jinx), errors(run.nginx));
-    const messages = new Set(errors(run.nginx).map((l) => l.replace(/^\[error\] \*CONN /, '').replace(/ while .*/, '')));
+    // the error lines are in the results compared above
+    const messages = new Set(run.nginx.result.errors.map((l) => l.replace(/^\[error\] \*CONN /, '').replace(/ while .*/, '')));
     assert.deepEqual([...messages].sort(), [
       'cannot pass connection with preread data', 'cannot pass udp connection', 'no addresses in pass "localhost:80"',
       'no port in pass "127.0.0.1"', 'port not found for "127.0.0.1:1"',
