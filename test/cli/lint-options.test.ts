@@ -13,16 +13,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { prepareProxyManager } from '../helpers/corpus-trees.js';
 import { cleanup, referenceNginx, runJinx, SHARED } from '../helpers/harness.js';
-import { makePrefix } from '../helpers/cli.js';
+import { makePrefix, type LintJsonFinding as Finding } from '../helpers/cli.js';
 
-interface Finding {
-  severity: string;
-  code: string;
-  message: string;
-  file: string | null;
-  line: number | null;
-  includedFrom: { file: string; line: number }[];
-}
 
 function lintJson(p: string, args: readonly string[] = []): { status: number | null; findings: Finding[] } {
   const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf', '--format', 'json', ...args]);

@@ -7,18 +7,9 @@
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { cleanup, runJinx } from '../helpers/harness.js';
-import { makePrefix } from '../helpers/cli.js';
+import { makePrefix, type LintJsonFinding as Finding } from '../helpers/cli.js';
 import { relativeToPrefix } from '../../src/cli/lint.js';
 
-interface Finding {
-  severity: string;
-  code: string;
-  message: string;
-  file: string | null;
-  line: number | null;
-  includedFrom: { file: string; line: number }[];
-  fix: unknown;
-}
 
 const CONF = {
   'nginx.conf': `pcre_jit on;

@@ -37,6 +37,17 @@ export function impls(): Impl[] {
   return ref ? [JINX_IMPL, ref] : [JINX_IMPL];
 }
 
+/** One finding of `jinx lint --format json`, as README "jinx lint" documents it. */
+export interface LintJsonFinding {
+  severity: string;
+  code: string;
+  message: string;
+  file: string | null;
+  line: number | null;
+  includedFrom: { file: string; line: number }[];
+  fix: unknown;
+}
+
 /** Runs `impl ARGS` to completion. */
 export function runImpl(impl: Impl, args: readonly string[], opts: { cwd?: string } = {}): RunResult {
   const r = spawnSync(impl.binary, args, { cwd: opts.cwd, encoding: 'utf8', timeout: 30_000 });

@@ -8,10 +8,11 @@ import { spawnSync } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { makePrefix, type PrefixFiles } from '../helpers/conf-test.js';
 import { cleanup, JINX } from '../helpers/harness.js';
+import type { LintJsonFinding } from '../helpers/cli.js';
 
 interface LintResult {
   readonly status: number | null;
-  readonly findings: { severity: string; code: string; message: string; file: string | null; line: number | null }[];
+  readonly findings: Omit<LintJsonFinding, 'includedFrom' | 'fix'>[];
   readonly text: string[];
 }
 
@@ -26,7 +27,7 @@ function lint(files: PrefixFiles): LintResult {
   assert.equal(text.status, json.status, 'text and JSON runs exit alike');
   return {
     status: json.status,
-    findings: (JSON.parse(json.stdout.split(prefix).join('PREFIX')) as (LintResult['findings'][number] & { includedFrom: unknown; fix: unknown })[])
+    findings: (JSON.parse(json.stdout.split(prefix).join('PREFIX')) as LintJsonFinding[])
       .map(({ includedFrom: _chain, fix: _fix, ...f }) => f),
     text: text.stdout.split(prefix).join('PREFIX').split('\n').filter(Boolean),
   };
