@@ -35,7 +35,7 @@ import { requestHeaders, upstreamUri, type Destination } from '../runtime/handle
 import { realClientAddress } from '../runtime/handlers/realip.js';
 import { tryFiles } from '../runtime/handlers/static.js';
 import { findLocation } from '../runtime/locations.js';
-import { CLOSE_STATUSES, REDIRECT_STATUSES } from '../runtime/phases.js';
+import { CLOSE_STATUSES, errorPageOf, scriptAnswerOf } from '../runtime/phases.js';
 import { HttpRequestState, type ClientConnection } from '../runtime/request.js';
 import { runScript, type ScriptOutcome } from '../runtime/script.js';
 import { findServer, matchServer } from '../runtime/server-names.js';
@@ -375,13 +375,14 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
     if (op.op === 'if' && matched && op.conf && p?.block) level = index.nodeOfLevel.get(p.block) ?? level;
     steps.push({ phase, directive: index.text(p?.loc, op.op), ...placeOf(p?.loc), matched, uri: r.uri, args: r.args, afterLocation: phase === 'rewrite' ? locations.length - 1 : -1 });
   };
-  // what `scriptResponse` of phases.ts does with it: `stage` goes through finalize (and `error_page`); a text answers as it is
+  // what phases.ts answers a script's end with (`scriptAnswerOf`): `stage` goes through finalize (and `error_page`); a text answers as it is
   const scriptStatus = (o: ScriptOutcome): { status: number; note: string; stage: boolean } | undefined => {
-    if (o.kind === 'redirect') return { status: o.code, note: `redirect ${o.code} to ${o.location}`, stage: true };
-    if (o.kind !== 'return') return undefined;
-    const finalized = (o.code >= 400 && o.text === undefined) || REDIRECT_STATUSES.has(o.code);
-    return { status: o.code, note: `return ${o.code}${o.text !== undefined ? ` "${o.text}"` : ''}`, stage: finalized };
+    if (o.kind !== 'redirect' && o.kind !== 'return') return undefined;
+    const note = o.kind === 'redirect' ? `redirect ${o.code} to ${o.location}` : `return ${o.code}${o.text !== undefined ? ` "${o.text}"` : ''}`;
+    return { status: o.code, note, stage: scriptAnswerOf(o).kind === 'finalize' };
   };
+  // a response sent after an error_page has the status error_page gave it (ngx_http_send_header: r->err_status)
+  const sent = (s: number): number => r.errStatus || s;
 
   let status: number | null = null;
   let handler: Explanation['handler'] = { kind: 'none', lines: [] };
@@ -391,24 +392,23 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
   for (let round = 0; ; round++) {
     if (round > 4 * MAX_URI_CHANGES) throw new ExplainError('the request does not settle');
     if (stage.at === 'status') {
+      // finalize of phases.ts: a closing status ends the request; else its error_page, if one applies
       const s: number = stage.status;
-      const page = r.loc.errorPages.get(s);
-      if (!page || CLOSE_STATUSES.has(s) || r.errorPage || r.uriChanges > MAX_URI_CHANGES) {
+      r.errStatus = s;
+      const page = CLOSE_STATUSES.has(s) ? undefined : errorPageOf(r, s);
+      if (page === undefined) {
         status = s;
         break;
       }
-      if (!r.loc.recursiveErrorPages) r.errorPage = true;
-      const target = page.target.evaluate(r);
-      notes.push(`status ${s}: error_page → ${target}`);
-      if (target.startsWith('@')) stage = { at: 'named', name: target };
-      else if (target.startsWith('/')) {
-        const qq = target.indexOf('?');
-        if (r.method !== 'HEAD') r.method = 'GET';
-        if (!internalRedirect(r, qq === -1 ? target : target.slice(0, qq), qq === -1 ? '' : target.slice(qq + 1))) stage = { at: 'status', status: 500 };
-        else stage = { at: 'server' };
+      if (page.kind === 'named') {
+        notes.push(`status ${s}: error_page → ${page.name}`);
+        stage = { at: 'named', name: page.name };
+      } else if (page.kind === 'uri') {
+        notes.push(`status ${s}: error_page → ${page.uri}${page.args ? `?${page.args}` : ''}`);
+        stage = internalRedirect(r, page.uri, page.args) ? { at: 'server' } : { at: 'status', status: 500 };
       } else {
-        status = typeof page.overwrite === 'number' ? page.overwrite : 302;
-        notes.push(`redirect to ${target}`);
+        notes.push(`status ${s}: error_page → ${page.location}`, `redirect ${page.status} to ${page.location}`);
+        status = page.status;
         break;
       }
       continue;
@@ -422,7 +422,7 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
       if (done) {
         notes.push(`server rewrite: ${done.note}`);
         if (!done.stage) {
-          status = done.status;
+          status = sent(done.status);
           break;
         }
         stage = { at: 'status', status: done.status };
@@ -475,7 +475,7 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
     if (done) {
       notes.push(`rewrite: ${done.note}`);
       if (!done.stage) {
-        status = done.status;
+        status = sent(done.status);
         break;
       }
       stage = { at: 'status', status: done.status };
@@ -520,7 +520,7 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
       stage = { at: 'status', status: h.status };
       continue;
     }
-    status = h.status ?? null;
+    status = h.status === undefined ? null : sent(h.status);
     break;
   }
 

@@ -693,15 +693,29 @@ export const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 30
 /** Statuses after which nginx does not keep the connection alive (`ngx_http_special_response_handler`). */
 const NO_KEEPALIVE = new Set([400, 413, 414, 497, 495, 496, 500, 501]);
 
-/** Answers a `return` or a redirecting `rewrite` (`ngx_http_script_return_code`, `ngx_http_send_response`). */
-async function scriptResponse(
-  ex: Exchange, o: { kind: 'return'; code: number; text: string | undefined } | { kind: 'redirect'; code: number; location: string },
-): Promise<void> {
-  if (o.kind === 'redirect') return finalize(ex, o.code, o.location);
-  if (o.code >= 400 && o.text === undefined) return finalize(ex, o.code);
-  if (REDIRECT_STATUSES.has(o.code)) return finalize(ex, o.code, o.text ?? '');
-  if (CLOSE_STATUSES.has(o.code)) return finalize(ex, o.code);
-  return sendText(ex, o.code, o.text ?? '');
+/** A `return` or a redirecting `rewrite`, as the rewrite script ends with it. */
+export type ScriptAnswer = { kind: 'return'; code: number; text: string | undefined } | { kind: 'redirect'; code: number; location: string };
+
+/**
+ * What a `return` or a redirecting `rewrite` answers with
+ * (`ngx_http_script_return_code`, `ngx_http_send_response`): `finalize`, a
+ * status that goes through `error_page` (a redirect with its `Location`),
+ * or `text`, a status sent with the text as its body. `jinx explain` asks
+ * the same.
+ */
+export function scriptAnswerOf(o: ScriptAnswer): { kind: 'finalize'; status: number; location?: string } | { kind: 'text'; status: number; text: string } {
+  if (o.kind === 'redirect') return { kind: 'finalize', status: o.code, location: o.location };
+  if (o.code >= 400 && o.text === undefined) return { kind: 'finalize', status: o.code };
+  if (REDIRECT_STATUSES.has(o.code)) return { kind: 'finalize', status: o.code, location: o.text ?? '' };
+  if (CLOSE_STATUSES.has(o.code)) return { kind: 'finalize', status: o.code };
+  return { kind: 'text', status: o.code, text: o.text ?? '' };
+}
+
+/** Answers a `return` or a redirecting `rewrite` (`scriptAnswerOf`). */
+async function scriptResponse(ex: Exchange, o: ScriptAnswer): Promise<void> {
+  const answer = scriptAnswerOf(o);
+  if (answer.kind === 'text') return sendText(ex, answer.status, answer.text);
+  return finalize(ex, answer.status, answer.location);
 }
 
 /** The 1×1 transparent GIF of `empty_gif`, nginx's bytes (`ngx_empty_gif`), 43 of them. */
@@ -816,24 +830,45 @@ export async function finalize(ex: Exchange, status: number, location?: string):
   if (location !== undefined) setLocation(r, location);
   r.errStatus = status;
   r.status = status;
+  const page = errorPageOf(r, status);
+  if (page === undefined) return sendSpecial(ex, r.errStatus || status);
+  if (page.kind === 'uri') return internalRedirect(ex, page.uri, page.args);
+  if (page.kind === 'named') return namedLocation(ex, page.name);
+  setLocation(r, page.location);
+  return sendSpecial(ex, page.status);
+}
+
+/** Where an `error_page` sends a request: a URI (an internal redirect), a named location, or a redirect to another site. */
+export type ErrorPageTarget =
+  | { kind: 'uri'; uri: string; args: string }
+  | { kind: 'named'; name: string }
+  | { kind: 'redirect'; status: number; location: string };
+
+/**
+ * The `error_page` of the request's location for `status`, if one applies
+ * (none after one already did without `recursive_error_pages`, nor past
+ * `NGX_HTTP_MAX_URI_CHANGES`), as `ngx_http_send_error_page` takes it: it
+ * marks the request as on its error page, sets the status the answer will
+ * have (`=code`, or the target's own with `=`), makes a redirect to a URI
+ * a GET (HEAD stays HEAD), and gives a redirect elsewhere `=code` when that
+ * is a redirect status, else 302. `finalize` and `jinx explain` both ask it.
+ */
+export function errorPageOf(r: HttpRequestState, status: number): ErrorPageTarget | undefined {
   const page = r.loc.errorPages.get(status);
-  if (page && !r.errorPage && r.uriChanges <= MAX_URI_CHANGES) {
-    if (!r.loc.recursiveErrorPages) r.errorPage = true;
-    if (typeof page.overwrite === 'number') r.errStatus = page.overwrite;
-    else if (page.overwrite === 'from-target') r.errStatus = 0;
-    const target = page.target.evaluate(r);
-    if (target.startsWith('/')) {
-      const q = target.indexOf('?');
-      if (r.method !== 'HEAD') r.method = 'GET';
-      return internalRedirect(ex, q === -1 ? target : target.slice(0, q), q === -1 ? '' : target.slice(q + 1));
-    }
-    if (target.startsWith('@')) return namedLocation(ex, target);
-    const code = typeof page.overwrite === 'number' && REDIRECT_STATUSES.has(page.overwrite) ? page.overwrite : 302;
-    r.errStatus = code;
-    setLocation(r, target);
-    return sendSpecial(ex, code);
+  if (!page || r.errorPage || r.uriChanges > MAX_URI_CHANGES) return undefined;
+  if (!r.loc.recursiveErrorPages) r.errorPage = true;
+  if (typeof page.overwrite === 'number') r.errStatus = page.overwrite;
+  else if (page.overwrite === 'from-target') r.errStatus = 0;
+  const target = page.target.evaluate(r);
+  if (target.startsWith('/')) {
+    const q = target.indexOf('?');
+    if (r.method !== 'HEAD') r.method = 'GET';
+    return { kind: 'uri', uri: q === -1 ? target : target.slice(0, q), args: q === -1 ? '' : target.slice(q + 1) };
   }
-  return sendSpecial(ex, r.errStatus || status);
+  if (target.startsWith('@')) return { kind: 'named', name: target };
+  const code = typeof page.overwrite === 'number' && REDIRECT_STATUSES.has(page.overwrite) ? page.overwrite : 302;
+  r.errStatus = code;
+  return { kind: 'redirect', status: code, location: target };
 }
 
 /** Sets the response's `Location` (`ngx_http_clear_location`, then a new one). */

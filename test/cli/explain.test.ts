@@ -301,6 +301,35 @@ describe('jinx explain', () => {
     ]);
   });
 
+  it('the status nginx answers after error_page: a redirect elsewhere (302 unless =code is one), a page served with the error\'s status, =code, =', async () => {
+    const conf = ({ port, prefix }: { port: number; prefix: string }): string => httpConf(`
+  server {
+    listen 127.0.0.1:${port};
+    root ${prefix}/www;
+    location /a/ { error_page 404 =200 http://example.com/x; }
+    location /b/ { error_page 404 =301 http://example.com/x; }
+    location /c/ { error_page 404 /err.html; }
+    location /d/ { error_page 404 =200 /err.html; }
+    location /e/ { error_page 404 = /gone; }
+    location = /gone { return 410; }
+    location /f/ { deny all; error_page 403 /text; }
+    location = /text { return 200 "text"; }
+  }
+`);
+    const paths = ['/a/missing', '/b/missing', '/c/missing', '/d/missing', '/e/missing', '/f/x'];
+    const explained: (number | null)[] = [];
+    const run = await differential({ conf, files: { 'www/err.html': 'error page\n' } }, async (side) => {
+      const statuses: number[] = [];
+      for (const path of paths) statuses.push((await get10(side.port, path, 'localhost')).status);
+      if (side.kind === 'jinx') {
+        for (const path of paths) explained.push((await explainIn(side.prefix, join(side.prefix, 'nginx.conf'), `GET ${path}`, ['Host: localhost'], side.port)).status);
+      }
+      return statuses;
+    });
+    assert.deepEqual(run.jinx.result, run.nginx.result, 'jinx serving the configuration answers as nginx');
+    assert.deepEqual(explained, run.nginx.result, `explain's statuses for ${paths.join(' ')}`);
+  });
+
   it('--format json: request, listen, server, steps, locations, access, handler, directives with file:line', () => {
     const prefix = makePrefix({
       'nginx.conf': `events {}
