@@ -11,8 +11,12 @@
  * (exact, wildcards, regexes) or over one rule at a time, never by a
  * second matcher. The order of the phases (server rewrite, find location,
  * rewrite, access, try_files, content, `error_page`) follows
- * `ngx_http_core_run_phases` as `runtime/phases.ts` runs it; the sockets,
- * limits, subrequests and the response itself are left out.
+ * `ngx_http_core_run_phases` as `runtime/phases.ts` runs it, and the
+ * decisions between them are phases.ts's own: what a `return` answers with
+ * (`scriptAnswerOf`), where an `error_page` sends the request and with what
+ * status (`errorPageOf`), an internal redirect and its count (`redirectTo`,
+ * `countedUriChange`). The sockets, limits, subrequests and the response
+ * itself are left out.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -35,7 +39,7 @@ import { requestHeaders, upstreamUri, type Destination } from '../runtime/handle
 import { realClientAddress } from '../runtime/handlers/realip.js';
 import { tryFiles } from '../runtime/handlers/static.js';
 import { findLocation } from '../runtime/locations.js';
-import { CLOSE_STATUSES, errorPageOf, scriptAnswerOf } from '../runtime/phases.js';
+import { CLOSE_STATUSES, countedUriChange, errorPageOf, MAX_URI_CHANGES, redirectTo, scriptAnswerOf } from '../runtime/phases.js';
 import { HttpRequestState, type ClientConnection } from '../runtime/request.js';
 import { runScript, type ScriptOutcome } from '../runtime/script.js';
 import { findServer, matchServer } from '../runtime/server-names.js';
@@ -43,8 +47,6 @@ import type { TlsDetails } from '../runtime/tls-details.js';
 import { hostPort, normalizePath, validateHost } from '../runtime/uri.js';
 import type { ConfPaths } from './conf-paths.js';
 
-/** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
-const MAX_URI_CHANGES = 10;
 
 /** What the command line asked. */
 export interface ExplainOptions {
@@ -437,7 +439,7 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
         stage = { at: 'status', status: 500 };
         continue;
       }
-      if (++r.uriChanges > MAX_URI_CHANGES) {
+      if (!countedUriChange(r)) {
         stage = { at: 'status', status: 500 };
         continue;
       }
@@ -482,7 +484,7 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
       continue;
     }
     if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) {
-      if (++r.uriChanges > MAX_URI_CHANGES) {
+      if (!countedUriChange(r)) {
         notes.push(`rewrite or internal redirection cycle while processing "${r.uri}"`);
         stage = { at: 'status', status: 500 };
         continue;
@@ -539,14 +541,10 @@ export async function explainRequest(table: RouteTable, root: LevelNode, opts: E
   };
 }
 
-/** An internal redirect (`ngx_http_internal_redirect`); false past nginx's 10 URI changes. */
+/** An internal redirect (`redirectTo` of phases.ts); false past nginx's 10 URI changes. */
 function internalRedirect(r: HttpRequestState, uri: string, args: string): boolean {
-  r.uri = uri;
-  r.args = args;
-  r.internal = true;
-  r.captures = null;
-  r.addUriToAlias = false;
-  return ++r.uriChanges <= MAX_URI_CHANGES;
+  redirectTo(r, uri, args);
+  return countedUriChange(r);
 }
 
 /** Why `findServer` chose `server`: each class of names asked on its own, in nginx's order. */

@@ -41,7 +41,7 @@ import { escapeUri, hostPort, normalizePath, parseUnsafeUri, validateHost } from
 import { systemErrorText } from '../os-errors.js';
 
 /** nginx's `NGX_HTTP_MAX_URI_CHANGES`. */
-const MAX_URI_CHANGES = 10;
+export const MAX_URI_CHANGES = 10;
 
 /**
  * A client's request as its protocol layer read it: the request line's parts
@@ -441,10 +441,15 @@ function limitExcept(r: HttpRequestState): void {
   if (limit && !limit.methods.has(r.method)) r.loc = limit.conf;
 }
 
+/** Counts a URI change of `r`; false past nginx's `NGX_HTTP_MAX_URI_CHANGES`, where the request ends with 500. */
+export function countedUriChange(r: HttpRequestState): boolean {
+  return ++r.uriChanges <= MAX_URI_CHANGES;
+}
+
 /** Counts a URI change; false (after logging nginx's error) when the limit is reached. */
 function countUriChange(ex: Exchange, what: 'processing' | 'internally redirecting to'): boolean {
   const { r } = ex;
-  if (++r.uriChanges > MAX_URI_CHANGES) {
+  if (!countedUriChange(r)) {
     logRequest(ex.cx, r, 'error', `rewrite or internal redirection cycle while ${what} "${r.uri}"`);
     return false;
   }
@@ -633,17 +638,26 @@ async function filterSubrequest(cx: RuntimeContext, sr: HttpRequestState, out: R
  * (`ngx_http_internal_redirect`, `ngx_http_handler`).
  */
 function internalRedirect(ex: Exchange, uri: string, args: string): Promise<void> {
-  const { r } = ex;
+  redirectTo(ex.r, uri, args);
+  if (!countUriChange(ex, 'internally redirecting to')) return finalize(ex, 500);
+  // ngx_http_internal_redirect: the modules' contexts start again
+  ex.r.moduleCtx.clear();
+  return fromServerRewrite(ex);
+}
+
+/**
+ * What `ngx_http_internal_redirect` sets for the new URI before the server
+ * rewrite phase: the URI and arguments, an internal request, no regex
+ * captures nor alias rewrite, no action in log lines until a handler sets
+ * one. The URI change is counted apart (`countedUriChange`).
+ */
+export function redirectTo(r: HttpRequestState, uri: string, args: string): void {
   r.action = undefined;
   r.uri = uri;
   r.args = args;
   r.internal = true;
   r.captures = null;
   r.addUriToAlias = false;
-  if (!countUriChange(ex, 'internally redirecting to')) return finalize(ex, 500);
-  // ngx_http_internal_redirect: the modules' contexts start again
-  r.moduleCtx.clear();
-  return fromServerRewrite(ex);
 }
 
 /**
