@@ -19,6 +19,13 @@
  * compiles the source as it would without one, so the cache changes speed,
  * never behaviour. The cache is only read here, never written (the checkout
  * may be read-only, and several processes start at once).
+ *
+ * The bundle file is the function node's CommonJS loader would wrap a
+ * module in, `(function (exports, require, module, __filename, __dirname)
+ * {…})`, compiled as read: node reads a file this size as a string outside
+ * V8's heap, which V8 compiles from in place, where a wrapper added here
+ * made a second, flattened copy inside the heap (1.7 MB, kept for the
+ * functions compiled later; idle RSS −1.5 MiB without it).
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -60,7 +67,8 @@ export function loadBundle(withCache = true): LoadedBundle {
       cachedData = undefined;
     }
   }
-  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: BUNDLE_FILE, cachedData });
+  // the file is `(function (exports, require, module, __filename, __dirname) {…})` (scripts/bundle.mjs)
+  const script = new Script(source, { filename: BUNDLE_FILE, cachedData });
   const module = { exports: {} as BundleExports };
   const wrapper = script.runInThisContext() as (e: object, r: NodeJS.Require, m: object, f: string, d: string) => void;
   wrapper(module.exports, createRequire(BUNDLE_FILE), module, BUNDLE_FILE, join(BUNDLE_FILE, '..'));
