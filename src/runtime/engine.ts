@@ -62,7 +62,7 @@ export interface EngineOptions {
   readonly early?: ReadonlyMap<string, EarlyListener>;
   /** Session ticket keys shared with the other workers (48 bytes); default: each TLS context its own. */
   readonly ticketKeys?: Buffer;
-  /** A worker's place among `worker_processes`, for its connection numbers (`ConnectionNumbers`). */
+  /** A worker's place among `worker_processes`, for its connection and temp-file numbers (`ConnectionNumbers`, `TempFiles`). */
   readonly workerSlot?: { readonly index: number; readonly of: number };
   /** Told each start-up failure `start` logs (a worker tells its master). */
   readonly onStartupMessage?: (level: LogLevel, message: string) => void;
@@ -86,9 +86,10 @@ export class Engine {
 
   /** @throws Error when a file of the configuration cannot be opened */
   private constructor(compiled: CompiledConfig, private readonly opts: EngineOptions) {
-    const numbers = opts.workerSlot ? new ConnectionNumbers(opts.workerSlot.index + 1, opts.workerSlot.of) : new ConnectionNumbers();
+    const slot = opts.workerSlot;
+    const numbers = slot ? new ConnectionNumbers(slot.index + 1, slot.of) : new ConnectionNumbers();
     this.lasting = {
-      tempFiles: new TempFiles(),
+      tempFiles: slot ? new TempFiles(slot.index + 1, slot.of) : new TempFiles(),
       numbers,
       // nginx logs a zone that is full to the cycle's log (the main error_log of the configuration in use)
       limitReq: opts.limitReq ?? new LimitReqZones((message) => this.log('alert', message)),

@@ -23,9 +23,21 @@ export interface TempFile {
   readonly handle: FileHandle;
 }
 
-/** The process-wide temp-file counter (nginx's `ngx_temp_number`), kept across reloads. */
+/**
+ * The process-wide temp-file counter (nginx's `ngx_temp_number`), kept across
+ * reloads. nginx's workers share one counter in shared memory
+ * (`ngx_event_module_init`); each of jinx's workers counts in steps of
+ * `worker_processes` from its own place (1, 3, 5 … and 2, 4, 6 … with two),
+ * as `ConnectionNumbers` does, so that no two workers of a generation name
+ * a temp file or a multipart boundary alike.
+ */
 export class TempFiles {
-  private counter = 0;
+  private nextNumber: number;
+
+  /** @param first the first number; @param step the distance between two numbers */
+  constructor(first = 1, private readonly step = 1) {
+    this.nextNumber = first;
+  }
 
   /** The path for number `n` under `tp`. */
   static pathFor(tp: TempPath, n: number): string {
@@ -41,7 +53,9 @@ export class TempFiles {
 
   /** Takes the next number (`ngx_next_temp_number`, also the boundary of a multipart response). */
   next(): number {
-    return ++this.counter;
+    const n = this.nextNumber;
+    this.nextNumber += this.step;
+    return n;
   }
 
   /** Takes the next number and returns its path under `tp` (to log it before the file exists). */

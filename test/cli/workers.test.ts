@@ -52,6 +52,12 @@ http {
         location / { add_header X-Gen ${gen}; return 200 "$pid\\n"; }
         location /limited { limit_req zone=one; root html; }
         location /conn { return 200 "$connection\\n"; }
+        location /body-file {
+            client_body_in_file_only clean;
+            proxy_set_header X-Made "$pid $request_body_file";
+            proxy_pass http://127.0.0.1:${port}/made;
+        }
+        location /made { return 200 "$http_x_made\\n"; }
     }
 }
 `;
@@ -65,6 +71,19 @@ function postBytes(port: number, path: string, size: number): Promise<number> {
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
     req.on('error', () => resolve(0));
+    req.end(Buffer.alloc(size, 'x'));
+  });
+}
+
+/** POSTs `size` bytes to `path` on a new connection; resolves to the response body ('' when the connection failed). */
+function postFor(port: number, path: string, size: number): Promise<string> {
+  return new Promise((resolve) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-length': size } }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => { body += d.toString(); });
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', () => resolve(''));
     req.end(Buffer.alloc(size, 'x'));
   });
 }
@@ -332,6 +351,21 @@ function runScenarios(impl: Impl): void {
       first.client.agent.destroy();
       other.client.agent.destroy();
       assert.notEqual(numbers[0], numbers[1], `both workers numbered a connection ${numbers[0]}`);
+    });
+
+    it('temp file numbers (request bodies, multipart boundaries) are not repeated across workers', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a') });
+      await startImpl(impl, p, [port]);
+      // each POST on a new connection, until both workers have kept a body in a file
+      const files = new Map<string, string[]>();
+      for (let i = 0; i < 200 && files.size < 2; i++) {
+        const [pid = '', file = ''] = (await postFor(port, '/body-file', 16)).trim().split(' ');
+        files.set(pid, [...(files.get(pid) ?? []), file]);
+      }
+      assert.equal(files.size, 2, 'both workers kept a request body in a file');
+      const all = [...files.values()].flat();
+      assert.equal(new Set(all).size, all.length, `temp files named twice: ${JSON.stringify([...files])}`);
     });
 
     it('a limit_req zone counts the requests of every worker (1r/m: the second request is refused on the other worker)', async () => {
