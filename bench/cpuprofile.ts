@@ -5,9 +5,15 @@
  *
  *   node dist/bench/cpuprofile.js FILE.cpuprofile [TOP]
  *
- * Shares are of the busy time, that is without `(idle)` samples.
+ * Shares are of the busy time, that is without `(idle)` samples. A profile
+ * of bin/jinx names functions of the bundle (dist/bundle/jinx.cjs); they are
+ * mapped back to src/ and to the bundled packages through the source map
+ * the build writes beside it (scripts/bundle.mjs), so a profile of the
+ * bundle is attributed per file as one of dist/src is.
  */
 import { readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 interface CallFrame {
@@ -47,6 +53,32 @@ export interface ProfileSummary {
   readonly origins: readonly { origin: string; selfUs: number }[];
 }
 
+/** The source maps of bundles, by script URL, and the directory their sources are relative to (null: no map beside it). */
+const bundleMaps = new Map<string, { readonly map: SourceMap; readonly dir: string } | null>();
+
+/**
+ * A function of a bundle (a `.cjs` script with `SCRIPT.map` beside it) as
+ * the source it was bundled from: that file's path, line and column.
+ * Other functions, and those a map does not cover, as they are.
+ */
+function sourceFrame(cf: CallFrame): CallFrame {
+  if (!cf.url.endsWith('.cjs')) return cf;
+  let bundle = bundleMaps.get(cf.url);
+  if (bundle === undefined) {
+    const file = cf.url.startsWith('file:') ? fileURLToPath(cf.url) : cf.url;
+    try {
+      bundle = { map: new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]), dir: dirname(file) };
+    } catch {
+      bundle = null;
+    }
+    bundleMaps.set(cf.url, bundle);
+  }
+  if (bundle === null) return cf;
+  const found = bundle.map.findEntry(cf.lineNumber, cf.columnNumber) as Partial<{ originalSource: string; originalLine: number; originalColumn: number }>;
+  if (found.originalSource === undefined) return cf;
+  return { functionName: cf.functionName, url: resolve(bundle.dir, found.originalSource), lineNumber: found.originalLine ?? 0, columnNumber: found.originalColumn ?? 0 };
+}
+
 /** Where a function comes from, by its script URL. */
 function origin(cf: CallFrame): string {
   const u = cf.url;
@@ -56,14 +88,18 @@ function origin(cf: CallFrame): string {
     return 'native';
   }
   if (u.startsWith('node:')) return 'node';
+  // what a mapped bundle's map does not cover: esbuild's own helpers (module wrappers, __toESM …)
+  if (bundleMaps.get(u)) return 'bundle';
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(u);
   if (nm) return nm[1]!;
-  if (u.includes('/dist/src/')) return 'jinx';
+  if (u.includes('/dist/src/') || /\/src\/.*\.ts$/.test(u)) return 'jinx';
   return 'other';
 }
 
 function shortUrl(u: string): string {
-  return u.replace(/^file:\/\//, '').replace(/^.*\/dist\/src\//, 'src/').replace(/^.*\/node_modules\//, '').replace(/\.js$/, '');
+  const path = u.replace(/^file:\/\//, '');
+  const short = path.includes('/node_modules/') ? path.replace(/^.*\/node_modules\//, '') : path.replace(/^.*\/(?:dist\/)?src\//, 'src/');
+  return short.replace(/\.(?:js|ts)$/, '');
 }
 
 function label(cf: CallFrame): string {
@@ -75,7 +111,7 @@ export function summarizeProfile(p: CpuProfile): ProfileSummary {
   const byId = new Map<number, ProfileNode>();
   const parent = new Map<number, number>();
   for (const n of p.nodes) {
-    byId.set(n.id, n);
+    byId.set(n.id, { ...n, callFrame: sourceFrame(n.callFrame) });
     for (const c of n.children ?? []) parent.set(c, n.id);
   }
   const self = new Map<string, { origin: string; selfUs: number; totalUs: number }>();

@@ -87,6 +87,10 @@ await build({
   minifySyntax: true,
   // the bundled packages' license comments go to a file beside the bundle (removed when empty)
   legalComments: 'external',
+  // jinx.cjs.map, not named in the bundle (node does not read it; the bundle's text, which the code cache is keyed by,
+  // stays the same): bench/cpuprofile.ts maps a profile of bin/jinx back to src/ and the packages through it
+  sourcemap: 'external',
+  sourcesContent: false,
   logLevel: 'warning',
   plugins: [withoutUndiciH2, chevrotainSingleFile],
 });

@@ -4,10 +4,12 @@
  */
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { cleanup, ROOT, runJinx } from '../helpers/harness.js';
 import { makePrefix } from '../helpers/cli.js';
+import { summarizeProfile, type CpuProfile } from '../../bench/cpuprofile.js';
 
 const LAUNCH = join(ROOT, 'dist/src/cli/launch.cjs');
 
@@ -36,5 +38,19 @@ describe('bin/jinx start-up (launch.cjs)', () => {
     assert.equal(without.status, 0, without.stderr);
     assert.equal(without.stderr, withCache.stderr);
     assert.match(without.stderr, /test is successful/);
+  });
+
+  it('a CPU profile of bin/jinx names the functions of src/ and of the bundled packages (bench/cpuprofile.ts, through the bundle\'s source map)', () => {
+    const p = makePrefix(GOOD);
+    const dir = join(p, 'prof');
+    const r = runJinx(['-p', `${p}/`, '-c', 'nginx.conf', '-t', '--offline'], { env: { JINX_NODE_FLAGS: `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100` } });
+    assert.equal(r.status, 0, r.stderr);
+    const [file] = readdirSync(dir);
+    const summary = summarizeProfile(JSON.parse(readFileSync(join(dir, file!), 'utf8')) as CpuProfile);
+    const labels = summary.functions.map((f) => `${f.origin} ${f.label}`);
+    assert.ok(labels.some((l) => /^jinx \S+ \(src\/(parser|config)\/[\w/-]+:\d+\)$/.test(l)), labels.slice(0, 40).join('\n'));
+    // left in the bundle: esbuild's own helpers, which the map does not cover
+    const unmappedUs = summary.origins.find((o) => o.origin === 'bundle')?.selfUs ?? 0;
+    assert.ok(unmappedUs < 0.05 * summary.busyUs, `${unmappedUs} of ${summary.busyUs} µs in unmapped functions of the bundle`);
   });
 });
