@@ -39,12 +39,25 @@ const current = (v: string | undefined): boolean => {
 /** The reference nginx (1.30 or later), or undefined (differential runs then use the recorded answers). */
 export const ORACLE = FOUND && current(FOUND_VERSION) ? FOUND : undefined;
 
+/** How a differential configuration is run. */
+export interface ConfOptions {
+  /**
+   * Keep one worker process under `JINX_TEST_WORKERS`: for a test whose
+   * answers depend on state nginx too keeps in each worker process (kept
+   * upstream connections, a balancer's position, peer failures without
+   * `zone`, the resolver's cache, `worker_connections`, `open_log_file_cache`,
+   * TLS session and certificate caches, `$uid_set`'s sequence): with several
+   * workers they depend on which worker the kernel gave each connection.
+   */
+  readonly oneWorker?: boolean;
+}
+
 /**
  * The main context every differential config starts with. Both servers run as
  * root (nginx's workers too, so that they read the test's files like jinx does).
  */
-export function mainContext(level = 'info'): string {
-  return `daemon off;\nuser root;\n${TEST_WORKERS}pid logs/nginx.pid;\nerror_log logs/error.log ${level};\nevents {}\n`;
+export function mainContext(level = 'info', opts: ConfOptions = {}): string {
+  return `daemon off;\nuser root;\n${opts.oneWorker ? '' : TEST_WORKERS}pid logs/nginx.pid;\nerror_log logs/error.log ${level};\nevents {}\n`;
 }
 
 /**
@@ -59,8 +72,8 @@ export const TEST_WORKERS = process.env.JINX_TEST_WORKERS ? `worker_processes ${
 export const TEMP_PATHS = 'client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;';
 
 /** A full config: main context, then `http { TEMP_PATHS access_log … BODY }`. */
-export function httpConf(body: string, opts: { level?: string; accessLog?: string } = {}): string {
-  return `${mainContext(opts.level)}http {\n  ${TEMP_PATHS}\n  access_log ${opts.accessLog ?? 'off'};\n${body}\n}\n`;
+export function httpConf(body: string, opts: ConfOptions & { level?: string; accessLog?: string } = {}): string {
+  return `${mainContext(opts.level, opts)}http {\n  ${TEMP_PATHS}\n  access_log ${opts.accessLog ?? 'off'};\n${body}\n}\n`;
 }
 
 /** What a configuration template gets. */

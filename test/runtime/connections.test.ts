@@ -18,9 +18,9 @@ import { rawClient, sleep, statusOf, type RawClient } from '../helpers/slow-clie
 
 const HOST = 'conn.test';
 
-/** `httpConf` with an `events` block of its own. */
+/** `httpConf` with an `events` block of its own, on one worker (`worker_connections` counts each worker's). */
 const withEvents = (events: string, body: string, opts: { accessLog?: string } = {}): string =>
-  httpConf(body, opts).replace('events {}', `events { ${events} }`);
+  httpConf(body, { ...opts, oneWorker: true }).replace('events {}', `events { ${events} }`);
 
 /** A GET on an open connection, keeping it alive. */
 const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: ${HOST}\r\n${extra}\r\n`;

@@ -275,7 +275,7 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_PHP_FPM }, () => {
     add_header X-Upstream "$upstream_addr | $upstream_status" always;
     ${PHP_LOCATION('php')}
     location /off/ { ${PHP_LOCATION('nonext', 'fastcgi_next_upstream off;')} }
-  }`),
+  }`, { oneWorker: true }),
       files: { ...FILES, 'html/off/index.php': FILES['html/index.php']! },
     }, async (s) => ({
       first: await seen(s, '/index.php'),
@@ -305,7 +305,7 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_PHP_FPM }, () => {
     location /closed/ { ${PHP_LOCATION('closed')} }
     location /direct/ { ${PHP_LOCATION(`127.0.0.1:${direct.port}`, 'fastcgi_keep_conn on;')} }
     location /aged/ { ${PHP_LOCATION('aged', 'fastcgi_keep_conn on;')} }
-  }`),
+  }`, { oneWorker: true }),
       files: {
         ...FILES, 'html/kept/index.php': FILES['html/index.php']!, 'html/closed/index.php': FILES['html/index.php']!, 'html/direct/index.php': FILES['html/index.php']!,
         'html/aged/index.php': FILES['html/index.php']!,

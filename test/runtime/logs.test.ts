@@ -134,7 +134,7 @@ describe('access log (differential)', () => {
       access_log cachelogs/cache_$arg_name short;
       return 200 "ok\\n";
     }
-  }`),
+  }`, { oneWorker: true }),
       dirs: ['html'],
     }, async (s) => {
       rmSync(join(s.prefix, 'cachelogs'), { recursive: true, force: true });

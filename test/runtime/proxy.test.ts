@@ -264,7 +264,7 @@ describe('proxy (differential)', () => {
   server { listen 127.0.0.1:${port}; server_name proxy.test;
     location /rr/ { proxy_pass http://rr; }
     location /w/ { proxy_pass http://weighted; }
-  }`),
+  }`, { oneWorker: true }),
     }, async (s) => {
       const rr: string[] = [];
       const w: string[] = [];
@@ -289,7 +289,7 @@ describe('proxy (differential)', () => {
     location /group/ { proxy_pass http://grp; }
     location /direct/ { proxy_pass http://127.0.0.1:${direct.port}; }
     location /http10/ { proxy_http_version 1.0; proxy_pass http://old; }
-  }`),
+  }`, { oneWorker: true }),
     }, async (s) => {
       const count = async (path: string, up: { connections(): number }): Promise<{ connections: number; connection: (string | undefined)[]; version: string[] }> => {
         const before = up.connections();
@@ -324,7 +324,7 @@ describe('proxy (differential)', () => {
       conf: ({ port }) => httpConf(`  upstream ka { server 127.0.0.1:${ka.port}; keepalive 4; }
   server { listen 127.0.0.1:${port}; server_name proxy.test;
     location /ka/ { proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass http://ka; }
-  }`),
+  }`, { oneWorker: true }),
     }, async (s) => {
       const b = ka.connections();
       for (let i = 0; i < 4; i++) await s.get('/ka/', { headers: { Host: 'proxy.test' } });
@@ -356,7 +356,7 @@ describe('proxy (differential)', () => {
       conf: ({ port }) => httpConf(`  upstream ka { server 127.0.0.1:${ka.port}; keepalive 1; keepalive_time 1s; }
   server { listen 127.0.0.1:${port}; server_name proxy.test;
     location /ka/ { proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass http://ka; }
-  }`),
+  }`, { oneWorker: true }),
     }, async (s) => {
       const b = ka.connections();
       const opened: number[] = [];

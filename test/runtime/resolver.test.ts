@@ -45,11 +45,11 @@ function assertSameResolverLines(run: { nginx: SideResult<unknown>; jinx: SideRe
   assert.ok(diffs.length === 0, `resolver lines differ:\n  ${diffs.join('\n  ')}`);
 }
 
-/** A server on `port` that reports `$upstream_addr`, with `body` inside. */
+/** A server on `port` that reports `$upstream_addr`, with `body` inside; one worker (the resolver's cache is each worker's). */
 const server = (port: number, body: string): string => httpConf(`  server { listen 127.0.0.1:${port}; server_name resolve.test;
     add_header X-Addr $upstream_addr always;
 ${body}
-  }`);
+  }`, { oneWorker: true });
 
 /** An upstream on 127.0.0.1 answering every request with 200 `ok`; its port. */
 async function okUpstream(): Promise<number> {

@@ -247,7 +247,7 @@ http { access_log off;
       extraPorts: 1,
       conf: ({ port, ports }) => httpConf(`
   server { listen 127.0.0.1:${port} ssl; ${serve('cached', 'ssl_certificate_cache max=4 valid=1h;')} return 200; }
-  server { listen 127.0.0.1:${ports[0]} ssl; ${serve('fresh', '')} return 200; }`),
+  server { listen 127.0.0.1:${ports[0]} ssl; ${serve('fresh', '')} return 200; }`, { oneWorker: true }),
     }, async (s) => {
       const write = (pair: { cert: string; key: string }): void => {
         for (const dir of ['cached', 'fresh']) {

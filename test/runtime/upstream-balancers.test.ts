@@ -30,7 +30,7 @@ describe('upstream balancers (differential)', () => {
     location /failing { proxy_pass http://failing; }
     location /backups { proxy_pass http://backups; }
   }
-${backEnds(ports)}`),
+${backEnds(ports)}`, { oneWorker: true }),
       extraPorts: 3,
     }, async (s) => {
       const clients = [
@@ -66,7 +66,7 @@ ${backEnds(ports)}`),
     location / { proxy_pass http://least; }
     location /tied { proxy_pass http://tied; }
   }
-${backEnds(ports)}`),
+${backEnds(ports)}`, { oneWorker: true }),
       extraPorts: 3,
     }, async (s) => {
       const name = (body: string): string => (body === 'slow\n' ? 'slow' : String(s.ports.indexOf(Number(body.trim()))));

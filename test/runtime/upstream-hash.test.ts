@@ -90,7 +90,7 @@ ${NAMED_BACK_ENDS}`),
     location /downs { proxy_pass http://downs; }
     location /empty { proxy_pass http://empty; }
   }
-${NAMED_BACK_ENDS}`),
+${NAMED_BACK_ENDS}`, { oneWorker: true }),
     }, async (s) => {
       const empty: string[] = [];
       for (let i = 0; i < 6; i++) empty.push((await s.get('/empty?k=')).body);
@@ -123,7 +123,7 @@ ${NAMED_BACK_ENDS}`),
     location /limited/ { proxy_pass http://limited/; }
     location /full/ { proxy_pass http://full/; }
   }
-${NAMED_BACK_ENDS}`),
+${NAMED_BACK_ENDS}`, { oneWorker: true }),
     }, async (s) => {
       const rnd: string[] = [];
       for (let i = 0; i < 6; i++) rnd.push((await s.get('/rnd')).body);

@@ -46,7 +46,7 @@ describe('upstream retries and failing servers (differential)', () => {
     location /dead/ { proxy_pass http://dead; }
     location /spare/ { proxy_pass http://spare; }
     location /off/ { proxy_pass http://off; }
-  }`),
+  }`, { oneWorker: true }),
     }, async (s) => ({
       two: await seen(s, '/two/1'),
       twoAgain: await seen(s, '/two/2'),
@@ -141,7 +141,7 @@ describe('upstream retries and failing servers (differential)', () => {
   upstream mf { server 127.0.0.1:${refused} max_fails=2 fail_timeout=1s; server 127.0.0.1:${ok.port}; }
   server { listen 127.0.0.1:${port}; server_name retry.test; ${ADD_UPSTREAM}
     location / { proxy_pass http://mf; }
-  }`),
+  }`, { oneWorker: true }),
     }, async (s) => {
       const before: string[] = [];
       for (let i = 0; i < 5; i++) before.push((await seen(s, `/${i}`)).upstream ?? '');

@@ -216,7 +216,7 @@ describe('upstream TLS (differential)', { skip }, () => {
     location /tls13/ { proxy_pass https://127.0.0.1:${tls13.port}/; }
     location /tls12/ { proxy_pass https://127.0.0.1:${tls12.port}/; }
     location /off/ { proxy_ssl_session_reuse off; proxy_pass https://127.0.0.1:${off.port}/; }
-  }`),
+  }`, { oneWorker: true }),
     }, async (s) => {
       // no upstream keepalive: every request is a new connection
       const twice = async (path: string): Promise<(boolean | number)[]> => {

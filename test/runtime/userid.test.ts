@@ -101,7 +101,7 @@ describe('userid (differential)', () => {
     # (the error log at notice: jinx's own upstream connection closes apart from nginx's info lines about it)
     location /proxied { add_header X-After-Upstream 1; proxy_pass http://127.0.0.1:${port}/upstream; }
     location /upstream { userid off; add_header Set-Cookie up=1; add_header X-Upstream 1; return 200 "upstream\\n"; }
-  }`, { level: 'notice' }),
+  }`, { oneWorker: true, level: 'notice' }),
     }, async (s) => {
       const out: Record<string, Snap> = {};
       const get = async (label: string, path: string, cookie?: string): Promise<void> => { out[label] = await observe(s, path, cookie); };
@@ -152,7 +152,7 @@ describe('userid (differential)', () => {
     location / { }
     location /e { error_page 404 = @named; return 404; }
     location @named { add_header X-Named $uid_set; return 200 "named\\n"; }
-  }`),
+  }`, { oneWorker: true }),
       files: { 'html/index.html': 'index\n' },
     }, async (s) => ({
       index: await observe(s, '/', 'uid=bad*cookie*aaaaaaaaaaaaaaaaaa'),
