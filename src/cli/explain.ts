@@ -47,7 +47,6 @@ import type { TlsDetails } from '../runtime/tls-details.js';
 import { hostPort, normalizePath, validateHost } from '../runtime/uri.js';
 import type { ConfPaths } from './conf-paths.js';
 
-
 /** What the command line asked. */
 export interface ExplainOptions {
   /** `METHOD URL`, e.g. `GET https://example.com/a?b=1`, or `METHOD /path` with a Host header (or none). */
