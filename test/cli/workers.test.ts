@@ -63,27 +63,15 @@ http {
 `;
 }
 
-/** POSTs `size` bytes to `path` on a new connection; resolves to the status (0 when the connection failed). */
-function postBytes(port: number, path: string, size: number): Promise<number> {
-  return new Promise((resolve) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-length': size } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-    req.end(Buffer.alloc(size, 'x'));
-  });
-}
-
-/** POSTs `size` bytes to `path` on a new connection; resolves to the response body ('' when the connection failed). */
-function postFor(port: number, path: string, size: number): Promise<string> {
+/** POSTs `size` bytes to `path` on a new connection; resolves to the status and body (status 0 when the connection failed). */
+function postBytes(port: number, path: string, size: number): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-length': size } }, (res) => {
       let body = '';
       res.on('data', (d: Buffer) => { body += d.toString(); });
-      res.on('end', () => resolve(body));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });
-    req.on('error', () => resolve(''));
+    req.on('error', () => resolve({ status: 0, body: '' }));
     req.end(Buffer.alloc(size, 'x'));
   });
 }
@@ -293,7 +281,7 @@ function runScenarios(impl: Impl): void {
       await waitFor(() => workerPids(proc.pid).length === 2, 5000, 'two workers');
       assert.deepEqual(uidsOf(proc.pid), [daemonUid, daemonUid], 'the workers run as daemon');
       assert.equal(statSync(join(p, 'logs/body')).uid, daemonUid, 'client_body_temp_path is the workers\'');
-      const posted = await postBytes(front, '/', 64 * 1024);
+      const posted = (await postBytes(front, '/', 64 * 1024)).status;
       assert.equal(posted, 200, 'a body spooled to a temp file goes through');
       for (const w of workerPids(proc.pid)) {
         assert.match(readText(`/proc/${w}/limits`), /Max core file size\s+10485760\s+10485760/);
@@ -360,7 +348,7 @@ function runScenarios(impl: Impl): void {
       // each POST on a new connection, until both workers have kept a body in a file
       const files = new Map<string, string[]>();
       for (let i = 0; i < 200 && files.size < 2; i++) {
-        const [pid = '', file = ''] = (await postFor(port, '/body-file', 16)).trim().split(' ');
+        const [pid = '', file = ''] = (await postBytes(port, '/body-file', 16)).body.trim().split(' ');
         files.set(pid, [...(files.get(pid) ?? []), file]);
       }
       assert.equal(files.size, 2, 'both workers kept a request body in a file');
