@@ -461,6 +461,17 @@ export class EarlyListener {
 }
 
 /**
+ * The order to bind `groups` in: unix domain sockets first. A TCP socket
+ * takes connections as soon as it listens, so a client (or a readiness
+ * probe) that finds a port open finds the socket files made as well, as
+ * with nginx, whose master binds every address before a worker accepts.
+ */
+export function bindOrder<G extends { readonly unixPath: string | undefined }>(groups: Iterable<G>): G[] {
+  const all = [...groups];
+  return [...all.filter((g) => g.unixPath !== undefined), ...all.filter((g) => g.unixPath === undefined)];
+}
+
+/**
  * Binds every address of `groups` (`bindListener`, once each: a worker's
  * master has bound them already) into an `EarlyListener`, by `listenKey`.
  * @throws ConfigError for the first that cannot be bound, the others closed
@@ -468,7 +479,7 @@ export class EarlyListener {
 export async function listenEarly(groups: readonly ListenGroup[]): Promise<Map<string, EarlyListener>> {
   const out = new Map<string, EarlyListener>();
   try {
-    for (const group of groups) {
+    for (const group of bindOrder(groups)) {
       const early = new EarlyListener();
       await bindListener({ front: early.server, tls: undefined }, group);
       out.set(listenKey(group), early);

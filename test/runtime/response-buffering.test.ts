@@ -81,6 +81,8 @@ interface Download {
  * buffers, then the server's), then reads everything.
  */
 async function slowDownload(s: Side, up: BigUpstream, path: string, holdMs: number): Promise<Download> {
+  // an earlier download's upstream connection may close after its client saw the end: not this one's release
+  await waitFor(() => up.closed() === up.accepted(), 5000, 'the earlier upstream connections to close');
   const closedBefore = up.closed();
   const c = await rawClient(s.port, { paused: true });
   await c.send(`GET ${path} HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
@@ -234,7 +236,9 @@ describe('response buffering (differential)', () => {
         const closed = up.closed();
         const c = await rawClient(s.port, { paused: true });
         await c.send(`GET ${path} HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`);
-        await sleep(700);
+        // /spooled: the client leaves once the whole body is in the temp file (the upstream released); /nofile/: while the upstream waits
+        if (path === '/spooled') await waitFor(() => up.closed() > closed, 5000, 'the body in the temp file');
+        else await sleep(700);
         c.socket.destroy();
         await waitFor(() => up.closed() > closed, 5000, 'the upstream connection to close');
         await sleep(200);

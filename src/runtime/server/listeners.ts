@@ -4,7 +4,7 @@
  * binds the new addresses first and closes the ones it dropped after.
  */
 import type { ListenGroup } from '../../config/route-table.js';
-import { bindListener, createListener, type EarlyListener, type ListenHooks, type Listener } from '../listen.js';
+import { bindListener, bindOrder, createListener, listenKey, type EarlyListener, type ListenHooks, type Listener } from '../listen.js';
 import type { Generation } from './generations.js';
 
 /** The server's listening sockets by `listenKey`. */
@@ -30,7 +30,8 @@ export class Listeners {
    * @throws ConfigError `bind() to ADDR failed (…)` for the first that cannot be bound
    */
   async bindNew(gen: Generation, early?: ReadonlyMap<string, EarlyListener>): Promise<void> {
-    for (const [key, group] of gen.groups) {
+    for (const group of bindOrder(gen.groups.values())) {
+      const key = listenKey(group);
       if (this.byKey.has(key)) continue;
       const server = createListener(group, this.hooks(key, group), early?.get(key));
       await bindListener(server, group);
