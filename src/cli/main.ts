@@ -16,6 +16,7 @@ import { systemErrorText } from '../os-errors.js';
 import type { Engine } from '../runtime/engine.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
 import { confPaths, type ConfPaths } from './conf-paths.js';
+import { FirstWorker } from './first-worker.js';
 import { initChecks } from './init-checks.js';
 import type { LintOptions } from './lint.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
@@ -243,13 +244,17 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
     const compiled = await compile(paths, flags, emergOnly, undefined, undefined, conf.snapshot);
     return compiled ? serveWorker(compiled, log, conf.ticketKeys) : leaveMaster(2);
   }
+  // the first worker starts while the configuration is read (`first-worker.ts`)
+  const firstWorker = FirstWorker.start();
   const compiled = await compile(paths, flags, log);
+  const daemonizing = compiled?.table.main.daemon === true && !process.env['JINX_DAEMON_CHILD'];
+  if (!compiled?.table.main.masterProcess || daemonizing) firstWorker?.discard();
   if (!compiled) return 1;
   const main = compiled.table.main;
-  if (main.daemon && !process.env['JINX_DAEMON_CHILD']) return daemonize(main.pidFile);
+  if (daemonizing) return daemonize(main.pidFile);
   if (main.masterProcess) {
     const { Master } = await import('./master.js');
-    return Master.run(compiled, { recompile: (sink) => compile(paths, flags, sink), daemonized: main.daemon });
+    return Master.run(compiled, { recompile: (sink) => compile(paths, flags, sink), daemonized: main.daemon, firstWorker });
   }
   // the runtime (and undici with it) is loaded only to serve: `-t`, `lint` and `-V` start without it
   const { Engine } = await import('../runtime/engine.js');

@@ -23,7 +23,7 @@
  * The state nginx keeps in shared memory and jinx's workers share lives in
  * the master, reached by message (`shared-zones.ts`).
  */
-import cluster, { type Worker } from 'node:cluster';
+import type { Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { constants as osConstants } from 'node:os';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -32,10 +32,11 @@ import { ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import { systemErrorText } from '../os-errors.js';
 import { reopenLogFilesForWorkers } from '../runtime/prepare-files.js';
+import { forkWorker, setUpCluster, type FirstWorker, type TakenWorker } from './first-worker.js';
 import { removeReloadStatus, writeReloadStatus } from './reload-status.js';
 import { MasterZones } from './shared-zones.js';
 import type { MessageSink } from './startup-log.js';
-import { isWorkerMessage, WORKER_INDEX_ENV, type ConfMessage, type RetireMessage } from './worker-protocol.js';
+import { isWorkerMessage, type ConfMessage, type RetireMessage } from './worker-protocol.js';
 
 /** One configuration's workers, and the session ticket keys their TLS contexts share. */
 interface Generation {
@@ -69,6 +70,8 @@ export interface MasterOptions {
   readonly recompile: (log: MessageSink) => Promise<CompiledConfig | undefined>;
   /** `daemon on`: SIGWINCH stops the workers (nginx does so only when daemonized). */
   readonly daemonized: boolean;
+  /** Worker number 0, started before the configuration was read: the first generation's. */
+  readonly firstWorker?: FirstWorker;
 }
 
 export class Master {
@@ -87,14 +90,15 @@ export class Master {
   /** The `[emerg]` lines of the reload under way. */
   private reloadEmerg: string[] = [];
   private resolveExit: (code: number) => void = () => undefined;
+  /** `MasterOptions.firstWorker` until the first `start` takes it. */
+  private firstWorker: FirstWorker | undefined;
 
   private constructor(compiled: CompiledConfig, private readonly opts: MasterOptions) {
     this.current = generation(compiled);
+    this.firstWorker = opts.firstWorker;
     this.errorLog.open(compiled.table.main.errorLogs);
     this.zones = new MasterZones((message) => this.log('alert', message), () => this.states.keys());
-    // workers accept on the master's sockets themselves, as nginx's do (not handed each connection by the master)
-    cluster.schedulingPolicy = cluster.SCHED_NONE;
-    cluster.setupPrimary({ silent: false });
+    setUpCluster();
   }
 
   /**
@@ -156,7 +160,11 @@ export class Master {
   private async start(gen: Generation, onListening?: () => void): Promise<boolean> {
     this.log('notice', 'start worker processes');
     const count = gen.compiled.table.main.workerProcesses;
-    const workers = Array.from({ length: count }, (_, i) => this.fork(gen, i));
+    const first = this.firstWorker;
+    this.firstWorker = undefined;
+    const taken = count > 0 ? first?.take() : undefined;
+    if (first && !taken) first.discard();
+    const workers = Array.from({ length: count }, (_, i) => this.fork(gen, i, i === 0 ? taken : undefined));
     if (onListening) {
       void Promise.all(workers.map((w) => this.whenSignalled(w, 'jinx:listening'))).then((all) => {
         if (all.every(Boolean)) onListening();
@@ -169,9 +177,9 @@ export class Master {
     return ok;
   }
 
-  /** Starts worker number `index` of `gen`. */
-  private fork(gen: Generation, index: number): Worker {
-    const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
+  /** Starts worker number `index` of `gen`, or takes `started`, its worker already forked. */
+  private fork(gen: Generation, index: number, started?: TakenWorker): Worker {
+    const worker = started?.worker ?? forkWorker(index);
     gen.workers.add(worker);
     this.states.set(worker, { gen, index, ready: false, told: false });
     this.log('notice', `start worker process ${worker.process.pid}`);
@@ -195,6 +203,8 @@ export class Master {
       }
     });
     worker.on('exit', (code, signal) => this.onExit(worker, code, signal as NodeJS.Signals | null));
+    for (const m of started?.messages ?? []) worker.emit('message', m);
+    if (started?.exit) worker.emit('exit', started.exit.code, started.exit.signal);
     return worker;
   }
 

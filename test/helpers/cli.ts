@@ -67,7 +67,7 @@ export function makePrefix(files: Readonly<Record<string, string>>): string {
 }
 
 /** The pids of a process's children (nginx's workers). */
-function childPids(pid: number): number[] {
+export function childPids(pid: number): number[] {
   const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
   return r.stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
 }
