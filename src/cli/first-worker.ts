@@ -1,16 +1,15 @@
 /**
- * The master's first worker, started before the master reads the
- * configuration. Most of a start's time is node starting and loading
- * jinx, once in the master and once more in its worker, one after the
- * other; with the first worker forked at once, the worker's start runs
- * while the master reads and checks the configuration (a trivial
- * configuration: first 200 after 248 → under 200 ms on 2 CPUs). nginx's
- * master forks its workers after the check (`ngx_start_worker_processes`);
- * what a user sees is the same: the worker asks for the configuration
- * (`ConfMessage`) and waits for it, the master logs `start worker process
- * PID` once it has checked the configuration, and when the configuration
- * fails, or says `master_process off` or `daemon on`, the worker is killed
- * before it has read a file or bound an address.
+ * The master's first worker, started before the master has compiled the
+ * configuration. Most of a start's time is node starting and loading jinx,
+ * once in the master and once more in its worker, one after the other;
+ * with the first worker forked as soon as the configuration is read and
+ * checked and says `master_process on` (`becomesMaster`), the worker's
+ * start runs while the master compiles the configuration and loads its own
+ * code. nginx's master forks its workers after all of that
+ * (`ngx_start_worker_processes`); what a user sees is the same: the worker
+ * asks for the configuration (`ConfMessage`) and waits for it, the master
+ * logs `start worker process PID` once it runs, and when the compile step
+ * fails the worker is killed before it has read a file or bound an address.
  *
  * Only on a machine with more than one CPU: on one, the worker's start
  * would take its time from the master's.
@@ -44,7 +43,7 @@ export interface TakenWorker {
   readonly exit: { readonly code: number | null; readonly signal: string | null } | undefined;
 }
 
-/** Worker number 0, forked before the configuration is read; `take` or `discard` it. */
+/** Worker number 0, forked before the configuration is compiled; `take` or `discard` it. */
 export class FirstWorker {
   private readonly worker: Worker;
   private readonly messages: unknown[] = [];
@@ -63,7 +62,7 @@ export class FirstWorker {
     this.worker.once('exit', this.onExit);
   }
 
-  /** Forks it, in a process that may become a master on a machine with more than one CPU; undefined otherwise. */
+  /** Forks it, in a process that becomes a master on a machine with more than one CPU; undefined otherwise. */
   static start(): FirstWorker | undefined {
     return cluster.isPrimary && availableParallelism() > 1 ? new FirstWorker() : undefined;
   }
@@ -75,7 +74,7 @@ export class FirstWorker {
     return { worker: this.worker, messages: this.messages, exit: this.exit };
   }
 
-  /** Not needed (no master, or no configuration): killed, before it has opened a file or an address. */
+  /** Not needed after all (the configuration failed): killed, before it has opened a file or an address. */
   discard(): void {
     this.take();
     this.worker.process.kill('SIGKILL');

@@ -9,9 +9,9 @@ import { spawn } from 'node:child_process';
 import cluster from 'node:cluster';
 import { setFlagsFromString } from 'node:v8';
 import { Command, CommanderError, Option } from 'commander';
-import { compileConfig, type CompiledConfig } from '../config/compile.js';
+import { compileConfig, type CompileOptions, type CompiledConfig } from '../config/compile.js';
+import { becomesMaster } from '../config/modules/core.js';
 import { ConfigError, formatWarning } from '../errors.js';
-import type { ConfigSnapshot } from '../parser/load.js';
 import { systemErrorText } from '../os-errors.js';
 import type { Engine } from '../runtime/engine.js';
 import { buildInfo, DEFAULT_CONF, DEFAULT_PREFIX, versionLine } from './build-info.js';
@@ -87,16 +87,20 @@ function report(log: MessageSink, err: unknown, internalError?: (err: unknown) =
   }
 }
 
-/** Compiles; reports warnings, and the error if any. `syntaxOk` is called once the file has been read. */
-async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, syntaxOk: () => void = () => undefined,
-  internalError?: (err: unknown) => void, snapshot?: ConfigSnapshot): Promise<CompiledConfig | undefined> {
+/** What a caller of `compile` may add: `CompileOptions`' hooks and snapshot, and `internalError` (`report`). */
+interface CompileHooks extends Pick<CompileOptions, 'onParsed' | 'onChecked' | 'snapshot'> {
+  readonly internalError?: (err: unknown) => void;
+}
+
+/** Compiles; reports warnings, and the error if any. */
+async function compile(paths: ConfPaths, flags: Flags, log: MessageSink, hooks: CompileHooks = {}): Promise<CompiledConfig | undefined> {
   try {
     return await compileConfig({
       confFile: paths.confFile, prefix: paths.prefix, globalDirectives: flags.g, onWarning: (w) => log.write(w.level, formatWarning(w)),
-      onParsed: syntaxOk, snapshot, offline: flags.offline,
+      onParsed: hooks.onParsed, onChecked: hooks.onChecked, snapshot: hooks.snapshot, offline: flags.offline,
     });
   } catch (err) {
-    report(log, err, internalError);
+    report(log, err, hooks.internalError);
     return undefined;
   }
 }
@@ -131,7 +135,7 @@ export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?:
     out.note(`nginx: configuration file ${paths.confFile} test failed`);
     return { status: 1, compiled: undefined };
   };
-  const compiled = await compile(paths, flags, out.log, syntaxOk, (err) => out.internalError?.(err));
+  const compiled = await compile(paths, flags, out.log, { onParsed: syntaxOk, internalError: (err) => out.internalError?.(err) });
   if (!compiled) return failed();
   try {
     await initChecks(compiled.table, flags.offline === true);
@@ -241,13 +245,18 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
     const conf = await confFromMaster();
     if (!conf) return leaveMaster(2);
     const emergOnly: MessageSink = { write: (level, message) => { if (level === 'emerg') log.write(level, message); } };
-    const compiled = await compile(paths, flags, emergOnly, undefined, undefined, conf.snapshot);
+    const compiled = await compile(paths, flags, emergOnly, { snapshot: conf.snapshot });
     return compiled ? serveWorker(compiled, log, conf.ticketKeys) : leaveMaster(2);
   }
-  // the first worker starts while the configuration is read (`first-worker.ts`)
-  const firstWorker = FirstWorker.start();
-  const compiled = await compile(paths, flags, log);
-  const daemonizing = compiled?.table.main.daemon === true && !process.env['JINX_DAEMON_CHILD'];
+  const daemonChild = process.env['JINX_DAEMON_CHILD'] !== undefined;
+  // a master's first worker starts once the configuration is read and checked, while it is compiled (`first-worker.ts`)
+  let firstWorker: FirstWorker | undefined;
+  const compiled = await compile(paths, flags, log, {
+    onChecked: (_nodes, checked) => {
+      if (becomesMaster(checked.root, daemonChild)) firstWorker = FirstWorker.start();
+    },
+  });
+  const daemonizing = compiled?.table.main.daemon === true && !daemonChild;
   if (!compiled?.table.main.masterProcess || daemonizing) firstWorker?.discard();
   if (!compiled) return 1;
   const main = compiled.table.main;

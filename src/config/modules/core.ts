@@ -407,6 +407,18 @@ export function checkCpuAffinity(cx: CompileContext, mainChain: ConfChain): void
 }
 
 /**
+ * Whether the process that checked `root` goes on as a master
+ * (`src/cli/master.ts`): `master_process on` and, unless it is the daemon
+ * already (`daemonChild`), `daemon off`. Read from the main level as the
+ * check filled it, before the compile step (`mainConf` reads the same slots
+ * after it).
+ */
+export function becomesMaster(root: LevelNode, daemonChild: boolean): boolean {
+  const mainFlag = (s: Slot<boolean>): boolean => root.conf.own(s)?.value ?? s.defaultValue;
+  return mainFlag(masterProcess) && (daemonChild || !mainFlag(daemon));
+}
+
+/**
  * The main and events settings, checked as `ngx_init_cycle` does once the
  * configuration is read: an `events` section, and `worker_connections`
  * for `sockets` listening sockets and one more.
