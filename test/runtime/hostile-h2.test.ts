@@ -135,7 +135,11 @@ describe('hostile HTTP/2 requests (differential)', () => {
       const extra = side.result.noErrorResets.filter((shape) => !mayReset.includes(shape));
       assert.deepEqual(extra, [], `${name} resets with NO_ERROR only a stream it answered before reading its body`);
     }
-    assertSameAsNginx({ nginx: { ...run.nginx, result: run.nginx.result.shapes }, jinx: { ...run.jinx, result: run.jinx.result.shapes } });
+    // and where a server answered before the DATA frames, the client may close before the server's last frames
+    // reach it: its reset (ECONNRESET, logged at info) comes before or after the server closes, as the machine decides
+    const reset = /^\[info\] \*CONN recv\(\) failed \(104: Connection reset by peer\) while processing HTTP\/2 connection,/;
+    const lines = (side: typeof run.nginx): typeof run.nginx => ({ ...side, errorLog: side.errorLog.filter((l) => !reset.test(l)) });
+    assertSameAsNginx({ nginx: { ...lines(run.nginx), result: run.nginx.result.shapes }, jinx: { ...lines(run.jinx), result: run.jinx.result.shapes } });
     assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'), 'the access log');
   });
 });
