@@ -70,7 +70,7 @@ export interface MasterOptions {
   readonly recompile: (log: MessageSink) => Promise<CompiledConfig | undefined>;
   /** `daemon on`: SIGWINCH stops the workers (nginx does so only when daemonized). */
   readonly daemonized: boolean;
-  /** Worker number 0, started before the configuration was read: the first generation's. */
+  /** Worker number 0, started while the configuration was compiled (`first-worker.ts`): the first generation's. */
   readonly firstWorker?: FirstWorker;
 }
 
