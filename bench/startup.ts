@@ -43,7 +43,7 @@ function answers(port: number): Promise<boolean> {
   });
 }
 
-/** A configuration of `servers` server blocks on `port` (the first answers `/`), with or without a master process. */
+/** A configuration of `servers` server blocks on `port` (the first answers `/`), with or without a master process; temp directories under the prefix's logs/ (nginx's own are under /var/lib/nginx, absent where Debian's nginx is not installed). */
 function confText(port: number, servers: number, master: boolean): string {
   const blocks = Array.from({ length: servers }, (_, i) => `  server { listen 127.0.0.1:${port}; server_name s${i}.test${i === 0 ? ' localhost' : ''};
     location / { return 200 "s${i}\\n"; } location /api/ { return 200 "api ${i}\\n"; } }`);
@@ -54,7 +54,7 @@ pid logs/nginx.pid;
 events {}
 http {
   access_log off;
-  server_names_hash_bucket_size 128;
+${['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path logs/${t}_temp;\n`).join('')}  server_names_hash_bucket_size 128;
   server_names_hash_max_size 65536;
 ${blocks.join('\n')}
 }

@@ -131,8 +131,9 @@ ${servers.join('\n')}
 /**
  * Writes the code cache: the bundle loaded without a cache, `-t` run on the
  * configurations (V8 compiles what runs), then the script's cached data.
- * `-t` switches V8 to baseline code (`--max-opt=1`, main.ts), which would
- * make a cache V8 refuses in a process that has not (V8 keys a cache by its
+ * jinx runs without V8's optimizing compiler until it serves
+ * (`--no-turbofan`, src/cli/tiering.ts), which would make a cache V8
+ * refuses in a process that has not switched (V8 keys a cache by its
  * flags): here that switch is left out.
  */
 async function writeCodeCache() {

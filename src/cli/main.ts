@@ -7,7 +7,6 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import cluster from 'node:cluster';
-import { setFlagsFromString } from 'node:v8';
 import { Command, CommanderError, Option } from 'commander';
 import { compileConfig, type CompileOptions, type CompiledConfig } from '../config/compile.js';
 import { becomesMaster } from '../config/modules/core.js';
@@ -20,6 +19,7 @@ import { FirstWorker } from './first-worker.js';
 import { initChecks } from './init-checks.js';
 import type { LintOptions } from './lint.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
+import { optimizeFromNowOn } from './tiering.js';
 import { awaitReload, readReloadStatus, removeReloadStatus, writeReloadStatus } from './reload-status.js';
 
 /** nginx's `-s` signals. */
@@ -148,13 +148,10 @@ export async function checkConfiguration(paths: ConfPaths, flags: { readonly q?:
 }
 
 /**
- * `-t` and `-T`. The check is over before V8's optimizing compilers pay for
- * what they cost: it runs on baseline code only (`--max-opt=1`, Sparkplug;
- * `-t` of 1,000 server blocks used about a third less CPU). The flag is set
- * in this process only, which exits after the check.
+ * `-t` and `-T`. Like every check that ends the process, it runs on
+ * baseline code only (`tiering.ts`).
  */
 async function testConfig(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
-  setFlagsFromString('--max-opt=1');
   const { status, compiled } = await checkConfiguration(paths, flags, { log, note: (line) => process.stderr.write(`${line}\n`) });
   if (compiled && flags.T) {
     process.stdout.on('error', () => undefined);
@@ -274,6 +271,7 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
     if (!(err instanceof Engine.ReportedError)) report(log, err);
     return 1;
   }
+  optimizeFromNowOn();
   try {
     writeFileSync(main.pidFile, `${process.pid}\n`);
   } catch (err) {

@@ -36,6 +36,7 @@ import { forkWorker, setUpCluster, type FirstWorker, type TakenWorker } from './
 import { removeReloadStatus, writeReloadStatus } from './reload-status.js';
 import { MasterZones } from './shared-zones.js';
 import type { MessageSink } from './startup-log.js';
+import { optimizeFromNowOn } from './tiering.js';
 import { isWorkerMessage, type ConfMessage, type RetireMessage } from './worker-protocol.js';
 
 /** One configuration's workers, and the session ticket keys their TLS contexts share. */
@@ -127,6 +128,7 @@ export class Master {
 
   private async serve(): Promise<number> {
     if (!await this.start(this.current)) return this.close(1);
+    optimizeFromNowOn();
     try {
       writeFileSync(this.main.pidFile, `${process.pid}\n`);
     } catch (err) {

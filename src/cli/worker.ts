@@ -16,6 +16,7 @@ import { errnoTextOf, systemErrorText } from '../os-errors.js';
 import { releaseEarlySignals, type StopKind } from './early-signals.js';
 import { WorkerLimitConn, WorkerLimitReq, WorkerSessions, WorkerStatus } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
+import { optimizeFromNowOn } from './tiering.js';
 import { isPeerEventMessage, isRetireMessage, WORKER_INDEX_ENV, type PeerEventMessage, type EmergMessage, type ListeningMessage, type ReadyMessage } from './worker-protocol.js';
 
 /** nginx's exit code for a worker that cannot start; the master does not start it again. */
@@ -71,6 +72,7 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   for (const signal of ['SIGHUP', 'SIGWINCH'] as const) process.on(signal, () => undefined);
   const ready: ReadyMessage = { type: 'ready' };
   process.send?.(ready);
+  optimizeFromNowOn();
   return new Promise<number>((resolveExit) => {
     let stopping = false;
     const stop = (how: StopKind): void => {

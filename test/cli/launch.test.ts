@@ -3,12 +3,12 @@
  * code cache the build wrote (src/cli/launch.cts, scripts/bundle.mjs).
  */
 import { strict as assert } from 'node:assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { cleanup, ROOT, runJinx } from '../helpers/harness.js';
-import { makePrefix } from '../helpers/cli.js';
+import { cleanup, freePort, JINX, onCleanup, portOpen, ROOT, runJinx, waitFor } from '../helpers/harness.js';
+import { KeepAliveClient, makePrefix } from '../helpers/cli.js';
 import { summarizeProfile, type CpuProfile } from '../../bench/cpuprofile.js';
 
 const LAUNCH = join(ROOT, 'dist/src/cli/launch.cjs');
@@ -52,5 +52,58 @@ describe('bin/jinx start-up (launch.cjs)', () => {
     // left in the bundle: esbuild's own helpers, which the map does not cover
     const unmappedUs = summary.origins.find((o) => o.origin === 'bundle')?.selfUs ?? 0;
     assert.ok(unmappedUs < 0.05 * summary.busyUs, `${unmappedUs} of ${summary.busyUs} µs in unmapped functions of the bundle`);
+  });
+});
+
+/** The functions V8 finished optimizing with TurboFan, by node's `--trace-opt` output. */
+function optimized(traceOut: string): string[] {
+  return traceOut.split('\n').filter((l) => /^\[completed optimizing .*\(target TURBOFAN\)/.test(l));
+}
+
+/**
+ * Starts jinx (a master and one worker) with `nodeFlags` and `--trace-opt`
+ * on a `return 200` server, and returns what V8 had optimized once it
+ * listened and after 3,000 requests on one connection.
+ */
+async function optimizedBeforeAndAfterLoad(nodeFlags: string): Promise<{ atStart: string[]; afterLoad: string[] }> {
+  const port = await freePort();
+  const p = makePrefix({
+    'nginx.conf': `daemon off; worker_processes 1; events {}\nhttp { access_log off; server { listen 127.0.0.1:${port}; location / { return 200 ok; } } }\n`,
+  });
+  const child = spawn(JINX, ['-p', `${p}/`, '-c', 'nginx.conf'], {
+    env: { ...process.env, JINX_NODE_FLAGS: `${nodeFlags} --trace-opt` }, stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const exited = new Promise((res) => child.once('exit', res));
+  onCleanup(async () => { child.kill('SIGKILL'); await exited; });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString('latin1'); });
+  await waitFor(() => portOpen(port), 30_000, `port ${port}`);
+  const atStart = optimized(out);
+  const client = new KeepAliveClient(port);
+  for (let i = 0; i < 3000; i++) assert.equal((await client.get('/')).status, 200);
+  const afterLoad = optimized(out);
+  child.kill('SIGQUIT');
+  await exited;
+  return { atStart, afterLoad };
+}
+
+describe('V8 tiers while starting and serving (src/cli/tiering.ts)', () => {
+  after(cleanup);
+
+  it('nothing is compiled with TurboFan while jinx starts (master and worker), and what requests make hot is once it serves', async () => {
+    const { atStart, afterLoad } = await optimizedBeforeAndAfterLoad('--no-memory-reducer');
+    assert.deepEqual(atStart, []);
+    assert.ok(afterLoad.length > 0, 'no function optimized after 3,000 requests');
+  });
+
+  it('a JINX_NODE_FLAGS that chooses the tiers (--no-turbofan) is left alone: nothing is optimized after requests either', async () => {
+    const { afterLoad } = await optimizedBeforeAndAfterLoad('--no-turbofan');
+    assert.deepEqual(afterLoad, []);
+  });
+
+  it('jinx -t of a configuration compiles nothing with TurboFan', () => {
+    const r = runJinx(['-p', `${makePrefix(GOOD)}/`, '-c', 'nginx.conf', '-t', '--offline'], { env: { JINX_NODE_FLAGS: '--trace-opt' } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(optimized(r.stdout), []);
   });
 });
