@@ -366,6 +366,11 @@ class Compiler implements CompileContext {
       secureLink: secureLinkConf(c, this.scope.variables),
       referers: refererConf(c),
     }, settings);
+    // an `if` block without a content handler of its own keeps its location's: nginx's
+    // ngx_http_update_location_config changes r->content_handler only to a handler the block has
+    if (node.context === 'lif' && conf.contentHandler === undefined && node.parent) {
+      Object.assign(conf, { contentHandler: this.chain(node.parent).get(http.contentHandler) });
+    }
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);
     return conf;
