@@ -59,3 +59,22 @@ export function logRequest(cx: RuntimeContext, r: HttpRequestState, level: LogLe
   const main = r.parent ?? r;
   cx.errorLog.write(r.loc.errorLogs, level, message, main.conn.id, requestContext(r));
 }
+
+/** A subrequest that ended is written to its location's access log with `log_subrequest on` (`ngx_http_finalize_request`). */
+export function logSubrequest(cx: RuntimeContext, sr: HttpRequestState): void {
+  if (!sr.loc.logSubrequest) return;
+  sr.action = 'logging request';
+  cx.accessLog.write(sr.loc.accessLogs, sr, (level, message) => logRequest(cx, sr, level, message));
+}
+
+/**
+ * Ends a subrequest whose response has ended: its access-log line, and for
+ * a background one (a mirror's, a cache update; nothing waits for it) the
+ * release of what it holds (its upstream peer).
+ */
+export function endSubrequest(cx: RuntimeContext, sr: HttpRequestState): void {
+  logSubrequest(cx, sr);
+  if (!sr.background) return;
+  sr.ended = true;
+  for (const cleanup of sr.cleanups.splice(0)) cleanup();
+}

@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
 import type { ContentHandlerName } from '../config/modules/http-core.js';
 import { findLocation } from './locations.js';
-import { debugging, debugRequest, logRequest, type RuntimeContext } from './context.js';
+import { debugging, debugRequest, endSubrequest, logRequest, logSubrequest, type RuntimeContext } from './context.js';
 import { backgroundSettled, DONE, statusOutcome, type ClientResponseTarget, type ContentHandler, type Exchange, type Outcome, type ResponseTarget, type Subrequest } from './exchange.js';
 import { FilteredTarget } from './filters/chain.js';
 import { checkAccessRules, type AccessResult } from './handlers/access.js';
@@ -600,19 +600,7 @@ export async function runSubrequest(sub: Subrequest): Promise<void> {
     sub.out.status ||= 500;
   }
   await sub.out.finished;
-  logSubrequest(sub.cx, sub.r);
-  if (sub.r.background) {
-    // nothing waits for it: it releases what it holds (its upstream peer) itself
-    sub.r.ended = true;
-    for (const cleanup of sub.r.cleanups.splice(0)) cleanup();
-  }
-}
-
-/** A subrequest that ended is written to its location's access log with `log_subrequest on` (`ngx_http_finalize_request`). */
-function logSubrequest(cx: RuntimeContext, sr: HttpRequestState): void {
-  if (!sr.loc.logSubrequest) return;
-  sr.action = 'logging request';
-  cx.accessLog.write(sr.loc.accessLogs, sr, (level, message) => logRequest(cx, sr, level, message));
+  endSubrequest(sub.cx, sub.r);
 }
 
 /**

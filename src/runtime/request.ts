@@ -208,7 +208,13 @@ export class HttpRequestState implements RequestView {
    */
   background = false;
   /**
-   * The background subrequests of a main request (its mirrors), each
+   * The background update of an expired cache entry its parent sent
+   * (`*_cache_background_update`): it fetches the entry whatever another
+   * request is doing with it, and never sends it.
+   */
+  updatesCache = false;
+  /**
+   * The background subrequests of a main request (its mirrors, cache updates), each
    * settled when it ends: the request is over, for its access log and its
    * connection, once they all are (nginx's `r->main->count`); undefined
    * without any.

@@ -8,7 +8,9 @@
  * upstream as GET, ranges and `If-Modified-Since` of a HIT, the client's
  * validators cleared upstream. jinx alone: a restart keeps the HIT (the
  * loader), `max_size` evicts the least recently used entry, a response the
- * upstream did not finish is never cached.
+ * upstream did not finish is never cached. Stale entries, against nginx:
+ * `stale-while-revalidate=` with `proxy_cache_background_update`,
+ * `stale-if-error=`.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
@@ -120,6 +122,71 @@ describe('proxy_cache (differential)', () => {
   });
 });
 
+/**
+ * An upstream for the stale-serving tests: `/swr`, `/sie` and `/plain`
+ * answer with `Cache-Control: max-age=1` and `stale-while-revalidate=30`,
+ * `stale-if-error=30` or nothing more, a body naming the path and its
+ * count; `?fail=1` closes the connection without a response (an `error`).
+ */
+async function staleUpstream(): Promise<{ port: number; counts: Map<string, number> }> {
+  const counts = new Map<string, number>();
+  const extension: Record<string, string> = { '/swr': ', stale-while-revalidate=30', '/sie': ', stale-if-error=30', '/plain': '' };
+  const { port } = await startUpstream((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.searchParams.get('fail') === '1') {
+      req.socket.destroy();
+      return;
+    }
+    const n = (counts.get(url.pathname) ?? 0) + 1;
+    counts.set(url.pathname, n);
+    res.setHeader('Cache-Control', `max-age=1${extension[url.pathname] ?? ''}`);
+    res.end(`${url.pathname} #${n}\n`);
+  });
+  return { port, counts };
+}
+
+describe('proxy_cache: stale entries (differential)', () => {
+  after(cleanup);
+
+  it('stale-while-revalidate sends the expired entry (STALE) while a background update fetches it, stale-if-error sends it when the upstream fails, and an if block keeps its location\'s proxy_pass, as nginx', async () => {
+    const up = await staleUpstream();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  proxy_cache_path cache levels=1:2 keys_zone=one:1m;
+  server { listen 127.0.0.1:${port};
+    add_header X-Cache-Status $upstream_cache_status always;
+    proxy_cache one; proxy_cache_key $uri;
+    location /bg/ { proxy_pass http://127.0.0.1:${up.port}/; proxy_cache_background_update on; }
+    location /fg/ { proxy_pass http://127.0.0.1:${up.port}/; }
+    location /if/ { proxy_pass http://127.0.0.1:${up.port}/; if ($arg_x) { } }
+  }`),
+    }, async (s) => {
+      up.counts.clear();
+      const out: Record<string, Snap | number> = {};
+      const get = async (label: string, path: string): Promise<void> => {
+        out[label] = await s.get(path);
+      };
+      const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+      await get('background, first', '/bg/swr');
+      await get('background, fresh', '/bg/swr');
+      await get('foreground, first', '/fg/swr');
+      await get('stale-if-error, first', '/fg/sie');
+      await get('max-age alone, first', '/fg/plain');
+      await get('if block, proxied', '/if/plain?x=1');
+      // every entry expires (max-age=1)
+      await sleep(2200);
+      await get('background, expired: the old entry while it is updated', '/bg/swr');
+      await sleep(500);
+      await get('background, updated', '/bg/swr');
+      await get('no background update: fetched in the foreground', '/fg/swr');
+      await get('stale-if-error, upstream failed', '/fg/sie?fail=1');
+      await get('max-age alone, upstream failed', '/fg/plain?fail=1');
+      out['upstream requests'] = [...up.counts.values()].reduce((a, b) => a + b, 0);
+      return out;
+    });
+    assertSameAsNginx(run);
+  });
+});
+
 /** A jinx with a cache under `prefix`, proxying to `upstreamPort`. */
 async function startCachingJinx(prefix: string, port: number, upstreamPort: number, pathParams = ''): Promise<ReturnType<typeof startServer>> {
   writeFiles(prefix, {
@@ -154,6 +221,26 @@ describe('proxy_cache (jinx)', () => {
     assert.equal(again.body, 'GET /kept #1\n');
     assert.equal(up.counts.get('/kept'), 1);
     assert.ok(existsSync(entryPath(join(prefix, 'cache'), `http://127.0.0.1:${up.port}/kept`)));
+    await server.stop('SIGQUIT');
+  });
+
+  it('an entry an earlier jinx wrote (format 2, without stale-while-revalidate and stale-if-error) is still a HIT after an upgrade', async () => {
+    const up = await countingUpstream();
+    const prefix = tempDir('jinx-cache-');
+    writeFiles(prefix, { 'logs/.keep': '', 'tmp/.keep': '' });
+    const port = await freePort();
+    const key = `http://127.0.0.1:${up.port}/old`;
+    const json = `${JSON.stringify({ key, dateSec: 1, status: 200, reason: 'OK', headers: [['Content-Type', 'text/plain']], upstreamHeaders: [] })}\n`;
+    const validSec = Math.floor(Date.now() / 1000) + 3600;
+    const path = entryPath(join(prefix, 'cache'), key);
+    writeFiles(join(path, '..'), {
+      [path.slice(path.lastIndexOf('/') + 1)]: `JINXCACHE 2 ${String(json.length).padStart(10, '0')} ${String(validSec).padStart(12, '0')}\n${json}from an earlier jinx\n`,
+    });
+    const server = await startCachingJinx(prefix, port, up.port);
+    const r = await request(port, '/old');
+    assert.equal(r.headers['x-cache-status'], 'HIT');
+    assert.equal(r.body, 'from an earlier jinx\n');
+    assert.equal(up.counts.get('/old'), undefined);
     await server.stop('SIGQUIT');
   });
 

@@ -4,14 +4,16 @@
  * header and body; jinx writes its own header, with the same facts, then the
  * body as the upstream sent it:
  *
- *     JINXCACHE 2 <length of the JSON, 10 digits> <validity, 12 digits>\n
+ *     JINXCACHE 3 <length of the JSON, 10 digits> <validity, 12 digits> <updating, 10 digits> <error, 10 digits>\n
  *     {"key":…,"dateSec":…,"status":…,"reason":…,"headers":[…],"upstreamHeaders":[…],
  *      "lastModified":…,"etag":…}\n
  *     <body>
  *
- * The validity (seconds since the epoch) has a fixed width in the first
- * line, so that a revalidation rewrites only that line
- * (`ngx_http_file_cache_update_header`).
+ * The validity (seconds since the epoch) and how long past it the entry
+ * may still be sent (`stale-while-revalidate=`, `stale-if-error=`) have a
+ * fixed width in the first line, so that a revalidation rewrites only that
+ * line (`ngx_http_file_cache_update_header`). Entries of version 2 (the
+ * validity alone) are read as ones without those two.
  *
  * `headers` are those the client gets before the headers module
  * (`add_header`) runs; `upstreamHeaders` as received, for `$upstream_http_*`.
@@ -19,11 +21,22 @@
 import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 
-/** What an entry's header says. */
-export interface EntryHead {
-  readonly key: string;
+/**
+ * How long an entry is fresh, and how long after that it may still be sent
+ * (nginx's `valid_sec`, `updating_sec`, `error_sec`).
+ */
+export interface EntryValidity {
   /** Until when (seconds since the epoch) the entry is fresh. */
   readonly validSec: number;
+  /** Seconds past `validSec` during which it is sent while it is updated (`stale-while-revalidate=`). */
+  readonly updatingSec: number;
+  /** Seconds past `validSec` during which it is sent when the upstream fails (`stale-if-error=`, else `stale-while-revalidate=`). */
+  readonly errorSec: number;
+}
+
+/** What an entry's header says. */
+export interface EntryHead extends EntryValidity {
+  readonly key: string;
   /** When the response was stored (seconds since the epoch). */
   readonly dateSec: number;
   readonly status: number;
@@ -40,49 +53,73 @@ export interface EntryHead {
   readonly variant: string | undefined;
 }
 
-/** An entry's header as read back: where its body starts in the file and the whole file's size. */
+/** An entry's header as read back: its first line's length, where its body starts in the file and the whole file's size. */
 export interface ReadEntryHead extends EntryHead {
+  readonly firstLineBytes: number;
   readonly bodyOffset: number;
   readonly fileBytes: number;
 }
 
-const MAGIC = 'JINXCACHE 2 ';
-/** The first line: the magic, the JSON's length and the validity, fixed width. */
-const FIRST_LINE_BYTES = MAGIC.length + 10 + 1 + 12 + 1;
+/** The first line of version 3: the magic, the JSON's length and the validity, fixed width. */
+const FIRST_LINE_BYTES = 'JINXCACHE 3 '.length + 10 + 1 + 12 + 1 + 10 + 1 + 10 + 1;
+/** The first line of version 2, without the updating and error seconds. */
+const V2_FIRST_LINE_BYTES = 'JINXCACHE 2 '.length + 10 + 1 + 12 + 1;
 
-function firstLine(jsonBytes: number, validSec: number): Buffer {
-  return Buffer.from(`${MAGIC}${String(jsonBytes).padStart(10, '0')} ${String(validSec).padStart(12, '0')}\n`, 'latin1');
+/** The first line of an entry; of version 2 when `firstLineBytes` says the file has one (its validity alone is rewritten). */
+function firstLine(jsonBytes: number, v: EntryValidity, firstLineBytes = FIRST_LINE_BYTES): Buffer {
+  const pad = (n: number, width: number): string => String(Math.max(0, Math.floor(n))).padStart(width, '0');
+  const line = firstLineBytes === V2_FIRST_LINE_BYTES
+    ? `JINXCACHE 2 ${pad(jsonBytes, 10)} ${pad(v.validSec, 12)}\n`
+    : `JINXCACHE 3 ${pad(jsonBytes, 10)} ${pad(v.validSec, 12)} ${pad(v.updatingSec, 10)} ${pad(v.errorSec, 10)}\n`;
+  return Buffer.from(line, 'latin1');
 }
 
 /** Encodes an entry's header. */
 export function encodeEntryHead(head: EntryHead): Buffer {
-  const { validSec, ...rest } = head;
+  const { validSec, updatingSec, errorSec, ...rest } = head;
   const json = Buffer.from(`${JSON.stringify(rest)}\n`, 'utf8');
-  return Buffer.concat([firstLine(json.length, validSec), json]);
+  return Buffer.concat([firstLine(json.length, { validSec, updatingSec, errorSec }), json]);
 }
 
 /** Rewrites the validity of an entry in its file, open for writing (`ngx_http_file_cache_update_header`). */
-export async function updateEntryValidity(fh: FileHandle, head: ReadEntryHead, validSec: number): Promise<void> {
-  await fh.write(firstLine(head.bodyOffset - FIRST_LINE_BYTES, validSec), 0, FIRST_LINE_BYTES, 0);
+export async function updateEntryValidity(fh: FileHandle, head: ReadEntryHead, validity: EntryValidity): Promise<void> {
+  await fh.write(firstLine(head.bodyOffset - head.firstLineBytes, validity, head.firstLineBytes), 0, head.firstLineBytes, 0);
 }
 
-/** The JSON's length and the validity in an entry's first line; undefined when it is not one. */
-function readFirstLine(first: Buffer): { jsonBytes: number; validSec: number } | undefined {
-  const m = /^JINXCACHE 2 (\d{10}) (\d{12})\n$/.exec(first.toString('latin1', 0, Math.min(first.length, FIRST_LINE_BYTES)));
-  if (!m || Number(m[1]) <= 0) return undefined;
-  return { jsonBytes: Number(m[1]), validSec: Number(m[2]) };
+/** What an entry's first line says. */
+interface FirstLine extends EntryValidity {
+  readonly firstLineBytes: number;
+  readonly jsonBytes: number;
 }
 
-/** An entry's header from its first line's figures and its JSON; undefined when the JSON is damaged. */
-function decodeEntryHead(json: Buffer, jsonBytes: number, validSec: number, fileBytes: number): ReadEntryHead | undefined {
-  let rest: Omit<EntryHead, 'validSec'>;
+/** The figures of an entry's first line (version 3 or 2); undefined when it is not one. */
+function readFirstLine(first: Buffer): FirstLine | undefined {
+  const text = first.toString('latin1', 0, Math.min(first.length, FIRST_LINE_BYTES));
+  const m = /^JINXCACHE 3 (\d{10}) (\d{12}) (\d{10}) (\d{10})\n/.exec(text);
+  if (m && Number(m[1]) > 0) {
+    return { firstLineBytes: FIRST_LINE_BYTES, jsonBytes: Number(m[1]), validSec: Number(m[2]), updatingSec: Number(m[3]), errorSec: Number(m[4]) };
+  }
+  const v2 = /^JINXCACHE 2 (\d{10}) (\d{12})\n/.exec(text);
+  if (!v2 || Number(v2[1]) <= 0) return undefined;
+  return { firstLineBytes: V2_FIRST_LINE_BYTES, jsonBytes: Number(v2[1]), validSec: Number(v2[2]), updatingSec: 0, errorSec: 0 };
+}
+
+/** An entry's header from its first line and its JSON; undefined when the JSON is damaged. */
+function decodeEntryHead(json: Buffer, line: FirstLine, fileBytes: number): ReadEntryHead | undefined {
+  let rest: Omit<EntryHead, keyof EntryValidity>;
   try {
-    rest = JSON.parse(json.toString('utf8')) as Omit<EntryHead, 'validSec'>;
+    rest = JSON.parse(json.toString('utf8')) as Omit<EntryHead, keyof EntryValidity>;
   } catch {
     return undefined;
   }
   if (typeof rest.key !== 'string') return undefined;
-  return { ...rest, validSec, bodyOffset: FIRST_LINE_BYTES + jsonBytes, fileBytes };
+  const { firstLineBytes, jsonBytes, validSec, updatingSec, errorSec } = line;
+  return { ...rest, validSec, updatingSec, errorSec, firstLineBytes, bodyOffset: firstLineBytes + jsonBytes, fileBytes };
+}
+
+/** Whether two validities are the same. */
+function sameValidity(a: EntryValidity, b: EntryValidity): boolean {
+  return a.validSec === b.validSec && a.updatingSec === b.updatingSec && a.errorSec === b.errorSec;
 }
 
 /**
@@ -96,10 +133,10 @@ export async function readEntryHead(fh: FileHandle): Promise<ReadEntryHead | und
   const first = Buffer.alloc(FIRST_LINE_BYTES);
   const { bytesRead } = await fh.read(first, 0, FIRST_LINE_BYTES, 0);
   const line = readFirstLine(first.subarray(0, bytesRead));
-  if (!line || FIRST_LINE_BYTES + line.jsonBytes > size) return undefined;
+  if (!line || line.firstLineBytes + line.jsonBytes > size) return undefined;
   const json = Buffer.alloc(line.jsonBytes);
-  await fh.read(json, 0, line.jsonBytes, FIRST_LINE_BYTES);
-  return decodeEntryHead(json, line.jsonBytes, line.validSec, size);
+  await fh.read(json, 0, line.jsonBytes, line.firstLineBytes);
+  return decodeEntryHead(json, line, size);
 }
 
 /**
@@ -149,22 +186,23 @@ export class EntryFile {
       const block = Buffer.allocUnsafe(Math.min(size, FIRST_READ_BYTES));
       const n = readSync(fd, block, 0, block.length, 0);
       const line = readFirstLine(block.subarray(0, n));
-      if (!line || FIRST_LINE_BYTES + line.jsonBytes > size) {
+      if (!line || line.firstLineBytes + line.jsonBytes > size) {
         closeSync(fd);
         return undefined;
       }
       let head: ReadEntryHead | undefined;
       if (known && known.ino === ino && known.size === size && known.mtimeMs === mtimeMs) {
-        head = known.head.validSec === line.validSec ? known.head : { ...known.head, validSec: line.validSec };
+        const { validSec, updatingSec, errorSec } = line;
+        head = sameValidity(known.head, line) ? known.head : { ...known.head, validSec, updatingSec, errorSec };
       } else {
-        const headBytes = FIRST_LINE_BYTES + line.jsonBytes;
+        const headBytes = line.firstLineBytes + line.jsonBytes;
         let json: Buffer;
-        if (headBytes <= n) json = block.subarray(FIRST_LINE_BYTES, headBytes);
+        if (headBytes <= n) json = block.subarray(line.firstLineBytes, headBytes);
         else {
           json = Buffer.allocUnsafe(line.jsonBytes);
-          readSync(fd, json, 0, line.jsonBytes, FIRST_LINE_BYTES);
+          readSync(fd, json, 0, line.jsonBytes, line.firstLineBytes);
         }
-        head = decodeEntryHead(json, line.jsonBytes, line.validSec, size);
+        head = decodeEntryHead(json, line, size);
       }
       if (!head) {
         closeSync(fd);

@@ -22,11 +22,11 @@ import type { FileHandle } from 'node:fs/promises';
 import { open, unlink } from 'node:fs/promises';
 import { predicatesHold, type CacheConf, type CacheZoneConf } from '../../config/modules/cache.js';
 import { parseHttpTime, preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
-import { logRequest } from '../context.js';
-import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
+import { endSubrequest, logRequest } from '../context.js';
+import { DONE, statusOutcome, SubrequestTarget, type Exchange, type Outcome, type Subrequest } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import { applyHeadersModule, lastModifiedSec } from '../respond.js';
-import { encodeEntryHead, type EntryFile, type ReadEntryHead } from './entry-file.js';
+import { encodeEntryHead, type EntryFile, type EntryValidity, type ReadEntryHead } from './entry-file.js';
 import { CacheZone, type IndexEntry } from './zone.js';
 
 /** What the cache made of a request before the upstream. */
@@ -45,11 +45,22 @@ function headerOf(list: readonly string[], lower: string): string | undefined {
 }
 
 /**
+ * How the location's handler (`proxy_pass`, `fastcgi_pass`) fetches the
+ * response for another exchange: a background update's clone of the request.
+ */
+export type Refetch = (clone: Subrequest) => Promise<Outcome>;
+
+/**
  * Whether the response comes from the cache: looks its key up, sends a
  * fresh entry, or says how the request goes upstream. Sets
- * `$upstream_cache_status`.
+ * `$upstream_cache_status`. An expired entry that may be sent while it is
+ * updated (`*_cache_use_stale updating`, or within its
+ * `stale-while-revalidate=`) is sent while another request updates it
+ * (UPDATING), or, with `*_cache_background_update on`, sent (STALE) while
+ * a clone of this request fetched with `refetch` updates it
+ * (`ngx_http_upstream_cache`).
  */
-export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheStart> {
+export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch): Promise<CacheStart> {
   const { r, cx } = ex;
   if (!conf.methods.has(r.method)) return NO_STORE;
   let zoneConf: CacheZoneConf | undefined;
@@ -72,7 +83,8 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
     return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, true, false) };
   }
   e.uses++;
-  if (e.error !== undefined && e.validUntilMs > Date.now()) {
+  // nginx's entries are fresh up to and including their last second (ngx_http_file_cache_exists, _read: valid_sec < now expires)
+  if (e.error !== undefined && e.validUntilMs >= Math.floor(Date.now() / 1000) * 1000) {
     // an intercepted error that was cached: the request ends with it, as with the upstream's (its error_page)
     r.cacheStatus = 'HIT';
     return { kind: 'served', outcome: statusOutcome(e.error) };
@@ -95,13 +107,25 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
         continue;
       }
     }
-    if (found && found.head.validSec * 1000 > Date.now()) {
+    const nowSec = Math.floor(Date.now() / 1000);
+    if (found && found.head.validSec >= nowSec) {
       r.cacheStatus = 'HIT';
       return { kind: 'served', outcome: await sendEntry(ex, found) };
     }
-    const updating = e.updatingSinceMs !== undefined && Date.now() - e.updatingSinceMs < conf.lockAgeMs;
-    if (found && updating && conf.useStale.has('updating')) {
+    // ngx_http_file_cache_read: how long past its validity the entry may still be sent
+    const staleUpdating = found !== undefined && found.head.validSec + found.head.updatingSec >= nowSec;
+    const staleError = found !== undefined && found.head.validSec + found.head.errorSec >= nowSec;
+    const sentWhileUpdated = (conf.useStale.has('updating') || staleUpdating) && !r.background;
+    // a background update fetches the entry its parent marked as being updated
+    const updating = !r.updatesCache && e.updatingSinceMs !== undefined && Date.now() - e.updatingSinceMs < conf.lockAgeMs;
+    if (found && updating && sentWhileUpdated) {
       r.cacheStatus = 'UPDATING';
+      return { kind: 'served', outcome: await sendEntry(ex, found) };
+    }
+    if (found && !updating && sentWhileUpdated && conf.backgroundUpdate) {
+      e.updatingSinceMs = Date.now();
+      startBackgroundUpdate(ex, refetch);
+      r.cacheStatus = 'STALE';
       return { kind: 'served', outcome: await sendEntry(ex, found) };
     }
     if (updating && conf.lock && waitedMs < conf.lockTimeoutMs) {
@@ -116,17 +140,41 @@ export async function cacheStart(ex: Exchange, conf: CacheConf): Promise<CacheSt
       if (timedOut && waitedMs >= conf.lockTimeoutMs) {
         // the response is not cached (ngx_http_file_cache_lock_wait: "cache lock timeout")
         r.cacheStatus = found ? 'EXPIRED' : 'MISS';
-        return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, false, found !== undefined) };
+        return { kind: 'fetch', store: new CacheStore(ex, conf, zone, e, key, false, found !== undefined, staleError) };
       }
       continue;
     }
     r.cacheStatus = found ? 'EXPIRED' : 'MISS';
     if (found && conf.revalidate) r.cacheValidators = { lastModified: found.head.lastModified, etag: found.head.etag };
     found?.close();
-    const store = new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined);
+    const store = new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined, staleError);
     if (secondary) store.primary = { e: zone.entry(CacheZone.hashOf(conf.key.evaluate(r))), key: conf.key.evaluate(r) };
     return { kind: 'fetch', store };
   }
+}
+
+/**
+ * Starts the update of the expired entry `ex` sends
+ * (`ngx_http_upstream_cache_background_update`): a clone of the request (its
+ * method, URI, arguments, location and captures: nginx's
+ * `NGX_HTTP_SUBREQUEST_CLONE`), fetched by the location's handler in the
+ * background, its response stored and sent nowhere. The request is over
+ * once the update is too, as with mirrors (nginx's background subrequests
+ * hold `r->main->count`): the connection's next request waits for it.
+ */
+function startBackgroundUpdate(ex: Exchange, refetch: Refetch): void {
+  const { r, cx } = ex;
+  const sr = r.subrequest(r.uri, r.args, cx.table.variableCount);
+  sr.method = r.method;
+  sr.loc = r.loc;
+  sr.captures = r.captures;
+  sr.background = true;
+  sr.updatesCache = true;
+  const run = refetch({ cx, r: sr, body: undefined, out: new SubrequestTarget() }).then(
+    () => undefined,
+    (err: Error) => logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${err.stack ?? String(err)}`),
+  ).then(() => endSubrequest(cx, sr));
+  (r.main.backgroundRuns ??= []).push(run);
 }
 
 /** Waits until the update of `e` ends; true when `timeoutMs` passed first. */
@@ -166,16 +214,20 @@ function variantOf(r: HttpRequestState, upstreamHeaders: readonly string[]): str
 }
 
 /**
- * How long a response may be cached, in seconds since the epoch; undefined
- * when it may not (the cache part of `ngx_http_upstream_process_headers`,
- * `…_process_cache_control`, `…_process_expires`, `…_process_accel_expires`,
- * `…_process_set_cookie`, `…_process_vary`, then `ngx_http_file_cache_valid`).
- * `X-Accel-Expires` wins over `Cache-Control` and `Expires`, whatever their
- * order; `Cache-Control` over `Expires`.
+ * How long a response may be cached (seconds since the epoch) and sent
+ * after that (`stale-while-revalidate=`, `stale-if-error=`); undefined
+ * when it may not be cached (the cache part of
+ * `ngx_http_upstream_process_headers`, `…_process_cache_control`,
+ * `…_process_expires`, `…_process_accel_expires`, `…_process_set_cookie`,
+ * `…_process_vary`, then `ngx_http_file_cache_valid`). `X-Accel-Expires`
+ * wins over `Cache-Control` and `Expires`, whatever their order;
+ * `Cache-Control` over `Expires`. `stale-while-revalidate=N` sets both
+ * extensions, `stale-if-error=N` the error one; a malformed number makes
+ * the response not cached, as a malformed `max-age`.
  */
 export function cacheValidity(
   conf: CacheConf, status: number, upstreamHeaders: readonly string[], nowSec: number, validList = true,
-): number | undefined {
+): EntryValidity | undefined {
   const ignore = conf.ignoreHeaders;
   let accelSec: number | undefined;
   let accelNoCache = false;
@@ -183,6 +235,8 @@ export function cacheValidity(
   let noCache = false;
   let expiresSec: number | undefined;
   let expired = false;
+  let updatingSec = 0;
+  let errorSec = 0;
   // X-Accel-Expires and Expires are taken once, the first (a repeated one is ignored as nginx ignores it)
   const seen = new Set<string>();
   for (let i = 0; i + 1 < upstreamHeaders.length; i += 2) {
@@ -204,18 +258,36 @@ export function cacheValidity(
         noCache = true;
         continue;
       }
+      // a Cache-Control after an X-Accel-Expires is not read (ngx_http_upstream_process_cache_control)
+      if (accelSec !== undefined) continue;
       let at = lower.indexOf('s-maxage=');
       let offset = 9;
       if (at === -1) {
         at = lower.indexOf('max-age=');
         offset = 8;
       }
-      if (at === -1) continue;
-      const m = /^(\d*)(?:[,; ]|$)/.exec(lower.slice(at + offset));
-      if (!m) return undefined;
-      const n = Number(m[1] || '0');
-      if (n === 0) noCache = true;
-      else controlSec ??= nowSec + n;
+      if (at !== -1) {
+        const n = deltaSeconds(lower, at + offset);
+        if (n === undefined) return undefined;
+        if (n === 0) {
+          noCache = true;
+          continue;
+        }
+        controlSec ??= nowSec + n;
+      }
+      const swr = lower.indexOf('stale-while-revalidate=');
+      if (swr !== -1) {
+        const n = deltaSeconds(lower, swr + 23);
+        if (n === undefined) return undefined;
+        updatingSec = Math.min(n, MAX_STALE_SEC);
+        errorSec = updatingSec;
+      }
+      const sie = lower.indexOf('stale-if-error=');
+      if (sie !== -1) {
+        const n = deltaSeconds(lower, sie + 15);
+        if (n === undefined) return undefined;
+        errorSec = Math.min(n, MAX_STALE_SEC);
+      }
     } else if (name === 'expires' && !ignore.has('Expires')) {
       const t = parseHttpTime(value);
       if (t === -1 || t < nowSec) expired = true;
@@ -226,20 +298,32 @@ export function cacheValidity(
       return undefined;
     }
   }
+  const validity = (validSec: number): EntryValidity => ({ validSec: Math.min(validSec, MAX_VALID_SEC), updatingSec, errorSec });
   if (accelNoCache) return undefined;
-  if (accelSec !== undefined) return clampSec(accelSec);
+  if (accelSec !== undefined) return validity(accelSec);
   if (noCache) return undefined;
-  if (controlSec !== undefined) return clampSec(controlSec);
+  if (controlSec !== undefined) return validity(controlSec);
   if (expired) return undefined;
-  if (expiresSec !== undefined) return clampSec(expiresSec);
+  if (expiresSec !== undefined) return validity(expiresSec);
   if (!validList) return undefined;
   const valid = conf.valid.find((v) => v.status === 0 || v.status === status);
-  return valid && valid.sec > 0 ? clampSec(nowSec + valid.sec) : undefined;
+  return valid && valid.sec > 0 ? validity(nowSec + valid.sec) : undefined;
 }
 
 /** The latest validity an entry keeps (a `max-age` too large for any clock is "for ever"). */
 const MAX_VALID_SEC = 999_999_999_999;
-const clampSec = (sec: number): number => Math.min(sec, MAX_VALID_SEC);
+/** The longest `stale-while-revalidate=`/`stale-if-error=` an entry keeps (the width of its first line). */
+const MAX_STALE_SEC = 9_999_999_999;
+
+/**
+ * A `Cache-Control` delta-seconds value of `lower` from `at` up to `,`,
+ * `;`, a blank or the end; undefined when it holds anything else (nginx
+ * then does not cache the response). Empty is 0.
+ */
+function deltaSeconds(lower: string, at: number): number | undefined {
+  const m = /^(\d*)(?:[,; ]|$)/.exec(lower.slice(at));
+  return m ? Number(m[1] || '0') : undefined;
+}
 
 /**
  * One response on its way into the cache: decided at the header, copied as
@@ -277,9 +361,12 @@ export class CacheStore {
     private readonly mayStore: boolean,
     /** Whether an expired entry is there to send instead of an error (`*_cache_use_stale`). */
     private readonly hasStale: boolean,
+    /** Whether that entry is within its `stale-if-error=` (nginx's `c->stale_error`). */
+    private readonly staleError = false,
   ) {
     this.updated = e;
-    if (mayStore && (e.updatingSinceMs === undefined || Date.now() - e.updatingSinceMs >= conf.lockAgeMs)) {
+    // a background update owns the update its parent began
+    if (mayStore && (ex.r.updatesCache || e.updatingSinceMs === undefined || Date.now() - e.updatingSinceMs >= conf.lockAgeMs)) {
       e.updatingSinceMs = Date.now();
       this.owner = true;
     }
@@ -306,12 +393,12 @@ export class CacheStore {
       return false;
     }
     const nowSec = Math.floor(Date.now() / 1000);
-    const validSec = predicatesHold(this.conf.noCache, (v) => v.evaluate(r)) ? undefined : cacheValidity(this.conf, status, upstreamHeaders, nowSec);
-    if (validSec === undefined) {
+    const validity = predicatesHold(this.conf.noCache, (v) => v.evaluate(r)) ? undefined : cacheValidity(this.conf, status, upstreamHeaders, nowSec);
+    if (validity === undefined) {
       this.end();
       return false;
     }
-    this.validUntilMs = validSec * 1000;
+    this.validUntilMs = validity.validSec * 1000;
     const variant = this.conf.ignoreHeaders.has('Vary') ? undefined : variantOf(r, upstreamHeaders);
     if (variant === undefined && this.primary) {
       this.e = this.primary.e;
@@ -319,7 +406,7 @@ export class CacheStore {
     }
     const validators = status === 200 || status === 206;
     const head = encodeEntryHead({
-      key: this.key, validSec, dateSec: nowSec, status, reason, headers: headers.map(([n, v]) => [n, v]), upstreamHeaders: [...upstreamHeaders],
+      key: this.key, ...validity, dateSec: nowSec, status, reason, headers: headers.map(([n, v]) => [n, v]), upstreamHeaders: [...upstreamHeaders],
       lastModified: validators ? headerOf(upstreamHeaders, 'last-modified') : undefined,
       etag: validators ? headerOf(upstreamHeaders, 'etag') : undefined,
       variant,
@@ -411,23 +498,33 @@ export class CacheStore {
    */
   storeError(status: number, upstreamHeaders: readonly string[]): void {
     const { r } = this.ex;
-    const validSec = this.mayStore && !predicatesHold(this.conf.noCache, (v) => v.evaluate(r))
+    const validity = this.mayStore && !predicatesHold(this.conf.noCache, (v) => v.evaluate(r))
       ? cacheValidity(this.conf, status, upstreamHeaders, Math.floor(Date.now() / 1000))
       : undefined;
-    if (validSec !== undefined) {
+    if (validity !== undefined) {
       this.e.error = status;
-      this.e.validUntilMs = validSec * 1000;
+      this.e.validUntilMs = validity.validSec * 1000;
     }
     this.abort();
   }
 
   /**
-   * Whether the expired entry is sent instead of the upstream's failure
-   * `condition` (`error`, `timeout`, `invalid_header`, `http_500` …), as
-   * `*_cache_use_stale` says (`ngx_http_upstream_next`, `…_test_next`).
+   * Whether the expired entry is sent instead of the upstream's response
+   * with a failing status `condition` (`http_500` …), as `*_cache_use_stale`
+   * says (`ngx_http_upstream_test_next`).
    */
   staleFor(condition: string): boolean {
     return this.hasStale && this.ex.r.cacheStatus === 'EXPIRED' && this.conf.useStale.has(condition);
+  }
+
+  /**
+   * Whether the expired entry is sent when no peer is left to try after
+   * `condition` (`error`, `timeout`, `invalid_header` …): as
+   * `*_cache_use_stale` says, or within the entry's `stale-if-error=`
+   * (`ngx_http_upstream_next`).
+   */
+  staleAfterNext(condition: string): boolean {
+    return this.staleFor(condition) || (this.hasStale && this.staleError && this.ex.r.cacheStatus === 'EXPIRED');
   }
 
   /**
@@ -462,9 +559,9 @@ export class CacheStore {
     const found = this.zone.openEntry(this.e, this.key);
     if (!found) return undefined;
     const nowSec = Math.floor(Date.now() / 1000);
-    const validSec = cacheValidity(this.conf, 304, upstreamHeaders, nowSec, false)
+    const validity = cacheValidity(this.conf, 304, upstreamHeaders, nowSec, false)
       ?? cacheValidity(this.conf, found.head.status, found.head.upstreamHeaders, nowSec);
-    if (validSec !== undefined) await this.zone.renew(this.e, this.key, validSec);
+    if (validity !== undefined) await this.zone.renew(this.e, this.key, validity);
     this.ex.r.cacheStatus = 'REVALIDATED';
     return sendEntry(this.ex, found);
   }

@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import type { CacheZoneConf } from '../../config/modules/cache.js';
-import { EntryFile, readEntryHead, updateEntryValidity, type KnownHead } from './entry-file.js';
+import { EntryFile, readEntryHead, updateEntryValidity, type EntryValidity, type KnownHead } from './entry-file.js';
 
 /** What the index knows of one key (`ngx_http_file_cache_node_t`). */
 export interface IndexEntry {
@@ -153,15 +153,15 @@ export class CacheZone {
   }
 
   /** Gives the entry of `e` a new validity (a revalidation); false when its file is gone or another key's. */
-  async renew(e: IndexEntry, key: string, validSec: number): Promise<boolean> {
+  async renew(e: IndexEntry, key: string, validity: EntryValidity): Promise<boolean> {
     const path = this.pathOf(e.hash);
     const fh = await open(path, 'r+').catch(() => undefined);
     if (!fh) return false;
     try {
       const head = await readEntryHead(fh);
       if (!head || head.key !== key) return false;
-      await updateEntryValidity(fh, head, validSec);
-      e.validUntilMs = validSec * 1000;
+      await updateEntryValidity(fh, head, validity);
+      e.validUntilMs = validity.validSec * 1000;
       e.lastUsedMs = Date.now();
       return true;
     } catch (err) {

@@ -159,7 +159,7 @@ export async function fastcgiRequest(ex: Exchange): Promise<Outcome> {
     body = read;
   }
   try {
-    const start = conf.cache ? await cacheStart(ex, conf.cache) : undefined;
+    const start = conf.cache ? await cacheStart(ex, conf.cache, fastcgiRequest) : undefined;
     return start?.kind === 'served' ? start.outcome : await exchange(ex, conf, body, start?.store);
   } finally {
     if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);

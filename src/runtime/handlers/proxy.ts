@@ -287,7 +287,7 @@ function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBod
     const parsed = parseUrl(p.target.url.evaluate(r));
     if (parsed) r.proxyHost = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
   }
-  return cacheStart(ex, p.cache).then((start) => (start.kind === 'served' ? start.outcome : forwardUpstream(ex, p, withBody, body, start.store)));
+  return cacheStart(ex, p.cache, proxyRequest).then((start) => (start.kind === 'served' ? start.outcome : forwardUpstream(ex, p, withBody, body, start.store)));
 }
 
 /** Finds the peer and sends the request; `store` may cache the response. */

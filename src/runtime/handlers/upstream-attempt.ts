@@ -26,7 +26,7 @@ export function nextOrAnswer(ex: Exchange, attempts: PeerAttempts | undefined, f
   const next = nextUpstream(ex, attempts, failed);
   if (typeof next !== 'number') return next;
   ex.r.action = 'sending to client';
-  if (store?.staleFor(failed.condition)) return store.sendStale().then((sent) => sent ?? statusOutcome(next), () => DONE);
+  if (store?.staleAfterNext(failed.condition)) return store.sendStale().then((sent) => sent ?? statusOutcome(next), () => DONE);
   store?.abort();
   return Promise.resolve(statusOutcome(next));
 }
