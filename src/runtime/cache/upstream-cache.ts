@@ -258,8 +258,6 @@ export function cacheValidity(
         noCache = true;
         continue;
       }
-      // a Cache-Control after an X-Accel-Expires is not read (ngx_http_upstream_process_cache_control)
-      if (accelSec !== undefined) continue;
       let at = lower.indexOf('s-maxage=');
       let offset = 9;
       if (at === -1) {
@@ -275,6 +273,7 @@ export function cacheValidity(
         }
         controlSec ??= nowSec + n;
       }
+      // the extensions are kept with an X-Accel-Expires too, before or after it
       const swr = lower.indexOf('stale-while-revalidate=');
       if (swr !== -1) {
         const n = deltaSeconds(lower, swr + 23);
