@@ -366,10 +366,13 @@ class Compiler implements CompileContext {
       secureLink: secureLinkConf(c, this.scope.variables),
       referers: refererConf(c),
     }, settings);
-    // an `if` block without a content handler of its own keeps its location's: nginx's
-    // ngx_http_update_location_config changes r->content_handler only to a handler the block has
-    if (node.context === 'lif' && conf.contentHandler === undefined && node.parent) {
-      Object.assign(conf, { contentHandler: this.chain(node.parent).get(http.contentHandler) });
+    // a block without a content handler of its own: an `if` keeps its location's (nginx's
+    // ngx_http_update_location_config changes r->content_handler only to a handler the block has), a
+    // `limit_except` takes proxy_pass and fastcgi_pass with their settings (clcf->lmt_excpt in
+    // ngx_http_proxy_merge_loc_conf and ngx_http_fastcgi_merge_loc_conf)
+    if (conf.contentHandler === undefined && node.parent && (node.context === 'lif' || node.context === 'limit_except')) {
+      const outer = this.chain(node.parent).get(http.contentHandler);
+      if (node.context === 'lif' || outer === 'proxy_pass' || outer === 'fastcgi_pass') Object.assign(conf, { contentHandler: outer });
     }
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { SHARED, cleanup } from '../helpers/harness.js';
+import { SHARED, cleanup, startUpstream } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 
 /** NPM's user file: alice / alice-secret, bob / bob-secret. */
@@ -133,6 +133,28 @@ describe('access control (differential)', () => {
     });
     assert.equal(run.nginx.result['POST /return/']!.status, 403);
     assert.equal(run.nginx.result['PUT /get-post/']!.status, 403);
+    assertSameAsNginx(run);
+  });
+
+  it('proxies the methods a limit_except block lets through in a proxy_pass location, and an if block keeps the location\'s proxy_pass, as nginx', async () => {
+    const up = await startUpstream((req, res) => res.end(`upstream ${req.method} ${req.url}\n`));
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name acl.test; root html;
+    location /api/ { proxy_pass http://127.0.0.1:${up.port}; limit_except GET { allow 127.0.0.1; deny all; } }
+    location /closed/ { proxy_pass http://127.0.0.1:${up.port}; limit_except GET { deny all; } }
+    location /if/ { proxy_pass http://127.0.0.1:${up.port}; if ($arg_x) { add_header X-If yes; } }
+  }`),
+      files: FILES,
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      for (const method of ['GET', 'POST', 'DELETE']) {
+        for (const p of ['/api/ok.txt', '/closed/ok.txt']) out[`${method} ${p}`] = await s.get(p, { method, headers: { Host: 'acl.test' } });
+      }
+      out['if, matched'] = await s.get('/if/ok.txt?x=1', { headers: { Host: 'acl.test' } });
+      out['if, not matched'] = await s.get('/if/ok.txt', { headers: { Host: 'acl.test' } });
+      return out;
+    });
+    assert.equal(run.nginx.result['POST /api/ok.txt']!.body, 'upstream POST /api/ok.txt\n');
     assertSameAsNginx(run);
   });
 
