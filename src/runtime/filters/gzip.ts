@@ -185,11 +185,18 @@ class Crc32Counter extends Transform {
 /**
  * Frames deflated data as a gzip member: the header before the first
  * bytes, the trailer (`ngx_http_gzip_filter_deflate_end`) at the end, then
- * the counts go to the request for `$gzip_ratio`.
+ * the counts go to the request for `$gzip_ratio`. What zlib gives within
+ * one turn of the event loop goes on as one buffer, the trailer with the
+ * last bytes, as nginx's filter fills its output buffers: a small body
+ * leaves as one piece (one chunk of a chunked response), header, data and
+ * trailer together.
  */
 class GzipFramer extends Transform {
   private headerSent = false;
   private out = 0;
+  /** Output not passed on yet, and whether a later turn passes it on. */
+  private pending: Buffer[] = [];
+  private scheduled = false;
 
   constructor(
     private readonly input: Crc32Counter,
@@ -202,13 +209,31 @@ class GzipFramer extends Transform {
     if (this.headerSent) return;
     this.headerSent = true;
     this.out += GZIP_HEADER.length;
-    this.push(GZIP_HEADER);
+    this.pending.push(GZIP_HEADER);
   }
+
+  /** The output gathered so far, as one buffer (undefined when there is none). */
+  private gathered(): Buffer | undefined {
+    const pending = this.pending;
+    this.pending = [];
+    return pending.length === 0 ? undefined : pending.length === 1 ? pending[0] : Buffer.concat(pending);
+  }
+
+  private readonly passOn = (): void => {
+    this.scheduled = false;
+    const out = this.gathered();
+    if (out) this.push(out);
+  };
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.header();
     this.out += chunk.length;
-    done(null, chunk);
+    this.pending.push(chunk);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.passOn);
+    }
+    done();
   }
 
   override _flush(done: TransformCallback): void {
@@ -218,7 +243,8 @@ class GzipFramer extends Transform {
     trailer.writeUInt32LE(this.input.bytes % 2 ** 32, 4);
     this.out += 8;
     this.r.gzipCounts = { zin: this.input.bytes, zout: this.out };
-    done(null, trailer);
+    this.pending.push(trailer);
+    done(null, this.gathered());
   }
 }
 
