@@ -215,6 +215,38 @@ describe('gzip (differential)', () => {
   });
 });
 
+describe('gzip framing (differential)', () => {
+  after(cleanup);
+
+  it('sends a small gzipped body as one chunk, header, data and trailer together, as nginx', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  types { text/plain txt; }
+  gzip_types text/plain;
+  server { listen 127.0.0.1:${port}; server_name gz.test; root html; gzip on; gzip_min_length 0; }`),
+      files: FILES,
+    }, async (s) => {
+      const out: Record<string, number[]> = {};
+      for (const path of ['/t/tiny.txt', '/t/empty.txt']) {
+        const raw = await rawExchange(s.port, `GET ${path} HTTP/1.1\r\nHost: gz.test\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n`);
+        // the sizes of the chunks, in order
+        const body = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+        const sizes: number[] = [];
+        for (let at = 0; at < body.length;) {
+          const eol = body.indexOf('\r\n', at);
+          const size = parseInt(body.slice(at, eol), 16);
+          sizes.push(size);
+          if (!(size > 0)) break;
+          at = eol + 2 + size + 2;
+        }
+        out[path] = sizes;
+      }
+      return out;
+    });
+    assert.deepEqual(run.nginx.result['/t/tiny.txt']!.length, 2);
+    assertSameAsNginx(run);
+  });
+});
+
 describe('gzip of a large proxied response (jinx)', () => {
   after(cleanup);
 
