@@ -310,7 +310,11 @@ export async function differential<T>(
   const prefix = tempDir('jinx-diff-');
   const port = await freePort();
   const ports: number[] = [];
-  for (let i = 0; i < (spec.extraPorts ?? 0); i++) ports.push(await freePort());
+  // a port freePort found is free again at once, and the kernel may hand it out twice: the test's ports are kept distinct
+  while (ports.length < (spec.extraPorts ?? 0)) {
+    const p = await freePort();
+    if (p !== port && !ports.includes(p)) ports.push(p);
+  }
   const env: ConfEnv = { port, ports, prefix };
   const conf = spec.conf(env);
   const key = nextKey();
