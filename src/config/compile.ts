@@ -19,7 +19,7 @@ import type { ConfigNode } from '../parser/ast.js';
 import { loadConfig, type ConfigSnapshot, type LoadedFile } from '../parser/load.js';
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { checkConfig, DirectiveRegistry, type CheckResult, type LevelNode, type NoEffectNote } from './check.js';
-import type { CompileContext } from './compile-context.js';
+import { inheritedIntoIf, type CompileContext } from './compile-context.js';
 import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, listenGroups, locationTree, primaryServerName } from './http-core-compile.js';
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
@@ -370,8 +370,8 @@ class Compiler implements CompileContext {
     // ngx_http_update_location_config changes r->content_handler only to a handler the block has), a
     // `limit_except` takes proxy_pass and fastcgi_pass with their settings (clcf->lmt_excpt in
     // ngx_http_proxy_merge_loc_conf and ngx_http_fastcgi_merge_loc_conf)
-    if (conf.contentHandler === undefined && node.parent && (node.context === 'lif' || node.context === 'limit_except')) {
-      const outer = this.chain(node.parent).get(http.contentHandler);
+    if (conf.contentHandler === undefined && (node.context === 'lif' || node.context === 'limit_except')) {
+      const outer = inheritedIntoIf(node, (n) => n.conf.own(http.contentHandler)?.value);
       if (node.context === 'lif' || outer === 'proxy_pass' || outer === 'fastcgi_pass') Object.assign(conf, { contentHandler: outer });
     }
     Object.freeze(conf);
