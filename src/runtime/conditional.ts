@@ -164,10 +164,11 @@ export interface ByteRange {
  * request (`ngx_http_range_header_filter`): the ranges to send (206), 416,
  * or undefined to send the whole response with `Accept-Ranges: bytes`;
  * `skip` when `max_ranges 0` or HTTP/0.9 leave the response alone (no
- * `Accept-Ranges` either).
+ * `Accept-Ranges` either). With `single` (`r->single_range`) a request for
+ * more than one range gets the whole response.
  */
 export function rangesFor(
-  r: HttpRequestState, size: number, lastModifiedSec: number | undefined, etag: string | undefined,
+  r: HttpRequestState, size: number, lastModifiedSec: number | undefined, etag: string | undefined, single = false,
 ): ByteRange[] | 416 | 'skip' | undefined {
   if (r.protocol === '' || r.parent || r.loc.maxRanges === 0) return 'skip';
   const range = header(r, 'range');
@@ -178,7 +179,8 @@ export function rangesFor(
       if (etag === undefined || etag !== ifRange) return undefined;
     } else if (lastModifiedSec === undefined || parseHttpTime(ifRange) !== lastModifiedSec) return undefined;
   }
-  return parseRanges(range.slice(6), size, r.loc.maxRanges ?? Number.MAX_SAFE_INTEGER);
+  // r->single_range: one range at most, more leave the response whole
+  return parseRanges(range.slice(6), size, single ? 1 : r.loc.maxRanges ?? Number.MAX_SAFE_INTEGER);
 }
 
 /** `ngx_http_range_parse`: the ranges of `spec` (after `bytes=`) within `size` bytes, at most `max`. */

@@ -125,6 +125,13 @@ export class HttpRequestState implements RequestView {
   gzipOk = false;
   /** `r->gzip_vary`: the response depends on `Accept-Encoding` (`gzip_vary on` then says so). */
   gzipVary = false;
+  /**
+   * `r->allow_ranges` with `r->single_range` for a response from the
+   * upstream that is being cached and said `Accept-Ranges`
+   * (`ngx_http_upstream_copy_allow_ranges`): the range filter sends one
+   * range of it (filters/range.ts).
+   */
+  singleRangeAllowed = false;
   /** Bytes the gzip filter took in and gave out, header and trailer included, once it ended (for `$gzip_ratio`). */
   gzipCounts: { readonly zin: number; readonly zout: number } | undefined;
   /** What limit_req decided (`PASSED`, `DELAYED`, `REJECTED`, `DELAYED_DRY_RUN`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */

@@ -187,6 +187,41 @@ describe('proxy_cache: stale entries (differential)', () => {
   });
 });
 
+describe('proxy_cache: ranges of a response being cached (differential)', () => {
+  after(cleanup);
+
+  it('sends one range of a MISS whose upstream says Accept-Ranges (206, the upstream\'s Content-Range cleared), the whole body for two ranges or without Accept-Ranges, as nginx', async () => {
+    const up = await countingUpstream();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  proxy_cache_path cache levels=1:2 keys_zone=one:1m;
+  server { listen 127.0.0.1:${port};
+    add_header X-Cache-Status $upstream_cache_status always;
+    proxy_cache one; proxy_cache_valid 200 1m; proxy_cache_key $uri;
+    location = /one { proxy_pass http://127.0.0.1:${up.port}/lm; }
+    location = /two { proxy_pass http://127.0.0.1:${up.port}/lm; }
+    location = /plain { proxy_pass http://127.0.0.1:${up.port}/plain; }
+    location = /stub { proxy_pass http://127.0.0.1:${up.port}/h/Content-Range?v=stub; }
+  }`),
+    }, async (s) => {
+      up.counts.clear();
+      const out: Record<string, Snap | number> = {};
+      const range = async (label: string, path: string, value: string): Promise<void> => {
+        out[label] = await s.get(path, { headers: { Range: value } });
+      };
+      await range('one range, MISS', '/one', 'bytes=4-6');
+      await range('one range, HIT', '/one', 'bytes=4-6');
+      await range('two ranges, MISS', '/two', 'bytes=0-2,4-6');
+      await range('two ranges, HIT', '/two', 'bytes=0-2,4-6');
+      await range('no Accept-Ranges upstream, MISS', '/plain', 'bytes=0-2');
+      await range('upstream Content-Range, no Accept-Ranges', '/stub', 'bytes=0-2');
+      out['upstream requests'] = [...up.counts.values()].reduce((a, b) => a + b, 0);
+      return out;
+    });
+    assert.equal(run.nginx.result['one range, MISS'] && (run.nginx.result['one range, MISS'] as Snap).status, 206);
+    assertSameAsNginx(run);
+  });
+});
+
 /** A jinx with a cache under `prefix`, proxying to `upstreamPort`. */
 async function startCachingJinx(prefix: string, port: number, upstreamPort: number, pathParams = ''): Promise<ReturnType<typeof startServer>> {
   writeFiles(prefix, {

@@ -410,7 +410,7 @@ export class CacheStore {
       etag: validators ? headerOf(upstreamHeaders, 'etag') : undefined,
       variant,
     });
-    this.tempPath = this.zone.tempPath(this.e.hash);
+    this.tempPath = this.zone.tempPath(this.e.hash, this.ex.cx.tempFiles.next());
     this.fh = open(this.tempPath, 'wx', 0o600).then(async (fh) => {
       await fh.write(head);
       this.bytes += head.length;
@@ -582,6 +582,18 @@ export class CacheStore {
     this.owner = false;
     this.zone.endUpdate(this.updated);
   }
+}
+
+/**
+ * `ngx_http_upstream_copy_allow_ranges` for a response being cached: when
+ * the upstream said `Accept-Ranges`, the client gets one range of it (the
+ * range filter, filters/range.ts), whose `Accept-Ranges` replaces the
+ * upstream's. `headers`: those going to the client, changed in place.
+ */
+export function allowSingleRange(r: HttpRequestState, headers: [string, string | string[]][]): void {
+  if (r.parent || !headers.some(([n]) => n.toLowerCase() === 'accept-ranges')) return;
+  r.singleRangeAllowed = true;
+  drop(headers, 'accept-ranges');
 }
 
 /** Removes every header named `lower` from a list. */

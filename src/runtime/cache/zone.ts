@@ -57,7 +57,6 @@ export class CacheZone {
   private readonly manager: NodeJS.Timeout;
   /** Settles when the loader has read the directory. */
   readonly loaded: Promise<void>;
-  private tempSeq = 0;
 
   constructor(
     readonly conf: CacheZoneConf,
@@ -84,9 +83,14 @@ export class CacheZone {
     return [this.conf.dir, ...dirs, hash].join('/');
   }
 
-  /** A fresh temporary file name in the zone's directory, which the loader removes if it is left over. */
-  tempPath(hash: string): string {
-    return `${this.conf.dir}/${hash}.${process.pid}.${++this.tempSeq}.tmp`;
+  /**
+   * A temporary file name in the zone's directory, which the loader removes
+   * if it is left over; `tempNumber` from the process's temp-file counter,
+   * which nginx's cache temp files take too (`ngx_create_temp_file`; it
+   * numbers multipart boundaries as well).
+   */
+  tempPath(hash: string, tempNumber: number): string {
+    return `${this.conf.dir}/${hash}.${process.pid}.${tempNumber}.tmp`;
   }
 
   /** The index entry of a hash, made (with no file) when there is none. */

@@ -2,7 +2,7 @@
  * Response filters, nginx's header and body filter chains
  * (`ngx_http_top_header_filter`, `ngx_http_top_body_filter`) reduced to
  * what jinx has: userid, gunzip, addition, sub, charset, SSI, postpone,
- * gzip, run in nginx's order (a subrequest's response passes the sub and SSI
+ * gzip, range (of a response being cached), run in nginx's order (a subrequest's response passes the sub and SSI
  * filters only, a `101` the userid filter only). A handler
  * writes its response to a `FilteredTarget` as to any `ResponseTarget`:
  * `head` runs the header filters on the header list (after the headers
@@ -20,6 +20,7 @@ import { gunzipHeaderFilter, gzipHeaderFilter, type FilterError } from './gzip.j
 import { ssiHeaderFilter } from './ssi.js';
 import { subHeaderFilter } from './sub.js';
 import { additionHeaderFilter, postponeHeaderFilter } from './addition.js';
+import { rangeHeaderFilter } from './range.js';
 import { useridHeaderFilter } from './userid.js';
 import type { FilterContext, HeaderFilter, SubrequestRunner } from './types.js';
 
@@ -34,6 +35,7 @@ const SETTLE_POLL_MS = 5;
 /** The header filters in the order nginx runs them. */
 const HEADER_FILTERS: readonly HeaderFilter[] = [
   useridHeaderFilter, gunzipHeaderFilter, additionHeaderFilter, subHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, postponeHeaderFilter, gzipHeaderFilter,
+  rangeHeaderFilter,
 ];
 /** The filters of a subrequest's response: an included page has its own strings replaced and is itself parsed for SSI. */
 const SUBREQUEST_FILTERS: readonly HeaderFilter[] = [subHeaderFilter, ssiHeaderFilter];
@@ -88,7 +90,7 @@ export class FilteredTarget implements ResponseTarget {
       if (t) transforms.push(t);
     }
     if (status !== 101 && r.gzipVary && r.loc.gzip.vary && !r.parent) headers.unshift(['Vary', 'Accept-Encoding']);
-    this.inner.head(r, status, headers, reason);
+    this.inner.head(r, f.status ?? status, headers, f.status === undefined ? reason : undefined);
     if (transforms.length > 0 && !this.inner.headOnly) this.first = this.pipe(r, transforms.flatMap((make) => make()));
   }
 

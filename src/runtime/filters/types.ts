@@ -31,6 +31,8 @@ export interface FilterContext {
    * end, from `content_type` and `charset`).
    */
   contentType?: ContentType;
+  /** The status the response goes out with when a filter changed it (the range filter's 206). */
+  status?: number;
   /** The subrequests the addition filter puts around the body, for the postpone filter. */
   additions?: { readonly beforeUri: string; readonly afterUri: string };
 }

@@ -23,7 +23,7 @@ import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { takeAccelLimitRate } from '../limit-rate.js';
 import { bodyTurns } from '../turn-budget.js';
-import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
+import { allowSingleRange, cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 import {
   mapUpstreamError, READING_BODY, READING_HEADER, SendTimeoutError, upstreamFailure, upstreamTimeout, type UpstreamFailure,
 } from '../upstream/errors.js';
@@ -363,6 +363,7 @@ async function attempt(
       const accel = conf.accelBuffering ? parsed.all.find(([n]) => n.toLowerCase() === 'x-accel-buffering') : undefined;
       const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
       const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers, buffering) ?? false;
+      if (caching) allowSingleRange(r, parsed.headers);
       applyHeadersModule(r, parsed.status, parsed.headers);
       out.head(r, parsed.status, parsed.headers, parsed.reason);
       // nginx finalizes the upstream request once the header of a HEAD, 204 or 304 response is sent, unless it is being cached

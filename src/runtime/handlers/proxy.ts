@@ -33,7 +33,7 @@ import { dynamicPeer, endAttempt, firstPeer, startAttempt, type ChosenPeer } fro
 import { interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
-import { cacheStart, type CacheStore } from '../cache/upstream-cache.js';
+import { allowSingleRange, cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 
 /**
  * Response headers nginx never passes from an upstream: it reads them for the
@@ -705,6 +705,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       return false;
     }
     const caching = this.store?.begin(statusCode, statusText, received, outHeaders, buffering) ?? false;
+    if (caching) allowSingleRange(r, outHeaders);
     applyHeadersModule(r, statusCode, outHeaders);
     // the response filters run while nginx still reads the header (their log lines say so)
     out.head(r, statusCode, outHeaders, statusText);
