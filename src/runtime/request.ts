@@ -215,11 +215,12 @@ export class HttpRequestState implements RequestView {
    */
   background = false;
   /**
-   * The background update of an expired cache entry its parent sent
-   * (`*_cache_background_update`): it fetches the entry whatever another
-   * request is doing with it, and never sends it.
+   * For the background update of an expired cache entry its parent sent
+   * (`*_cache_background_update`), the entry's key, which is the parent's
+   * (nginx's clone shares `r->cache`): it fetches the entry whatever
+   * another request is doing with it, and never sends it.
    */
-  updatesCache = false;
+  updatesCacheKey: string | undefined = undefined;
   /**
    * The background subrequests of a main request (its mirrors, cache updates), each
    * settled when it ends: the request is over, for its access log and its

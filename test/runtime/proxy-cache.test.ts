@@ -187,6 +187,35 @@ describe('proxy_cache: stale entries (differential)', () => {
   });
 });
 
+describe('proxy_cache: the default key (differential)', () => {
+  after(cleanup);
+
+  it('keys an entry by the upstream request\'s URL (proxy_pass\'s URI part, a rewritten URI, a URL from variables): requests that go upstream alike share it, as nginx', async () => {
+    const up = await countingUpstream();
+    const base = `http://127.0.0.1:${up.port}`;
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  proxy_cache_path cache levels=1:2 keys_zone=one:1m;
+  server { listen 127.0.0.1:${port};
+    add_header X-Cache-Status $upstream_cache_status always;
+    proxy_cache one; proxy_cache_valid 200 1m;
+    location /api/ { proxy_pass ${base}/; }
+    location /api2/ { proxy_pass ${base}/; }
+    location /rw/ { rewrite ^/rw/(.*)$ /new/$1 break; proxy_pass ${base}; }
+    location /new/ { proxy_pass ${base}; }
+    location /var/ { set $u ${base}/v/; proxy_pass $u; }
+  }`),
+    }, async (s) => {
+      up.counts.clear();
+      const out: Record<string, Snap | number> = {};
+      for (const path of ['/api/x?a=1', '/api2/x?a=1', '/rw/y', '/new/y', '/var/w', '/var/other']) out[path] = await s.get(path);
+      out['upstream requests'] = [...up.counts.values()].reduce((a, b) => a + b, 0);
+      return out;
+    });
+    assert.equal((run.nginx.result['/api2/x?a=1'] as Snap).headers['x-cache-status'], 'HIT');
+    assertSameAsNginx(run);
+  });
+});
+
 describe('proxy_cache: ranges of a response being cached (differential)', () => {
   after(cleanup);
 

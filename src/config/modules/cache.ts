@@ -50,7 +50,8 @@ export interface CacheValid {
 export interface CacheConf {
   /** The zone, or a value with variables that names one (an unknown or empty name: no caching). */
   readonly zone: CacheZoneConf | { readonly kind: 'variable'; readonly value: CompiledValue; readonly zones: ReadonlyMap<string, CacheZoneConf> };
-  readonly key: CompiledValue;
+  /** `*_cache_key`; undefined: the handler's own default (the proxy module's upstream URL). */
+  readonly key: CompiledValue | undefined;
   readonly valid: readonly CacheValid[];
   /** `*_cache_bypass`: any non-empty value other than "0" takes the response from the upstream. */
   readonly bypass: readonly CompiledValue[];
@@ -278,13 +279,14 @@ export interface CacheChain {
 /**
  * Binds a location's cache settings (`ngx_http_proxy_merge_loc_conf`'s
  * cache part); undefined when the location does not cache (`*_cache off`
- * or none). `defaultKey`: the module's default key (the proxy module's
- * `$scheme://$proxy_host$request_uri`; FastCGI has none and caches under an
- * empty key, after nginx's warning). `ignoreHeaders`: the merged
+ * or none). `defaultKey`: the module's default key, undefined when the
+ * handler makes it at run time (the proxy module: the upstream request's
+ * URL, `ngx_http_proxy_create_key`); FastCGI has none and caches under an
+ * empty key, after nginx's warning. `ignoreHeaders`: the merged
  * `*_ignore_headers`.
  */
 export function bindCache(
-  c: CacheChain, s: CacheSlots, vars: VariableRegistry, zones: ReadonlyMap<string, CachePathDef>, defaultKey: ValueSource,
+  c: CacheChain, s: CacheSlots, vars: VariableRegistry, zones: ReadonlyMap<string, CachePathDef>, defaultKey: ValueSource | undefined,
   ignoreHeaders: readonly string[],
 ): CacheConf | undefined {
   const zoneRef = c.get(s.zone);
@@ -295,9 +297,10 @@ export function bindCache(
     bound.set(name, zone);
   }
   const useStale = c.get(s.useStale);
+  const key = c.get(s.key) ?? defaultKey;
   return {
     zone: typeof zoneRef === 'string' ? bound.get(zoneRef)! : { kind: 'variable', value: vars.bind(zoneRef), zones: bound },
-    key: vars.bind(c.get(s.key) ?? defaultKey),
+    key: key === undefined ? undefined : vars.bind(key),
     valid: c.list(s.valid),
     bypass: c.list(s.bypass).map((v) => vars.bind(v)),
     noCache: c.list(s.noCache).map((v) => vars.bind(v)),

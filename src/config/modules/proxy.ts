@@ -472,8 +472,6 @@ export const PROXY_MERGE: UpstreamMergeSlots = {
   nextUpstream: proxyNextUpstream, nextUpstreamTries: proxyNextUpstreamTries, nextUpstreamTimeoutMs: proxyNextUpstreamTimeoutMs,
 };
 
-/** `proxy_cache_key`'s default in nginx 1.30 (`ngx_http_proxy_merge_loc_conf`; its entries say `KEY: http://HOST:PORT/URI`). */
-const PROXY_CACHE_KEY = '$scheme://$proxy_host$request_uri';
 
 /** The static address of a level's own `proxy_pass`, for `resolveUpstreams`. */
 export function proxyPassAddress(conf: LevelConf): PassAddress | undefined {
@@ -490,7 +488,8 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
   const set = c.list(proxySetHeader);
   const names = new Set(set.map((h) => h.name.toLowerCase()));
   // nginx 1.30 sends no Connection header by default: keepalive decides whether the connection is reused
-  const cache = bindCache(c, proxyCache, vars, cx.scope.registry(cacheZones), vars.value(PROXY_CACHE_KEY, pass.loc), c.get(proxyIgnoreHeaders));
+  // without proxy_cache_key the handler keys by the upstream request's URL (ngx_http_proxy_create_key)
+  const cache = bindCache(c, proxyCache, vars, cx.scope.registry(cacheZones), undefined, c.get(proxyIgnoreHeaders));
   const defaults: [string, string][] = [
     ['Host', '$proxy_host'], ['Connection', ''], ['TE', ''], ['Keep-Alive', ''], ['Expect', ''], ['Upgrade', ''],
     // ngx_http_proxy_cache_headers: with a cache, the client's validators and ranges are not passed

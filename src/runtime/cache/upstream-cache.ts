@@ -53,14 +53,15 @@ export type Refetch = (clone: Subrequest) => Promise<Outcome>;
 /**
  * Whether the response comes from the cache: looks its key up, sends a
  * fresh entry, or says how the request goes upstream. Sets
- * `$upstream_cache_status`. An expired entry that may be sent while it is
+ * `$upstream_cache_status`. The key is `*_cache_key`'s, else `defaultKey`
+ * (the handler's: the proxy's upstream URL). An expired entry that may be sent while it is
  * updated (`*_cache_use_stale updating`, or within its
  * `stale-while-revalidate=`) is sent while another request updates it
  * (UPDATING), or, with `*_cache_background_update on`, sent (STALE) while
  * a clone of this request fetched with `refetch` updates it
  * (`ngx_http_upstream_cache`).
  */
-export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch): Promise<CacheStart> {
+export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch, defaultKey = ''): Promise<CacheStart> {
   const { r, cx } = ex;
   if (!conf.methods.has(r.method)) return NO_STORE;
   let zoneConf: CacheZoneConf | undefined;
@@ -74,7 +75,8 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
     }
   } else zoneConf = conf.zone;
   const zone = cx.cache.zone(zoneConf);
-  let key = conf.key.evaluate(r);
+  const mainKey = r.updatesCacheKey ?? conf.key?.evaluate(r) ?? defaultKey;
+  let key = mainKey;
   let e = zone.entry(CacheZone.hashOf(key));
   e.lastUsedMs = Date.now();
   const evaluate = (v: { evaluate: (x: typeof r) => string }): string => v.evaluate(r);
@@ -117,14 +119,14 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
     const staleError = found !== undefined && found.head.validSec + found.head.errorSec >= nowSec;
     const sentWhileUpdated = (conf.useStale.has('updating') || staleUpdating) && !r.background;
     // a background update fetches the entry its parent marked as being updated
-    const updating = !r.updatesCache && e.updatingSinceMs !== undefined && Date.now() - e.updatingSinceMs < conf.lockAgeMs;
+    const updating = r.updatesCacheKey === undefined && e.updatingSinceMs !== undefined && Date.now() - e.updatingSinceMs < conf.lockAgeMs;
     if (found && updating && sentWhileUpdated) {
       r.cacheStatus = 'UPDATING';
       return { kind: 'served', outcome: await sendEntry(ex, found) };
     }
     if (found && !updating && sentWhileUpdated && conf.backgroundUpdate) {
       e.updatingSinceMs = Date.now();
-      startBackgroundUpdate(ex, refetch);
+      startBackgroundUpdate(ex, refetch, mainKey);
       r.cacheStatus = 'STALE';
       return { kind: 'served', outcome: await sendEntry(ex, found) };
     }
@@ -148,7 +150,7 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
     if (found && conf.revalidate) r.cacheValidators = { lastModified: found.head.lastModified, etag: found.head.etag };
     found?.close();
     const store = new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined, staleError);
-    if (secondary) store.primary = { e: zone.entry(CacheZone.hashOf(conf.key.evaluate(r))), key: conf.key.evaluate(r) };
+    if (secondary) store.primary = { e: zone.entry(CacheZone.hashOf(mainKey)), key: mainKey };
     return { kind: 'fetch', store };
   }
 }
@@ -157,19 +159,19 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
  * Starts the update of the expired entry `ex` sends
  * (`ngx_http_upstream_cache_background_update`): a clone of the request (its
  * method, URI, arguments, location and captures: nginx's
- * `NGX_HTTP_SUBREQUEST_CLONE`), fetched by the location's handler in the
+ * `NGX_HTTP_SUBREQUEST_CLONE`) with the entry's `key`, fetched by the location's handler in the
  * background, its response stored and sent nowhere. The request is over
  * once the update is too, as with mirrors (nginx's background subrequests
  * hold `r->main->count`): the connection's next request waits for it.
  */
-function startBackgroundUpdate(ex: Exchange, refetch: Refetch): void {
+function startBackgroundUpdate(ex: Exchange, refetch: Refetch, key: string): void {
   const { r, cx } = ex;
   const sr = r.subrequest(r.uri, r.args, cx.table.variableCount);
   sr.method = r.method;
   sr.loc = r.loc;
   sr.captures = r.captures;
   sr.background = true;
-  sr.updatesCache = true;
+  sr.updatesCacheKey = key;
   const run = refetch({ cx, r: sr, body: undefined, out: new SubrequestTarget() }).then(
     () => undefined,
     (err: Error) => logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${err.stack ?? String(err)}`),
@@ -365,7 +367,7 @@ export class CacheStore {
   ) {
     this.updated = e;
     // a background update owns the update its parent began
-    if (mayStore && (ex.r.updatesCache || e.updatingSinceMs === undefined || Date.now() - e.updatingSinceMs >= conf.lockAgeMs)) {
+    if (mayStore && (ex.r.updatesCacheKey !== undefined || e.updatingSinceMs === undefined || Date.now() - e.updatingSinceMs >= conf.lockAgeMs)) {
       e.updatingSinceMs = Date.now();
       this.owner = true;
     }

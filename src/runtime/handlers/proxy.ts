@@ -278,16 +278,26 @@ async function bufferedProxyRequest(ex: Exchange, p: ProxyConf): Promise<Outcome
  * Answers from the cache when the location has one (`proxy_cache`), else
  * finds the peer and sends the request; the promise settles when the
  * response is done. `$proxy_host` is known before the cache key is made.
+ * Without `proxy_cache_key` the key is the upstream request's URL: the
+ * scheme and host of `proxy_pass`, then the URI the request goes upstream
+ * with (`ngx_http_proxy_create_key`; `http://127.0.0.1:8081/x` for
+ * `location /api/ { proxy_pass http://127.0.0.1:8081/; }` and `/api/x`).
  */
 function forward(ex: Exchange, p: ProxyConf, withBody: boolean, body: RequestBody | undefined): Promise<Outcome> {
   if (!p.cache) return forwardUpstream(ex, p, withBody, body, undefined);
   const { r } = ex;
-  if (p.target.kind === 'static') r.proxyHost = p.target.hostHeader;
-  else {
+  let defaultKey = '';
+  if (p.target.kind === 'static') {
+    r.proxyHost = p.target.hostHeader;
+    defaultKey = `${p.target.scheme}://${r.proxyHost}${upstreamUri(r, p, p.target.uri)}`;
+  } else {
     const parsed = parseUrl(p.target.url.evaluate(r));
-    if (parsed) r.proxyHost = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
+    if (parsed) {
+      r.proxyHost = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
+      defaultKey = `${parsed.scheme}://${r.proxyHost}${parsed.uri ?? upstreamUri(r, p, undefined)}`;
+    }
   }
-  return cacheStart(ex, p.cache, proxyRequest).then((start) => (start.kind === 'served' ? start.outcome : forwardUpstream(ex, p, withBody, body, start.store)));
+  return cacheStart(ex, p.cache, proxyRequest, defaultKey).then((start) => (start.kind === 'served' ? start.outcome : forwardUpstream(ex, p, withBody, body, start.store)));
 }
 
 /** Finds the peer and sends the request; `store` may cache the response. */
