@@ -54,8 +54,8 @@ export type Refetch = (clone: Subrequest) => Promise<Outcome>;
  * Whether the response comes from the cache: looks its key up, sends a
  * fresh entry, or says how the request goes upstream. Sets
  * `$upstream_cache_status`. The key is `*_cache_key`'s, else `defaultKey`
- * (the handler's: the proxy's upstream URL). An expired entry that may be sent while it is
- * updated (`*_cache_use_stale updating`, or within its
+ * (the handler's: the proxy's upstream URL). An expired entry that may be
+ * sent while it is updated (`*_cache_use_stale updating`, or within its
  * `stale-while-revalidate=`) is sent while another request updates it
  * (UPDATING), or, with `*_cache_background_update on`, sent (STALE) while
  * a clone of this request fetched with `refetch` updates it
@@ -125,8 +125,13 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
       return { kind: 'served', outcome: await sendEntry(ex, found) };
     }
     if (found && !updating && sentWhileUpdated && conf.backgroundUpdate) {
-      e.updatingSinceMs = Date.now();
-      startBackgroundUpdate(ex, refetch, mainKey);
+      const markedAtMs = Date.now();
+      e.updatingSinceMs = markedAtMs;
+      // the clone's store takes the update over; one that never stores (it failed first) leaves it here
+      const updated = e;
+      startBackgroundUpdate(ex, refetch, mainKey).finally(() => {
+        if (updated.updatingSinceMs === markedAtMs) zone.endUpdate(updated);
+      });
       r.cacheStatus = 'STALE';
       return { kind: 'served', outcome: await sendEntry(ex, found) };
     }
@@ -157,14 +162,15 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
 
 /**
  * Starts the update of the expired entry `ex` sends
- * (`ngx_http_upstream_cache_background_update`): a clone of the request (its
- * method, URI, arguments, location and captures: nginx's
- * `NGX_HTTP_SUBREQUEST_CLONE`) with the entry's `key`, fetched by the location's handler in the
- * background, its response stored and sent nowhere. The request is over
- * once the update is too, as with mirrors (nginx's background subrequests
- * hold `r->main->count`): the connection's next request waits for it.
+ * (`ngx_http_upstream_cache_background_update`): a clone of the request
+ * (its method, URI, arguments, location and captures: nginx's
+ * `NGX_HTTP_SUBREQUEST_CLONE`) with the entry's `key`, fetched by the
+ * location's handler in the background, its response stored and sent
+ * nowhere. The request is over once the update is too, as with mirrors
+ * (nginx's background subrequests hold `r->main->count`): the connection's
+ * next request waits for it. Settles when the clone has ended.
  */
-function startBackgroundUpdate(ex: Exchange, refetch: Refetch, key: string): void {
+function startBackgroundUpdate(ex: Exchange, refetch: Refetch, key: string): Promise<void> {
   const { r, cx } = ex;
   const sr = r.subrequest(r.uri, r.args, cx.table.variableCount);
   sr.method = r.method;
@@ -177,6 +183,7 @@ function startBackgroundUpdate(ex: Exchange, refetch: Refetch, key: string): voi
     (err: Error) => logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${err.stack ?? String(err)}`),
   ).then(() => endSubrequest(cx, sr));
   (r.main.backgroundRuns ??= []).push(run);
+  return run;
 }
 
 /** Waits until the update of `e` ends; true when `timeoutMs` passed first. */
