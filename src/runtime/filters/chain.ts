@@ -2,8 +2,9 @@
  * Response filters, nginx's header and body filter chains
  * (`ngx_http_top_header_filter`, `ngx_http_top_body_filter`) reduced to
  * what jinx has: userid, gunzip, addition, sub, charset, SSI, postpone,
- * gzip, range (of a response being cached), run in nginx's order (a subrequest's response passes the sub and SSI
- * filters only, a `101` the userid filter only). A handler
+ * gzip, range (of a response being cached), run in nginx's order (a
+ * subrequest's response passes the sub and SSI filters only, a `101` the
+ * userid filter only). A handler
  * writes its response to a `FilteredTarget` as to any `ResponseTarget`:
  * `head` runs the header filters on the header list (after the headers
  * module, as in nginx); those that change the body give a Transform, and

@@ -11,8 +11,9 @@
  * handlers (send-file.ts, cache/upstream-cache.ts).
  *
  * Where jinx differs: a range that cannot be satisfied gets the whole
- * response here, where nginx answers 416 (and keeps reading the upstream
- * into the cache); the cached entry's later HIT answers 416 as nginx's.
+ * response here (and it is cached), where nginx answers 416 and frees the
+ * entry (`ngx_http_upstream_send_response` finalizes with the filter's
+ * status); a later HIT of the entry answers 416 as nginx's does.
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { rangesFor, type ByteRange } from '../conditional.js';
