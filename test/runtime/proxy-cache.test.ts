@@ -10,7 +10,8 @@
  * loader), `max_size` evicts the least recently used entry, a response the
  * upstream did not finish is never cached. Stale entries, against nginx:
  * `stale-while-revalidate=` with `proxy_cache_background_update`,
- * `stale-if-error=`.
+ * `stale-if-error=`. Variants (`Vary`), against nginx: a response whose
+ * `Vary` changed goes to the key's main entry.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
@@ -247,6 +248,37 @@ describe('proxy_cache: ranges of a response being cached (differential)', () => 
       return out;
     });
     assert.equal(run.nginx.result['one range, MISS'] && (run.nginx.result['one range, MISS'] as Snap).status, 206);
+    assertSameAsNginx(run);
+  });
+});
+
+describe('proxy_cache: variants (differential)', () => {
+  after(cleanup);
+
+  it('stores a response whose Vary makes another variant than the one looked up under the key\'s main entry, a matching one under its own, as nginx', async () => {
+    const up = await countingUpstream();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  proxy_cache_path cache levels=1:2 keys_zone=one:1m;
+  server { listen 127.0.0.1:${port};
+    add_header X-Cache-Status $upstream_cache_status always;
+    location / { proxy_pass http://127.0.0.1:${up.port}; proxy_cache one; proxy_cache_valid 200 1m; proxy_cache_key $uri; }
+  }`),
+    }, async (s) => {
+      up.counts.clear();
+      const out: Record<string, Snap | number> = {};
+      const get = async (label: string, vary: string, headers: Record<string, string>): Promise<void> => {
+        out[label] = await s.get(`/h/Vary?v=${vary}`, { headers });
+      };
+      await get('Vary: z', 'z', { Z: '1' });
+      await get('Vary changed to x,y, another variant', 'x,y', { X: '1' });
+      await get('x:1 again', 'x,y', { X: '1' });
+      await get('x:2, a second variant', 'x,y', { X: '2' });
+      await get('x:2 again', 'x,y', { X: '2' });
+      await get('x:1 after x:2', 'x,y', { X: '1' });
+      out['upstream requests'] = [...up.counts.values()].reduce((a, b) => a + b, 0);
+      return out;
+    });
+    assert.equal((run.nginx.result['x:2, a second variant'] as Snap).headers['x-cache-status'], 'MISS');
     assertSameAsNginx(run);
   });
 });

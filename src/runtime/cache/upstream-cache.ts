@@ -92,7 +92,8 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
     return { kind: 'served', outcome: statusOutcome(e.error) };
   }
   let waitedMs = 0;
-  let secondary = false;
+  /** The request's values of the main entry's `Vary`, once its key is the secondary one. */
+  let secondary: string | undefined;
   for (;;) {
     let found = zone.openEntry(e, key);
     const variant = found?.head.variant !== undefined ? variantOf(r, found.head.upstreamHeaders) : undefined;
@@ -100,9 +101,9 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
       // another variant (Vary): it has an entry of its own, under the key and its values (ngx_http_file_cache_reopen)
       found.close();
       found = undefined;
-      if (!secondary) {
-        secondary = true;
-        key = `${key}\n${variant ?? ''}`;
+      if (secondary === undefined) {
+        secondary = variant ?? '';
+        key = `${key}\n${secondary}`;
         e = zone.entry(CacheZone.hashOf(key));
         e.lastUsedMs = Date.now();
         e.uses++;
@@ -155,7 +156,7 @@ export async function cacheStart(ex: Exchange, conf: CacheConf, refetch: Refetch
     if (found && conf.revalidate) r.cacheValidators = { lastModified: found.head.lastModified, etag: found.head.etag };
     found?.close();
     const store = new CacheStore(ex, conf, zone, e, key, e.uses >= conf.minUses, found !== undefined, staleError);
-    if (secondary) store.primary = { e: zone.entry(CacheZone.hashOf(mainKey)), key: mainKey };
+    if (secondary !== undefined) store.primary = { e: zone.entry(CacheZone.hashOf(mainKey)), key: mainKey, variant: secondary };
     return { kind: 'fetch', store };
   }
 }
@@ -354,10 +355,12 @@ export class CacheStore {
   /** The entry being updated, whose waiters are woken at the end. */
   private readonly updated: IndexEntry;
   /**
-   * For a store under a variant's own key (`Vary`), the key's main entry:
-   * a response without `Vary` goes there (`ngx_http_file_cache_update_variant`).
+   * For a store under a variant's own key (`Vary`), the key's main entry
+   * and the variant the secondary key was made of: a response whose own
+   * `Vary` makes another variant (none, or other headers) goes to the main
+   * entry (`ngx_http_file_cache_update_variant`).
    */
-  primary: { readonly e: IndexEntry; readonly key: string } | undefined;
+  primary: { readonly e: IndexEntry; readonly key: string; readonly variant: string } | undefined;
 
   constructor(
     private readonly ex: Exchange,
@@ -408,7 +411,7 @@ export class CacheStore {
     }
     this.validUntilMs = validity.validSec * 1000;
     const variant = this.conf.ignoreHeaders.has('Vary') ? undefined : variantOf(r, upstreamHeaders);
-    if (variant === undefined && this.primary) {
+    if (this.primary && variant !== this.primary.variant) {
       this.e = this.primary.e;
       this.key = this.primary.key;
     }
