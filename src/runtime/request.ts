@@ -132,6 +132,14 @@ export class HttpRequestState implements RequestView {
    * range of it (filters/range.ts).
    */
   singleRangeAllowed = false;
+  /**
+   * The status a header filter ended the response with before its header
+   * went out (the range filter's 416 for a response being cached): the
+   * handler takes it (`takeFilterFinalizeStatus`), stops the upstream and
+   * finalizes the request with it, as `ngx_http_upstream_send_response`
+   * does with a header filter's HTTP status.
+   */
+  filterFinalizeStatus: number | undefined;
   /** Bytes the gzip filter took in and gave out, header and trailer included, once it ended (for `$gzip_ratio`). */
   gzipCounts: { readonly zin: number; readonly zout: number } | undefined;
   /** What limit_req decided (`PASSED`, `DELAYED`, `REJECTED`, `DELAYED_DRY_RUN`, `REJECTED_DRY_RUN`); a subrequest uses its main request's. */
@@ -294,6 +302,13 @@ export class HttpRequestState implements RequestView {
   private clockMs(): number {
     const held = this.heldClock;
     return held && held.turn === currentTurn() ? held.atMs : turnNowMs();
+  }
+
+  /** The status a header filter ended the response with (`filterFinalizeStatus`), cleared: an `error_page` sends another response. */
+  takeFilterFinalizeStatus(): number | undefined {
+    const status = this.filterFinalizeStatus;
+    this.filterFinalizeStatus = undefined;
+    return status;
   }
 
   /** Whole milliseconds since the request began, on the turn clock (`$request_time`). */

@@ -111,6 +111,29 @@ export function keptHeaders(r: HttpRequestState): [string, string][] {
     name === 'Location' && value.startsWith('/') ? [name, absoluteLocation(r, value)] : [name, value]);
 }
 
+/** Headers of a response the range filter turns into a 416 that nginx's `headers_out` no longer has. */
+const CLEARED_BY_416 = new Set(['content-type', 'content-length']);
+
+/**
+ * Keeps what a response had when the range filter found its range cannot
+ * be satisfied, for the 416 the request is then finalized with (its special
+ * response or `error_page`): nginx's range filter returns 416 to the
+ * handler with `headers_out` as the handler and the headers module left it
+ * (`ngx_http_range_not_satisfiable`), its `Content-Length` and type cleared,
+ * a `Content-Range` of `*` and the size added; the special response then drops
+ * `Last-Modified`, `ETag` and `Accept-Ranges`, and the headers module adds
+ * its `always` headers again (nginx sends those twice). `headers` is the
+ * whole list: what earlier steps kept for the response first.
+ */
+export function keepForRangeNotSatisfiable(r: HttpRequestState, headers: readonly [string, string | string[]][], sizeBytes: number): void {
+  const kept: [string, string][] = [];
+  for (const [name, value] of headers) {
+    if (CLEARED_BY_416.has(name.toLowerCase())) continue;
+    for (const v of Array.isArray(value) ? value : [value]) kept.push([name, v]);
+  }
+  r.pendingHeaders.splice(0, r.pendingHeaders.length, ...kept, ['Content-Range', `bytes */${sizeBytes}`]);
+}
+
 /**
  * What an upstream's response intercepted for its `error_page` leaves for
  * the response sent instead (`ngx_http_upstream_intercept_errors`): the
@@ -206,14 +229,16 @@ const REPLACED = new Set(['etag', 'last-modified']);
  * then each `add_header`, its value as it is (nginx 1.30 sends CR and LF in
  * a value too); an empty value adds nothing, and for `ETag` and
  * `Last-Modified` removes the response's. Both apply to 200, 201, 204, 206, 301, 302, 303, 304, 307 and
- * 308 only, `add_header … always` to every status. Subrequests get none.
+ * 308 only, `add_header … always` to every status: the status the response
+ * goes out with, an `error_page`'s own where it has one (`ngx_http_send_header`
+ * puts `r->err_status` in place before the filters run). Subrequests get none.
  * While the values are evaluated, `$sent_http_*` sees the list built so far.
  */
 export function applyHeadersModule(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
   r.status = r.errStatus || status;
   if (r.parent) return;
   const conf = r.loc;
-  const normal = ADD_HEADER_STATUSES.has(status);
+  const normal = ADD_HEADER_STATUSES.has(r.status);
   if (normal && conf.expires.kind !== 'off') setExpires(r, headers);
   // trailers go in the last chunk: an HTTP/1.1 response with them is sent in chunks (ngx_http_chunked_header_filter)
   if (conf.addTrailers.some((t) => t.always || normal) && r.protocol !== 'HTTP/1.0') {

@@ -220,7 +220,7 @@ describe('proxy_cache: the default key (differential)', () => {
 describe('proxy_cache: ranges of a response being cached (differential)', () => {
   after(cleanup);
 
-  it('sends one range of a MISS whose upstream says Accept-Ranges (206, the upstream\'s Content-Range cleared), the whole body for two ranges or without Accept-Ranges, as nginx', async () => {
+  it('sends one range of a MISS whose upstream says Accept-Ranges (206, the upstream\'s Content-Range cleared), the whole body for two ranges or without Accept-Ranges, 416 for a range it cannot satisfy (not cached), as nginx', async () => {
     const up = await countingUpstream();
     const run = await differential({
       conf: ({ port }) => httpConf(`  proxy_cache_path cache levels=1:2 keys_zone=one:1m;
@@ -231,6 +231,9 @@ describe('proxy_cache: ranges of a response being cached (differential)', () => 
     location = /two { proxy_pass http://127.0.0.1:${up.port}/lm; }
     location = /plain { proxy_pass http://127.0.0.1:${up.port}/plain; }
     location = /stub { proxy_pass http://127.0.0.1:${up.port}/h/Content-Range?v=stub; }
+    location = /bad { proxy_pass http://127.0.0.1:${up.port}/lm; }
+    location = /bad-ep { proxy_pass http://127.0.0.1:${up.port}/lm; error_page 416 /err; }
+    location = /err { return 200 "custom\\n"; }
   }`),
     }, async (s) => {
       up.counts.clear();
@@ -244,10 +247,16 @@ describe('proxy_cache: ranges of a response being cached (differential)', () => 
       await range('two ranges, HIT', '/two', 'bytes=0-2,4-6');
       await range('no Accept-Ranges upstream, MISS', '/plain', 'bytes=0-2');
       await range('upstream Content-Range, no Accept-Ranges', '/stub', 'bytes=0-2');
+      await range('unsatisfiable range, MISS', '/bad', 'bytes=1000-');
+      out['after the 416, still a MISS'] = await s.get('/bad');
+      await range('unsatisfiable range, HIT', '/bad', 'bytes=1000-');
+      await range('unsatisfiable range, MISS, error_page', '/bad-ep', 'bytes=1000-');
       out['upstream requests'] = [...up.counts.values()].reduce((a, b) => a + b, 0);
       return out;
     });
     assert.equal(run.nginx.result['one range, MISS'] && (run.nginx.result['one range, MISS'] as Snap).status, 206);
+    assert.equal((run.nginx.result['unsatisfiable range, MISS'] as Snap).status, 416);
+    assert.equal((run.nginx.result['after the 416, still a MISS'] as Snap).headers['x-cache-status'], 'MISS');
     assertSameAsNginx(run);
   });
 });

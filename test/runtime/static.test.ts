@@ -279,6 +279,30 @@ describe('static content (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('sends a 416 with the headers the response had (add_header\'s, an always one twice), its error_page too, and no add_header without always on an error_page\'s error status, as nginx', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    add_header X-A a always; add_header X-B b;
+    location /ep/ { alias html/; error_page 404 416 /err; }
+    location = /err { return 200 "custom\\n"; }
+  }`),
+      files: { 'html/t.txt': 'twelve bytes' },
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      const get = async (label: string, path: string, headers: Record<string, string> = {}): Promise<void> => {
+        out[label] = await s.get(path, { headers: { Host: 'static.test', ...headers } });
+      };
+      await get('416', '/t.txt', { Range: 'bytes=100-' });
+      await get('416 to an error_page', '/ep/t.txt', { Range: 'bytes=100-' });
+      await get('404 to an error_page', '/ep/missing');
+      return out;
+    });
+    assert.equal(run.nginx.result['416']!.headers['x-b'], 'b');
+    assert.equal(run.nginx.result['404 to an error_page']!.headers['x-b'], undefined);
+    assertSameAsNginx(run);
+  });
+
   it('answers conditional requests as nginx\'s not-modified filter: If-Modified-Since per if_modified_since, If-None-Match, If-Match, If-Unmodified-Since, for files and return', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`${TYPES}

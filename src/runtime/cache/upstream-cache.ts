@@ -25,7 +25,7 @@ import { parseHttpTime, preconditionStatus, rangesFor, type ByteRange } from '..
 import { endSubrequest, logRequest } from '../context.js';
 import { DONE, statusOutcome, SubrequestTarget, type Exchange, type Outcome, type Subrequest } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
-import { applyHeadersModule, lastModifiedSec } from '../respond.js';
+import { applyHeadersModule, keepForRangeNotSatisfiable, lastModifiedSec } from '../respond.js';
 import { encodeEntryHead, type EntryFile, type EntryValidity, type ReadEntryHead } from './entry-file.js';
 import { CacheZone, type IndexEntry } from './zone.js';
 
@@ -662,7 +662,7 @@ async function sendEntry(ex: Exchange, file: EntryFile): Promise<Outcome> {
       const etag = headers.find(([n]) => n.toLowerCase() === 'etag')?.[1];
       const ranges = rangesFor(r, size, entryLastModifiedSec(head), typeof etag === 'string' ? etag : undefined);
       if (ranges === 416) {
-        r.pendingHeaders.push(['Content-Range', `bytes */${size}`]);
+        keepForRangeNotSatisfiable(r, [...r.pendingHeaders, ...headers], size);
         return statusOutcome(416);
       }
       // the range filter's Content-Range replaces any the upstream sent

@@ -75,7 +75,8 @@ export class FilteredTarget implements ResponseTarget {
    * Runs the header filters, adds `Vary: Accept-Encoding` when a filter
    * found that the response depends on it and `gzip_vary` is on (nginx's
    * header filter writes it right after `Connection`), then hands the
-   * header on. A filter's `'error'` closes the connection instead.
+   * header on. A filter's `'error'` closes the connection instead; a
+   * filter's status is left in `r.filterFinalizeStatus`, nothing sent.
    */
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void {
     this.r = r;
@@ -86,6 +87,10 @@ export class FilteredTarget implements ResponseTarget {
       const t = filters[i]!(f, r.errStatus || status, headers);
       if (t === 'error') {
         this.inner.abort();
+        return;
+      }
+      if (typeof t === 'number') {
+        r.filterFinalizeStatus = t;
         return;
       }
       if (t) transforms.push(t);

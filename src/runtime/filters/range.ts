@@ -10,14 +10,14 @@
  * Static files and cached entries have their ranges sent by their
  * handlers (send-file.ts, cache/upstream-cache.ts).
  *
- * Where jinx differs: a range that cannot be satisfied gets the whole
- * response here (and it is cached), where nginx answers 416 and frees the
- * entry (`ngx_http_upstream_send_response` finalizes with the filter's
- * status); a later HIT of the entry answers 416 as nginx's does.
+ * A range that cannot be satisfied ends the request with 416 instead
+ * (`ngx_http_range_not_satisfiable`; `ngx_http_upstream_send_response`
+ * finalizes with the filter's status and frees the entry: nothing is
+ * cached), the response's headers kept for it as nginx keeps them.
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { rangesFor, type ByteRange } from '../conditional.js';
-import { lastModifiedSec } from '../respond.js';
+import { keepForRangeNotSatisfiable, lastModifiedSec } from '../respond.js';
 import { contentLength, lastHeader, removeHeader } from './headers.js';
 import type { HeaderFilter } from './types.js';
 
@@ -41,7 +41,8 @@ class RangeSlicer extends Transform {
 /**
  * The range header filter: with `r.singleRangeAllowed`, a 200 whose
  * `Content-Length` is known becomes a 206 of the one range asked for
- * (`Content-Range`, `Content-Length` of the range), else it gets
+ * (`Content-Range`, `Content-Length` of the range), or ends the request
+ * with 416 when the range cannot be satisfied, else it gets
  * `Accept-Ranges: bytes`.
  */
 export const rangeHeaderFilter: HeaderFilter = (f, status, headers) => {
@@ -52,6 +53,10 @@ export const rangeHeaderFilter: HeaderFilter = (f, status, headers) => {
   const etag = lastHeader(headers, 'etag');
   const ranges = rangesFor(r, size, lastModifiedSec(headers), etag, true);
   if (ranges === 'skip') return undefined;
+  if (ranges === 416) {
+    keepForRangeNotSatisfiable(r, [...r.pendingHeaders, ...headers], size);
+    return 416;
+  }
   if (!Array.isArray(ranges) || ranges.length !== 1) {
     headers.push(['Accept-Ranges', 'bytes']);
     return undefined;

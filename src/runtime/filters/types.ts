@@ -40,8 +40,10 @@ export interface FilterContext {
 /**
  * A header filter: it may change `headers` (in place) for a response of
  * `status`; it returns a factory of the Transforms the body is to pass
- * through (made only when there is a body to send), or `'error'` when the
+ * through (made only when there is a body to send), `'error'` when the
  * response cannot be sent (nginx's `NGX_ERROR` from a header filter: the
- * connection is closed).
+ * connection is closed), or a status the request is to end with instead,
+ * nothing sent (a header filter's HTTP status, such as the range filter's
+ * 416: the handler finalizes the request with it, `r.filterFinalizeStatus`).
  */
-export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | undefined;
+export type HeaderFilter = (f: FilterContext, status: number, headers: HeaderList) => (() => Transform[]) | 'error' | number | undefined;

@@ -366,6 +366,16 @@ async function attempt(
       if (caching) allowSingleRange(r, parsed.headers);
       applyHeadersModule(r, parsed.status, parsed.headers);
       out.head(r, parsed.status, parsed.headers, parsed.reason);
+      const finalized = r.takeFilterFinalizeStatus();
+      if (finalized !== undefined) {
+        // ngx_http_upstream_send_response: a header filter's status finalizes the request, the cache entry freed
+        store?.abort();
+        stage = 'done';
+        settled = true;
+        release(false);
+        resolve(statusOutcome(finalized));
+        return 'stop';
+      }
       // nginx finalizes the upstream request once the header of a HEAD, 204 or 304 response is sent, unless it is being cached
       if (!caching && (out.headOnly || parsed.status === 204 || parsed.status === 304)) {
         stage = 'done';

@@ -719,6 +719,16 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     applyHeadersModule(r, statusCode, outHeaders);
     // the response filters run while nginx still reads the header (their log lines say so)
     out.head(r, statusCode, outHeaders, statusText);
+    const finalized = r.takeFilterFinalizeStatus();
+    if (finalized !== undefined) {
+      // ngx_http_upstream_send_response: a header filter's status finalizes the request, the cache entry freed
+      this.store?.abort();
+      this.endState();
+      this.stage = 'intercepted';
+      this.abortUpstream(new Error('finalized by a header filter'));
+      this.resolve(statusOutcome(finalized));
+      return false;
+    }
     if (out.headOnly && this.store && !caching) {
       // ngx_http_upstream_send_response: a HEAD (sent upstream as GET) whose response is not cached ends with its header
       this.stage = 'intercepted';

@@ -8,7 +8,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
-import { applyHeadersModule, contentTypeFor, keptHeaders, lastModifiedSec } from '../respond.js';
+import { applyHeadersModule, contentTypeFor, keepForRangeNotSatisfiable, keptHeaders, lastModifiedSec } from '../respond.js';
 
 /** A path as the file system expects it: URIs are byte strings (latin1). */
 export const fsPath = (path: string): Buffer => Buffer.from(path, 'latin1');
@@ -51,7 +51,8 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
   const sentEtag = headers.find(([name]) => name.toLowerCase() === 'etag')?.[1];
   const ranges = main ? rangesFor(r, st.size, lastModifiedSec(headers), typeof sentEtag === 'string' ? sentEtag : undefined) : 'skip';
   if (ranges === 416) {
-    r.pendingHeaders.push(['Content-Range', `bytes */${st.size}`]);
+    // the file's Last-Modified is a time nginx's header filter writes for 200, 206 and 304 only, not an entry an error_page keeps
+    keepForRangeNotSatisfiable(r, headers.filter(([name]) => name.toLowerCase() !== 'last-modified'), st.size);
     return statusOutcome(416);
   }
   let parts: { readonly head: string; readonly range: ByteRange }[] | undefined;
