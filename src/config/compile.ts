@@ -220,6 +220,7 @@ const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
     mirror: mirrorConf(c),
     fastcgiSplit: fastcgi.fastcgiSplitConf(c),
     uninitializedVariableWarn: c.get(rewrite.uninitializedVariableWarn),
+    rewriteLog: c.get(rewrite.rewriteLog),
     gzip: gzipConf(c),
     charset: charsetConf(c, cx.scope),
     ssi: ssiConf(c),

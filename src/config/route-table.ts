@@ -195,6 +195,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
   readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };
   readonly uninitializedVariableWarn: boolean;
+  /** `rewrite_log`: the level's rewrite directives trace their regex matches at notice level. */
+  readonly rewriteLog: boolean;
   readonly gzip: GzipConf;
   readonly charset: CharsetConf;
   readonly limitReq: LimitReqConf;

@@ -32,7 +32,7 @@ import { discardRequestBody } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
 import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './respond.js';
 import { RateLimitedTarget } from './limit-rate.js';
-import { runScript } from './script.js';
+import { runScript, type ScriptLog } from './script.js';
 import { preconditionStatus } from './conditional.js';
 import { browserOf } from './user-agent.js';
 import { clientCertificateError } from './tls-details.js';
@@ -389,16 +389,24 @@ function debugHead(ex: Exchange): void {
   debugRequest(cx, r, 'http header done');
 }
 
-/** Logs what a script's `set` of a built-in variable refused, at level error as nginx. */
-function scriptErrors(ex: Exchange): (message: string) => void {
-  return (message) => logRequest(ex.cx, ex.r, 'error', message);
+/**
+ * Where the messages of the script about to run go (script.ts): errors at
+ * level error; the trace at level notice when the level has `rewrite_log
+ * on` (the level whose script runs decides, as the rewrite handler's
+ * `e->log`: an `if` block it enters does not) or an `error_log` at debug
+ * (nginx's `log_level & NGX_LOG_DEBUG_HTTP`).
+ */
+function scriptLog(ex: Exchange): ScriptLog {
+  const { cx, r } = ex;
+  const traced = r.loc.rewriteLog || debugging(r);
+  return { error: (message) => logRequest(cx, r, 'error', message), notice: traced ? (message) => logRequest(cx, r, 'notice', message) : undefined };
 }
 
 /** Runs a request from the server rewrite phase (a new request, or after an internal redirect). */
 function fromServerRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   r.loc = r.server.conf;
-  const outcome = runScript(r.server.script, r, scriptErrors(ex));
+  const outcome = runScript(r.server.script, r, scriptLog(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   return findConfig(ex);
 }
@@ -425,7 +433,7 @@ function findConfig(ex: Exchange): Promise<void> {
       logRequest(ex.cx, r, 'error', `client intended to send too large body: ${length} bytes`);
       return finalize(ex, 413);
     }
-    const outcome = runScript(r.loc.script, r, scriptErrors(ex));
+    const outcome = runScript(r.loc.script, r, scriptLog(ex));
     if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
     if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) {
       if (!countUriChange(ex, 'processing')) return finalize(ex, 500);
@@ -681,7 +689,7 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
   r.loc = loc.conf;
   r.internal = true;
   limitExcept(r);
-  const outcome = runScript(r.loc.script, r, scriptErrors(ex));
+  const outcome = runScript(r.loc.script, r, scriptLog(ex));
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) return findConfig(ex);
   return afterRewrite(ex);

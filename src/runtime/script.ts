@@ -107,7 +107,7 @@ function fileTest(path: string, test: 'f' | 'd' | 'e' | 'x'): boolean {
   }
 }
 
-function evaluateCondition(op: ScriptOp & { op: 'if' }, r: HttpRequestState): boolean {
+function evaluateCondition(op: ScriptOp & { op: 'if' }, r: HttpRequestState, log: ScriptLog | undefined): boolean {
   const c = op.condition;
   switch (c.kind) {
     case 'var':
@@ -115,7 +115,9 @@ function evaluateCondition(op: ScriptOp & { op: 'if' }, r: HttpRequestState): bo
     case 'equal':
       return (c.get(r) === c.value.evaluate(r)) !== c.negate;
     case 'regex': {
-      const m = c.regex.exec(c.get(r));
+      const subject = c.get(r);
+      const m = c.regex.exec(subject);
+      log?.notice?.(`"${c.source}" ${m ? 'matches' : 'does not match'} "${subject}"`);
       if (m) {
         r.captures = m;
         for (const n of c.namedCaptures) r.vars[n.index] = m.groups?.[n.name] ?? '';
@@ -137,13 +139,26 @@ const NOTHING_RUN: ScriptOutcome = { kind: 'done', uriChanged: false };
 export type ScriptStepObserver = (op: ScriptOp, matched: boolean) => void;
 
 /**
+ * Where a script's messages go: `error` logs what a variable's set handler
+ * refuses (`invalid $limit_rate "…"`) and a rewrite to an empty URI;
+ * `notice`, set when the level whose script runs has `rewrite_log on`,
+ * traces each regex of `rewrite` and `if` (`"REGEX" matches "SUBJECT"`,
+ * `does not match`) and what a rewrite made (`rewritten data: "URI", args:
+ * "ARGS"`, `rewritten redirect: "URL"`), as `ngx_http_script_regex_start_code`
+ * and `…_end_code` log them with the rewrite handler's `e->log`.
+ */
+export interface ScriptLog {
+  readonly error: (message: string) => void;
+  readonly notice: ((message: string) => void) | undefined;
+}
+
+/**
  * Runs `ops` against the request. An `if` that matches inside a location
- * switches the request to the `if` block's settings. `onError` logs what a
- * variable's set handler refuses (`invalid $limit_rate "…"`); `onStep` is
- * told of each directive run.
+ * switches the request to the `if` block's settings. `log` takes the
+ * script's messages; `onStep` is told of each directive run.
  */
 export function runScript(
-  ops: readonly ScriptOp[], r: HttpRequestState, onError?: (message: string) => void, onStep?: ScriptStepObserver,
+  ops: readonly ScriptOp[], r: HttpRequestState, log?: ScriptLog, onStep?: ScriptStepObserver,
 ): ScriptOutcome {
   if (ops.length === 0) return NOTHING_RUN;
   let uriChanged = false;
@@ -158,7 +173,7 @@ export function runScript(
             break;
           }
           const error = op.handler(r, value);
-          if (error) onError?.(error);
+          if (error) log?.error(error);
           onStep?.(op, true);
           break;
         }
@@ -171,7 +186,7 @@ export function runScript(
           onStep?.(op, true);
           return { kind: 'return', code: op.code, text: op.text?.evaluate(r) };
         case 'if': {
-          const matched = evaluateCondition(op, r);
+          const matched = evaluateCondition(op, r, log);
           onStep?.(op, matched);
           if (matched) {
             if (op.conf) r.loc = op.conf;
@@ -182,6 +197,7 @@ export function runScript(
         }
         case 'rewrite': {
           const m = op.regex.exec(r.uri);
+          log?.notice?.(`"${op.source}" ${m ? 'matches' : 'does not match'} "${r.uri}"`);
           if (!m) {
             r.captures = null;
             onStep?.(op, false);
@@ -194,6 +210,7 @@ export function runScript(
             // ngx_http_script_regex_end_code: the value unescaped for a Location, then the request's arguments
             let location = unescapeRedirect(evaluatePieces(op.replacement.uri, r, escape));
             if (op.addArgs && r.args) location += `${op.hasArgs ? '&' : '?'}${r.args}`;
+            log?.notice?.(`rewritten redirect: "${location}"`);
             onStep?.(op, true);
             return { kind: 'redirect', code: op.redirectCode, location };
           }
@@ -202,9 +219,10 @@ export function runScript(
             const args = evaluatePieces(op.replacement.args, r, escape);
             r.args = op.addArgs && r.args ? `${args}&${r.args}` : args;
           } else if (!op.addArgs) r.args = '';
+          log?.notice?.(`rewritten data: "${uri}", args: "${r.args}"`);
           if (uri === '') {
             onStep?.(op, true);
-            onError?.('the rewritten URI has a zero length');
+            log?.error('the rewritten URI has a zero length');
             return { kind: 'return', code: 500, text: undefined };
           }
           r.uri = uri;

@@ -129,7 +129,7 @@ http { server_tokens off;
 
   it('--fail-on warning exits 1 for a warning; --rule and --skip select warnings and notes, never errors', () => {
     const p = makePrefix({
-      'nginx.conf': 'events {}\nhttp { server_tokens off;\n    rewrite_log on;\n    server { listen 127.0.0.1:1; allow 10.1.2.3/8; deny all; }\n}\n',
+      'nginx.conf': 'events {}\nhttp { server_tokens off;\n    msie_refresh on;\n    server { listen 127.0.0.1:1; allow 10.1.2.3/8; deny all; }\n}\n',
     });
     assert.deepEqual(lintJson(p).findings.map((f) => f.code), ['low-address-bits', 'no-effect']);
     assert.equal(lintJson(p).status, 0);
@@ -137,7 +137,7 @@ http { server_tokens off;
     assert.deepEqual(lintJson(p, ['--skip', 'low-address-bits']).findings.map((f) => f.code), ['no-effect']);
     assert.deepEqual(lintJson(p, ['--rule', 'low-address-bits']).findings.map((f) => f.code), ['low-address-bits']);
     assert.deepEqual(lintJson(p, ['--skip', 'low-address-bits', '--skip', 'no-effect']).findings, []);
-    const bad = makePrefix({ 'nginx.conf': 'events {}\nbogus;\nhttp { server_tokens off; rewrite_log on; }\n' });
+    const bad = makePrefix({ 'nginx.conf': 'events {}\nbogus;\nhttp { server_tokens off; msie_refresh on; }\n' });
     const r = lintJson(bad, ['--rule', 'low-address-bits']);
     assert.deepEqual(r.findings.map((f) => f.code), ['unknown-directive']);
     assert.equal(r.status, 1);
@@ -147,14 +147,14 @@ http { server_tokens off;
     const p = makePrefix({
       'nginx.conf': `events {}
 http { server_tokens off;
-    rewrite_log on; # jinx-lint: ignore no-effect
+    msie_refresh on; # jinx-lint: ignore no-effect
     # jinx-lint: ignore low-address-bits
     server { listen 127.0.0.1:1; allow 10.1.2.3/8; deny all; }
     # jinx-lint: ignore low-address-bits
     proxy_store on;
     # jinx-lint: ignore
     ssl_stapling on;
-    add_header X "# jinx-lint: ignore no-effect"; msie_refresh on;
+    add_header X "# jinx-lint: ignore no-effect"; auth_delay 1s;
 }
 # jinx-lint: ignore unknown-directive
 bogus;
@@ -164,23 +164,23 @@ bogus;
     assert.deepEqual(findings.map(brief), [
       'error unknown-directive 13: unknown directive "bogus"',
       'note no-effect 7: "proxy_store" has no effect in jinx: responses are not stored as files',
-      'note no-effect 10: "msie_refresh" has no effect in jinx: redirects are answered with Location',
+      'note no-effect 10: "auth_delay" has no effect in jinx: failed authentication is answered at once',
     ]);
     assert.equal(status, 1);
   });
 
   it('--context http|server|location lints a snippet on its own; places name the snippet only', () => {
     const p = makePrefix({
-      'snippets/loc.conf': 'proxy_set_header Host $host;\nproxy_pass http://127.0.0.1:9;\nrewrite_log on;\n',
+      'snippets/loc.conf': 'proxy_set_header Host $host;\nproxy_pass http://127.0.0.1:9;\nmsie_refresh on;\n',
       'snippets/srv.conf': 'listen 127.0.0.1:1;\nlocation / { return 204; }\nbogus;\n',
-      'snippets/http.conf': 'server { listen 127.0.0.1:1; }\nrewrite_log on;\n',
+      'snippets/http.conf': 'server { listen 127.0.0.1:1; }\nmsie_refresh on;\n',
     });
     const run = (context: string, file: string): { status: number | null; text: string } => {
       const r = runJinx(['lint', '-p', `${p}/`, '--context', context, file]);
       return { status: r.status, text: r.stdout };
     };
     assert.deepEqual(run('location', 'snippets/loc.conf'), {
-      status: 0, text: `snippets/loc.conf:3: [note] "rewrite_log" has no effect in jinx: rewrites are not traced in the error log (no-effect)\n`,
+      status: 0, text: `snippets/loc.conf:3: [note] "msie_refresh" has no effect in jinx: redirects are answered with Location (no-effect)\n`,
     });
     assert.deepEqual(run('server', 'snippets/srv.conf'), { status: 1, text: `snippets/srv.conf:3: [error] unknown directive "bogus" (unknown-directive)\n` });
     assert.equal(run('http', 'snippets/http.conf').status, 0);
@@ -254,7 +254,7 @@ http { server_tokens off;
   }, async () => {
     const tree = await prepareProxyManager();
     const include = join(tree.prefix, 'conf.d/include/proxy.conf');
-    appendFileSync(include, 'rewrite_log on;\n');
+    appendFileSync(include, 'msie_refresh on;\n');
     const r = runJinx(['lint', '--offline', '-p', `${tree.prefix}/`, '-c', tree.conf, '--format', 'json']);
     rmSync(tree.root, { recursive: true, force: true });
     const findings = JSON.parse(r.stdout) as Finding[];

@@ -75,7 +75,7 @@ describe('jinx lint --format sarif', () => {
   it('the CLI\'s SARIF validates: errors with their places, the include chain as relatedLocations, exit as --fail-on says', () => {
     const p = makePrefix({
       'nginx.conf': 'events {}\nhttp { server_tokens off;\n    include conf.d/*.conf;\n}\nbogus;\n',
-      'conf.d/a.conf': 'rewrite_log on;\nserver { listen 127.0.0.1:1; proxy_buffering maybe; }\n',
+      'conf.d/a.conf': 'msie_refresh on;\nserver { listen 127.0.0.1:1; proxy_buffering maybe; }\n',
     });
     const r = runJinx(['lint', '-p', `${p}/`, '-c', 'nginx.conf', '--format', 'sarif'], { cwd: p });
     assert.equal(r.status, 1);

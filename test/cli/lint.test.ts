@@ -15,7 +15,7 @@ const CONF = {
   'nginx.conf': `pcre_jit on;
 events {}
 http { server_tokens off;
-    rewrite_log on;
+    msie_refresh on;
     proxy_store on;
     ssl_stapling on;
     include conf.d/*.conf;
@@ -53,7 +53,7 @@ describe('jinx lint', () => {
     assert.ok(lines.includes(
       'conf.d/site.conf:5, included from nginx.conf:7: [warning] low address bits of 10.1.2.3/8 are meaningless (low-address-bits)',
     ), r.stdout);
-    for (const [file, line, name] of [['nginx.conf', 4, 'rewrite_log'], ['nginx.conf', 5, 'proxy_store'], ['nginx.conf', 6, 'ssl_stapling']] as const) {
+    for (const [file, line, name] of [['nginx.conf', 4, 'msie_refresh'], ['nginx.conf', 5, 'proxy_store'], ['nginx.conf', 6, 'ssl_stapling']] as const) {
       const prefix = `${file}:${line}: [note] "${name}" has no effect in jinx`;
       assert.ok(lines.some((l) => l.startsWith(prefix) && l.endsWith(' (no-effect)')), `expected a line starting with ${prefix}\n${r.stdout}`);
     }
@@ -74,7 +74,7 @@ describe('jinx lint', () => {
       .map((f) => ({ code: f.code, name: /^"([^"]+)" has no effect in jinx: \S/.exec(f.message)?.[1], file: f.file, line: f.line }))
       .sort((a, b) => `${a.file}:${a.line}`.localeCompare(`${b.file}:${b.line}`));
     assert.deepEqual(notes, [
-      { code: 'no-effect', name: 'rewrite_log', file: `${p}/nginx.conf`, line: 4 },
+      { code: 'no-effect', name: 'msie_refresh', file: `${p}/nginx.conf`, line: 4 },
       { code: 'no-effect', name: 'proxy_store', file: `${p}/nginx.conf`, line: 5 },
       { code: 'no-effect', name: 'ssl_stapling', file: `${p}/nginx.conf`, line: 6 },
     ]);

@@ -260,6 +260,25 @@ describe('rewrite module (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('traces regex matches and rewrites at notice level with rewrite_log on (server and location levels, if, redirect, an empty URI), as nginx', async () => {
+    const conf = (port: number, extra: string): string => server(port, `
+    rewrite ^/srv/(.*)$ /loc/$1;
+    location /loc/ { if ($arg_a ~* "^x(y)") { return 200 "if $1\\n"; } rewrite ^/loc/(\\w+)$ /final/$1?q=1 last;
+      rewrite ^/loc/r/(.*) http://example.com/$1 redirect; return 200 "loc $uri $args\\n"; }
+    location /final/ { return 200 "final $uri $args\\n"; }
+    location /off/ { rewrite_log off; rewrite ^ /final/off; }
+    location /empty/ { rewrite ^/empty/(.*)$ $1 last; }`, extra);
+    const uris = ['/srv/abc?z=1', '/loc/a/b?a=XYz', '/loc/r/p?k=v', '/off/x', '/empty/'];
+    const run = await differential({ conf: ({ port }) => conf(port, '  rewrite_log on;') }, async (s) => getAll(s, uris));
+    assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[notice] *CONN rewritten redirect: "http://example.com/p?k=v"')));
+    assertSameAsNginx(run);
+    // without rewrite_log, an error_log at debug gets the same lines (nginx's log_level & NGX_LOG_DEBUG_HTTP)
+    const debug = await differential({ conf: ({ port }) => conf(port, '').replace(/error_log (\S+) info;/, 'error_log $1 debug;') }, async (s) => getAll(s, uris));
+    const notices = (log: readonly string[]): string[] => log.filter((l) => l.startsWith('[notice] '));
+    assert.ok(notices(debug.jinx.errorLog).some((l) => l.startsWith('[notice] *CONN "^" matches "/off/x"')));
+    assert.deepEqual(notices(debug.jinx.errorLog), notices(debug.nginx.errorLog));
+  });
+
   it('caches a map\'s value for the request across internal redirects, and evaluates a volatile map each time', async () => {
     const run = await differential({
       conf: ({ port }) => server(port, `

@@ -63,7 +63,7 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   ['proxy_store_access', 'tuning'], ['fastcgi_store_access', 'tuning'],
   ['ssl_stapling_file', 'tuning'], ['ssl_stapling_responder', 'tuning'], ['ssl_stapling_verify', 'tuning'],
   // switches: a note unless set to what jinx does
-  ['disable_symlinks', OFF], ['auth_delay', ZERO], ['msie_refresh', OFF], ['rewrite_log', OFF],
+  ['disable_symlinks', OFF], ['auth_delay', ZERO], ['msie_refresh', OFF],
   ['proxy_store', OFF], ['fastcgi_store', OFF], ['proxy_bind', OFF], ['fastcgi_bind', OFF],
   ['proxy_limit_rate', ZERO], ['fastcgi_limit_rate', ZERO], ['proxy_force_ranges', OFF], ['fastcgi_force_ranges', OFF],
   ['proxy_pass_trailers', OFF], ['proxy_socket_keepalive', OFF], ['fastcgi_socket_keepalive', OFF],

@@ -42,6 +42,8 @@ export type Condition =
   | { readonly kind: 'equal'; readonly get: (r: RequestView) => string; readonly negate: boolean; readonly value: CompiledValue }
   | {
       readonly kind: 'regex'; readonly get: (r: RequestView) => string; readonly negate: boolean; readonly regex: RegExp;
+      /** The regex as written, for `rewrite_log`'s lines. */
+      readonly source: string;
       readonly namedCaptures: readonly NamedCapture[];
     }
   | { readonly kind: 'file'; readonly test: 'f' | 'd' | 'e' | 'x'; readonly negate: boolean; readonly path: CompiledValue };
@@ -59,6 +61,8 @@ export type ScriptOpOf<Conf> =
   | {
       readonly op: 'rewrite';
       readonly regex: RegExp;
+      /** The regex as written, for `rewrite_log`'s lines (nginx's `code->name`). */
+      readonly source: string;
       readonly namedCaptures: readonly NamedCapture[];
       readonly replacement: Replacement;
       readonly flag: 'last' | 'break' | 'redirect' | 'permanent' | undefined;
@@ -207,7 +211,7 @@ export const rewriteDirectives: readonly DirectiveSpec[] = [
   },
   {
     name: 'rewrite_log', module: REWRITE, contexts: ['http', 'server', 'sif', 'location', 'lif'], args: ['FLAG'],
-    effect: 'none', note: 'rewrites are not traced in the error log', set: flagSetter(rewriteLog),
+    effect: 'runtime', set: flagSetter(rewriteLog),
   },
 ];
 
@@ -234,7 +238,7 @@ export function levelScript<Conf>(level: LevelConf, vars: VariableRegistry, ifCo
         return { op: 'return', code: d.code, text: d.text && vars.bind(d.text) };
       case 'rewrite':
         return {
-          op: 'rewrite', regex: d.regex.regex, namedCaptures: namedCaptures(d.regex, vars),
+          op: 'rewrite', regex: d.regex.regex, source: d.regex.source, namedCaptures: namedCaptures(d.regex, vars),
           replacement: bindReplacement(d.replacement, vars, d.redirectCode !== undefined),
           flag: d.flag, redirectCode: d.redirectCode, addArgs: d.addArgs,
           hasArgs: d.replacement.parts.some((p) => typeof p === 'string' && p.includes('?')),
@@ -258,7 +262,7 @@ function bindCondition(c: ConditionDef, vars: VariableRegistry): Condition {
   const get = (r: RequestView): string => getter(r) ?? '';
   if (c.kind === 'var') return { kind: 'var', get };
   if (c.kind === 'equal') return { kind: 'equal', get, negate: c.negate, value: vars.bind(c.value) };
-  return { kind: 'regex', get, negate: c.negate, regex: c.regex.regex, namedCaptures: namedCaptures(c.regex, vars) };
+  return { kind: 'regex', get, negate: c.negate, regex: c.regex.regex, source: c.regex.source, namedCaptures: namedCaptures(c.regex, vars) };
 }
 
 /** Binds a rewrite's replacement; a redirect's has no arguments part (`compile_args` is off for it). */
