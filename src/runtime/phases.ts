@@ -700,7 +700,7 @@ export const CLOSE_STATUSES: ReadonlySet<number> = new Set([444, 408, 499]);
 /** Statuses nginx treats as redirects: `return` sends them with a `Location` (`ngx_http_send_response`). */
 export const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
 
-/** Statuses after which nginx does not keep the connection alive (`ngx_http_special_response_handler`). */
+/** Statuses after which nginx does not keep the connection alive, whatever answers them (`ngx_http_special_response_handler`). */
 const NO_KEEPALIVE = new Set([400, 413, 414, 497, 495, 496, 500, 501]);
 
 /** A `return` or a redirecting `rewrite`, as the rewrite script ends with it. */
@@ -840,6 +840,8 @@ export async function finalize(ex: Exchange, status: number, location?: string):
   if (location !== undefined) setLocation(r, location);
   r.errStatus = status;
   r.status = status;
+  // ngx_http_special_response_handler ends keep-alive before it looks for an error_page
+  if (NO_KEEPALIVE.has(status)) r.keepalive = false;
   const page = errorPageOf(r, status);
   if (page === undefined) return sendSpecial(ex, r.errStatus || status);
   if (page.kind === 'uri') return internalRedirect(ex, page.uri, page.args);
@@ -907,7 +909,6 @@ function sendSpecial(ex: Exchange, status: number): void {
   const headers = keptHeaders(r).filter(([name]) => !SPECIAL_CLEARED.has(name.toLowerCase()));
   headers.push(['Content-Length', String(body?.length ?? 0)]);
   if (body !== undefined) headers.push(['Content-Type', 'text/html']);
-  if (NO_KEEPALIVE.has(status)) r.keepalive = false;
   r.specialResponse = true;
   applyHeadersModule(r, status, headers);
   ex.out.head(r, status, headers);

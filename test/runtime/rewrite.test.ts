@@ -192,6 +192,29 @@ describe('rewrite module (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('ends keep-alive after a 500 also when an error_page answers it (a URI, a named location, a URL), and keeps it after a 404, as nginx', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location /page { error_page 500 /errors/500.html; return 500; }
+    location /named { error_page 500 @n; return 500; }
+    location /url { error_page 500 http://errors.test/; return 500; }
+    location /ok404 { error_page 404 /errors/500.html; return 404; }
+    location @n { return 200 "named\\n"; }
+    location /errors/ { internal; }`),
+      files: { 'html/errors/500.html': '<p>custom</p>\n' },
+    }, async (s) => {
+      const out: Record<string, string[]> = {};
+      for (const path of ['/page', '/named', '/url', '/ok404']) {
+        // two requests on one connection: the second is answered only if the first kept it alive
+        const raw = await rawExchange(s.port, `GET ${path} HTTP/1.1\r\nHost: rw.test\r\n\r\nGET /ok404 HTTP/1.1\r\nHost: rw.test\r\nConnection: close\r\n\r\n`);
+        out[path] = raw.split('\r\n').filter((l) => l.startsWith('HTTP/1.1 ') || /^Connection: /i.test(l));
+      }
+      return out;
+    });
+    assert.deepEqual(run.nginx.result['/named'], ['HTTP/1.1 500 Internal Server Error', 'Connection: close']);
+    assertSameAsNginx(run);
+  });
+
   it('sends nginx\'s status line and page for every status of "return CODE"', async () => {
     const codes = [
       300, 301, 302, 303, 304, 305, 307, 308, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416,
