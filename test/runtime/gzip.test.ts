@@ -218,6 +218,32 @@ describe('gzip (differential)', () => {
 describe('gzip framing (differential)', () => {
   after(cleanup);
 
+  it('sends nginx\'s gzip header at levels 1, 5 and 9 (its XFL as zlib writes it) and data that decompresses to the file', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  types { text/plain txt; }
+  gzip_types text/plain;
+  server { listen 127.0.0.1:${port}; server_name gz.test; root html; gzip on; gzip_min_length 0; chunked_transfer_encoding off;
+    location /l1/ { alias html/t/; gzip_comp_level 1; }
+    location /l5/ { alias html/t/; gzip_comp_level 5; }
+    location /l9/ { alias html/t/; gzip_comp_level 9; }
+  }`),
+      files: FILES,
+    }, async (s) => {
+      const out: Record<string, string> = {};
+      for (const path of ['/l1/a.txt', '/l5/a.txt', '/l9/a.txt']) {
+        // without chunked_transfer_encoding the body is sent as it is, up to the close
+        const raw = await rawExchange(s.port, `GET ${path} HTTP/1.1\r\nHost: gz.test\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n`);
+        const body = Buffer.from(raw.slice(raw.indexOf('\r\n\r\n') + 4), 'latin1');
+        // node's zlib deflates otherwise than the system's zlib nginx links: the data is compared decompressed
+        out[`${path} header`] = body.subarray(0, 10).toString('hex');
+        out[`${path} decompressed`] = gunzipSync(body).toString();
+      }
+      return out;
+    });
+    assert.equal(run.nginx.result['/l1/a.txt header'], '1f8b0800000000000403');
+    assertSameAsNginx(run);
+  });
+
   it('sends a small gzipped body as one chunk, header, data and trailer together, as nginx', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  types { text/plain txt; }

@@ -3,8 +3,8 @@
  * `ngx_http_gunzip_filter_module.c`) and `ngx_http_gzip_ok`
  * (`ngx_http_core_module.c`), on node's zlib: (de)compression runs in
  * libuv's thread pool, streaming, with backpressure. The gzip member is
- * framed as nginx frames it (its own 10-byte header, raw deflate, then the
- * CRC-32 and length), so `$gzip_ratio` counts what nginx counts.
+ * framed as zlib frames nginx's (its 10-byte header, raw deflate, then the
+ * CRC-32 and length), so the bytes and `$gzip_ratio` are nginx's.
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { createDeflateRaw, createGunzip, crc32 } from 'node:zlib';
@@ -13,8 +13,14 @@ import { browserOf } from '../user-agent.js';
 import type { HeaderFilter } from './types.js';
 import { allHeaders, bodyChanged, contentLength, lastHeader, removeHeader, responseContentType, typeListed, type HeaderList } from './headers.js';
 
-/** The header nginx writes before the deflated data: no name, no time, OS Unix. */
-const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+/**
+ * The gzip header zlib writes for nginx (`deflateInit2` with `wbits + 16`,
+ * `Z_DEFAULT_STRATEGY`): no name, no time, OS Unix, and in XFL what zlib's
+ * `deflate.c` puts there for the level: 2 for 9, 4 for 1, else 0.
+ */
+function gzipHeader(level: number): Buffer {
+  return Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, level === 9 ? 2 : level < 2 ? 4 : 0, 3]);
+}
 
 /**
  * An error of a body filter: its message is nginx's alert line; a `benign`
@@ -201,6 +207,8 @@ class GzipFramer extends Transform {
   constructor(
     private readonly input: Crc32Counter,
     private readonly r: HttpRequestState,
+    /** `gzip_comp_level`, for the header's XFL. */
+    private readonly level: number,
   ) {
     super();
   }
@@ -208,8 +216,9 @@ class GzipFramer extends Transform {
   private header(): void {
     if (this.headerSent) return;
     this.headerSent = true;
-    this.out += GZIP_HEADER.length;
-    this.pending.push(GZIP_HEADER);
+    const header = gzipHeader(this.level);
+    this.out += header.length;
+    this.pending.push(header);
   }
 
   /** The output gathered so far, as one buffer (undefined when there is none). */
@@ -283,7 +292,7 @@ export const gzipHeaderFilter: HeaderFilter = (f, status, headers) => {
     deflate.on('error', (err: FilterError & { errno?: number }) => {
       err.message = `deflate() failed: 0, ${err.errno ?? -2}`;
     });
-    return [counter, deflate, new GzipFramer(counter, r)];
+    return [counter, deflate, new GzipFramer(counter, r, g.level)];
   };
 };
 
