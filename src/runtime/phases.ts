@@ -28,7 +28,7 @@ import { proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { statusFormat, statusPage } from './handlers/stub-status.js';
 import { realClientAddress } from './handlers/realip.js';
-import { discardRequestBody } from './request-body.js';
+import { discardRequestBody, forgoContinue } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
 import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './respond.js';
 import { RateLimitedTarget } from './limit-rate.js';
@@ -431,6 +431,8 @@ function findConfig(ex: Exchange): Promise<void> {
     const max = r.loc.clientMaxBodySizeBytes;
     if (max > 0 && length > max && !r.parent) {
       logRequest(ex.cx, r, 'error', `client intended to send too large body: ${length} bytes`);
+      // ngx_http_core_find_config_handler: whatever answers the 413, no 100 Continue first (r->expect_tested)
+      forgoContinue(ex);
       return finalize(ex, 413);
     }
     const outcome = runScript(r.loc.script, r, scriptLog(ex));
@@ -844,6 +846,8 @@ export async function finalize(ex: Exchange, status: number, location?: string):
   if (NO_KEEPALIVE.has(status)) r.keepalive = false;
   const page = errorPageOf(r, status);
   if (page === undefined) return sendSpecial(ex, r.errStatus || status);
+  // ngx_http_send_error_page: an error_page with a code of its own other than 200 sends no 100 Continue (r->expect_tested)
+  if (r.errStatus !== 0 && r.errStatus !== 200) forgoContinue(ex);
   if (page.kind === 'uri') return internalRedirect(ex, page.uri, page.args);
   if (page.kind === 'named') return namedLocation(ex, page.name);
   setLocation(r, page.location);
@@ -902,7 +906,8 @@ const SPECIAL_CLEARED = new Set(['accept-ranges', 'last-modified', 'etag']);
 /** Sends nginx's page for a status, if it has one; Last-Modified, ETag and Accept-Ranges are never sent with it. */
 function sendSpecial(ex: Exchange, status: number): void {
   const { r } = ex;
-  // ngx_http_special_response_handler: the body is discarded; an invalid one ends keep-alive
+  // ngx_http_special_response_handler: no 100 Continue (r->expect_tested), the body is discarded; an invalid one ends keep-alive
+  forgoContinue(ex);
   if (discardRequestBody(ex) !== undefined) r.keepalive = false;
   const body = specialPage(status, r.loc, browserOf(r.headers['user-agent']).msie);
   // ngx_http_special_response_handler clears these (kept from an X-Accel-Redirect)

@@ -59,6 +59,11 @@ export interface DiscardableBody {
    */
   discard(): number | undefined;
   /**
+   * A client waiting for `100 Continue` before it sends the body does not
+   * get it: the response does not want the body (an HTTP/1.1 body).
+   */
+  forgoContinue?(): void;
+  /**
    * The body is about to be read whole (`ngx_http_read_client_request_body`
    * without `request_body_no_buffering`): an HTTP/2 stream opens its window
    * all the way for it.
@@ -82,6 +87,18 @@ export function discardRequestBody(ex: Exchange): number | undefined {
   const failed = body.discard();
   if (failed !== undefined) logRequest(ex.cx, ex.r, 'error', 'client sent invalid chunked body');
   return failed;
+}
+
+/**
+ * Tells a client waiting for `100 Continue` (`Expect: 100-continue`) that
+ * it will not get it for this request: nginx sets `r->expect_tested` for a
+ * special response and for an `error_page` with a code of its own other
+ * than 200 (`ngx_http_special_response_handler`, `ngx_http_send_error_page`),
+ * so the error goes out without the interim response.
+ */
+export function forgoContinue(ex: Exchange): void {
+  const body = ex.body as (Readable & Partial<DiscardableBody>) | undefined;
+  if (!ex.r.parent) body?.forgoContinue?.();
 }
 
 /** A request body read whole. */

@@ -14,7 +14,7 @@ import { after, describe, it } from 'node:test';
 import { connect as connectHttp2 } from 'node:http2';
 import { join } from 'node:path';
 import { cleanup, waitFor } from '../helpers/harness.js';
-import { assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, rawExchange, type Side } from '../helpers/differential.js';
 import { makePki } from '../helpers/pki.js';
 import { echoOf, echoUpstream } from '../helpers/upstreams.js';
 import { listTree, openFiles, rawClient, servingPid, settledTree, sleep, statusOf } from '../helpers/slow-clients.js';
@@ -74,6 +74,30 @@ describe('request bodies (differential)', () => {
     });
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN client intended to send too large body: 1048577 bytes')));
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[error] *CONN client intended to send too large chunked body: 1000+500 bytes')));
+    assertSameAsNginx(run);
+  });
+
+  it('sends 100 Continue before a body it reads or discards (a file, a return, an error_page =200), not before an error (404, a POST to a file, 413 with or without error_page)', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST}; root html;
+    location = /ret { return 200 "ret\\n"; }
+    location /small/ { alias html/; client_max_body_size 2; }
+    location /small-ep/ { alias html/; client_max_body_size 2; error_page 413 = /ret; }
+    location /ep200/ { alias html/; error_page 404 =200 /ret; }
+    location /ep404/ { alias html/; error_page 404 /ret; }
+  }`),
+      files: { 'html/f.txt': 'file\n' },
+    }, async (s) => {
+      const out: Record<string, string[]> = {};
+      for (const [method, path] of [['GET', '/f.txt'], ['POST', '/ret'], ['GET', '/missing'], ['POST', '/f.txt'], ['POST', '/small/f.txt'],
+        ['POST', '/small-ep/f.txt'], ['GET', '/ep200/missing'], ['GET', '/ep404/missing']] as const) {
+        const raw = await rawExchange(s.port, `${method} ${path} HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\nbody`);
+        out[`${method} ${path}`] = raw.split('\r\n').filter((l) => l.startsWith('HTTP/1.1 '));
+      }
+      return out;
+    });
+    assert.deepEqual(run.nginx.result['GET /f.txt'], ['HTTP/1.1 100 Continue', 'HTTP/1.1 200 OK']);
+    assert.deepEqual(run.nginx.result['POST /small-ep/f.txt'], ['HTTP/1.1 200 OK']);
     assertSameAsNginx(run);
   });
 

@@ -16,6 +16,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { preconditionStatus } from '../conditional.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
+import { discardRequestBody } from '../request-body.js';
 import { applyHeadersModule, keptHeaders } from '../respond.js';
 import { escapeHtml, escapeUriComponent } from '../uri.js';
 import { fsPath } from './send-file.js';
@@ -73,6 +74,8 @@ export async function autoindex(ex: Exchange): Promise<Outcome | undefined> {
   const { r } = ex;
   const conf = r.loc.autoindex;
   if ((r.method !== 'GET' && r.method !== 'HEAD') || !conf.enable) return undefined;
+  const failed = discardRequestBody(ex);
+  if (failed !== undefined) return statusOutcome(failed);
   let path = r.mapUriToPath(r.uri);
   if (path.length > 1) path = path.slice(0, -1);
   let format = conf.format;

@@ -8,6 +8,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
+import { discardRequestBody } from '../request-body.js';
 import { applyHeadersModule, contentTypeFor, keepForRangeNotSatisfiable, keptHeaders, lastModifiedSec } from '../respond.js';
 
 /** A path as the file system expects it: URIs are byte strings (latin1). */
@@ -15,13 +16,17 @@ export const fsPath = (path: string): Buffer => Buffer.from(path, 'latin1');
 
 /**
  * Sends a file as nginx's static handler and its header filters do: the
- * not-modified filter (304, 412), then the range filter (206 with one range
+ * request body discarded (a `100 Continue` sent to a client waiting for
+ * it), the not-modified filter (304, 412), then the range filter (206 with one range
  * or `multipart/byteranges`, 416 with a `Content-Range` of `*` and the size).
  * `gzipped`: a `gzip_static` file, sent with `Content-Encoding: gzip` (a 304
  * has none: `ngx_http_not_modified_header_filter`).
  */
 export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<Outcome> {
   const { r, out } = ex;
+  // ngx_http_static_handler discards the body once it has the file to send
+  const failed = discardRequestBody(ex);
+  if (failed !== undefined) return statusOutcome(failed);
   const mtimeSec = Math.floor(st.mtimeMs / 1000);
   const lastModified = new Date(mtimeSec * 1000).toUTCString();
   const etag = r.loc.etag ? `"${mtimeSec.toString(16)}-${st.size.toString(16)}"` : undefined;

@@ -11,7 +11,6 @@ import type { Stats } from 'node:fs';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
-import { discardRequestBody } from '../request-body.js';
 import { escapeUri } from '../uri.js';
 import { autoindex } from './autoindex.js';
 import { gzipStatic } from './gzip-static.js';
@@ -62,10 +61,13 @@ export async function tryFiles(ex: Exchange): Promise<TryFilesResult> {
   return { kind: 'redirect', uri: q === -1 ? target : target.slice(0, q), args: q === -1 ? r.args : target.slice(q + 1) };
 }
 
-/** Serves the request from the file system, the body discarded first (`ngx_http_static_handler`, `ngx_http_index_handler`). */
+/**
+ * Serves the request from the file system (`ngx_http_static_handler`,
+ * `ngx_http_index_handler`); the body is discarded once a file or a
+ * listing is to be sent (send-file.ts, autoindex.ts), so that a 404 or 405
+ * goes out without a `100 Continue` first, as nginx's.
+ */
 export async function serveStatic(ex: Exchange): Promise<Outcome> {
-  const failed = discardRequestBody(ex);
-  if (failed !== undefined) return statusOutcome(failed);
   const { r } = ex;
   const method = r.method;
   if (r.uri.endsWith('/')) return index(ex);

@@ -755,6 +755,11 @@ export class Http1Connection {
     this.socket.write('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
   }
 
+  /** A client waiting for `100 Continue` does not get it for this request (nginx's `r->expect_tested` set without a test). */
+  forgoContinue(): void {
+    this.expectContinue = false;
+  }
+
   /**
    * `ngx_http_discard_request_body`, for a handler that does not read the
    * body: from now on it is read and dropped as it arrives. Returns 400
@@ -1039,6 +1044,10 @@ export class Http1Body extends Readable implements DiscardableBody {
 
   discard(): number | undefined {
     return this.conn.discardBody();
+  }
+
+  forgoContinue(): void {
+    this.conn.forgoContinue();
   }
 
   /** Whether the whole body has arrived (what had, is now in the stream's buffer). */
