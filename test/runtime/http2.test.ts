@@ -126,6 +126,37 @@ describe('HTTP/2 over TLS (differential)', { skip: NO_OPENSSL }, () => {
     assert.deepEqual(run.nginx.result, { h2c: { status: 200, body: 'hello HTTP/2.0 http\n' }, http1: 'hello HTTP/1.1 http\n' });
     assertSameAsNginx(run);
   });
+
+  it('passes an upstream\'s 204 without its Content-Type over HTTP/2 and with it over HTTP/1.1, as nginx', async () => {
+    const up = await startUpstream((_req, res) => {
+      res.writeHead(204, { 'Content-Type': 'text/plain', 'X-Up': '1' });
+      res.end();
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`
+  server { listen 127.0.0.1:${port}; http2 on; server_name h2c.test;
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+    }, async (s) => {
+      const session = connect(`http://127.0.0.1:${s.port}`);
+      try {
+        const h2Headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
+          const stream = session.request({ ':path': '/nothing', ':authority': 'h2c.test' });
+          stream.on('response', (h) => resolve(Object.fromEntries(Object.entries(h).filter(([n]) => n !== 'date' && n !== 'server'))));
+          stream.on('error', reject);
+          stream.resume();
+          stream.end();
+        });
+        const http1 = await s.get('/nothing', { headers: { Host: 'h2c.test' } });
+        return { h2: h2Headers, http1: { status: http1.status, type: http1.headers['content-type'], up: http1.headers['x-up'] } };
+      } finally {
+        session.close();
+      }
+    });
+    assert.equal(run.nginx.result.h2['content-type'], undefined);
+    assert.equal(run.nginx.result.http1.type, 'text/plain');
+    assertSameAsNginx(run);
+  });
 });
 
 /** What a client saw of one HTTP/2 request: the status, or the error that ended its stream. */

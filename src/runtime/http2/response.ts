@@ -171,7 +171,10 @@ export class Http2Target implements ClientResponseTarget {
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
     if (this.gone_ || this.headBlock !== undefined) return;
     const passedServer = headers.some(([n]) => n.length === 6 && n.toLowerCase() === 'server');
-    const { wire, list } = responseHeaders(r, status, headers);
+    const { wire, list: all } = responseHeaders(r, status, headers);
+    // ngx_http_v2_header_filter: a 204 has no type (an upstream's goes too, where HTTP/1.x keeps it)
+    const list = wire === 204 ? all.filter(([n]) => n.toLowerCase() !== 'content-type') : all;
+    if (wire === 204) r.sentHeaders.delete('content-type');
     let date: string | undefined;
     if (!list.some(([n]) => n.length === 4 && n.toLowerCase() === 'date')) {
       date = httpDate();
