@@ -10,6 +10,7 @@ import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { ConfigError } from '../errors.js';
+import { systemErrorText } from '../os-errors.js';
 
 /** A certificate chain and its key, as PEM bytes. */
 export interface CertificatePair {
@@ -134,6 +135,23 @@ export function loadDhparam(path: string): Buffer {
     throw new ConfigError('file', `PEM_read_bio_DHparams("${path}") failed (SSL: error:0480006C:PEM routines::no start line:Expecting: DH PARAMETERS)`);
   }
   return Buffer.from(text, 'latin1');
+}
+
+/**
+ * Reads an `ssl_session_ticket_key` file as `ngx_ssl_session_ticket_keys`
+ * does: 48 bytes (a key name, an AES-128 key and an HMAC-SHA256 key of 16
+ * bytes each) or 80 (a name, a 32-byte HMAC key, an AES-256 key).
+ * @throws ConfigError `open() "PATH" failed (…)`, `"PATH" must be 48 or 80 bytes`
+ */
+export function loadTicketKey(path: string): Buffer {
+  let data: Buffer;
+  try {
+    data = readFileSync(path);
+  } catch (err) {
+    throw new ConfigError('file', `open() "${path}" failed (${systemErrorText(err as NodeJS.ErrnoException)})`);
+  }
+  if (data.length !== 48 && data.length !== 80) throw new ConfigError('file', `"${path}" must be 48 or 80 bytes`);
+  return data;
 }
 
 /**

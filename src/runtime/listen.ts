@@ -6,7 +6,7 @@
  * refused for a server with `ssl_reject_handshake on`.
  */
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
-import { constants as cryptoConstants } from 'node:crypto';
+import { constants as cryptoConstants, createHash, createHmac } from 'node:crypto';
 import { chmodSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { createSecureContext, createServer as createTlsServer, type SecureContext, type SecureContextOptions, type Server as TlsServer, type TLSSocket } from 'node:tls';
@@ -32,11 +32,32 @@ function serversOf(group: ListenGroup): Set<VirtualServer> {
 }
 
 /**
- * The node:tls context options of a server's TLS settings (`ngx_ssl_create`,
- * `ngx_ssl_protocols`, `ngx_ssl_ciphers`, `ngx_ssl_client_certificate` …);
- * `ticketKeys` encrypt session tickets (without, the context makes its own).
+ * The session id context of a server's TLS context, as
+ * `ngx_ssl_session_id_context` makes one: a digest of the module
+ * (`HTTP`, `STREAM`), the server's certificates and, when client
+ * certificates are asked for, the CAs they are checked against. A session
+ * or ticket resumes only where the context is the same, so one made with
+ * another server's certificate, or checked against other CAs, is not taken
+ * (nginx 1.7.5, CVE-2014-3616). MD5 in hex: node:tls takes a string of at
+ * most 32 bytes.
  */
-export function secureContextOptions(tls: Omit<TlsServerConf, 'certificateValues'>, ticketKeys: Buffer | undefined): SecureContextOptions {
+function sessionIdContext(module: 'HTTP' | 'STREAM', tls: Omit<TlsServerConf, 'certificateValues'>): string {
+  const md5 = createHash('md5').update(module);
+  for (const c of tls.certificates) md5.update(c.cert);
+  if (tls.verifyClient !== 'off') for (const ca of [tls.clientCa, tls.trusted]) if (ca) md5.update(ca);
+  return md5.digest('hex');
+}
+
+/**
+ * The node:tls context options of a server's TLS settings (`ngx_ssl_create`,
+ * `ngx_ssl_protocols`, `ngx_ssl_ciphers`, `ngx_ssl_client_certificate`,
+ * `ngx_ssl_session_id_context` …); session tickets are encrypted with the
+ * server's `ssl_session_ticket_key`, else with `ticketKeys` (without
+ * either, the context makes its own).
+ */
+export function secureContextOptions(
+  tls: Omit<TlsServerConf, 'certificateValues'>, ticketKeys: Buffer | undefined, module: 'HTTP' | 'STREAM' = 'HTTP',
+): SecureContextOptions {
   const minVersion = tls.protocols.includes('TLSv1') ? 'TLSv1' : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1'
     : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2' : 'TLSv1.3';
   const maxVersion = tls.protocols.includes('TLSv1.3') ? 'TLSv1.3' : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2'
@@ -49,9 +70,10 @@ export function secureContextOptions(tls: Omit<TlsServerConf, 'certificateValues
     minVersion,
     maxVersion,
     sessionTimeout: tls.sessionTimeoutSec,
+    sessionIdContext: sessionIdContext(module, tls),
     ecdhCurve: tls.ecdhCurve,
     ...(tls.dhparam ? { dhparam: tls.dhparam } : {}),
-    ...(tls.sessionTickets ? (ticketKeys ? { ticketKeys } : {}) : { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
+    ...(tls.sessionTickets ? (tls.ticketKey ?? ticketKeys ? { ticketKeys: tls.ticketKey ?? ticketKeys } : {}) : { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
     // client certificates are checked against ssl_client_certificate and ssl_trusted_certificate (both named
     // to clients: node:tls has one list); the phases refuse as nginx does
     ...(tls.verifyClient !== 'off' && (tls.clientCa || tls.trusted) ? { ca: [tls.clientCa, tls.trusted].filter((b) => b !== undefined) } : {}),
@@ -69,9 +91,10 @@ export class TlsContexts {
 
   /**
    * Builds a TLS context for every server on a TLS address.
-   * @param ticketKeys the 48 bytes that encrypt session tickets, shared by
-   *   the workers of a master (nginx's workers inherit their master's
-   *   contexts, keys included); without, each context makes its own
+   * @param ticketKeys 48 bytes the master made, from which each server
+   *   without an `ssl_session_ticket_key` gets keys of its own, the same in
+   *   every worker (nginx's workers inherit their master's contexts, each
+   *   with its own keys); without, each context makes its own
    */
   constructor(table: RouteTable, private readonly ticketKeys?: Buffer) {
     for (const group of table.listens) if (group.ssl) for (const server of serversOf(group)) this.load(server);
@@ -80,7 +103,9 @@ export class TlsContexts {
   private load(server: VirtualServer): void {
     const tls = server.tls;
     if (this.options.has(server) || !tls || (tls.certificates.length === 0 && !tls.certificateValues)) return;
-    const options = secureContextOptions(tls, this.ticketKeys);
+    // the servers are loaded in the table's order, the same in every worker of a generation
+    const keys = this.ticketKeys && createHmac('sha512', this.ticketKeys).update(String(this.options.size)).digest().subarray(0, 48);
+    const options = secureContextOptions(tls, keys);
     this.options.set(server, options);
     if (!tls.certificateValues) this.contexts.set(server, createSecureContext(options));
   }

@@ -336,6 +336,70 @@ http { access_log off;
     assertSameAsNginx(run);
   });
 
+  it('resumes a session on another server only with the same session ticket key and certificate (ssl_session_ticket_key, the session id context), as nginx', async () => {
+    const a = selfSigned('a.test', 'rsa');
+    const b = selfSigned('b.test', 'rsa');
+    // any 48 bytes make a key (a name, an AES key, an HMAC key)
+    const files = { 'a.pem': a.cert, 'a.key': a.key, 'b.pem': b.cert, 'b.key': b.key, 'one.tk': 'k'.repeat(48), 'two.tk': 'q'.repeat(48) };
+    const run = await differential({
+      files,
+      extraPorts: 5,
+      conf: ({ port, ports }) => httpConf(`  ssl_certificate a.pem; ssl_certificate_key a.key;
+  server { listen 127.0.0.1:${port} ssl; ssl_session_ticket_key one.tk; return 200; }
+  server { listen 127.0.0.1:${ports[0]} ssl; ssl_session_ticket_key one.tk; return 200; }
+  server { listen 127.0.0.1:${ports[1]} ssl; ssl_session_ticket_key two.tk; return 200; }
+  server { listen 127.0.0.1:${ports[2]} ssl; ssl_certificate b.pem; ssl_certificate_key b.key; ssl_session_ticket_key one.tk; return 200; }
+  server { listen 127.0.0.1:${ports[3]} ssl; return 200; }
+  server { listen 127.0.0.1:${ports[4]} ssl; return 200; }`),
+    }, async (s) => {
+      const out: Record<string, boolean | undefined> = {};
+      for (const maxVersion of [undefined, 'TLSv1.2'] as const) {
+        const resumed = async (from: number, to: number): Promise<boolean | undefined> => {
+          const first = await tlsExchange(from, { maxVersion });
+          return (await tlsExchange(to, { maxVersion, session: first.session })).reused;
+        };
+        const v = maxVersion ?? 'TLSv1.3';
+        out[`${v} same key`] = await resumed(s.port, s.ports[0]!);
+        out[`${v} another key`] = await resumed(s.port, s.ports[1]!);
+        out[`${v} same key, another certificate`] = await resumed(s.port, s.ports[2]!);
+        out[`${v} no key, same certificate`] = await resumed(s.ports[3]!, s.ports[4]!);
+        out[`${v} the same server`] = await resumed(s.ports[3]!, s.ports[3]!);
+      }
+      return out;
+    });
+    assert.equal(run.nginx.result['TLSv1.3 same key'], true);
+    assert.equal(run.nginx.result['TLSv1.3 no key, same certificate'], false);
+    assertSameAsNginx(run);
+  });
+
+  it('refuses an ssl_session_ticket_key file of another size than 48 or 80 bytes, or a missing one, with nginx\'s [emerg]', () => {
+    const dir = tempDir('jinx-tk-');
+    const pki = selfSigned('tk.test', 'rsa');
+    writeFileSync(join(dir, 'c.pem'), pki.cert);
+    writeFileSync(join(dir, 'c.key'), pki.key);
+    writeFileSync(join(dir, 'short.tk'), 'x'.repeat(10));
+    writeFileSync(join(dir, 'long.tk'), 'x'.repeat(80));
+    mkdirSync(join(dir, 'logs'));
+    const outcomes: Record<string, Comparison> = {};
+    for (const name of ['short', 'long', 'missing']) {
+      writeFileSync(join(dir, `${name}.conf`), `daemon off; error_log logs/error.log; pid logs/nginx.pid; events {}
+http { access_log off;
+  server { listen 127.0.0.1:1 ssl; ssl_certificate c.pem; ssl_certificate_key c.key;
+    ssl_session_ticket_key ${name}.tk;
+  }
+}
+`);
+      outcomes[name] = compareConfigTest(dir, join(dir, `${name}.conf`), { hidePrefix: dir });
+    }
+    assert.equal(outcomes.short!.nginx.status, 1);
+    assert.equal(outcomes.long!.nginx.status, 0);
+    assert.deepEqual(outcomes.short!.jinx, outcomes.short!.nginx);
+    assert.deepEqual(outcomes.missing!.jinx, outcomes.missing!.nginx);
+    // an 80-byte key (AES-256) is one node:tls cannot take: jinx says so, and goes on
+    assert.equal(outcomes.long!.jinx.status, 0);
+    assert.ok(outcomes.long!.jinx.lines.some((l) => l.includes('"ssl_session_ticket_key" "long.tk" is not used: node:tls takes 48-byte keys only')), outcomes.long!.jinx.lines.join('\n'));
+  });
+
   it('serves curl over HTTP/2 and HTTP/1.1 on one TLS port, each name with its own certificate', { skip: hasCommand('curl') ? false : 'no curl command' }, async () => {
     const files: Record<string, string> = {};
     for (const [name, kind] of [['a.test', 'rsa'], ['b.test', 'ec']] as const) {

@@ -69,7 +69,7 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   ['proxy_pass_trailers', OFF], ['proxy_socket_keepalive', OFF], ['fastcgi_socket_keepalive', OFF],
   ['ssl_stapling', OFF], ['ssl_early_data', OFF], ['proxy_ssl_certificate_cache', OFF],
   // what jinx does differently whatever the value
-  ['ssl_session_ticket_key', 'always'], ['ssl_conf_command', 'always'], ['proxy_ssl_conf_command', 'always'],
+  ['ssl_conf_command', 'always'], ['proxy_ssl_conf_command', 'always'],
 ]);
 
 /** Whether a directive jinx does not act on deserves a note: its value asks for what jinx does not do. */

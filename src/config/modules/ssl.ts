@@ -3,11 +3,12 @@
  * Certificates are read when the configuration is loaded (and on reload).
  */
 import type { Directive } from '../../parser/ast.js';
+import type { SourceLoc } from '../../source-loc.js';
 import { systemErrorText } from '../../os-errors.js';
 import { HTTP_SRV } from '../flags.js';
 import { ConfigError } from '../../errors.js';
 import {
-  checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTrustedCertificates, type CertificatePair,
+  checkCiphers, checkEcdhCurve, loadCertificatePair, loadCrl, loadDhparam, loadTicketKey, loadTrustedCertificates, type CertificatePair,
 } from '../certificates.js';
 import type { LevelNode } from '../check.js';
 import type { ConfigScope } from '../scope.js';
@@ -37,6 +38,8 @@ export const sslClientCertificate = slot<string | undefined>('ssl_client_certifi
 export const sslVerifyDepth = slot('ssl_verify_depth', 1);
 /** The DH parameters file, as written: read (and checked) when a server with certificates is merged. */
 export const sslDhparam = slot<string | undefined>('ssl_dhparam', undefined);
+/** `ssl_session_ticket_key` files, in order (a level with any inherits none: `ngx_conf_merge_ptr_value`). */
+export const sslSessionTicketKeys = listSlot<string>('ssl_session_ticket_key');
 /** `ssl_ecdh_curve`: an OpenSSL curve list, `auto` for OpenSSL's default. */
 export const sslEcdhCurve = slot('ssl_ecdh_curve', 'auto');
 /** `ssl_session_tickets`. */
@@ -199,7 +202,10 @@ export const sslDirectives: readonly DirectiveSpec[] = [
     set: (d, cx) => cx.level.set(sslSessionCache, setSessionCache(d, cx, SSL), d.loc),
   },
   { name: 'ssl_session_tickets', module: SSL, contexts: HTTP_SRV, args: ['FLAG'], effect: 'runtime', set: flagSetter(sslSessionTickets) },
-  none('ssl_session_ticket_key', ['TAKE1'], 'session tickets follow the TLS library\'s default', rule.array),
+  {
+    name: 'ssl_session_ticket_key', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => cx.level.append(sslSessionTicketKeys, d.args[0]!, d.loc),
+  },
   none('ssl_buffer_size', ['TAKE1'], 'TLS records are sized by the runtime', rule.size()),
   { name: 'ssl_dhparam', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslDhparam) },
   { name: 'ssl_ecdh_curve', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslEcdhCurve) },
@@ -258,6 +264,12 @@ export interface TlsServerConf {
   readonly ecdhCurve: string;
   /** `ssl_session_tickets`. */
   readonly sessionTickets: boolean;
+  /**
+   * The first `ssl_session_ticket_key` of 48 bytes, in node:tls's order
+   * (name, HMAC key, AES key: `ticketKeys`); undefined without one (the
+   * master's keys are used).
+   */
+  readonly ticketKey: Buffer | undefined;
   /** `ssl_session_cache`, undefined for `off`/`none`. */
   readonly sessionCache: SessionCacheConf | undefined;
 }
@@ -274,8 +286,8 @@ export interface PerHandshakeCertificates<V extends ScriptView = RequestView> {
 /** The certificate pairs read in one compile, by paths and passphrases, and the cipher lists and curves checked. */
 const LOADED = Symbol('ssl files');
 
-function loadedOf(cx: CompileContext): { pairs: Map<string, CertificatePair>; ciphers: Set<string>; curves: Set<string> } {
-  return cx.memo(LOADED, () => ({ pairs: new Map<string, CertificatePair>(), ciphers: new Set<string>(), curves: new Set<string>() }));
+function loadedOf(cx: CompileContext): { pairs: Map<string, CertificatePair>; ciphers: Set<string>; curves: Set<string>; warned: Set<string> } {
+  return cx.memo(LOADED, () => ({ pairs: new Map<string, CertificatePair>(), ciphers: new Set<string>(), curves: new Set<string>(), warned: new Set<string>() }));
 }
 
 /** `ngx_ssl_ciphers` once per distinct list in a compile (`checkCiphers`). */
@@ -305,7 +317,7 @@ export interface ServerCertificates {
 }
 
 /** What a TLS server reads besides its certificates. */
-type TlsFiles = Pick<TlsServerConf, 'verifyClient' | 'clientCa' | 'trusted' | 'verifyDepth' | 'crl' | 'dhparam'>;
+type TlsFiles = Pick<TlsServerConf, 'verifyClient' | 'clientCa' | 'trusted' | 'verifyDepth' | 'crl' | 'dhparam' | 'ticketKey'>;
 
 /**
  * Loads a server's certificates (merged from http level), pairing
@@ -332,7 +344,7 @@ export function serverCertificates(cx: CompileContext, node: LevelNode): ServerC
     : undefined;
   const loaded = perHandshake ? [] : certs.map((c, i) => certificatePair(cx, cx.scope.confPath(c.text), cx.scope.confPath(keys[i]!.text), passwords));
   if (certs.length === 0 && !chain.get(sslRejectHandshake)) return { loaded, perHandshake, passwords, files: undefined };
-  return { loaded, perHandshake, passwords, files: tlsFiles(cx, chain) };
+  return { loaded, perHandshake, passwords, files: tlsFiles(cx, chain, node) };
 }
 
 /**
@@ -341,10 +353,11 @@ export function serverCertificates(cx: CompileContext, node: LevelNode): ServerC
  * certificates of `ssl_client_certificate` (`on` and `optional` need them
  * or `ssl_trusted_certificate`); then `ssl_trusted_certificate`,
  * `ssl_crl`, `ssl_dhparam` and the `ssl_ecdh_curve` list, each read or
- * checked whether or not client certificates are asked for.
+ * checked whether or not client certificates are asked for; then the
+ * `ssl_session_ticket_key` files.
  * @throws ConfigError nginx's `[emerg]`s
  */
-function tlsFiles(cx: CompileContext, chain: ConfChain): TlsFiles {
+function tlsFiles(cx: CompileContext, chain: ConfChain, node: LevelNode): TlsFiles {
   const verifyClient = chain.get(sslVerifyClient);
   const caPath = chain.get(sslClientCertificate);
   const trustedPath = chain.get(sslTrustedCertificate);
@@ -364,7 +377,51 @@ function tlsFiles(cx: CompileContext, chain: ConfChain): TlsFiles {
     checkEcdhCurve(curves);
     checked.add(curves);
   }
-  return { verifyClient, clientCa, trusted, verifyDepth: chain.get(sslVerifyDepth), crl, dhparam };
+  const ticketKey = offline ? undefined : ticketKeyOf(cx, chain.listEntries(sslSessionTicketKeys), node);
+  return { verifyClient, clientCa, trusted, verifyDepth: chain.get(sslVerifyDepth), crl, dhparam, ticketKey };
+}
+
+/**
+ * The key session tickets are made with, from a server's
+ * `ssl_session_ticket_key` files (each read and checked as nginx does):
+ * the first, when it has 48 bytes, reordered for node:tls (nginx's name,
+ * AES key, HMAC key; node's name, HMAC key, AES key). node:tls takes one
+ * key of that kind only: an 80-byte first key (AES-256) leaves tickets to
+ * the master's own key, and the keys after the first, which nginx keeps to
+ * resume tickets made with them, are not used; each is a warning, once per
+ * file and line.
+ * @throws ConfigError `open() "PATH" failed (…)`, `"PATH" must be 48 or 80 bytes`, at the end of
+ *   the http (or stream) block, where nginx's merge of the server is when it reads the files
+ */
+function ticketKeyOf(cx: CompileContext, entries: readonly { readonly value: string; readonly loc: SourceLoc }[], server: LevelNode): Buffer | undefined {
+  const { warned } = loadedOf(cx);
+  const warnOnce = (loc: SourceLoc, code: string, text: string): void => {
+    const key = `${code} ${loc.file}:${loc.line}`;
+    if (warned.has(key)) return;
+    warned.add(key);
+    cx.warn({ level: 'warn', code, text, loc });
+  };
+  let block = server;
+  while (block.parent?.directive) block = block.parent;
+  const end = { file: block.directive!.loc.file, line: block.directive!.closeLine ?? block.directive!.loc.line };
+  const keys = entries.map((e) => {
+    try {
+      return loadTicketKey(cx.scope.confPath(e.value));
+    } catch (err) {
+      if (err instanceof ConfigError) throw new ConfigError(err.code, err.text, end);
+      throw err;
+    }
+  });
+  entries.slice(1).forEach((e) => warnOnce(e.loc, 'ticket-key-unused',
+    `"ssl_session_ticket_key" "${e.value}" is not used: jinx makes and resumes session tickets with the first key only`));
+  const first = keys[0];
+  if (!first) return undefined;
+  if (first.length === 80) {
+    warnOnce(entries[0]!.loc, 'ticket-key-unused',
+      `"ssl_session_ticket_key" "${entries[0]!.value}" is not used: node:tls takes 48-byte keys only, session tickets are made with a key of jinx's own`);
+    return undefined;
+  }
+  return Buffer.concat([first.subarray(0, 16), first.subarray(32, 48), first.subarray(16, 32)]);
 }
 
 /**

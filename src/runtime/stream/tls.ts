@@ -39,7 +39,7 @@ function serverTls(server: StreamServer, tls: StreamTlsConf): ServerTls {
     const hub = createTlsServer();
     if (tls.sessionCache) serveSessions(hub, tls.sessionCache, tls.sessionTimeoutSec * 1000, sessions);
     // nginx's session id context of stream servers (ngx_stream_ssl_sess_id_ctx); without one OpenSSL refuses to resume by id
-    made = { context: createSecureContext({ ...secureContextOptions(tls, undefined), sessionIdContext: 'STREAM' }), hub };
+    made = { context: createSecureContext(secureContextOptions(tls, undefined, 'STREAM')), hub };
     contexts.set(server, made);
   }
   return made;
@@ -62,7 +62,7 @@ function authorize(socket: TLSSocket): void {
 
 /** What OpenSSL settles before the servername callback: the default server's protocols and ciphers. */
 function settledFirst(baseTls: StreamTlsConf): SecureContextOptions {
-  const { ciphers, honorCipherOrder, minVersion, maxVersion } = secureContextOptions(baseTls, undefined);
+  const { ciphers, honorCipherOrder, minVersion, maxVersion } = secureContextOptions(baseTls, undefined, 'STREAM');
   return { ciphers, honorCipherOrder, minVersion, maxVersion };
 }
 
@@ -81,7 +81,7 @@ function chosenContext(base: StreamServer, baseTls: StreamTlsConf, chosen: Strea
   if (!byChosen) pairs.set(base, (byChosen = new WeakMap()));
   let made = byChosen.get(chosen);
   if (!made) {
-    made = createSecureContext({ ...secureContextOptions(chosenTls, undefined), ...settledFirst(baseTls), sessionIdContext: 'STREAM' });
+    made = createSecureContext({ ...secureContextOptions(chosenTls, undefined, 'STREAM'), ...settledFirst(baseTls) });
     byChosen.set(chosen, made);
   }
   return made;
@@ -224,7 +224,7 @@ export function streamHandshake(session: StreamSession, raw: Socket, done: (sock
     const own = chosenTls && (chosenTls.certificates.length > 0 || chosenTls.certificateValues) ? chosenTls : undefined;
     const tls = own ?? baseTls;
     const context = tls.certificateValues && serverName !== undefined
-      ? handshakeContext(session, tls, { ...secureContextOptions(tls, undefined), ...settledFirst(baseTls), sessionIdContext: 'STREAM' }, serverName)
+      ? handshakeContext(session, tls, { ...secureContextOptions(tls, undefined, 'STREAM'), ...settledFirst(baseTls) }, serverName)
       : own ? chosenContext(base, baseTls, chosen, own) : serverTls(base, baseTls).context;
     if (!context) {
       // the certificate callback failed: OpenSSL ends the handshake with an alert
