@@ -126,7 +126,27 @@ export class Master {
     if (!this.main.errorLogs.some((t) => t.path === 'stderr')) process.stderr.write(Buffer.from(`nginx: [emerg] ${message}\n`, 'latin1'));
   }
 
+  /**
+   * The signals are taken from the first moment: one that comes while the
+   * first workers start is carried out once they serve, as nginx's master,
+   * which blocks them until its cycle waits for them (`sigsuspend`).
+   * Without a handler node would end the master at once on a `QUIT` or
+   * `TERM`, leaving its workers serving on their own.
+   */
   private async serve(): Promise<number> {
+    const exited = new Promise<number>((resolve) => {
+      this.resolveExit = resolve;
+    });
+    let held: (() => void)[] | undefined = [];
+    const on = (signal: NodeJS.Signals, handler: () => void): void => {
+      process.on(signal, () => (held ? held.push(handler) : handler()));
+    };
+    on('SIGHUP', () => this.onReload());
+    on('SIGQUIT', () => this.onStop('quit', 'SIGQUIT'));
+    on('SIGTERM', () => this.onStop('stop', 'SIGTERM'));
+    on('SIGINT', () => this.onStop('stop', 'SIGINT'));
+    on('SIGUSR1', () => this.onReopen());
+    on('SIGWINCH', () => this.onNoAccept());
     if (!await this.start(this.current)) return this.close(1);
     optimizeFromNowOn();
     try {
@@ -136,15 +156,9 @@ export class Master {
       this.signalAll('SIGTERM');
       return this.close(1);
     }
-    const exited = new Promise<number>((resolve) => {
-      this.resolveExit = resolve;
-    });
-    process.on('SIGHUP', () => this.onReload());
-    process.on('SIGQUIT', () => this.onStop('quit', 'SIGQUIT'));
-    process.on('SIGTERM', () => this.onStop('stop', 'SIGTERM'));
-    process.on('SIGINT', () => this.onStop('stop', 'SIGINT'));
-    process.on('SIGUSR1', () => this.onReopen());
-    process.on('SIGWINCH', () => this.onNoAccept());
+    const pending = held;
+    held = undefined;
+    for (const handler of pending) handler();
     return exited;
   }
 

@@ -16,9 +16,9 @@ import { createPrivateKey } from 'node:crypto';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { mkdirSync, readlinkSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { cleanup, freePort, onCleanup, waitFor } from '../helpers/harness.js';
+import { cleanup, freePort, onCleanup, portOpen, waitFor } from '../helpers/harness.js';
 import { repeatingUpstream } from '../helpers/upstreams.js';
-import { impls, JINX_IMPL, KeepAliveClient, makePrefix, readText, runImpl, sleep, startImpl, type Impl } from '../helpers/cli.js';
+import { impls, JINX_IMPL, KeepAliveClient, makePrefix, readText, runImpl, sleep, spawnImpl, startImpl, type Impl } from '../helpers/cli.js';
 import { selfSigned } from '../helpers/pki.js';
 
 /** The pids of a process's children: the master's workers. */
@@ -239,6 +239,20 @@ function runScenarios(impl: Impl): void {
       assert.ok(replacedAfterMs >= 0 && replacedAfterMs <= 1000, `the new worker started after ${replacedAfterMs} ms`);
       const log = notices(readText(join(p, 'logs/error.log')));
       assert.ok(log.includes(`[alert] ${proc.pid}#${proc.pid}: worker process ${first.pid} exited on signal 9`), log.join('\n'));
+    });
+
+    it('a QUIT that comes while the workers start: the master stops them once they serve and exits last with code 0, no worker left serving', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a').replace('worker_processes 2;', 'worker_processes 4;') });
+      const proc = spawnImpl(impl, ['-p', `${p}/`, '-c', 'nginx.conf']);
+      // the first worker listens while the others start
+      await waitFor(() => proc.hasExited() || portOpen(port), 10_000, `port ${port}`);
+      proc.child.kill('SIGQUIT');
+      assert.equal(await proc.waitExit(), 0, proc.stderr());
+      const log = notices(readText(join(p, 'logs/error.log')));
+      assert.equal(log.at(-1), `[notice] ${proc.pid}#${proc.pid}: exit`, log.join('\n'));
+      await waitFor(async () => !(await portOpen(port)), 5000, 'no process serving the port');
+      assert.equal(proc.stderr(), '');
     });
 
     it('worker_cpu_affinity auto, worker_rlimit_nofile and worker_priority: each worker on its own CPU, with the limit and the priority, logged as nginx logs it', async () => {
