@@ -14,6 +14,7 @@
  * `Vary` changed goes to the key's main entry.
  */
 import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -310,6 +311,22 @@ http { access_log off; proxy_temp_path tmp/proxy;
 
 describe('proxy_cache (jinx)', () => {
   after(cleanup);
+
+  it('removes at start the temporary files of processes that have ended, not those a live process is writing (another worker\'s)', async () => {
+    const up = await countingUpstream();
+    const prefix = tempDir('jinx-cache-');
+    // a process that has ended: a child that ran and exited
+    const ended = spawnSync('true').pid!;
+    const live = process.pid;
+    const name = (pid: number): string => `0123456789abcdef0123456789abcdef.${pid}.7.tmp`;
+    writeFiles(prefix, { 'logs/.keep': '', 'tmp/.keep': '', [`cache/${name(ended)}`]: 'x', [`cache/${name(live)}`]: 'y' });
+    const port = await freePort();
+    const server = await startCachingJinx(prefix, port, up.port);
+    assert.equal((await request(port, '/loaded')).headers['x-cache-status'], 'MISS');
+    await waitFor(() => !existsSync(join(prefix, 'cache', name(ended))), 5000, 'the ended process\'s temporary file removed');
+    assert.ok(existsSync(join(prefix, 'cache', name(live))), 'the live process\'s temporary file kept');
+    await server.stop('SIGQUIT');
+  });
 
   it('keeps its entries across a restart: the HIT needs no upstream', async () => {
     const up = await countingUpstream();

@@ -49,6 +49,17 @@ const MANAGER_INTERVAL_MS = 10_000;
 const ENTRY_NAME = /^[0-9a-f]{32}$/;
 
 /** One zone: its index, loader and manager. */
+/** Whether process `pid` is running (a signal 0 reaches it, or it is another user's). */
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export class CacheZone {
   private readonly index = new Map<string, IndexEntry>();
   /** Headers of the entries read last, by hash, in the order they were read (`knowHead`). */
@@ -218,7 +229,9 @@ export class CacheZone {
 
   /**
    * The cache loader (`ngx_http_file_cache_loader`): walks the directory,
-   * indexes every entry file, removes left-over temporary files.
+   * indexes every entry file, removes the temporary files of processes that
+   * have ended (`HASH.PID.N.tmp`; a worker loads as it starts, while the
+   * others may be writing theirs).
    */
   private async load(): Promise<void> {
     await mkdir(this.conf.dir, { recursive: true });
@@ -232,8 +245,9 @@ export class CacheZone {
       for (const name of names) {
         const path = `${dir}/${name}`;
         if (name.endsWith('.tmp')) {
-          // left over by an earlier process (this one's are being written)
-          if (!name.endsWith(`.${process.pid}.tmp`) && !name.includes(`.${process.pid}.`)) await rm(path, { force: true });
+          // left over by a process that has ended; those of live ones (this one, the other workers, an old
+          // generation's) are being written
+          if (!processAlive(Number(name.split('.')[1]))) await rm(path, { force: true });
           continue;
         }
         if (depth < this.conf.levels.length) {
