@@ -111,8 +111,8 @@ export function keptHeaders(r: HttpRequestState): [string, string][] {
     name === 'Location' && value.startsWith('/') ? [name, absoluteLocation(r, value)] : [name, value]);
 }
 
-/** Headers of a response the range filter turns into a 416 that nginx's `headers_out` no longer has. */
-const CLEARED_BY_416 = new Set(['content-type', 'content-length']);
+/** Headers of a response the range filter turns into a 416 that nginx's `headers_out` no longer has (its own `Content-Range` replaces one the upstream sent). */
+const CLEARED_BY_416 = new Set(['content-type', 'content-length', 'content-range']);
 
 /**
  * Keeps what a response had when the range filter found its range cannot
@@ -120,7 +120,7 @@ const CLEARED_BY_416 = new Set(['content-type', 'content-length']);
  * response or `error_page`): nginx's range filter returns 416 to the
  * handler with `headers_out` as the handler and the headers module left it
  * (`ngx_http_range_not_satisfiable`), its `Content-Length` and type cleared,
- * a `Content-Range` of `*` and the size added; the special response then drops
+ * a `Content-Range` of `*` and the size in place of any other; the special response then drops
  * `Last-Modified`, `ETag` and `Accept-Ranges`, and the headers module adds
  * its `always` headers again (nginx sends those twice). `headers` is the
  * whole list: what earlier steps kept for the response first.

@@ -44,7 +44,7 @@ function filesUnder(dir: string): string[] {
  * An upstream that counts its requests per path and answers by path:
  * `/h/NAME` sends the header `NAME` from the query (`?v=…`), the body
  * names the path and the count; `/lm` has a Last-Modified and
- * Accept-Ranges; `/echo-ims` echoes the validators it got.
+ * Accept-Ranges (`/lm-cr` a `Content-Range: stub` too); `/echo-ims` echoes the validators it got.
  */
 async function countingUpstream(): Promise<{ port: number; counts: Map<string, number> }> {
   const counts = new Map<string, number>();
@@ -54,10 +54,11 @@ async function countingUpstream(): Promise<{ port: number; counts: Map<string, n
     counts.set(url.pathname, n);
     const header = url.pathname.startsWith('/h/') ? url.pathname.slice(3) : undefined;
     if (header) res.setHeader(header, url.searchParams.get('v') ?? '');
-    if (url.pathname === '/lm') {
+    if (url.pathname === '/lm' || url.pathname === '/lm-cr') {
       res.setHeader('Last-Modified', 'Mon, 02 Jan 2023 03:04:05 GMT');
       res.setHeader('Accept-Ranges', 'bytes');
     }
+    if (url.pathname === '/lm-cr') res.setHeader('Content-Range', 'stub');
     if (url.pathname === '/echo-ims') {
       res.end(`ims=${req.headers['if-modified-since'] ?? ''} inm=${req.headers['if-none-match'] ?? ''} range=${req.headers.range ?? ''}\n`);
       return;
@@ -234,6 +235,7 @@ describe('proxy_cache: ranges of a response being cached (differential)', () => 
     location = /stub { proxy_pass http://127.0.0.1:${up.port}/h/Content-Range?v=stub; }
     location = /bad { proxy_pass http://127.0.0.1:${up.port}/lm; }
     location = /bad-ep { proxy_pass http://127.0.0.1:${up.port}/lm; error_page 416 /err; }
+    location = /bad-cr { proxy_pass http://127.0.0.1:${up.port}/lm-cr; }
     location = /err { return 200 "custom\\n"; }
   }`),
     }, async (s) => {
@@ -252,6 +254,9 @@ describe('proxy_cache: ranges of a response being cached (differential)', () => 
       out['after the 416, still a MISS'] = await s.get('/bad');
       await range('unsatisfiable range, HIT', '/bad', 'bytes=1000-');
       await range('unsatisfiable range, MISS, error_page', '/bad-ep', 'bytes=1000-');
+      await range('unsatisfiable range, upstream Content-Range, MISS', '/bad-cr', 'bytes=1000-');
+      out['upstream Content-Range, cached'] = await s.get('/bad-cr');
+      await range('unsatisfiable range, upstream Content-Range, HIT', '/bad-cr', 'bytes=1000-');
       out['upstream requests'] = [...up.counts.values()].reduce((a, b) => a + b, 0);
       return out;
     });
