@@ -11,7 +11,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { ListenGroup, ServerSet, VirtualServer } from '../config/route-table.js';
+import type { ListenGroup, ScriptOp, ServerSet, VirtualServer } from '../config/route-table.js';
 import type { ContentHandlerName } from '../config/modules/http-core.js';
 import { findLocation } from './locations.js';
 import { debugging, debugRequest, endSubrequest, logRequest, logSubrequest, type RuntimeContext } from './context.js';
@@ -32,7 +32,7 @@ import { discardRequestBody, forgoContinue } from './request-body.js';
 import { HttpRequestState, type ClientConnection, type Refusal } from './request.js';
 import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './respond.js';
 import { RateLimitedTarget } from './limit-rate.js';
-import { runScript, type ScriptLog } from './script.js';
+import { runScript, type ScriptLog, type ScriptOutcome } from './script.js';
 import { preconditionStatus } from './conditional.js';
 import { browserOf } from './user-agent.js';
 import { clientCertificateError } from './tls-details.js';
@@ -402,11 +402,16 @@ function scriptLog(ex: Exchange): ScriptLog {
   return { error: (message) => logRequest(cx, r, 'error', message), notice: traced ? (message) => logRequest(cx, r, 'notice', message) : undefined };
 }
 
+/** Runs a level's rewrite directives (`runScript`); most levels have none, and then nothing is made for their messages. */
+function runLevelScript(ex: Exchange, ops: readonly ScriptOp[]): ScriptOutcome {
+  return runScript(ops, ex.r, ops.length === 0 ? undefined : scriptLog(ex));
+}
+
 /** Runs a request from the server rewrite phase (a new request, or after an internal redirect). */
 function fromServerRewrite(ex: Exchange): Promise<void> {
   const { r } = ex;
   r.loc = r.server.conf;
-  const outcome = runScript(r.server.script, r, scriptLog(ex));
+  const outcome = runLevelScript(ex, r.server.script);
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   return findConfig(ex);
 }
@@ -435,7 +440,7 @@ function findConfig(ex: Exchange): Promise<void> {
       forgoContinue(ex);
       return finalize(ex, 413);
     }
-    const outcome = runScript(r.loc.script, r, scriptLog(ex));
+    const outcome = runLevelScript(ex, r.loc.script);
     if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
     if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) {
       if (!countUriChange(ex, 'processing')) return finalize(ex, 500);
@@ -691,7 +696,7 @@ async function namedLocation(ex: Exchange, name: string): Promise<void> {
   r.loc = loc.conf;
   r.internal = true;
   limitExcept(r);
-  const outcome = runScript(r.loc.script, r, scriptLog(ex));
+  const outcome = runLevelScript(ex, r.loc.script);
   if (outcome.kind === 'return' || outcome.kind === 'redirect') return scriptResponse(ex, outcome);
   if (outcome.kind === 'last' || (outcome.kind === 'done' && outcome.uriChanged)) return findConfig(ex);
   return afterRewrite(ex);
