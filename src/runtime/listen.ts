@@ -58,6 +58,7 @@ function sessionIdContext(module: 'HTTP' | 'STREAM', tls: Omit<TlsServerConf, 'c
 export function secureContextOptions(
   tls: Omit<TlsServerConf, 'certificateValues'>, ticketKeys: Buffer | undefined, module: 'HTTP' | 'STREAM' = 'HTTP',
 ): SecureContextOptions {
+  const keys = tls.ticketKey ?? ticketKeys;
   const minVersion = tls.protocols.includes('TLSv1') ? 'TLSv1' : tls.protocols.includes('TLSv1.1') ? 'TLSv1.1'
     : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2' : 'TLSv1.3';
   const maxVersion = tls.protocols.includes('TLSv1.3') ? 'TLSv1.3' : tls.protocols.includes('TLSv1.2') ? 'TLSv1.2'
@@ -73,7 +74,7 @@ export function secureContextOptions(
     sessionIdContext: sessionIdContext(module, tls),
     ecdhCurve: tls.ecdhCurve,
     ...(tls.dhparam ? { dhparam: tls.dhparam } : {}),
-    ...(tls.sessionTickets ? (tls.ticketKey ?? ticketKeys ? { ticketKeys: tls.ticketKey ?? ticketKeys } : {}) : { secureOptions: cryptoConstants.SSL_OP_NO_TICKET }),
+    ...(!tls.sessionTickets ? { secureOptions: cryptoConstants.SSL_OP_NO_TICKET } : keys ? { ticketKeys: keys } : {}),
     // client certificates are checked against ssl_client_certificate and ssl_trusted_certificate (both named
     // to clients: node:tls has one list); the phases refuse as nginx does
     ...(tls.verifyClient !== 'off' && (tls.clientCa || tls.trusted) ? { ca: [tls.clientCa, tls.trusted].filter((b) => b !== undefined) } : {}),
