@@ -20,7 +20,7 @@ import { loadConfig, type ConfigSnapshot, type LoadedFile } from '../parser/load
 import { ConfigError, type ConfigWarning } from '../errors.js';
 import { checkConfig, DirectiveRegistry, type CheckResult, type LevelNode, type NoEffectNote } from './check.js';
 import { inheritedIntoIf, type CompileContext } from './compile-context.js';
-import { checkDuplicateLocations, checkTypesHash, coreLocConf, limitExceptConf, listenGroups, locationTree, primaryServerName } from './http-core-compile.js';
+import { checkCoreMerge, checkDuplicateLocations, coreLocConf, limitExceptConf, listenGroups, locationTree, primaryServerName } from './http-core-compile.js';
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { autoindexConf } from './modules/autoindex.js';
@@ -308,7 +308,7 @@ class Compiler implements CompileContext {
       for (const split of this.scope.registry(splitClientsBlocks)) bindSplitClients(split, this.scope.variables);
       const servers = httpNode.children.filter((c) => c.context === 'server');
       const certificates = servers.map((s) => serverCertificates(this, s));
-      checkTypesHash(this, servers);
+      checkCoreMerge(this, httpNode, servers);
       checkUpstreamMerge(this, httpNode, servers, proxy.PROXY_MERGE);
       checkUpstreamMerge(this, httpNode, servers, fastcgi.FASTCGI_MERGE);
       proxy.loadProxyTls(this, servers);

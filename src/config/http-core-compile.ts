@@ -138,15 +138,24 @@ export function limitExceptConf(node: LevelNode, conf: (node: LevelNode) => Loca
 }
 
 /**
- * `ngx_http_core_merge_loc_conf` builds the types hash of every server and
- * of every level with a `types` block of its own (the others share their
- * parent's), with that level's `types_hash_*` sizes: `checkHashSizes`.
- * @throws ConfigError the hash's `[emerg]`
+ * What `ngx_http_core_merge_srv_conf` and `ngx_http_core_merge_loc_conf`
+ * check, in nginx's order (levels in configuration order, a server before
+ * its locations): a server's `large_client_header_buffers` size at least
+ * its `connection_pool_size`, reported at the end of the http block; the
+ * types hash of every server and of every level with a `types` block of its
+ * own (the others share their parent's), with that level's `types_hash_*`
+ * sizes (`checkHashSizes`).
+ * @throws ConfigError the first of these `[emerg]`s
  */
-export function checkTypesHash(cx: CompileContext, servers: readonly LevelNode[]): void {
+export function checkCoreMerge(cx: CompileContext, httpNode: LevelNode, servers: readonly LevelNode[]): void {
   for (const node of levelsInOrder(servers)) {
     if (node.context !== 'server' && !node.conf.own(http.types)) continue;
     const c = cx.chain(node);
+    if (node.context === 'server' && c.get(http.largeClientHeaderBuffers).sizeBytes < c.get(http.connectionPoolSizeBytes)) {
+      const at = httpNode.directive!;
+      throw new ConfigError('invalid-value', 'the "large_client_header_buffers" size must be equal to or greater than "connection_pool_size"',
+        { file: at.loc.file, line: at.closeLine ?? at.loc.line });
+    }
     const keys = (c.get(http.types) ?? http.DEFAULT_TYPES).keys();
     checkHashSizes('types_hash', keys, c.get(http.typesHashMaxSize) ?? 1024, c.get(http.typesHashBucketSize) ?? 64);
   }

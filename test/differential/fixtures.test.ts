@@ -149,6 +149,10 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'invalid-time-value', expect: '[emerg] "proxy_read_timeout" directive invalid value in PREFIX/nginx.conf:7' },
   { name: 'keepalive-disable-invalid', expect: '[emerg] invalid value "netscape" in PREFIX/nginx.conf:6' },
   { name: 'keepalive-timeout-invalid', expect: '[emerg] "keepalive_timeout" directive invalid value in PREFIX/nginx.conf:6' },
+  {
+    name: 'large-client-header-buffers-below-pool-size',
+    expect: '[emerg] the "large_client_header_buffers" size must be equal to or greater than "connection_pool_size" in PREFIX/nginx.conf:11',
+  },
   { name: 'limit-except-invalid-method', expect: '[emerg] invalid method "FETCH" in PREFIX/nginx.conf:7' },
   { name: 'limit-rate-invalid', expect: '[emerg] "limit_rate" directive invalid value in PREFIX/nginx.conf:6' },
   { name: 'limit-req-burst-invalid', expect: '[emerg] invalid burst value "burst=0" in PREFIX/nginx.conf:7' },

@@ -336,6 +336,12 @@ export const underscoresInHeaders = slot('underscores_in_headers', false);
 export const ignoreInvalidHeaders = slot('ignore_invalid_headers', true);
 export const largeClientHeaderBuffers = slot('large_client_header_buffers', { count: 4, sizeBytes: 8192 });
 export const clientHeaderBufferSize = slot('client_header_buffer_size', 1024);
+/**
+ * `connection_pool_size` in bytes (nginx's default `64 * sizeof(void *)`, 512
+ * on 64-bit): no counterpart in jinx, read only by the merge check of
+ * `large_client_header_buffers` (`checkCoreServerMerge`).
+ */
+export const connectionPoolSizeBytes = slot('connection_pool_size', 512);
 /** `max_headers` (nginx 1.29.6): the most header lines a request may have. */
 export const maxHeaders = slot('max_headers', 1000);
 export const resolverTimeoutMs = slot('resolver_timeout', 30_000);
@@ -456,6 +462,14 @@ export const poolSize = (v: number): void => {
   if (v < 112) fail('the pool size must be no less than 112');
   if (v % 16 !== 0) fail('the pool size must be a multiple of 16');
 };
+
+/** `ngx_conf_set_size_slot` with `ngx_http_core_pool_size` as its post handler: the size in bytes. */
+function parsePoolSize(d: Directive): number {
+  const v = parseSize(d.args[0]!);
+  if (v === undefined) throw new DirectiveFailure('invalid value');
+  poolSize(v);
+  return v;
+}
 
 /**
  * `ngx_http_core_lowat_check` and its proxy/FastCGI counterparts: Debian's
@@ -633,7 +647,7 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('types_hash_max_size', HTTP_SRV_LOC, ['TAKE1'], 'types are kept in a Map', rule.custom(hashSize, typesHashMaxSize)),
   none('variables_hash_bucket_size', ['http'], ['TAKE1'], 'variables are bound at configuration time', rule.num()),
   none('variables_hash_max_size', ['http'], ['TAKE1'], 'variables are bound at configuration time', rule.num()),
-  none('connection_pool_size', HTTP_SRV, ['TAKE1'], TUNING, rule.size(poolSize)),
+  none('connection_pool_size', HTTP_SRV, ['TAKE1'], TUNING, rule.custom(parsePoolSize, connectionPoolSizeBytes)),
   none('request_pool_size', HTTP_SRV, ['TAKE1'], TUNING, rule.size(poolSize)),
   none('postpone_output', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size()),
   none('read_ahead', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.size()),
