@@ -150,6 +150,12 @@ export class HttpRequestState implements RequestView {
   limitRate = 0;
   /** The rate was set (`$limit_rate`, `X-Accel-Limit-Rate`) or taken from `limit_rate` (nginx's `r->limit_rate_set`). */
   limitRateSet = false;
+  /**
+   * The charset an upstream's `X-Accel-Charset` names (nginx's
+   * `headers_out.override_charset`): the charset filter's destination,
+   * whatever `charset` says.
+   */
+  overrideCharset: string | undefined;
   /** Bytes of the response body sent, for `$body_bytes_sent`. */
   bodyBytesSent = 0;
   /** Bytes sent to the client, headers included, for `$bytes_sent`. */

@@ -5,8 +5,8 @@
  * recoding with nginx's own maps (koi-utf, koi-win, win-utf) byte for byte,
  * to UTF-8 and from UTF-8 (`&#N;` for characters the map lacks, `?` for
  * invalid UTF-8, a sequence split between upstream chunks), the error-log
- * line for a pair without a map, and a response already encoded. Over
- * HTTP/2 too, with gzip.
+ * line for a pair without a map, and a response already encoded; an
+ * upstream's `X-Accel-Charset`. Over HTTP/2 too, with gzip.
  */
 import { strict as assert } from 'node:assert';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -124,6 +124,34 @@ describe('charset (differential)', () => {
     });
     assert.equal(run.nginx.result['GET /utf/a.html']!.headers['content-type'], 'text/html; charset=utf-8');
     assert.ok(run.nginx.errorLog.some((l) => l.includes('no "charset_map" between the charsets')));
+    assertSameAsNginx(run);
+  });
+
+  it("takes an upstream's X-Accel-Charset as the charset (the last one; an unknown name is an error line), unless ignored, as nginx", async () => {
+    const up = await startUpstream((req, res) => {
+      const names = new URL(req.url ?? '/', 'http://up').searchParams.getAll('xa');
+      res.writeHead(200, [['Content-Type', 'text/html'], ...names.map((n) => ['X-Accel-Charset', n])].flat());
+      res.end(KOI8);
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  include koi-utf;
+  server { listen 127.0.0.1:${port}; server_name cs.test;
+    location /none/ { proxy_pass http://127.0.0.1:${up.port}/; }
+    location /recode/ { charset koi8-r; source_charset koi8-r; proxy_pass http://127.0.0.1:${up.port}/; }
+    location /ignored/ { charset koi8-r; proxy_ignore_headers X-Accel-Charset; proxy_pass http://127.0.0.1:${up.port}/; }
+  }`),
+      files: MAPS,
+    }, async (s) => {
+      const out: Record<string, Snap> = {};
+      for (const p of ['/none/a?xa=koi8-r', '/none/a?xa=KOI8-R', '/none/a?xa=utf-8&xa=koi8-r', '/none/a?xa=windows-1251', '/none/a?xa=off',
+        '/recode/a?xa=utf-8', '/recode/a?xa=koi8-r', '/recode/a?xa=bogus', '/ignored/a?xa=utf-8']) {
+        out[p] = seen(await s.request(p, { headers: { Host: 'cs.test' } }), s.kind);
+      }
+      return out;
+    });
+    assert.equal(run.jinx.result['/none/a?xa=KOI8-R']!.headers['content-type'], 'text/html; charset=KOI8-R');
+    assert.equal(run.jinx.result['/recode/a?xa=utf-8']!.headers['content-type'], 'text/html; charset=utf-8');
+    assert.ok(run.jinx.errorLog.some((l) => l.includes('unknown charset "windows-1251" to override while reading response header from upstream')));
     assertSameAsNginx(run);
   });
 

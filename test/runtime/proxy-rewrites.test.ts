@@ -3,7 +3,7 @@
  * upstream request's method and body (`proxy_method`, `proxy_set_body`,
  * `set $args`), the response's cookies (`proxy_cookie_domain`,
  * `proxy_cookie_path`, `proxy_cookie_flags`) and redirects
- * (`proxy_redirect` regexes), upstream headers nginx takes with bare LFs,
+ * (`proxy_redirect` regexes and `default`), upstream headers nginx takes with bare LFs,
  * ignores when repeated or refuses, the `$upstream_*` variables, and the
  * connections an upstream sees after a response is given up.
  */
@@ -93,6 +93,36 @@ ${backendCookies}
     });
     assert.equal(run.jinx.result['v=1; Domain=www.Example.org'], 'v=1; Domain=example.com');
     assert.equal(run.jinx.result['a=1;Secure;HttpOnly;SameSite=Lax'], 'a=1; Secure; HttpOnly; SameSite=None');
+    // not the logs: nginx keeps its connections to the backend, which then logs "closed keepalive connection"
+    assertSameAsNginx(run, { log: false });
+  });
+
+  it('proxy_redirect default is the rule of the proxy_pass URL as written, in its place among the others and inherited as its parent wrote it', async () => {
+    const run = await differential({
+      extraPorts: 1,
+      conf: ({ port, ports }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name localhost;
+    location /d/ { proxy_pass http://127.0.0.1:${ports[0]}/; proxy_redirect default; proxy_redirect ~^http://other(/.*)$ https://y$1; }
+    location /first/ { proxy_pass http://127.0.0.1:${ports[0]}/; proxy_redirect ~^http://other(/.*)$ https://y$1; proxy_redirect default; }
+    location /n/ {
+      proxy_pass http://127.0.0.1:${ports[0]}/a/; proxy_redirect default;
+      location /n/in/ { proxy_pass http://127.0.0.1:${ports[0]}/b/; }
+    }
+    location /nouri/ { proxy_pass http://127.0.0.1:${ports[0]}; }
+  }
+  server { listen 127.0.0.1:${ports[0]}; server_name backend;
+    location / { return 302 $arg_l; }
+  }`),
+    }, async (s) => {
+      const back = `http://127.0.0.1:${s.ports[0]}`;
+      const out: Record<string, string | undefined> = {};
+      for (const [path, l] of [['/d/x', `${back}/q`], ['/d/x', 'http://other/q'], ['/first/x', `${back}/q`], ['/first/x', 'http://other/q'],
+        ['/n/x', `${back}/a/q`], ['/n/in/x', `${back}/a/q`], ['/n/in/x', `${back}/b/q`], ['/nouri/x', `${back}/q`]]) {
+        out[`${path} ${l!.replace(String(s.ports[0]), 'PORT')}`] = (await s.get(`${path}?l=${l}`)).headers['location'];
+      }
+      return out;
+    });
+    assert.equal(run.jinx.result['/d/x http://other/q'], 'https://y/q');
+    assert.match(run.jinx.result['/n/in/x http://127.0.0.1:PORT/a/q'] ?? '', /^http:\/\/127\.0\.0\.1:\d+\/n\/q$/);
     // not the logs: nginx keeps its connections to the backend, which then logs "closed keepalive connection"
     assertSameAsNginx(run, { log: false });
   });

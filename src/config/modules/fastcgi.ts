@@ -226,6 +226,7 @@ export function fastcgiConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     accelBuffering: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Buffering'),
     accelRedirect: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Redirect'),
     accelLimitRate: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Limit-Rate'),
+    accelCharset: !c.get(fastcgiIgnoreHeaders).includes('X-Accel-Charset'),
     requestBuffering: c.get(fastcgiRequestBuffering),
     memoryBytes: buffers.count * buffers.sizeBytes,
     bufferBytes: buffers.sizeBytes,

@@ -74,8 +74,8 @@ export const proxyNextUpstream = slot<readonly string[]>('proxy_next_upstream', 
 export const proxyNextUpstreamTries = slot('proxy_next_upstream_tries', 0);
 /** 0: no time limit for passing a request to the next server. */
 export const proxyNextUpstreamTimeoutMs = slot('proxy_next_upstream_timeout', 0);
-/** `proxy_redirect`: `default`, `off`, or FROM TO pairs (list semantics; `off` clears). */
-export const proxyRedirect = listSlot<RedirectDef | 'default' | 'off'>('proxy_redirect');
+/** `proxy_redirect`: `off`, or rules (list semantics; `default` is the rule `defaultRedirect` makes where it is written). */
+export const proxyRedirect = listSlot<RedirectDef | 'off'>('proxy_redirect');
 
 /** A `proxy_redirect REDIRECT REPLACEMENT` rule: a prefix with variables, or `~REGEX` (`~*` case-insensitive). */
 export type RedirectDef =
@@ -225,6 +225,21 @@ function setProxyPass(d: Directive, cx: SetContext): void {
   cx.level.set(proxyPass, parsed, d.loc);
 }
 
+/**
+ * The rule of `proxy_redirect default`, and of a location with `proxy_pass`
+ * and no `proxy_redirect` of its own or inherited
+ * (`ngx_http_proxy_redirect`, `ngx_http_proxy_merge_loc_conf`): the
+ * `proxy_pass` URL as written is replaced by the location's name, or, for a
+ * URL without a URI part, the URL and "/" by "/". Made where it is written:
+ * a nested location inheriting it keeps its parent's URL.
+ */
+function defaultRedirect(pass: Extract<ProxyPassDef, { kind: 'static' }>): RedirectDef {
+  const literal = (text: string): ValueSource => ({ text, parts: [text], loc: pass.loc });
+  return pass.uri !== undefined
+    ? { from: literal(pass.url), to: literal(pass.locationPrefix) }
+    : { from: literal(`${pass.url}/`), to: literal('/') };
+}
+
 function setRedirect(d: Directive, cx: SetContext): void {
   const own = cx.level.ownList(proxyRedirect);
   if (d.args.length === 1) {
@@ -239,7 +254,7 @@ function setRedirect(d: Directive, cx: SetContext): void {
     const pass = cx.level.own(proxyPass)?.value;
     if (pass?.kind === 'variable') fail('"proxy_redirect default" cannot be used with "proxy_pass" directive with variables');
     if (!pass) fail('"proxy_redirect default" should be placed after the "proxy_pass" directive');
-    cx.level.append(proxyRedirect, 'default', d.loc);
+    cx.level.append(proxyRedirect, defaultRedirect(pass), d.loc);
     return;
   }
   if (own?.some((e) => e.value === 'off')) throw new DirectiveFailure('is duplicate');
@@ -438,8 +453,8 @@ export interface ProxyConf extends UpstreamConf {
   readonly cookieFlags: readonly CookieFlags[] | undefined;
   /** `proxy_cache` and its kin; undefined when the location does not cache. */
   readonly cache: CacheConf | undefined;
-  /** `proxy_redirect`: rules replace a prefix of the value, or (a regex) the whole value. */
-  readonly redirect: 'default' | 'off' | readonly (
+  /** `proxy_redirect`: rules replace a prefix of the value, or (a regex) the whole value; none for `off`. */
+  readonly redirect: readonly (
     { readonly from: CompiledValue; readonly to: CompiledValue } | { readonly regex: RegExp; readonly to: CompiledValue }
   )[];
 }
@@ -530,17 +545,15 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
     readTimeoutMs: c.get(proxyReadTimeoutMs),
     bufferSizeBytes: c.get(proxyBufferSize),
     interceptErrors: c.get(proxyInterceptErrors),
-    redirect: redirects.length === 0 || redirects.includes('default')
-      ? 'default'
-      : redirects.includes('off')
-        ? 'off'
-        : redirects.filter((r): r is Exclude<typeof r, string> => typeof r !== 'string')
-          .map((r) => ('regex' in r ? { regex: r.regex.regex, to: vars.bind(r.to) } : { from: vars.bind(r.from), to: vars.bind(r.to) })),
+    redirect: (redirects.length === 0 && pass.kind === 'static' ? [defaultRedirect(pass)] : redirects)
+      .filter((r) => r !== 'off')
+      .map((r) => ('regex' in r ? { regex: r.regex.regex, to: vars.bind(r.to) } : { from: vars.bind(r.from), to: vars.bind(r.to) })),
     ignoreClientAbort: c.get(proxyIgnoreClientAbort),
     buffering: c.get(proxyBuffering),
     accelBuffering: !c.get(proxyIgnoreHeaders).includes('X-Accel-Buffering'),
     accelRedirect: !c.get(proxyIgnoreHeaders).includes('X-Accel-Redirect'),
     accelLimitRate: !c.get(proxyIgnoreHeaders).includes('X-Accel-Limit-Rate'),
+    accelCharset: !c.get(proxyIgnoreHeaders).includes('X-Accel-Charset'),
     requestBuffering: c.get(proxyRequestBuffering),
     memoryBytes: c.get(proxyBuffers).count * c.get(proxyBuffers).sizeBytes,
     bufferBytes: c.get(proxyBuffers).sizeBytes,

@@ -322,6 +322,8 @@ export interface UpstreamConf extends NextUpstreamConf {
   readonly accelRedirect: boolean;
   /** Whether an upstream's `X-Accel-Limit-Rate` sets the response's rate (not in `*_ignore_headers`). */
   readonly accelLimitRate: boolean;
+  /** Whether an upstream's `X-Accel-Charset` names the response's charset (not in `*_ignore_headers`). */
+  readonly accelCharset: boolean;
   /** `*_request_buffering`: read the whole request body before connecting. */
   readonly requestBuffering: boolean;
   /** Bytes of a response kept in memory before spooling (`*_buffers` number × size). */

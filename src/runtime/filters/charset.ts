@@ -11,8 +11,8 @@ import { decodeUtf8, type Recoding } from '../../config/modules/charset.js';
 import type { CharsetSetting } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import type { HttpRequestState } from '../request.js';
-import type { HeaderFilter } from './types.js';
-import { bodyChanged, lastHeader, replaceHeader, responseContentType, typeListed } from './headers.js';
+import type { FilterContext, HeaderFilter } from './types.js';
+import { bodyChanged, lastHeader, replaceHeader, responseContentType, typeListed, type ContentType } from './headers.js';
 
 /** A charset decided for a response: its name and index (undefined: a name the configuration does not know). */
 interface Decided {
@@ -30,6 +30,41 @@ function decide(r: HttpRequestState, setting: Exclude<CharsetSetting, { kind: 'o
 }
 
 /**
+ * An upstream's `X-Accel-Charset` (`ngx_http_upstream_process_charset`): the
+ * last one becomes the request's `overrideCharset`. `received` lists the
+ * response's headers as name, value, name, value …
+ */
+export function takeAccelCharset(r: HttpRequestState, received: readonly string[]): void {
+  for (let i = 0; i + 1 < received.length; i += 2) {
+    const name = received[i]!;
+    if (name.length === 15 && name.toLowerCase() === 'x-accel-charset') r.overrideCharset = received[i + 1]!;
+  }
+}
+
+/**
+ * The destination charset (`ngx_http_destination_charset`): the upstream's
+ * `X-Accel-Charset` when it sent one (an unknown name is an `[error]` and
+ * leaves the response as it is), else `charset`, for a response of
+ * `charset_types` without a charset of its own or, with `override_charset`,
+ * any; `undefined` when the response keeps its charset.
+ */
+function destination(f: FilterContext, ct: ContentType): Decided | 'error' | undefined {
+  const { cx, r } = f;
+  const conf = r.loc.charset;
+  // a subrequest's own X-Accel-Charset is not looked at (ngx_http_main_request_charset)
+  const override = r.parent ? undefined : r.overrideCharset;
+  if (override) {
+    const index = conf.tables.find(override);
+    if (index !== undefined) return { name: override, index };
+    logRequest(cx, r, 'error', `unknown charset "${override}" to override`);
+    return undefined;
+  }
+  if (conf.charset.kind === 'off') return undefined;
+  if (ct.charset !== undefined ? !conf.override : !typeListed(conf.types, ct)) return undefined;
+  return decide(r, conf.charset);
+}
+
+/**
  * The charset header filter (`ngx_http_charset_header_filter` with
  * `ngx_http_destination_charset` and `ngx_http_source_charset`).
  */
@@ -37,10 +72,9 @@ export const charsetHeaderFilter: HeaderFilter = (f, status, headers) => {
   const { cx, r } = f;
   const conf = r.loc.charset;
   const ct = responseContentType(r, headers);
-  if (!ct || ct.value === '' || conf.charset.kind === 'off') return undefined;
-  if (ct.charset !== undefined ? !conf.override : !typeListed(conf.types, ct)) return undefined;
-  const dst = decide(r, conf.charset);
-  if (dst === 'error') return 'error';
+  if (!ct || ct.value === '') return undefined;
+  const dst = destination(f, ct);
+  if (dst === undefined || dst === 'error') return dst;
   let src: Decided | 'off';
   if (ct.charset !== undefined) src = { name: ct.charset, index: conf.tables.find(ct.charset) };
   else if (conf.source.kind === 'off') src = 'off';

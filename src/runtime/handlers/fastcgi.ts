@@ -21,6 +21,7 @@ import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
+import { takeAccelCharset } from '../filters/charset.js';
 import { takeAccelLimitRate } from '../limit-rate.js';
 import { bodyTurns } from '../turn-budget.js';
 import { allowSingleRange, cacheStart, type CacheStore } from '../cache/upstream-cache.js';
@@ -342,6 +343,7 @@ async function attempt(
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
       if (conf.accelLimitRate) takeAccelLimitRate(r, up.headers);
+      if (conf.accelCharset) takeAccelCharset(r, up.headers);
       if (interceptsError(ex, conf.interceptErrors, parsed.status, up.headers, store)) {
         stage = 'done';
         r.action = 'sending to client';

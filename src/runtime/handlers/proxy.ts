@@ -19,6 +19,7 @@ import {
   bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, removeCleanBody, requestHasBody, watchReadTimeout, watchSendTimeout, type DiscardableBody, type RequestBody,
 } from '../request-body.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
+import { takeAccelCharset } from '../filters/charset.js';
 import { takeAccelLimitRate } from '../limit-rate.js';
 import { bodyTurns } from '../turn-budget.js';
 import {
@@ -169,23 +170,16 @@ function unsendable(name: string, value: string): string | undefined {
  * Rewrites a `Location`, or the URL after `url=` in a `Refresh`, per
  * `proxy_redirect` (`ngx_http_proxy_rewrite_redirect`, `…_rewrite_refresh`).
  */
-function rewriteRedirect(r: HttpRequestState, p: ProxyConf, dest: Destination, header: 'location' | 'refresh', value: string): string | undefined {
-  if (header === 'location') return rewriteLocation(r, p, dest, value);
+function rewriteRedirect(r: HttpRequestState, p: ProxyConf, header: 'location' | 'refresh', value: string): string | undefined {
+  if (header === 'location') return rewriteLocation(r, p, value);
   const m = /url=/i.exec(value);
   if (!m) return undefined;
   const at = m.index + 4;
-  const url = rewriteLocation(r, p, dest, value.slice(at));
+  const url = rewriteLocation(r, p, value.slice(at));
   return url === undefined ? undefined : value.slice(0, at) + url;
 }
 
-function rewriteLocation(r: HttpRequestState, p: ProxyConf, dest: Destination, value: string): string | undefined {
-  if (p.redirect === 'off') return undefined;
-  if (p.redirect === 'default') {
-    if (p.target.kind !== 'static') return undefined;
-    const from = p.target.uri !== undefined ? `${dest.scheme}://${dest.hostHeader}${p.target.uri}` : `${dest.scheme}://${dest.hostHeader}/`;
-    const to = p.target.uri !== undefined ? p.locationPrefix : '/';
-    return value.startsWith(from) ? to + value.slice(from.length) : undefined;
-  }
+function rewriteLocation(r: HttpRequestState, p: ProxyConf, value: string): string | undefined {
   for (const rule of p.redirect) {
     if ('regex' in rule) {
       // ngx_http_proxy_rewrite_regex_handler: the whole value is replaced, with the match's captures
@@ -678,7 +672,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       else if (lower === 'x-accel-buffering' && p.accelBuffering) buffering = accelBuffering(value, buffering);
       if (HOP_BY_HOP.has(lower) || p.hideHeaders.has(lower)) continue;
       if (lower === 'location' || lower === 'refresh') {
-        const rewritten = rewriteRedirect(r, p, this.dest, lower, value);
+        const rewritten = rewriteRedirect(r, p, lower, value);
         if (rewritten !== undefined) {
           outHeaders.push([name, lower === 'location' ? absoluteLocation(r, rewritten) : rewritten]);
           continue;
@@ -692,6 +686,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     up.headers = received;
     if (p.accelLimitRate) takeAccelLimitRate(r, received);
+    if (p.accelCharset) takeAccelCharset(r, received);
     // ngx_http_proxy_process_header: an upstream without Server or Date has a null one, which, passed with
     // proxy_pass_header, keeps nginx's own out of the response
     if (!server && !p.hideHeaders.has('server')) outHeaders.push(['Server', []]);
