@@ -880,6 +880,8 @@ export function errorPageOf(r: HttpRequestState, status: number): ErrorPageTarge
   if (!r.loc.recursiveErrorPages) r.errorPage = true;
   if (typeof page.overwrite === 'number') r.errStatus = page.overwrite;
   else if (page.overwrite === 'from-target') r.errStatus = 0;
+  // `$status` from here on: the error page's code, or (with `=`) none until the target answers (ngx_http_variable_status)
+  r.status = r.errStatus ?? status;
   const target = page.target.evaluate(r);
   if (target.startsWith('/')) {
     const q = target.indexOf('?');
@@ -889,6 +891,7 @@ export function errorPageOf(r: HttpRequestState, status: number): ErrorPageTarge
   if (target.startsWith('@')) return { kind: 'named', name: target };
   const code = typeof page.overwrite === 'number' && REDIRECT_STATUSES.has(page.overwrite) ? page.overwrite : 302;
   r.errStatus = code;
+  r.status = code;
   return { kind: 'redirect', status: code, location: target };
 }
 

@@ -184,6 +184,9 @@ export function runScript(
           return { kind: 'break' };
         case 'return':
           onStep?.(op, true);
+          // ngx_http_send_response sets the status before it evaluates the text: `$status` in it is the return's code
+          // (an error_page's own code first, as ngx_http_variable_status takes err_status)
+          if (op.text) r.status = r.errStatus || op.code;
           return { kind: 'return', code: op.code, text: op.text?.evaluate(r) };
         case 'if': {
           const matched = evaluateCondition(op, r, log);

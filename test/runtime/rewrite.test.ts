@@ -1,7 +1,7 @@
 /**
  * The rewrite module and error_page, differential against nginx: `set`,
  * `map`, `if`, `return`, `rewrite` flags and arguments, the 10-cycle limit,
- * `error_page` variants.
+ * `error_page` variants, `$status` on the way.
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
@@ -190,6 +190,25 @@ describe('rewrite module (differential)', () => {
     assert.equal(run.nginx.result['/plain/x']!.body, '<p>custom 404</p>\n');
     assert.equal(run.nginx.result['/url/x']!.status, 302);
     assertSameAsNginx(run);
+  });
+
+  it('gives $status in a return\'s text the return\'s code, and in an error page the error_page\'s code (none with =), as nginx', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location /direct { return 200 "st=$status\\n"; }
+    location /page { error_page 404 /target; }
+    location /code { error_page 404 =201 /target; }
+    location /own { error_page 404 = /target; }
+    location /set { error_page 404 = /set-target; }
+    location /redirect { error_page 404 =301 http://errors.test/; }
+    location = /target { add_header X-S $status always; return 200 "st=$status\\n"; }
+    location = /set-target { set $s $status; return 202 "s=$s st=$status\\n"; }`, "  log_format st '$request_uri $status';\n  access_log logs/st.log st;"),
+    }, async (s) => getAll(s, ['/direct', '/page', '/code', '/own', '/set', '/redirect']));
+    assert.equal(run.jinx.result['/direct']!.body, 'st=200\n');
+    assert.equal(run.jinx.result['/page']!.body, 'st=404\n');
+    assert.equal(run.jinx.result['/set']!.body, 's=000 st=202\n');
+    assertSameAsNginx(run);
+    assert.deepEqual(run.jinx.file('logs/st.log'), run.nginx.file('logs/st.log'));
   });
 
   it('ends keep-alive after a 500 also when an error_page answers it (a URI, a named location, a URL), and keeps it after a 404, as nginx', async () => {
