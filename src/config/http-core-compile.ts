@@ -48,6 +48,7 @@ const coreBuilt = new LevelMerge((c: ConfChain, cx: CompileContext) => {
   cx.tempDirs.add(bodyTemp.dir);
   const keepaliveDisable = c.get(http.keepaliveDisable);
   return {
+    earlyHints: c.list(http.earlyHints).map((v) => vars.bind(v)),
     root: { alias: docRoot?.alias ?? false, path: rootPath, aliasRegex: docRoot?.aliasRegex ?? false, aliasLength: docRoot?.aliasLength ?? 0 },
     index: indexes.length > 0 ? indexes.map((i) => vars.bind(i)) : cx.memo(DEFAULT_INDEX, () => [vars.bind(vars.value('index.html', { file: '', line: 0 }))]),
     tryFiles: tryFiles && {
@@ -79,6 +80,7 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     types: c.get(http.types) ?? http.DEFAULT_TYPES,
     defaultType: c.get(http.defaultType),
     errorPages: b.errorPages,
+    earlyHints: b.earlyHints,
     recursiveErrorPages: c.get(http.recursiveErrorPages),
     internal: node.conf.own(http.internal)?.value ?? false,
     clientMaxBodySizeBytes: c.get(http.clientMaxBodySize),

@@ -22,6 +22,12 @@ export interface ResponseTarget {
   head(r: HttpRequestState, status: number, headers: [string, string | string[]][], reason?: string): void;
   /** Sends status and headers now if no body data has gone out yet (nginx sends the header before reading the body). */
   flushHead(): void;
+  /**
+   * Sends a `103 Early Hints` with `headers` now, ahead of the response's
+   * head (`ngx_http_send_early_hints`): to an HTTP/1.1 or HTTP/2 client;
+   * nothing for HTTP/1.0, a subrequest, or once the head was set.
+   */
+  earlyHints(headers: readonly (readonly [string, string])[]): void;
   /** Sends body data; false when the client cannot take more now (wait for `drain`). */
   write(chunk: Buffer | string): boolean;
   /** Bytes written but not yet taken by the client. */
@@ -163,6 +169,10 @@ export class SubrequestTarget implements ResponseTarget {
 
   flushHead(): void {
     // the recorder has nothing to send
+  }
+
+  earlyHints(): void {
+    // a subrequest's early hints are not sent (ngx_http_early_hints_filter: the main request's only)
   }
 
   write(): boolean {

@@ -126,6 +126,10 @@ export class RateLimitedTarget implements ClientResponseTarget {
     this.inner.flushHead();
   }
 
+  earlyHints(headers: readonly (readonly [string, string])[]): void {
+    this.inner.earlyHints(headers);
+  }
+
   /** The rate, taken when the first body bytes go out (`r->limit_rate_set`, `r->limit_rate_after_set`). */
   private takeRate(): number {
     if (this.rate !== undefined) return this.rate;

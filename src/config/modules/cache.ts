@@ -262,7 +262,7 @@ export function cacheDirectives(s: CacheSlots, module: string, nextUpstream: rea
   return list;
 }
 
-/** Whether a `*_cache_bypass`/`*_no_cache` list says yes (`ngx_http_test_predicates`): a value that is neither empty nor "0". */
+/** Whether a `*_cache_bypass`/`*_no_cache`/`early_hints` list says yes (`ngx_http_test_predicates`): a value that is neither empty nor "0". */
 export function predicatesHold(values: readonly CompiledValue[], evaluate: (v: CompiledValue) => string): boolean {
   return values.some((v) => {
     const text = evaluate(v);

@@ -262,6 +262,12 @@ export interface ErrorPageDef {
   readonly target: ValueSource;
 }
 export const errorPages = listSlot<ErrorPageDef>('error_page');
+/**
+ * `early_hints` (nginx 1.29): the values that pass an upstream's `103 Early
+ * Hints` on to the client when one is neither empty nor "0"
+ * (`ngx_http_set_predicate_slot`, appended at a level, inherited whole).
+ */
+export const earlyHints = listSlot<ValueSource>('early_hints');
 
 function setErrorPage(d: Directive, cx: SetContext): void {
   const args = d.args;
@@ -550,6 +556,12 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   },
   { name: 'error_page', module: CORE, contexts: HTTP_SRV_LOC_LIF, args: ['2MORE'], effect: 'runtime', set: setErrorPage },
   {
+    name: 'early_hints', module: CORE, contexts: HTTP_SRV_LOC, args: ['1MORE'], effect: 'runtime',
+    set: (d, cx) => {
+      for (const a of d.args) cx.level.append(earlyHints, cx.scope.variables.value(a, d.loc), d.loc);
+    },
+  },
+  {
     name: 'internal', module: CORE, contexts: ['location'], args: ['NOARGS'], effect: 'runtime',
     set: (d, cx) => {
       if (cx.level.own(internal)) throw new DirectiveFailure('is duplicate');
@@ -696,6 +708,8 @@ export interface HttpCoreLocConf {
   readonly types: ReadonlyMap<string, string>;
   readonly defaultType: string;
   readonly errorPages: ReadonlyMap<number, ErrorPage>;
+  /** `early_hints`: an upstream's 103 goes to the client when one of these is neither empty nor "0" (none: never). */
+  readonly earlyHints: readonly CompiledValue[];
   readonly recursiveErrorPages: boolean;
   readonly internal: boolean;
   readonly clientMaxBodySizeBytes: number;

@@ -132,6 +132,10 @@ class AdditionBody implements ResponseTarget {
     // nothing is sent before the body
   }
 
+  earlyHints(): void {
+    // an added subrequest's early hints are not sent
+  }
+
   write(chunk: Buffer | string): boolean {
     if (this.ended || this.into.destroyed || chunk.length === 0) return true;
     return this.into.push(typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk);

@@ -140,6 +140,10 @@ export class FilteredTarget implements ResponseTarget {
     this.inner.flushHead();
   }
 
+  earlyHints(headers: readonly (readonly [string, string])[]): void {
+    this.inner.earlyHints(headers);
+  }
+
   write(chunk: Buffer | string): boolean {
     if (!this.first) return this.inner.write(chunk);
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;

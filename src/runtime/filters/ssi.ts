@@ -400,6 +400,10 @@ class IncludeTarget implements ResponseTarget {
     // nothing is sent before the body
   }
 
+  earlyHints(): void {
+    // an included subrequest's early hints are not sent
+  }
+
   write(chunk: Buffer | string): boolean {
     if (this.stubbed || this.ended || chunk.length === 0) return true;
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;

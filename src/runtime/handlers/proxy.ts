@@ -6,6 +6,7 @@
  */
 import { PassThrough, type Duplex, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { predicatesHold } from '../../config/modules/cache.js';
 import type { ProxyConf } from '../../config/route-table.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
@@ -436,6 +437,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
   private spool: ResponseSpool | undefined;
   private expectedBytes: number | undefined;
   private receivedBytes = 0;
+  /** Bytes of the upstream's `103 Early Hints` heads so far (nginx's `u->early_hints_length`). */
+  private earlyHintsBytes = 0;
   /** The whole response was read from the upstream. */
   private complete = false;
   /** The connection became a tunnel (`101 Switching Protocols`). */
@@ -587,7 +590,38 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     this.ex.r.action = 'sending request to upstream';
   }
 
+  /**
+   * An upstream's `103 Early Hints` (`ngx_http_upstream_process_early_hints`):
+   * while the 103 heads of the response fit in `proxy_buffer_size` together,
+   * its headers but the hidden ones (`proxy_hide_header` and nginx's
+   * defaults), if any, go to the client when one of the location's
+   * `early_hints` values is neither empty nor "0"; past that size, each 103 is an `[info]
+   * upstream sent too big early hints`.
+   */
+  private passEarlyHints(rawHeaders: Buffer[], statusText: string): void {
+    const { ex, p } = this;
+    const { r } = ex;
+    r.action = 'reading response header from upstream';
+    const headers: [string, string][] = [];
+    // the head's size in the header buffer: status line, header lines, blank line
+    let bytes = 15 + statusText.length + 2;
+    for (let k = 0; k + 1 < rawHeaders.length; k += 2) {
+      const name = rawHeaders[k]!.toString('latin1');
+      const value = rawHeaders[k + 1]!.toString('latin1');
+      bytes += name.length + value.length + 4;
+      if (!p.hideHeaders.has(name.toLowerCase())) headers.push([name, value]);
+    }
+    this.earlyHintsBytes += bytes;
+    if (this.earlyHintsBytes > p.bufferSizeBytes) {
+      logRequest(ex.cx, r, 'info', 'upstream sent too big early hints');
+      return;
+    }
+    // ngx_http_early_hints_filter: a 103 with no header left is not sent
+    if (headers.length > 0 && predicatesHold(r.loc.earlyHints, (v) => v.evaluate(r))) ex.out.earlyHints(headers);
+  }
+
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void, statusText: string): boolean {
+    if (statusCode === 103) this.passEarlyHints(rawHeaders, statusText);
     if (statusCode < 200 && statusCode !== 101) return true;
     const { ex, p } = this;
     const { r, cx, out } = ex;

@@ -180,6 +180,17 @@ export class Http1Target implements ClientResponseTarget {
     this.sendHead();
   }
 
+  /** `ngx_http_early_hints_filter`: `HTTP/1.1 103 Early Hints` and the headers, to an HTTP/1.1 client. */
+  earlyHints(headers: readonly (readonly [string, string])[]): void {
+    if (this.headBytes !== undefined || this.head0.httpVersion < 1001 || this.socket.destroyed) return;
+    let text = 'HTTP/1.1 103 Early Hints\r\n';
+    for (const [name, value] of headers) text += `${name}: ${value}\r\n`;
+    text += '\r\n';
+    this.owner.continueIfExpected();
+    this.bytesSent += text.length;
+    this.socket.write(text, 'latin1');
+  }
+
   private sendHead(): boolean {
     this.headSent = true;
     const text = this.headBytes!;

@@ -123,6 +123,8 @@ export class Http2Target implements ClientResponseTarget {
   private headBlock: Buffer | undefined;
   private headFin = false;
   private headSent = false;
+  /** `103 Early Hints` header blocks to write before the response's head. */
+  private readonly hints: Buffer[] = [];
   private readonly pending: Buffer[] = [];
   private pendingBytes = 0;
   /** Body bytes the handler wrote, and the length the header declared (-1: none). */
@@ -195,6 +197,13 @@ export class Http2Target implements ClientResponseTarget {
     if (this.headBlock !== undefined) this.stream.conn.wantsToSend(this.stream);
   }
 
+  /** `ngx_http_v2_early_hints_filter`: a HEADERS frame with `:status 103` and the headers (connection-specific ones left out). */
+  earlyHints(headers: readonly (readonly [string, string])[]): void {
+    if (this.gone_ || this.headBlock !== undefined) return;
+    this.hints.push(encodeResponseHead(103, headers, true, undefined));
+    this.stream.conn.wantsToSend(this.stream);
+  }
+
   write(chunk: Buffer | string): boolean {
     if (this.gone_ || this.ended || this.headFin || this.finSent || this.cutShort) return !this.gone_;
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
@@ -245,6 +254,7 @@ export class Http2Target implements ClientResponseTarget {
   /** Whether frames wait to be written: the header block, body bytes, or the end of the stream. */
   get hasOutput(): boolean {
     if (this.gone_ || this.finSent) return false;
+    if (this.hints.length > 0) return true;
     if (this.headBlock !== undefined && !this.headSent) return true;
     if (this.cutShort) return this.pendingBytes > 0;
     return this.headSent && (this.pendingBytes > 0 || (this.ended && !this.headFin));
@@ -260,6 +270,8 @@ export class Http2Target implements ClientResponseTarget {
     const frames: Buffer[] = [];
     let dataBytes = 0;
     const { conn, id } = this.stream;
+    for (const block of this.hints) frames.push(...this.headerFrames(FRAME.HEADERS, block, false));
+    this.hints.length = 0;
     if (this.headBlock !== undefined && !this.headSent) {
       this.headSent = true;
       frames.push(...this.headerFrames(FRAME.HEADERS, this.headBlock, this.headFin));
