@@ -214,7 +214,7 @@ const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
     ...http2LocConf(c),
     access: accessConf(c),
     authBasic: authBasicConf(c, cx.scope),
-    ...headersConf(c, vars),
+    ...headersConf(c, cx.scope),
     realIp: realIpConf(c),
     authRequest: authRequestConf(c, vars),
     mirror: mirrorConf(c),

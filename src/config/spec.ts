@@ -199,6 +199,12 @@ export class ConfChain {
   list<T>(s: ListSlot<T>): T[] {
     return this.listEntries(s).map((e) => e.value);
   }
+
+  /** The values of a list slot set at this level alone, unmerged (a `LevelMerge` that reads them makes a result for this level only). */
+  ownList<T>(s: ListSlot<T>): T[] {
+    if (this.recording) this.recorded(s, true);
+    return (this.level.ownList(s) ?? []).map((e) => e.value);
+  }
 }
 
 /** What a `LevelMerge` made at a level: the result, and the slots its merge read there. */

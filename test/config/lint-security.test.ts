@@ -73,6 +73,14 @@ describe('add-header-inheritance', () => {
   location / { }
 }`), []);
   });
+  test('twin: add_header_inherit merge keeps the headers above, off drops them by choice', async () => {
+    assert.deepEqual(await run('add-header-inheritance', `${SERVER}
+  add_header X-Frame-Options DENY;
+  add_header_inherit merge;
+  location /assets/ { add_header Cache-Control public; }
+  location /private/ { add_header_inherit off; add_header Cache-Control private; }
+}`), []);
+  });
 });
 
 describe('add-trailer-inheritance', () => {

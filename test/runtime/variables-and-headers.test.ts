@@ -121,6 +121,36 @@ describe('headers module (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('add_header_inherit and add_trailer_inherit: merge appends the list above, off drops it, on restores the array merge, as nginx', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  add_header X-Http h; add_header_inherit merge;
+  server { listen 127.0.0.1:${port}; server_name localhost; add_header X-Srv s;
+    location /merge { add_header X-Loc l; return 200 "m"; }
+    location /none { return 200 "n"; }
+    location /off { add_header_inherit off; return 200 "o"; }
+    location /on { add_header_inherit on; add_header X-Loc l; return 200 "on"; }
+    location /on-empty { add_header_inherit on; return 200 "oe"; }
+    location /nest { add_header X-Loc l; location /nest/in { add_header X-In i; return 200 "in"; } }
+    location /nest-off { add_header_inherit off; add_header X-Loc l; location /nest-off/in { return 200 "in"; } }
+    location /if { add_header X-Loc l; if ($arg_a) { add_header X-If i; } return 200 "if"; }
+    location /same { add_header X-Srv s2; return 200 "s"; }
+    location /tr { add_trailer X-T1 t; add_trailer_inherit merge; location /tr/in { add_trailer X-T2 t2; return 200 "tr"; } }
+  }`),
+    }, async (s) => {
+      const out: Record<string, string> = {};
+      for (const p of ['/merge', '/none', '/off', '/on', '/on-empty', '/nest/in', '/nest-off/in', '/if?a=1', '/if', '/same']) {
+        const text = await rawExchange(s.port, rawGet(p));
+        out[p] = text.split('\r\n').filter((l) => l.startsWith('X-')).join(', ');
+      }
+      const trailers = await rawExchange(s.port, rawGet('/tr/in'));
+      out['/tr/in'] = trailers.slice(trailers.indexOf('\r\n\r\n'));
+      return out;
+    });
+    assert.equal(run.jinx.result['/merge'], 'X-Loc: l, X-Srv: s, X-Http: h');
+    assert.equal(run.jinx.result['/nest-off/in'], '');
+    assertSameAsNginx(run);
+  });
+
   it('add_trailer ends a chunked HTTP/1.1 response with its trailers, $sent_trailer_* seeing those before; not for a 404 without always', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name localhost;

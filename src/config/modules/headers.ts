@@ -1,17 +1,46 @@
 /**
  * The headers module (`src/http/modules/ngx_http_headers_filter_module.c`):
- * `add_header NAME VALUE [always]`, `expires`, `add_trailer`.
+ * `add_header NAME VALUE [always]`, `expires`, `add_trailer`, and how their
+ * lists are inherited (`add_header_inherit`, `add_trailer_inherit`).
  */
 import { HTTP_SRV_LOC_LIF } from '../flags.js';
 import type { Directive } from '../../parser/ast.js';
-import { DirectiveFailure, fail, listSlot, parseTime, slot, type DirectiveSpec, type SetContext } from '../spec.js';
-import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import { scopeRegistry, type ConfigScope } from '../scope.js';
+import { DirectiveFailure, enumSetter, fail, listSlot, parseTime, slot, type DirectiveSpec, type ListSlot, type SetContext, type Slot } from '../spec.js';
+import type { CompiledValue, ValueSource } from '../variables.js';
 import type { ConfChain } from '../spec.js';
 
 const HEADERS = 'ngx_http_headers_module';
 
 export const addHeaders = listSlot<{ readonly name: string; readonly value: ValueSource; readonly always: boolean }>('add_header');
 export const addTrailers = listSlot<{ readonly name: string; readonly value: ValueSource; readonly always: boolean }>('add_trailer');
+
+/**
+ * How a level's `add_header` (`add_trailer`) list takes the one of the level
+ * above (nginx 1.29.3): `on`, nginx's array merge (the level's own, else the
+ * one above); `off`, never (the level's own alone, none without); `merge`,
+ * the level's own followed by the one above. The rule itself is inherited
+ * as any setting.
+ */
+export type InheritRule = 'on' | 'off' | 'merge';
+export const addHeaderInherit = slot<InheritRule>('add_header_inherit', 'on');
+export const addTrailerInherit = slot<InheritRule>('add_trailer_inherit', 'on');
+/** Whether the configuration has an `add_header_inherit` or `add_trailer_inherit` (without, the lists merge as arrays do). */
+const inheritRulesUsed = scopeRegistry(() => ({ used: false }));
+
+/**
+ * A level's list under its inheritance rule (`ngx_http_headers_merge_conf`):
+ * see `InheritRule`; the level above's list is the one it had under its own
+ * rule.
+ */
+function inheritedList<T>(c: ConfChain, list: ListSlot<T>, rule: Slot<InheritRule>, scope: ConfigScope): T[] {
+  if (!scope.registry(inheritRulesUsed).used) return c.list(list);
+  const mode = c.get(rule);
+  const own = c.ownList(list);
+  if (mode === 'off' || (mode === 'on' && own.length > 0)) return own;
+  const above = c.parent ? inheritedList(c.parent, list, rule, scope) : [];
+  return mode === 'merge' ? [...own, ...above] : above;
+}
 
 /**
  * `expires` as nginx parses it (`ngx_http_parse_expires`): `off`, `epoch`,
@@ -93,7 +122,21 @@ export const headersDirectives: readonly DirectiveSpec[] = [
     name: 'add_trailer', module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE2', 'TAKE3'], effect: 'runtime',
     set: (d, cx) => cx.level.append(addTrailers, parseHeader(d, cx), d.loc),
   },
+  inheritSpec('add_header_inherit', addHeaderInherit),
+  inheritSpec('add_trailer_inherit', addTrailerInherit),
 ];
+
+/** `add_header_inherit` / `add_trailer_inherit`: `on`, `off` or `merge` (`ngx_conf_set_enum_slot`). */
+function inheritSpec(name: string, rule: Slot<InheritRule>): DirectiveSpec {
+  const set = enumSetter(rule, ['on', 'off', 'merge']);
+  return {
+    name, module: HEADERS, contexts: HTTP_SRV_LOC_LIF, args: ['TAKE1'], effect: 'runtime',
+    set: (d, cx) => {
+      set(d, cx);
+      cx.scope.registry(inheritRulesUsed).used = true;
+    },
+  };
+}
 
 /** An `add_header NAME VALUE [always]`. */
 export interface AddHeader {
@@ -106,11 +149,12 @@ export interface AddHeader {
 export type ExpiresConf = ExpiresDef | { readonly kind: 'variable'; readonly modified: boolean; readonly value: CompiledValue };
 
 /** The headers filter's settings of a level (`ngx_http_headers_merge_conf`), values bound. */
-export function headersConf(c: ConfChain, vars: VariableRegistry): { addHeaders: AddHeader[]; addTrailers: AddHeader[]; expires: ExpiresConf } {
+export function headersConf(c: ConfChain, scope: ConfigScope): { addHeaders: AddHeader[]; addTrailers: AddHeader[]; expires: ExpiresConf } {
+  const vars = scope.variables;
   const e = c.get(expires);
   return {
-    addHeaders: c.list(addHeaders).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
-    addTrailers: c.list(addTrailers).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
+    addHeaders: inheritedList(c, addHeaders, addHeaderInherit, scope).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
+    addTrailers: inheritedList(c, addTrailers, addTrailerInherit, scope).map((h) => ({ name: h.name, value: vars.bind(h.value), always: h.always })),
     expires: e.kind === 'variable' ? { ...e, value: vars.bind(e.value) } : e,
   };
 }

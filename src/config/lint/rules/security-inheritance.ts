@@ -6,12 +6,15 @@
  * `ngx_http_proxy_merge_loc_conf`, `ngx_http_fastcgi_merge_loc_conf`). The
  * rule names each entry set above that the level drops, with where it was
  * set, and speaks only where the loss reaches a response or an upstream.
+ * A level under `add_header_inherit` (`add_trailer_inherit`) `merge` keeps
+ * the entries above, and one under `off` drops them by choice: neither is
+ * reported.
  */
 import type { LevelNode } from '../../check.js';
-import { addHeaders, addTrailers } from '../../modules/headers.js';
+import { addHeaderInherit, addHeaders, addTrailerInherit, addTrailers, type InheritRule } from '../../modules/headers.js';
 import { fastcgiParams } from '../../modules/fastcgi.js';
 import { proxyHideHeader, proxySetHeader } from '../../modules/proxy.js';
-import type { ListSlot } from '../../spec.js';
+import type { ListSlot, Slot } from '../../spec.js';
 import { ruleDocUrl, type LintRule, type LintSubject, type RuleFinding } from '../rule.js';
 import { levelsOf, levelTitle, ownDirectives, where } from './security-levels.js';
 import type { SourceLoc } from '../../../source-loc.js';
@@ -30,6 +33,17 @@ interface ArrayDirective<T> {
   readonly consequence: string;
   /** Lost names (keys) not reported when the level sets the name they map to: the level has decided on them. */
   readonly decidedBy?: ReadonlyMap<string, string>;
+  /** The directive that changes how the list is inherited (`add_header_inherit`): only its `on` drops entries. */
+  readonly inheritRule?: Slot<InheritRule>;
+}
+
+/** The inheritance rule in effect at a level: its own, else the nearest one above, else `on`. */
+function ruleAt(level: LevelNode, rule: Slot<InheritRule>): InheritRule {
+  for (let l: LevelNode | undefined = level; l; l = l.parent) {
+    const own = l.conf.own(rule);
+    if (own) return own.value;
+  }
+  return 'on';
 }
 
 /** Whether a level hands its requests to `handler` (written there, or in the location an `if` or `limit_except` is in). */
@@ -89,7 +103,7 @@ function checkArray<T>(subject: LintSubject, a: ArrayDirective<T>, report: (f: R
   for (const level of levelsOf(subject.root)) {
     if (level.context === 'main' || level.context === 'http' || !level.directive) continue;
     const own = level.conf.ownList(a.slot);
-    if (!own) continue;
+    if (!own || (a.inheritRule && ruleAt(level, a.inheritRule) !== 'on')) continue;
     const ownNames = new Set(own.map((e) => key(a.nameOf(e.value))));
     const lost = new Map<string, Lost>();
     for (let p = level.parent; p; p = p.parent) {
@@ -134,10 +148,11 @@ export const inheritanceRules: readonly LintRule[] = [
     code: 'add-header-inheritance',
     severity: 'warning',
     title: 'add_header at this level drops the headers set above it',
-    explanation: `A server, location or if block with its own add_header sends none of the add_header headers of the levels above it (security headers such as Strict-Transport-Security set at the server level silently disappear from that location). ${EXPLAIN_TAIL} Fix: repeat the lost headers at the level (an include file with all of them helps), or move the level's own add_header up.`,
+    explanation: `A server, location or if block with its own add_header sends none of the add_header headers of the levels above it (security headers such as Strict-Transport-Security set at the server level silently disappear from that location). ${EXPLAIN_TAIL} Fix: repeat the lost headers at the level (an include file with all of them helps), move the level's own add_header up, or, with nginx 1.29.3 or later, write add_header_inherit merge (at the level, or once in the http block for every level).`,
     docUrl: ruleDocUrl('add-header-inheritance'),
     check: (subject, report) => checkArray(subject, {
       directive: 'add_header', slot: addHeaders, nameOf: (h) => h.name, caseless: true, handler: undefined, consequence: 'not sent with its responses',
+      inheritRule: addHeaderInherit,
     }, report),
   },
   {
@@ -148,6 +163,7 @@ export const inheritanceRules: readonly LintRule[] = [
     docUrl: ruleDocUrl('add-trailer-inheritance'),
     check: (subject, report) => checkArray(subject, {
       directive: 'add_trailer', slot: addTrailers, nameOf: (h) => h.name, caseless: true, handler: undefined, consequence: 'not sent with its responses',
+      inheritRule: addTrailerInherit,
     }, report),
   },
   {
