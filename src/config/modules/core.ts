@@ -290,6 +290,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   },
   none('pcre_jit', MAIN, ['FLAG'], 'regular expressions are translated from PCRE2 syntax and compiled by V8', rule.flag, 'ngx_regex_module'),
   none('env', MAIN, ['TAKE1'], 'jinx keeps its own environment', rule.array),
+  none('ssl_object_cache_inheritable', MAIN, ['FLAG'], 'certificates, keys, CA and CRL files are read again at every reload', rule.flag),
   {
     name: 'worker_rlimit_nofile', module: CORE, contexts: MAIN, args: ['TAKE1'], effect: 'runtime',
     note: 'each worker sets its limit with prlimit (util-linux); with master_process off, set it with ulimit before starting jinx',
