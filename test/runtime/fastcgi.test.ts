@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { SHARED, cleanup, freePort } from '../helpers/harness.js';
-import { assertSameAsNginx, differential, httpConf, type Side, type Snap } from '../helpers/differential.js';
+import { assertSameAsNginx, differential, httpConf, rawExchange, type Side, type Snap } from '../helpers/differential.js';
 import { NO_PHP_FPM, countingRelay, startPhpFpm } from '../helpers/php-fpm.js';
 import { unacceptingPort } from '../helpers/upstreams.js';
 
@@ -342,7 +342,7 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_PHP_FPM }, () => {
     assertSameAsNginx(run);
   });
 
-  it('holds the body to the script\'s Content-Length, refuses header lines nginx refuses, and ends HEAD and 204 responses at the header', async () => {
+  it('holds the body to the script\'s Content-Length, refuses header lines nginx refuses, ends HEAD and 204 responses at the header (a bare Status: 204 without a type), and names Content-Type as nginx', async () => {
     const fpm = await startPhpFpm();
     const run = await differential({
       conf: ({ port, prefix }) => phpConf(port, prefix, `
@@ -354,14 +354,18 @@ describe('FastCGI against php-fpm (differential)', { skip: NO_PHP_FPM }, () => {
       out.longer = await seen(s, '/lengths.php?declared=5&sent=10');
       out.zero = await seen(s, '/lengths.php?declared=0&sent=3');
       out.shorter = await s.raw('GET /lengths.php?declared=100&sent=10 HTTP/1.1\r\nHost: php.test\r\nConnection: close\r\n\r\n');
-      for (const h of ['Bad Name: x', 'X-Ok: fine', 'NoColon', 'X-Tab:\tvalue', 'Status: abc', 'Status: 299']) {
+      for (const h of ['Bad Name: x', 'X-Ok: fine', 'NoColon', 'X-Tab:\tvalue', 'Status: abc', 'Status: 299', 'Status: 204']) {
         out[`header ${h}`] = await seen(s, `/badheader.php?h=${encodeURIComponent(h)}`);
       }
       out.head = await seen(s, '/stderr.php', { method: 'HEAD' });
       out.noContent = await seen(s, '/empty.php');
-      return out;
+      // PHP writes "Content-type"; nginx's header filter writes the type under its own name
+      const text = await rawExchange(s.port, 'GET /index.php HTTP/1.1\r\nHost: php.test\r\nConnection: close\r\n\r\n');
+      return { snaps: out, typeName: /^(content-type):/im.exec(text)?.[1] };
     });
-    const n = run.nginx.result;
+    assert.equal(run.jinx.result.typeName, 'Content-Type');
+    assert.equal(run.jinx.result.snaps['header Status: 204']!.headers['content-type'], undefined);
+    const n = run.nginx.result.snaps;
     assert.equal(n.longer!.body, 'zzzzz');
     assert.ok(run.nginx.errorLog.some((l) => l.startsWith('[warn] *CONN upstream sent more data than specified in "Content-Length" header while reading upstream')));
     assert.equal(n.noContent!.status, 204);

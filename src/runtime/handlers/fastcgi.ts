@@ -110,9 +110,15 @@ interface CgiHeader {
   readonly contentLength: number;
 }
 
+/** The headers `ngx_http_header_filter` drops from a 204 sent without a status line of the upstream's. */
+const NO_CONTENT_DROPS = new Set(['content-type', 'content-length', 'last-modified']);
+
 /**
  * The status from `Status:` (its first three characters, the whole value as
- * the status line), 302 for a `Location:` without one, else 200.
+ * the status line when longer), 302 for a `Location:` without one, else 200.
+ * A 204 without a status line goes out without `Content-Type`,
+ * `Content-Length` and `Last-Modified`, as nginx's header filter sends its
+ * own 204s.
  * @throws FastcgiResponseError `upstream sent invalid status "…"`
  */
 function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
@@ -120,6 +126,7 @@ function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
   let status: number | undefined;
   let reason: string | undefined;
   let location = false;
+  let statusLine = false;
   let contentLength = -1;
   for (const [name, value] of lines) {
     const lower = name.toLowerCase();
@@ -127,6 +134,7 @@ function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
       if (!/^\d{3}/.test(value)) throw new FastcgiResponseError(`upstream sent invalid status "${value}"`);
       status = Number(value.slice(0, 3));
       reason = value.slice(3).trim() || undefined;
+      statusLine = value.length > 3;
     } else if (lower === 'location') location = true;
     else if (lower === 'content-length' && /^\d+$/.test(value)) contentLength = Number(value);
     if (conf.hideHeaders.has(lower)) continue;
@@ -135,7 +143,7 @@ function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
   return {
     status: status ?? (location ? 302 : 200),
     reason: status === undefined && location ? 'Moved Temporarily' : reason,
-    headers,
+    headers: status === 204 && !statusLine ? headers.filter(([name]) => !NO_CONTENT_DROPS.has(name.toLowerCase())) : headers,
     all: lines,
     contentLength,
   };

@@ -61,6 +61,8 @@ function keepaliveDisabled(r: HttpRequestState, loc: LocationConf): boolean {
 /** The headers nginx's header filter writes first, in its order, before those set by modules. */
 const LEADING = ['server', 'date', 'content-type', 'content-length', 'last-modified', 'location'];
 const LEADING_NAMES: ReadonlySet<string> = new Set(LEADING);
+/** The leading headers nginx writes from its own fields (`headers_out.content_type`, `content_length_n`), by their lowercase names. */
+const CANONICAL: Readonly<Record<string, string>> = { 'content-type': 'Content-Type', 'content-length': 'Content-Length' };
 
 /** The response to one request on an HTTP/1.x connection. */
 export class Http1Target implements ClientResponseTarget {
@@ -146,7 +148,9 @@ export class Http1Target implements ClientResponseTarget {
         sent.set('date', date);
         continue;
       }
-      for (let i = 0; i < list.length; i++) if (lowers[i] === lower) line(list[i]![0], list[i]![1]);
+      // ngx_http_header_filter writes the type and the length under its own names, whatever case they came in
+      const name = CANONICAL[lower];
+      for (let i = 0; i < list.length; i++) if (lowers[i] === lower) line(name ?? list[i]![0], list[i]![1]);
     }
     if (this.chunked) {
       line('Transfer-Encoding', 'chunked');
