@@ -136,7 +136,8 @@ export class Http1Target implements ClientResponseTarget {
       if (this.head0.httpVersion >= 1001 && loc.chunkedTransferEncoding) this.chunked = true;
       else keepalive = false;
     }
-    let text = `HTTP/1.1 ${wire} ${reason ?? STATUS_TEXT[wire] ?? ''}\r\n`;
+    // an upstream's status line without a reason phrase goes as it came, "HTTP/1.1 200" (nginx's headers_out.status_line)
+    let text = reason === '' ? `HTTP/1.1 ${wire}\r\n` : `HTTP/1.1 ${wire} ${reason ?? STATUS_TEXT[wire] ?? ''}\r\n`;
     const line = (name: string, value: string | string[]): void => {
       if (Array.isArray(value)) for (const v of value) text += `${name}: ${v}\r\n`;
       else text += `${name}: ${value}\r\n`;
