@@ -3,7 +3,8 @@
  * response carries for `$arg_`, repeated request headers, `$limit_rate`,
  * `$sent_http_*`, the access log's `-` and empty values, `expires` in all its
  * forms, `add_header` replacing `ETag` and sanitizing values, header values
- * with control bytes, and `add_trailer` with `$sent_trailer_*`.
+ * with control bytes, `add_trailer` with `$sent_trailer_*`, and what a refused
+ * request logs.
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
@@ -63,6 +64,27 @@ describe('variables (differential)', () => {
     ]);
     assert.equal(run.jinx.result[0]!.headers['x-sent-cc'], 'foo, bar');
     assert.deepEqual(run.jinx.file('logs/t.log'), run.nginx.file('logs/t.log'));
+    assertSameAsNginx(run);
+  });
+
+  it('a request nginx refuses logs - for the parts it never read, and $request_length leaves out a discarded body', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  log_format v '[$request_uri] [$request_method] [$server_protocol] [$uri] [$document_uri] [$request] $request_length $status';
+  server { listen 127.0.0.1:${port}; server_name localhost; access_log logs/v.log v;
+    location / { return 200 ok; }
+  }`),
+    }, async (s) => {
+      for (const head of ['GET /r?a=\x01 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n', 'BLAH\r\n\r\n', 'GET /\r\n',
+        'GET /../x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n',
+        'POST /length HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc',
+        'POST /chunked HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n']) {
+        await rawExchange(s.port, head);
+      }
+    });
+    const log = run.jinx.file('logs/v.log');
+    assert.equal(log[0], '[-] [-] [-] [-] [-] [GET /r?a=\\x01 HTTP/1.1] 0 400');
+    assert.equal(log[4], '[/length] [POST] [HTTP/1.1] [/length] [/length] [POST /length HTTP/1.1] 72 200');
+    assert.deepEqual(log, run.nginx.file('logs/v.log'));
     assertSameAsNginx(run);
   });
 });

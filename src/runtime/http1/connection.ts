@@ -159,7 +159,11 @@ export class Http1Connection {
   private discarding = false;
   /** `Expect: 100-continue` not answered yet (`ngx_http_test_expect`). */
   private expectContinue = false;
-  /** Bytes of the body read, framing included (`$request_length` after the head). */
+  /**
+   * Bytes of the body read, framing included (`$request_length` after the
+   * head); a discarded body's are not counted (`ngx_http_discard_request_body_filter`
+   * leaves `r->request_length` as it is).
+   */
   bodyBytesRead = 0;
   private target: Http1Target | undefined;
   /** Whether the connection is kept after the response in progress. */
@@ -690,7 +694,7 @@ export class Http1Connection {
       const n = Math.min(body.remaining, chunk.length);
       const data = this.consume(n);
       body.remaining -= n;
-      this.bodyBytesRead += n;
+      this.countBody(n);
       if (body.remaining === 0) this.body = undefined;
       return data;
     }
@@ -698,13 +702,13 @@ export class Http1Connection {
     if (parser.size > 0 && this.chunkDataReady) {
       const n = Math.min(parser.size, chunk.length);
       parser.take(n);
-      this.bodyBytesRead += n;
+      this.countBody(n);
       this.chunkedReceived += n;
       if (parser.size === 0) this.chunkDataReady = false;
       return this.consume(n);
     }
     const { result, pos } = parser.parse(chunk, 0, chunk.length);
-    this.bodyBytesRead += pos;
+    this.countBody(pos);
     this.consume(pos);
     if (result === ParseResult.Invalid) {
       // nginx counts the body bytes that came with the head only once they passed its chunked filter
@@ -722,6 +726,10 @@ export class Http1Connection {
       if (max > 0 && max - this.chunkedReceived < parser.size) return 'too-large';
     }
     return undefined;
+  }
+
+  private countBody(n: number): void {
+    if (!this.discarding) this.bodyBytesRead += n;
   }
 
   /** Data bytes of a chunked body read so far (nginx's `content_length_n` while it reads chunks). */
