@@ -35,7 +35,7 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   // nginx's loadable modules and process tuning: jinx's runtime does this itself
   ['load_module', 'tuning'], ['pcre_jit', 'tuning'], ['timer_resolution', 'tuning'], ['lock_file', 'tuning'],
   ['thread_pool', 'tuning'], ['multi_accept', 'tuning'], ['accept_mutex', 'tuning'], ['accept_mutex_delay', 'tuning'],
-  ['use', 'tuning'], ['worker_aio_requests', 'tuning'], ['env', envDiffers],
+  ['use', 'tuning'], ['worker_aio_requests', 'tuning'], ['env', envDiffers], ['ssl_object_cache_inheritable', 'tuning'],
   // how files and buffers are moved: the bytes sent are the same
   ['client_body_in_single_buffer', 'tuning'], ['sendfile', 'tuning'], ['sendfile_max_chunk', 'tuning'],
   ['tcp_nopush', 'tuning'], ['tcp_nodelay', 'tuning'], ['aio', 'tuning'], ['aio_write', 'tuning'],
