@@ -111,6 +111,7 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     keepaliveRequests: c.get(http.keepaliveRequests),
     keepaliveHeaderSec: c.get(http.keepaliveHeaderSec),
     keepaliveTimeMs: c.get(http.keepaliveTimeMs),
+    keepaliveMinTimeoutMs: c.get(http.keepaliveMinTimeoutMs),
     keepaliveDisable: b.keepaliveDisable,
     sendTimeoutMs: c.get(http.sendTimeoutMs),
     limitRate: b.limitRate,

@@ -3,7 +3,8 @@
  * `worker_connections` (idle connections closed to make room with the
  * "reusing connections" warning, new ones refused when nothing can be
  * reused), `keepalive_timeout` with its `Keep-Alive` header,
- * `keepalive_requests`, `keepalive_time`, `client_header_timeout`,
+ * `keepalive_requests`, `keepalive_time`, `keepalive_min_timeout` through a
+ * graceful stop, `client_header_timeout`,
  * `send_timeout`, lingering close after a refused body (`lingering_time`,
  * `lingering_timeout`) and `reset_timedout_connection`, each with real slow
  * clients on 127.0.0.1: status, error-log lines, and when and how the
@@ -158,6 +159,31 @@ describe('connections (differential)', () => {
       requests: { headers: [['connection: keep-alive'], ['connection: close']], closed: true },
       time: { headers: [['connection: keep-alive'], ['connection: close']], closed: true },
     });
+    assertSameAsNginx(run);
+  });
+
+  it('keeps a kept-alive connection through a graceful stop for keepalive_min_timeout, serving a request on it with Connection: close', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST}; keepalive_min_timeout 2s;
+    location / { return 200 "ok\\n"; }
+    location /none/ { keepalive_min_timeout 0; return 200 "ok\\n"; }
+  }`),
+    }, async (s) => {
+      const kept = await rawClient(s.port);
+      await kept.send(get('/'));
+      await responses(kept, 1);
+      const plain = await rawClient(s.port);
+      await plain.send(get('/none/'));
+      await responses(plain, 1);
+      const stopping = s.server.stop('SIGQUIT');
+      await sleep(700);
+      const plainClosed = plain.socket.destroyed || plain.socket.readableEnded;
+      await kept.send(get('/'));
+      const both = await responses(kept, 2);
+      await stopping;
+      return { plainClosed, second: both[1] === undefined ? undefined : connectionHeaders(both[1]) };
+    });
+    assert.deepEqual(run.nginx.result, { plainClosed: true, second: ['connection: close'] });
     assertSameAsNginx(run);
   });
 

@@ -308,6 +308,8 @@ export const keepaliveTimeoutMs = slot('keepalive_timeout', 75_000);
 export const keepaliveHeaderSec = slot<number | undefined>('keepalive_timeout header', undefined);
 export const keepaliveRequests = slot('keepalive_requests', 1000);
 export const keepaliveTimeMs = slot('keepalive_time', 3_600_000);
+/** `keepalive_min_timeout` (nginx 1.27.4): how long a kept-alive connection is not closed to reuse it or by a graceful stop. */
+export const keepaliveMinTimeoutMs = slot('keepalive_min_timeout', 0);
 /** `keepalive_disable`: the browsers keep-alive is disabled for (`none` alone: none). */
 export const keepaliveDisable = slot<readonly ('none' | 'msie6' | 'safari')[]>('keepalive_disable', ['msie6']);
 export const sendTimeoutMs = slot('send_timeout', 60_000);
@@ -573,6 +575,10 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   { name: 'keepalive_requests', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: numSetter(keepaliveRequests) },
   { name: 'keepalive_time', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(keepaliveTimeMs) },
   {
+    name: 'keepalive_min_timeout', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime',
+    set: msecSetter(keepaliveMinTimeoutMs),
+  },
+  {
     name: 'keepalive_disable', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1', 'TAKE2'], effect: 'runtime',
     set: bitmaskSetter(keepaliveDisable, ['none', 'msie6', 'safari']),
   },
@@ -755,6 +761,12 @@ export interface HttpCoreLocConf {
   readonly keepaliveHeaderSec: number | undefined;
   /** `keepalive_time`: how long after it was accepted a connection may still be kept alive. */
   readonly keepaliveTimeMs: number;
+  /**
+   * `keepalive_min_timeout`: for this long after its response a kept-alive
+   * connection is neither closed to make room (`worker_connections`) nor by
+   * a graceful stop or reload, which close it once the time is over.
+   */
+  readonly keepaliveMinTimeoutMs: number;
   /** `keepalive_disable`: no keep-alive for POSTs from MSIE 6 and older, or for Safari on Mac OS X. */
   readonly keepaliveDisable: { readonly msie6: boolean; readonly safari: boolean };
   readonly sendTimeoutMs: number;

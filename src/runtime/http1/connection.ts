@@ -172,6 +172,10 @@ export class Http1Connection {
   private timer: NodeJS.Timeout | undefined;
   private lingeringDeadline = 0;
   private stopping = false;
+  /** Kept alive since its last response: not closed to make room or by a stop before this time (`keepalive_min_timeout`, ms since the epoch). */
+  private keptUntilMs = 0;
+  /** Kept alive since its last response: closed at this time (`keepalive_timeout`, ms since the epoch). */
+  private keepaliveDeadlineMs = 0;
 
   /** The server is shutting down gracefully (`stop`): responses from now on close the connection. */
   get exiting(): boolean {
@@ -208,9 +212,13 @@ export class Http1Connection {
     if (first && first.length > 0) this.received(first);
   }
 
-  /** No request is in progress (waiting for the first one, or kept alive between two): the connection may be closed. */
+  /**
+   * No request is in progress (waiting for the first one, or kept alive
+   * between two past its `keepalive_min_timeout`): the connection may be
+   * closed to make room.
+   */
   get idle(): boolean {
-    return this.phase === Phase.Wait || this.phase === Phase.Keepalive;
+    return this.phase === Phase.Wait || (this.phase === Phase.Keepalive && Date.now() >= this.keptUntilMs);
   }
 
   /**
@@ -221,7 +229,11 @@ export class Http1Connection {
    */
   stop(): void {
     this.stopping = true;
-    if (this.phase === Phase.Keepalive) this.close();
+    if (this.phase !== Phase.Keepalive) return;
+    // ngx_http_finalize_connection: within keepalive_min_timeout the connection stays kept alive, a request on it served with Connection: close
+    const left = Math.min(this.keptUntilMs, this.keepaliveDeadlineMs) - Date.now();
+    if (left > 0) this.armTimer(left, () => this.close());
+    else this.close();
   }
 
   /** Closes the connection at once. */
@@ -885,6 +897,9 @@ export class Http1Connection {
         return;
       }
       this.owner.stat.reusable(true);
+      const now = Date.now();
+      this.keptUntilMs = now + conf.keepaliveMinTimeoutMs;
+      this.keepaliveDeadlineMs = now + conf.keepaliveTimeoutMs;
       this.armTimer(conf.keepaliveTimeoutMs, () => this.close());
       this.forgetRequest();
       return;
