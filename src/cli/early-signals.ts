@@ -26,7 +26,9 @@ export function trapEarlySignals(): void {
 }
 
 /**
- * Removes the handlers, for the worker's own.
+ * Removes the handlers, once the worker's own are in place (with none
+ * between, node ends the process on the signal, or drops one it had not yet
+ * passed on).
  * @returns the stop asked for meanwhile, if any
  */
 export function releaseEarlySignals(): StopKind | undefined {

@@ -58,6 +58,13 @@ interface WorkerState {
   ready: boolean;
   /** The master told it to stop (it is not replaced when it exits). */
   told: boolean;
+  /**
+   * It sent its first message: its handlers of early signals are in place
+   * (`early-signals.ts`). Before that node would end it on a signal.
+   */
+  heard: boolean;
+  /** A stop asked for before it was heard, sent once it is (nginx's worker blocks signals while it starts). */
+  held: NodeJS.Signals | undefined;
 }
 
 /** `signal N (NAME) received` (`ngx_signal_handler`): node does not say who sent it, so nginx's `from PID` is left out. */
@@ -197,9 +204,14 @@ export class Master {
   private fork(gen: Generation, index: number, started?: TakenWorker): Worker {
     const worker = started?.worker ?? forkWorker(index);
     gen.workers.add(worker);
-    this.states.set(worker, { gen, index, ready: false, told: false });
+    this.states.set(worker, { gen, index, ready: false, told: false, heard: false, held: undefined });
     this.log('notice', `start worker process ${worker.process.pid}`);
     worker.on('message', (m: unknown) => {
+      const state = this.states.get(worker);
+      if (state && !state.heard) {
+        state.heard = true;
+        if (state.held) this.kill(worker, state.held);
+      }
       if (!isWorkerMessage(m)) return;
       if (m.type === 'conf') {
         const conf: ConfMessage = { type: 'conf', snapshot: gen.compiled.snapshot, ticketKeys: gen.ticketKeys.toString('base64') };
@@ -236,6 +248,15 @@ export class Master {
   private tell(worker: Worker, signal: NodeJS.Signals): void {
     const state = this.states.get(worker);
     if (state && signal !== 'SIGUSR1') state.told = true;
+    if (state && !state.heard) {
+      // a fast stop overrides a graceful one; reopening the logs means nothing to a worker that has not opened them
+      if (signal !== 'SIGUSR1' && state.held !== 'SIGTERM') state.held = signal;
+      return;
+    }
+    this.kill(worker, signal);
+  }
+
+  private kill(worker: Worker, signal: NodeJS.Signals): void {
     try {
       worker.process.kill(signal);
     } catch {

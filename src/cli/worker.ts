@@ -68,7 +68,6 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
     await engine.stop();
     return leaveMaster(FATAL_EXIT);
   }
-  const stopAsked = releaseEarlySignals();
   for (const signal of ['SIGHUP', 'SIGWINCH'] as const) process.on(signal, () => undefined);
   const ready: ReadyMessage = { type: 'ready' };
   process.send?.(ready);
@@ -88,6 +87,9 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
       if (isRetireMessage(m) && !stopping) engine.retire();
       else if (isPeerEventMessage(m)) engine.applyPeerEvent(m.event);
     });
+    // the early handlers go once these are in place: a signal without a handler in between would end the
+    // worker, and one that came but was not yet passed to JavaScript would be dropped with the last handler
+    const stopAsked = releaseEarlySignals();
     if (stopAsked) stop(stopAsked);
   });
 }

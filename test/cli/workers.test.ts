@@ -255,6 +255,21 @@ function runScenarios(impl: Impl): void {
       assert.equal(proc.stderr(), '');
     });
 
+    it('a QUIT that comes while a reload\'s new workers start: they stop once they can, none exits on the signal, the master exits 0', async () => {
+      const port = await freePort();
+      const p = makePrefix({ 'nginx.conf': conf(port, 'a') });
+      const proc = spawnImpl(impl, ['-p', `${p}/`, '-c', 'nginx.conf']);
+      const starts = (): number => (readText(join(p, 'logs/error.log')).match(/start worker process \d+/g) ?? []).length;
+      await waitFor(async () => proc.hasExited() || (starts() === 2 && (await portOpen(port))), 10_000, `port ${port}`);
+      proc.child.kill('SIGHUP');
+      // the new workers were forked: the QUIT reaches them while they start
+      await waitFor(() => proc.hasExited() || starts() > 2, 10_000, 'new workers');
+      proc.child.kill('SIGQUIT');
+      assert.equal(await proc.waitExit(), 0, proc.stderr());
+      const log = readText(join(p, 'logs/error.log'));
+      assert.doesNotMatch(log, /exited on signal/);
+    });
+
     it('worker_cpu_affinity auto, worker_rlimit_nofile and worker_priority: each worker on its own CPU, with the limit and the priority, logged as nginx logs it', async () => {
       const port = await freePort();
       const p = makePrefix({ 'nginx.conf': conf(port, 'a').replace('worker_processes 2;', 'worker_processes 2;\nworker_cpu_affinity auto;\nworker_rlimit_nofile 4096;\nworker_priority 5;') });
