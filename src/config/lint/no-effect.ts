@@ -67,7 +67,7 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   ['proxy_store', OFF], ['fastcgi_store', OFF], ['proxy_bind', OFF], ['fastcgi_bind', OFF],
   ['proxy_limit_rate', ZERO], ['fastcgi_limit_rate', ZERO], ['proxy_force_ranges', OFF], ['fastcgi_force_ranges', OFF],
   ['proxy_pass_trailers', OFF], ['proxy_socket_keepalive', OFF], ['fastcgi_socket_keepalive', OFF],
-  ['ssl_stapling', OFF], ['ssl_early_data', OFF], ['proxy_ssl_certificate_cache', OFF],
+  ['ssl_stapling', OFF], ['ssl_certificate_compression', OFF], ['ssl_early_data', OFF], ['proxy_ssl_certificate_cache', OFF],
   // what jinx does differently whatever the value
   ['ssl_conf_command', 'always'], ['proxy_ssl_conf_command', 'always'],
 ]);

@@ -207,6 +207,7 @@ export const sslDirectives: readonly DirectiveSpec[] = [
     set: (d, cx) => cx.level.append(sslSessionTicketKeys, d.args[0]!, d.loc),
   },
   none('ssl_buffer_size', ['TAKE1'], 'TLS records are sized by the runtime', rule.size()),
+  none('ssl_certificate_compression', ['FLAG'], 'node:tls does not compress certificates (RFC 8879): they are sent whole', rule.flag),
   { name: 'ssl_dhparam', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslDhparam) },
   { name: 'ssl_ecdh_curve', module: SSL, contexts: HTTP_SRV, args: ['TAKE1'], effect: 'runtime', set: strSetter(sslEcdhCurve) },
   none('ssl_stapling', ['FLAG'], 'OCSP stapling needs network access and is not implemented', rule.flag),
