@@ -24,6 +24,7 @@ import { checkCoreMerge, checkDuplicateLocations, coreLocConf, limitExceptConf, 
 import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { autoindexConf } from './modules/autoindex.js';
+import { randomIndexConf } from './modules/random-index.js';
 import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { useridConf } from './modules/userid.js';
@@ -228,6 +229,7 @@ const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
     addition: additionConf(c),
     contentHandler: c.get(http.contentHandler),
     autoindex: autoindexConf(c),
+    randomIndex: randomIndexConf(c),
     userid: useridConf(c, vars),
   };
 });

@@ -212,6 +212,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly contentHandler: ContentHandlerName | undefined;
   /** `autoindex`, `autoindex_format`, `autoindex_localtime`, `autoindex_exact_size`. */
   readonly autoindex: AutoindexConf;
+  /** `random_index`: a directory URI goes to a file of the directory picked at random. */
+  readonly randomIndex: boolean;
   readonly secureLink: SecureLinkConf | undefined;
   /** `valid_referers`, for `$invalid_referer`. */
   readonly referers: RefererConf | undefined;

@@ -9,6 +9,7 @@ import { additionDirectives } from './addition.js';
 import { authBasicDirectives } from './auth-basic.js';
 import { authRequestDirectives } from './auth-request.js';
 import { autoindexDirectives } from './autoindex.js';
+import { randomIndexDirectives } from './random-index.js';
 import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
 import { refererDirectives, refererVariables } from './referer.js';
@@ -63,6 +64,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...sslDirectives,
   ...http2Directives,
   ...autoindexDirectives,
+  ...randomIndexDirectives,
   ...gzipDirectives,
   ...ssiDirectives,
   ...charsetDirectives,

@@ -135,10 +135,10 @@ export async function autoindex(ex: Exchange): Promise<Outcome | undefined> {
 }
 
 /** What `stat` (or, for a broken link, `lstat`) said of an entry, or which of them failed. */
-type Looked = Stats | { readonly call: 'stat' | 'lstat'; readonly err: NodeJS.ErrnoException };
+export type Looked = Stats | { readonly call: 'stat' | 'lstat'; readonly err: NodeJS.ErrnoException };
 
 /** `ngx_de_info`, and `ngx_de_link_info` when the target is missing or loops (ENOENT, ELOOP). */
-async function lookAt(filename: string): Promise<Looked> {
+export async function lookAt(filename: string): Promise<Looked> {
   try {
     return await stat(fsPath(filename));
   } catch (err) {

@@ -13,6 +13,7 @@ import { logRequest } from '../context.js';
 import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { escapeUri } from '../uri.js';
 import { autoindex } from './autoindex.js';
+import { randomIndex } from './random-index.js';
 import { gzipStatic } from './gzip-static.js';
 import { fsPath, sendFile } from './send-file.js';
 
@@ -70,7 +71,8 @@ export async function tryFiles(ex: Exchange): Promise<TryFilesResult> {
 export async function serveStatic(ex: Exchange): Promise<Outcome> {
   const { r } = ex;
   const method = r.method;
-  if (r.uri.endsWith('/')) return index(ex);
+  // the content phase runs random_index's handler before the index module's
+  if (r.uri.endsWith('/')) return (await randomIndex(ex)) ?? index(ex);
   if (r.loc.gzip.static !== 'off' && (method === 'GET' || method === 'HEAD')) {
     const precompressed = await gzipStatic(ex);
     if (precompressed) return precompressed;
