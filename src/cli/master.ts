@@ -248,7 +248,8 @@ export class Master {
   private tell(worker: Worker, signal: NodeJS.Signals): void {
     const state = this.states.get(worker);
     if (state && signal !== 'SIGUSR1') state.told = true;
-    if (state && !state.heard) {
+    // SIGKILL (the fast stop's last word) goes at once: no handler can take it, so none needs to be in place
+    if (state && !state.heard && signal !== 'SIGKILL') {
       // a fast stop overrides a graceful one; reopening the logs means nothing to a worker that has not opened them
       if (signal !== 'SIGUSR1' && state.held !== 'SIGTERM') state.held = signal;
       return;
