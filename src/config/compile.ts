@@ -27,6 +27,7 @@ import { autoindexConf } from './modules/autoindex.js';
 import { randomIndexConf } from './modules/random-index.js';
 import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
+import { browserConf } from './modules/browser.js';
 import { useridConf } from './modules/userid.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
@@ -202,7 +203,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
  * kept in that order, once for the levels that share the result. The
  * merges that read the level tree or their level's own settings (rewrite's
  * script, `internal`, `limit_except`, proxy, fastcgi, secure_link,
- * valid_referers) run for each level.
+ * valid_referers, the browser lists) run for each level.
  */
 const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
   const vars = cx.scope.variables;
@@ -368,6 +369,7 @@ class Compiler implements CompileContext {
       fastcgi: fastcgi.fastcgiConf(this, node, c),
       secureLink: secureLinkConf(c, this.scope.variables),
       referers: refererConf(c),
+      browser: browserConf(c),
     }, settings);
     // a block without a content handler of its own: an `if` keeps its location's (nginx's
     // ngx_http_update_location_config changes r->content_handler only to a handler the block has), a

@@ -216,6 +216,34 @@ export interface UseridConf {
   readonly reset: (r: RequestView) => string | undefined;
 }
 
+/** One `modern_browser NAME VERSION`: where `User-Agent` names the browser, and the least modern version. */
+export interface ModernBrowser {
+  /** Bytes of `User-Agent` skipped before looking for `mark`. */
+  readonly skip: number;
+  /** The browser's mark (`MSIE `, `rv:`, `Safari/` …). */
+  readonly mark: string;
+  /** Bytes from the start of the mark to the version. */
+  readonly add: number;
+  /** The version scaled as nginx does (`1.2.3.4` is 1020304). */
+  readonly version: bigint;
+}
+
+/** The browser module's settings of a level (`ngx_http_browser_conf_t`), for `$modern_browser` and `$ancient_browser`. */
+export interface BrowserConf {
+  /** `modern_browser NAME VERSION`, Opera added when not listed; empty without the directive. */
+  readonly modern: readonly ModernBrowser[];
+  /** `ancient_browser WORD`: the words of an ancient `User-Agent`. */
+  readonly ancient: readonly string[];
+  /** `modern_browser unlisted` at this level. */
+  readonly unlisted: boolean;
+  /** `ancient_browser netscape4` at this level. */
+  readonly netscape4: boolean;
+  /** `modern_browser_value`. */
+  readonly modernValue: string;
+  /** `ancient_browser_value`. */
+  readonly ancientValue: string;
+}
+
 /** What variables read of the location configuration in effect (a `LocationConf` of the route table). */
 export interface LocationView {
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
@@ -228,6 +256,8 @@ export interface LocationView {
   readonly referers: RefererConf | undefined;
   /** The userid settings, for `$uid_got` and `$uid_set`. */
   readonly userid: UseridConf;
+  /** The browser module's settings, for `$modern_browser` and `$ancient_browser`. */
+  readonly browser: BrowserConf;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { SourceLoc } from '../parser/ast.js';
 import type { ConfigWarning } from '../errors.js';
 import type { NamedCapture } from './regex.js';
 import type { VariableGetter } from './variables.js';
-import type { RefererConf, SecureLinkConf, UseridConf } from './request-view.js';
+import type { BrowserConf, RefererConf, SecureLinkConf, UseridConf } from './request-view.js';
 import type { AccessRule } from './modules/access.js';
 import type { AdditionConf } from './modules/addition.js';
 import type { AuthBasicConf } from './modules/auth-basic.js';
@@ -219,6 +219,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly referers: RefererConf | undefined;
   /** The userid filter's settings (`userid`, `userid_name` …). */
   readonly userid: UseridConf;
+  /** `modern_browser`, `ancient_browser` and their values. */
+  readonly browser: BrowserConf;
 }
 
 /** The compiled configuration. */

@@ -34,7 +34,7 @@ import { applyHeadersModule, contentTypeFor, keptHeaders, specialPage } from './
 import { RateLimitedTarget } from './limit-rate.js';
 import { runScript, type ScriptLog, type ScriptOutcome } from './script.js';
 import { preconditionStatus } from './conditional.js';
-import { browserOf } from './user-agent.js';
+import { browserOf } from '../user-agent.js';
 import { clientCertificateError } from './tls-details.js';
 import { findServer, matchServer } from './server-names.js';
 import { escapeUri, hostPort, normalizePath, parseUnsafeUri, validateHost } from './uri.js';

@@ -14,6 +14,7 @@ import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
 import { refererDirectives, refererVariables } from './referer.js';
 import { secureLinkDirectives, secureLinkVariables } from './secure-link.js';
+import { browserDirectives, browserVariables } from './browser.js';
 import { stubStatusDirectives, stubStatusVariables } from './stub-status.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
@@ -73,10 +74,11 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...useridDirectives,
   ...emptyGifDirectives,
   ...secureLinkDirectives,
+  ...browserDirectives,
   ...refererDirectives,
   ...stubStatusDirectives,
   ...streamDirectives,
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables, ...stubStatusVariables, ...limitConnVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables, ...browserVariables, ...stubStatusVariables, ...limitConnVariables];

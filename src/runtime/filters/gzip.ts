@@ -9,7 +9,7 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { createDeflateRaw, createGunzip, crc32 } from 'node:zlib';
 import type { HttpRequestState } from '../request.js';
-import { browserOf } from '../user-agent.js';
+import { browserOf } from '../../user-agent.js';
 import type { HeaderFilter } from './types.js';
 import { allHeaders, bodyChanged, contentLength, lastHeader, removeHeader, responseContentType, typeListed, type HeaderList } from './headers.js';
 

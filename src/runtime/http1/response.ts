@@ -15,7 +15,7 @@ import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
 import { armSendTimer, backgroundSettled, resetConnection, type BackgroundHolder, type ClientResponseTarget, type ClientTunnel, type SendTimeout } from '../exchange.js';
 import { responseHeaders, responseTrailers, STATUS_TEXT } from '../respond.js';
-import { browserOf } from '../user-agent.js';
+import { browserOf } from '../../user-agent.js';
 
 /** What the target tells its connection. */
 export interface Http1ResponseOwner {

@@ -1,7 +1,7 @@
 /**
  * The browsers nginx recognizes in `User-Agent` while it reads the header
  * (`ngx_http_process_user_agent` in `src/http/ngx_http_request.c`), for
- * `keepalive_disable` and `msie_padding`.
+ * `keepalive_disable`, `msie_padding`, `gzip_disable msie6` and `$msie`.
  */
 
 /** What nginx notes of a client's `User-Agent`. */
