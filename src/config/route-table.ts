@@ -60,7 +60,7 @@ export type { SsiConf } from './modules/ssi.js';
 export type { PerHandshakeCertificates, TlsServerConf } from './modules/ssl.js';
 export type { StreamAccessLog, StreamContent, StreamListenGroup, StreamProxyConf, StreamServer, StreamSocket, StreamTable } from './modules/stream.js';
 export type { SubFilterConf } from './modules/sub.js';
-export type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from './modules/upstream.js';
+export type { NextUpstreamConf, StickyConf, UpstreamGroup, UpstreamPeer } from './modules/upstream.js';
 
 /** One listening socket: an address:port and the servers that listen on it. */
 export interface ListenGroup {

@@ -47,6 +47,34 @@ export interface UpstreamDecl {
   hashKey: ValueSource | undefined;
   /** `zone NAME`: the peers' failure state is every worker's. */
   zone: string | undefined;
+  /** `sticky` (http only); its `active` is cleared by a balancing method chosen after it. */
+  sticky?: StickyDecl;
+}
+
+/**
+ * An upstream block's `sticky cookie NAME …` or `sticky route $VAR …`
+ * (`ngx_http_upstream_sticky_srv_conf_t`).
+ */
+export interface StickyDecl {
+  /** The variables whose first non-empty value is the server ID asked for (`$cookie_NAME` for `cookie`). */
+  readonly lookup: readonly ValueSource[];
+  /** `cookie`: the cookie set to the chosen server's ID. */
+  readonly cookie: StickyCookieDecl | undefined;
+  /** False once a balancing method follows `sticky` in the block (nginx then warns `load balancing method redefined`, and the method replaces sticky's). */
+  active: boolean;
+}
+
+/** `sticky cookie NAME [expires=TIME] [domain=DOMAIN] [path=PATH] [httponly] [secure] [samesite=…]`. */
+export interface StickyCookieDecl {
+  readonly name: string;
+  /** `expires=`: seconds, `STICKY_MAX_EXPIRES` for `max`; undefined: a session cookie. */
+  readonly expiresSec: number | undefined;
+  readonly domain: ValueSource | undefined;
+  /** `path=`: the path, '' for none. */
+  readonly path: string;
+  readonly httponly: boolean;
+  readonly secure: boolean;
+  readonly samesite: ValueSource | undefined;
 }
 
 /**
@@ -73,6 +101,10 @@ export interface UpstreamServerDecl {
   readonly failTimeoutMs: number;
   readonly backup: boolean;
   readonly down: boolean;
+  /** `drain`: no new requests, but those `sticky` sends to it (http only). */
+  readonly drain: boolean;
+  /** `route=ROUTE`: the server's ID for `sticky` (else the MD5 of its address); http only. */
+  readonly route: string | undefined;
   readonly loc: SourceLoc;
 }
 

@@ -355,6 +355,16 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'upstream-ip-hash-backup', expect: '[emerg] balancing method does not support parameter "backup" in PREFIX/nginx.conf:7' },
   { name: 'upstream-hash-parameter-invalid', expect: '[emerg] invalid parameter "ring" in PREFIX/nginx.conf:6' },
   { name: 'upstream-random-backup', expect: '[emerg] balancing method does not support parameter "backup" in PREFIX/nginx.conf:7' },
+  { name: 'sticky-route-empty', expect: '[emerg] route is empty in PREFIX/nginx.conf:5' },
+  { name: 'sticky-route-too-long', expect: '[emerg] route is longer than 32 in PREFIX/nginx.conf:5' },
+  { name: 'sticky-duplicate', expect: '[emerg] "sticky" directive is duplicate in PREFIX/nginx.conf:6' },
+  { name: 'sticky-cookie-empty-name', expect: '[emerg] "sticky" directive empty cookie name in PREFIX/nginx.conf:6' },
+  { name: 'sticky-unknown-method', expect: '[emerg] unknown parameter "session" in PREFIX/nginx.conf:6' },
+  { name: 'sticky-cookie-expires-invalid', expect: '[emerg] "sticky" directive invalid "expires" parameter value in PREFIX/nginx.conf:6' },
+  { name: 'sticky-cookie-samesite-invalid', expect: '[emerg] "sticky" directive invalid "samesite" parameter value in PREFIX/nginx.conf:6' },
+  { name: 'sticky-cookie-unknown-parameter', expect: '[emerg] unknown parameter "partitioned" in PREFIX/nginx.conf:6' },
+  { name: 'sticky-route-not-a-variable', expect: '[emerg] invalid variable name "arg_r" in PREFIX/nginx.conf:6' },
+  { name: 'sticky-before-balancer-warning', expect: '[warn] load balancing method redefined in PREFIX/nginx.conf:6' },
   { name: 'upstream-backup-only', expect: '[emerg] no servers in upstream "backend" in PREFIX/nginx.conf:4' },
   { name: 'mirror-off-duplicate', expect: '[emerg] "mirror" directive is duplicate in PREFIX/nginx.conf:8' },
   { name: 'upstream-unix-no-path', expect: '[emerg] no path in the unix domain socket in upstream "unix:" in PREFIX/nginx.conf:5' },
@@ -397,6 +407,8 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
+  // sessions learned from responses would need memory shared by the workers: refused rather than kept per worker
+  { name: 'sticky-learn', jinx: '[emerg] "sticky learn" is not supported by jinx (its sessions would need shared memory); use "sticky cookie" or "sticky route" in PREFIX/nginx.conf:6' },
   { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },
 ];
 

@@ -48,8 +48,26 @@ export function writeFiles(dir: string, files: Readonly<Record<string, string>>)
   }
 }
 
+/** The ports `freePort` gave this process: the kernel may offer one again once it is closed. */
+const handedOut = new Set<number>();
+
+/**
+ * A TCP port free on 127.0.0.1 right now, and not given before in this
+ * process (two ports of one configuration taken in a row were once the
+ * same, making one server's `listen` another's).
+ */
+export async function freePort(): Promise<number> {
+  for (let tries = 0; ; tries++) {
+    const port = await anyFreePort();
+    if (!handedOut.has(port) || tries >= 100) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
 /** A TCP port free on 127.0.0.1 right now. */
-export function freePort(): Promise<number> {
+function anyFreePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const srv = createNetServer();
     srv.once('error', reject);

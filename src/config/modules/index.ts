@@ -15,6 +15,7 @@ import { emptyGifDirectives } from './empty-gif.js';
 import { refererDirectives, refererVariables } from './referer.js';
 import { secureLinkDirectives, secureLinkVariables } from './secure-link.js';
 import { browserDirectives, browserVariables } from './browser.js';
+import { stickyDirectives } from './upstream-sticky.js';
 import { stubStatusDirectives, stubStatusVariables } from './stub-status.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
@@ -75,6 +76,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...emptyGifDirectives,
   ...secureLinkDirectives,
   ...browserDirectives,
+  ...stickyDirectives,
   ...refererDirectives,
   ...stubStatusDirectives,
   ...streamDirectives,

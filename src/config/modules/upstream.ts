@@ -5,6 +5,7 @@
  * does with `ngx_parse_url`; a name that does not resolve is
  * `host not found in upstream "NAME:PORT"`.
  */
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { ConfigError } from '../../errors.js';
@@ -14,14 +15,15 @@ import {
   DirectiveFailure, fail, LevelConf, ruleSetter, parseNumber, parseMsec, parseSize, parseTime, rule, slot, type ConfChain, type DirectiveSpec, type SetContext, type TempPathValue,
   type Slot,
 } from '../spec.js';
-import type { CompiledValue, ValueSource } from '../variables.js';
-import type { UpstreamBalancer, UpstreamDecl, UpstreamServerDecl } from '../scope.js';
+import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import type { StickyDecl, UpstreamBalancer, UpstreamDecl, UpstreamServerDecl } from '../scope.js';
 import { parseUnixPath } from '../listen.js';
 
 const UPSTREAM = 'ngx_http_upstream_module';
 const KEEPALIVE = 'ngx_http_upstream_keepalive_module';
 
-function currentUpstream(cx: SetContext): UpstreamDecl {
+/** The `upstream` block a directive is in. */
+export function currentUpstream(cx: SetContext): UpstreamDecl {
   return cx.scope.upstreams.get(cx.parentDirective!.args[0]!.toLowerCase())!;
 }
 
@@ -34,13 +36,18 @@ export function splitHostPort(text: string): { host: string; port: number | unde
   return { host: m[1]!, port: m[2] === undefined ? undefined : Number(m[2]) };
 }
 
+/** `NGX_HTTP_UPSTREAM_SID_LEN`: a server ID (`route=`) is at most this long, the length of an MD5 in hex. */
+export const SID_LENGTH = 32;
+
 /**
  * `ngx_http_upstream_server` (and `ngx_stream_upstream_server`): the
  * parameters, then the address, which must resolve now. Without a port the
  * address takes `defaultPort`, or is `no port in upstream "…"` (stream).
+ * `sticky`: the http parameters of `sticky` (`route=`, `drain`) are known.
+ * @throws DirectiveFailure `invalid parameter "…"`, `route is empty`, `route is longer than 32`, and the address's
  */
 export function parseUpstreamServer(
-  d: Directive, cx: SetContext, defaultPort: number | undefined, balancer: UpstreamBalancer = 'round_robin',
+  d: Directive, cx: SetContext, defaultPort: number | undefined, balancer: UpstreamBalancer = 'round_robin', sticky = false,
 ): UpstreamServerDecl {
   let weight = 1;
   let maxConns = 0;
@@ -48,6 +55,8 @@ export function parseUpstreamServer(
   let failTimeoutMs = 10_000;
   let backup = false;
   let down = false;
+  let drain = false;
+  let route: string | undefined;
   for (const p of d.args.slice(1)) {
     const num = (prefix: string): number => {
       const n = parseNumber(p.slice(prefix.length));
@@ -69,12 +78,17 @@ export function parseUpstreamServer(
       backup = true;
     }
     else if (p === 'down') down = true;
-    else fail(`invalid parameter "${p}"`);
+    else if (sticky && p === 'drain') drain = true;
+    else if (sticky && p.startsWith('route=')) {
+      route = p.slice('route='.length);
+      if (route === '') fail('route is empty');
+      if (route.length > SID_LENGTH) fail(`route is longer than ${SID_LENGTH}`);
+    } else fail(`invalid parameter "${p}"`);
   }
   const addr = d.args[0]!;
   if (addr.startsWith('unix:')) {
     const unixPath = parseUnixPath(addr, (err) => fail(`${err} in upstream "${addr}"`));
-    return { address: addr, host: addr, port: 0, unixPath, weight, maxConns, maxFails, failTimeoutMs, backup, down, loc: d.loc };
+    return { address: addr, host: addr, port: 0, unixPath, weight, maxConns, maxFails, failTimeoutMs, backup, down, drain, route, loc: d.loc };
   }
   const hp = splitHostPort(addr);
   if (!hp || (hp.port !== undefined && (hp.port < 1 || hp.port > 65535))) {
@@ -85,7 +99,7 @@ export function parseUpstreamServer(
   if (!isIP(hp.host) && !cx.scope.hosts.lookup(hp.host)) fail(`host not found in upstream "${addr}"`);
   const port = hp.port ?? defaultPort;
   if (port === undefined) fail(`no port in upstream "${addr}"`);
-  return { address: addr, host: hp.host, port, unixPath: undefined, weight, maxConns, maxFails, failTimeoutMs, backup, down, loc: d.loc };
+  return { address: addr, host: hp.host, port, unixPath: undefined, weight, maxConns, maxFails, failTimeoutMs, backup, down, drain, route, loc: d.loc };
 }
 
 /** The methods whose servers may be `backup` (round robin, `least_conn`). */
@@ -93,7 +107,7 @@ const BACKUP_BALANCERS: ReadonlySet<UpstreamBalancer> = new Set(['round_robin', 
 
 const setServer = (d: Directive, cx: SetContext): void => {
   const up = currentUpstream(cx);
-  up.servers.push(parseUpstreamServer(d, cx, 80, up.balancer));
+  up.servers.push(parseUpstreamServer(d, cx, 80, up.balancer, true));
 };
 
 /** `keepalive_timeout`, `keepalive_requests` and `keepalive_time` were set in this upstream block (msec and num slots in nginx). */
@@ -101,8 +115,8 @@ const keepaliveTimeoutSet = slot('upstream keepalive_timeout', false);
 const keepaliveRequestsSet = slot('upstream keepalive_requests', false);
 const keepaliveTimeSet = slot('upstream keepalive_time', false);
 
-/** A load balancing method has been chosen in this upstream block. */
-const balancerSet = slot('upstream balancer', false);
+/** A load balancing method (or `sticky`, which wraps the one before it) has been chosen in this upstream block. */
+export const balancerSet = slot('upstream balancer', false);
 
 /**
  * `ngx_http_upstream_least_conn` (`ngx_http_upstream_least_conn_module.c`),
@@ -120,6 +134,8 @@ function setBalancer(d: Directive, cx: SetContext): void {
   const key = d.name === 'hash' ? cx.scope.variables.value(d.args[0]!, d.loc) : undefined;
   if (cx.level.own(balancerSet)) cx.warn('load balancing method redefined', 'balancer-redefined');
   cx.level.replace(balancerSet, true, d.loc);
+  // the method replaces the one sticky wraps, and sticky with it
+  if (up.sticky) up.sticky.active = false;
   up.hashKey = key;
   up.balancer = balancerOf(d);
 }
@@ -261,6 +277,30 @@ export interface UpstreamGroup {
   readonly hashKey: CompiledValue | undefined;
   /** `zone NAME`: the peers' failures and connections count in every worker (without it, in each worker alone, as nginx's). */
   readonly zone: string | undefined;
+  /** `sticky` (an `upstream` block's, when no balancing method follows it). */
+  readonly sticky?: StickyConf;
+}
+
+/** `sticky cookie` or `sticky route` of a group, its values bound (`ngx_http_upstream_sticky_srv_conf_t`). */
+export interface StickyConf {
+  /** The variables whose first non-empty value is the server ID the request asks for. */
+  readonly lookup: readonly CompiledValue[];
+  /** `sticky cookie`: the cookie that names the chosen server. */
+  readonly cookie: StickyCookieConf | undefined;
+}
+
+/** The `Set-Cookie` of `sticky cookie NAME …`. */
+export interface StickyCookieConf {
+  readonly name: string;
+  /** `expires=` in seconds, `STICKY_MAX_EXPIRES` for `max`; undefined: none. */
+  readonly expiresSec: number | undefined;
+  readonly domain: CompiledValue | undefined;
+  /** `path=`: '' for none. */
+  readonly path: string;
+  readonly httponly: boolean;
+  readonly secure: boolean;
+  /** `samesite=`: a constant already checked, or a value whose result is checked per request. */
+  readonly samesite: CompiledValue | undefined;
 }
 
 /** One address of an upstream group. */
@@ -277,7 +317,12 @@ export interface UpstreamPeer {
   readonly server: string;
   readonly weight: number;
   readonly backup: boolean;
+  /** `down`, or `drain`: not chosen by the group's method. */
   readonly down: boolean;
+  /** `drain` without `down`: still chosen by `sticky` for a request that names it. */
+  readonly draining?: boolean;
+  /** The server ID `sticky` knows it by: its `route=`, else the MD5 of its name in hex; undefined outside `upstream` blocks of http. */
+  readonly sid?: string;
   /** `max_conns`: requests at once at most; 0: no limit. */
   readonly maxConns: number;
   readonly maxFails: number;
@@ -386,6 +431,7 @@ export function resolveUpstreams(
       name: decl.name, peers, keepalive: decl.keepalive, keepaliveTimeoutMs: decl.keepaliveTimeoutMs, keepaliveTimeMs: decl.keepaliveTimeMs,
       keepaliveRequests: decl.keepaliveRequests,
       balancer: decl.balancer, hashKey: decl.hashKey && cx.scope.variables.bind(decl.hashKey), zone: decl.zone,
+      ...(decl.sticky?.active ? { sticky: stickyConf(decl.sticky, cx.scope.variables) } : {}),
     });
   }
   // every level, upstream blocks too, as the recursive walk did (they hold no proxy_pass)
@@ -400,13 +446,30 @@ export function resolveUpstreams(
   }
 }
 
-/** A peer at an IP and port, or (`unixPath`) at `unix:PATH`, with its `server` parameters. */
+/**
+ * A peer at an IP and port, or (`unixPath`) at `unix:PATH`, with its
+ * `server` parameters; a peer of an `upstream` block has a server ID
+ * (`ngx_http_upstream_create_sid`: `route=`, or the MD5 of the name).
+ */
 function peer(addr: string, port: number, s?: UpstreamServerDecl, unixPath?: string): UpstreamPeer {
   const name = unixPath !== undefined ? addr : isIP(addr) === 6 ? `[${addr}]:${port}` : `${addr}:${port}`;
   return {
     name, host: addr, port, unixPath, server: s?.address ?? name,
-    weight: s?.weight ?? 1, backup: s?.backup ?? false, down: s?.down ?? false, maxConns: s?.maxConns ?? 0,
+    weight: s?.weight ?? 1, backup: s?.backup ?? false, down: (s?.down ?? false) || (s?.drain ?? false), maxConns: s?.maxConns ?? 0,
     maxFails: s?.maxFails ?? 1, failTimeoutMs: s?.failTimeoutMs ?? 10_000,
+    ...(s ? { draining: s.drain && !s.down, sid: s.route ?? createHash('md5').update(name, 'latin1').digest('hex') } : {}),
+  };
+}
+
+/** A block's `sticky` with its values bound. */
+function stickyConf(decl: StickyDecl, vars: VariableRegistry): StickyConf {
+  const c = decl.cookie;
+  return {
+    lookup: decl.lookup.map((v) => vars.bind(v)),
+    cookie: c && {
+      name: c.name, expiresSec: c.expiresSec, domain: c.domain && vars.bind(c.domain), path: c.path, httponly: c.httponly, secure: c.secure,
+      samesite: c.samesite && vars.bind(c.samesite),
+    },
   };
 }
 

@@ -42,7 +42,7 @@ const MODULE = 'ngx_http_userid_filter_module';
 export const USERID_MAX_EXPIRES = 2145916555;
 
 /** The `; expires=` of `userid_expires max`, as nginx writes it whatever the time. */
-const MAX_EXPIRES_TEXT = '; expires=Thu, 31-Dec-37 23:55:55 GMT';
+export const MAX_EXPIRES_TEXT = '; expires=Thu, 31-Dec-37 23:55:55 GMT';
 
 const enable = slot<UseridConf['enable']>('userid', 'off');
 const service = slot<number | undefined>('userid_service', undefined);
@@ -315,7 +315,7 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 const pad2 = (n: number): string => String(n).padStart(2, '0');
 
 /** `ngx_http_cookie_time`: `Thu, 31-Dec-37 23:55:55 GMT`, the year in 4 digits past 2037. */
-function cookieTime(sec: number): string {
+export function cookieTime(sec: number): string {
   const d = new Date(sec * 1000);
   const year = d.getUTCFullYear();
   return `${WEEK[d.getUTCDay()]}, ${pad2(d.getUTCDate())}-${MONTHS[d.getUTCMonth()]}-${year > 2037 ? year : pad2(year % 100)} `

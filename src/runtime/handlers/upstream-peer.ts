@@ -12,11 +12,13 @@
  * (`ngx_http_upstream_create_round_robin_peer`).
  */
 import { isIP } from 'node:net';
-import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import type { NextUpstreamConf, StickyConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import { SAMESITE_VALUES, STICKY_MAX_EXPIRES } from '../../config/modules/upstream-sticky.js';
+import { cookieTime, MAX_EXPIRES_TEXT } from '../../config/modules/userid.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import type { Exchange } from '../exchange.js';
-import { upstreamAttempt, type UpstreamState } from '../request.js';
+import { upstreamAttempt, type HttpRequestState, type UpstreamState } from '../request.js';
 import type { UpstreamFailure } from '../upstream/errors.js';
 import { ResolveError } from '../upstream/resolver.js';
 import { PeerAttempts, RoundRobin, type NextCondition } from '../upstream/round-robin.js';
@@ -112,7 +114,8 @@ export function endAttempt(state: UpstreamState | undefined, wire?: { readonly s
  * status to answer. `scheme` and `uri` make the log's `upstream:` field.
  */
 export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string): PeerChoice | number {
-  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, group.hashKey ? group.hashKey.evaluate(ex.r) : ex.r.clientAddr);
+  const key = group.hashKey ? group.hashKey.evaluate(ex.r) : ex.r.clientAddr;
+  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, key, group.sticky && stickySid(ex.r, group.sticky));
   // the peer is held (for the counts of least_conn and max_conns) until the request ends, whatever
   // ends it: the main request, or a background subrequest that may outlive it
   let owner = ex.r;
@@ -121,6 +124,39 @@ export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstream
   owner.atEnd(() => attempts.finish());
   if (peer) return { peer: chosen(group, peer), attempts };
   return logNoLiveUpstreams(ex, group, scheme, uri);
+}
+
+/** `ngx_http_upstream_sticky_get_id`: the first non-empty value of the `sticky` variables, the server ID the request names. */
+function stickySid(r: HttpRequestState, sticky: StickyConf): string | undefined {
+  for (const v of sticky.lookup) {
+    const id = v.evaluate(r);
+    if (id !== '') return id;
+  }
+  return undefined;
+}
+
+/**
+ * The `Set-Cookie` value of `sticky cookie` for the peer that answers
+ * (`ngx_http_upstream_sticky_cookie_insert`): `NAME=ID`, then `expires` and
+ * `max-age`, `domain`, `httponly`, `secure`, `samesite` (a value from
+ * variables that is not strict, lax or none is `strict`), `path`; undefined
+ * without `sticky cookie`.
+ */
+export function stickyCookie(r: HttpRequestState, attempts: PeerAttempts | undefined): string | undefined {
+  const cookie = attempts?.group.sticky?.cookie;
+  const sid = attempts?.picked?.sid;
+  if (!cookie || sid === undefined) return undefined;
+  let out = `${cookie.name}=${sid}`;
+  if (cookie.expiresSec === STICKY_MAX_EXPIRES) out += `${MAX_EXPIRES_TEXT}; max-age=315360000`;
+  else if (cookie.expiresSec !== undefined) out += `; expires=${cookieTime(Math.floor(Date.now() / 1000) + cookie.expiresSec)}; max-age=${cookie.expiresSec}`;
+  const domain = cookie.domain?.evaluate(r) ?? '';
+  if (domain !== '') out += `; domain=${domain}`;
+  if (cookie.httponly) out += '; httponly';
+  if (cookie.secure) out += '; secure';
+  let samesite = cookie.samesite?.evaluate(r) ?? '';
+  if (samesite !== '' && cookie.samesite!.constant === undefined && !SAMESITE_VALUES.includes(samesite.toLowerCase())) samesite = 'strict';
+  if (samesite !== '') out += `; samesite=${samesite}`;
+  return cookie.path === '' ? out : `${out}; path=${cookie.path}`;
 }
 
 /** The client status nginx answers when it gives up on a peer for `condition` (`ngx_http_upstream_next`). */

@@ -74,11 +74,15 @@ export class RoundRobin {
   }
 
   /**
-   * Whether a peer is out for now: `down`, failed `max_fails` times within
-   * `fail_timeout`, or taking `max_conns` requests already.
+   * Whether a peer is out for now: `down`, or out for a while
+   * (`outForNow`).
    */
   private unusable(peer: UpstreamPeer, nowSec: number): boolean {
-    if (peer.down) return true;
+    return peer.down || this.outForNow(peer, nowSec);
+  }
+
+  /** Whether a peer failed `max_fails` times within `fail_timeout`, or takes `max_conns` requests already. */
+  private outForNow(peer: UpstreamPeer, nowSec: number): boolean {
     const st = this.state(peer);
     if (peer.maxFails > 0 && st.fails >= peer.maxFails && (nowSec - st.checkedSec) * 1000 <= peer.failTimeoutMs) return true;
     return peer.maxConns > 0 && st.conns >= peer.maxConns;
@@ -195,9 +199,17 @@ export class RoundRobin {
   /**
    * `ngx_http_upstream_get_peer`: the next peer of `peers` not yet `tried`,
    * not `down` and not failed within its `fail_timeout` (in whole seconds, as
-   * nginx counts it); undefined when none is.
+   * nginx counts it); undefined when none is. `sticky`, a usable peer the
+   * request names, is chosen instead of the best one, the weights counted as
+   * if it were the best, or left alone while it is already that far behind
+   * (its current weight at most minus the others' weights).
    */
-  choose(peers: readonly UpstreamPeer[], tried: ReadonlySet<UpstreamPeer>, nowSec: number): UpstreamPeer | undefined {
+  choose(peers: readonly UpstreamPeer[], tried: ReadonlySet<UpstreamPeer>, nowSec: number, sticky?: UpstreamPeer): UpstreamPeer | undefined {
+    if (sticky) {
+      let totalWeight = 0;
+      for (const peer of peers) totalWeight += peer.weight;
+      if (this.state(sticky).currentWeight <= -(totalWeight - sticky.weight)) return this.taken(sticky, nowSec);
+    }
     let best: UpstreamPeer | undefined;
     let bestState: PeerState | undefined;
     let total = 0;
@@ -212,9 +224,24 @@ export class RoundRobin {
         bestState = st;
       }
     }
+    if (sticky) {
+      best = sticky;
+      bestState = this.state(sticky);
+    }
     if (!best || !bestState) return undefined;
     bestState.currentWeight -= total;
     return this.taken(best, nowSec);
+  }
+
+  /**
+   * `ngx_http_upstream_get_rr_peer_by_sid`: the peer of `peers` whose server
+   * ID is `sid`, when it may be chosen (not tried, failed or at `max_conns`,
+   * and not `down`, though `drain` is no obstacle); undefined otherwise.
+   */
+  bySid(peers: readonly UpstreamPeer[], sid: string, tried: ReadonlySet<UpstreamPeer>, nowSec: number): UpstreamPeer | undefined {
+    const peer = peers.find((p) => p.sid === sid);
+    if (!peer || tried.has(peer) || (peer.down && !peer.draining) || this.outForNow(peer, nowSec)) return undefined;
+    return peer;
   }
 
   /**
@@ -333,6 +360,8 @@ export class PeerAttempts {
   current: UpstreamPeer | undefined;
   /** The peer whose connection is counted (`conns`) until the request releases it. */
   private held: UpstreamPeer | undefined;
+  /** The peer last chosen, kept after the attempt ends (`sticky cookie` names it: nginx's `pc->sid`). */
+  picked: UpstreamPeer | undefined;
   /** `ip_hash`: the request's walk, from nginx's initial hash 89. */
   private readonly walk: HashWalk = { hash: 89, tries: 0 };
   /** `hash`, `random`: the request's walk. */
@@ -342,12 +371,14 @@ export class PeerAttempts {
    * @param key what the group's method hashes: for `ip_hash`, the client
    *   address (`$remote_addr`, after the realip module; `unix:` hashes as
    *   three zero bytes), for `hash`, its key evaluated for the request
+   * @param sid the server ID the request names (`sticky`), if any
    */
   constructor(
     private readonly rr: RoundRobin,
     readonly group: UpstreamGroup,
     private readonly conf: NextUpstreamConf,
     private readonly key = '',
+    private readonly sid?: string,
   ) {
     const tiers = tiersOf(group);
     this.tier = tiers.primary;
@@ -366,7 +397,7 @@ export class PeerAttempts {
     const nowSec = Math.floor(Date.now() / 1000);
     let peer: UpstreamPeer | undefined;
     if (this.single) {
-      peer = this.rr.singleUsable(this.tier[0]!) ? this.tier[0] : undefined;
+      peer = this.sticky(this.tier, nowSec) ?? (this.rr.singleUsable(this.tier[0]!) ? this.tier[0] : undefined);
     } else {
       peer = this.chooseIn(this.tier, nowSec);
       if (!peer && this.tier !== this.backups && this.backups.length > 0) {
@@ -378,19 +409,44 @@ export class PeerAttempts {
     if (peer) {
       this.tried.add(peer);
       this.rr.hold(this.group, peer);
+      this.picked = peer;
     }
     this.current = peer;
     this.held = peer;
     return peer;
   }
 
+  /** The usable peer of `tier` the request names (`sticky`), if any. */
+  private sticky(tier: readonly UpstreamPeer[], nowSec: number): UpstreamPeer | undefined {
+    return this.sid === undefined ? undefined : this.rr.bySid(tier, this.sid, this.tried, nowSec);
+  }
+
+  /**
+   * Whether the group's method picks in `tier` rather than leaving it to
+   * round robin at once (`ip_hash`, `hash`, `random` with fewer than two
+   * peers, an empty key or after 20 tries): a peer the request names is
+   * then taken as it is, without round robin's weights.
+   */
+  private methodPicks(tier: readonly UpstreamPeer[]): boolean {
+    switch (this.group.balancer) {
+      case 'least_conn': return true;
+      case 'ip_hash': return tier.length >= 2 && this.walk.tries <= 20;
+      case 'hash': case 'chash': return tier.length >= 2 && this.key.length > 0 && this.keyWalk.tries <= 20;
+      case 'random': case 'random_two': return tier.length >= 2 && this.keyWalk.tries <= 20;
+      default: return false;
+    }
+  }
+
   /**
    * A peer of `tier` by the group's method; `ip_hash`, `hash` and `random`
    * pick among the primary peers only (their groups have no backup), and
-   * go round robin when their method gives up.
+   * go round robin when their method gives up. A usable peer the request
+   * names (`sticky`) comes first.
    */
   private chooseIn(tier: readonly UpstreamPeer[], nowSec: number): UpstreamPeer | undefined {
     const { balancer } = this.group;
+    const sticky = this.sticky(tier, nowSec);
+    if (sticky && (tier === this.backups ? balancer === 'least_conn' : this.methodPicks(tier))) return this.rr.taken(sticky, nowSec);
     if (balancer === 'least_conn') return this.rr.chooseLeastConn(tier, this.tried, nowSec);
     if (tier !== this.backups) {
       let peer: UpstreamPeer | undefined;
@@ -402,7 +458,7 @@ export class PeerAttempts {
       }
       if (peer) return peer;
     }
-    return this.rr.choose(tier, this.tried, nowSec);
+    return this.rr.choose(tier, this.tried, nowSec, sticky);
   }
 
   /** The request is over: the peer it still holds is free (nginx's `peer.free` at `ngx_http_upstream_finalize_request`). */
