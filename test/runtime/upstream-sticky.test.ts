@@ -6,7 +6,9 @@
  * from a variable), a named server that is `drain`ed (still chosen), down
  * or failing (another is, and named), round robin's weights after sticky
  * requests, `sticky route` over `hash` and `least_conn`, and a method
- * chosen after `sticky` (which replaces it).
+ * chosen after `sticky` (which replaces it); the cookie kept, as nginx
+ * keeps its response headers, by a 502, an intercepted error's page, a
+ * named location that proxies again (a cookie each), and X-Accel-Redirect.
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
@@ -103,6 +105,38 @@ ${backEnds(ports)}`, { oneWorker: true }),
       return out;
     });
     assert.equal(run.nginx.result['1 /hashed?k=1&r=c ']?.trim(), 'P2');
+    assertSameAsNginx(run);
+  });
+
+  it('keeps the cookie through a 502, an intercepted error\'s page, a named location proxying again (two cookies) and X-Accel-Redirect', async () => {
+    const dead = await freePort();
+    const run = await differential({
+      conf: ({ port, ports }) => httpConf(`
+  upstream dead { server 127.0.0.1:${dead} route=z; sticky cookie s; }
+  upstream live { server 127.0.0.1:${ports[0]} route=a; sticky cookie s path=/; }
+  server { listen 127.0.0.1:${port};
+    location /dead { proxy_pass http://dead; }
+    location /paged { proxy_pass http://dead; error_page 502 /page; }
+    location = /page { return 200 "page\\n"; }
+    location /missing { proxy_pass http://live; proxy_intercept_errors on; error_page 404 = @again; }
+    location @again { proxy_pass http://live; }
+    location /accel { proxy_pass http://live; }
+    location /internal/ { internal; return 200 "redirected\\n"; }
+  }
+  server { listen 127.0.0.1:${ports[0]};
+    location /missing { return 404; }
+    location /accel { add_header X-Accel-Redirect /internal/x; add_header Set-Cookie up=1; return 200 "replaced\\n"; }
+  }`, { oneWorker: true }),
+      extraPorts: 1,
+    }, async (s) => {
+      const out: Record<string, string> = {};
+      for (const path of ['/dead', '/paged', '/missing', '/accel']) {
+        const res = await s.get(path);
+        out[path] = `${res.status} ${res.body.trim()} | ${res.headers['set-cookie'] ?? ''}`;
+      }
+      return out;
+    });
+    assert.match(run.nginx.result['/missing']!, /^404 [^]*\| s=a; path=\/\ns=a; path=\/$/);
     assertSameAsNginx(run);
   });
 });

@@ -19,7 +19,7 @@ import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState } from '../request.js';
 import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
-import { applyHeadersModule } from '../respond.js';
+import { applyHeadersModule, keptHeaders } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { takeAccelCharset } from '../filters/charset.js';
 import { takeAccelLimitRate } from '../limit-rate.js';
@@ -33,7 +33,7 @@ import {
   beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, StderrCaught, type BodyReading,
 } from '../upstream/fastcgi-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyCookie } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, startAttempt } from './upstream-peer.js';
 import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 
 /** Where to connect: a TCP peer (of a group when `group` is set) or a unix socket, and the name nginx logs. */
@@ -374,9 +374,9 @@ async function attempt(
       const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
       const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers, buffering) ?? false;
       if (caching) allowSingleRange(r, parsed.headers);
-      // sticky's cookie is the request's, not the cached response's, and comes before the upstream's headers
-      const sticky = stickyCookie(r, attempts);
-      if (sticky !== undefined) parsed.headers.unshift(['Set-Cookie', sticky]);
+      // the headers the request kept (nginx's headers_out: sticky's cookie, those kept across an internal
+      // redirect) come before the upstream's, and are not the cached response's
+      parsed.headers.unshift(...keptHeaders(r));
       applyHeadersModule(r, parsed.status, parsed.headers);
       out.head(r, parsed.status, parsed.headers, parsed.reason);
       const finalized = r.takeFilterFinalizeStatus();

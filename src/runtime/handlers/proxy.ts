@@ -12,7 +12,7 @@ import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState, UpstreamState } from '../request.js';
-import { absoluteLocation, applyHeadersModule } from '../respond.js';
+import { absoluteLocation, applyHeadersModule, keptHeaders } from '../respond.js';
 import { tunnel } from '../tunnel.js';
 import { escapeUri } from '../uri.js';
 import { systemErrorText } from '../../os-errors.js';
@@ -31,7 +31,7 @@ import type { PoolSettings } from '../upstream/clients.js';
 import type { UpstreamRequest } from '../upstream/peer-connections.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyCookie, type ChosenPeer } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, startAttempt, type ChosenPeer } from './upstream-peer.js';
 import { interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
@@ -745,9 +745,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     }
     const caching = this.store?.begin(statusCode, statusText, received, outHeaders, buffering) ?? false;
     if (caching) allowSingleRange(r, outHeaders);
-    // sticky's cookie is the request's, not the cached response's, and comes before the upstream's headers
-    const sticky = stickyCookie(r, attempts);
-    if (sticky !== undefined) outHeaders.unshift(['Set-Cookie', sticky]);
+    // the headers the request kept (nginx's headers_out: sticky's cookie, those kept across an internal
+    // redirect) come before the upstream's, and are not the cached response's
+    outHeaders.unshift(...keptHeaders(r));
     applyHeadersModule(r, statusCode, outHeaders);
     // the response filters run while nginx still reads the header (their log lines say so)
     out.head(r, statusCode, outHeaders, statusText);
@@ -799,8 +799,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     up.headerTimeMs = Date.now() - up.startMs;
     const received: string[] = [];
     const headers: [string, string][] = [['Connection', 'upgrade']];
-    const sticky = stickyCookie(r, this.dest.attempts);
-    if (sticky !== undefined) headers.push(['Set-Cookie', sticky]);
+    headers.push(...keptHeaders(r));
     for (let i = 0; i < rawHeaders.length; i += 2) {
       const name = rawHeaders[i]!.toString('latin1');
       const value = rawHeaders[i + 1]!.toString('latin1');

@@ -122,6 +122,7 @@ export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstream
   while (owner.parent && !owner.background) owner = owner.parent;
   const peer = attempts.pick();
   owner.atEnd(() => attempts.finish());
+  if (peer) setStickyCookie(ex.r, attempts, peer);
   if (peer) return { peer: chosen(group, peer), attempts };
   return logNoLiveUpstreams(ex, group, scheme, uri);
 }
@@ -135,18 +136,22 @@ function stickySid(r: HttpRequestState, sticky: StickyConf): string | undefined 
   return undefined;
 }
 
+/** The `Set-Cookie` entry `sticky cookie` keeps in a request's headers for the peers of one upstream request (nginx's `stp->cookie`). */
+const stickyEntries = new WeakMap<PeerAttempts, [string, string]>();
+
 /**
- * The `Set-Cookie` value of `sticky cookie` for the peer that answers
- * (`ngx_http_upstream_sticky_cookie_insert`): `NAME=ID`, then `expires` and
- * `max-age`, `domain`, `httponly`, `secure`, `samesite` (a value from
- * variables that is not strict, lax or none is `strict`), `path`; undefined
- * without `sticky cookie`.
+ * `ngx_http_upstream_sticky_cookie_insert`, after a peer is picked: the
+ * request's kept headers (nginx's `headers_out`, which the upstream's
+ * headers follow, and error pages and internal redirects keep) get the
+ * cookie naming it, `NAME=ID`, then `expires` and `max-age`, `domain`,
+ * `httponly`, `secure`, `samesite` (a value from variables that is not
+ * strict, lax or none is `strict`), `path`; a later peer of the same
+ * upstream request replaces the value. Nothing without `sticky cookie`.
  */
-export function stickyCookie(r: HttpRequestState, attempts: PeerAttempts | undefined): string | undefined {
-  const cookie = attempts?.group.sticky?.cookie;
-  const sid = attempts?.picked?.sid;
-  if (!cookie || sid === undefined) return undefined;
-  let out = `${cookie.name}=${sid}`;
+function setStickyCookie(r: HttpRequestState, attempts: PeerAttempts, peer: UpstreamPeer): void {
+  const cookie = attempts.group.sticky?.cookie;
+  if (!cookie || peer.sid === undefined) return;
+  let out = `${cookie.name}=${peer.sid}`;
   if (cookie.expiresSec === STICKY_MAX_EXPIRES) out += `${MAX_EXPIRES_TEXT}; max-age=315360000`;
   else if (cookie.expiresSec !== undefined) out += `; expires=${cookieTime(Math.floor(Date.now() / 1000) + cookie.expiresSec)}; max-age=${cookie.expiresSec}`;
   const domain = cookie.domain?.evaluate(r) ?? '';
@@ -156,7 +161,15 @@ export function stickyCookie(r: HttpRequestState, attempts: PeerAttempts | undef
   let samesite = cookie.samesite?.evaluate(r) ?? '';
   if (samesite !== '' && cookie.samesite!.constant === undefined && !SAMESITE_VALUES.includes(samesite.toLowerCase())) samesite = 'strict';
   if (samesite !== '') out += `; samesite=${samesite}`;
-  return cookie.path === '' ? out : `${out}; path=${cookie.path}`;
+  if (cookie.path !== '') out += `; path=${cookie.path}`;
+  const entry = stickyEntries.get(attempts);
+  if (entry) {
+    entry[1] = out;
+    return;
+  }
+  const added: [string, string] = ['Set-Cookie', out];
+  stickyEntries.set(attempts, added);
+  r.pendingHeaders.push(added);
 }
 
 /** The client status nginx answers when it gives up on a peer for `condition` (`ngx_http_upstream_next`). */
@@ -198,6 +211,7 @@ export function nextUpstream(ex: Exchange, attempts: PeerAttempts | undefined, f
   if (!attempts || !attempts.mayRetry(condition, r.method, failed.requestSent, failed.bodyUnbuffered)) return status;
   const peer = attempts.pick();
   if (!peer) return logNoLiveUpstreams(ex, attempts.group, failed.scheme, failed.uri);
+  setStickyCookie(r, attempts, peer);
   return chosen(attempts.group, peer);
 }
 

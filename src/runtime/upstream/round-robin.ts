@@ -360,8 +360,7 @@ export class PeerAttempts {
   current: UpstreamPeer | undefined;
   /** The peer whose connection is counted (`conns`) until the request releases it. */
   private held: UpstreamPeer | undefined;
-  /** The peer last chosen, kept after the attempt ends (`sticky cookie` names it: nginx's `pc->sid`). */
-  picked: UpstreamPeer | undefined;
+
   /** `ip_hash`: the request's walk, from nginx's initial hash 89. */
   private readonly walk: HashWalk = { hash: 89, tries: 0 };
   /** `hash`, `random`: the request's walk. */
@@ -409,7 +408,6 @@ export class PeerAttempts {
     if (peer) {
       this.tried.add(peer);
       this.rr.hold(this.group, peer);
-      this.picked = peer;
     }
     this.current = peer;
     this.held = peer;
