@@ -60,8 +60,22 @@ export interface StickyDecl {
   readonly lookup: readonly ValueSource[];
   /** `cookie`: the cookie set to the chosen server's ID. */
   readonly cookie: StickyCookieDecl | undefined;
+  /** `learn`: sessions learned from responses, in a shared zone. */
+  readonly learn?: StickyLearnDecl;
   /** False once a balancing method follows `sticky` in the block (nginx then warns `load balancing method redefined`, and the method replaces sticky's). */
   active: boolean;
+}
+
+/** `sticky learn create=$VAR lookup=$VAR zone=NAME:SIZE [timeout=TIME] [header]`. */
+export interface StickyLearnDecl {
+  /** The variables whose first non-empty value, once the server answered, is the session to learn. */
+  readonly create: readonly ValueSource[];
+  readonly zone: string;
+  readonly sizeBytes: number;
+  /** How long a session unused is kept. */
+  readonly timeoutMs: number;
+  /** `header`: learned when the response header arrives, not when the request ends. */
+  readonly afterHeader: boolean;
 }
 
 /** `sticky cookie NAME [expires=TIME] [domain=DOMAIN] [path=PATH] [httponly] [secure] [samesite=…]`. */

@@ -9,6 +9,7 @@ import { requestContext, type ErrorLogFiles } from '../log/error-log.js';
 import type { LogLevel } from '../log/levels.js';
 import type { LimitConnStore } from './limit-conn-zones.js';
 import type { LimitReqStore } from './limit-req-zones.js';
+import type { SessionStore } from './session-cache.js';
 import type { CacheZones } from './cache/zone.js';
 import type { HttpRequestState } from './request.js';
 import type { ProcessStatus } from './stub-status.js';
@@ -36,6 +37,8 @@ export interface RuntimeContext {
   readonly cache: CacheZones;
   /** The stub_status counters and tallies, kept across reloads. */
   readonly status: ProcessStatus;
+  /** The sessions of shared zones (`sticky learn`'s here), kept across reloads. */
+  readonly sessions: SessionStore;
 }
 
 /** Whether an `error_log` of the request's location takes `debug` lines (the test before a debug line is composed). */

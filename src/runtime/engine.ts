@@ -46,7 +46,7 @@ export interface EngineOptions {
   readonly status?: ProcessStatus;
   /** Where the `limit_conn_zone` states live (a worker's are the master's). Default: in this process. */
   readonly limitConn?: LimitConnStore;
-  /** Where the sessions of `ssl_session_cache shared:` zones live (a worker's are the master's). Default: in this process. */
+  /** Where the sessions of `ssl_session_cache shared:` and `sticky learn` zones live (a worker's are the master's). Default: in this process. */
   readonly sslSessions?: SessionStore;
   /** Where the failures of peers in upstream groups with `zone` are told (a worker tells the others through the master; `applyPeerEvent`). */
   readonly sharePeerEvent?: (event: PeerEvent) => void;
@@ -99,6 +99,7 @@ export class Engine {
       admitUpstream: () => this.connections.admitUpstream(),
       ticketKeys: opts.ticketKeys,
       sharePeerEvent: opts.sharePeerEvent,
+      sessions: opts.sslSessions ?? new LocalSessions(),
     };
     this.generations = new Generations(prepareGeneration(compiled, new ErrorLogFiles(), this.lasting));
     const generations = this.generations;
@@ -115,7 +116,7 @@ export class Engine {
     const http1 = new Http1Sessions(this.connections, generations, logConnection);
     const http2 = new Http2Sessions(this.connections, generations, logConnection);
     const groupNow = (key: string): ListenGroup | undefined => generations.current.groups.get(key);
-    const sslSessions = opts.sslSessions ?? new LocalSessions();
+    const sslSessions = this.lasting.sessions;
     this.listeners = new Listeners((key, group): ListenHooks => ({
       group: groupNow,
       tls: () => generations.current.tls,

@@ -17,7 +17,7 @@ interface Entry {
   readonly expiresAtMs: number;
 }
 
-/** Where the sessions of `shared:` zones are kept, by zone name and session id (hex). */
+/** Where the sessions of shared zones are kept (`ssl_session_cache shared:`, `sticky learn`), by zone name and session id (hex). */
 export interface SessionStore {
   /** Keeps a new session; the zone's oldest goes when it holds `maxSessions`. */
   keep(zone: string, sessionId: string, data: Buffer, expiresAtMs: number, maxSessions: number): void;

@@ -407,8 +407,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
   { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
-  // sessions learned from responses would need memory shared by the workers: refused rather than kept per worker
-  { name: 'sticky-learn', jinx: '[emerg] "sticky learn" is not supported by jinx (its sessions would need shared memory); use "sticky cookie" or "sticky route" in PREFIX/nginx.conf:6' },
   { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },
 ];
 

@@ -8,7 +8,9 @@
  * requests, `sticky route` over `hash` and `least_conn`, and a method
  * chosen after `sticky` (which replaces it); the cookie kept, as nginx
  * keeps its response headers, by a 502, an intercepted error's page, a
- * named location that proxies again (a cookie each), and X-Accel-Redirect.
+ * named location that proxies again (a cookie each), and X-Accel-Redirect;
+ * `sticky learn` (sessions from the upstream's cookie, learned at the end
+ * of the request or with `header`, kept alive by use, timed out).
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
@@ -137,6 +139,42 @@ ${backEnds(ports)}`, { oneWorker: true }),
       return out;
     });
     assert.match(run.nginx.result['/missing']!, /^404 [^]*\| s=a; path=\/\ns=a; path=\/$/);
+    assertSameAsNginx(run);
+  });
+
+  it('sticky learn: a session the upstream names in a cookie goes back to its server until it times out', async () => {
+    const run = await differential({
+      conf: ({ port, ports }) => httpConf(`
+  upstream learned {
+    server 127.0.0.1:${ports[0]}; server 127.0.0.1:${ports[1]};
+    sticky learn create=$upstream_cookie_sess lookup=$cookie_sess lookup=$arg_sess zone=sessions:64k timeout=1s;
+  }
+  upstream header {
+    server 127.0.0.1:${ports[0]}; server 127.0.0.1:${ports[1]};
+    sticky learn create=$upstream_cookie_sess lookup=$cookie_sess zone=header_sessions:1m header;
+  }
+  server { listen 127.0.0.1:${port};
+    location /learned { proxy_pass http://learned; }
+    location /header { proxy_pass http://header; }
+  }
+${ports.map((p) => `  server { listen 127.0.0.1:${p}; location / { add_header Set-Cookie "sess=$arg_s"; return 200 "${p}\\n"; } }`).join('\n')}`, { oneWorker: true }),
+      extraPorts: 2,
+    }, async (s) => {
+      const out: string[] = [];
+      const get = async (path: string, cookie?: string): Promise<void> => {
+        out.push(`${path} ${cookie ?? '-'} → ${(await answer(s, path, cookie)).split(' ')[0]}`);
+      };
+      for (const base of ['/learned', '/header']) {
+        await get(`${base}?s=one`);
+        await get(`${base}?s=two`);
+        for (const c of ['sess=one', 'sess=two', 'sess=one', 'sess=two', 'sess=three', undefined]) await get(base, c);
+      }
+      await get('/learned?sess=two');
+      await new Promise((r) => setTimeout(r, 1300));
+      for (const c of ['sess=two', 'sess=two', 'sess=two']) await get('/learned', c);
+      return out.join('\n');
+    });
+    assert.match(run.nginx.result, /\/learned sess=one → (P\d)\n\/learned sess=two → (?!\1)P\d\n/);
     assertSameAsNginx(run);
   });
 });

@@ -9,8 +9,14 @@
  *   answered in the cookie NAME (the server's ID: its `route=`, else the MD5
  *   of its address in hex), and a request with that cookie goes there.
  * - `sticky route $VAR …`: the first non-empty variable names the server ID.
- * - `sticky learn …` (sessions kept in shared memory) is refused: jinx does
- *   not implement it.
+ * - `sticky learn create=$VAR lookup=$VAR zone=NAME:SIZE [timeout=TIME]
+ *   [header]`: once a server answered, the first non-empty `create`
+ *   variable (`$upstream_cookie_SESSION`) names a session the zone keeps
+ *   for that server, for `timeout` (10 minutes) after its last use; a
+ *   request whose first non-empty `lookup` variable names a known session
+ *   goes to its server. Learned when the request ends, or with `header`
+ *   when the response header arrives; a request that names a session and
+ *   creates none keeps it alive.
  *
  * The request goes to the server it names when that server is usable (not
  * tried, failed, at `max_conns`, or `down`; `drain` servers are), else by
@@ -20,8 +26,8 @@
  */
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { DirectiveFailure, fail } from '../failure.js';
-import { parseTime, type DirectiveSpec, type SetContext } from '../spec.js';
-import type { StickyCookieDecl, StickyDecl } from '../scope.js';
+import { parseMsec, parseSize, parseTime, type DirectiveSpec, type SetContext } from '../spec.js';
+import type { SharedZone, StickyCookieDecl, StickyDecl } from '../scope.js';
 import type { ValueSource } from '../variables.js';
 import { balancerSet, currentUpstream } from './upstream.js';
 import { USERID_MAX_EXPIRES } from './userid.js';
@@ -89,6 +95,59 @@ function cookieMode(cx: SetContext, args: readonly string[], loc: SourceLoc): St
   return { lookup: [variable(cx, `cookie_${name}`, loc)], cookie, active: true };
 }
 
+/** The upstream block each sticky zone of a configuration is used in (nginx's `shm_zone->data`). */
+const zoneUsers = new WeakMap<SharedZone, string>();
+
+/** nginx's page size: a sticky zone has at least eight pages. */
+const PAGE_BYTES = 4096;
+
+/**
+ * `ngx_http_upstream_sticky_learn`: the variables, the zone, the timeout.
+ * @throws DirectiveFailure nginx's messages (`"sticky" directive "zone" parameter is not specified`,
+ *   `… zone is too small`, `sticky zone "NAME" is already used in upstream "…"` …)
+ */
+function learnMode(cx: SetContext, args: readonly string[], loc: SourceLoc, upstream: string): StickyDecl {
+  const create: ValueSource[] = [];
+  const lookup: ValueSource[] = [];
+  let zone: { name: string; sizeBytes: number } | undefined;
+  let timeoutMs: number | undefined;
+  let afterHeader = false;
+  for (const p of args) {
+    if (p.startsWith('zone=')) {
+      if (zone) inDirective('duplicate zone');
+      const colon = p.indexOf(':', 5);
+      if (colon === -1) inDirective('zone size is not specified');
+      const name = p.slice(5, colon);
+      if (name === '') inDirective('zone name is not specified');
+      const sizeBytes = parseSize(p.slice(colon + 1)) ?? inDirective('invalid zone size');
+      if (sizeBytes < 8 * PAGE_BYTES) inDirective('zone is too small');
+      zone = { name, sizeBytes };
+    } else if (p.startsWith('timeout=')) {
+      if (timeoutMs !== undefined) inDirective('duplicate timeout');
+      const ms = parseMsec(p.slice(8));
+      if (ms === undefined || ms === 0) inDirective('invalid timeout');
+      timeoutMs = ms;
+    } else if (p.startsWith('create=') || p.startsWith('lookup=')) {
+      const which = p.slice(0, 6);
+      if (p[7] !== '$') inDirective(`missing variable in the "${which}" parameter`);
+      (which === 'create' ? create : lookup).push(variable(cx, p.slice(8), loc));
+    } else if (p === 'header') afterHeader = true;
+    else fail(`unknown parameter "${p}"`);
+  }
+  if (lookup.length === 0) inDirective('"lookup" parameter is not specified');
+  if (create.length === 0) inDirective('"create" parameter is not specified');
+  if (!zone) inDirective('"zone" parameter is not specified');
+  const shared = cx.scope.sharedZone(zone.name, zone.sizeBytes, MODULE);
+  const user = zoneUsers.get(shared);
+  if (user !== undefined) fail(`sticky zone "${zone.name}" is already used in upstream "${user}"`);
+  zoneUsers.set(shared, upstream);
+  shared.defined = true;
+  return {
+    lookup, cookie: undefined, active: true,
+    learn: { create, zone: zone.name, sizeBytes: zone.sizeBytes, timeoutMs: timeoutMs ?? 600_000, afterHeader },
+  };
+}
+
 /**
  * `ngx_http_upstream_sticky`: once per block, `cookie`, `route` or `learn`.
  * @throws DirectiveFailure `is duplicate`, `unknown parameter "…"`, `invalid variable name "…"`, the cookie's
@@ -105,7 +164,7 @@ function setSticky(d: Directive, cx: SetContext): void {
       return variable(cx, name.slice(1), d.loc);
     });
     sticky = { lookup, cookie: undefined, active: true };
-  } else if (mode === 'learn') fail('"sticky learn" is not supported by jinx (its sessions would need shared memory); use "sticky cookie" or "sticky route"');
+  } else if (mode === 'learn') sticky = learnMode(cx, rest, d.loc, up.name);
   else fail(`unknown parameter "${mode}"`);
   up.sticky = sticky;
   cx.level.replace(balancerSet, true, d.loc);

@@ -287,6 +287,21 @@ export interface StickyConf {
   readonly lookup: readonly CompiledValue[];
   /** `sticky cookie`: the cookie that names the chosen server. */
   readonly cookie: StickyCookieConf | undefined;
+  /** `sticky learn`: the sessions learned from responses. */
+  readonly learn?: StickyLearnConf;
+}
+
+/** `sticky learn`: where the sessions are kept and what names one. */
+export interface StickyLearnConf {
+  /** The variables whose first non-empty value, once the server answered, is the session to learn. */
+  readonly create: readonly CompiledValue[];
+  /** The shared zone's name. */
+  readonly zone: string;
+  /** Sessions the zone holds, about 128 bytes each (nginx: "32k ~ 200 sessions, 1m ~ 8000 sessions"); the least recently used goes first. */
+  readonly maxSessions: number;
+  readonly timeoutMs: number;
+  /** `header`: learned with the response header, not at the request's end. */
+  readonly afterHeader: boolean;
 }
 
 /** The `Set-Cookie` of `sticky cookie NAME …`. */
@@ -464,7 +479,13 @@ function peer(addr: string, port: number, s?: UpstreamServerDecl, unixPath?: str
 /** A block's `sticky` with its values bound. */
 function stickyConf(decl: StickyDecl, vars: VariableRegistry): StickyConf {
   const c = decl.cookie;
+  const l = decl.learn;
   return {
+    ...(l ? {
+      learn: {
+        create: l.create.map((v) => vars.bind(v)), zone: l.zone, maxSessions: Math.floor(l.sizeBytes / 128), timeoutMs: l.timeoutMs, afterHeader: l.afterHeader,
+      },
+    } : {}),
     lookup: decl.lookup.map((v) => vars.bind(v)),
     cookie: c && {
       name: c.name, expiresSec: c.expiresSec, domain: c.domain && vars.bind(c.domain), path: c.path, httponly: c.httponly, secure: c.secure,

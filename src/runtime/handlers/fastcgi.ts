@@ -33,7 +33,7 @@ import {
   beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, StderrCaught, type BodyReading,
 } from '../upstream/fastcgi-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, endAttempt, firstPeer, startAttempt } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered } from './upstream-peer.js';
 import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 
 /** Where to connect: a TCP peer (of a group when `group` is set) or a unix socket, and the name nginx logs. */
@@ -344,12 +344,14 @@ async function attempt(
         void sending.then((sent) => sent ?? statusOutcome(stale ? parsed.status : 502), () => DONE).then(resolve);
         return 'stop';
       }
+      const answered = attempts?.current;
       attempts?.done();
       stage = 'body';
       up.status = parsed.status;
       up.headerTimeMs = Date.now() - up.startMs;
       up.bytesReceived = wire.received;
       up.headers = parsed.all.flat();
+      stickyAnswered(ex, attempts, answered);
       if (conf.accelLimitRate) takeAccelLimitRate(r, up.headers);
       if (conf.accelCharset) takeAccelCharset(r, up.headers);
       if (interceptsError(ex, conf.interceptErrors, parsed.status, up.headers, store)) {

@@ -31,7 +31,7 @@ import type { PoolSettings } from '../upstream/clients.js';
 import type { UpstreamRequest } from '../upstream/peer-connections.js';
 import { ConfigError } from '../../errors.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
-import { dynamicPeer, endAttempt, firstPeer, startAttempt, type ChosenPeer } from './upstream-peer.js';
+import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered, type ChosenPeer, type PeerChoice } from './upstream-peer.js';
 import { interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
@@ -301,13 +301,16 @@ function forwardUpstream(ex: Exchange, p: ProxyConf, withBody: boolean, body: Re
   const target = p.target;
   if (target.kind === 'static') {
     const uri = upstreamUri(r, p, target.uri);
+    const sendTo = (choice: PeerChoice | number): Promise<Outcome> => {
+      if (typeof choice === 'number') {
+        store?.abort();
+        return Promise.resolve(statusOutcome(choice));
+      }
+      const dest = { scheme: target.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader: target.hostHeader, port: choice.peer.port };
+      return send(ex, p, dest, withBody, body, false, store);
+    };
     const choice = firstPeer(ex, cx.table.upstreams.get(target.group)!, p, target.scheme, uri);
-    if (typeof choice === 'number') {
-      store?.abort();
-      return Promise.resolve(statusOutcome(choice));
-    }
-    const dest = { scheme: target.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader: target.hostHeader, port: choice.peer.port };
-    return send(ex, p, dest, withBody, body, false, store);
+    return choice instanceof Promise ? choice.then(sendTo) : sendTo(choice);
   }
   return dynamicDestination(ex, p as ProxyConf & { target: typeof target }).then((dest) => {
     if (typeof dest !== 'number') return send(ex, p, dest, withBody, body, false, store);
@@ -676,6 +679,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       void store.sendRevalidated(ex.r.upstream!.headers).then((sent) => sent ?? statusOutcome(502), () => DONE).then(this.resolve);
       return false;
     }
+    const answered = attempts?.current;
     attempts?.done();
     removeCleanBody(this.request.body);
     this.resumeReading = resume;
@@ -719,6 +723,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       outHeaders.push([name, value]);
     }
     up.headers = received;
+    stickyAnswered(ex, attempts, answered);
     if (p.accelLimitRate) takeAccelLimitRate(r, received);
     if (p.accelCharset) takeAccelCharset(r, received);
     // ngx_http_proxy_process_header: an upstream without Server or Date has a null one, which, passed with
@@ -790,6 +795,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { ex, p } = this;
     const { r, cx, out } = ex;
     this.store?.abort();
+    const answered = this.dest.attempts?.current;
     this.dest.attempts?.done();
     this.stage = 'body';
     this.tunneled = true;
@@ -809,6 +815,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       headers.push([name, value]);
     }
     up.headers = received;
+    stickyAnswered(ex, this.dest.attempts, answered);
     applyHeadersModule(r, statusCode, headers);
     // nginx passes the upstream's status line; undici keeps no reason phrase for a 101
     out.head(r, statusCode, headers, 'Switching Protocols');

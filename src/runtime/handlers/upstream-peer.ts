@@ -11,8 +11,10 @@
  * a resolved name are gone through by round robin as a group of their own
  * (`ngx_http_upstream_create_round_robin_peer`).
  */
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { NextUpstreamConf, StickyConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import type { CompiledValue } from '../../config/variables.js';
 import { SAMESITE_VALUES, STICKY_MAX_EXPIRES } from '../../config/modules/upstream-sticky.js';
 import { cookieTime, MAX_EXPIRES_TEXT } from '../../config/modules/userid.js';
 import { systemErrorText } from '../../os-errors.js';
@@ -110,16 +112,33 @@ export function endAttempt(state: UpstreamState | undefined, wire?: { readonly s
 /**
  * The first peer of `group` for a request with next-upstream settings
  * `conf`, by the group's balancer (`ip_hash` hashes the request's client
- * address, `hash` its key); when none is usable, logs `no live upstreams` and returns 502, the
- * status to answer. `scheme` and `uri` make the log's `upstream:` field.
+ * address, `hash` its key) and `sticky`; when none is usable, logs `no live
+ * upstreams` and returns 502, the status to answer. `scheme` and `uri` make
+ * the log's `upstream:` field. A promise only while `sticky learn` asks the
+ * master for a session.
  */
-export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string): PeerChoice | number {
+export function firstPeer(
+  ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string,
+): PeerChoice | number | Promise<PeerChoice | number> {
+  if (!group.sticky) return pickFirst(ex, group, conf, scheme, uri, undefined, undefined);
+  const id = stickyId(ex.r, group.sticky);
+  const learn = group.sticky.learn;
+  if (!learn || id === undefined) return pickFirst(ex, group, conf, scheme, uri, id, id);
+  const found = ex.cx.sessions.find(learn.zone, sessionKey(id));
+  if (found instanceof Promise) return found.then((data) => pickFirst(ex, group, conf, scheme, uri, id, data?.toString('latin1')));
+  return pickFirst(ex, group, conf, scheme, uri, id, found?.toString('latin1'));
+}
+
+/** `firstPeer` once the server ID the request names (`sid`), if any, is known; `id` is the request's own sticky value. */
+function pickFirst(
+  ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string, id: string | undefined, sid: string | undefined,
+): PeerChoice | number {
   const key = group.hashKey ? group.hashKey.evaluate(ex.r) : ex.r.clientAddr;
-  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, key, group.sticky && stickySid(ex.r, group.sticky));
+  const attempts = new PeerAttempts(ex.cx.upstreams.roundRobin, group, conf, key, sid);
+  if (id !== undefined) stickyIds.set(attempts, id);
   // the peer is held (for the counts of least_conn and max_conns) until the request ends, whatever
   // ends it: the main request, or a background subrequest that may outlive it
-  let owner = ex.r;
-  while (owner.parent && !owner.background) owner = owner.parent;
+  const owner = ownerOf(ex.r);
   const peer = attempts.pick();
   owner.atEnd(() => attempts.finish());
   if (peer) setStickyCookie(ex.r, attempts, peer);
@@ -127,13 +146,63 @@ export function firstPeer(ex: Exchange, group: UpstreamGroup, conf: NextUpstream
   return logNoLiveUpstreams(ex, group, scheme, uri);
 }
 
-/** `ngx_http_upstream_sticky_get_id`: the first non-empty value of the `sticky` variables, the server ID the request names. */
-function stickySid(r: HttpRequestState, sticky: StickyConf): string | undefined {
-  for (const v of sticky.lookup) {
-    const id = v.evaluate(r);
-    if (id !== '') return id;
+/** The request whose end frees an upstream peer: the main request, or a background subrequest that may outlive it. */
+function ownerOf(r: HttpRequestState): HttpRequestState {
+  let owner = r;
+  while (owner.parent && !owner.background) owner = owner.parent;
+  return owner;
+}
+
+/** The sticky value each request's attempts started with (nginx's `stp->id`), for `sticky learn`. */
+const stickyIds = new WeakMap<PeerAttempts, string>();
+
+/** What a `sticky learn` zone keys a session by: the MD5 of its ID (nginx's `ngx_http_upstream_sticky_sess_init_key`). */
+function sessionKey(id: string): string {
+  return createHash('md5').update(id, 'latin1').digest('hex');
+}
+
+/**
+ * `ngx_http_upstream_sticky_learn_peer`, for a response from a peer of a
+ * group with `sticky learn`: the first non-empty `create` variable names a
+ * session kept for the peer; without one, a session the request named is
+ * kept alive (its peer updated). With `header` now, else when the request
+ * ends; `$upstream_*` must know the response header (`UpstreamState.headers`).
+ */
+export function stickyAnswered(ex: Exchange, attempts: PeerAttempts | undefined, peer: UpstreamPeer | undefined): void {
+  const learn = attempts?.group.sticky?.learn;
+  if (!learn || peer?.sid === undefined) return;
+  const id = stickyIds.get(attempts!);
+  const { r, cx } = ex;
+  const keep = (): void => {
+    const created = firstValue(r, learn.create);
+    const data = Buffer.from(peer.sid!, 'latin1');
+    const expiresAtMs = Date.now() + learn.timeoutMs;
+    if (created !== undefined) return cx.sessions.keep(learn.zone, sessionKey(created), data, expiresAtMs, learn.maxSessions);
+    if (id === undefined) return;
+    const key = sessionKey(id);
+    const known = cx.sessions.find(learn.zone, key);
+    const refresh = (found: Buffer | undefined): void => {
+      if (found) cx.sessions.keep(learn.zone, key, data, expiresAtMs, learn.maxSessions);
+    };
+    if (known instanceof Promise) void known.then(refresh);
+    else refresh(known);
+  };
+  if (learn.afterHeader) keep();
+  else ownerOf(r).atEnd(keep);
+}
+
+/** The first non-empty value of `values` for the request (`ngx_http_upstream_sticky_get_id`). */
+function firstValue(r: HttpRequestState, values: readonly CompiledValue[]): string | undefined {
+  for (const v of values) {
+    const value = v.evaluate(r);
+    if (value !== '') return value;
   }
   return undefined;
+}
+
+/** `ngx_http_upstream_sticky_get_id`: the first non-empty value of the `sticky` lookup variables (a server ID, or with `learn` a session). */
+function stickyId(r: HttpRequestState, sticky: StickyConf): string | undefined {
+  return firstValue(r, sticky.lookup);
 }
 
 /** The `Set-Cookie` entry `sticky cookie` keeps in a request's headers for the peers of one upstream request (nginx's `stp->cookie`). */

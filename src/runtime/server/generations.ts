@@ -15,6 +15,7 @@ import type { ConnectionNumbers } from '../connection-numbers.js';
 import type { RuntimeContext } from '../context.js';
 import type { LimitConnStore } from '../limit-conn-zones.js';
 import type { LimitReqStore } from '../limit-req-zones.js';
+import type { SessionStore } from '../session-cache.js';
 import { listenKey, TlsContexts } from '../listen.js';
 import { prepareFiles } from '../prepare-files.js';
 import type { ProcessStatus } from '../stub-status.js';
@@ -51,6 +52,8 @@ export interface Lasting {
   readonly ticketKeys?: Buffer;
   /** Where a worker tells the others of failures of peers in upstream groups with `zone` (`RoundRobin`). */
   readonly sharePeerEvent?: (event: PeerEvent) => void;
+  /** The sessions of shared zones (`ssl_session_cache shared:`, `sticky learn`): the process's own, or the master's for a worker. */
+  readonly sessions: SessionStore;
 }
 
 /**
@@ -73,7 +76,7 @@ export function prepareGeneration(compiled: CompiledConfig, errorLog: ErrorLogFi
   lasting.cache.start(table.cacheZones);
   const cx: RuntimeContext = {
     table, errorLog, accessLog, upstreams, fastcgi: new FastcgiConnections(), resolver, tempFiles: lasting.tempFiles, limitReq: lasting.limitReq, cache: lasting.cache,
-    status: lasting.status, limitConn: lasting.limitConn,
+    status: lasting.status, limitConn: lasting.limitConn, sessions: lasting.sessions,
   };
   return { table, cx, tls, groups: new Map(table.listens.map((g) => [listenKey(g), g])) };
 }
