@@ -28,6 +28,7 @@ import { randomIndexConf } from './modules/random-index.js';
 import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { browserConf } from './modules/browser.js';
+import { sliceConf } from './modules/slice.js';
 import { useridConf } from './modules/userid.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
@@ -231,6 +232,7 @@ const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
     contentHandler: c.get(http.contentHandler),
     autoindex: autoindexConf(c),
     randomIndex: randomIndexConf(c),
+    sliceBytes: sliceConf(c),
     userid: useridConf(c, vars),
   };
 });

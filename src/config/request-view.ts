@@ -258,6 +258,8 @@ export interface LocationView {
   readonly userid: UseridConf;
   /** The browser module's settings, for `$modern_browser` and `$ancient_browser`. */
   readonly browser: BrowserConf;
+  /** `slice`: the size of the pieces in bytes, 0 for none (for `$slice_range`). */
+  readonly sliceBytes: number;
 }
 
 /**

@@ -221,6 +221,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly userid: UseridConf;
   /** `modern_browser`, `ancient_browser` and their values. */
   readonly browser: BrowserConf;
+  /** `slice`: the size of the pieces in bytes, 0 for none. */
+  readonly sliceBytes: number;
 }
 
 /** The compiled configuration. */

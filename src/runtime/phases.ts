@@ -620,14 +620,15 @@ export async function runSubrequest(sub: Subrequest): Promise<void> {
 
 /**
  * Runs an SSI or addition subrequest through the phases from server rewrite
- * (the filters' `SubrequestRunner`): its response to `out`, through the
- * subrequest filters with `filtered`; a failure of jinx's own is logged and
- * the response aborted.
+ * (the filters' `SubrequestRunner`), a slice's clone from the content
+ * phase: its response to `out`, through the subrequest filters with
+ * `filtered`; a failure of jinx's own is logged and the response aborted.
  */
-async function filterSubrequest(cx: RuntimeContext, sr: HttpRequestState, out: ResponseTarget, filtered: boolean): Promise<void> {
+async function filterSubrequest(cx: RuntimeContext, sr: HttpRequestState, out: ResponseTarget, filtered: boolean, clone = false): Promise<void> {
   const target = filtered ? new FilteredTarget(out, cx, filterSubrequest) : out;
   try {
-    await fromServerRewrite({ cx, r: sr, body: undefined, out: target });
+    const ex = { cx, r: sr, body: undefined, out: target };
+    await (clone ? contentPhase(ex) : fromServerRewrite(ex));
   } catch (err) {
     logRequest(cx, sr, 'crit', `jinx internal error in subrequest: ${(err as Error).stack ?? String(err)}`);
     target.abort();

@@ -365,6 +365,19 @@ export class HttpRequestState implements RequestView {
   }
 
   /**
+   * A subrequest that clones this request (`NGX_HTTP_SUBREQUEST_CLONE`):
+   * the same URI, arguments, method, location and captures, to run from the
+   * content phase (the slice filter's pieces).
+   */
+  cloneSubrequest(varCount: number): HttpRequestState {
+    const sr = this.subrequest(this.uri, this.args, varCount);
+    sr.method = this.method;
+    sr.loc = this.loc;
+    sr.captures = this.captures;
+    return sr;
+  }
+
+  /**
    * `$request`: the request line as received (nginx's `r->request_line`): an
    * `error_page` redirect that turns the method into GET leaves it as it
    * was, and a subrequest has its parent's.

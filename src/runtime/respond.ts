@@ -5,6 +5,7 @@
  * and redirect pages (naming jinx), the `Server` header per `server_tokens`,
  * absolute `Location` per `absolute_redirect`, `add_header` and `expires`.
  */
+import { endSliceUnless206 } from './filters/slice.js';
 import type { LocationConf } from '../config/route-table.js';
 import { parseExpires } from '../config/modules/headers.js';
 import { JINX_VERSION } from '../version.js';
@@ -233,10 +234,14 @@ const REPLACED = new Set(['etag', 'last-modified']);
  * goes out with, an `error_page`'s own where it has one (`ngx_http_send_header`
  * puts `r->err_status` in place before the filters run). Subrequests get none.
  * While the values are evaluated, `$sent_http_*` sees the list built so far.
+ * A main request that was slicing and got no 206 stops first (the slice
+ * filter's part that comes before the headers module).
  */
 export function applyHeadersModule(r: HttpRequestState, status: number, headers: [string, string | string[]][]): void {
   r.status = r.errStatus || status;
   if (r.parent) return;
+  // the slice filter runs before the headers module: a response it does not slice ends its `$slice_range`
+  endSliceUnless206(r, r.status);
   const conf = r.loc;
   const normal = ADD_HEADER_STATUSES.has(r.status);
   if (normal && conf.expires.kind !== 'off') setExpires(r, headers);

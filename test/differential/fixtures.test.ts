@@ -406,7 +406,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
-  { name: 'slice', jinx: '[emerg] unknown directive "slice" in PREFIX/nginx.conf:7' },
   { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },
 ];
 

@@ -16,6 +16,7 @@ import { refererDirectives, refererVariables } from './referer.js';
 import { secureLinkDirectives, secureLinkVariables } from './secure-link.js';
 import { browserDirectives, browserVariables } from './browser.js';
 import { stickyDirectives } from './upstream-sticky.js';
+import { sliceDirectives, sliceVariables } from './slice.js';
 import { stubStatusDirectives, stubStatusVariables } from './stub-status.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
@@ -77,10 +78,11 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...secureLinkDirectives,
   ...browserDirectives,
   ...stickyDirectives,
+  ...sliceDirectives,
   ...refererDirectives,
   ...stubStatusDirectives,
   ...streamDirectives,
 ];
 
 /** All variables the modules define. */
-export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables, ...browserVariables, ...stubStatusVariables, ...limitConnVariables];
+export const allVariables: readonly VariableDef[] = [...httpVariables, ...ssiVariables, ...secureLinkVariables, ...refererVariables, ...useridVariables, ...browserVariables, ...sliceVariables, ...stubStatusVariables, ...limitConnVariables];

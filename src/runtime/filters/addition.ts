@@ -13,10 +13,10 @@
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import type { RuntimeContext } from '../context.js';
-import type { ResponseTarget } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
 import type { HeaderFilter, SubrequestRunner } from './types.js';
 import { bodyChanged, responseContentType, typeListed } from './headers.js';
+import { SubrequestBody, type BodySink } from './subrequest-body.js';
 
 /**
  * The addition header filter (`ngx_http_addition_header_filter`): for a
@@ -53,7 +53,7 @@ export const postponeHeaderFilter: HeaderFilter = (f) => {
  * is pushed as it comes, with backpressure: its handler waits while the
  * stream's readable side is full.
  */
-class AdditionFilter extends Transform {
+class AdditionFilter extends Transform implements BodySink {
   private before: Promise<void> | undefined;
   private readonly drainWaiters: (() => void)[] = [];
 
@@ -88,6 +88,11 @@ class AdditionFilter extends Transform {
     for (const cb of this.drainWaiters.splice(0)) cb();
   }
 
+  /** Takes a subrequest's body data. */
+  takeBody(chunk: Buffer): boolean {
+    return this.push(chunk);
+  }
+
   /** Calls `cb` once a subrequest may write again. */
   waitForRoom(cb: () => void): void {
     if (this.destroyed || this.readableLength < this.readableHighWaterMark) queueMicrotask(cb);
@@ -102,75 +107,8 @@ class AdditionFilter extends Transform {
   /** Runs a subrequest to `uri` (`ngx_http_subrequest` without arguments) and resolves once its body is in. */
   private async include(uri: string): Promise<void> {
     const sr = this.r.subrequest(uri, '', this.cx.table.variableCount);
-    const body = new AdditionBody(this);
+    const body = new SubrequestBody(this);
     await this.subrequest(this.cx, sr, body, true);
     await body.finished();
-  }
-}
-
-/** Where an added subrequest's response goes: its status and headers dropped, its body into the main response. */
-class AdditionBody implements ResponseTarget {
-  started = false;
-  readonly headOnly = false;
-  readonly bufferedBytes = 0;
-  readonly highWaterMark = 16 * 1024;
-  readonly tunnelable = false;
-  private ended = false;
-  private readonly endWaiters: (() => void)[] = [];
-
-  constructor(private readonly into: AdditionFilter) {}
-
-  get gone(): boolean {
-    return this.into.destroyed;
-  }
-
-  head(): void {
-    this.started = true;
-  }
-
-  flushHead(): void {
-    // nothing is sent before the body
-  }
-
-  earlyHints(): void {
-    // an added subrequest's early hints are not sent
-  }
-
-  write(chunk: Buffer | string): boolean {
-    if (this.ended || this.into.destroyed || chunk.length === 0) return true;
-    return this.into.push(typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk);
-  }
-
-  onDrain(cb: () => void): void {
-    this.into.waitForRoom(cb);
-  }
-
-  end(chunk?: Buffer | string): void {
-    if (chunk !== undefined) this.write(chunk);
-    this.finish();
-  }
-
-  abort(): void {
-    this.finish();
-  }
-
-  private finish(): void {
-    if (this.ended) return;
-    this.ended = true;
-    for (const resolve of this.endWaiters.splice(0)) resolve();
-  }
-
-  /** Resolves when the response has ended. */
-  finished(): Promise<void> {
-    if (this.ended) return Promise.resolve();
-    return new Promise((resolve) => this.endWaiters.push(resolve));
-  }
-
-  onAbort(): void {
-    // a subrequest has no client of its own
-  }
-
-  tunnel(): undefined {
-    return undefined;
   }
 }

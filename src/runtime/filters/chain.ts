@@ -1,8 +1,8 @@
 /**
  * Response filters, nginx's header and body filter chains
  * (`ngx_http_top_header_filter`, `ngx_http_top_body_filter`) reduced to
- * what jinx has: userid, gunzip, addition, sub, charset, SSI, postpone,
- * gzip, range (of a response being cached), run in nginx's order (a
+ * what jinx has: slice, userid, gunzip, addition, sub, charset, SSI, postpone,
+ * gzip, range (of a response being cached or sliced), run in nginx's order (a
  * subrequest's response passes the sub and SSI filters only, a `101` the
  * userid filter only). A handler
  * writes its response to a `FilteredTarget` as to any `ResponseTarget`:
@@ -22,6 +22,7 @@ import { ssiHeaderFilter } from './ssi.js';
 import { subHeaderFilter } from './sub.js';
 import { additionHeaderFilter, postponeHeaderFilter } from './addition.js';
 import { rangeHeaderFilter } from './range.js';
+import { sliceHeaderFilter } from './slice.js';
 import { useridHeaderFilter } from './userid.js';
 import type { FilterContext, HeaderFilter, SubrequestRunner } from './types.js';
 
@@ -35,7 +36,7 @@ const SETTLE_POLL_MS = 5;
 
 /** The header filters in the order nginx runs them. */
 const HEADER_FILTERS: readonly HeaderFilter[] = [
-  useridHeaderFilter, gunzipHeaderFilter, additionHeaderFilter, subHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, postponeHeaderFilter, gzipHeaderFilter,
+  sliceHeaderFilter, useridHeaderFilter, gunzipHeaderFilter, additionHeaderFilter, subHeaderFilter, charsetHeaderFilter, ssiHeaderFilter, postponeHeaderFilter, gzipHeaderFilter,
   rangeHeaderFilter,
 ];
 /** The filters of a subrequest's response: an included page has its own strings replaced and is itself parsed for SSI. */
@@ -84,7 +85,7 @@ export class FilteredTarget implements ResponseTarget {
     const f: FilterContext = { cx: this.cx, r, subrequest: this.subrequest };
     const filters = r.parent ? SUBREQUEST_FILTERS : status === 101 ? UPGRADE_FILTERS : HEADER_FILTERS;
     for (let i = 0; i < filters.length; i++) {
-      const t = filters[i]!(f, r.errStatus || status, headers);
+      const t = filters[i]!(f, r.errStatus || (f.status ?? status), headers);
       if (t === 'error') {
         this.inner.abort();
         return;

@@ -3,7 +3,7 @@
  * (`ngx_http_range_header_filter_module`, `ngx_http_range_body_filter`,
  * with `r->allow_ranges` and `r->single_range` that
  * `ngx_http_upstream_copy_allow_ranges` sets when the upstream said
- * `Accept-Ranges`): a 200 of known length to a request with one byte range
+ * `Accept-Ranges`), or sliced (the slice filter sets them, and crops): a 200 of known length to a request with one byte range
  * goes out as a 206 of that range, the upstream's `Content-Range` cleared,
  * while the whole body goes on into the cache. Without a `Range`, or with
  * more than one, the whole response goes out with `Accept-Ranges: bytes`.
@@ -66,5 +66,10 @@ export const rangeHeaderFilter: HeaderFilter = (f, status, headers) => {
   removeHeader(headers, 'content-length');
   headers.push(['Content-Range', `bytes ${range.start}-${range.end - 1}/${size}`], ['Content-Length', String(range.end - range.start)]);
   f.status = 206;
+  // a sliced response's pieces are cropped by the slice filter, which knows where each starts
+  if (f.sliceOffset !== undefined) {
+    f.sentRange = range;
+    return undefined;
+  }
   return () => [new RangeSlicer(range)];
 };

@@ -7,16 +7,18 @@ import type { Transform } from 'node:stream';
 import type { RuntimeContext } from '../context.js';
 import type { ResponseTarget } from '../exchange.js';
 import type { HttpRequestState } from '../request.js';
+import type { ByteRange } from '../conditional.js';
 import type { ContentType, HeaderList } from './headers.js';
 
 /**
- * Runs subrequest `sr` through the request phases from server rewrite, its
- * response to `out`: through the subrequest filters (sub, SSI) with
- * `filtered`, else as the handler writes it. Resolves once the phases are
- * through; a failure of jinx's own is logged at crit and the response
- * aborted (a subrequest as `ngx_http_subrequest` makes one).
+ * Runs subrequest `sr` through the request phases from server rewrite (a
+ * `clone`, from the content phase), its response to `out`: through the
+ * subrequest filters (sub, SSI) with `filtered`, else as the handler
+ * writes it. Resolves once the phases are through; a failure of jinx's own
+ * is logged at crit and the response aborted (a subrequest as
+ * `ngx_http_subrequest` makes one).
  */
-export type SubrequestRunner = (cx: RuntimeContext, sr: HttpRequestState, out: ResponseTarget, filtered: boolean) => Promise<void>;
+export type SubrequestRunner = (cx: RuntimeContext, sr: HttpRequestState, out: ResponseTarget, filtered: boolean, clone?: boolean) => Promise<void>;
 
 /** What a header filter needs besides the headers, for one response. */
 export interface FilterContext {
@@ -35,6 +37,10 @@ export interface FilterContext {
   status?: number;
   /** The subrequests the addition filter puts around the body, for the postpone filter. */
   additions?: { readonly beforeUri: string; readonly afterUri: string };
+  /** The slice filter joins pieces: the offset of the body's first byte (nginx's `content_offset`). */
+  sliceOffset?: number;
+  /** The one range the range filter sends of a sliced response (the slice filter crops the pieces to it). */
+  sentRange?: ByteRange;
 }
 
 /**
