@@ -38,24 +38,25 @@ function digits(text: string, at: number): { value: number; next: number } | und
 }
 
 /** `ngx_http_slice_parse_content_range`: `bytes START-END/LENGTH` (or `/*`), spaces allowed between the parts. */
-export function parseContentRange(value: string | undefined): PieceRange | undefined {
+function parseContentRange(value: string | undefined): PieceRange | undefined {
   if (value === undefined || value.length < 7 || !value.startsWith('bytes ')) return undefined;
   let i = 6;
   const spaces = (): void => {
     while (value[i] === ' ') i++;
   };
-  spaces();
-  const start = digits(value, i);
-  if (!start) return undefined;
-  i = start.next;
-  spaces();
-  if (value[i++] !== '-') return undefined;
-  spaces();
-  const end = digits(value, i);
-  if (!end) return undefined;
-  i = end.next;
-  spaces();
-  if (value[i++] !== '/') return undefined;
+  /** Digits between spaces. */
+  const number = (): number | undefined => {
+    spaces();
+    const found = digits(value, i);
+    if (!found) return undefined;
+    i = found.next;
+    spaces();
+    return found.value;
+  };
+  const start = number();
+  if (start === undefined || value[i++] !== '-') return undefined;
+  const end = number();
+  if (end === undefined || value[i++] !== '/') return undefined;
   spaces();
   let complete = -1;
   if (value[i] === '*') i++;
@@ -66,7 +67,7 @@ export function parseContentRange(value: string | undefined): PieceRange | undef
     i = length.next;
   }
   spaces();
-  return i === value.length ? { start: start.value, end: end.value + 1, complete } : undefined;
+  return i === value.length ? { start, end: end + 1, complete } : undefined;
 }
 
 /**
