@@ -9,6 +9,7 @@
  * only this runner finalizes, redirects internally and runs `error_page`;
  * a subrequest (`auth_request`) runs through it as any request.
  */
+import { flvRequest } from './handlers/flv.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { ListenGroup, ScriptOp, ServerSet, VirtualServer } from '../config/route-table.js';
@@ -565,6 +566,7 @@ const CONTENT_HANDLERS: Readonly<Record<ContentHandlerName, ContentHandler>> = {
   fastcgi_pass: fastcgiRequest,
   empty_gif: sendEmptyGif,
   stub_status: sendStubStatus,
+  flv: flvRequest,
 };
 
 /** The content phase: the location's handler, then what its outcome asks for. */

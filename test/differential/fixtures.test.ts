@@ -402,7 +402,7 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   // jinx has no QUIC: it answers as an nginx built without ngx_http_v3_module (its -V says so too)
   { name: 'listen-quic', jinx: '[emerg] the "quic" parameter requires ngx_http_v3_module in PREFIX/nginx.conf:6' },
   { name: 'memcached-pass', jinx: '[emerg] unknown directive "memcached_pass" in PREFIX/nginx.conf:8' },
-  { name: 'mp4-flv', jinx: '[emerg] unknown directive "flv" in PREFIX/nginx.conf:7' },
+  { name: 'mp4', jinx: '[emerg] unknown directive "mp4" in PREFIX/nginx.conf:10' },
   // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },

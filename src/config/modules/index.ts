@@ -17,6 +17,7 @@ import { secureLinkDirectives, secureLinkVariables } from './secure-link.js';
 import { browserDirectives, browserVariables } from './browser.js';
 import { stickyDirectives } from './upstream-sticky.js';
 import { sliceDirectives, sliceVariables } from './slice.js';
+import { flvDirectives } from './flv.js';
 import { stubStatusDirectives, stubStatusVariables } from './stub-status.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
@@ -79,6 +80,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...browserDirectives,
   ...stickyDirectives,
   ...sliceDirectives,
+  ...flvDirectives,
   ...refererDirectives,
   ...stubStatusDirectives,
   ...streamDirectives,

@@ -14,22 +14,32 @@ import { applyHeadersModule, contentTypeFor, keepForRangeNotSatisfiable, keptHea
 /** A path as the file system expects it: URIs are byte strings (latin1). */
 export const fsPath = (path: string): Buffer => Buffer.from(path, 'latin1');
 
+/** Bytes a body starts with before a part of the file (the FLV header before `start`). */
+export interface FilePrefix {
+  readonly bytes: Buffer;
+  /** Where in the file the body goes on after `bytes`. */
+  readonly fileStart: number;
+}
+
 /**
  * Sends a file as nginx's static handler and its header filters do: the
  * request body discarded (a `100 Continue` sent to a client waiting for
  * it), the not-modified filter (304, 412), then the range filter (206 with one range
  * or `multipart/byteranges`, 416 with a `Content-Range` of `*` and the size).
  * `gzipped`: a `gzip_static` file, sent with `Content-Encoding: gzip` (a 304
- * has none: `ngx_http_not_modified_header_filter`).
+ * has none: `ngx_http_not_modified_header_filter`). With `prefix` the body
+ * is its bytes and then the file from its `fileStart`: length, `ETag` and
+ * ranges are that body's.
  */
-export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false): Promise<Outcome> {
+export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false, prefix?: FilePrefix): Promise<Outcome> {
   const { r, out } = ex;
   // ngx_http_static_handler discards the body once it has the file to send
   const failed = discardRequestBody(ex);
   if (failed !== undefined) return statusOutcome(failed);
   const mtimeSec = Math.floor(st.mtimeMs / 1000);
   const lastModified = new Date(mtimeSec * 1000).toUTCString();
-  const etag = r.loc.etag ? `"${mtimeSec.toString(16)}-${st.size.toString(16)}"` : undefined;
+  const size = prefix ? prefix.bytes.length + st.size - prefix.fileStart : st.size;
+  const etag = r.loc.etag ? `"${mtimeSec.toString(16)}-${size.toString(16)}"` : undefined;
   const final = r.errStatus || 200;
   const main = final === 200 && !r.parent;
   const condition = main ? preconditionStatus(r, mtimeSec, etag) : 200;
@@ -47,22 +57,22 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
   const kept = headers.find(([name]) => name.toLowerCase() === 'content-type');
   const type = kept?.[1] ?? contentTypeFor(r);
   if (!kept) headers.push(['Content-Type', type]);
-  headers.push(['Content-Length', String(st.size)]);
+  headers.push(['Content-Length', String(size)]);
   if (final === 200) headers.push(['Last-Modified', lastModified]);
   if (etag) headers.push(['ETag', etag]);
   if (gzipped) headers.push(['Content-Encoding', 'gzip']);
   // the headers filter runs before the range filter, which sees what add_header set
   applyHeadersModule(r, 200, headers);
   const sentEtag = headers.find(([name]) => name.toLowerCase() === 'etag')?.[1];
-  const ranges = main ? rangesFor(r, st.size, lastModifiedSec(headers), typeof sentEtag === 'string' ? sentEtag : undefined) : 'skip';
+  const ranges = main ? rangesFor(r, size, lastModifiedSec(headers), typeof sentEtag === 'string' ? sentEtag : undefined) : 'skip';
   if (ranges === 416) {
     // the file's Last-Modified is a time nginx's header filter writes for 200, 206 and 304 only, not an entry an error_page keeps
-    keepForRangeNotSatisfiable(r, headers.filter(([name]) => name.toLowerCase() !== 'last-modified'), st.size);
+    keepForRangeNotSatisfiable(r, headers.filter(([name]) => name.toLowerCase() !== 'last-modified'), size);
     return statusOutcome(416);
   }
   let parts: { readonly head: string; readonly range: ByteRange }[] | undefined;
   let trailer = '';
-  let length = st.size;
+  let length = size;
   let status = 200;
   const set = (name: string, value: string): void => {
     const at = headers.findIndex(([n]) => n.toLowerCase() === name.toLowerCase());
@@ -75,13 +85,13 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
     status = 206;
     length = range.end - range.start;
     parts = [{ head: '', range }];
-    headers.push(['Content-Range', `bytes ${range.start}-${range.end - 1}/${st.size}`]);
+    headers.push(['Content-Range', `bytes ${range.start}-${range.end - 1}/${size}`]);
   } else if (Array.isArray(ranges)) {
     // ngx_http_range_multipart_header: a boundary numbered as temp files are
     status = 206;
     const boundary = String(ex.cx.tempFiles.next()).padStart(20, '0');
     parts = ranges.map((range) => ({
-      head: `\r\n--${boundary}\r\n${type ? `Content-Type: ${type}\r\n` : ''}Content-Range: bytes ${range.start}-${range.end - 1}/${st.size}\r\n\r\n`,
+      head: `\r\n--${boundary}\r\n${type ? `Content-Type: ${type}\r\n` : ''}Content-Range: bytes ${range.start}-${range.end - 1}/${size}\r\n\r\n`,
       range,
     }));
     trailer = `\r\n--${boundary}--\r\n`;
@@ -97,13 +107,22 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
     out.end();
     return DONE;
   }
-  for (const part of parts ?? [{ head: '', range: { start: 0, end: st.size } }]) {
+  for (const part of parts ?? [{ head: '', range: { start: 0, end: size } }]) {
     if (part.head && !write(ex, Buffer.from(part.head, 'latin1'))) return DONE;
-    if (!(await streamFile(ex, path, part.range))) return DONE;
+    if (!(await streamBody(ex, path, part.range, prefix))) return DONE;
   }
   if (trailer && !write(ex, Buffer.from(trailer, 'latin1'))) return DONE;
   out.end();
   return DONE;
+}
+
+/** Streams a range of the body: of the prefix's bytes, then of the file from its `fileStart`; false as `streamFile`. */
+async function streamBody(ex: Exchange, path: string, range: ByteRange, prefix: FilePrefix | undefined): Promise<boolean> {
+  if (!prefix) return streamFile(ex, path, range);
+  const own = prefix.bytes.length;
+  const head = prefix.bytes.subarray(Math.min(range.start, own), Math.min(range.end, own));
+  if (head.length > 0 && !write(ex, head)) return false;
+  return streamFile(ex, path, { start: Math.max(range.start - own, 0) + prefix.fileStart, end: Math.max(range.end - own, 0) + prefix.fileStart });
 }
 
 /** Writes bytes of the body; false when the client is gone. */

@@ -20,7 +20,8 @@ import { fsPath, sendFile } from './send-file.js';
 /** What `try_files` decided: a file was found (the request goes on to the content phase), or how the request ends. */
 export type TryFilesResult = { readonly kind: 'found' } | Outcome;
 
-async function statOrError(path: string): Promise<Stats | NodeJS.ErrnoException> {
+/** A file's status, or the error `stat()` failed with. */
+export async function statOrError(path: string): Promise<Stats | NodeJS.ErrnoException> {
   try {
     return await stat(fsPath(path));
   } catch (err) {
@@ -92,7 +93,8 @@ export async function serveStatic(ex: Exchange): Promise<Outcome> {
   return sendFile(ex, path, st);
 }
 
-function fileError(ex: Exchange, err: NodeJS.ErrnoException, path: string): Outcome {
+/** nginx's answer to a file it could not open: 404, 403 or 500, and its `open() "PATH" failed` line (none for a 404 with `log_not_found off`). */
+export function fileError(ex: Exchange, err: NodeJS.ErrnoException, path: string): Outcome {
   const { r } = ex;
   const code = err.code === 'ENOENT' || err.code === 'ENOTDIR' || err.code === 'ENAMETOOLONG' ? 404 : err.code === 'EACCES' ? 403 : 500;
   if (code !== 404 || r.loc.logNotFound) {
