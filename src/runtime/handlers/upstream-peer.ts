@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import type { NextUpstreamConf, StickyConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
+import type { NextUpstreamConf, UpstreamGroup, UpstreamPeer } from '../../config/route-table.js';
 import type { CompiledValue } from '../../config/variables.js';
 import { SAMESITE_VALUES, STICKY_MAX_EXPIRES } from '../../config/modules/upstream-sticky.js';
 import { cookieTime, MAX_EXPIRES_TEXT } from '../../config/modules/userid.js';
@@ -121,7 +121,8 @@ export function firstPeer(
   ex: Exchange, group: UpstreamGroup, conf: NextUpstreamConf, scheme: string, uri: string,
 ): PeerChoice | number | Promise<PeerChoice | number> {
   if (!group.sticky) return pickFirst(ex, group, conf, scheme, uri, undefined, undefined);
-  const id = stickyId(ex.r, group.sticky);
+  // ngx_http_upstream_sticky_get_id: a server ID, or with `learn` a session
+  const id = firstValue(ex.r, group.sticky.lookup);
   const learn = group.sticky.learn;
   if (!learn || id === undefined) return pickFirst(ex, group, conf, scheme, uri, id, id);
   const found = ex.cx.sessions.find(learn.zone, sessionKey(id));
@@ -141,9 +142,9 @@ function pickFirst(
   const owner = ownerOf(ex.r);
   const peer = attempts.pick();
   owner.atEnd(() => attempts.finish());
-  if (peer) setStickyCookie(ex.r, attempts, peer);
-  if (peer) return { peer: chosen(group, peer), attempts };
-  return logNoLiveUpstreams(ex, group, scheme, uri);
+  if (!peer) return logNoLiveUpstreams(ex, group, scheme, uri);
+  setStickyCookie(ex.r, attempts, peer);
+  return { peer: chosen(group, peer), attempts };
 }
 
 /** The request whose end frees an upstream peer: the main request, or a background subrequest that may outlive it. */
@@ -198,11 +199,6 @@ function firstValue(r: HttpRequestState, values: readonly CompiledValue[]): stri
     if (value !== '') return value;
   }
   return undefined;
-}
-
-/** `ngx_http_upstream_sticky_get_id`: the first non-empty value of the `sticky` lookup variables (a server ID, or with `learn` a session). */
-function stickyId(r: HttpRequestState, sticky: StickyConf): string | undefined {
-  return firstValue(r, sticky.lookup);
 }
 
 /** The `Set-Cookie` entry `sticky cookie` keeps in a request's headers for the peers of one upstream request (nginx's `stp->cookie`). */
