@@ -37,7 +37,7 @@ export function splitHostPort(text: string): { host: string; port: number | unde
 }
 
 /** `NGX_HTTP_UPSTREAM_SID_LEN`: a server ID (`route=`) is at most this long, the length of an MD5 in hex. */
-export const SID_LENGTH = 32;
+const SID_LENGTH = 32;
 
 /**
  * `ngx_http_upstream_server` (and `ngx_stream_upstream_server`): the
