@@ -34,7 +34,7 @@ import type { RuntimeContext } from '../runtime/context.js';
 import type { Exchange } from '../runtime/exchange.js';
 import { checkAccessRules } from '../runtime/handlers/access.js';
 import { checkAuthBasic } from '../runtime/handlers/auth-basic.js';
-import { params as fastcgiParams } from '../runtime/handlers/fastcgi.js';
+import { params as cgiParams } from '../runtime/handlers/cgi-upstream.js';
 import { requestHeaders, upstreamUri, type Destination } from '../runtime/handlers/proxy.js';
 import { realClientAddress } from '../runtime/handlers/realip.js';
 import { tryFiles } from '../runtime/handlers/static.js';
@@ -716,14 +716,15 @@ function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Expl
     for (const o of sent.omitted) lines.push(o);
     return { handler: { kind: 'proxy_pass', lines }, status: undefined };
   }
-  if (loc.contentHandler === 'fastcgi_pass' && loc.fastcgi) {
-    const f = loc.fastcgi;
-    const t = f.target;
+  const cgi = loc.contentHandler === 'fastcgi_pass' ? loc.fastcgi : loc.contentHandler === 'uwsgi_pass' ? loc.uwsgi
+    : loc.contentHandler === 'scgi_pass' ? loc.scgi : undefined;
+  if (cgi && loc.contentHandler) {
+    const t = cgi.target;
     const peers = t.kind === 'group' ? table.upstreams.get(t.group)?.peers.map((x) => x.name).join(', ') ?? t.group : '';
     const to = t.kind === 'group' ? (peers === t.group ? t.group : `${t.group} (${peers})`) : t.kind === 'unix' ? `unix:${t.path}` : t.address.evaluate(r);
-    lines.push(`fastcgi_pass → ${to}`);
-    for (const [n, v] of fastcgiParams(r, f)) lines.push(`param: ${n} = ${v}`);
-    return { handler: { kind: 'fastcgi_pass', lines }, status: undefined };
+    lines.push(`${loc.contentHandler} → ${to}`);
+    for (const [n, v] of cgiParams(r, cgi)) lines.push(`param: ${n} = ${v}`);
+    return { handler: { kind: loc.contentHandler, lines }, status: undefined };
   }
   if (loc.contentHandler === 'empty_gif') return { handler: { kind: 'empty_gif', lines: ['a 43-byte transparent GIF'] }, status: 200 };
   if (loc.contentHandler === 'stub_status') return { handler: { kind: 'stub_status', lines: ['the status page'] }, status: 200 };

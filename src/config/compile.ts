@@ -33,10 +33,13 @@ import { useridConf } from './modules/userid.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
 import { mirrorConf } from './modules/mirror.js';
-import { cacheZones, fastcgiCache, proxyCache } from './modules/cache.js';
+import { cacheZones, proxyCache } from './modules/cache.js';
+import { cgiPassAddress, keepCgiTempDir } from './modules/cgi-upstream.js';
 import { charsetConf, linkCharsets } from './modules/charset.js';
 import * as core from './modules/core.js';
 import * as fastcgi from './modules/fastcgi.js';
+import { SCGI_SLOTS, scgiConf } from './modules/scgi.js';
+import { UWSGI_SLOTS, uwsgiConf } from './modules/uwsgi.js';
 import { gzipConf } from './modules/gzip.js';
 import { headersConf } from './modules/headers.js';
 import { http2LocConf } from './modules/http2.js';
@@ -194,6 +197,12 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   return { table, warnings: table.warnings, noEffect: checked.noEffect, root: checked.root, files: loaded.files, snapshot };
 }
 
+/** The slots of the modules that pass requests as CGI parameters, in nginx's module order. */
+const CGI_SLOTS = [fastcgi.FASTCGI_SLOTS, UWSGI_SLOTS, SCGI_SLOTS];
+
+/** The content handlers that pass the request upstream, which a `limit_except` block takes from its location. */
+const UPSTREAM_HANDLERS: ReadonlySet<string> = new Set(['proxy_pass', 'fastcgi_pass', 'uwsgi_pass', 'scgi_pass']);
+
 /**
  * The modules' merges of a level that are functions of the settings they
  * read (and the compile's scope), as one `LevelMerge`: made once for a
@@ -209,7 +218,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
 const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
   const vars = cx.scope.variables;
   proxy.keepProxyTempDir(cx, c);
-  fastcgi.keepFastcgiTempDir(cx, c);
+  for (const s of CGI_SLOTS) keepCgiTempDir(cx, c, s);
   return {
     accessLogs: accessLogsConf(cx, c),
     limitReq: limitReqConf(cx, c),
@@ -307,7 +316,7 @@ class Compiler implements CompileContext {
     const httpNode = this.root.children.find((c) => c.context === 'http');
     let listens: ListenGroup[] = [];
     if (httpNode) {
-      resolveUpstreams(this, httpNode, [proxy.proxyPassAddress, fastcgi.fastcgiPassAddress]);
+      resolveUpstreams(this, httpNode, [proxy.proxyPassAddress, ...CGI_SLOTS.map(cgiPassAddress)]);
       for (const map of this.scope.registry(mapBlocks)) bindMap(map, this.scope.variables);
       for (const geo of this.scope.registry(geoBlocks)) bindGeo(geo, this.scope.variables);
       for (const split of this.scope.registry(splitClientsBlocks)) bindSplitClients(split, this.scope.variables);
@@ -315,7 +324,7 @@ class Compiler implements CompileContext {
       const certificates = servers.map((s) => serverCertificates(this, s));
       checkCoreMerge(this, httpNode, servers);
       checkUpstreamMerge(this, httpNode, servers, proxy.PROXY_MERGE);
-      checkUpstreamMerge(this, httpNode, servers, fastcgi.FASTCGI_MERGE);
+      for (const s of CGI_SLOTS) checkUpstreamMerge(this, httpNode, servers, s.merge);
       proxy.loadProxyTls(this, servers);
       for (const s of servers) this.recovering(() => checkDuplicateLocations(s));
       checkSslListens(this, servers, certificates);
@@ -323,7 +332,9 @@ class Compiler implements CompileContext {
       this.scope.variables.checkReferences(this.recover);
       compileLogFormats(this);
       const httpChain = this.chain(httpNode);
-      for (const def of [...httpChain.list(proxyCache.paths), ...httpChain.list(fastcgiCache.paths)]) this.tempDirs.add(def.dir);
+      for (const paths of [proxyCache.paths, ...CGI_SLOTS.map((s) => s.cache.paths)]) {
+        for (const def of httpChain.list(paths)) this.tempDirs.add(def.dir);
+      }
       this.locationConf(httpNode);
       const compiled = servers.map((s, i) => ({ node: s, server: this.server(s, certificates[i]!) }));
       listens = listenGroups(this, compiled);
@@ -369,17 +380,19 @@ class Compiler implements CompileContext {
       script: node.context === 'location' || node.context === 'lif' ? this.script(node.conf) : [],
       proxy: proxy.proxyConf(this, node, c),
       fastcgi: fastcgi.fastcgiConf(this, node, c),
+      uwsgi: uwsgiConf(this, node, c),
+      scgi: scgiConf(this, node, c),
       secureLink: secureLinkConf(c, this.scope.variables),
       referers: refererConf(c),
       browser: browserConf(c),
     }, settings);
     // a block without a content handler of its own: an `if` keeps its location's (nginx's
     // ngx_http_update_location_config changes r->content_handler only to a handler the block has), a
-    // `limit_except` takes proxy_pass and fastcgi_pass with their settings (clcf->lmt_excpt in
-    // ngx_http_proxy_merge_loc_conf and ngx_http_fastcgi_merge_loc_conf)
+    // `limit_except` takes proxy_pass, fastcgi_pass, uwsgi_pass and scgi_pass with their settings
+    // (clcf->lmt_excpt in ngx_http_proxy_merge_loc_conf and ngx_http_fastcgi_merge_loc_conf)
     if (conf.contentHandler === undefined && (node.context === 'lif' || node.context === 'limit_except')) {
       const outer = inheritedIntoIf(node, (n) => n.conf.own(http.contentHandler)?.value);
-      if (node.context === 'lif' || outer === 'proxy_pass' || outer === 'fastcgi_pass') Object.assign(conf, { contentHandler: outer });
+      if (node.context === 'lif' || (outer !== undefined && UPSTREAM_HANDLERS.has(outer))) Object.assign(conf, { contentHandler: outer });
     }
     Object.freeze(conf);
     this.confCache.set(node.conf, conf);

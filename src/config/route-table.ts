@@ -19,6 +19,8 @@ import type { CacheZoneConf } from './modules/cache.js';
 import type { CharsetConf } from './modules/charset.js';
 import type { ErrorLogTarget, MainConf } from './modules/core.js';
 import type { FastcgiConf } from './modules/fastcgi.js';
+import type { UwsgiConf } from './modules/uwsgi.js';
+import type { CgiConf } from './modules/cgi-upstream.js';
 import type { GzipConf } from './modules/gzip.js';
 import type { AddHeader, ExpiresConf } from './modules/headers.js';
 import type { Http2LocConf } from './modules/http2.js';
@@ -44,7 +46,9 @@ export type { AutoindexConf, AutoindexFormat } from './modules/autoindex.js';
 export type { MirrorConf } from './modules/mirror.js';
 export type { CharsetConf, CharsetSetting } from './modules/charset.js';
 export type { ErrorLogTarget, MainConf } from './modules/core.js';
-export type { FastcgiConf, FastcgiTarget } from './modules/fastcgi.js';
+export type { FastcgiConf } from './modules/fastcgi.js';
+export type { UwsgiConf } from './modules/uwsgi.js';
+export type { CgiConf, CgiTarget } from './modules/cgi-upstream.js';
 export type { GzipConf } from './modules/gzip.js';
 export type { AddHeader, ExpiresConf } from './modules/headers.js';
 export type { Http2LocConf } from './modules/http2.js';
@@ -192,6 +196,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   /** `mirror`: background subrequests of the main request before its content phase. */
   readonly mirror: MirrorConf | undefined;
   readonly fastcgi: FastcgiConf | undefined;
+  readonly uwsgi: UwsgiConf | undefined;
+  readonly scgi: CgiConf | undefined;
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
   readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };
   readonly uninitializedVariableWarn: boolean;

@@ -185,6 +185,35 @@ describe('fastcgi-param-inheritance', () => {
   });
 });
 
+describe('uwsgi-param-inheritance and scgi-param-inheritance', () => {
+  test('fire where the list reaches their pass', async () => {
+    assert.deepEqual(await run('uwsgi-param-inheritance', `${SERVER}
+  uwsgi_param HTTPS on;
+  location /app/ {
+    uwsgi_param UWSGI_SCRIPT app;
+    uwsgi_pass 127.0.0.1:9001;
+  }
+}`), [
+      'DIR/nginx.conf:5 location "/app/" sets its own uwsgi_param (DIR/nginx.conf:6), so HTTPS (DIR/nginx.conf:4), set above, is not passed to its uwsgi server.',
+    ]);
+    assert.deepEqual(await run('scgi-param-inheritance', `${SERVER}
+  scgi_param HTTPS on;
+  location /app/ {
+    scgi_param SCRIPT_NAME /app;
+    scgi_pass 127.0.0.1:9001;
+  }
+}`), [
+      'DIR/nginx.conf:5 location "/app/" sets its own scgi_param (DIR/nginx.conf:6), so HTTPS (DIR/nginx.conf:4), set above, is not passed to its SCGI server.',
+    ]);
+  });
+  test('twin: a location without its own parameters inherits them', async () => {
+    assert.deepEqual(await run('uwsgi-param-inheritance', `${SERVER}
+  uwsgi_param HTTPS on;
+  location /app/ { uwsgi_pass 127.0.0.1:9001; }
+}`), []);
+  });
+});
+
 describe('alias-traversal', () => {
   test('fires', async () => {
     assert.deepEqual(await run('alias-traversal', `${SERVER}

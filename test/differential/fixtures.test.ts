@@ -288,6 +288,7 @@ const BROKEN: readonly BrokenCase[] = [
     name: 'rewrite-regex-unmatched-parenthesis', expect: '[emerg] pcre2_compile() failed: unmatched closing parenthesis in "^/a)b" at "b" in PREFIX/nginx.conf:7',
   },
   { name: 'root-duplicate', expect: '[emerg] "root" directive is duplicate in PREFIX/nginx.conf:8' },
+  { name: 'scgi-pass-duplicate', expect: '[emerg] "scgi_pass" directive is duplicate in PREFIX/nginx.conf:7' },
   { name: 'scgi-temp-path-invalid-level', expect: '[emerg] "scgi_temp_path" directive invalid value in PREFIX/nginx.conf:4' },
   { name: 'send-lowat-ignored-warning', expect: '[warn] "send_lowat" is not supported, ignored in PREFIX/nginx.conf:4' },
   { name: 'sendfile-duplicate', expect: '[emerg] "sendfile" directive is duplicate in PREFIX/nginx.conf:5' },
@@ -382,7 +383,10 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'upstream-zone-without-size', expect: '[emerg] zero size shared memory zone "backend"' },
   { name: 'user-group-unknown', expect: '[emerg] getgrnam("no-such-group-jinx") failed in PREFIX/nginx.conf:1' },
   { name: 'user-unknown', expect: '[emerg] getpwnam("no-such-user-jinx") failed in PREFIX/nginx.conf:1' },
+  { name: 'uwsgi-cache-without-key', expect: '[warn] no "uwsgi_cache_key" for "uwsgi_cache" in PREFIX/nginx.conf:12' },
+  { name: 'uwsgi-modifier-out-of-range', expect: '[emerg] value must be between 0 and 255 in PREFIX/nginx.conf:6' },
   { name: 'uwsgi-param-one-argument', expect: '[emerg] invalid number of arguments in "uwsgi_param" directive in PREFIX/nginx.conf:6' },
+  { name: 'uwsgi-pass-invalid-port', expect: '[emerg] invalid port in upstream "127.0.0.1:99999" in PREFIX/nginx.conf:6' },
   { name: 'variable-closing-bracket-missing', expect: '[emerg] the closing bracket in "x" variable is missing in PREFIX/nginx.conf:7' },
   { name: 'variable-name-empty', expect: '[emerg] invalid variable name in PREFIX/nginx.conf:7' },
   { name: 'warning-before-error', expect: '[warn] duplicate value "error" in PREFIX/nginx.conf:7', status: 1 },
@@ -405,8 +409,8 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'mp4', jinx: '[emerg] unknown directive "mp4" in PREFIX/nginx.conf:10' },
   // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
-  { name: 'scgi-pass', jinx: '[emerg] unknown directive "scgi_pass" in PREFIX/nginx.conf:7' },
-  { name: 'uwsgi-pass', jinx: '[emerg] unknown directive "uwsgi_pass" in PREFIX/nginx.conf:7' },
+  // uwsgi over TLS: jinx speaks uwsgi in the clear only
+  { name: 'uwsgi-pass-tls', jinx: '[emerg] uwsgi over TLS ("suwsgi://") is not supported by jinx in PREFIX/nginx.conf:7' },
 ];
 
 /** jinx's whole output for a deliberate difference: the message, then the test failed. */

@@ -10,8 +10,9 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
 import {
-  beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, ResponseReader, stderrEnd, type BodyReading, type ReaderSettings,
+  beginRequestBody, encodeParams, encodeRecords, FCGI, ResponseReader, stderrEnd, type ReaderSettings,
 } from '../../src/runtime/upstream/fastcgi-protocol.js';
+import { CgiResponseError, type BodyReading } from '../../src/runtime/upstream/cgi-response.js';
 import { STDERR, STDOUT, endRequest, fcgiRecord } from '../helpers/fastcgi-server.js';
 
 /** What a reader handed on, in order. */
@@ -30,14 +31,14 @@ function read(chunks: readonly Buffer[], opts: { settings?: Partial<ReaderSettin
       events.push(['header', lines.map(([n, v]) => [n, v]), room]);
       return opts.body ?? { contentLength: -1, buffered: true };
     },
-    stdout: (data) => events.push(['stdout', data.toString('latin1')]),
+    body: (data) => events.push(['stdout', data.toString('latin1')]),
     end: (reusable) => events.push(['end', reusable]),
   });
   try {
     for (const c of chunks) reader.push(c);
     if (opts.eof) reader.eof();
   } catch (err) {
-    assert.ok(err instanceof FastcgiResponseError, String(err));
+    assert.ok(err instanceof CgiResponseError, String(err));
     events.push(['error', err.message]);
   }
   return events;

@@ -57,16 +57,15 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   ['http2_recv_timeout', 'tuning'], ['http2_idle_timeout', 'tuning'], ['http2_max_requests', 'tuning'],
   ['http2_max_field_size', 'tuning'], ['http2_max_header_size', 'tuning'], ['http2_push', 'tuning'],
   ['http2_push_preload', 'tuning'], ['http2_max_concurrent_pushes', 'tuning'],
-  // only read with uwsgi_pass / scgi_pass, which are notes of their own
-  ['uwsgi_temp_path', 'tuning'], ['uwsgi_param', 'tuning'], ['scgi_temp_path', 'tuning'], ['scgi_param', 'tuning'],
   // only read with what they modify, which is the note
-  ['proxy_store_access', 'tuning'], ['fastcgi_store_access', 'tuning'],
+  ['proxy_store_access', 'tuning'], ['fastcgi_store_access', 'tuning'], ['uwsgi_store_access', 'tuning'], ['scgi_store_access', 'tuning'],
   ['ssl_stapling_file', 'tuning'], ['ssl_stapling_responder', 'tuning'], ['ssl_stapling_verify', 'tuning'],
   // switches: a note unless set to what jinx does
   ['disable_symlinks', OFF], ['auth_delay', ZERO], ['msie_refresh', OFF],
-  ['proxy_store', OFF], ['fastcgi_store', OFF], ['proxy_bind', OFF], ['fastcgi_bind', OFF],
-  ['proxy_limit_rate', ZERO], ['fastcgi_limit_rate', ZERO], ['proxy_force_ranges', OFF], ['fastcgi_force_ranges', OFF],
-  ['proxy_pass_trailers', OFF], ['proxy_socket_keepalive', OFF], ['fastcgi_socket_keepalive', OFF],
+  ...['proxy', 'fastcgi', 'uwsgi', 'scgi'].flatMap((m): [string, NoEffectKind][] => [
+    [`${m}_store`, OFF], [`${m}_bind`, OFF], [`${m}_limit_rate`, ZERO], [`${m}_force_ranges`, OFF], [`${m}_socket_keepalive`, OFF],
+  ]),
+  ['proxy_pass_trailers', OFF],
   ['ssl_stapling', OFF], ['ssl_certificate_compression', OFF], ['ssl_early_data', OFF], ['proxy_ssl_certificate_cache', OFF],
   // what jinx does differently whatever the value
   ['ssl_conf_command', 'always'], ['proxy_ssl_conf_command', 'always'],

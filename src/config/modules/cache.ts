@@ -1,11 +1,11 @@
 /**
- * The response cache directives of the proxy and FastCGI modules
- * (`src/http/ngx_http_file_cache.c`, the `*_cache*` directives of
- * `ngx_http_proxy_module.c` and `ngx_http_fastcgi_module.c`, which share
- * `ngx_http_upstream_conf_t`'s cache settings): checked as nginx checks them,
- * and compiled into one `CacheConf` per location that the runtime cache
- * (`src/runtime/cache/`) acts on. Both modules declare the same family, by
- * prefix, from here.
+ * The response cache directives of the proxy, FastCGI, uwsgi and SCGI
+ * modules (`src/http/ngx_http_file_cache.c`, the `*_cache*` directives of
+ * `ngx_http_proxy_module.c`, `ngx_http_fastcgi_module.c` and their kin,
+ * which share `ngx_http_upstream_conf_t`'s cache settings): checked as nginx
+ * checks them, and compiled into one `CacheConf` per location that the
+ * runtime cache (`src/runtime/cache/`) acts on. Every module declares the
+ * same family, by prefix, from here.
  */
 import type { Directive, SourceLoc } from '../../parser/ast.js';
 import { HTTP_SRV_LOC } from '../flags.js';
@@ -15,6 +15,7 @@ import {
   type DirectiveSpec, type ListSlot, type SetContext, type Slot,
 } from '../spec.js';
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
+import type { CgiPrefix } from './cgi-upstream.js';
 
 /** One `*_cache_path` zone as declared. */
 export interface CachePathDef {
@@ -164,9 +165,9 @@ export function parseCacheValid(d: Directive): CacheValid[] {
 /** `ngx_http_upstream_cache_method_mask`. */
 export const CACHE_METHODS = ['GET', 'HEAD', 'POST'];
 
-/** The cache settings of one module (`proxy_cache*` or `fastcgi_cache*`), each in a slot of its own. */
+/** The cache settings of one module (`proxy_cache*`, `fastcgi_cache*`, `uwsgi_cache*`, `scgi_cache*`), each in a slot of its own. */
 export interface CacheSlots {
-  readonly prefix: 'proxy' | 'fastcgi';
+  readonly prefix: 'proxy' | CgiPrefix;
   readonly zone: Slot<string | ValueSource | false | undefined>;
   readonly paths: ListSlot<CachePathDef>;
   readonly key: Slot<ValueSource | undefined>;
@@ -185,7 +186,8 @@ export interface CacheSlots {
   readonly maxRangeOffset: Slot<number | undefined>;
 }
 
-function cacheSlots(prefix: 'proxy' | 'fastcgi'): CacheSlots {
+/** The slots of the `PREFIX_cache*` family. */
+export function cacheSlots(prefix: 'proxy' | CgiPrefix): CacheSlots {
   const s = <T>(name: string, v: T): Slot<T> => slot<T>(`${prefix}_${name}`, v);
   return {
     prefix,
@@ -208,9 +210,8 @@ function cacheSlots(prefix: 'proxy' | 'fastcgi'): CacheSlots {
   };
 }
 
-/** The proxy module's and the FastCGI module's cache slots. */
+/** The proxy module's cache slots (the FastCGI, uwsgi and SCGI modules' are in their `CgiSlots`). */
 export const proxyCache = cacheSlots('proxy');
-export const fastcgiCache = cacheSlots('fastcgi');
 
 /**
  * A list directive whose entries a level replaces as a whole

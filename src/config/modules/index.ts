@@ -33,7 +33,8 @@ import { geoDirectives } from './geo.js';
 import { mapDirectives } from './map.js';
 import { splitClientsDirectives } from './split-clients.js';
 import { mirrorDirectives } from './mirror.js';
-import { otherUpstreamDirectives } from './other-upstreams.js';
+import { scgiDirectives } from './scgi.js';
+import { uwsgiDirectives } from './uwsgi.js';
 import { proxyDirectives } from './proxy.js';
 import { realIpDirectives } from './realip.js';
 import { rewriteDirectives } from './rewrite.js';
@@ -63,7 +64,8 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...splitClientsDirectives,
   ...proxyDirectives,
   ...fastcgiDirectives,
-  ...otherUpstreamDirectives,
+  ...uwsgiDirectives,
+  ...scgiDirectives,
   ...upstreamDirectives,
   ...sslDirectives,
   ...http2Directives,

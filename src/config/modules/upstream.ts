@@ -18,6 +18,7 @@ import {
 import type { CompiledValue, ValueSource, VariableRegistry } from '../variables.js';
 import type { StickyDecl, UpstreamBalancer, UpstreamDecl, UpstreamServerDecl } from '../scope.js';
 import { parseUnixPath } from '../listen.js';
+import type { CgiPrefix } from './cgi-upstream.js';
 
 const UPSTREAM = 'ngx_http_upstream_module';
 const KEEPALIVE = 'ngx_http_upstream_keepalive_module';
@@ -524,16 +525,16 @@ function implicitUpstream(cx: CompileContext, groups: Map<string, UpstreamGroup>
   });
 }
 
-/** The slots `checkUpstreamMerge` reads for one module (proxy, fastcgi), and its directives' prefix. */
+/** The slots `checkUpstreamMerge` reads for one module (proxy, fastcgi, uwsgi, scgi), and its directives' prefix. */
 export interface UpstreamMergeSlots {
-  readonly prefix: 'proxy' | 'fastcgi';
+  readonly prefix: 'proxy' | CgiPrefix;
   readonly buffers: Slot<{ readonly count: number; readonly sizeBytes: number }>;
   readonly bufferSize: Slot<number>;
   readonly busyBuffersSize: Slot<number | undefined>;
   readonly tempFileWriteSize: Slot<number | undefined>;
   readonly maxTempFileSize: Slot<number>;
   readonly cacheZone: Slot<string | ValueSource | false | undefined>;
-  /** FastCGI has no default cache key: a cache without one is a warning. */
+  /** FastCGI, uwsgi and SCGI have no default cache key: a cache without one is a warning. */
   readonly cacheKey?: Slot<unknown>;
   readonly nextUpstream: Slot<readonly string[]>;
   readonly nextUpstreamTries: Slot<number>;

@@ -17,6 +17,8 @@
  * kept as they are.
  */
 
+import { CgiResponseError, HeaderLineParser, type CgiResponseReader, type CgiResponseSink } from './cgi-response.js';
+
 /** Record types. */
 export const FCGI = {
   BEGIN_REQUEST: 1,
@@ -91,50 +93,12 @@ export function encodeParams(pairs: readonly (readonly [string, string])[]): Buf
   return Buffer.concat(out);
 }
 
-/** A response nginx refuses, in nginx's words (the message of its error-log line); `code` is its row in upstream/errors.ts's `FAILURES`. */
-export class FastcgiResponseError extends Error {
-  constructor(message: string, readonly code: 'invalid-header' | 'premature-close' | 'header-too-big' = 'invalid-header') {
-    super(message);
-  }
-}
-
 /**
  * A STDERR record before the end of the header had a `fastcgi_catch_stderr`
  * string: the response is an invalid header (nginx logs nothing more than
  * the stderr line).
  */
 export class StderrCaught extends Error {}
-
-/** What the reader hands on, in the order it reads it. */
-export interface ResponseSink {
-  /** The text of one `FastCGI sent in stderr: "…"` line (a byte string). */
-  stderr(text: string): void;
-  /** A warning to log (`upstream sent more data than specified in "Content-Length" header`). */
-  warn(message: string): void;
-  /**
-   * The header is complete: its lines as sent (byte strings), and what is
-   * left of the header buffer after it, where the body starts. Returns how to
-   * read the body, or `stop` when no more is read.
-   */
-  header(lines: [string, string][], room: number): BodyReading | 'stop';
-  /** Data of STDOUT records after the header. */
-  stdout(data: Buffer): void;
-  /**
-   * The response is complete: with `keep_conn`, its END_REQUEST record was
-   * read whole (nginx 1.30 reads on after the empty STDOUT record); without,
-   * nothing is said: the connection's end ends the response. `reusable`: the
-   * connection may serve another request (nginx's `u->keepalive`).
-   */
-  end(reusable: boolean): void;
-}
-
-/** How the body is read, decided from the header. */
-export interface BodyReading {
-  /** The `Content-Length` of the response, -1 when it has none. */
-  readonly contentLength: number;
-  /** `fastcgi_buffering` (or `X-Accel-Buffering`): the event pipe's buffers; off: each read is filtered at once. */
-  readonly buffered: boolean;
-}
 
 /** Settings of the reader: `fastcgi_buffer_size`, the size of one of `fastcgi_buffers`, `fastcgi_keep_conn`, `fastcgi_catch_stderr`. */
 export interface ReaderSettings {
@@ -147,15 +111,8 @@ export interface ReaderSettings {
 /** States of the record reader (`ngx_http_fastcgi_state_e`). */
 const enum St { Version, Type, IdHi, IdLo, LengthHi, LengthLo, PaddingLength, Reserved, Data, Padding }
 
-/** States of a header line (`ngx_http_parse_header_line`). */
-const enum Hs { Start, Name, SpaceBeforeValue, Value, SpaceAfterValue, IgnoreLine, AlmostDone, HeaderAlmostDone }
-
 const CR = 0x0d;
 const LF = 0x0a;
-
-/** Characters of a header name nginx takes as they are (its `lowcase` table, and `_`). */
-const NAME_CHAR = new Uint8Array(256);
-for (const c of '-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_') NAME_CHAR[c.charCodeAt(0)] = 1;
 
 /** The end of a STDERR piece once trailing CR, LF, `.` and spaces are cut; the first byte always stays. */
 export function stderrEnd(buf: Buffer, start: number, end: number): number {
@@ -172,9 +129,9 @@ export function stderrEnd(buf: Buffer, start: number, end: number): number {
  * Reads one FastCGI response from the bytes of a connection. `push` each
  * chunk as it arrives and `eof` when the connection closes; the sink gets
  * the stderr lines, the header, the body and the end.
- * @throws FastcgiResponseError from `push` for what nginx refuses
+ * @throws CgiResponseError from `push` for what nginx refuses
  */
-export class ResponseReader {
+export class ResponseReader implements CgiResponseReader {
   private state = St.Version;
   private type = 0;
   private length = 0;
@@ -186,13 +143,8 @@ export class ResponseReader {
   private pos = 0;
   private last = 0;
   private stdoutSeen = false;
-  private hs = Hs.Start;
-  /** Bytes of the header line being parsed that came in earlier STDOUT records or reads, and their number. */
-  private line: Buffer[] = [];
-  private lineLength = 0;
-  /** Offset in the line where its value ends (nginx's `r->header_end`). */
-  private headerEnd = 0;
-  private readonly lines: [string, string][] = [];
+  /** The header lines, a line split over STDOUT records or reads joined. */
+  private readonly headerLines = new HeaderLineParser();
 
   // the body: room left in the pipe buffer being filled, and the STDERR piece waiting for it to fill
   private buffered = true;
@@ -201,7 +153,7 @@ export class ResponseReader {
   /** Body bytes the response's `Content-Length` still promises, -1 when it has none (nginx's `f->rest`). */
   private rest = -1;
 
-  constructor(private readonly settings: ReaderSettings, private readonly sink: ResponseSink) {
+  constructor(private readonly settings: ReaderSettings, private readonly sink: CgiResponseSink) {
     this.buf = Buffer.allocUnsafe(settings.bufferSize);
   }
 
@@ -214,12 +166,12 @@ export class ResponseReader {
       this.last += n;
       offset += n;
       if (!this.processHeader()) {
-        if (this.last === this.buf.length) throw new FastcgiResponseError('upstream sent too big header', 'header-too-big');
+        if (this.last === this.buf.length) throw new CgiResponseError('upstream sent too big header', 'header-too-big');
         continue;
       }
       // the header is done: the rest of the header buffer is the first body buffer
       const room = this.buf.length - this.pos;
-      const reading = this.sink.header(this.lines, room);
+      const reading = this.sink.header(this.headerLines.lines, room, undefined);
       if (reading === 'stop') {
         this.phase = 'done';
         return;
@@ -249,9 +201,9 @@ export class ResponseReader {
         this.pos = end;
         if (this.state < St.Data) return false;
         if (this.type !== FCGI.STDOUT && this.type !== FCGI.STDERR) {
-          throw new FastcgiResponseError(`upstream sent unexpected FastCGI record: ${this.type}`);
+          throw new CgiResponseError(`upstream sent unexpected FastCGI record: ${this.type}`);
         }
-        if (this.type === FCGI.STDOUT && this.length === 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout', 'premature-close');
+        if (this.type === FCGI.STDOUT && this.length === 0) throw new CgiResponseError('upstream prematurely closed FastCGI stdout', 'premature-close');
       }
       if (this.state === St.Padding) {
         if (this.pos + this.padding < this.last) {
@@ -296,10 +248,11 @@ export class ResponseReader {
       this.stdoutSeen = true;
       const end = Math.min(this.last, this.pos + this.length);
       const start = this.pos;
-      const done = this.parseHeaderLines(end);
+      const after = this.headerLines.parse(this.buf, this.pos, end);
+      this.pos = after === -1 ? end : after;
       this.length -= this.pos - start;
       if (this.length === 0) this.state = St.Padding;
-      if (done) return true;
+      if (after !== -1) return true;
       if (this.pos === this.last) return false;
     }
   }
@@ -314,22 +267,22 @@ export class ResponseReader {
       const ch = buf[p]!;
       switch (this.state) {
         case St.Version:
-          if (ch !== 1) throw new FastcgiResponseError(`upstream sent unsupported FastCGI protocol version: ${ch}`);
+          if (ch !== 1) throw new CgiResponseError(`upstream sent unsupported FastCGI protocol version: ${ch}`);
           this.state = St.Type;
           break;
         case St.Type:
           if (ch !== FCGI.STDOUT && ch !== FCGI.STDERR && ch !== FCGI.END_REQUEST) {
-            throw new FastcgiResponseError(`upstream sent invalid FastCGI record type: ${ch}`);
+            throw new CgiResponseError(`upstream sent invalid FastCGI record type: ${ch}`);
           }
           this.type = ch;
           this.state = St.IdHi;
           break;
         case St.IdHi:
-          if (ch !== 0) throw new FastcgiResponseError(`upstream sent unexpected FastCGI request id high byte: ${ch}`);
+          if (ch !== 0) throw new CgiResponseError(`upstream sent unexpected FastCGI request id high byte: ${ch}`);
           this.state = St.IdLo;
           break;
         case St.IdLo:
-          if (ch !== REQUEST_ID) throw new FastcgiResponseError(`upstream sent unexpected FastCGI request id low byte: ${ch}`);
+          if (ch !== REQUEST_ID) throw new CgiResponseError(`upstream sent unexpected FastCGI request id low byte: ${ch}`);
           this.state = St.LengthHi;
           break;
         case St.LengthHi:
@@ -350,112 +303,6 @@ export class ResponseReader {
       }
     }
     return to;
-  }
-
-  /**
-   * Parses header lines in the header buffer from `pos` to `end`
-   * (`ngx_http_parse_header_line` with underscores allowed; a line split
-   * over records or reads is joined); true when the empty line ending the
-   * header was read.
-   * @throws FastcgiResponseError for a line nginx does not accept
-   */
-  private parseHeaderLines(end: number): boolean {
-    const buf = this.buf;
-    let lineStart = this.pos;
-    /** Offset in the line of byte `p`. */
-    const at = (p: number): number => this.lineLength + p - lineStart;
-    for (let p = this.pos; p < end; p++) {
-      const ch = buf[p]!;
-      switch (this.hs) {
-        case Hs.Start:
-          if (ch === CR || ch === LF) this.headerEnd = at(p);
-          if (ch === CR) this.hs = Hs.HeaderAlmostDone;
-          else if (ch === LF) {
-            this.pos = p + 1;
-            return true;
-          } else if (NAME_CHAR[ch] || (ch > 0x20 && ch !== 0x7f && ch !== 0x3a)) this.hs = Hs.Name;
-          else this.invalidHeader(lineStart, p, at(p));
-          break;
-        case Hs.Name:
-          if (NAME_CHAR[ch]) break;
-          if (ch === CR || ch === LF) this.headerEnd = at(p);
-          if (ch === 0x3a) this.hs = Hs.SpaceBeforeValue;
-          else if (ch === CR) this.hs = Hs.AlmostDone;
-          else if (ch === LF) lineStart = this.endLine(lineStart, p);
-          else if (ch === 0x2f && this.lineIs(lineStart, p, 'HTTP')) this.hs = Hs.IgnoreLine;
-          else if (ch <= 0x20 || ch === 0x7f) this.invalidHeader(lineStart, p, at(p));
-          break;
-        case Hs.SpaceBeforeValue:
-        case Hs.Value:
-        case Hs.SpaceAfterValue:
-          if (ch === 0) this.invalidHeader(lineStart, p, at(p));
-          if ((ch === CR || ch === LF) && this.hs !== Hs.SpaceAfterValue) this.headerEnd = at(p);
-          if (ch === CR) this.hs = Hs.AlmostDone;
-          else if (ch === LF) lineStart = this.endLine(lineStart, p);
-          else if (ch === 0x20) {
-            if (this.hs === Hs.Value) {
-              this.headerEnd = at(p);
-              this.hs = Hs.SpaceAfterValue;
-            }
-          } else this.hs = Hs.Value;
-          break;
-        case Hs.IgnoreLine:
-          if (ch === LF) {
-            this.hs = Hs.Start;
-            this.line = [];
-            this.lineLength = 0;
-            lineStart = p + 1;
-          }
-          break;
-        case Hs.AlmostDone:
-          if (ch === LF) lineStart = this.endLine(lineStart, p);
-          else if (ch !== CR) this.invalidHeader(lineStart, p, this.headerEnd);
-          break;
-        case Hs.HeaderAlmostDone:
-          if (ch !== LF) this.invalidHeader(lineStart, p, this.headerEnd);
-          this.pos = p + 1;
-          return true;
-      }
-    }
-    if (lineStart < end) {
-      this.line.push(Buffer.from(buf.subarray(lineStart, end)));
-      this.lineLength += end - lineStart;
-    }
-    this.pos = end;
-    return false;
-  }
-
-  /** The bytes of the line being parsed: its earlier parts, then the header buffer from `lineStart` up to `p`. */
-  private lineBytes(lineStart: number, p: number): Buffer {
-    return Buffer.concat([...this.line, this.buf.subarray(lineStart, p)]);
-  }
-
-  /** Whether the line so far is `text`. */
-  private lineIs(lineStart: number, p: number, text: string): boolean {
-    return this.lineLength + p - lineStart === text.length && this.lineBytes(lineStart, p).toString('latin1') === text;
-  }
-
-  /** Takes the header line ending with the LF at `p` (its value ends at nginx's `header_end`); returns where the next line starts. */
-  private endLine(lineStart: number, p: number): number {
-    const bytes = this.lineBytes(lineStart, p).toString('latin1', 0, this.headerEnd);
-    this.line = [];
-    this.lineLength = 0;
-    this.hs = Hs.Start;
-    const colon = bytes.indexOf(':');
-    if (colon === -1) this.lines.push([bytes, '']);
-    else this.lines.push([bytes.slice(0, colon), bytes.slice(colon + 1).replace(/^ +/, '')]);
-    return p + 1;
-  }
-
-  /**
-   * nginx's `upstream sent invalid header: "…\xNN..."`: the line up to
-   * `header_end` (offset `end` in the line), and the byte there.
-   */
-  private invalidHeader(lineStart: number, p: number, end: number): never {
-    const bytes = this.lineBytes(lineStart, p + 1);
-    const text = bytes.toString('latin1', 0, end);
-    const hex = bytes[end]!.toString(16).padStart(2, '0');
-    throw new FastcgiResponseError(`upstream sent invalid header: "${text}\\x${hex}..."`);
   }
 
   /**
@@ -496,11 +343,11 @@ export class ResponseReader {
         if (this.state < St.Data) return;
         if (this.type === FCGI.STDOUT && this.length === 0) {
           this.state = St.Padding;
-          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI stdout', 'premature-close');
+          if (this.rest > 0) throw new CgiResponseError('upstream prematurely closed FastCGI stdout', 'premature-close');
           continue;
         }
         if (this.type === FCGI.END_REQUEST) {
-          if (this.rest > 0) throw new FastcgiResponseError('upstream prematurely closed FastCGI request', 'premature-close');
+          if (this.rest > 0) throw new CgiResponseError('upstream prematurely closed FastCGI request', 'premature-close');
           if (!this.settings.keepConn) {
             // without fastcgi_keep_conn, nginx 1.30 reads on to the connection's end, which ends the response
             this.flushStderr();
@@ -549,14 +396,14 @@ export class ResponseReader {
       return;
     }
     if (this.rest > 0 && data.length > this.rest) {
-      this.sink.stdout(data.subarray(0, this.rest));
+      this.sink.body(data.subarray(0, this.rest));
       this.rest = 0;
       this.sink.warn('upstream sent more data than specified in "Content-Length" header');
       this.finish(false);
       return;
     }
     if (this.rest > 0) this.rest -= data.length;
-    this.sink.stdout(data);
+    this.sink.body(data);
   }
 
   private finish(reusable: boolean): void {

@@ -12,7 +12,10 @@
  */
 import type { LevelNode } from '../../check.js';
 import { addHeaderInherit, addHeaders, addTrailerInherit, addTrailers, type InheritRule } from '../../modules/headers.js';
-import { fastcgiParams } from '../../modules/fastcgi.js';
+import type { CgiSlots } from '../../modules/cgi-upstream.js';
+import { FASTCGI_SLOTS } from '../../modules/fastcgi.js';
+import { SCGI_SLOTS } from '../../modules/scgi.js';
+import { UWSGI_SLOTS } from '../../modules/uwsgi.js';
 import { proxyHideHeader, proxySetHeader } from '../../modules/proxy.js';
 import type { ListSlot, Slot } from '../../spec.js';
 import { ruleDocUrl, type LintRule, type LintSubject, type RuleFinding } from '../rule.js';
@@ -143,6 +146,26 @@ function checkArray<T>(subject: LintSubject, a: ArrayDirective<T>, report: (f: R
 const EXPLAIN_TAIL = 'nginx merges these arrays whole: a level that has one entry of its own inherits none of its parents\' entries. An entry of the http block is reported once, at the entry, with every level that drops it.';
 
 /** The inheritance rules, one per array directive. */
+/**
+ * `fastcgi-param-inheritance` and its uwsgi and SCGI twins: a level with
+ * its own `*_param` passes none of the levels above it
+ * (`ngx_http_*_merge_params` takes the parent's list only when the level
+ * has none); `lost` names the parameters usually lost.
+ */
+function paramInheritance(s: CgiSlots, protocol: string, lost: string): LintRule {
+  const directive = `${s.prefix}_param`;
+  return {
+    code: `${s.prefix}-param-inheritance`,
+    severity: 'warning',
+    title: `${directive} at this level drops the parameters set above it`,
+    explanation: `A location with its own ${directive} passes none of the ${directive} parameters of the levels above it (${lost} or an application setting written at the server level). ${EXPLAIN_TAIL} Reported only where the level's list reaches a ${s.prefix}_pass. Fix: include the shared parameters (${s.prefix}_params) at the level that adds its own.`,
+    docUrl: ruleDocUrl(`${s.prefix}-param-inheritance`),
+    check: (subject, report) => checkArray(subject, {
+      directive, slot: s.params, nameOf: (p) => p.name, caseless: false, handler: `${s.prefix}_pass`, consequence: `not passed to its ${protocol} server`,
+    }, report),
+  };
+}
+
 export const inheritanceRules: readonly LintRule[] = [
   {
     code: 'add-header-inheritance',
@@ -188,14 +211,7 @@ export const inheritanceRules: readonly LintRule[] = [
       directive: 'proxy_hide_header', slot: proxyHideHeader, nameOf: (h) => h, caseless: true, handler: 'proxy_pass', consequence: 'not hidden from its responses',
     }, report),
   },
-  {
-    code: 'fastcgi-param-inheritance',
-    severity: 'warning',
-    title: 'fastcgi_param at this level drops the parameters set above it',
-    explanation: `A location with its own fastcgi_param passes none of the fastcgi_param parameters of the levels above it (SCRIPT_FILENAME, HTTPS or an application setting written at the server level). ${EXPLAIN_TAIL} Reported only where the level's list reaches a fastcgi_pass. Fix: include the shared parameters (fastcgi_params) at the level that adds its own.`,
-    docUrl: ruleDocUrl('fastcgi-param-inheritance'),
-    check: (subject, report) => checkArray(subject, {
-      directive: 'fastcgi_param', slot: fastcgiParams, nameOf: (p) => p.name, caseless: false, handler: 'fastcgi_pass', consequence: 'not passed to its FastCGI server',
-    }, report),
-  },
+  paramInheritance(FASTCGI_SLOTS, 'FastCGI', 'SCRIPT_FILENAME, HTTPS'),
+  paramInheritance(UWSGI_SLOTS, 'uwsgi', 'UWSGI_SCRIPT, HTTPS'),
+  paramInheritance(SCGI_SLOTS, 'SCGI', 'SCRIPT_NAME, HTTPS'),
 ];

@@ -1,24 +1,31 @@
 /**
- * The FastCGI handler (`ngx_http_fastcgi_module.c`): sends the request as
- * FastCGI records over TCP or a unix socket (params from `fastcgi_param`
- * plus the request headers as `HTTP_*`, the body as STDIN), reads the
- * response as nginx does (fastcgi-protocol.ts: STDERR logged as `FastCGI
- * sent in stderr: "…"`, the CGI header, STDOUT), turns `Status:` and
- * `Location:` into the response status, and streams the body to the client
- * through the same buffering as proxied responses. With `fastcgi_keep_conn
- * on` and an `upstream` block that keeps connections, the connection serves
- * later requests (fastcgi-connections.ts).
+ * The FastCGI, uwsgi and SCGI handlers (`ngx_http_fastcgi_module.c`,
+ * `ngx_http_uwsgi_module.c`, `ngx_http_scgi_module.c`): each sends the
+ * request over TCP or a unix socket as CGI parameters (`*_param`, then the
+ * request headers as `HTTP_*`) and the body, framed by its protocol
+ * (`CgiWire`: FastCGI records with the body as STDIN, uwsgi's packet or
+ * SCGI's netstring with the body after it), reads the response as nginx
+ * does (fastcgi-protocol.ts: STDERR logged as `FastCGI sent in stderr:
+ * "…"`, the CGI header, STDOUT; cgi-response.ts: uwsgi's and SCGI's status
+ * line and header, the body to its length or the connection's end), turns
+ * the status line, `Status:` and `Location:` into the response status, and
+ * streams the body to the client through the same buffering as proxied
+ * responses. With `fastcgi_keep_conn on` and an `upstream` block that keeps
+ * connections, a FastCGI connection serves later requests
+ * (fastcgi-connections.ts); uwsgi and SCGI connections close with their
+ * response, as nginx's do.
  */
 import { connect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { LogLevel } from '../../log/levels.js';
-import type { FastcgiConf, UpstreamGroup } from '../../config/route-table.js';
+import type { CgiConf, FastcgiConf, UpstreamGroup, UwsgiConf } from '../../config/route-table.js';
+import type { CgiPrefix } from '../../config/modules/cgi-upstream.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState } from '../request.js';
-import { bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
+import { bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
 import { applyHeadersModule, keptHeaders } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { takeAccelCharset } from '../filters/charset.js';
@@ -29,31 +36,61 @@ import {
   mapUpstreamError, READING_BODY, READING_HEADER, SendTimeoutError, upstreamFailure, upstreamTimeout, type UpstreamFailure,
 } from '../upstream/errors.js';
 import type { FastcgiConnection } from '../upstream/fastcgi-connections.js';
+import { beginRequestBody, encodeParams, encodeRecords, FCGI, REQUEST_ID, ResponseReader, StderrCaught } from '../upstream/fastcgi-protocol.js';
 import {
-  beginRequestBody, encodeParams, encodeRecords, FastcgiResponseError, FCGI, REQUEST_ID, ResponseReader, StderrCaught, type BodyReading,
-} from '../upstream/fastcgi-protocol.js';
+  CgiResponseError, StreamResponseReader, type BodyReading, type CgiResponseReader, type CgiResponseSink, type StatusLine,
+} from '../upstream/cgi-response.js';
+import { CgiRequestError, encodeScgiHeader, encodeUwsgiPacket } from '../upstream/uwsgi-scgi-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered } from './upstream-peer.js';
 import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 
 /** Where to connect: a TCP peer (of a group when `group` is set) or a unix socket, and the name nginx logs. */
-type FastcgiAddress =
+type CgiAddress =
   | { readonly host: string; readonly port: number; readonly name: string; readonly group: string | undefined }
   | { readonly path: string; readonly name: string };
 
 /** The first address, and the group's attempts when it belongs to one. */
-interface FastcgiChoice {
-  readonly peer: FastcgiAddress;
+interface CgiChoice {
+  readonly peer: CgiAddress;
   readonly attempts: PeerAttempts | undefined;
 }
 
 /**
- * The params of a request: `fastcgi_param` in order, then the request
+ * What differs between the three protocols: how the request is framed, how
+ * the response is read, whether connections are kept.
+ */
+interface CgiWire<C extends CgiConf> {
+  /** The module's prefix, the scheme of its `upstream:` in log lines. */
+  readonly scheme: CgiPrefix;
+  /** Whether a body of unknown length (chunked) may be passed on as it arrives; uwsgi and SCGI read it whole first. */
+  readonly streamsUnknownLength: boolean;
+  /** The location's settings. */
+  conf(r: HttpRequestState): C;
+  /** `fastcgi_keep_conn`: a connection may outlive its response. */
+  keepConn(conf: C): boolean;
+  /**
+   * The bytes before the body.
+   * @throws CgiRequestError for a request the protocol cannot carry
+   */
+  head(r: HttpRequestState, conf: C): Buffer[];
+  /** Appends body bytes as sent to `into` (FastCGI's STDIN records), and returns it. */
+  bodyPiece(data: Buffer, into: Buffer[]): Buffer[];
+  /** Appends what ends the body to `into` (FastCGI's empty STDIN record), and returns it. */
+  bodyEnd(into: Buffer[]): Buffer[];
+  /** The reader of a response. */
+  reader(conf: C, sink: CgiResponseSink): CgiResponseReader;
+  /** The length of the body after a header (nginx's `input_filter_init`), -1 when the connection's end ends it. */
+  bodyLength(r: HttpRequestState, status: number, contentLength: number): number;
+}
+
+/**
+ * The params of a request: `*_param` in order, then the request
  * headers as `HTTP_*` (repeated ones joined), the Host header first and as
  * nginx 1.30 rebuilds it: `$host$is_request_port$request_port` (the
  * server's name for a request without a host).
  */
-export function params(r: HttpRequestState, conf: FastcgiConf): [string, string][] {
+export function params(r: HttpRequestState, conf: CgiConf): [string, string][] {
   const out: [string, string][] = [];
   for (const p of conf.params) {
     const v = p.value.evaluate(r);
@@ -80,11 +117,11 @@ export function params(r: HttpRequestState, conf: FastcgiConf): [string, string]
 }
 
 /** The first address of the request, or the status to answer. */
-async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiChoice | number> {
+async function address(ex: Exchange, conf: CgiConf, scheme: CgiPrefix): Promise<CgiChoice | number> {
   const { r, cx } = ex;
   if (conf.target.kind === 'unix') return { peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined };
   if (conf.target.kind === 'group') {
-    return firstPeer(ex, cx.table.upstreams.get(conf.target.group)!, conf, 'fastcgi', '');
+    return firstPeer(ex, cx.table.upstreams.get(conf.target.group)!, conf, scheme, '');
   }
   const text = conf.target.address.evaluate(r);
   if (text.startsWith('unix:')) return { peer: { path: text.slice(5), name: text }, attempts: undefined };
@@ -97,10 +134,10 @@ async function address(ex: Exchange, conf: FastcgiConf): Promise<FastcgiChoice |
     logRequest(cx, r, 'error', `no port in upstream "${text}"`);
     return 500;
   }
-  return dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0, conf, 'fastcgi', '');
+  return dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0, conf, scheme, '');
 }
 
-/** The response header as nginx takes it (`ngx_http_fastcgi_process_header`): the status, its reason, the headers to pass. */
+/** The response header as nginx takes it (`ngx_http_fastcgi_process_header` and its kin): the status, its reason, the headers to pass. */
 interface CgiHeader {
   readonly status: number;
   readonly reason: string | undefined;
@@ -114,24 +151,25 @@ interface CgiHeader {
 const NO_CONTENT_DROPS = new Set(['content-type', 'content-length', 'last-modified']);
 
 /**
- * The status from `Status:` (its first three characters, the whole value as
- * the status line when longer), 302 for a `Location:` without one, else 200.
- * A 204 without a status line goes out without `Content-Type`,
- * `Content-Length` and `Last-Modified`, as nginx's header filter sends its
- * own 204s.
- * @throws FastcgiResponseError `upstream sent invalid status "…"`
+ * The status from the HTTP status line a uwsgi or SCGI server sent, else
+ * from `Status:` (its first three characters, the whole value as the status
+ * line when longer), 302 for a `Location:` without one, else 200. A 204
+ * without a status line goes out without `Content-Type`, `Content-Length`
+ * and `Last-Modified`, as nginx's header filter sends its own 204s.
+ * @throws CgiResponseError `upstream sent invalid status "…"`
  */
-function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
+function cgiHeader(lines: [string, string][], conf: CgiConf, line: StatusLine | undefined): CgiHeader {
   const headers: [string, string][] = [];
-  let status: number | undefined;
-  let reason: string | undefined;
+  let status = line?.code;
+  // a status line's text as it came, without a reason phrase too (nginx's headers_out.status_line)
+  let reason = line ? line.text.slice(4) : undefined;
   let location = false;
-  let statusLine = false;
+  let statusLine = line !== undefined;
   let contentLength = -1;
   for (const [name, value] of lines) {
     const lower = name.toLowerCase();
-    if (lower === 'status') {
-      if (!/^\d{3}/.test(value)) throw new FastcgiResponseError(`upstream sent invalid status "${value}"`);
+    if (lower === 'status' && !line) {
+      if (!/^\d{3}/.test(value)) throw new CgiResponseError(`upstream sent invalid status "${value}"`);
       status = Number(value.slice(0, 3));
       reason = value.slice(3).trim() || undefined;
       statusLine = value.length > 3;
@@ -149,16 +187,100 @@ function cgiHeader(lines: [string, string][], conf: FastcgiConf): CgiHeader {
   };
 }
 
+/** `fastcgi_pass`: FastCGI records, connections kept with `fastcgi_keep_conn`. */
+const FASTCGI: CgiWire<FastcgiConf> = {
+  scheme: 'fastcgi',
+  streamsUnknownLength: true,
+  conf: (r) => r.loc.fastcgi!,
+  keepConn: (conf) => conf.keepConn,
+  head: (r, conf) => {
+    const records: Buffer[] = [];
+    encodeRecords(FCGI.BEGIN_REQUEST, REQUEST_ID, beginRequestBody(conf.keepConn), records);
+    encodeRecords(FCGI.PARAMS, REQUEST_ID, encodeParams(params(r, conf)), records);
+    encodeRecords(FCGI.PARAMS, REQUEST_ID, Buffer.alloc(0), records);
+    return records;
+  },
+  bodyPiece: (data, into) => {
+    encodeRecords(FCGI.STDIN, REQUEST_ID, data, into);
+    return into;
+  },
+  bodyEnd: (into) => {
+    encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), into);
+    return into;
+  },
+  reader: (conf, sink) => new ResponseReader({
+    bufferSize: conf.bufferSizeBytes, bodyBufferSize: conf.bufferBytes, keepConn: conf.keepConn, catchStderr: conf.catchStderr,
+  }, sink),
+  bodyLength: (_r, _status, contentLength) => contentLength,
+};
+
+/**
+ * uwsgi's and SCGI's body length (`ngx_http_uwsgi_input_filter_init`): none
+ * for a 204 or 304, the connection's end for a HEAD, else `Content-Length`.
+ */
+function streamBodyLength(r: HttpRequestState, status: number, contentLength: number): number {
+  if (status === 204 || status === 304) return 0;
+  return r.method === 'HEAD' ? -1 : contentLength;
+}
+
+/** The body as it is, after the packet or netstring. */
+const rawBody = (data: Buffer, into: Buffer[]): Buffer[] => {
+  into.push(data);
+  return into;
+};
+
+/** `uwsgi_pass`: the uwsgi packet, then the body. */
+const UWSGI: CgiWire<UwsgiConf> = {
+  scheme: 'uwsgi',
+  streamsUnknownLength: false,
+  conf: (r) => r.loc.uwsgi!,
+  keepConn: () => false,
+  head: (r, conf) => [encodeUwsgiPacket(conf.modifier1, conf.modifier2, params(r, conf), conf.string)],
+  bodyPiece: rawBody,
+  bodyEnd: (into) => into,
+  reader: (conf, sink) => new StreamResponseReader(conf.bufferSizeBytes, sink),
+  bodyLength: streamBodyLength,
+};
+
+/**
+ * `scgi_pass`: the netstring, its first pair the request's `Content-Length`
+ * (0 without one; a chunked body's length once read), then the body.
+ */
+const SCGI: CgiWire<CgiConf> = {
+  scheme: 'scgi',
+  streamsUnknownLength: false,
+  conf: (r) => r.loc.scgi!,
+  keepConn: () => false,
+  head: (r, conf) => {
+    const declared = Number(r.headers['content-length'] ?? r.bodyLength ?? 0);
+    return [encodeScgiHeader(declared > 0 ? declared : 0, params(r, conf))];
+  },
+  bodyPiece: rawBody,
+  bodyEnd: (into) => into,
+  reader: (conf, sink) => new StreamResponseReader(conf.bufferSizeBytes, sink),
+  bodyLength: streamBodyLength,
+};
+
 /** Sends the request to the FastCGI server. */
-export async function fastcgiRequest(ex: Exchange): Promise<Outcome> {
+export const fastcgiRequest = (ex: Exchange): Promise<Outcome> => cgiRequest(ex, FASTCGI);
+
+/** Sends the request to the uwsgi server. */
+export const uwsgiRequest = (ex: Exchange): Promise<Outcome> => cgiRequest(ex, UWSGI);
+
+/** Sends the request to the SCGI server. */
+export const scgiRequest = (ex: Exchange): Promise<Outcome> => cgiRequest(ex, SCGI);
+
+/** Sends the request to the location's server, by `wire`'s protocol. */
+async function cgiRequest<C extends CgiConf>(ex: Exchange, wire: CgiWire<C>): Promise<Outcome> {
   const { r } = ex;
-  const conf = r.loc.fastcgi!;
+  const conf = wire.conf(r);
   // a client that leaves from now on (while its body is read, the cache looked up) ends the attempt as soon as it starts
   if (!conf.ignoreClientAbort) ex.out.onAbort(() => undefined);
   const hasBody = conf.passRequestBody && ex.body !== undefined && requestHasBody(r, ex.body);
-  let body: FastcgiBody | undefined;
-  if (hasBody && !conf.requestBuffering) {
-    // fastcgi_request_buffering off: STDIN records go out as the body arrives (read by sendBody; paused until then)
+  let body: CgiBody | undefined;
+  // *_request_buffering off: the body goes out as it arrives (read by sendBody; paused until then), unless
+  // it is chunked and the protocol needs its length first (ngx_http_uwsgi_handler: !r->headers_in.chunked)
+  if (hasBody && !conf.requestBuffering && (wire.streamsUnknownLength || !bodyOfUnknownLength(r, ex.body))) {
     ex.body!.pause();
     keepPassedBody(r, ex.body!);
     body = { kind: 'passed', stream: ex.body! };
@@ -168,15 +290,15 @@ export async function fastcgiRequest(ex: Exchange): Promise<Outcome> {
     body = read;
   }
   try {
-    const start = conf.cache ? await cacheStart(ex, conf.cache, fastcgiRequest) : undefined;
-    return start?.kind === 'served' ? start.outcome : await exchange(ex, conf, body, start?.store);
+    const start = conf.cache ? await cacheStart(ex, conf.cache, (again) => cgiRequest(again, wire)) : undefined;
+    return start?.kind === 'served' ? start.outcome : await exchange(ex, wire, conf, body, start?.store);
   } finally {
     if (body?.kind === 'file') await body.file.handle.close().catch(() => undefined);
   }
 }
 
-/** The body of a FastCGI request: read whole first, or passed on as it arrives (`fastcgi_request_buffering off`). */
-type FastcgiBody = RequestBody | { readonly kind: 'passed'; readonly stream: Readable };
+/** The body of a request: read whole first, or passed on as it arrives (`*_request_buffering off`). */
+type CgiBody = RequestBody | { readonly kind: 'passed'; readonly stream: Readable };
 
 /** The client sent none of a body passed on for `client_body_timeout`: nginx ends the request with 408, silently. */
 class BodyTimeoutError extends Error {}
@@ -195,15 +317,17 @@ class BodyRefusedError extends Error {
   }
 }
 
-/** Sends the request to the first address, then to the next ones of its group while `fastcgi_next_upstream` says so. */
-async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, store: CacheStore | undefined): Promise<Outcome> {
-  const choice = await address(ex, conf);
+/** Sends the request to the first address, then to the next ones of its group while `*_next_upstream` says so. */
+async function exchange<C extends CgiConf>(
+  ex: Exchange, wire: CgiWire<C>, conf: C, body: CgiBody | undefined, store: CacheStore | undefined,
+): Promise<Outcome> {
+  const choice = await address(ex, conf, wire.scheme);
   if (typeof choice === 'number') {
     store?.abort();
     return statusOutcome(choice);
   }
   let result: Outcome | NextAddress = { kind: 'next', peer: choice.peer };
-  for (let retry = false; result.kind === 'next'; retry = true) result = await attempt(ex, conf, body, result.peer, choice.attempts, retry, store);
+  for (let retry = false; result.kind === 'next'; retry = true) result = await attempt(ex, wire, conf, body, result.peer, choice.attempts, retry, store);
   // whatever did not reach the store's commit is not cached
   store?.abort();
   return result;
@@ -212,12 +336,12 @@ async function exchange(ex: Exchange, conf: FastcgiConf, body: FastcgiBody | und
 /** An attempt gave up on its server: the request goes to `peer` (`ngx_http_upstream_next`). */
 interface NextAddress {
   readonly kind: 'next';
-  readonly peer: FastcgiAddress;
+  readonly peer: CgiAddress;
 }
 
 /** The group whose idle connections a request to `addr` may use and keep, when `fastcgi_keep_conn` is on. */
-function keepingGroup(ex: Exchange, conf: FastcgiConf, addr: FastcgiAddress): UpstreamGroup | undefined {
-  if (!conf.keepConn || 'path' in addr || addr.group === undefined) return undefined;
+function keepingGroup(ex: Exchange, keepConn: boolean, addr: CgiAddress): UpstreamGroup | undefined {
+  if (!keepConn || 'path' in addr || addr.group === undefined) return undefined;
   const group = ex.cx.table.upstreams.get(addr.group.toLowerCase());
   return group && group.keepalive > 0 ? group : undefined;
 }
@@ -227,13 +351,14 @@ function keepingGroup(ex: Exchange, conf: FastcgiConf, addr: FastcgiAddress): Up
  * how the request goes on once the response is done or given up, or with
  * the next address to try (`ngx_http_upstream_next`).
  */
-async function attempt(
-  ex: Exchange, conf: FastcgiConf, body: FastcgiBody | undefined, addr: FastcgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
+async function attempt<C extends CgiConf>(
+  ex: Exchange, wire: CgiWire<C>, conf: C, body: CgiBody | undefined, addr: CgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
   store: CacheStore | undefined,
 ): Promise<Outcome | NextAddress> {
   const { r, cx, out } = ex;
-  const state = startAttempt(ex, `fastcgi://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
-  const group = keepingGroup(ex, conf, addr);
+  const state = startAttempt(ex, `${wire.scheme}://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
+  const keepConn = wire.keepConn(conf);
+  const group = keepingGroup(ex, keepConn, addr);
   const kept = group ? cx.fastcgi.take(group, addr.name) : undefined;
   let socket: Socket;
   if (kept) socket = kept.socket;
@@ -245,7 +370,7 @@ async function attempt(
   const connection: FastcgiConnection = { socket, requests: (kept?.requests ?? 0) + 1, openedAtMs: kept?.openedAtMs ?? Date.now() };
   // this attempt's bytes on the connection, for $upstream_bytes_sent and _received
   const [readAtStart, writtenAtStart] = [socket.bytesRead, socket.bytesWritten];
-  const wire = { get sent(): number { return socket.bytesWritten - writtenAtStart; }, get received(): number { return socket.bytesRead - readAtStart; } };
+  const bytes = { get sent(): number { return socket.bytesWritten - writtenAtStart; }, get received(): number { return socket.bytesRead - readAtStart; } };
   let bodyBytes = 0;
   r.action = 'connecting to upstream';
   let stage: 'connect' | 'header' | 'body' | 'done' = 'connect';
@@ -267,7 +392,7 @@ async function attempt(
     const done = (): void => resolve(DONE);
     /** Stops listening to the socket; it is closed, or kept for the next request when `keep`. */
     const release = (keep: boolean): void => {
-      endAttempt(state, wire, bodyBytes);
+      endAttempt(state, bytes, bodyBytes);
       clearTimeout(connectTimer);
       socket.off('connect', onConnect).off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
       if (keep && group) cx.fastcgi.keep(group, addr.name, connection);
@@ -284,7 +409,7 @@ async function attempt(
       settled = true;
       release(false);
       const following = nextOrAnswer(ex, attempts, {
-        condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: body?.kind === 'passed', scheme: 'fastcgi', uri: '',
+        condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: body?.kind === 'passed', scheme: wire.scheme, uri: '',
       }, store);
       if (following instanceof Promise) void following.then(resolve);
       else resolve({ kind: 'next', peer: following });
@@ -311,15 +436,15 @@ async function attempt(
     };
     /** A response nginx refuses: an invalid header while the header is read, else what `err` says. */
     const invalid = (err: Error): void => {
-      const code = err instanceof FastcgiResponseError ? err.code : 'invalid-header';
+      const code = err instanceof CgiResponseError ? err.code : 'invalid-header';
       fail(stage !== 'body' ? upstreamFailure('invalid-header', err.message, READING_HEADER) : upstreamFailure(code, err.message, READING_BODY));
     };
 
     /** The CGI header: status, next server, intercepted errors, or the response head and how to read the body. */
-    const onHeader = (lines: [string, string][], room: number): BodyReading | 'stop' => {
+    const onHeader = (lines: [string, string][], room: number, line: StatusLine | undefined): BodyReading | 'stop' => {
       let parsed: CgiHeader;
       try {
-        parsed = cgiHeader(lines, conf);
+        parsed = cgiHeader(lines, conf, line);
       } catch (err) {
         invalid(err as Error);
         return 'stop';
@@ -349,7 +474,7 @@ async function attempt(
       stage = 'body';
       up.status = parsed.status;
       up.headerTimeMs = Date.now() - up.startMs;
-      up.bytesReceived = wire.received;
+      up.bytesReceived = bytes.received;
       up.headers = parsed.all.flat();
       stickyAnswered(ex, attempts, answered);
       if (conf.accelLimitRate) takeAccelLimitRate(r, up.headers);
@@ -415,14 +540,14 @@ async function attempt(
         },
         onFileError: (err, path) => fail(upstreamFailure('temp-file', `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, READING_BODY)),
       }, room);
-      return { contentLength: parsed.contentLength, buffered: buffering };
+      return { contentLength: wire.bodyLength(r, parsed.status, parsed.contentLength), buffered: buffering };
     };
 
-    const reader = new ResponseReader({ bufferSize: conf.bufferSizeBytes, bodyBufferSize: conf.bufferBytes, keepConn: conf.keepConn, catchStderr: conf.catchStderr }, {
+    const reader = wire.reader(conf, {
       stderr: (text) => logRequest(cx, r, 'error', `FastCGI sent in stderr: "${text}"`),
       warn: (message) => logRequest(cx, r, 'warn', message),
       header: onHeader,
-      stdout: (data) => {
+      body: (data) => {
         bodyBytes += data.length;
         if (store && store.write(data) > conf.memoryBytes && !storing) {
           storing = true;
@@ -459,15 +584,18 @@ async function attempt(
       if (body?.kind === 'passed' && r.bodyLength === undefined && (body.stream as Readable & { complete?: boolean }).complete) {
         r.bodyLength = body.stream.readableLength;
       }
-      const records: Buffer[] = [];
-      encodeRecords(FCGI.BEGIN_REQUEST, REQUEST_ID, beginRequestBody(conf.keepConn), records);
-      encodeRecords(FCGI.PARAMS, REQUEST_ID, encodeParams(params(r, conf)), records);
-      encodeRecords(FCGI.PARAMS, REQUEST_ID, Buffer.alloc(0), records);
-      if (!body) {
-        encodeRecords(FCGI.STDIN, REQUEST_ID, Buffer.alloc(0), records);
-        socket.write(Buffer.concat(records));
-      } else {
-        sendBody(socket, records, body, conf.sendTimeoutMs, r.loc.clientBodyTimeoutMs).then(() => {
+      let head: Buffer[];
+      try {
+        head = wire.head(r, conf);
+      } catch (err) {
+        if (!(err instanceof CgiRequestError)) throw err;
+        logRequest(cx, r, 'alert', err.message);
+        giveUp(500);
+        return;
+      }
+      if (!body) socket.write(Buffer.concat(wire.bodyEnd(head)));
+      else {
+        sendBody(socket, wire, head, body, conf.sendTimeoutMs, r.loc.clientBodyTimeoutMs).then(() => {
           bodySent = true;
         }, (err: Error) => {
           if (err instanceof BodyTimeoutError) {
@@ -507,14 +635,14 @@ async function attempt(
         invalid(err as Error);
         return;
       }
-      if (conf.keepConn) {
+      if (keepConn) {
         fail(upstreamFailure('premature-close', 'upstream prematurely closed connection', READING_BODY));
         return;
       }
       stage = 'done';
       r.action = 'sending to client';
       settled = true;
-      endAttempt(state, wire, bodyBytes);
+      endAttempt(state, bytes, bodyBytes);
       void (store?.commit() ?? Promise.resolve()).then(() => {
         spool!.end();
         return spool!.done;
@@ -538,11 +666,11 @@ async function attempt(
           if (!settled) next('invalid_header', undefined);
           return;
         }
-        if (err instanceof FastcgiResponseError) {
+        if (err instanceof CgiResponseError) {
           invalid(err);
           return;
         }
-        logRequest(cx, r, 'crit', `jinx internal error reading a FastCGI response: ${(err as Error).stack ?? String(err)}`);
+        logRequest(cx, r, 'crit', `jinx internal error reading a ${wire.scheme} response: ${(err as Error).stack ?? String(err)}`);
         giveUp(500);
       }
     };
@@ -586,17 +714,20 @@ async function* passedChunks(stream: Readable, timeoutMs: number): AsyncGenerato
 }
 
 /**
- * Sends `head` (the BEGIN_REQUEST and PARAMS records) with the request body
- * as STDIN records, then the empty STDIN record. What of the body is at
- * hand goes out in the same write as the params (a body read whole in
- * memory, the part of a passed body already received), as nginx's output
- * chain writes it. A write the server does not take within `sendTimeoutMs`
- * (`fastcgi_send_timeout`) rejects with `SendTimeoutError`; a body passed
- * on as it arrives waits at most `bodyTimeoutMs` for each read.
+ * Sends `head` (FastCGI's BEGIN_REQUEST and PARAMS records, uwsgi's packet,
+ * SCGI's netstring) with the request body framed by `wire` (STDIN records,
+ * or the bytes as they are), then what ends it. What of the body is at hand
+ * goes out in the same write as the head (a body read whole in memory, the
+ * part of a passed body already received), as nginx's output chain writes
+ * it. A write the server does not take within `sendTimeoutMs`
+ * (`*_send_timeout`) rejects with `SendTimeoutError`; a body passed on as it
+ * arrives waits at most `bodyTimeoutMs` for each read.
  */
-async function sendBody(socket: Socket, head: Buffer[], body: FastcgiBody, sendTimeoutMs: number, bodyTimeoutMs: number): Promise<void> {
-  const write = (records: Buffer[]): Promise<void> => new Promise((res, rej) => {
-    if (socket.write(Buffer.concat(records))) {
+async function sendBody<C extends CgiConf>(
+  socket: Socket, wire: CgiWire<C>, head: Buffer[], body: CgiBody, sendTimeoutMs: number, bodyTimeoutMs: number,
+): Promise<void> {
+  const write = (parts: Buffer[]): Promise<void> => new Promise((res, rej) => {
+    if (parts.length === 0 || socket.write(Buffer.concat(parts))) {
       res();
       return;
     }
@@ -611,35 +742,31 @@ async function sendBody(socket: Socket, head: Buffer[], body: FastcgiBody, sendT
     }, sendTimeoutMs);
     socket.once('drain', drained).once('close', drained);
   });
-  const stdin = (data: Buffer, into: Buffer[] = []): Buffer[] => {
-    encodeRecords(FCGI.STDIN, REQUEST_ID, data, into);
-    return into;
-  };
   if (body.kind === 'memory') {
-    if (body.data.length > 0) stdin(body.data, head);
-    await write(stdin(Buffer.alloc(0), head));
+    if (body.data.length > 0) wire.bodyPiece(body.data, head);
+    await write(wire.bodyEnd(head));
     return;
   }
   let source: AsyncIterable<Buffer>;
   if (body.kind === 'passed') {
     const received = body.stream.read() as Buffer | null;
-    if (received) stdin(received, head);
+    if (received) wire.bodyPiece(received, head);
     source = passedChunks(body.stream, bodyTimeoutMs);
   } else source = bodyStream(body) as AsyncIterable<Buffer>;
   await write(head);
   // a chunk the body's end came with (an HTTP/2 DATA frame with END_STREAM, the last bytes of a length)
-  // goes out in one write with the empty record, as nginx sends both from the read that found the end
+  // goes out in one write with what ends the body, as nginx sends both from the read that found the end
   const it = source[Symbol.asyncIterator]();
   let next = await it.next();
   while (!next.done) {
     const following = it.next();
     const peeked = await Promise.race([following, new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)))]);
     if (peeked?.done) {
-      await write(stdin(Buffer.alloc(0), stdin(next.value)));
+      await write(wire.bodyEnd(wire.bodyPiece(next.value, [])));
       return;
     }
-    await write(stdin(next.value));
+    await write(wire.bodyPiece(next.value, []));
     next = peeked ?? await following;
   }
-  await write(stdin(Buffer.alloc(0)));
+  await write(wire.bodyEnd([]));
 }
