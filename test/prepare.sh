@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what the tests need when it is missing: the reference nginx
 # (Debian's, and current nginx into /opt/nginx-oracle when the installer is
-# available), curl, openssl, php-fpm, iproute2 (the config fuzzer's
+# available), curl, openssl, php-fpm, uWSGI with its python3 plugin, iproute2 (the config fuzzer's
 # sandbox brings its loopback interface up with ip) and prometheus (its
 # promtool checks stub_status's Prometheus page). Safe to run again.
 set -e
@@ -11,6 +11,8 @@ command -v openssl >/dev/null 2>&1 || need="$need openssl"
 command -v ip >/dev/null 2>&1 || need="$need iproute2"
 [ -x /usr/sbin/nginx ] || need="$need nginx"
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need="$need php-fpm"
+[ -x /usr/bin/uwsgi-core ] || need="$need uwsgi-core"
+[ -f /usr/lib/uwsgi/plugins/python3_plugin.so ] || need="$need uwsgi-plugin-python3"
 command -v promtool >/dev/null 2>&1 || need="$need prometheus"
 if [ -n "$need" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
