@@ -25,6 +25,7 @@ import { accessConf } from './modules/access.js';
 import { additionConf } from './modules/addition.js';
 import { autoindexConf } from './modules/autoindex.js';
 import { randomIndexConf } from './modules/random-index.js';
+import { davConf } from './modules/dav.js';
 import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { browserConf } from './modules/browser.js';
@@ -241,6 +242,7 @@ const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
     contentHandler: c.get(http.contentHandler),
     autoindex: autoindexConf(c),
     randomIndex: randomIndexConf(c),
+    dav: davConf(c),
     sliceBytes: sliceConf(c),
     userid: useridConf(c, vars),
   };

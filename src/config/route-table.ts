@@ -20,6 +20,7 @@ import type { CharsetConf } from './modules/charset.js';
 import type { ErrorLogTarget, MainConf } from './modules/core.js';
 import type { FastcgiConf } from './modules/fastcgi.js';
 import type { UwsgiConf } from './modules/uwsgi.js';
+import type { DavConf } from './modules/dav.js';
 import type { CgiConf } from './modules/cgi-upstream.js';
 import type { GzipConf } from './modules/gzip.js';
 import type { AddHeader, ExpiresConf } from './modules/headers.js';
@@ -220,6 +221,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly autoindex: AutoindexConf;
   /** `random_index`: a directory URI goes to a file of the directory picked at random. */
   readonly randomIndex: boolean;
+  /** `dav_methods` and its kin: what the WebDAV handler does where no content handler is set. */
+  readonly dav: DavConf;
   readonly secureLink: SecureLinkConf | undefined;
   /** `valid_referers`, for `$invalid_referer`. */
   readonly referers: RefererConf | undefined;

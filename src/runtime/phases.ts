@@ -925,7 +925,8 @@ function sendSpecial(ex: Exchange, status: number): void {
   const body = specialPage(status, r.loc, browserOf(r.headers['user-agent']).msie);
   // ngx_http_special_response_handler clears these (kept from an X-Accel-Redirect)
   const headers = keptHeaders(r).filter(([name]) => !SPECIAL_CLEARED.has(name.toLowerCase()));
-  headers.push(['Content-Length', String(body?.length ?? 0)]);
+  // nginx's header filter drops the length of a 204 (a WebDAV DELETE's, an error_page's =204)
+  if (status !== 204) headers.push(['Content-Length', String(body?.length ?? 0)]);
   if (body !== undefined) headers.push(['Content-Type', 'text/html']);
   r.specialResponse = true;
   applyHeadersModule(r, status, headers);

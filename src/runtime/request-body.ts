@@ -179,20 +179,16 @@ export function watchReadTimeout(stream: Readable, timeoutMs: number, onTimeout:
 }
 
 /**
- * The bytes a body may take in memory; beyond them it goes to a temp file
- * (-1: always a file). nginx sizes its body buffer so that a body of known
- * length smaller than `client_body_buffer_size` and a quarter fits whole
- * (over HTTP/2, one no larger than the buffer, `ngx_http_v2_read_request_body`);
- * otherwise the buffer is `client_body_buffer_size`, and once it is full with
- * more to come, the body goes to the file. (nginx also keeps in memory what
- * arrived with the request header, up to `client_header_buffer_size`: a body
- * at most that much larger than this limit may stay in memory in nginx.)
+ * The bytes a body may take in memory when it is not kept in a file only;
+ * beyond them it goes to a temp file. nginx sizes its body buffer so that a
+ * body of known length smaller than `client_body_buffer_size` and a quarter
+ * fits whole (over HTTP/2, one no larger than the buffer,
+ * `ngx_http_v2_read_request_body`); otherwise the buffer is
+ * `client_body_buffer_size`, and once it is full with more to come, the body
+ * goes to the file. (nginx also keeps in memory what arrived with the
+ * request header, up to `client_header_buffer_size`: a body at most that
+ * much larger than this limit may stay in memory in nginx.)
  */
-function memoryLimit(r: HttpRequestState): number {
-  return r.loc.clientBodyInFileOnly !== 'off' ? -1 : bufferLimit(r);
-}
-
-/** The bytes of a body nginx's body buffer holds whole (see `memoryLimit`). */
 function bufferLimit(r: HttpRequestState): number {
   const { loc } = r;
   const buffer = loc.clientBodyBufferSizeBytes;
@@ -234,10 +230,10 @@ export function keepPassedBody(r: HttpRequestState, stream: Readable): void {
  * Opens the body's temp file; with `client_body_in_file_only clean` its
  * name is removed when the request ends. The caller owns the handle.
  */
-async function openBodyFile(ex: Exchange): Promise<TempFile | BodyFailure> {
+async function openBodyFile(ex: Exchange, keeping: BodyKeeping): Promise<TempFile | BodyFailure> {
   const { r, cx } = ex;
   const { loc } = r;
-  const persistent = loc.clientBodyInFileOnly !== 'off';
+  const persistent = keeping.inFileOnly !== 'off';
   let file: TempFile;
   try {
     file = await cx.tempFiles.create(loc.clientBodyTempPath, persistent);
@@ -246,8 +242,8 @@ async function openBodyFile(ex: Exchange): Promise<TempFile | BodyFailure> {
     return { status: 500 };
   }
   // a request that ended while the file was being made has no more use for it (its reader closes it)
-  if (!r.ended) logRequest(cx, r, persistent ? 'notice' : 'warn', `a client request body is buffered to a temporary file ${file.path}`);
-  if (loc.clientBodyInFileOnly === 'clean') r.atEnd(() => void unlink(file.path).catch(() => undefined));
+  if (!r.ended && keeping.announced) logRequest(cx, r, persistent ? 'notice' : 'warn', `a client request body is buffered to a temporary file ${file.path}`);
+  if (keeping.inFileOnly === 'clean') r.atEnd(() => void unlink(file.path).catch(() => undefined));
   return file;
 }
 
@@ -275,22 +271,32 @@ function discard(it: AsyncIterator<Buffer>, source: Readable, failure: BodyFailu
  * whatever else ends the reading (the client went away, the request ended,
  * a timeout, a refusal) closes the file here.
  */
-export async function readRequestBody(ex: Exchange): Promise<RequestBody | BodyFailure> {
+export async function readRequestBody(ex: Exchange, keeping?: BodyKeeping): Promise<RequestBody | BodyFailure> {
   const opened: { file?: TempFile } = {};
   let read: RequestBody | BodyFailure | undefined;
   try {
-    read = await readInto(ex, opened);
+    read = await readInto(ex, opened, keeping ?? { inFileOnly: ex.r.loc.clientBodyInFileOnly, announced: true });
     return read;
   } finally {
     if (opened.file && (read === undefined || 'status' in read)) void opened.file.handle.close().catch(() => undefined);
   }
 }
 
+/**
+ * Where a body is kept: in a file only (`client_body_in_file_only`, or the
+ * WebDAV module's PUT, `clean`), and whether that file is announced in the
+ * error log (nginx's `request_body_file_log_level`, 0 for the WebDAV module).
+ */
+export interface BodyKeeping {
+  readonly inFileOnly: 'off' | 'on' | 'clean';
+  readonly announced: boolean;
+}
+
 /** `readRequestBody`, with the temp file it opens in `opened.file` as soon as it is open. */
-async function readInto(ex: Exchange, opened: { file?: TempFile }): Promise<RequestBody | BodyFailure> {
+async function readInto(ex: Exchange, opened: { file?: TempFile }, keeping: BodyKeeping): Promise<RequestBody | BodyFailure> {
   const { r, cx } = ex;
   const source = ex.body!;
-  const limit = memoryLimit(r);
+  const limit = keeping.inFileOnly !== 'off' ? -1 : bufferLimit(r);
   const max = r.loc.clientMaxBodySizeBytes;
   // a length declared too large was refused before; one not declared is counted here (an HTTP/1.x
   // connection checks each chunk's size itself, as nginx's chunked filter does)
@@ -329,7 +335,7 @@ async function readInto(ex: Exchange, opened: { file?: TempFile }): Promise<Requ
   source.once('aborted', clientGone);
   try {
     if (limit < 0) {
-      const made = await openBodyFile(ex);
+      const made = await openBodyFile(ex, keeping);
       if ('status' in made) return discard(it, source, made);
       file = opened.file = made;
     }
@@ -358,7 +364,7 @@ async function readInto(ex: Exchange, opened: { file?: TempFile }): Promise<Requ
         continue;
       }
       if (!file) {
-        const made = await openBodyFile(ex);
+        const made = await openBodyFile(ex, keeping);
         if ('status' in made) return discard(it, source, made);
         file = opened.file = made;
         await write(file, Buffer.concat(chunks, size), 0);
@@ -384,7 +390,7 @@ async function readInto(ex: Exchange, opened: { file?: TempFile }): Promise<Requ
   r.bodyLength = size;
   if (file) {
     r.requestBody = { kind: 'file', path: file.path };
-    return { kind: 'file', file, size, clean: r.loc.clientBodyInFileOnly === 'clean' };
+    return { kind: 'file', file, size, clean: keeping.inFileOnly === 'clean' };
   }
   const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
   r.requestBody = { kind: 'memory', data };

@@ -79,6 +79,8 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'client-body-temp-path-invalid-level', expect: '[emerg] "client_body_temp_path" directive invalid value in PREFIX/nginx.conf:4' },
   { name: 'client-max-body-size-invalid', expect: '[emerg] "client_max_body_size" directive invalid value in PREFIX/nginx.conf:6' },
   { name: 'daemon-invalid', expect: '[emerg] invalid value "yes" in "daemon" directive, it must be "on" or "off" in PREFIX/nginx.conf:1' },
+  { name: 'dav-access-invalid', expect: '[emerg] invalid value "owner:rw" in PREFIX/nginx.conf:7' },
+  { name: 'dav-methods-invalid', expect: '[emerg] invalid value "PROPFIND" in PREFIX/nginx.conf:7' },
   { name: 'default-type-duplicate', expect: '[emerg] "default_type" directive is duplicate in PREFIX/nginx.conf:7' },
   { name: 'deny-in-if-not-allowed', expect: '[emerg] "deny" directive is not allowed here in PREFIX/nginx.conf:8' },
   { name: 'directive-in-main-not-allowed', expect: '[emerg] "listen" directive is not allowed here in PREFIX/nginx.conf:1' },
@@ -401,7 +403,6 @@ const BROKEN: readonly BrokenCase[] = [
 
 /** Fixtures nginx accepts that need a module jinx does not implement, with jinx's message (README, "Directives"). */
 const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[] = [
-  { name: 'dav-methods', jinx: '[emerg] unknown directive "dav_methods" in PREFIX/nginx.conf:7' },
   { name: 'grpc-pass', jinx: '[emerg] unknown directive "grpc_pass" in PREFIX/nginx.conf:7' },
   // jinx has no QUIC: it answers as an nginx built without ngx_http_v3_module (its -V says so too)
   { name: 'listen-quic', jinx: '[emerg] the "quic" parameter requires ngx_http_v3_module in PREFIX/nginx.conf:6' },

@@ -10,6 +10,7 @@ import { authBasicDirectives } from './auth-basic.js';
 import { authRequestDirectives } from './auth-request.js';
 import { autoindexDirectives } from './autoindex.js';
 import { randomIndexDirectives } from './random-index.js';
+import { davDirectives } from './dav.js';
 import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
 import { refererDirectives, refererVariables } from './referer.js';
@@ -71,6 +72,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...http2Directives,
   ...autoindexDirectives,
   ...randomIndexDirectives,
+  ...davDirectives,
   ...gzipDirectives,
   ...ssiDirectives,
   ...charsetDirectives,

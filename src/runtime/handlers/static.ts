@@ -13,6 +13,7 @@ import { logRequest } from '../context.js';
 import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { escapeUri } from '../uri.js';
 import { autoindex } from './autoindex.js';
+import { davRequest } from './dav.js';
 import { randomIndex } from './random-index.js';
 import { gzipStatic } from './gzip-static.js';
 import { fsPath, sendFile } from './send-file.js';
@@ -72,6 +73,8 @@ export async function tryFiles(ex: Exchange): Promise<TryFilesResult> {
 export async function serveStatic(ex: Exchange): Promise<Outcome> {
   const { r } = ex;
   const method = r.method;
+  // the index, random index and autoindex modules decline the methods of WebDAV, which the WebDAV module runs before static
+  if (r.loc.dav.methods.has(method)) return davRequest(ex);
   // the content phase runs random_index's handler before the index module's
   if (r.uri.endsWith('/')) return (await randomIndex(ex)) ?? index(ex);
   if (r.loc.gzip.static !== 'off' && (method === 'GET' || method === 'HEAD')) {
