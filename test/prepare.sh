@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what the tests need when it is missing: the reference nginx
 # (Debian's, and current nginx into /opt/nginx-oracle when the installer is
-# available), curl, openssl, php-fpm, uWSGI with its python3 plugin, iproute2 (the config fuzzer's
+# available), curl, openssl, php-fpm, uWSGI with its python3 plugin, memcached, iproute2 (the config fuzzer's
 # sandbox brings its loopback interface up with ip) and prometheus (its
 # promtool checks stub_status's Prometheus page). Safe to run again.
 set -e
@@ -13,6 +13,7 @@ command -v ip >/dev/null 2>&1 || need="$need iproute2"
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need="$need php-fpm"
 [ -x /usr/bin/uwsgi-core ] || need="$need uwsgi-core"
 [ -f /usr/lib/uwsgi/plugins/python3_plugin.so ] || need="$need uwsgi-plugin-python3"
+[ -x /usr/bin/memcached ] || need="$need memcached"
 command -v promtool >/dev/null 2>&1 || need="$need prometheus"
 if [ -n "$need" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -716,14 +716,15 @@ function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Expl
     for (const o of sent.omitted) lines.push(o);
     return { handler: { kind: 'proxy_pass', lines }, status: undefined };
   }
-  const cgi = loc.contentHandler === 'fastcgi_pass' ? loc.fastcgi : loc.contentHandler === 'uwsgi_pass' ? loc.uwsgi
-    : loc.contentHandler === 'scgi_pass' ? loc.scgi : undefined;
-  if (cgi && loc.contentHandler) {
-    const t = cgi.target;
+  const pass = loc.contentHandler === 'fastcgi_pass' ? loc.fastcgi : loc.contentHandler === 'uwsgi_pass' ? loc.uwsgi
+    : loc.contentHandler === 'scgi_pass' ? loc.scgi : loc.contentHandler === 'memcached_pass' ? loc.memcached : undefined;
+  if (pass && loc.contentHandler) {
+    const t = pass.target;
     const peers = t.kind === 'group' ? table.upstreams.get(t.group)?.peers.map((x) => x.name).join(', ') ?? t.group : '';
     const to = t.kind === 'group' ? (peers === t.group ? t.group : `${t.group} (${peers})`) : t.kind === 'unix' ? `unix:${t.path}` : t.address.evaluate(r);
     lines.push(`${loc.contentHandler} → ${to}`);
-    for (const [n, v] of cgiParams(r, cgi)) lines.push(`param: ${n} = ${v}`);
+    if ('key' in pass) lines.push(`key: ${pass.key.evaluate(r)}`);
+    else for (const [n, v] of cgiParams(r, pass)) lines.push(`param: ${n} = ${v}`);
     return { handler: { kind: loc.contentHandler, lines }, status: undefined };
   }
   if (loc.contentHandler === 'empty_gif') return { handler: { kind: 'empty_gif', lines: ['a 43-byte transparent GIF'] }, status: 200 };

@@ -41,6 +41,7 @@ import * as core from './modules/core.js';
 import * as fastcgi from './modules/fastcgi.js';
 import { SCGI_SLOTS, scgiConf } from './modules/scgi.js';
 import { UWSGI_SLOTS, uwsgiConf } from './modules/uwsgi.js';
+import { memcachedConf, memcachedPassAddress } from './modules/memcached.js';
 import { gzipConf } from './modules/gzip.js';
 import { headersConf } from './modules/headers.js';
 import { http2LocConf } from './modules/http2.js';
@@ -189,6 +190,10 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
   });
   const hosts = opts.offline ? OFFLINE_HOSTS : await resolveHosts(hostsToResolve(loaded.nodes));
   const variables = new VariableRegistry(allVariables);
+  // ngx_http_rewrite_var: a `set` variable read before this request set it
+  variables.setUninitializedHandler((r, name) => {
+    if (r.loc.uninitializedVariableWarn) r.logError('warn', `using uninitialized "${name}" variable`);
+  });
   const scope = new ConfigScope(opts.prefix, opts.confFile.slice(0, opts.confFile.lastIndexOf('/') + 1), variables, hosts, opts.offline, opts.snapshot?.directiveFiles);
   const onWarning = opts.onWarning ?? (() => undefined);
   const checked = checkConfig(loaded.nodes, registry, scope, onWarning, opts.recover);
@@ -318,7 +323,7 @@ class Compiler implements CompileContext {
     const httpNode = this.root.children.find((c) => c.context === 'http');
     let listens: ListenGroup[] = [];
     if (httpNode) {
-      resolveUpstreams(this, httpNode, [proxy.proxyPassAddress, ...CGI_SLOTS.map(cgiPassAddress)]);
+      resolveUpstreams(this, httpNode, [proxy.proxyPassAddress, ...CGI_SLOTS.map(cgiPassAddress), memcachedPassAddress]);
       for (const map of this.scope.registry(mapBlocks)) bindMap(map, this.scope.variables);
       for (const geo of this.scope.registry(geoBlocks)) bindGeo(geo, this.scope.variables);
       for (const split of this.scope.registry(splitClientsBlocks)) bindSplitClients(split, this.scope.variables);
@@ -384,6 +389,7 @@ class Compiler implements CompileContext {
       fastcgi: fastcgi.fastcgiConf(this, node, c),
       uwsgi: uwsgiConf(this, node, c),
       scgi: scgiConf(this, node, c),
+      memcached: memcachedConf(this, node, c),
       secureLink: secureLinkConf(c, this.scope.variables),
       referers: refererConf(c),
       browser: browserConf(c),

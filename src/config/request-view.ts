@@ -260,6 +260,8 @@ export interface LocationView {
   readonly browser: BrowserConf;
   /** `slice`: the size of the pieces in bytes, 0 for none (for `$slice_range`). */
   readonly sliceBytes: number;
+  /** `uninitialized_variable_warn`: reading a `set` variable not set yet is logged. */
+  readonly uninitializedVariableWarn: boolean;
 }
 
 /**

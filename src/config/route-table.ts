@@ -21,6 +21,7 @@ import type { ErrorLogTarget, MainConf } from './modules/core.js';
 import type { FastcgiConf } from './modules/fastcgi.js';
 import type { UwsgiConf } from './modules/uwsgi.js';
 import type { DavConf } from './modules/dav.js';
+import type { MemcachedConf } from './modules/memcached.js';
 import type { CgiConf } from './modules/cgi-upstream.js';
 import type { GzipConf } from './modules/gzip.js';
 import type { AddHeader, ExpiresConf } from './modules/headers.js';
@@ -49,6 +50,7 @@ export type { CharsetConf, CharsetSetting } from './modules/charset.js';
 export type { ErrorLogTarget, MainConf } from './modules/core.js';
 export type { FastcgiConf } from './modules/fastcgi.js';
 export type { UwsgiConf } from './modules/uwsgi.js';
+export type { MemcachedConf } from './modules/memcached.js';
 export type { CgiConf, CgiTarget } from './modules/cgi-upstream.js';
 export type { GzipConf } from './modules/gzip.js';
 export type { AddHeader, ExpiresConf } from './modules/headers.js';
@@ -65,7 +67,8 @@ export type { SsiConf } from './modules/ssi.js';
 export type { PerHandshakeCertificates, TlsServerConf } from './modules/ssl.js';
 export type { StreamAccessLog, StreamContent, StreamListenGroup, StreamProxyConf, StreamServer, StreamSocket, StreamTable } from './modules/stream.js';
 export type { SubFilterConf } from './modules/sub.js';
-export type { NextUpstreamConf, StickyConf, UpstreamGroup, UpstreamPeer } from './modules/upstream.js';
+export type { NextUpstreamConf, StickyConf, UpstreamConf, UpstreamGroup, UpstreamPeer } from './modules/upstream.js';
+export type { CacheConf } from './modules/cache.js';
 
 /** One listening socket: an address:port and the servers that listen on it. */
 export interface ListenGroup {
@@ -199,6 +202,7 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly fastcgi: FastcgiConf | undefined;
   readonly uwsgi: UwsgiConf | undefined;
   readonly scgi: CgiConf | undefined;
+  readonly memcached: MemcachedConf | undefined;
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
   readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };
   readonly uninitializedVariableWarn: boolean;

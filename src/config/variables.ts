@@ -63,7 +63,8 @@ export interface CompiledValue<R extends ScriptView = RequestView> {
 
 /** How an indexed variable (`set`, `map`, `auth_request_set`) gets its value when read. */
 export type IndexedKind<R extends ScriptView = RequestView> =
-  | { readonly kind: 'set' }
+  /** Stored by a directive; `warnsUnset`: the rewrite module's `set`, whose reading before it is set is logged (`ngx_http_rewrite_var`). */
+  | { readonly kind: 'set'; readonly warnsUnset?: boolean }
   | {
       readonly kind: 'lazy';
       readonly compute: (r: R) => string;
@@ -257,11 +258,16 @@ export class VariableRegistry<R extends ScriptView = RequestView> {
     }
     const builtin = this.defs.get(name);
     const fallback = builtin ? (r: R) => builtin.get(r, '') : this.prefixFallback(name);
+    const warns = kind.warnsUnset === true;
     return (r) => {
       const v = r.vars[index];
       if (v !== undefined) return v;
       if (fallback) return fallback(r);
-      this.onUninitialized?.(r, name);
+      if (warns) {
+        // once per request, as nginx keeps the empty value it gives (ngx_http_variable_null_value)
+        this.onUninitialized?.(r, name);
+        r.vars[index] = '';
+      }
       return '';
     };
   }

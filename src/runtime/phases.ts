@@ -21,7 +21,7 @@ import { FilteredTarget } from './filters/chain.js';
 import { checkAccessRules, type AccessResult } from './handlers/access.js';
 import { checkAuthBasic } from './handlers/auth-basic.js';
 import { authRequestResult, authSubrequest } from './handlers/auth-request.js';
-import { fastcgiRequest, scgiRequest, uwsgiRequest } from './handlers/cgi-upstream.js';
+import { fastcgiRequest, memcachedRequest, scgiRequest, uwsgiRequest } from './handlers/cgi-upstream.js';
 import { limitConnections } from './handlers/limit-conn.js';
 import { limitRequests } from './handlers/limit-req.js';
 import { startMirrors } from './handlers/mirror.js';
@@ -566,6 +566,7 @@ const CONTENT_HANDLERS: Readonly<Record<ContentHandlerName, ContentHandler>> = {
   fastcgi_pass: fastcgiRequest,
   uwsgi_pass: uwsgiRequest,
   scgi_pass: scgiRequest,
+  memcached_pass: memcachedRequest,
   empty_gif: sendEmptyGif,
   stub_status: sendStubStatus,
   flv: flvRequest,

@@ -85,11 +85,12 @@ describe('jinx -v and -V', () => {
     // what jinx implements and what it lacks, as the directive table says
     assert.ok(args.includes('--with-http_ssl_module'));
     assert.ok(args.includes('--with-http_auth_request_module'));
-    assert.ok(args.includes('--without-http_memcached_module'));
-    // compression, charsets, server-side includes, request limits and the userid cookie are implemented
+    assert.ok(args.includes('--with-http_dav_module'));
+    assert.ok(args.includes('--without-http_grpc_module'));
+    // compression, charsets, server-side includes, request limits, the userid cookie, uwsgi, SCGI and memcached are implemented
     for (const missing of [
       '--without-http_gzip_module', '--without-http_charset_module', '--without-http_ssi_module', '--without-http_limit_req_module',
-      '--without-http_userid_module',
+      '--without-http_userid_module', '--without-http_uwsgi_module', '--without-http_scgi_module', '--without-http_memcached_module',
     ]) {
       assert.ok(!args.includes(missing), missing);
     }

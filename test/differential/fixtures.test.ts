@@ -239,6 +239,8 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'map-in-server', expect: '[emerg] "map" directive is not allowed here in PREFIX/nginx.conf:6' },
   { name: 'map-invalid-variable-name', expect: '[emerg] invalid variable name "foo" in PREFIX/nginx.conf:4' },
   { name: 'map-too-many-parameters', expect: '[emerg] invalid number of the map parameters in PREFIX/nginx.conf:5' },
+  { name: 'memcached-key-undefined', expect: '[emerg] unknown "memcached_key" variable' },
+  { name: 'memcached-next-upstream-invalid', expect: '[emerg] invalid value "bogus" in PREFIX/nginx.conf:9' },
   { name: 'named-location-nested', expect: '[emerg] named location "@x" can be on the server level only in PREFIX/nginx.conf:7' },
   { name: 'no-events-section', expect: '[emerg] no "events" section in configuration' },
   { name: 'not-allowed-here', expect: '[emerg] "proxy_pass" directive is not allowed here in PREFIX/nginx.conf:4' },
@@ -406,7 +408,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   { name: 'grpc-pass', jinx: '[emerg] unknown directive "grpc_pass" in PREFIX/nginx.conf:7' },
   // jinx has no QUIC: it answers as an nginx built without ngx_http_v3_module (its -V says so too)
   { name: 'listen-quic', jinx: '[emerg] the "quic" parameter requires ngx_http_v3_module in PREFIX/nginx.conf:6' },
-  { name: 'memcached-pass', jinx: '[emerg] unknown directive "memcached_pass" in PREFIX/nginx.conf:8' },
   { name: 'mp4', jinx: '[emerg] unknown directive "mp4" in PREFIX/nginx.conf:10' },
   // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },

@@ -16,7 +16,7 @@ import { CgiResponseError, type BodyReading } from '../../src/runtime/upstream/c
 import { STDERR, STDOUT, endRequest, fcgiRecord } from '../helpers/fastcgi-server.js';
 
 /** What a reader handed on, in order. */
-type Event = ['stderr', string] | ['warn', string] | ['header', [string, string][], number] | ['stdout', string] | ['end', boolean];
+type Event = ['stderr', string] | ['warn' | 'error', string] | ['header', [string, string][], number] | ['stdout', string] | ['end', boolean];
 
 // with fastcgi_keep_conn the reader says where a response ends; without, the connection's end does
 const DEFAULTS: ReaderSettings = { bufferSize: 4096, bodyBufferSize: 4096, keepConn: true };
@@ -26,7 +26,7 @@ function read(chunks: readonly Buffer[], opts: { settings?: Partial<ReaderSettin
   const events: (Event | ['error', string])[] = [];
   const reader = new ResponseReader({ ...DEFAULTS, ...opts.settings }, {
     stderr: (text) => events.push(['stderr', text]),
-    warn: (message) => events.push(['warn', message]),
+    log: (level, message) => events.push([level === 'warn' ? 'warn' : 'error', message]),
     header: (lines, room) => {
       events.push(['header', lines.map(([n, v]) => [n, v]), room]);
       return opts.body ?? { contentLength: -1, buffered: true };

@@ -1,7 +1,8 @@
 /**
  * The rewrite module and error_page, differential against nginx: `set`,
  * `map`, `if`, `return`, `rewrite` flags and arguments, the 10-cycle limit,
- * `error_page` variants, `$status` on the way.
+ * `error_page` variants, `$status` on the way, the warning for a `set`
+ * variable read before it is set.
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
@@ -333,6 +334,20 @@ describe('rewrite module (differential)', () => {
       files: { 'html/1/redirect': 'one\n', 'html/2/redirect': 'two\n' },
     }, async (s) => getAll(s, ['/1/', '/2/']));
     assert.equal(run.nginx.result['/2/']!.headers['x-uri'], 'uncached');
+    assertSameAsNginx(run);
+  });
+
+  it('warns once per request of a set variable read before it is set, unless uninitialized_variable_warn is off', async () => {
+    const run = await differential({
+      conf: ({ port }) => server(port, `
+    location /setter { set $later "set"; return 200 "$later\\n"; }
+    location /unset { return 200 "[$later][$later]\\n"; }
+    location /quiet { uninitialized_variable_warn off; return 200 "[$later]\\n"; }
+    location /captured { if ($uri ~ (?<named>none)) { return 404; } return 200 "[$named]\\n"; }`),
+    }, async (s) => getAll(s, ['/setter', '/unset', '/quiet', '/captured']));
+    assert.deepEqual(run.nginx.errorLog.filter((l) => l.includes('uninitialized')).map((l) => l.replace(/, client.*/, '')), [
+      '[warn] *CONN using uninitialized "later" variable',
+    ]);
     assertSameAsNginx(run);
   });
 });

@@ -127,14 +127,24 @@ export const CGI_NEXT_UPSTREAM = [
 
 /**
  * A `*_pass` address (`ngx_http_fastcgi_pass` and its kin): a value with
- * variables, `unix:PATH`, or `HOST[:PORT]` (the name of an `upstream` block
- * or an address), after one of `schemes` (`uwsgi://`), which is dropped.
+ * variables, or `parseStaticPass`'s, after one of `schemes` (`uwsgi://`),
+ * which is dropped.
  * @throws DirectiveFailure nginx's `invalid host/port in upstream "…"`
  */
 export function parseCgiPass(arg: string, cx: SetContext, loc: SourceLoc, schemes: readonly string[] = []): CgiPassDef {
   if (arg.includes('$')) return { kind: 'variable', address: cx.scope.variables.value(arg, loc), loc };
   const scheme = schemes.find((s) => arg.toLowerCase().startsWith(s));
-  const url = scheme ? arg.slice(scheme.length) : arg;
+  return parseStaticPass(scheme ? arg.slice(scheme.length) : arg, loc);
+}
+
+/** A static upstream address (`ngx_http_upstream_add`): `unix:PATH`, or `HOST[:PORT]` (the name of an `upstream` block or an address). */
+export type StaticPassDef = Exclude<CgiPassDef, { readonly kind: 'variable' }>;
+
+/**
+ * Reads a static upstream address as `ngx_parse_url` does.
+ * @throws DirectiveFailure nginx's `invalid host/port in upstream "…"`
+ */
+export function parseStaticPass(url: string, loc: SourceLoc): StaticPassDef {
   if (url.startsWith('unix:')) return { kind: 'unix', path: parseUnixPath(url, (err) => fail(`${err} in upstream "${url}"`)), loc };
   const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(url);
   if (!m && !url.startsWith('[') && url.includes(':')) fail(`invalid port in upstream "${url}"`);

@@ -11,6 +11,7 @@ import { authRequestDirectives } from './auth-request.js';
 import { autoindexDirectives } from './autoindex.js';
 import { randomIndexDirectives } from './random-index.js';
 import { davDirectives } from './dav.js';
+import { memcachedDirectives } from './memcached.js';
 import { charsetDirectives } from './charset.js';
 import { emptyGifDirectives } from './empty-gif.js';
 import { refererDirectives, refererVariables } from './referer.js';
@@ -67,6 +68,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...fastcgiDirectives,
   ...uwsgiDirectives,
   ...scgiDirectives,
+  ...memcachedDirectives,
   ...upstreamDirectives,
   ...sslDirectives,
   ...http2Directives,

@@ -103,7 +103,7 @@ function setSet(d: Directive, cx: SetContext): void {
   const name = d.args[0]!;
   if (!name.startsWith('$')) fail(`invalid variable name "${name}"`);
   const vars = cx.scope.variables;
-  const index = vars.declare(name.slice(1), { kind: 'set' });
+  const index = vars.declare(name.slice(1), { kind: 'set', warnsUnset: true });
   cx.level.append(script, { op: 'set', index, value: vars.value(d.args[1]!, d.loc), handler: vars.setHandler(name.slice(1)) }, d.loc);
 }
 

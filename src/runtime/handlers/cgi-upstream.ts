@@ -18,7 +18,7 @@
 import { connect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { LogLevel } from '../../log/levels.js';
-import type { CgiConf, FastcgiConf, UpstreamGroup, UwsgiConf } from '../../config/route-table.js';
+import type { CacheConf, CgiConf, CgiTarget, FastcgiConf, MemcachedConf, UpstreamConf, UpstreamGroup, UwsgiConf } from '../../config/route-table.js';
 import type { CgiPrefix } from '../../config/modules/cgi-upstream.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
@@ -26,7 +26,7 @@ import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js
 import { accelRedirectOf, keepForRedirect } from './accel-redirect.js';
 import type { HttpRequestState } from '../request.js';
 import { bodyOfUnknownLength, bodyStream, keepPassedBody, readRequestBody, requestHasBody, type RequestBody } from '../request-body.js';
-import { applyHeadersModule, keptHeaders } from '../respond.js';
+import { applyHeadersModule, contentTypeFor, keptHeaders } from '../respond.js';
 import { accelBuffering, ResponseSpool } from '../spool.js';
 import { takeAccelCharset } from '../filters/charset.js';
 import { takeAccelLimitRate } from '../limit-rate.js';
@@ -41,6 +41,7 @@ import {
   CgiResponseError, StreamResponseReader, type BodyReading, type CgiResponseReader, type CgiResponseSink, type StatusLine,
 } from '../upstream/cgi-response.js';
 import { CgiRequestError, encodeScgiHeader, encodeUwsgiPacket } from '../upstream/uwsgi-scgi-protocol.js';
+import { escapeMemcachedKey, memcachedGet, MemcachedResponseReader } from '../upstream/memcached-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered } from './upstream-peer.js';
 import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
@@ -56,15 +57,20 @@ interface CgiChoice {
   readonly attempts: PeerAttempts | undefined;
 }
 
+/** What the handler reads of a location's settings: the upstream settings, where requests go, the cache. */
+type PassConf = UpstreamConf & { readonly target: CgiTarget; readonly cache: CacheConf | undefined };
+
 /**
- * What differs between the three protocols: how the request is framed, how
- * the response is read, whether connections are kept.
+ * What differs between the protocols: how the request is framed, how the
+ * response is read, whether connections are kept.
  */
-interface CgiWire<C extends CgiConf> {
+interface CgiWire<C extends PassConf> {
   /** The module's prefix, the scheme of its `upstream:` in log lines. */
-  readonly scheme: CgiPrefix;
+  readonly scheme: CgiPrefix | 'memcached';
   /** Whether a body of unknown length (chunked) may be passed on as it arrives; uwsgi and SCGI read it whole first. */
   readonly streamsUnknownLength: boolean;
+  /** memcached's `intercept_404` and `force_ranges`: a 404 always goes to `error_page` or nginx's page; the client may get one range. */
+  readonly memcachedRules?: boolean;
   /** The location's settings. */
   conf(r: HttpRequestState): C;
   /** `fastcgi_keep_conn`: a connection may outlive its response. */
@@ -78,8 +84,8 @@ interface CgiWire<C extends CgiConf> {
   bodyPiece(data: Buffer, into: Buffer[]): Buffer[];
   /** Appends what ends the body to `into` (FastCGI's empty STDIN record), and returns it. */
   bodyEnd(into: Buffer[]): Buffer[];
-  /** The reader of a response. */
-  reader(conf: C, sink: CgiResponseSink): CgiResponseReader;
+  /** The reader of a response to `r`. */
+  reader(conf: C, sink: CgiResponseSink, r: HttpRequestState): CgiResponseReader;
   /** The length of the body after a header (nginx's `input_filter_init`), -1 when the connection's end ends it. */
   bodyLength(r: HttpRequestState, status: number, contentLength: number): number;
 }
@@ -117,7 +123,7 @@ export function params(r: HttpRequestState, conf: CgiConf): [string, string][] {
 }
 
 /** The first address of the request, or the status to answer. */
-async function address(ex: Exchange, conf: CgiConf, scheme: CgiPrefix): Promise<CgiChoice | number> {
+async function address(ex: Exchange, conf: PassConf, scheme: CgiWire<PassConf>['scheme']): Promise<CgiChoice | number> {
   const { r, cx } = ex;
   if (conf.target.kind === 'unix') return { peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined };
   if (conf.target.kind === 'group') {
@@ -158,7 +164,7 @@ const NO_CONTENT_DROPS = new Set(['content-type', 'content-length', 'last-modifi
  * and `Last-Modified`, as nginx's header filter sends its own 204s.
  * @throws CgiResponseError `upstream sent invalid status "…"`
  */
-function cgiHeader(lines: [string, string][], conf: CgiConf, line: StatusLine | undefined): CgiHeader {
+function cgiHeader(lines: [string, string][], conf: PassConf, line: StatusLine | undefined): CgiHeader {
   const headers: [string, string][] = [];
   let status = line?.code;
   // a status line's text as it came, without a reason phrase too (nginx's headers_out.status_line)
@@ -261,6 +267,41 @@ const SCGI: CgiWire<CgiConf> = {
   bodyLength: streamBodyLength,
 };
 
+/**
+ * `memcached_pass`: `get` and the escaped `$memcached_key`; the answer's
+ * value typed by the location; the connection kept once its `END` is read,
+ * when the `upstream` block keeps connections.
+ */
+const MEMCACHED: CgiWire<MemcachedConf> = {
+  scheme: 'memcached',
+  streamsUnknownLength: false,
+  memcachedRules: true,
+  conf: (r) => r.loc.memcached!,
+  keepConn: () => true,
+  head: (r, conf) => [memcachedGet(escapeMemcachedKey(conf.key.evaluate(r)))],
+  bodyPiece: rawBody,
+  bodyEnd: (into) => into,
+  reader: (conf, sink, r) => new MemcachedResponseReader(conf.bufferSizeBytes, {
+    key: escapeMemcachedKey(conf.key.evaluate(r)), contentType: contentTypeFor(r), gzipFlag: conf.gzipFlag,
+  }, sink),
+  bodyLength: (_r, _status, contentLength) => contentLength,
+};
+
+/**
+ * Asks memcached for `$memcached_key` (`ngx_http_memcached_handler`): GET
+ * and HEAD only (405), and a key that is not set is nginx's error line and
+ * 500, before any server is chosen.
+ */
+export function memcachedRequest(ex: Exchange): Promise<Outcome> {
+  const { r } = ex;
+  if (r.method !== 'GET' && r.method !== 'HEAD') return Promise.resolve(statusOutcome(405));
+  if (r.loc.memcached!.key.evaluate(r) === '') {
+    logRequest(ex.cx, r, 'error', 'the "$memcached_key" variable is not set');
+    return Promise.resolve(statusOutcome(500));
+  }
+  return cgiRequest(ex, MEMCACHED);
+}
+
 /** Sends the request to the FastCGI server. */
 export const fastcgiRequest = (ex: Exchange): Promise<Outcome> => cgiRequest(ex, FASTCGI);
 
@@ -271,7 +312,7 @@ export const uwsgiRequest = (ex: Exchange): Promise<Outcome> => cgiRequest(ex, U
 export const scgiRequest = (ex: Exchange): Promise<Outcome> => cgiRequest(ex, SCGI);
 
 /** Sends the request to the location's server, by `wire`'s protocol. */
-async function cgiRequest<C extends CgiConf>(ex: Exchange, wire: CgiWire<C>): Promise<Outcome> {
+async function cgiRequest<C extends PassConf>(ex: Exchange, wire: CgiWire<C>): Promise<Outcome> {
   const { r } = ex;
   const conf = wire.conf(r);
   // a client that leaves from now on (while its body is read, the cache looked up) ends the attempt as soon as it starts
@@ -318,7 +359,7 @@ class BodyRefusedError extends Error {
 }
 
 /** Sends the request to the first address, then to the next ones of its group while `*_next_upstream` says so. */
-async function exchange<C extends CgiConf>(
+async function exchange<C extends PassConf>(
   ex: Exchange, wire: CgiWire<C>, conf: C, body: CgiBody | undefined, store: CacheStore | undefined,
 ): Promise<Outcome> {
   const choice = await address(ex, conf, wire.scheme);
@@ -351,7 +392,7 @@ function keepingGroup(ex: Exchange, keepConn: boolean, addr: CgiAddress): Upstre
  * how the request goes on once the response is done or given up, or with
  * the next address to try (`ngx_http_upstream_next`).
  */
-async function attempt<C extends CgiConf>(
+async function attempt<C extends PassConf>(
   ex: Exchange, wire: CgiWire<C>, conf: C, body: CgiBody | undefined, addr: CgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
   store: CacheStore | undefined,
 ): Promise<Outcome | NextAddress> {
@@ -479,7 +520,7 @@ async function attempt<C extends CgiConf>(
       stickyAnswered(ex, attempts, answered);
       if (conf.accelLimitRate) takeAccelLimitRate(r, up.headers);
       if (conf.accelCharset) takeAccelCharset(r, up.headers);
-      if (interceptsError(ex, conf.interceptErrors, parsed.status, up.headers, store)) {
+      if (interceptsError(ex, conf.interceptErrors, parsed.status, up.headers, store) || (wire.memcachedRules && parsed.status === 404)) {
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
@@ -501,6 +542,7 @@ async function attempt<C extends CgiConf>(
       const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
       const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers, buffering) ?? false;
       if (caching) allowSingleRange(r, parsed.headers);
+      else if (wire.memcachedRules && !r.parent) r.singleRangeAllowed = true;
       // the headers the request kept (nginx's headers_out: sticky's cookie, those kept across an internal
       // redirect) come before the upstream's, and are not the cached response's
       parsed.headers.unshift(...keptHeaders(r));
@@ -545,7 +587,7 @@ async function attempt<C extends CgiConf>(
 
     const reader = wire.reader(conf, {
       stderr: (text) => logRequest(cx, r, 'error', `FastCGI sent in stderr: "${text}"`),
-      warn: (message) => logRequest(cx, r, 'warn', message),
+      log: (level, message) => logRequest(cx, r, level, message),
       header: onHeader,
       body: (data) => {
         bodyBytes += data.length;
@@ -572,7 +614,7 @@ async function attempt<C extends CgiConf>(
           return spool!.done;
         }).then(done);
       },
-    });
+    }, r);
 
     const onConnect = (): void => {
       clearTimeout(connectTimer);
@@ -723,7 +765,7 @@ async function* passedChunks(stream: Readable, timeoutMs: number): AsyncGenerato
  * (`*_send_timeout`) rejects with `SendTimeoutError`; a body passed on as it
  * arrives waits at most `bodyTimeoutMs` for each read.
  */
-async function sendBody<C extends CgiConf>(
+async function sendBody<C extends PassConf>(
   socket: Socket, wire: CgiWire<C>, head: Buffer[], body: CgiBody, sendTimeoutMs: number, bodyTimeoutMs: number,
 ): Promise<void> {
   const write = (parts: Buffer[]): Promise<void> => new Promise((res, rej) => {

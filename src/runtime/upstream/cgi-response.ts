@@ -211,8 +211,8 @@ export function parseStatusLine(buf: Buffer, end: number): StatusLine | 'again' 
 export interface CgiResponseSink {
   /** FastCGI's STDERR: the text of one `FastCGI sent in stderr: "…"` line (a byte string). */
   stderr(text: string): void;
-  /** A warning to log (`upstream sent more data than specified in "Content-Length" header`). */
-  warn(message: string): void;
+  /** A line to log (`upstream sent more data than specified in "Content-Length" header` at warn). */
+  log(level: 'error' | 'warn' | 'info', message: string): void;
   /**
    * The header is complete: its lines as sent (byte strings), what is left
    * of the header buffer after it (where the body starts), and the HTTP
@@ -321,7 +321,7 @@ export class StreamResponseReader implements CgiResponseReader {
     if (this.phase !== 'body') return;
     if (this.rest >= 0 && data.length > this.rest) {
       if (this.rest > 0) this.sink.body(data.subarray(0, this.rest));
-      this.sink.warn('upstream sent more data than specified in "Content-Length" header');
+      this.sink.log('warn', 'upstream sent more data than specified in "Content-Length" header');
       this.finish();
       return;
     }

@@ -391,14 +391,14 @@ export class ResponseReader implements CgiResponseReader {
   /** STDOUT data, held to the response's `Content-Length` as nginx does. */
   private stdout(data: Buffer): void {
     if (this.rest === 0) {
-      this.sink.warn('upstream sent more data than specified in "Content-Length" header');
+      this.sink.log('warn', 'upstream sent more data than specified in "Content-Length" header');
       this.finish(false);
       return;
     }
     if (this.rest > 0 && data.length > this.rest) {
       this.sink.body(data.subarray(0, this.rest));
       this.rest = 0;
-      this.sink.warn('upstream sent more data than specified in "Content-Length" header');
+      this.sink.log('warn', 'upstream sent more data than specified in "Content-Length" header');
       this.finish(false);
       return;
     }
