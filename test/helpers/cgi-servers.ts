@@ -6,8 +6,8 @@
  * code, independent of jinx's; the body is read to the request's
  * `CONTENT_LENGTH` parameter, as uWSGI and SCGI servers read it.
  */
-import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { onCleanup } from './harness.js';
+import type { Socket } from 'node:net';
+import { startTcpServer } from './harness.js';
 
 /** A request as the server received it. */
 export interface SeenCgiRequest {
@@ -63,12 +63,8 @@ const scgiHeader: HeaderDecoder = (b) => {
 };
 
 async function scripted(decode: HeaderDecoder, answer: (req: SeenCgiRequest, socket: Socket) => void): Promise<ScriptedCgiServer> {
-  const sockets = new Set<Socket>();
   const requests: SeenCgiRequest[] = [];
-  const server = createServer((sock) => {
-    sockets.add(sock);
-    sock.on('close', () => sockets.delete(sock));
-    sock.on('error', () => undefined);
+  const port = await startTcpServer((sock) => {
     let pending = Buffer.alloc(0);
     let answered = false;
     sock.on('data', (d: Buffer) => {
@@ -84,12 +80,7 @@ async function scripted(decode: HeaderDecoder, answer: (req: SeenCgiRequest, soc
       answer(req, sock);
     });
   });
-  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
-  onCleanup(() => new Promise<void>((res) => {
-    for (const s of sockets) s.destroy();
-    server.close(() => res());
-  }));
-  return { port: (server.address() as AddressInfo).port, requests };
+  return { port, requests };
 }
 
 /** Starts a uwsgi server on 127.0.0.1 that hands each request, read whole, to `answer`; stopped with its sockets at cleanup. */

@@ -4,8 +4,8 @@
  * request ids, splits across TCP segments). It decodes requests with its own
  * code, independent of jinx's, and builds response records the same way.
  */
-import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { onCleanup } from './harness.js';
+import type { Socket } from 'node:net';
+import { startTcpServer } from './harness.js';
 
 /** One record as received. */
 export interface SeenRecord {
@@ -70,14 +70,10 @@ function decodeParams(b: Buffer): [string, string][] {
  * with its sockets at cleanup.
  */
 export async function scriptedFastcgi(answer: (req: SeenRequest, socket: Socket) => void): Promise<ScriptedFastcgi> {
-  const sockets = new Set<Socket>();
   const requests: SeenRequest[] = [];
   let connections = 0;
-  const server = createServer((sock) => {
+  const port = await startTcpServer((sock) => {
     connections++;
-    sockets.add(sock);
-    sock.on('close', () => sockets.delete(sock));
-    sock.on('error', () => undefined);
     let pending = Buffer.alloc(0);
     let current: { role: number; flags: number; params: Buffer[]; stdin: Buffer[]; records: SeenRecord[] } | undefined;
     sock.on('data', (d: Buffer) => {
@@ -106,10 +102,5 @@ export async function scriptedFastcgi(answer: (req: SeenRequest, socket: Socket)
       }
     });
   });
-  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
-  onCleanup(() => new Promise<void>((res) => {
-    for (const s of sockets) s.destroy();
-    server.close(() => res());
-  }));
-  return { port: (server.address() as AddressInfo).port, requests, connections: () => connections };
+  return { port, requests, connections: () => connections };
 }

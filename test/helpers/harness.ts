@@ -7,7 +7,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, createServer as createNetServer } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -235,4 +235,53 @@ const comparableLine = (l: string): string =>
 /** Whether a command is on PATH. */
 export function hasCommand(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+}
+
+/**
+ * Starts a TCP server on 127.0.0.1 that hands each connection to
+ * `onConnection` (its errors ignored); it and its connections are closed at
+ * cleanup. Resolves to its port.
+ */
+export async function startTcpServer(onConnection: (socket: Socket) => void): Promise<number> {
+  const sockets = new Set<Socket>();
+  const server = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    onConnection(socket);
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => {
+    for (const s of sockets) s.destroy();
+    server.close(() => res());
+  }));
+  return (server.address() as AddressInfo).port;
+}
+
+/** A server program a test started (php-fpm, uWSGI, memcached). */
+export interface Daemon {
+  readonly child: ChildProcess;
+  /** Whether it has exited. */
+  exited(): boolean;
+  /** What it wrote to stderr so far. */
+  stderr(): string;
+}
+
+/**
+ * Starts `binary` with `args` in the foreground; at cleanup it is sent
+ * `stopSignal`, and SIGKILL after 5 s.
+ */
+export function startDaemon(binary: string, args: readonly string[], stopSignal: NodeJS.Signals, cwd?: string): Daemon {
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
+  let exited = false;
+  const exit = new Promise<void>((res) => child.once('exit', () => { exited = true; res(); }));
+  onCleanup(async () => {
+    if (!exited) child.kill(stopSignal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exit;
+    clearTimeout(timer);
+  });
+  return { child, exited: () => exited, stderr: () => err };
 }

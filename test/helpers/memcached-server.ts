@@ -3,10 +3,9 @@
  * in the foreground on 127.0.0.1:PORT, stopped by pid at cleanup, with a
  * `set` that stores a value through memcached's own protocol.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
-import { freePort, onCleanup, portOpen, waitFor } from './harness.js';
+import { freePort, portOpen, startDaemon, waitFor } from './harness.js';
 
 const MEMCACHED = '/usr/bin/memcached';
 
@@ -25,17 +24,9 @@ export async function startMemcached(): Promise<Memcached> {
   const port = await freePort();
   const args = ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '16'];
   if (process.getuid?.() === 0) args.push('-u', 'nobody');
-  const child = spawn(MEMCACHED, args, { stdio: 'ignore' });
-  let exited = false;
-  const exit = new Promise<void>((res) => child.once('exit', () => { exited = true; res(); }));
-  onCleanup(async () => {
-    if (!exited) child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exit;
-    clearTimeout(timer);
-  });
-  await waitFor(async () => exited || portOpen(port), 10_000, `memcached on ${port}`);
-  if (exited) throw new Error('memcached exited during start');
+  const daemon = startDaemon(MEMCACHED, args, 'SIGTERM');
+  await waitFor(async () => daemon.exited() || portOpen(port), 10_000, `memcached on ${port}`);
+  if (daemon.exited()) throw new Error(`memcached exited during start:\n${daemon.stderr()}`);
   const set = (key: string, value: string | Buffer, flags = 0): Promise<void> => new Promise((resolve, reject) => {
     const data = typeof value === 'string' ? Buffer.from(value, 'latin1') : value;
     const sock = connect({ host: '127.0.0.1', port });

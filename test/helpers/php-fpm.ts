@@ -5,11 +5,10 @@
  * socket in a temp directory, stopped by pid at cleanup. Also a counting TCP
  * relay, to see how many connections a server opens to php-fpm.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { freePort, onCleanup, portOpen, tempDir, waitFor } from './harness.js';
+import { freePort, onCleanup, portOpen, startDaemon, tempDir, waitFor } from './harness.js';
 
 /** The php-fpm binary (`/usr/sbin/php-fpm*`), or undefined when none is installed. */
 export function phpFpmBinary(): string | undefined {
@@ -57,21 +56,11 @@ ${opts.poolExtra ?? ''}
 `);
   const args = ['-F', '-n', '-y', join(dir, 'php-fpm.conf'), '-p', dir];
   if (process.getuid?.() === 0) args.push('-R');
-  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
-  let exited = false;
-  const exit = new Promise<void>((res) => child.once('exit', () => { exited = true; res(); }));
-  onCleanup(async () => {
-    if (!exited) child.kill('SIGQUIT');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exit;
-    clearTimeout(timer);
-  });
+  const daemon = startDaemon(binary, args, 'SIGQUIT');
   const log = (): string => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
-  const ready = async (): Promise<boolean> => exited || (socket ? existsSync(socket) && (await unixOpen(socket)) : portOpen(port!));
+  const ready = async (): Promise<boolean> => daemon.exited() || (socket ? existsSync(socket) && (await unixOpen(socket)) : portOpen(port!));
   await waitFor(ready, 10_000, `php-fpm on ${socket ?? port}`);
-  if (exited) throw new Error(`php-fpm exited during start:\n${stderr}${log()}`);
+  if (daemon.exited()) throw new Error(`php-fpm exited during start:\n${daemon.stderr()}${log()}`);
   return { port, socket, log };
 }
 

@@ -4,10 +4,9 @@
  * foreground with `--socket 127.0.0.1:PORT` (the uwsgi protocol), waited for
  * until it accepts connections, stopped by pid at cleanup.
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, onCleanup, portOpen, tempDir, waitFor } from './harness.js';
+import { freePort, portOpen, startDaemon, tempDir, waitFor } from './harness.js';
 
 const UWSGI = '/usr/bin/uwsgi-core';
 const PLUGIN = '/usr/lib/uwsgi/plugins/python3_plugin.so';
@@ -35,19 +34,9 @@ export async function startUwsgi(app: string, processes = 2): Promise<UwsgiServe
     '--need-app', '--die-on-term', '--logto', logFile, '--buffer-size', '32768',
   ];
   if (process.getuid?.() === 0) args.push('--uid', 'nobody', '--gid', 'nogroup');
-  const child = spawn(UWSGI, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
-  let exited = false;
-  const exit = new Promise<void>((res) => child.once('exit', () => { exited = true; res(); }));
-  onCleanup(async () => {
-    if (!exited) child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exit;
-    clearTimeout(timer);
-  });
+  const daemon = startDaemon(UWSGI, args, 'SIGTERM', dir);
   const log = (): string => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
-  await waitFor(async () => exited || portOpen(port), 10_000, `uWSGI on ${port}`);
-  if (exited) throw new Error(`uWSGI exited during start:\n${stderr}${log()}`);
+  await waitFor(async () => daemon.exited() || portOpen(port), 10_000, `uWSGI on ${port}`);
+  if (daemon.exited()) throw new Error(`uWSGI exited during start:\n${daemon.stderr()}${log()}`);
   return { port, log };
 }

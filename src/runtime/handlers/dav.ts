@@ -157,36 +157,30 @@ interface RenameOptions {
  */
 async function extRename(ex: Exchange, from: string, to: string, o: RenameOptions): Promise<boolean> {
   const crit = (message: string): void => logRequest(ex.cx, ex.r, 'crit', message);
-  let failure: unknown;
-  try {
-    if (o.accessMode) await chmod(from, o.accessMode).catch((err: unknown) => { throw { step: `chmod() "${from}" failed`, err }; });
-    if (o.timeSec !== undefined) await utimes(from, o.timeSec, o.timeSec).catch((err: unknown) => { throw { step: `utimes() "${from}" failed`, err }; });
-  } catch (thrown) {
-    const { step, err } = thrown as { step: string; err: unknown };
-    crit(`${step} (${systemErrorText(err)})`);
+  const failed = (err: unknown): string => `failed (${systemErrorText(err)})`;
+  const deleteFrom = async (): Promise<void> => {
     if (o.deleteFile) await deleteOrLog(ex, from);
+  };
+  /** Resolves to the error of `op`, undefined when it succeeded. */
+  const attempt = (op: Promise<unknown>): Promise<unknown> => op.then(() => undefined, (err: unknown) => err ?? new Error('failed'));
+  const chmodFailure = o.accessMode ? await attempt(chmod(from, o.accessMode)) : undefined;
+  const timeFailure = chmodFailure === undefined && o.timeSec !== undefined ? await attempt(utimes(from, o.timeSec, o.timeSec)) : undefined;
+  if (chmodFailure !== undefined || timeFailure !== undefined) {
+    crit(chmodFailure !== undefined ? `chmod() "${from}" ${failed(chmodFailure)}` : `utimes() "${from}" ${failed(timeFailure)}`);
+    await deleteFrom();
     return false;
   }
-  try {
-    await rename(from, to);
-    return true;
-  } catch (err) {
-    failure = err;
-  }
+  let failure = await attempt(rename(from, to));
+  if (failure === undefined) return true;
   if ((failure as NodeJS.ErrnoException).code === 'ENOENT' && o.createPath) {
-    try {
-      await mkdir(dirname(to), { recursive: true, mode: dirAccess(o.pathAccessMode) });
-    } catch (err) {
-      crit(`mkdir() "${to}" failed (${systemErrorText(err)})`);
-      if (o.deleteFile) await deleteOrLog(ex, from);
+    const made = await attempt(mkdir(dirname(to), { recursive: true, mode: dirAccess(o.pathAccessMode) }));
+    if (made !== undefined) {
+      crit(`mkdir() "${to}" ${failed(made)}`);
+      await deleteFrom();
       return false;
     }
-    try {
-      await rename(from, to);
-      return true;
-    } catch (err) {
-      failure = err;
-    }
+    failure = await attempt(rename(from, to));
+    if (failure === undefined) return true;
   }
   if ((failure as NodeJS.ErrnoException).code === 'EXDEV') {
     const st = await stat(from).catch(() => undefined);
@@ -195,8 +189,9 @@ async function extRename(ex: Exchange, from: string, to: string, o: RenameOption
       return true;
     }
   }
-  if (o.deleteFile) await deleteOrLog(ex, from);
-  crit(`rename() "${from}" to "${to}" failed (${systemErrorText(failure)})`);
+  // nginx removes the file before it says why the rename failed
+  await deleteFrom();
+  crit(`rename() "${from}" to "${to}" ${failed(failure)}`);
   return false;
 }
 
