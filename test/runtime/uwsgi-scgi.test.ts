@@ -1,8 +1,9 @@
 /**
  * uwsgi_pass and scgi_pass, differential against nginx with scripted uwsgi
  * and SCGI servers: what a server receives (uwsgi's modifiers and
- * `uwsgi_string`, SCGI's CONTENT_LENGTH first, the params in order with the
- * request headers as HTTP_*, the body, a chunked one read whole first), and
+ * `uwsgi_string`, an address made of variables with its scheme, SCGI's
+ * CONTENT_LENGTH first, the params in order with the request headers as
+ * HTTP_*, the body, a chunked one read whole first), and
  * how responses are taken: an HTTP status line or CGI header lines, a
  * `Status` header (passed on by uwsgi, hidden by SCGI), `Location`, a body
  * held to its Content-Length (more is cut, less is a premature close), to
@@ -77,6 +78,7 @@ describe('uwsgi_pass and scgi_pass (differential, scripted servers)', () => {
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name cgi.test; client_max_body_size 1m;
     location /uwsgi/ { ${params('uwsgi')} uwsgi_param EMPTY ""; uwsgi_param HTTP_X_OVERRIDDEN from-param; uwsgi_pass uwsgi://127.0.0.1:${uwsgi.port}; }
     location /uwsgi/mod/ { ${params('uwsgi')} uwsgi_modifier1 5; uwsgi_modifier2 9; uwsgi_string "extra bytes"; uwsgi_pass 127.0.0.1:${uwsgi.port}; }
+    location /uwsgi/var/ { ${params('uwsgi')} set $backend "uwsgi://127.0.0.1:${uwsgi.port}"; uwsgi_pass $backend; }
     location /scgi/ { ${params('scgi')} scgi_param EMPTY ""; scgi_param HTTP_X_OVERRIDDEN from-param; scgi_pass 127.0.0.1:${scgi.port}; }
     location /scgi/unbuffered/ { ${params('scgi')} scgi_request_buffering off; scgi_pass 127.0.0.1:${scgi.port}; }
   }`),
@@ -90,11 +92,12 @@ describe('uwsgi_pass and scgi_pass (differential, scripted servers)', () => {
         await s.get(`${prefix}/chunked`, { method: 'POST', chunks: ['abc', 'def'] });
       }
       await s.get('/uwsgi/mod/x');
+      await s.get('/uwsgi/var/x');
       await s.get('/scgi/unbuffered/post', { method: 'POST', body: 'streamed body' });
       return { uwsgi: uwsgi.requests.slice(before[0]).map(received), scgi: scgi.requests.slice(before[1]).map(received) };
     });
     const n = run.nginx.result as { uwsgi: { modifiers: number[]; params: [string, string][]; bodyLength: number }[]; scgi: { params: [string, string][]; bodyLength: number }[] };
-    assert.deepEqual(n.uwsgi.map((r) => r.modifiers), [[0, 0], [0, 0], [0, 0], [0, 0], [5, 9]]);
+    assert.deepEqual(n.uwsgi.map((r) => r.modifiers), [[0, 0], [0, 0], [0, 0], [0, 0], [5, 9], [0, 0]]);
     assert.deepEqual(n.scgi.map((r) => r.params[0]), [['CONTENT_LENGTH', '0'], ['CONTENT_LENGTH', '0'], ['CONTENT_LENGTH', '100000'], ['CONTENT_LENGTH', '6'], ['CONTENT_LENGTH', '13']]);
     assert.deepEqual(n.scgi[1]!.params.find(([k]) => k === 'HTTP_COOKIE'), ['HTTP_COOKIE', 'a=1; b=2']);
     assert.equal(n.uwsgi[2]!.bodyLength, 100_000);

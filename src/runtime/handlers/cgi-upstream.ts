@@ -1,17 +1,18 @@
 /**
- * The FastCGI, uwsgi and SCGI handlers (`ngx_http_fastcgi_module.c`,
- * `ngx_http_uwsgi_module.c`, `ngx_http_scgi_module.c`): each sends the
- * request over TCP or a unix socket as CGI parameters (`*_param`, then the
- * request headers as `HTTP_*`) and the body, framed by its protocol
- * (`CgiWire`: FastCGI records with the body as STDIN, uwsgi's packet or
- * SCGI's netstring with the body after it), reads the response as nginx
+ * The FastCGI, uwsgi, SCGI and memcached handlers (`ngx_http_fastcgi_module.c`,
+ * `ngx_http_uwsgi_module.c`, `ngx_http_scgi_module.c`,
+ * `ngx_http_memcached_module.c`): each sends the request over TCP or a
+ * unix socket framed by its protocol (`CgiWire`: FastCGI records with the
+ * CGI parameters and the body as STDIN, uwsgi's packet or SCGI's netstring
+ * with the body after it, memcached's `get`), reads the response as nginx
  * does (fastcgi-protocol.ts: STDERR logged as `FastCGI sent in stderr:
  * "…"`, the CGI header, STDOUT; cgi-response.ts: uwsgi's and SCGI's status
- * line and header, the body to its length or the connection's end), turns
- * the status line, `Status:` and `Location:` into the response status, and
- * streams the body to the client through the same buffering as proxied
- * responses. With `fastcgi_keep_conn on` and an `upstream` block that keeps
- * connections, a FastCGI connection serves later requests
+ * line and header, the body to its length or the connection's end;
+ * memcached-protocol.ts: a value or `END`), turns the status line,
+ * `Status:` and `Location:` into the response status, and streams the body
+ * to the client through the same buffering as proxied responses. With an
+ * `upstream` block that keeps connections, a FastCGI connection
+ * (`fastcgi_keep_conn on`) or a memcached one serves later requests
  * (fastcgi-connections.ts); uwsgi and SCGI connections close with their
  * response, as nginx's do.
  */
@@ -129,7 +130,15 @@ async function address(ex: Exchange, conf: PassConf, scheme: CgiWire<PassConf>['
   if (conf.target.kind === 'group') {
     return firstPeer(ex, cx.table.upstreams.get(conf.target.group)!, conf, scheme, '');
   }
-  const text = conf.target.address.evaluate(r);
+  let text = conf.target.address.evaluate(r);
+  // ngx_http_uwsgi_eval: the address may name its scheme
+  if (scheme === 'uwsgi' && /^s?uwsgi:\/\//i.test(text)) {
+    if (/^suwsgi/i.test(text)) {
+      logRequest(cx, r, 'error', `uwsgi over TLS ("suwsgi://") is not supported by jinx in upstream "${text}"`);
+      return 500;
+    }
+    text = text.slice('uwsgi://'.length);
+  }
   if (text.startsWith('unix:')) return { peer: { path: text.slice(5), name: text }, attempts: undefined };
   const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(text);
   if (!m) {
