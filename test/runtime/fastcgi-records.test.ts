@@ -52,6 +52,9 @@ const SCRIPTS: Record<string, (sock: Socket) => void> = {
   '/space-in-name': (s) => writeApart(s, [Buffer.concat([fcgiRecord(STDOUT, `Bad Name: x\r\n${HEAD}`), fcgiRecord(STDOUT, ''), endRequest()])], 0),
   '/cr-in-line': (s) => writeApart(s, [Buffer.concat([fcgiRecord(STDOUT, `X-A: b\rc\r\n${HEAD}`), fcgiRecord(STDOUT, ''), endRequest()])], 0),
   '/lf-only': (s) => writeApart(s, [Buffer.concat([fcgiRecord(STDOUT, 'Status: 404 Not Here\nX-Lf:  spaced value  \nNoColon\n\nbody\n'), fcgiRecord(STDOUT, ''), endRequest()])], 0),
+  // one Content-Length, once, of digits, as every upstream module takes it
+  '/two-lengths': (s) => writeApart(s, [Buffer.concat([fcgiRecord(STDOUT, `Content-Length: 2\r\nContent-Length: 3\r\n${HEAD}abc`), fcgiRecord(STDOUT, ''), endRequest()])], 0),
+  '/bad-length': (s) => writeApart(s, [Buffer.concat([fcgiRecord(STDOUT, `Content-Length: -1\r\n${HEAD}abc`), fcgiRecord(STDOUT, ''), endRequest()])], 0),
   '/data-after-end': (s) => writeApart(s, [Buffer.concat([...ok(), fcgiRecord(STDOUT, 'extra')])], 0),
   // unbuffered: stderr in the segment that ends the header is read with it, a later one is not
   '/unbuffered-together': (s) => writeApart(s, [Buffer.concat([fcgiRecord(STDOUT, `X-Accel-Buffering: no\r\n${HEAD}one\n`), fcgiRecord(STDERR, 'with the header'), ...ok('two\n')])], 0),

@@ -6,9 +6,11 @@
  * HTTP_*, the body, a chunked one read whole first), and
  * how responses are taken: an HTTP status line or CGI header lines, a
  * `Status` header (passed on by uwsgi, hidden by SCGI), `Location`, a body
- * held to its Content-Length (more is cut, less is a premature close), to
+ * held to its Content-Length (more is cut, less is a premature close; two,
+ * an invalid one, one with a Transfer-Encoding, an unknown coding), to
  * the connection's end without one, split headers, a header too big or
- * invalid, an unbuffered response, HEAD and 204, and a server that is down.
+ * invalid, hop-by-hop headers, an unbuffered response, HEAD and 204, and a
+ * server that is down.
  */
 import { strict as assert } from 'node:assert';
 import type { Socket } from 'node:net';
@@ -50,6 +52,11 @@ const SCRIPTS: Record<string, (sock: Socket) => void> = {
   '/no-content': (s) => writeApart(s, [`HTTP/1.1 204 No Content\r\n${TEXT}\r\n`]),
   '/unbuffered': (s) => writeApart(s, [`HTTP/1.1 200 OK\r\nX-Accel-Buffering: no\r\n${TEXT}\r\none `, 'two\n'], 100),
   '/lf-only': (s) => writeApart(s, ['HTTP/1.1 200 OK\nX-Lf:  spaced  \nContent-Type: text/plain\n\nlf body\n']),
+  '/hop-by-hop': (s) => writeApart(s, [`HTTP/1.1 200 OK\r\nConnection: close\r\nKeep-Alive: timeout=5\r\n${TEXT}\r\nbody\n`]),
+  '/unknown-coding': (s) => writeApart(s, [`HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n${TEXT}\r\nbody\n`]),
+  '/two-lengths': (s) => writeApart(s, [`HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 3\r\n${TEXT}\r\nabc`]),
+  '/bad-length': (s) => writeApart(s, [`HTTP/1.1 200 OK\r\nContent-Length: 2x\r\n${TEXT}\r\nab`]),
+  '/chunked-and-length': (s) => writeApart(s, [`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n${TEXT}\r\n5\r\nhello\r\n0\r\n\r\n`]),
 };
 
 function answer(req: SeenCgiRequest, sock: Socket): void {

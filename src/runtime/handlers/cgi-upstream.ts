@@ -170,8 +170,10 @@ const NO_CONTENT_DROPS = new Set(['content-type', 'content-length', 'last-modifi
  * from `Status:` (its first three characters, the whole value as the status
  * line when longer), 302 for a `Location:` without one, else 200. A 204
  * without a status line goes out without `Content-Type`, `Content-Length`
- * and `Last-Modified`, as nginx's header filter sends its own 204s.
- * @throws CgiResponseError `upstream sent invalid status "…"`
+ * and `Last-Modified`, as nginx's header filter sends its own 204s. One
+ * `Content-Length` (digits) or `Transfer-Encoding: chunked`, as every
+ * upstream module takes them (`ngx_http_upstream_headers_in`).
+ * @throws CgiResponseError `upstream sent invalid status "…"`, and nginx's lines for the framing headers
  */
 function cgiHeader(lines: [string, string][], conf: PassConf, line: StatusLine | undefined): CgiHeader {
   const headers: [string, string][] = [];
@@ -181,6 +183,8 @@ function cgiHeader(lines: [string, string][], conf: PassConf, line: StatusLine |
   let location = false;
   let statusLine = line !== undefined;
   let contentLength = -1;
+  /** The Content-Length or Transfer-Encoding line read. */
+  let framing: [string, string] | undefined;
   for (const [name, value] of lines) {
     const lower = name.toLowerCase();
     if (lower === 'status' && !line) {
@@ -189,7 +193,21 @@ function cgiHeader(lines: [string, string][], conf: PassConf, line: StatusLine |
       reason = value.slice(3).trim() || undefined;
       statusLine = value.length > 3;
     } else if (lower === 'location') location = true;
-    else if (lower === 'content-length' && /^\d+$/.test(value)) contentLength = Number(value);
+    else if (lower === 'content-length' || lower === 'transfer-encoding') {
+      // ngx_http_upstream_process_content_length and _transfer_encoding: one of them, once, well formed
+      if (framing) {
+        throw new CgiResponseError(framing[0].toLowerCase() === lower
+          ? `upstream sent duplicate header line: "${name}: ${value}", previous value: "${framing[0]}: ${framing[1]}"`
+          : 'upstream sent "Content-Length" and "Transfer-Encoding" headers at the same time');
+      }
+      framing = [name, value];
+      if (lower === 'content-length') {
+        if (!/^\d+$/.test(value)) throw new CgiResponseError(`upstream sent invalid "Content-Length" header: "${name}: ${value}"`);
+        contentLength = Number(value);
+      } else if (value.toLowerCase() !== 'chunked') throw new CgiResponseError(`upstream sent unknown "Transfer-Encoding": "${value}"`);
+      // a Transfer-Encoding is not passed on (ngx_http_upstream_ignore_header_line)
+      else continue;
+    }
     if (conf.hideHeaders.has(lower)) continue;
     headers.push([name, value]);
   }
