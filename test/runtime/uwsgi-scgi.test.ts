@@ -9,11 +9,11 @@
  * held to its Content-Length (more is cut, less is a premature close; two,
  * an invalid one, one with a Transfer-Encoding, an unknown coding), to
  * the connection's end without one, split headers, a header too big or
- * invalid, hop-by-hop headers, an unbuffered response, HEAD and 204, and a
- * server that is down.
+ * invalid, hop-by-hop headers, an unbuffered response, HEAD and 204, a
+ * server that is down, and a 101 that makes the connection a tunnel.
  */
 import { strict as assert } from 'node:assert';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, onCleanup } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
@@ -138,6 +138,42 @@ describe('uwsgi_pass and scgi_pass (differential, scripted servers)', () => {
     assert.equal(n['/uwsgi/too-big']!.status, 502);
     assert.equal(n.down!.status, 502);
     assert.ok(run.nginx.errorLog.some((l) => l.includes('upstream sent more data than specified in "Content-Length" header')));
+    assertSameAsNginx(run);
+  });
+
+  it('makes the connection a tunnel after a 101 to a request that asked to upgrade, as nginx does', async () => {
+    /** Answers with a 101, bytes after its header, then each line it gets back in capitals. */
+    const upgrade = (_req: SeenCgiRequest, sock: Socket): void => {
+      sock.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\nX-Tunnel: yes\r\n\r\nhello\n');
+      sock.on('data', (d: Buffer) => sock.write(d.toString('latin1').toUpperCase()));
+      sock.on('end', () => sock.end());
+    };
+    const uwsgi = await scriptedUwsgi(upgrade);
+    const scgi = await scriptedScgi(upgrade);
+    /** Upgrades, reads what comes after the header, sends a line, reads its echo, closes: the transcript without the date. */
+    const talk = (port: number, path: string): Promise<string> => new Promise((resolve, reject) => {
+      const sock = connect({ host: '127.0.0.1', port });
+      let got = '';
+      let sent = false;
+      sock.on('data', (d: Buffer) => {
+        got += d.toString('latin1');
+        if (!sent && got.includes('hello\n')) {
+          sent = true;
+          sock.write('ping\n');
+        } else if (got.endsWith('PING\n')) sock.end();
+      });
+      sock.on('close', () => resolve(got.replace(/^Date: .*\r\n/m, '').replace(/^Server: .*\r\n/m, '')));
+      sock.on('error', reject);
+      sock.setTimeout(5000, () => sock.destroy(new Error('no echo')));
+      sock.write(`GET ${path} HTTP/1.1\r\nHost: cgi.test\r\nUpgrade: echo\r\nConnection: upgrade\r\n\r\n`);
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name cgi.test;
+    location /uwsgi/ { uwsgi_pass 127.0.0.1:${uwsgi.port}; }
+    location /scgi/ { scgi_pass 127.0.0.1:${scgi.port}; }
+  }`),
+    }, async (s) => ({ uwsgi: await talk(s.port, '/uwsgi/ws'), scgi: await talk(s.port, '/scgi/ws') }));
+    assert.match(run.nginx.result.uwsgi, /^HTTP\/1.1 101 Switching Protocols\r\n[^]*\r\n\r\nhello\nPING\n$/);
     assertSameAsNginx(run);
   });
 });

@@ -32,6 +32,7 @@ import { accelBuffering, ResponseSpool } from '../spool.js';
 import { takeAccelCharset } from '../filters/charset.js';
 import { takeAccelLimitRate } from '../limit-rate.js';
 import { bodyTurns } from '../turn-budget.js';
+import { tunnel } from '../tunnel.js';
 import { allowSingleRange, cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 import {
   mapUpstreamError, READING_BODY, READING_HEADER, SendTimeoutError, upstreamFailure, upstreamTimeout, type UpstreamFailure,
@@ -72,6 +73,8 @@ interface CgiWire<C extends PassConf> {
   readonly streamsUnknownLength: boolean;
   /** memcached's `intercept_404` and `force_ranges`: a 404 always goes to `error_page` or nginx's page; the client may get one range. */
   readonly memcachedRules?: boolean;
+  /** uwsgi's and SCGI's `101 Switching Protocols` to a request that asked to upgrade makes the connection a tunnel. */
+  readonly upgrades?: boolean;
   /** The location's settings. */
   conf(r: HttpRequestState): C;
   /** `fastcgi_keep_conn`: a connection may outlive its response. */
@@ -266,6 +269,7 @@ const rawBody = (data: Buffer, into: Buffer[]): Buffer[] => {
 const UWSGI: CgiWire<UwsgiConf> = {
   scheme: 'uwsgi',
   streamsUnknownLength: false,
+  upgrades: true,
   conf: (r) => r.loc.uwsgi!,
   keepConn: () => false,
   head: (r, conf) => [encodeUwsgiPacket(conf.modifier1, conf.modifier2, params(r, conf), conf.string)],
@@ -282,6 +286,7 @@ const UWSGI: CgiWire<UwsgiConf> = {
 const SCGI: CgiWire<CgiConf> = {
   scheme: 'scgi',
   streamsUnknownLength: false,
+  upgrades: true,
   conf: (r) => r.loc.scgi!,
   keepConn: () => false,
   head: (r, conf) => {
@@ -448,6 +453,8 @@ async function attempt<C extends PassConf>(
   let yielded = false;
   /** The connection waits for the cache's file to take what was read (`CacheStore.drained`). */
   let storing = false;
+  /** After a 101 that upgrades the connection: the bytes read after its header, until the tunnel takes over. */
+  let upgraded: Buffer[] | undefined;
   const resumeSocket = (): void => {
     if (!spoolPaused && !yielded && !storing) socket.resume();
   };
@@ -565,6 +572,18 @@ async function attempt<C extends PassConf>(
         resolve({ kind: 'accel', value: redirect });
         return 'stop';
       }
+      if (wire.upgrades && parsed.status === 101 && r.headers.upgrade !== undefined && out.tunnelable) {
+        // ngx_http_upstream_upgrade: the header goes out, then the bytes after it and all that follows both ways
+        store?.abort();
+        attempts?.done();
+        stage = 'body';
+        upgraded = [];
+        parsed.headers.unshift(['Connection', 'upgrade'], ...keptHeaders(r));
+        applyHeadersModule(r, 101, parsed.headers);
+        out.head(r, 101, parsed.headers, parsed.reason);
+        out.flushHead();
+        return { contentLength: -1, buffered: false };
+      }
       const accel = conf.accelBuffering ? parsed.all.find(([n]) => n.toLowerCase() === 'x-accel-buffering') : undefined;
       const buffering = accel ? accelBuffering(accel[1], conf.buffering) : conf.buffering;
       const caching = store?.begin(parsed.status, parsed.reason ?? '', up.headers, parsed.headers, buffering) ?? false;
@@ -618,6 +637,10 @@ async function attempt<C extends PassConf>(
       header: onHeader,
       body: (data) => {
         bodyBytes += data.length;
+        if (upgraded) {
+          upgraded.push(data);
+          return;
+        }
         if (store && store.write(data) > conf.memoryBytes && !storing) {
           storing = true;
           socket.pause();
@@ -683,6 +706,35 @@ async function attempt<C extends PassConf>(
         });
       }
     };
+    /**
+     * The tunnel of an upgraded connection: what came after the 101's header
+     * first, then bytes both ways until either side ends, or none moves for
+     * `*_read_timeout`.
+     */
+    const proxyUpgraded = (early: readonly Buffer[]): void => {
+      settled = true;
+      clearTimeout(connectTimer);
+      socket.setTimeout(0);
+      socket.off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
+      const client = out.tunnel()!;
+      const toClient = (n: number): void => {
+        r.bodyBytesSent += n;
+        client.sent(n);
+      };
+      for (const chunk of early) {
+        client.socket.write(chunk);
+        toClient(chunk.length);
+      }
+      r.action = 'proxying upgraded connection';
+      tunnel(client.socket, socket, conf.readTimeoutMs, {
+        toClient,
+        idle: () => logRequest(cx, r, 'info', upstreamTimeout('body').message),
+        closed: () => {
+          endAttempt(state, bytes, bodyBytes);
+          resolve(DONE);
+        },
+      });
+    };
     const onTimeout = (): void => fail(upstreamTimeout(stage === 'body' ? 'body' : 'header'));
     const onError = (err: NodeJS.ErrnoException): void => {
       clearTimeout(connectTimer);
@@ -722,6 +774,10 @@ async function attempt<C extends PassConf>(
       if (stage === 'body') r.action = READING_BODY;
       try {
         reader.push(chunk);
+        if (upgraded) {
+          proxyUpgraded(upgraded);
+          return;
+        }
         if (stage === 'body' && !bodyTurns.spend(chunk.length) && !yielded) {
           yielded = true;
           socket.pause();
@@ -747,6 +803,8 @@ async function attempt<C extends PassConf>(
     if (kept) onConnect();
     else socket.once('connect', onConnect);
     if (!conf.ignoreClientAbort) out.onAbort(() => {
+      // a tunnel watches both of its sides itself
+      if (upgraded) return;
       spool?.abort();
       settle();
       // the request ends with its client: its connection closes (an HTTP/1.x one that only shut down its side too)
