@@ -237,17 +237,19 @@ describe('alias-traversal', () => {
 });
 
 describe('proxy-pass-ssrf', () => {
-  test('fires: a header, a URI capture, a set variable', async () => {
+  test('fires: a header, a URI capture, a set variable, a uwsgi_pass argument', async () => {
     assert.deepEqual(await run('proxy-pass-ssrf', `${SERVER}
   location /a { proxy_pass http://$http_x_backend; }
   location ~ ^/b/([^/]+)/(.*)$ { proxy_pass http://$1/$2; }
   location /c { set $target $arg_to; proxy_pass https://$target:8443/; }
   location ~ \\.php$ { fastcgi_pass $cookie_pool; }
+  location /d { uwsgi_pass uwsgi://$arg_app; }
 }`), [
       'DIR/nginx.conf:4 proxy_pass "http://$http_x_backend" takes its host from $http_x_backend, which comes from the request header "x-backend".',
       'DIR/nginx.conf:5 proxy_pass "http://$1/$2" takes its host from $1, which comes from the request URI (capture $1 of "^/b/([^/]+)/(.*)$" at DIR/nginx.conf:5).',
       'DIR/nginx.conf:6 proxy_pass "https://$target:8443/" takes its host from $target, which comes from the query argument "to".',
       'DIR/nginx.conf:7 fastcgi_pass "$cookie_pool" takes its host from $cookie_pool, which comes from the cookie "pool".',
+      'DIR/nginx.conf:8 uwsgi_pass "uwsgi://$arg_app" takes its host from $arg_app, which comes from the query argument "app".',
     ]);
   });
   test('twin: fixed hosts, a map with fixed values, the URI after the host (NPM\'s proxy_pass)', async () => {

@@ -120,19 +120,22 @@ function hostParts<T>(parts: readonly (string | T)[], isPath: (p: T) => boolean)
   return out;
 }
 
+/** The directives whose argument names where jinx connects, with variables. */
+const PASSES = new Set(['proxy_pass', 'fastcgi_pass', 'uwsgi_pass', 'scgi_pass']);
+
 const ssrf: LintRule = {
   code: 'proxy-pass-ssrf',
   severity: 'error',
   title: 'proxy_pass or fastcgi_pass takes its host from the request',
-  explanation: 'A proxy_pass whose scheme or host (or a fastcgi_pass whose address) comes from a request header, an argument, the URI or a capture of it lets a client choose where jinx connects (server-side request forgery: internal services, cloud metadata at 169.254.169.254). Internal locations are not reported, nor a capture that cannot hold a dot (`([a-z]+)` chooses among names the configuration writes around it). Fix: proxy to fixed hosts or an upstream block; map client input through a `map` whose values are fixed hosts, with a default.',
+  explanation: 'A proxy_pass whose scheme or host (or a fastcgi_pass, uwsgi_pass or scgi_pass whose address) comes from a request header, an argument, the URI or a capture of it lets a client choose where jinx connects (server-side request forgery: internal services, cloud metadata at 169.254.169.254). Internal locations are not reported, nor a capture that cannot hold a dot (`([a-z]+)` chooses among names the configuration writes around it). Fix: proxy to fixed hosts or an upstream block; map client input through a `map` whose values are fixed hosts, with a default.',
   docUrl: ruleDocUrl('proxy-pass-ssrf'),
   check: (subject, report) => {
     const taint = new TaintTable(subject);
     eachDirective(subject, (level, d) => {
-      if ((d.name !== 'proxy_pass' && d.name !== 'fastcgi_pass') || d.args.length !== 1) return;
+      if (!PASSES.has(d.name) || d.args.length !== 1) return;
       const parts = safeSplit(d.args[0]!);
-      // fastcgi_pass is an address: all of it names the host
-      const host = d.name === 'fastcgi_pass' ? parts : hostParts(parts, (p) => 'name' in p && PATH_VARIABLES.has(p.name.toLowerCase()));
+      // fastcgi_pass, uwsgi_pass and scgi_pass take an address: all of it names the host
+      const host = d.name !== 'proxy_pass' ? parts : hostParts(parts, (p) => 'name' in p && PATH_VARIABLES.has(p.name.toLowerCase()));
       const location = enclosing(level, ['location']);
       if (location?.conf.own(internal)?.value) return;
       const sources = captureSources(subject, level, d);
