@@ -731,6 +731,10 @@ function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Expl
   if (loc.contentHandler === 'stub_status') return { handler: { kind: 'stub_status', lines: ['the status page'] }, status: 200 };
   const path = r.mapUriToPath(r.uri);
   lines.push(`${loc.root.alias ? 'alias' : 'root'} ${r.documentRoot()}: URI ${r.uri} → ${path}`);
+  if (loc.dav.methods.has(r.method)) {
+    lines.push(`dav_methods: ${r.method} acts on ${path}`);
+    return { handler: { kind: 'dav', lines }, status: undefined };
+  }
   if (r.uri.endsWith('/')) {
     const names = loc.index.map((v) => v.evaluate(r));
     for (const name of names) {

@@ -384,6 +384,29 @@ http {
     assert.match(r.stdout, /^status {4}204$/m);
   });
 
+  it('the handler of uwsgi_pass (its params), memcached_pass (its key) and dav_methods (the file a PUT writes)', () => {
+    const prefix = makePrefix({ 'nginx.conf': `events {}
+http {
+    server {
+        listen 127.0.0.1:1;
+        server_name t.test;
+        root /srv/www;
+        location /app/ { uwsgi_param PATH_INFO $document_uri; uwsgi_pass uwsgi://127.0.0.1:3031; }
+        location /cached/ { set $memcached_key "page:$uri"; memcached_pass 127.0.0.1:11211; }
+        location /files/ { dav_methods PUT DELETE; }
+    }
+}
+` });
+    const text = (request: string): string => {
+      const r = runJinx(['explain', '-p', `${prefix}/`, '-c', 'nginx.conf', request]);
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout;
+    };
+    assert.match(text('GET http://t.test:1/app/x'), /^ +param: PATH_INFO = \/app\/x$/m);
+    assert.match(text('GET http://t.test:1/cached/y'), /^ +key: page:\/cached\/y$/m);
+    assert.match(text('PUT http://t.test:1/files/new.txt'), /^ +dav_methods: PUT acts on \/srv\/www\/files\/new\.txt$/m);
+  });
+
   it('an `if` that matches and `limit_except` switch the settings in effect, as the runtime does', async () => {
     const prefix = makePrefix({
       'nginx.conf': `events {}
