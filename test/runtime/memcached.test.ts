@@ -2,7 +2,8 @@
  * memcached_pass, differential against nginx: with a real memcached, a
  * value typed by the location (200, HEAD, a range of it), one flagged as
  * gzip (`memcached_gzip_flag`), a key escaped as nginx escapes it, a
- * missing key (404 and nginx's info line, or the `error_page`), POST (405),
+ * missing key (404 and nginx's info line, or the `error_page`), a kept
+ * connection through an `upstream` block, POST (405),
  * an unset `$memcached_key` (500); with a scripted server, the answers
  * nginx refuses (invalid line, key, flags or length, a bad trailer, a
  * value cut short, a line too long) and a server that is down.
@@ -47,6 +48,7 @@ describe('memcached_pass (differential)', () => {
     await mc.set('/packed', Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0]), 2);
     await mc.set('/with%20space', 'escaped key\n');
     await mc.set('/ranged.txt', '0123456789');
+    await mc.set('/fallback/hit', 'kept\n');
     const run = await differential({
       conf: ({ port }) => httpConf(`  types { text/html html; text/plain txt; } default_type application/octet-stream;
   upstream mc { server 127.0.0.1:${mc.port}; }
@@ -65,15 +67,20 @@ describe('memcached_pass (differential)', () => {
       out.range = await s.get('/ranged.txt', { headers: { Range: 'bytes=2-4' } });
       out.missing = await s.get('/missing');
       out.fallback = await s.get('/fallback/none');
+      // through an upstream block, which keeps connections: the one the 404 above left serves a value, a missing key and a value again
+      const before = await mc.connections();
+      for (const uri of ['/fallback/hit', '/fallback/none', '/fallback/hit']) out[`kept ${uri}`] = await s.get(uri);
+      const opened = (await mc.connections()) - before - 1;
       out.post = await s.get('/page.html', { method: 'POST', body: 'x' });
       out.unset = await s.get('/unset/x');
-      return out;
+      return { responses: out, opened };
     });
-    const n = run.nginx.result;
+    const n = run.nginx.result.responses;
     assert.equal(n.page!.body, '<p>cached page</p>\n');
     assert.equal(n.range!.status, 206);
     assert.equal(n.missing!.status, 404);
     assert.equal(n.fallback!.body, 'from the origin\n');
+    assert.equal(run.nginx.result.opened, 0);
     assertSameAsNginx(run);
   });
 

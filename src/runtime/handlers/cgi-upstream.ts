@@ -558,7 +558,8 @@ async function attempt<C extends PassConf>(
         stage = 'done';
         r.action = 'sending to client';
         settled = true;
-        release(false);
+        // memcached's END was read whole: the connection may serve another request
+        release(wire.memcachedRules === true && parsed.status === 404);
         resolve(statusOutcome(parsed.status));
         return 'stop';
       }
