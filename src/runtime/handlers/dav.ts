@@ -106,6 +106,8 @@ async function put(ex: Exchange): Promise<Outcome> {
   const { r, cx } = ex;
   if (r.uri.endsWith('/')) return refuse(ex, 409, 'cannot PUT to a collection');
   if (r.headers['content-range'] !== undefined) return refuse(ex, 501, 'PUT with range is unsupported');
+  // a subrequest has no body of its own
+  if (ex.body === undefined) return refuse(ex, 500, 'PUT request body is unavailable');
   // without a length nor chunks nginx reads no body, and has no file to put
   if (r.headers['content-length'] === undefined && !bodyOfUnknownLength(r, ex.body)) return refuse(ex, 500, 'PUT request body must be in a file');
   const body = await readRequestBody(ex, { inFileOnly: 'clean', announced: false });
