@@ -4,7 +4,9 @@
  * the URI or named location it names, with the upstream's Content-Type,
  * Set-Cookie, Content-Disposition, Cache-Control, Expires and Accept-Ranges
  * and no other header of it; unsafe URIs are 404 with nginx's error line;
- * `proxy_ignore_headers X-Accel-Redirect` passes the response on.
+ * `proxy_ignore_headers X-Accel-Redirect` passes the response on; the
+ * upstream connection of a response without a body is kept after it, as
+ * after an intercepted error.
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
@@ -82,6 +84,32 @@ describe('X-Accel-Redirect (differential)', () => {
       return out;
     });
     assert.equal(run.nginx.result['@named']!.body, 'named GET /fcgi\n');
+    assertSameAsNginx(run);
+  });
+
+  it('keeps the upstream connection of a bodiless response that X-Accel-Redirect or an intercepted error gives up', async () => {
+    // empty bodies, which the upstream's connection has read whole with the header
+    const up = await echoUpstream('kept', (req, res) => {
+      if (req.url === '/plain') res.writeHead(200, { 'Content-Length': '0' });
+      else if (req.url === '/accel') res.writeHead(200, { 'X-Accel-Redirect': '/text', 'Content-Length': '0' });
+      else res.writeHead(404, { 'Content-Length': '0' });
+      res.end();
+      return true;
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  upstream kept { server 127.0.0.1:${up.port}; keepalive 4; }
+  server { listen 127.0.0.1:${port}; server_name accel.test;
+    location / { proxy_pass http://kept; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_intercept_errors on; error_page 404 = /text; }
+    location = /text { return 200 "text\\n"; }
+  }`),
+    }, async (s) => {
+      const before = up.connections();
+      const out: Record<string, Snap> = {};
+      for (const path of ['/plain', '/plain', '/accel', '/plain', '/missing', '/plain']) out[`${path} ${up.connections() - before}`] = await s.get(path);
+      return { responses: out, opened: up.connections() - before };
+    });
+    // ngx_http_proxy_process_header sets u->keepalive for a response without a body: one connection serves all six
+    assert.equal(run.nginx.result.opened, 1);
     assertSameAsNginx(run);
   });
 });

@@ -375,7 +375,7 @@ function send(
   }
   let started: ProxyResponse | undefined;
   return new Promise<Outcome>((resolve) => {
-    const handler = new ProxyResponse(ex, p, dest, { withBody, body }, state, resolve, store);
+    const handler = new ProxyResponse(ex, p, dest, { withBody, body, method: options.method }, state, resolve, store);
     started = handler;
     ex.out.onAbort((err) => handler.clientClosed(err));
     if (source && !body && !setBody) {
@@ -457,7 +457,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     private readonly ex: Exchange,
     private readonly p: ProxyConf,
     private readonly dest: Destination,
-    private readonly request: { readonly withBody: boolean; readonly body: RequestBody | undefined },
+    /** What was sent: whether with a body, the body read first, the method. */
+    private readonly request: { readonly withBody: boolean; readonly body: RequestBody | undefined; readonly method: string },
     /** This attempt's `$upstream_*` state. */
     private readonly state: UpstreamState,
     /** Settles the attempt with how the request goes on. */
@@ -730,12 +731,15 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // proxy_pass_header, keeps nginx's own out of the response
     if (!server && !p.hideHeaders.has('server')) outHeaders.push(['Server', []]);
     if (!date && !p.hideHeaders.has('date')) outHeaders.push(['Date', []]);
+    // ngx_http_proxy_process_header: a response without a body keeps its connection however the request
+    // goes on (u->keepalive); undici reads it whole right after this header
+    const bodiless = statusCode === 204 || statusCode === 304 || this.request.method === 'HEAD' || (!chunked && this.expectedBytes === 0);
     if (interceptsError(ex, p.interceptErrors, statusCode, received, this.store)) {
       this.endState();
       this.stage = 'intercepted';
-      this.abortUpstream(new Error('intercepted'));
+      if (!bodiless) this.abortUpstream(new Error('intercepted'));
       this.resolve(statusOutcome(statusCode));
-      return false;
+      return bodiless;
     }
     const redirect = p.accelRedirect ? accelRedirectOf(received) : undefined;
     if (redirect !== undefined) {
@@ -744,9 +748,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       keepForRedirect(r, received, cookies ? (v) => rewriteSetCookie(r, p, v) ?? v : undefined);
       this.endState();
       this.stage = 'intercepted';
-      this.abortUpstream(new Error('X-Accel-Redirect'));
+      if (!bodiless) this.abortUpstream(new Error('X-Accel-Redirect'));
       this.resolve({ kind: 'accel', value: redirect });
-      return false;
+      return bodiless;
     }
     const caching = this.store?.begin(statusCode, statusText, received, outHeaders, buffering) ?? false;
     if (caching) allowSingleRange(r, outHeaders);
@@ -885,6 +889,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
 
   /** `trailers`: names and values alternating, as Buffers (undici's types say strings). */
   onComplete(trailers: string[] | null): void {
+    // a response without a body that the request gave up (X-Accel-Redirect, an intercepted error)
+    if (this.stage === 'intercepted') return;
     this.complete = true;
     if (trailers) this.state.trailers = (trailers as (string | Buffer)[]).map((b) => (typeof b === 'string' ? b : b.toString('latin1')));
     this.endState();
