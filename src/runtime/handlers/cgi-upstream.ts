@@ -265,18 +265,27 @@ const rawBody = (data: Buffer, into: Buffer[]): Buffer[] => {
   return into;
 };
 
-/** `uwsgi_pass`: the uwsgi packet, then the body. */
-const UWSGI: CgiWire<UwsgiConf> = {
-  scheme: 'uwsgi',
+/**
+ * What uwsgi and SCGI share: the body as it is after their header, a
+ * chunked one read whole first, the response read by `StreamResponseReader`,
+ * the connection closed with it, a 101 that upgrades it.
+ */
+const STREAM_WIRE: Omit<CgiWire<CgiConf>, 'scheme' | 'conf' | 'head'> = {
   streamsUnknownLength: false,
   upgrades: true,
-  conf: (r) => r.loc.uwsgi!,
   keepConn: () => false,
-  head: (r, conf) => [encodeUwsgiPacket(conf.modifier1, conf.modifier2, params(r, conf), conf.string)],
   bodyPiece: rawBody,
   bodyEnd: (into) => into,
   reader: (conf, sink) => new StreamResponseReader(conf.bufferSizeBytes, sink),
   bodyLength: streamBodyLength,
+};
+
+/** `uwsgi_pass`: the uwsgi packet, then the body. */
+const UWSGI: CgiWire<UwsgiConf> = {
+  ...STREAM_WIRE,
+  scheme: 'uwsgi',
+  conf: (r) => r.loc.uwsgi!,
+  head: (r, conf) => [encodeUwsgiPacket(conf.modifier1, conf.modifier2, params(r, conf), conf.string)],
 };
 
 /**
@@ -284,19 +293,13 @@ const UWSGI: CgiWire<UwsgiConf> = {
  * (0 without one; a chunked body's length once read), then the body.
  */
 const SCGI: CgiWire<CgiConf> = {
+  ...STREAM_WIRE,
   scheme: 'scgi',
-  streamsUnknownLength: false,
-  upgrades: true,
   conf: (r) => r.loc.scgi!,
-  keepConn: () => false,
   head: (r, conf) => {
     const declared = Number(r.headers['content-length'] ?? r.bodyLength ?? 0);
     return [encodeScgiHeader(declared > 0 ? declared : 0, params(r, conf))];
   },
-  bodyPiece: rawBody,
-  bodyEnd: (into) => into,
-  reader: (conf, sink) => new StreamResponseReader(conf.bufferSizeBytes, sink),
-  bodyLength: streamBodyLength,
 };
 
 /**
