@@ -118,6 +118,7 @@ export function memcachedConf(cx: CompileContext, node: LevelNode, c: ConfChain)
     requestBuffering: true,
     memoryBytes: buffer,
     bufferBytes: buffer,
+    // never buffered, so never a temp file (nginx's bufs.num 0, max_temp_file_size 0)
     tempPath: { dir: cx.scope.fullPath('proxy_temp'), levels: [] },
     maxTempFileBytes: 0,
     busyBytes: buffer,
