@@ -677,8 +677,11 @@ async function explainAccess(ex: Exchange, chain: ConfChain | undefined): Promis
 function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Explanation['handler']; status: number | undefined } {
   const loc = r.loc;
   const lines: string[] = [];
-  if (loc.contentHandler === 'proxy_pass' && loc.proxy) {
-    const p = loc.proxy;
+  const passed = loc.contentHandler === 'proxy_pass' ? loc.proxy : loc.contentHandler === 'grpc_pass' ? loc.grpc : undefined;
+  if (passed && loc.contentHandler) {
+    const p = passed;
+    const kind = loc.contentHandler;
+    const grpc = p.module === 'grpc';
     let scheme: 'http' | 'https';
     let hostHeader: string;
     let uri: string;
@@ -694,10 +697,13 @@ function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Expl
       if (peers !== p.target.group) lines.push(`upstream ${p.target.group}: ${peers}`);
     } else {
       const url = p.target.url.evaluate(r);
-      lines.push(`proxy_pass with variables, evaluated: "${url}"`);
-      const m = /^(https?):\/\/([^/?#]*)(.*)$/is.exec(url);
-      if (!m) return { handler: { kind: 'proxy_pass', lines: [...lines, `invalid URL prefix in "${url}": 500`] }, status: 500 };
-      scheme = m[1]!.toLowerCase() as 'http' | 'https';
+      lines.push(`${kind} with variables, evaluated: "${url}"`);
+      const m = grpc ? /^(?:(grpcs?):\/\/)?([^/?#]+)()$/is.exec(url) : /^(https?):\/\/([^/?#]*)(.*)$/is.exec(url);
+      if (!m) {
+        const why = grpc ? `invalid host in upstream "${url}"` : `invalid URL prefix in "${url}"`;
+        return { handler: { kind, lines: [...lines, `${why}: 500`] }, status: 500 };
+      }
+      scheme = /^(https|grpcs)$/i.test(m[1] ?? '') ? 'https' : 'http';
       hostHeader = m[2]!;
       uri = m[3] || upstreamUri(r, p, undefined);
       peers = hostHeader;
@@ -706,15 +712,23 @@ function explainHandler(r: HttpRequestState, table: RouteTable): { handler: Expl
     const portText = /:(\d+)$/.exec(hostHeader)?.[1];
     r.proxyPort = portText ?? (scheme === 'https' ? '443' : '80');
     const method = p.method?.evaluate(r) ?? r.method;
-    lines.unshift(`proxy_pass → ${scheme}://${hostHeader}${uri}`);
-    lines.push(`request line: ${method} ${uri} HTTP/${p.httpVersion}`);
     const dest = { scheme, peer: { host: hostHeader, port: Number(r.proxyPort), name: peers, keepalive }, attempts: undefined, uri, hostHeader, port: Number(r.proxyPort) } as unknown as Destination;
     const sent = requestHeaders(r, p, dest);
+    if (grpc) {
+      lines.unshift(`grpc_pass → ${scheme === 'https' ? 'grpcs' : 'grpc'}://${hostHeader}`);
+      const host = sent.headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === 'host');
+      lines.push(`request: HTTP/2 :method ${method}, :path ${uri}${host ? '' : `, :authority ${hostHeader}`}`);
+    } else {
+      lines.unshift(`proxy_pass → ${scheme}://${hostHeader}${uri}`);
+      lines.push(`request line: ${method} ${uri} HTTP/${p.httpVersion}`);
+    }
     for (let i = 0; i < sent.headers.length; i += 2) lines.push(`header: ${sent.headers[i]}: ${sent.headers[i + 1]}`);
-    if (sent.upgrade !== undefined) lines.push(`header: Upgrade: ${sent.upgrade}`);
-    lines.push(`header: Connection: ${sent.upgrade !== undefined ? 'upgrade' : sent.reuse ? 'keep-alive' : 'close'}`);
+    if (!grpc) {
+      if (sent.upgrade !== undefined) lines.push(`header: Upgrade: ${sent.upgrade}`);
+      lines.push(`header: Connection: ${sent.upgrade !== undefined ? 'upgrade' : sent.reuse ? 'keep-alive' : 'close'}`);
+    }
     for (const o of sent.omitted) lines.push(o);
-    return { handler: { kind: 'proxy_pass', lines }, status: undefined };
+    return { handler: { kind, lines }, status: undefined };
   }
   const pass = loc.contentHandler === 'fastcgi_pass' ? loc.fastcgi : loc.contentHandler === 'uwsgi_pass' ? loc.uwsgi
     : loc.contentHandler === 'scgi_pass' ? loc.scgi : loc.contentHandler === 'memcached_pass' ? loc.memcached : undefined;

@@ -41,6 +41,7 @@ import * as core from './modules/core.js';
 import * as fastcgi from './modules/fastcgi.js';
 import { SCGI_SLOTS, scgiConf } from './modules/scgi.js';
 import { UWSGI_SLOTS, uwsgiConf } from './modules/uwsgi.js';
+import { grpcConf, grpcPassAddress, loadGrpcTls } from './modules/grpc.js';
 import { memcachedConf, memcachedPassAddress } from './modules/memcached.js';
 import { gzipConf } from './modules/gzip.js';
 import { headersConf } from './modules/headers.js';
@@ -207,7 +208,7 @@ export async function compileConfig(opts: CompileOptions): Promise<CompiledConfi
 const CGI_SLOTS = [fastcgi.FASTCGI_SLOTS, UWSGI_SLOTS, SCGI_SLOTS];
 
 /** The content handlers that pass the request upstream, which a `limit_except` block takes from its location. */
-const UPSTREAM_HANDLERS: ReadonlySet<string> = new Set(['proxy_pass', 'fastcgi_pass', 'uwsgi_pass', 'scgi_pass']);
+const UPSTREAM_HANDLERS: ReadonlySet<string> = new Set(['proxy_pass', 'fastcgi_pass', 'uwsgi_pass', 'scgi_pass', 'grpc_pass']);
 
 /**
  * The modules' merges of a level that are functions of the settings they
@@ -323,7 +324,7 @@ class Compiler implements CompileContext {
     const httpNode = this.root.children.find((c) => c.context === 'http');
     let listens: ListenGroup[] = [];
     if (httpNode) {
-      resolveUpstreams(this, httpNode, [proxy.proxyPassAddress, ...CGI_SLOTS.map(cgiPassAddress), memcachedPassAddress]);
+      resolveUpstreams(this, httpNode, [proxy.proxyPassAddress, ...CGI_SLOTS.map(cgiPassAddress), grpcPassAddress, memcachedPassAddress]);
       for (const map of this.scope.registry(mapBlocks)) bindMap(map, this.scope.variables);
       for (const geo of this.scope.registry(geoBlocks)) bindGeo(geo, this.scope.variables);
       for (const split of this.scope.registry(splitClientsBlocks)) bindSplitClients(split, this.scope.variables);
@@ -333,6 +334,7 @@ class Compiler implements CompileContext {
       checkUpstreamMerge(this, httpNode, servers, proxy.PROXY_MERGE);
       for (const s of CGI_SLOTS) checkUpstreamMerge(this, httpNode, servers, s.merge);
       proxy.loadProxyTls(this, servers);
+      loadGrpcTls(this, servers);
       for (const s of servers) this.recovering(() => checkDuplicateLocations(s));
       checkSslListens(this, servers, certificates);
       linkCharsets(this, servers);
@@ -389,6 +391,7 @@ class Compiler implements CompileContext {
       fastcgi: fastcgi.fastcgiConf(this, node, c),
       uwsgi: uwsgiConf(this, node, c),
       scgi: scgiConf(this, node, c),
+      grpc: grpcConf(this, node, c),
       memcached: memcachedConf(this, node, c),
       secureLink: secureLinkConf(c, this.scope.variables),
       referers: refererConf(c),
@@ -396,7 +399,7 @@ class Compiler implements CompileContext {
     }, settings);
     // a block without a content handler of its own: an `if` keeps its location's (nginx's
     // ngx_http_update_location_config changes r->content_handler only to a handler the block has), a
-    // `limit_except` takes proxy_pass, fastcgi_pass, uwsgi_pass and scgi_pass with their settings
+    // `limit_except` takes proxy_pass, fastcgi_pass, uwsgi_pass, scgi_pass and grpc_pass with their settings
     // (clcf->lmt_excpt in ngx_http_proxy_merge_loc_conf and ngx_http_fastcgi_merge_loc_conf)
     if (conf.contentHandler === undefined && (node.context === 'lif' || node.context === 'limit_except')) {
       const outer = inheritedIntoIf(node, (n) => n.conf.own(http.contentHandler)?.value);

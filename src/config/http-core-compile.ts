@@ -220,7 +220,7 @@ export function locationTree(cx: CompileContext, level: LevelNode, conf: (node: 
 function location(cx: CompileContext, node: LevelNode, conf: LocationConf): Mutable<CompiledLocation> {
   const def = node.conf.own(http.locationDef)!.value!;
   const handler = conf.proxy !== undefined || conf.fastcgi !== undefined || conf.uwsgi !== undefined || conf.scgi !== undefined
-    || conf.memcached !== undefined;
+    || conf.grpc !== undefined || conf.memcached !== undefined;
   return {
     match: def.match,
     name: def.name,

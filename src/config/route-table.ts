@@ -202,6 +202,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly fastcgi: FastcgiConf | undefined;
   readonly uwsgi: UwsgiConf | undefined;
   readonly scgi: CgiConf | undefined;
+  /** `grpc_pass` and its settings, in the proxy's shape. */
+  readonly grpc: ProxyConf | undefined;
   readonly memcached: MemcachedConf | undefined;
   /** `fastcgi_split_path_info` and `fastcgi_index`, for `$fastcgi_script_name` and `$fastcgi_path_info`. */
   readonly fastcgiSplit: { readonly regex: RegExp | undefined; readonly index: string | undefined };

@@ -25,7 +25,7 @@ import { fastcgiRequest, memcachedRequest, scgiRequest, uwsgiRequest } from './h
 import { limitConnections } from './handlers/limit-conn.js';
 import { limitRequests } from './handlers/limit-req.js';
 import { startMirrors } from './handlers/mirror.js';
-import { proxyRequest } from './handlers/proxy.js';
+import { grpcRequest, proxyRequest } from './handlers/proxy.js';
 import { serveStatic, tryFiles } from './handlers/static.js';
 import { statusFormat, statusPage } from './handlers/stub-status.js';
 import { realClientAddress } from './handlers/realip.js';
@@ -133,7 +133,8 @@ export function serveClientRequest(
       // ngx_http_log_request
       r.action = 'logging request';
       cx.accessLog.write(r.loc.accessLogs, r, (level, message) => logRequest(cx, r, level, message));
-      cx.status.tally(r, r.upstream && r.loc.proxy?.target.kind === 'static' ? r.loc.proxy.target.group : undefined);
+      const passed = r.loc.proxy ?? r.loc.grpc;
+      cx.status.tally(r, r.upstream && passed?.target.kind === 'static' ? passed.target.group : undefined);
       onClosed(r);
     };
     const hold = backgroundSettled(out.heldBy);
@@ -563,6 +564,7 @@ async function authRequest(ex: Exchange): Promise<AccessResult> {
 /** The handler of each content directive (`clcf->handler`); without one, the static, index and autoindex handlers. */
 const CONTENT_HANDLERS: Readonly<Record<ContentHandlerName, ContentHandler>> = {
   proxy_pass: proxyRequest,
+  grpc_pass: grpcRequest,
   fastcgi_pass: fastcgiRequest,
   uwsgi_pass: uwsgiRequest,
   scgi_pass: scgiRequest,

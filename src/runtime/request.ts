@@ -200,6 +200,13 @@ export class HttpRequestState implements RequestView {
   /** The response ends with `add_trailer`'s trailers (nginx's `r->expect_trailers`). */
   expectTrailers = false;
   /**
+   * The upstream trailers the response passes before `add_trailer`'s
+   * (`ngx_http_upstream_process_trailers`, gRPC's `pass_trailers`): an
+   * empty list from the response header on, filled once the upstream's
+   * response was read whole; undefined when it passes none.
+   */
+  upstreamTrailers: [string, string][] | undefined;
+  /**
    * The connection timed out (nginx's `c->timedout`): it is closed with a
    * reset when `reset_timedout_connection` is on.
    */

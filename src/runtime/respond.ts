@@ -266,13 +266,15 @@ export function applyHeadersModule(r: HttpRequestState, status: number, headers:
 }
 
 /**
- * The trailers of a response that expects them (`ngx_http_trailers_filter`):
- * each `add_trailer` that applies to the status, with a value; while they
- * are made, `$sent_trailer_*` sees those made before.
+ * The trailers of a response that has them: the upstream's it passes
+ * (`r->headers_out.trailers` as the upstream left it), then
+ * (`ngx_http_trailers_filter`) each `add_trailer` that applies to the
+ * status, with a value; while they are made, `$sent_trailer_*` sees those
+ * made before.
  */
 export function responseTrailers(r: HttpRequestState): [string, string][] {
   const normal = ADD_HEADER_STATUSES.has(r.status);
-  const trailers: [string, string][] = [];
+  const trailers: [string, string][] = r.upstreamTrailers ? [...r.upstreamTrailers] : [];
   r.outTrailers = trailers;
   for (const t of r.loc.addTrailers) {
     if (!t.always && !normal) continue;

@@ -407,6 +407,34 @@ http {
     assert.match(text('PUT http://t.test:1/files/new.txt'), /^ +dav_methods: PUT acts on \/srv\/www\/files\/new\.txt$/m);
   });
 
+  it('the handler of grpc_pass: the upstream, the HTTP/2 pseudo-headers and the headers sent', () => {
+    const prefix = makePrefix({ 'nginx.conf': `events {}
+http {
+    upstream backends { server 127.0.0.1:50051; server 127.0.0.1:50052; }
+    server {
+        listen 127.0.0.1:1;
+        server_name t.test;
+        grpc_set_header X-Real-IP $remote_addr;
+        location /api.Echo/ { grpc_pass grpcs://127.0.0.1:9000; }
+        location /kept/ { grpc_set_header Host backend.test; grpc_pass backends; }
+    }
+}
+` });
+    const text = (request: string): string => {
+      const r = runJinx(['explain', '-p', `${prefix}/`, '-c', 'nginx.conf', request]);
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout;
+    };
+    const direct = text('POST http://t.test:1/api.Echo/Say');
+    assert.match(direct, /^handler {3}grpc_pass\n {10}grpc_pass → grpcs:\/\/127\.0\.0\.1:9000$/m);
+    assert.match(direct, /^ +request: HTTP\/2 :method POST, :path \/api\.Echo\/Say, :authority 127\.0\.0\.1:9000$/m);
+    assert.match(direct, /^ +header: X-Real-IP: /m);
+    const kept = text('POST http://t.test:1/kept/Say');
+    assert.match(kept, /^ +upstream backends: 127\.0\.0\.1:50051, 127\.0\.0\.1:50052$/m);
+    assert.match(kept, /^ +request: HTTP\/2 :method POST, :path \/kept\/Say$/m);
+    assert.match(kept, /^ +header: Host: backend\.test$/m);
+  });
+
   it('an `if` that matches and `limit_except` switch the settings in effect, as the runtime does', async () => {
     const prefix = makePrefix({
       'nginx.conf': `events {}

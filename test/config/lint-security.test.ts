@@ -145,6 +145,27 @@ ${SERVER}
   });
 });
 
+describe('grpc-set-header-inheritance', () => {
+  test('fires where the list reaches a grpc_pass', async () => {
+    assert.deepEqual(await run('grpc-set-header-inheritance', `${SERVER}
+  grpc_set_header X-Real-IP $remote_addr;
+  location /api.Service/ {
+    grpc_set_header X-Tenant a;
+    grpc_pass grpc://127.0.0.1:9000;
+  }
+}`), [
+      'DIR/nginx.conf:5 location "/api.Service/" sets its own grpc_set_header (DIR/nginx.conf:6), so X-Real-IP (DIR/nginx.conf:4), set above, is not sent to its upstream.',
+    ]);
+  });
+  test('twin: a proxied location with its own list does not count', async () => {
+    assert.deepEqual(await run('grpc-set-header-inheritance', `${SERVER}
+  grpc_set_header X-Real-IP $remote_addr;
+  location /api.Service/ { grpc_pass grpc://127.0.0.1:9000; }
+  location /web/ { grpc_set_header X-Tenant a; proxy_pass http://127.0.0.1:9001; }
+}`), []);
+  });
+});
+
 describe('proxy-hide-header-inheritance', () => {
   test('fires', async () => {
     assert.deepEqual(await run('proxy-hide-header-inheritance', `proxy_hide_header X-Powered-By;

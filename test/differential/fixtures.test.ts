@@ -116,6 +116,11 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'global-missing-semicolon', expect: '[emerg] unexpected end of parameter, expecting ";" in command line', flags: ['-g', 'daemon on'] },
   { name: 'global-unknown-directive', expect: '[emerg] unknown directive "foo" in command line', flags: ['-g', 'foo;'] },
   { name: 'gunzip-buffers-invalid', expect: '[emerg] "gunzip_buffers" directive invalid value in PREFIX/nginx.conf:6' },
+  { name: 'grpc-next-upstream-updating', expect: '[emerg] invalid value "updating" in PREFIX/nginx.conf:7' },
+  { name: 'grpc-pass-duplicate', expect: '[emerg] "grpc_pass" directive is duplicate in PREFIX/nginx.conf:8' },
+  { name: 'grpc-pass-no-port', expect: '[emerg] no port in upstream "127.0.0.1" in PREFIX/nginx.conf:7' },
+  { name: 'grpc-pass-with-uri', expect: '[emerg] invalid host in upstream "127.0.0.1:9000/service" in PREFIX/nginx.conf:7' },
+  { name: 'grpc-ssl-verify-without-trusted-certificate', expect: '[emerg] no grpc_ssl_trusted_certificate for grpc_ssl_verify' },
   { name: 'gzip-buffers-invalid', expect: '[emerg] "gzip_buffers" directive invalid value in PREFIX/nginx.conf:6' },
   { name: 'gzip-comp-level-out-of-range', expect: '[emerg] value must be between 1 and 9 in PREFIX/nginx.conf:6' },
   { name: 'gzip-disable-invalid-regex', expect: '[emerg] pcre2_compile() failed: missing closing parenthesis in "msie(" in PREFIX/nginx.conf:4' },
@@ -405,7 +410,6 @@ const BROKEN: readonly BrokenCase[] = [
 
 /** Fixtures nginx accepts that need a module jinx does not implement, with jinx's message (README, "Directives"). */
 const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[] = [
-  { name: 'grpc-pass', jinx: '[emerg] unknown directive "grpc_pass" in PREFIX/nginx.conf:7' },
   // jinx has no QUIC: it answers as an nginx built without ngx_http_v3_module (its -V says so too)
   { name: 'listen-quic', jinx: '[emerg] the "quic" parameter requires ngx_http_v3_module in PREFIX/nginx.conf:6' },
   { name: 'mp4', jinx: '[emerg] unknown directive "mp4" in PREFIX/nginx.conf:10' },

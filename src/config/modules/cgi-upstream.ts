@@ -146,6 +146,8 @@ export type StaticPassDef = Exclude<CgiPassDef, { readonly kind: 'variable' }>;
  */
 export function parseStaticPass(url: string, loc: SourceLoc): StaticPassDef {
   if (url.startsWith('unix:')) return { kind: 'unix', path: parseUnixPath(url, (err) => fail(`${err} in upstream "${url}"`)), loc };
+  // ngx_parse_inet_url without uri_part: a URI or arguments after the address
+  if (/[/?]/.test(url)) fail(`invalid host in upstream "${url}"`);
   const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(url);
   if (!m && !url.startsWith('[') && url.includes(':')) fail(`invalid port in upstream "${url}"`);
   if (!m) fail(`invalid host in upstream "${url}"`);

@@ -383,6 +383,11 @@ export const httpVariables: readonly VariableDef[] = [
     },
   },
   { name: 'proxy_host', get: (r) => r.proxyHost, changeable: true },
+  // ngx_http_grpc_internal_trailers_variable: `trailers` when the client's TE lists it (sent upstream as TE)
+  {
+    name: 'grpc_internal_trailers',
+    get: (r) => (requestHeader(r, 'te')?.split(',').some((t) => t.trim().toLowerCase() === 'trailers') ? 'trailers' : undefined),
+  },
   { name: 'proxy_port', get: (r) => r.proxyPort, changeable: true },
   // ngx_http_proxy_vars: the body's framing of the upstream request, as the proxy module sends it
   { name: 'proxy_internal_body_length', get: proxyBodyLength },

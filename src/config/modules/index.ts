@@ -36,6 +36,7 @@ import { mapDirectives } from './map.js';
 import { splitClientsDirectives } from './split-clients.js';
 import { mirrorDirectives } from './mirror.js';
 import { scgiDirectives } from './scgi.js';
+import { grpcDirectives } from './grpc.js';
 import { uwsgiDirectives } from './uwsgi.js';
 import { proxyDirectives } from './proxy.js';
 import { realIpDirectives } from './realip.js';
@@ -68,6 +69,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...fastcgiDirectives,
   ...uwsgiDirectives,
   ...scgiDirectives,
+  ...grpcDirectives,
   ...memcachedDirectives,
   ...upstreamDirectives,
   ...sslDirectives,

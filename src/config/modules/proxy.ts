@@ -429,15 +429,24 @@ export type ProxyTarget =
     }
   | { readonly kind: 'variable'; readonly url: CompiledValue };
 
-/** Settings of the proxy module in a location. */
+/**
+ * Settings of the proxy module in a location, and of the gRPC module
+ * (grpc.ts), which nginx runs through the same upstream code with an
+ * HTTP/2 upstream.
+ */
 export interface ProxyConf extends UpstreamConf {
+  /** Whose settings: `proxy_pass` (HTTP/1.x upstream) or `grpc_pass` (HTTP/2; `grpc://` in log lines). */
+  readonly module: 'proxy' | 'grpc';
   readonly target: ProxyTarget;
   /** The location prefix that a URI part replaces (nginx's `plcf->location`). */
   readonly locationPrefix: string;
   readonly headers: readonly ProxyHeader[];
   /** Lowercase names of `headers`: client headers with these names are not passed. */
   readonly headerNames: ReadonlySet<string>;
-  readonly httpVersion: '1.0' | '1.1';
+  /** `proxy_http_version`; `2` for gRPC. */
+  readonly httpVersion: '1.0' | '1.1' | '2';
+  /** The upstream's trailers go to the client (`u->conf->pass_trailers`: gRPC's). */
+  readonly passTrailers: boolean;
   /**
    * The `proxy_ssl_*` settings, for a `proxy_pass https://…` or one with
    * variables (nginx's `plcf->ssl`); undefined for plain HTTP.
@@ -524,6 +533,7 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
   const method = c.get(proxyMethod);
   const setBody = c.get(proxySetBody);
   return {
+    module: 'proxy',
     target: pass.kind === 'static'
       ? {
           kind: 'static', scheme: pass.scheme, group: groupKey(pass.host, pass.port), uri: pass.uri,
@@ -537,6 +547,7 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
     headers,
     headerNames: new Set(headers.map((h) => h.lowerName)),
     httpVersion: c.get(proxyHttpVersion),
+    passTrailers: false,
     hideHeaders: hide,
     passRequestBody: c.get(proxyPassRequestBody),
     passRequestHeaders: c.get(proxyPassRequestHeaders),

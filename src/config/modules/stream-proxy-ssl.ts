@@ -11,7 +11,7 @@ import type { ConfigScope } from '../scope.js';
 import { DirectiveFailure, flagSetter, slot, type ConfChain, type DirectiveSpec } from '../spec.js';
 import type { StreamView } from '../stream-view.js';
 import type { CompiledValue, VariableRegistry } from '../variables.js';
-import { proxySslCertificate, proxySslCertificateKey, proxySslDirectives, proxySslName, readUpstreamTls, type LoadedTls } from './proxy-ssl.js';
+import { PROXY_SSL, proxySslDirectives, readUpstreamTls, type LoadedTls } from './proxy-ssl.js';
 
 const PROXY = 'ngx_stream_proxy_module';
 const STREAM_ANY: readonly Context[] = ['stream', 'stream_server'];
@@ -33,8 +33,8 @@ export function streamProxySslDirectives(vars: (scope: ConfigScope) => VariableR
     {
       name: 'proxy_ssl_name', module: PROXY, contexts: STREAM_ANY, args: ['TAKE1'], effect: 'runtime',
       set: (d, cx) => {
-        if (cx.level.own(proxySslName)) throw new DirectiveFailure('is duplicate');
-        cx.level.set(proxySslName, vars(cx.scope).value(d.args[0]!, d.loc), d.loc);
+        if (cx.level.own(PROXY_SSL.name)) throw new DirectiveFailure('is duplicate');
+        cx.level.set(PROXY_SSL.name, vars(cx.scope).value(d.args[0]!, d.loc), d.loc);
       },
     },
     ...[
@@ -53,12 +53,12 @@ export function streamProxySslDirectives(vars: (scope: ConfigScope) => VariableR
  */
 export function streamUpstreamTls(cx: CompileContext, c: ConfChain, vars: VariableRegistry<StreamView>): StreamUpstreamTls | undefined {
   if (!c.get(streamProxySsl)) return undefined;
-  const cert = c.get(proxySslCertificate);
-  const key = c.get(proxySslCertificateKey);
+  const cert = c.get(PROXY_SSL.certificate);
+  const key = c.get(PROXY_SSL.certificateKey);
   for (const v of [cert, key]) {
     if (v && hasVariables(v)) throw new ConfigError('invalid-value', `jinx reads certificates named with variables ("${v.text}") in http servers only`, v.loc);
   }
   const { certificateSources: _none, ...loaded } = readUpstreamTls(cx, c);
-  const name = c.get(proxySslName);
+  const name = c.get(PROXY_SSL.name);
   return { ...loaded, name: name && vars.bind(name) };
 }

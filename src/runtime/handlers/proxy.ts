@@ -47,6 +47,20 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 /** Request headers undici manages itself or refuses. */
 const UNDICI_MANAGED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'te']);
 
+/** Request headers of an HTTP/1 connection that HTTP/2 forbids (RFC 9113 8.2.2; node's HTTP/2 refuses them). */
+const H2_REFUSED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/** The scheme of the peer's address in log lines: `http`, `https`, or for gRPC `grpc`, `grpcs` (nginx's `u->schema`). */
+function logScheme(p: ProxyConf, scheme: 'http' | 'https'): string {
+  if (p.module === 'proxy') return scheme;
+  return scheme === 'https' ? 'grpcs' : 'grpc';
+}
+
+/** The URI after the peer's address in log lines: the proxy's upstream URI; none for gRPC (which sets no `u->uri`). */
+function logUri(p: ProxyConf, uri: string): string {
+  return p.module === 'proxy' ? uri : '';
+}
+
 /** Where one proxied request goes. */
 export interface Destination {
   readonly scheme: 'http' | 'https';
@@ -80,6 +94,17 @@ function parseUrl(url: string): { scheme: 'http' | 'https'; host: string; port: 
   return { scheme, host: m[2]!, port: m[3] ? Number(m[3]) : undefined, uri: m[4] === '' ? undefined : m[4] };
 }
 
+/**
+ * Splits a `grpc_pass` address evaluated from variables (`ngx_http_grpc_eval`):
+ * `grpc://` or no scheme is cleartext, `grpcs://` TLS; undefined when what
+ * follows is not `HOST[:PORT]`.
+ */
+function parseGrpcUrl(url: string): { scheme: 'http' | 'https'; host: string; port: number | undefined; uri: undefined } | undefined {
+  const m = /^(?:(grpcs?):\/\/)?(\[[^\]]+\]|[^/:?#]+)(?::(\d+))?$/is.exec(url);
+  if (!m) return undefined;
+  return { scheme: m[1]?.toLowerCase() === 'grpcs' ? 'https' : 'http', host: m[2]!, port: m[3] ? Number(m[3]) : undefined, uri: undefined };
+}
+
 /** `$proxy_host` of a URL: the host, and the port unless it is the scheme's. */
 function hostHeaderOf(scheme: 'http' | 'https', host: string, port: number | undefined): string {
   return port === undefined || port === (scheme === 'https' ? 443 : 80) ? host : `${host}:${port}`;
@@ -89,15 +114,15 @@ function hostHeaderOf(scheme: 'http' | 'https', host: string, port: number | und
 async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind: 'variable' } }): Promise<Destination | number> {
   const { r, cx } = ex;
   const url = p.target.url.evaluate(r);
-  const parsed = parseUrl(url);
+  const parsed = p.module === 'grpc' ? parseGrpcUrl(url) : parseUrl(url);
   if (!parsed) {
-    logRequest(cx, r, 'error', `invalid URL prefix in "${url}"`);
+    logRequest(cx, r, 'error', p.module === 'grpc' ? `invalid host in upstream "${url.replace(/^grpcs?:\/\//i, '')}"` : `invalid URL prefix in "${url}"`);
     return 500;
   }
   const defaultPort = parsed.scheme === 'https' ? 443 : 80;
   const hostHeader = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
   const uri = parsed.uri ?? upstreamUri(r, p, undefined);
-  const choice = await dynamicPeer(ex, parsed.host, parsed.port, defaultPort, p, parsed.scheme, uri);
+  const choice = await dynamicPeer(ex, parsed.host, parsed.port, defaultPort, p, logScheme(p, parsed.scheme), logUri(p, uri));
   if (typeof choice === 'number') return choice;
   return { scheme: parsed.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader, port: choice.peer.port };
 }
@@ -115,8 +140,9 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
 export function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destination): { headers: string[]; reuse: boolean; upgrade: string | undefined; omitted: string[] } {
   const out: string[] = [];
   const omitted: string[] = [];
-  let reuse = dest.peer.keepalive > 0 && p.httpVersion === '1.1';
+  let reuse = dest.peer.keepalive > 0 && p.httpVersion !== '1.0';
   let upgrade: string | undefined;
+  const managed = p.httpVersion === '2' ? H2_REFUSED : UNDICI_MANAGED;
   const add = (name: string, value: string): void => {
     const why = unsendable(name, value);
     if (why) omitted.push(`header "${name}" left out of the upstream request: ${why}`);
@@ -133,7 +159,7 @@ export function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destinat
       if (v.toLowerCase().split(',').some((t) => t.trim() === 'close')) reuse = false;
       continue;
     }
-    if (UNDICI_MANAGED.has(h.lowerName)) continue;
+    if (managed.has(h.lowerName)) continue;
     add(h.name, v);
   }
   if (!p.passRequestHeaders) return { headers: out, reuse, upgrade, omitted };
@@ -141,7 +167,7 @@ export function requestHeaders(r: HttpRequestState, p: ProxyConf, dest: Destinat
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const lower = name.toLowerCase();
-    if (lower.charCodeAt(0) === 58 || p.headerNames.has(lower) || UNDICI_MANAGED.has(lower) || lower === 'host') continue;
+    if (lower.charCodeAt(0) === 58 || p.headerNames.has(lower) || managed.has(lower) || lower === 'host') continue;
     if (lower === 'content-length') continue;
     add(name, raw[i + 1]!);
   }
@@ -241,7 +267,20 @@ function checkUpstreamHeaders(names: readonly string[], values: readonly string[
  * read first), see phases.ts.
  */
 export function proxyRequest(ex: Exchange): Promise<Outcome> {
-  const p = ex.r.loc.proxy!;
+  return passUpstream(ex, ex.r.loc.proxy!);
+}
+
+/**
+ * `grpc_pass` (`ngx_http_grpc_handler`): the request goes over HTTP/2, its
+ * body passed as it arrives (`r->request_body_no_buffering`), the response
+ * passed as read, trailers included.
+ */
+export function grpcRequest(ex: Exchange): Promise<Outcome> {
+  return passUpstream(ex, ex.r.loc.grpc!);
+}
+
+/** The request to the upstream of `p` (the proxy's or gRPC's settings). */
+function passUpstream(ex: Exchange, p: ProxyConf): Promise<Outcome> {
   // a client that leaves from now on (while its body is read, the cache looked up) cancels the upstream request
   ex.out.onAbort(() => undefined);
   const withBody = p.passRequestBody && ex.body !== undefined && requestHasBody(ex.r, ex.body);
@@ -249,8 +288,8 @@ export function proxyRequest(ex: Exchange): Promise<Outcome> {
   // proxy_request_buffering off, unless proxy_set_body replaces it or a chunked body meets HTTP/1.0;
   // then client_body_in_file_only does not apply
   const unbuffered = withBody && !p.requestBuffering && !p.setBody
-    && (!bodyOfUnknownLength(ex.r, ex.body) || p.httpVersion === '1.1');
-  if (unbuffered) return forward(ex, p, true, undefined);
+    && (!bodyOfUnknownLength(ex.r, ex.body) || p.httpVersion !== '1.0');
+  if (unbuffered || p.module === 'grpc') return forward(ex, p, withBody, undefined);
   // client_body_in_file_only makes a file even of an empty body
   const inFile = ex.r.loc.clientBodyInFileOnly !== 'off' && ex.body !== undefined && ex.r.headers['content-length'] !== undefined;
   // with proxy_set_body the client's body is read (for $request_body) but not sent
@@ -309,7 +348,7 @@ function forwardUpstream(ex: Exchange, p: ProxyConf, withBody: boolean, body: Re
       const dest = { scheme: target.scheme, peer: choice.peer, attempts: choice.attempts, uri, hostHeader: target.hostHeader, port: choice.peer.port };
       return send(ex, p, dest, withBody, body, false, store);
     };
-    const choice = firstPeer(ex, cx.table.upstreams.get(target.group)!, p, target.scheme, uri);
+    const choice = firstPeer(ex, cx.table.upstreams.get(target.group)!, p, logScheme(p, target.scheme), logUri(p, uri));
     return choice instanceof Promise ? choice.then(sendTo) : sendTo(choice);
   }
   return dynamicDestination(ex, p as ProxyConf & { target: typeof target }).then((dest) => {
@@ -332,14 +371,15 @@ function send(
   // a unix domain socket has no port: `$proxy_port` is empty (ngx_http_proxy_set_vars)
   r.proxyPort = dest.port > 0 ? String(dest.port) : '';
   // ngx_http_upstream_log_error: a unix domain socket's name and the URI are joined by ':'
-  const state = startAttempt(ex, `${dest.scheme}://${dest.peer.name}${dest.peer.path !== undefined ? ':' : ''}${dest.uri}`, dest.peer, retry);
+  const state = startAttempt(ex, `${logScheme(p, dest.scheme)}://${dest.peer.name}${dest.peer.path !== undefined ? ':' : ''}${logUri(p, dest.uri)}`, dest.peer, retry);
   const { headers, reuse, upgrade, omitted } = requestHeaders(r, p, dest);
   for (const line of omitted) logRequest(cx, r, 'info', line);
   // proxy_set_body: its value is the body, whatever the client sent (ngx_http_proxy_create_request)
   const setBody = p.setBody && Buffer.from(p.setBody.evaluate(r), 'latin1');
   if (setBody) headers.push('Content-Length', String(setBody.length));
   else if (body) headers.push('Content-Length', String(body.kind === 'memory' ? body.data.length : body.size));
-  else if (withBody && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
+  // (gRPC's is its `Content-Length $content_length` default header)
+  else if (withBody && p.module === 'proxy' && r.headers['content-length'] !== undefined) headers.push('Content-Length', r.headers['content-length']);
   r.action = 'connecting to upstream';
   let settings: PoolSettings = p;
   const certificateFiles = dest.scheme === 'https' ? p.tls?.certificateFiles : undefined;
@@ -355,7 +395,7 @@ function send(
   }
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
   const source = setBody || (body ? bodyStream(body) : withBody ? passedBody(ex.r, ex.body!) : null);
-  const options: Dispatcher.DispatchOptions & { servername?: string } = {
+  const options: Dispatcher.DispatchOptions & { servername?: string; authority?: string } = {
     path: dest.uri,
     // proxy_method, else the client's (an empty value too: undici refuses an empty method); a HEAD whose
     // response may be cached is sent as GET (proxy_cache_convert_head)
@@ -367,6 +407,8 @@ function send(
     reset: !reuse,
     // only a client connection that can become a tunnel asks the upstream to upgrade
     upgrade: upgrade !== undefined && ex.out.tunnelable ? upgrade : null,
+    // HTTP/2's `:authority` (ngx_http_grpc_create_request: the host of grpc_pass, unless a Host header goes)
+    authority: dest.hostHeader,
   };
   if (dest.scheme === 'https') {
     // the name for SNI and the certificate check, per request (undici's Request reads `servername`)
@@ -480,7 +522,7 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     const { ex, p, dest, request } = this;
     this.endState();
     const next = nextOrAnswer(ex, dest.attempts, {
-      condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: dest.scheme, uri: dest.uri,
+      condition, failure, requestSent: this.requestSent, bodyUnbuffered: request.withBody && request.body === undefined, scheme: logScheme(p, dest.scheme), uri: logUri(p, dest.uri),
     }, this.store);
     if (next instanceof Promise) {
       void next.then(this.resolve);
@@ -758,8 +800,10 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // redirect) come before the upstream's, and are not the cached response's
     outHeaders.unshift(...keptHeaders(r));
     applyHeadersModule(r, statusCode, outHeaders);
-    // the response filters run while nginx still reads the header (their log lines say so)
-    out.head(r, statusCode, outHeaders, statusText);
+    if (p.passTrailers) r.upstreamTrailers = [];
+    // the response filters run while nginx still reads the header (their log lines say so); an HTTP/2
+    // upstream has no reason phrase, the status's own goes out
+    out.head(r, statusCode, outHeaders, p.httpVersion === '2' ? undefined : statusText);
     const finalized = r.takeFilterFinalizeStatus();
     if (finalized !== undefined) {
       // ngx_http_upstream_send_response: a header filter's status finalizes the request, the cache entry freed
@@ -848,7 +892,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     // (a HEAD being cached reads the body for the cache's file alone)
     if (out.headOnly || !this.spool) return this.mayRead();
     r.bodyBytesSent += chunk.length;
-    if (this.receivedBytes !== this.expectedBytes) this.spool.push(chunk);
+    // (trailers may follow the body's length: the response ends with the upstream's)
+    if (this.receivedBytes !== this.expectedBytes || this.p.passTrailers) this.spool.push(chunk);
     // a response being cached ends once its entry is in place (see onComplete)
     else if (this.store?.active) this.heldLast = chunk;
     else {
@@ -893,6 +938,14 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
     if (this.stage === 'intercepted') return;
     this.complete = true;
     if (trailers) this.state.trailers = (trailers as (string | Buffer)[]).map((b) => (typeof b === 'string' ? b : b.toString('latin1')));
+    // ngx_http_upstream_process_trailers: those not hidden go to the client
+    const passed = this.ex.r.upstreamTrailers;
+    const received = this.state.trailers;
+    if (passed && received) {
+      for (let k = 0; k + 1 < received.length; k += 2) {
+        if (!this.p.hideHeaders.has(received[k]!.toLowerCase())) passed.push([received[k]!, received[k + 1]!]);
+      }
+    }
     this.endState();
     this.ex.r.action = 'sending to client';
     // a cached response is in place before the response ends, as nginx renames the file first

@@ -69,7 +69,7 @@ export class Http1Target implements ClientResponseTarget {
   private headBytes: string | undefined;
   /** The location the response was made in. */
   private conf: LocationConf | undefined;
-  /** The request whose `add_trailer` trailers go in the last chunk, if any (`ngx_http_chunked_body_filter`). */
+  /** The request whose trailers (the upstream's, `add_trailer`'s) go in the last chunk, if any (`ngx_http_chunked_body_filter`). */
   private trailersOf: HttpRequestState | undefined;
   private headSent = false;
   private chunked = false;
@@ -177,7 +177,7 @@ export class Http1Target implements ClientResponseTarget {
     this.headBytes = text + '\r\n';
     this.keepalive = keepalive;
     this.conf = loc;
-    if (this.chunked && r.expectTrailers) this.trailersOf = r;
+    if (this.chunked && (r.expectTrailers || r.upstreamTrailers)) this.trailersOf = r;
   }
 
   flushHead(): void {

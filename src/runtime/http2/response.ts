@@ -185,7 +185,7 @@ export class Http2Target implements ClientResponseTarget {
     this.conf = r.loc;
     let fin = this.headOnly || wire === 204 || wire === 304;
     if (!fin && !r.expectTrailers && list.some(([n, v]) => n.toLowerCase() === 'content-length' && v === '0')) fin = true;
-    if (!fin && r.expectTrailers) this.trailersOf = r;
+    if (!fin && (r.expectTrailers || r.upstreamTrailers)) this.trailersOf = r;
     this.headFin = fin;
     const length = list.find(([n]) => n.toLowerCase() === 'content-length')?.[1];
     if (typeof length === 'string' && /^\d+$/.test(length)) this.declared = Number(length);

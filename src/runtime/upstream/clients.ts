@@ -12,6 +12,7 @@ import { WorkerConnectionsError } from './errors.js';
 import { RoundRobin, type PeerEvent } from './round-robin.js';
 import { tlsConnector } from './tls.js';
 import { IdleConnections, PeerConnections } from './peer-connections.js';
+import { H2PeerConnections } from './h2-connections.js';
 import { retireAfter } from './undici-socket.js';
 import type { Socket } from 'node:net';
 
@@ -27,7 +28,12 @@ export interface PoolSettings {
   readonly bufferSizeBytes: number;
   /** How to speak TLS to an `https` peer; undefined: nginx's defaults. */
   readonly tls?: UpstreamTlsConf | undefined;
+  /** `2`: the peer speaks HTTP/2 (`grpc_pass`); else HTTP/1.1 through undici. */
+  readonly httpVersion: string;
 }
+
+/** The connections of a peer, whichever HTTP they speak. */
+export type PeerPool = PeerConnections | H2PeerConnections;
 
 /** `proxy_ssl_*` as nginx defaults them, for an `https` pool whose settings have none. */
 const DEFAULT_TLS: UpstreamTlsConf = {
@@ -57,9 +63,9 @@ export interface PoolPeer {
 /** The upstream connections of a running configuration. */
 export class UpstreamClients {
   /** Every peer's connections, by group, scheme, address and settings. */
-  private readonly pools = new Map<string, PeerConnections>();
+  private readonly pools = new Map<string, PeerPool>();
   /** The same by peer object (configured peers are long-lived) and settings object. */
-  private readonly byPeer = new WeakMap<PoolPeer, Map<PoolSettings, { http?: PeerConnections; https?: PeerConnections }>>();
+  private readonly byPeer = new WeakMap<PoolPeer, Map<PoolSettings, { http?: PeerPool; https?: PeerPool }>>();
   /** The idle connections of each `upstream` block, by name. */
   private readonly idle = new Map<string, IdleConnections>();
   /** The peers' round-robin and failure state. */
@@ -107,6 +113,7 @@ export class UpstreamClients {
       derived = {
         connectTimeoutMs: settings.connectTimeoutMs,
         bufferSizeBytes: settings.bufferSizeBytes,
+        httpVersion: settings.httpVersion,
         tls: { ...tls, key: `${tls.key}|${files}`, certificate: pair, certificateFiles: undefined },
       };
       mine.set(files, derived);
@@ -115,7 +122,7 @@ export class UpstreamClients {
   }
 
   /** The connections to `scheme://peer` with `settings`. */
-  pool(scheme: 'http' | 'https', peer: PoolPeer, settings: PoolSettings): PeerConnections {
+  pool(scheme: 'http' | 'https', peer: PoolPeer, settings: PoolSettings): PeerPool {
     let mine = this.byPeer.get(peer);
     if (!mine) this.byPeer.set(peer, (mine = new Map()));
     let entry = mine.get(settings);
@@ -123,7 +130,8 @@ export class UpstreamClients {
     const cached = entry[scheme];
     if (cached) return cached;
     const tls = scheme === 'https' ? settings.tls ?? DEFAULT_TLS : undefined;
-    const key = `${peer.group ?? ''}|${scheme}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveTimeMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
+    const http2 = settings.httpVersion === '2';
+    const key = `${peer.group ?? ''}|${scheme}${http2 ? '+h2' : ''}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveTimeMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
       // a unix domain socket is reached through undici's `socketPath`; the origin only names it
@@ -131,23 +139,24 @@ export class UpstreamClients {
       const socketPath = peer.path !== undefined ? { socketPath: peer.path } : {};
       // a connection is kept only in a group's cache; keepalive_requests 1 and keepalive_timeout 0 keep none
       const kept = peer.keepalive > 0 && peer.group !== undefined && peer.keepaliveRequests > 1 && peer.keepaliveTimeoutMs > 0;
-      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath });
-      pool = new PeerConnections({
+      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path, http2) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath });
+      // a new connection needs room within worker_connections, as nginx's ngx_get_connection
+      const admitted = (opts: Parameters<buildConnector.connector>[0], callback: Parameters<buildConnector.connector>[1]): void => {
+        if (!this.admit()) {
+          callback(new WorkerConnectionsError(this.workerConnections), null);
+          return;
+        }
+        connector(opts, (...args) => {
+          const socket = args[1];
+          if (socket && kept) retireAfter(socket as Socket, peer.keepaliveTimeMs);
+          callback(...args);
+        });
+      };
+      pool = http2 ? this.h2Pool(scheme, peer, kept, admitted) : new PeerConnections({
         origin,
         cache: kept ? this.idleConnections(peer.group!, peer.keepalive) : undefined,
         client: {
-          // a new connection needs room within worker_connections, as nginx's ngx_get_connection
-          connect: (opts, callback) => {
-            if (!this.admit()) {
-              callback(new WorkerConnectionsError(this.workerConnections), null);
-              return;
-            }
-            connector(opts, (...args) => {
-              const socket = args[1];
-              if (socket && kept) retireAfter(socket as Socket, peer.keepaliveTimeMs);
-              callback(...args);
-            });
-          },
+          connect: admitted,
           maxHeaderSize: settings.bufferSizeBytes,
           // keepalive_timeout of an idle connection (one not kept is closed after its response; undici wants a positive time)
           keepAliveTimeout: Math.max(peer.keepaliveTimeoutMs, 1),
@@ -166,6 +175,28 @@ export class UpstreamClients {
     }
     entry[scheme] = pool;
     return pool;
+  }
+
+  /**
+   * The HTTP/2 connections of `grpc_pass` to `peer`: every attempt to
+   * connect takes a connection number, as for the proxy's.
+   */
+  private h2Pool(scheme: 'http' | 'https', peer: PoolPeer, kept: boolean, connect: buildConnector.connector): H2PeerConnections {
+    return new H2PeerConnections({
+      protocol: `${scheme}:`,
+      hostname: peer.path !== undefined ? 'localhost' : peer.host,
+      port: peer.port,
+      connect: (opts, callback) => {
+        connect(opts, (...args) => {
+          if (!(args[0] instanceof WorkerConnectionsError)) this.numbers.next();
+          callback(...args);
+        });
+      },
+      cache: kept ? this.idleConnections(peer.group!, peer.keepalive) : undefined,
+      keepaliveRequests: peer.keepaliveRequests,
+      keepaliveTimeoutMs: peer.keepaliveTimeoutMs,
+      keepaliveTimeMs: peer.keepaliveTimeMs,
+    });
   }
 
   /** The idle connections of group `name`, which keeps `max` at most (its first peer's settings make them). */

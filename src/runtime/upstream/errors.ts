@@ -148,6 +148,16 @@ export class UpstreamCertificateError extends Error {
   }
 }
 
+/**
+ * An HTTP/2 upstream's refusal of the request or breach of the protocol,
+ * in the words of nginx's gRPC module (`upstream rejected request with
+ * error N`, `upstream sent goaway with error N`): an invalid header before
+ * the response header, a read error after it.
+ */
+export class Http2UpstreamError extends Error {
+  readonly code = 'JINX_UPSTREAM_HTTP2';
+}
+
 const SSL_HANDSHAKING = 'SSL handshaking to upstream';
 
 /**
@@ -170,6 +180,9 @@ export function upstreamTimeout(stage: TimeoutStage): UpstreamFailure {
  */
 export function mapUpstreamError(err: Error & { code?: string }, stage: UpstreamStage, buffered = false, unixPeer?: string): UpstreamFailure {
   if (err instanceof SendTimeoutError) return upstreamTimeout('send');
+  if (err instanceof Http2UpstreamError) {
+    return stage === 'body' ? upstreamFailure('read', err.message, READING_BODY) : upstreamFailure('invalid-header', err.message, READING_HEADER);
+  }
   const code = err.code ?? '';
   if (unixPeer !== undefined && stage === 'connect' && errnoOf(code)) {
     return upstreamFailure('connect', `connect() to ${unixPeer} failed ${errnoText(code, err.message)}`, 'connecting to upstream', CONNECT_ERRORS_AT_ERROR.has(code) ? undefined : 'crit');

@@ -30,13 +30,20 @@ function isConnected(client: Client): boolean {
   return (client as unknown as ClientFigures)[undiciSymbols.kConnected];
 }
 
+/** Whose idle connections a cache holds: the connections to one peer with one set of settings, which closes one evicted. */
+export interface ConnectionOwner<C> {
+  discard(connection: C): void;
+}
+
 /**
  * One group's cache of idle connections (nginx's `kp->cache` queue, per
  * worker and `upstream` block): at most `max`, most recently kept first.
+ * A group's HTTP/1.1 connections (undici `Client`s of `PeerConnections`)
+ * and HTTP/2 ones (`H2PeerConnections`, `grpc_pass`) share its room.
  */
 export class IdleConnections {
   /** Idle connections and whose they are, most recently kept first. */
-  private readonly idle: { readonly client: Client; readonly owner: PeerConnections }[] = [];
+  private readonly idle: { readonly connection: unknown; readonly owner: ConnectionOwner<never> }[] = [];
 
   /** @param max `keepalive N`: idle connections kept at most (> 0) */
   constructor(private readonly max: number) {}
@@ -47,24 +54,24 @@ export class IdleConnections {
   }
 
   /** Takes the most recently kept idle connection of `owner` (`ngx_http_upstream_get_keepalive_peer`), if there is one. */
-  take(owner: PeerConnections): Client | undefined {
+  take<C>(owner: ConnectionOwner<C>): C | undefined {
     const at = this.idle.findIndex((e) => e.owner === owner);
     if (at === -1) return undefined;
-    return this.idle.splice(at, 1)[0]!.client;
+    return this.idle.splice(at, 1)[0]!.connection as C;
   }
 
-  /** Keeps `client` idle, closing the least recently kept connection when `max` are kept already. */
-  put(owner: PeerConnections, client: Client): void {
+  /** Keeps `connection` idle, closing the least recently kept connection when `max` are kept already. */
+  put<C>(owner: ConnectionOwner<C>, connection: C): void {
     if (this.idle.length >= this.max) {
       const oldest = this.idle.pop()!;
-      oldest.owner.discard(oldest.client);
+      (oldest.owner as ConnectionOwner<unknown>).discard(oldest.connection);
     }
-    this.idle.unshift({ client, owner });
+    this.idle.unshift({ connection, owner: owner as ConnectionOwner<never> });
   }
 
-  /** Forgets `client` (its connection closed while idle); whether it was kept here. */
-  remove(client: Client): boolean {
-    const at = this.idle.findIndex((e) => e.client === client);
+  /** Forgets `connection` (it closed while idle); whether it was kept here. */
+  remove(connection: unknown): boolean {
+    const at = this.idle.findIndex((e) => e.connection === connection);
     if (at === -1) return false;
     this.idle.splice(at, 1);
     return true;
@@ -97,7 +104,7 @@ export interface UpstreamRequest {
 }
 
 /** The connections to one peer with one set of connection settings. */
-export class PeerConnections {
+export class PeerConnections implements ConnectionOwner<Client> {
   /** Every connection, busy or idle. */
   private readonly clients = new Set<Client>();
   private closing = false;
@@ -146,7 +153,7 @@ export class PeerConnections {
   /** The most recently kept idle connection that is still open. */
   private idleClient(): Client | undefined {
     const { cache } = this.options;
-    for (let client = cache?.take(this); client; client = cache!.take(this)) {
+    for (let client = cache?.take<Client>(this); client; client = cache!.take<Client>(this)) {
       if (isConnected(client) && !client.closed && !client.destroyed) return client;
       this.discard(client);
     }

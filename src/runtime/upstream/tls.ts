@@ -141,11 +141,13 @@ export function upstreamTlsOptions(
 /**
  * An undici connector for the TLS settings of a location. `timeoutMs` is
  * `proxy_connect_timeout`; undici's connector applies it to the TCP connect
- * and the handshake together.
+ * and the handshake together. `http2`: ALPN offers `h2` (`grpc_pass
+ * grpcs://`; undici offers `http/1.1` with it, nginx `h2` alone).
  */
-export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath?: string): buildConnector.connector {
+export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath?: string, http2 = false): buildConnector.connector {
   const base = buildConnector({
     timeout: timeoutMs,
+    allowH2: http2,
     ...(socketPath !== undefined ? { socketPath } : {}),
     ...upstreamTlsOptions(tls),
     maxCachedSessions: tls.sessionReuse ? 100 : 0,

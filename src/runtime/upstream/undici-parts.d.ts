@@ -1,14 +1,21 @@
 /**
- * Types of the two parts of undici that jinx loads on their own, without
+ * Types of the parts of undici that jinx loads on their own, without
  * undici's index (which also loads fetch, WebSocket, EventSource, its caches
  * and mock agents: about 9 MiB more resident memory in every process, see
  * README.md, "Memory"): `Client`, one HTTP/1.1 connection
- * (peer-connections.ts), and `buildConnector`, the TCP/TLS connector
- * (clients.ts, tls.ts). Their values are undici's own exports.
+ * (peer-connections.ts), `buildConnector`, the TCP/TLS connector
+ * (clients.ts, tls.ts), and its error classes (h2-connections.ts). Their
+ * values are undici's own exports.
  */
 declare module 'undici/lib/dispatcher/client.js' {
   import { Client } from 'undici';
   export default Client;
+}
+
+declare module 'undici/lib/core/errors.js' {
+  import { errors } from 'undici';
+  const undiciErrors: typeof errors;
+  export default undiciErrors;
 }
 
 declare module 'undici/lib/core/connect.js' {

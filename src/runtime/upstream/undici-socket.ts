@@ -125,10 +125,19 @@ function acceptBareLf(socket: Socket): void {
   };
 }
 
-subscribe('undici:client:sendHeaders', (message) => {
-  const { socket } = message as { socket: Socket };
-  acceptBareLf(socket);
+/**
+ * Starts the `WireMeter` armed by the handler whose request is about to be
+ * written on `socket`: undici's own requests through the channel below,
+ * HTTP/2 requests (h2-connections.ts) directly.
+ */
+export function meterSocket(socket: Socket): void {
   const meter = armed;
   armed = undefined;
   meter?.attach(socket);
+}
+
+subscribe('undici:client:sendHeaders', (message) => {
+  const { socket } = message as { socket: Socket };
+  acceptBareLf(socket);
+  meterSocket(socket);
 });

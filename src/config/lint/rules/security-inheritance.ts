@@ -1,5 +1,5 @@
 /**
- * Inheritance loss of array directives (`add_header`, `add_trailer`, `proxy_set_header`,
+ * Inheritance loss of array directives (`add_header`, `add_trailer`, `proxy_set_header`, `grpc_set_header`,
  * `proxy_hide_header`, `fastcgi_param`): a level that writes one of them
  * inherits none of its parents' (nginx's merge of an array: the child's
  * array, else the parent's, `ngx_http_headers_merge_conf`,
@@ -17,6 +17,7 @@ import { FASTCGI_SLOTS } from '../../modules/fastcgi.js';
 import { SCGI_SLOTS } from '../../modules/scgi.js';
 import { UWSGI_SLOTS } from '../../modules/uwsgi.js';
 import { proxyHideHeader, proxySetHeader } from '../../modules/proxy.js';
+import { grpcSetHeader } from '../../modules/grpc.js';
 import type { ListSlot, Slot } from '../../spec.js';
 import { ruleDocUrl, type LintRule, type LintSubject, type RuleFinding } from '../rule.js';
 import { levelsOf, levelTitle, ownDirectives, where } from './security-levels.js';
@@ -199,6 +200,16 @@ export const inheritanceRules: readonly LintRule[] = [
       directive: 'proxy_set_header', slot: proxySetHeader, nameOf: (h) => h.name, caseless: true, handler: 'proxy_pass', consequence: 'not sent to its upstream',
       // an upgrade needs both headers, and nginx passes neither hop-by-hop header on its own: a level that writes its own Connection has chosen
       decidedBy: new Map([['upgrade', 'connection']]),
+    }, report),
+  },
+  {
+    code: 'grpc-set-header-inheritance',
+    severity: 'warning',
+    title: 'grpc_set_header at this level drops the headers set above it',
+    explanation: `A location (or server) with its own grpc_set_header sends none of the grpc_set_header headers of the levels above it to the gRPC server (X-Real-IP, X-Forwarded-For, an authorization header). ${EXPLAIN_TAIL} Reported only where the level's list reaches a grpc_pass. Fix: repeat the lost headers at the level, or keep all grpc_set_header lines at one level.`,
+    docUrl: ruleDocUrl('grpc-set-header-inheritance'),
+    check: (subject, report) => checkArray(subject, {
+      directive: 'grpc_set_header', slot: grpcSetHeader, nameOf: (h) => h.name, caseless: true, handler: 'grpc_pass', consequence: 'not sent to its upstream',
     }, report),
   },
   {

@@ -1,0 +1,235 @@
+/**
+ * `grpc_pass`, differential against nginx: a real gRPC server
+ * (`@grpc/grpc-js`) behind both, called by a gRPC client over cleartext
+ * HTTP/2 (unary calls, an error status, a bidirectional stream), by an
+ * HTTP/1.1 client (the trailers in the last chunk) and an HTTP/2 one (the
+ * trailers frame); `grpcs://` to a TLS gRPC server with a certificate made
+ * here; and a scripted HTTP/2 upstream for what the upstream receives
+ * (`:authority`, `grpc_set_header`, TE) and for failures (a reset stream,
+ * no answer, a closed port, an intercepted error, connections kept by an
+ * `upstream` block's `keepalive`).
+ */
+import { strict as assert } from 'node:assert';
+import http2 from 'node:http2';
+import { after, describe, it } from 'node:test';
+import { cleanup, freePort } from '../helpers/harness.js';
+import { assertSameAsNginx, differential, httpConf, rawExchange } from '../helpers/differential.js';
+import { callChat, callUnary, startGrpcServer, startH2Server } from '../helpers/grpc-servers.js';
+import { selfSigned } from '../helpers/pki.js';
+
+/** A gRPC message frame: no compression, the length, the bytes. */
+function grpcFrame(message: string): string {
+  const b = Buffer.alloc(5 + message.length);
+  b.writeUInt32BE(message.length, 1);
+  b.write(message, 5, 'latin1');
+  return b.toString('latin1');
+}
+
+/** An HTTP/1.1 exchange on its own connection, the server's name and the date left out. */
+async function http1(port: number, request: string): Promise<string> {
+  const text = await rawExchange(port, request);
+  return text.replace(/^(Date|Server): .*\r\n/gim, '');
+}
+
+/** A POST of one gRPC message over HTTP/1.1, with `Connection: close`. */
+function http1Call(path: string, message: string, extra = ''): string {
+  const body = grpcFrame(message);
+  return `POST ${path} HTTP/1.1\r\nHost: grpc.test\r\nContent-Type: application/grpc\r\nTE: trailers\r\n${extra}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+/** An HTTP/2 request: the response's headers (without date and server), body and trailers. */
+function http2Call(port: number, path: string, message: string): Promise<{ headers: Record<string, unknown>; body: string; trailers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', reject);
+    const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+    let headers: Record<string, unknown> = {};
+    let trailers: Record<string, unknown> = {};
+    const chunks: Buffer[] = [];
+    stream.on('response', (h) => {
+      headers = Object.fromEntries(Object.entries(h).filter(([k]) => k !== 'date' && k !== 'server'));
+    });
+    stream.on('trailers', (t) => {
+      trailers = Object.fromEntries(Object.entries(t));
+    });
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => {
+      session.close();
+      resolve({ headers, body: Buffer.concat(chunks).toString('latin1'), trailers });
+    });
+    stream.on('error', reject);
+    stream.end(Buffer.from(grpcFrame(message), 'latin1'));
+  });
+}
+
+describe('grpc_pass (differential)', () => {
+  after(cleanup);
+
+  it('passes unary calls, an error status and a stream of a real gRPC server, trailers included, as nginx does', async () => {
+    const backend = await startGrpcServer();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; http2 on; server_name grpc.test;
+    location / { grpc_pass grpc://127.0.0.1:${backend.port}; }
+  }`),
+      literals: { GRPC: backend.port },
+    }, async (s) => ({
+      say: await callUnary(s.port, 'say', 'hello', { 'x-custom': 'v1' }),
+      fail: await callUnary(s.port, 'fail', 'x'),
+      chat: await callChat(s.port, ['one', 'two', 'three']),
+      http1: await http1(s.port, http1Call('/test.Echo/Say', 'abc')),
+      http1Fail: await http1(s.port, http1Call('/test.Echo/Fail', 'abc')),
+      http2: await http2Call(s.port, '/test.Echo/Say', 'abc'),
+    }));
+    const n = run.nginx.result;
+    assert.deepEqual(n.say, { message: 'echo:hello', code: 0, details: '', metadata: { 'seen-x-custom': 'v1' } });
+    assert.equal(n.fail.code, 5);
+    assert.deepEqual(n.chat.answers, ['re:one', 're:two', 're:three']);
+    assert.match(n.http1, /\r\n0\r\ngrpc-status: 0\r\ngrpc-message: OK\r\n\r\n$/);
+    assert.match(n.http1Fail, /Content-Length: 0\r\n[^]*grpc-status: 5\r\n/);
+    assert.deepEqual(n.http2.trailers, { 'grpc-status': '0', 'grpc-message': 'OK' });
+    assertSameAsNginx(run);
+  });
+
+  it('speaks TLS to a grpcs:// upstream as nginx does', async () => {
+    const { cert, key } = selfSigned('backend.test');
+    const backend = await startGrpcServer({ cert: Buffer.from(cert), key: Buffer.from(key) });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; http2 on;
+    location / { grpc_pass grpcs://127.0.0.1:${backend.port}; }
+  }`),
+      literals: { GRPC: backend.port },
+    }, async (s) => ({
+      say: await callUnary(s.port, 'say', 'over tls'),
+      http1: await http1(s.port, http1Call('/test.Echo/Say', 'abc')),
+    }));
+    assert.equal(run.nginx.result.say.message, 'echo:over tls');
+    assertSameAsNginx(run);
+  });
+
+  it('sends the request to the upstream as nginx does (:authority, grpc_set_header, TE, the client\'s headers)', async () => {
+    const upstream = await startH2Server((stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'text/plain' });
+      stream.end('ok');
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name grpc.test;
+    location / { grpc_pass 127.0.0.1:${upstream.port}; }
+    location /set/ { grpc_set_header Host backend.test; grpc_set_header X-Extra "$request_method $args"; grpc_set_header TE ""; grpc_pass grpc://127.0.0.1:${upstream.port}; }
+  }`),
+      literals: { H2: upstream.port },
+    }, async (s) => {
+      const from = upstream.requests.length;
+      const plain = await http1(s.port, 'GET /plain?a=b HTTP/1.1\r\nHost: grpc.test\r\nX-Client: c\r\nCookie: a=1\r\nCookie: b=2\r\nConnection: close\r\n\r\n');
+      const te = await http1(s.port, http1Call('/te', 'abc', 'X-Client: d\r\n'));
+      const set = await http1(s.port, 'GET /set/x?q=1 HTTP/1.1\r\nHost: grpc.test\r\nTE: trailers\r\nConnection: close\r\n\r\n');
+      const seen = upstream.requests.slice(from).map((h) => Object.fromEntries(Object.entries(h).filter(([k]) => k !== 'user-agent')));
+      return { plain, te, set, seen };
+    });
+    const seen = run.nginx.result.seen;
+    assert.equal(seen[0]![':authority'], `127.0.0.1:${upstream.port}`);
+    assert.equal(seen[2]!.host, 'backend.test');
+    assert.equal(seen[2]![':authority'], undefined);
+    assertSameAsNginx(run);
+  });
+
+  it('answers an upstream that resets, does not answer, is down or answers an error as nginx does (502, 504, error_page)', async () => {
+    const upstream = await startH2Server((stream, headers) => {
+      const path = headers[':path'];
+      if (path === '/rst') stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      else if (path === '/refused') stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      else if (path === '/hang') return;
+      else if (path === '/midrst' || path === '/middrop') {
+        // (node's close() ends the stream before its RST_STREAM: the response is whole)
+        stream.respond({ ':status': 200 });
+        stream.write('part');
+        setTimeout(() => (path === '/midrst' ? stream.close(http2.constants.NGHTTP2_CANCEL) : stream.session?.destroy()), 100);
+      } else if (path === '/drop') stream.session?.destroy();
+      else if (path?.endsWith('/missing')) {
+        stream.respond({ ':status': 404, 'content-type': 'text/plain' });
+        stream.end('missing');
+      } else {
+        stream.respond({ ':status': 200 });
+        stream.end('fine');
+      }
+    });
+    const down = await freePort();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; grpc_read_timeout 1s;
+    location / { grpc_pass grpc://127.0.0.1:${upstream.port}; }
+    location /down { grpc_pass grpc://127.0.0.1:${down}; }
+    location /intercepted/ { grpc_intercept_errors on; error_page 404 = /fallback; grpc_pass grpc://127.0.0.1:${upstream.port}; }
+    location = /fallback { return 200 "fallback\\n"; }
+  }`),
+      literals: { H2: upstream.port, DOWN: down },
+    }, async (s) => ({
+      rst: (await s.get('/rst')).status,
+      refused: (await s.get('/refused')).status,
+      hang: (await s.get('/hang')).status,
+      midrst: await http1(s.port, 'GET /midrst HTTP/1.1\r\nHost: grpc.test\r\nConnection: close\r\n\r\n'),
+      middrop: await http1(s.port, 'GET /middrop HTTP/1.1\r\nHost: grpc.test\r\nConnection: close\r\n\r\n'),
+      drop: (await s.get('/drop')).status,
+      down: (await s.get('/down')).status,
+      missing: await s.get('/missing'),
+      intercepted: await s.get('/intercepted/missing'),
+    }));
+    const n = run.nginx.result;
+    assert.deepEqual([n.rst, n.refused, n.hang, n.down], [502, 502, 504, 502]);
+    assert.equal(n.intercepted.body, 'fallback\n');
+    assert.ok(run.nginx.errorLog.some((l) => l.includes('upstream rejected request with error 2 while reading response header from upstream')));
+    assertSameAsNginx(run);
+  });
+
+  it('passes large bodies both ways, trailers after them, as nginx does', async () => {
+    const upstream = await startH2Server((stream, headers) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const got = Buffer.concat(chunks);
+        const size = Number(new URLSearchParams(String(headers[':path']).split('?')[1]).get('size') ?? '0');
+        stream.respond({ ':status': 200, 'content-type': 'application/octet-stream' }, { waitForTrailers: true });
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'x-received': String(got.length) }));
+        stream.end(Buffer.alloc(size, 'y'));
+      });
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; client_max_body_size 8m;
+    location / { grpc_pass grpc://127.0.0.1:${upstream.port}; }
+  }`),
+      literals: { H2: upstream.port },
+    }, async (s) => {
+      const big = Buffer.alloc(3 << 20, 'z').toString('latin1');
+      const upload = await http1(s.port, `POST /up?size=10 HTTP/1.1\r\nHost: grpc.test\r\nContent-Length: ${big.length}\r\nConnection: close\r\n\r\n${big}`);
+      const download = await http1(s.port, 'GET /down?size=4194304 HTTP/1.1\r\nHost: grpc.test\r\nConnection: close\r\n\r\n');
+      // (the chunks' sizes are each server's own: nginx's follow its 4k buffer)
+      const head = download.slice(0, download.indexOf('\r\n\r\n'));
+      const trailer = download.slice(download.lastIndexOf('\r\n0\r\n'));
+      return { upload, head, bodyBytes: download.split('y').length - 1, trailer };
+    });
+    assert.match(run.nginx.result.upload, /x-received: 3145728\r\n\r\n$/);
+    assertSameAsNginx(run);
+  });
+
+  it('keeps upstream connections of an upstream block with keepalive, and opens one per request without, as nginx does', async () => {
+    const upstream = await startH2Server((stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('ok');
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  upstream kept { server 127.0.0.1:${upstream.port}; keepalive 2; }
+  server { listen 127.0.0.1:${port};
+    location /kept/ { grpc_pass grpc://kept; }
+    location / { grpc_pass grpc://127.0.0.1:${upstream.port}; }
+  }`),
+      literals: { H2: upstream.port },
+    }, async (s) => {
+      const count = async (path: string): Promise<number> => {
+        const before = upstream.connections;
+        for (let i = 0; i < 3; i++) await s.get(path);
+        return upstream.connections - before;
+      };
+      return { kept: await count('/kept/x'), unkept: await count('/x') };
+    });
+    assert.deepEqual(run.nginx.result, { kept: 1, unkept: 3 });
+    assertSameAsNginx(run);
+  });
+});
