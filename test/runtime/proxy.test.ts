@@ -193,6 +193,38 @@ describe('proxy (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('passes a chunked response\'s trailers with proxy_pass_trailers on, buffered or not, hidden ones left out, and none by default', async () => {
+    const up = await echoUpstream('up', (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain', Trailer: 'X-Checksum' });
+      res.write('hello ');
+      res.addTrailers({ 'X-Checksum': 'abc', 'X-Hidden': 'h' });
+      res.end('world');
+      return true;
+    });
+    const u = `127.0.0.1:${up.port}`;
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name proxy.test;
+    location / { proxy_pass_trailers on; proxy_hide_header X-Hidden; proxy_pass http://${u}; }
+    location /unbuffered/ { proxy_pass_trailers on; proxy_buffering off; proxy_pass http://${u}; }
+    location /default/ { proxy_pass http://${u}; }
+  }`),
+      literals: { UP: up.port },
+    }, async (s) => {
+      // the body's chunks are each server's own: only the last chunk and the trailers are compared
+      const tail = async (path: string): Promise<string> => {
+        const text = await rawExchange(s.port, `GET ${path} HTTP/1.1\r\nHost: proxy.test\r\nConnection: close\r\n\r\n`);
+        return text.slice(text.indexOf('\r\n0\r\n'));
+      };
+      return { buffered: await tail('/x'), unbuffered: await tail('/unbuffered/x'), byDefault: await tail('/default/x') };
+    });
+    assert.deepEqual(run.nginx.result, {
+      buffered: '\r\n0\r\nX-Checksum: abc\r\n\r\n',
+      unbuffered: '\r\n0\r\nX-Checksum: abc\r\nX-Hidden: h\r\n\r\n',
+      byDefault: '\r\n0\r\n\r\n',
+    });
+    assertSameAsNginx(run);
+  });
+
   it('adds add_header to 2xx/3xx only, and to every status with always', async () => {
     const up = await echoUpstream('up', (req, res) => {
       const status = Number(/status=(\d+)/.exec(req.url ?? '')?.[1] ?? 200);

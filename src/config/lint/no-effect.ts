@@ -65,7 +65,7 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   ...['proxy', 'fastcgi', 'uwsgi', 'scgi'].flatMap((m): [string, NoEffectKind][] => [
     [`${m}_store`, OFF], [`${m}_bind`, OFF], [`${m}_limit_rate`, ZERO], [`${m}_force_ranges`, OFF], [`${m}_socket_keepalive`, OFF],
   ]),
-  ['memcached_bind', OFF], ['memcached_socket_keepalive', OFF], ['grpc_bind', OFF], ['grpc_socket_keepalive', OFF], ['proxy_pass_trailers', OFF],
+  ['memcached_bind', OFF], ['memcached_socket_keepalive', OFF], ['grpc_bind', OFF], ['grpc_socket_keepalive', OFF],
   ['ssl_stapling', OFF], ['ssl_certificate_compression', OFF], ['ssl_early_data', OFF], ['proxy_ssl_certificate_cache', OFF],
   ['grpc_ssl_certificate_cache', OFF],
   // what jinx does differently whatever the value

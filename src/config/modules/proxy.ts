@@ -50,6 +50,8 @@ export const proxyPassHeader = listSlot<string>('proxy_pass_header');
 export const proxyHttpVersion = slot<'1.0' | '1.1'>('proxy_http_version', '1.1');
 export const proxyPassRequestBody = slot('proxy_pass_request_body', true);
 export const proxyPassRequestHeaders = slot('proxy_pass_request_headers', true);
+/** `proxy_pass_trailers`: the trailers of a chunked upstream response go to the client. */
+export const proxyPassTrailers = slot('proxy_pass_trailers', false);
 export const proxyConnectTimeoutMs = slot('proxy_connect_timeout', 60_000);
 export const proxySendTimeoutMs = slot('proxy_send_timeout', 60_000);
 export const proxyReadTimeoutMs = slot('proxy_read_timeout', 60_000);
@@ -327,7 +329,6 @@ export function parseAccess(d: Directive): number {
 
 const NO_STORE = 'responses are not stored as files';
 const NO_RATE = 'the upstream is read at full speed (limit_rate throttles the client)';
-const NO_TRAILERS = 'responses are sent without the upstream\'s trailers';
 const NO_BIND = 'upstream connections use the address the system chooses';
 
 export const proxyDirectives: readonly DirectiveSpec[] = [
@@ -350,6 +351,7 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   { name: 'proxy_http_version', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: enumSetter(proxyHttpVersion, ['1.0', '1.1']) },
   { name: 'proxy_pass_request_body', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyPassRequestBody) },
   { name: 'proxy_pass_request_headers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyPassRequestHeaders) },
+  { name: 'proxy_pass_trailers', module: PROXY, contexts: HTTP_SRV_LOC, args: ['FLAG'], effect: 'runtime', set: flagSetter(proxyPassTrailers) },
   { name: 'proxy_connect_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(proxyConnectTimeoutMs) },
   { name: 'proxy_send_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(proxySendTimeoutMs) },
   { name: 'proxy_read_timeout', module: PROXY, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: msecSetter(proxyReadTimeoutMs) },
@@ -401,7 +403,6 @@ export const proxyDirectives: readonly DirectiveSpec[] = [
   none('proxy_bind', ['TAKE1', 'TAKE2'], NO_BIND, rule.custom(parseBind)),
   none('proxy_limit_rate', ['TAKE1'], NO_RATE, rule.valueSize),
   none('proxy_force_ranges', ['FLAG'], 'byte ranges of proxied responses are not served', rule.flag),
-  none('proxy_pass_trailers', ['FLAG'], NO_TRAILERS, rule.flag),
   none('proxy_headers_hash_max_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
   none('proxy_headers_hash_bucket_size', ['TAKE1'], 'headers are kept in a Map', rule.num()),
   none('proxy_socket_keepalive', ['FLAG'], 'TCP keepalive is the runtime\'s', rule.flag),
@@ -445,7 +446,7 @@ export interface ProxyConf extends UpstreamConf {
   readonly headerNames: ReadonlySet<string>;
   /** `proxy_http_version`; `2` for gRPC. */
   readonly httpVersion: '1.0' | '1.1' | '2';
-  /** The upstream's trailers go to the client (`u->conf->pass_trailers`: gRPC's). */
+  /** The upstream's trailers go to the client (`u->conf->pass_trailers`: `proxy_pass_trailers`, always for gRPC). */
   readonly passTrailers: boolean;
   /**
    * The `proxy_ssl_*` settings, for a `proxy_pass https://…` or one with
@@ -547,7 +548,7 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
     headers,
     headerNames: new Set(headers.map((h) => h.lowerName)),
     httpVersion: c.get(proxyHttpVersion),
-    passTrailers: false,
+    passTrailers: c.get(proxyPassTrailers),
     hideHeaders: hide,
     passRequestBody: c.get(proxyPassRequestBody),
     passRequestHeaders: c.get(proxyPassRequestHeaders),
