@@ -102,6 +102,22 @@ export function callChat(port: number, messages: readonly string[]): Promise<{ r
   });
 }
 
+/** Opens a `Chat` stream, sends `message`, and cancels the call once its answer came; resolves the status the client saw. */
+export function cancelChat(port: number, message: string): Promise<{ readonly answers: string[]; readonly code: number }> {
+  const client = echoClient(port) as unknown as Record<string, () => grpc.ClientDuplexStream<Buffer, Buffer>>;
+  const call = client.chat!();
+  const answers: string[] = [];
+  return new Promise((resolve) => {
+    call.on('data', (m: Buffer) => {
+      answers.push(m.toString());
+      call.cancel();
+    });
+    call.on('status', (s: grpc.StatusObject) => resolve({ answers, code: s.code }));
+    call.on('error', () => undefined);
+    call.write(Buffer.from(message));
+  });
+}
+
 /** A scripted HTTP/2 server: the request headers it saw, and how many connections it accepted. */
 export interface ScriptedH2Server {
   readonly port: number;
