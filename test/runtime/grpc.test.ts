@@ -62,17 +62,22 @@ function http2Call(port: number, path: string, message: string): Promise<{ heade
   });
 }
 
+/** A server taking HTTP/1.1 and cleartext HTTP/2 whose one location passes every request to the gRPC server on `backendPort`. */
+function grpcOnly(backendPort: number): Parameters<typeof differential>[0] {
+  return {
+    conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; http2 on; server_name grpc.test;
+    location / { grpc_pass grpc://127.0.0.1:${backendPort}; }
+  }`),
+    literals: { GRPC: backendPort },
+  };
+}
+
 describe('grpc_pass (differential)', () => {
   after(cleanup);
 
   it('passes unary calls, an error status and a stream of a real gRPC server, trailers included, as nginx does', async () => {
     const backend = await startGrpcServer();
-    const run = await differential({
-      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; http2 on; server_name grpc.test;
-    location / { grpc_pass grpc://127.0.0.1:${backend.port}; }
-  }`),
-      literals: { GRPC: backend.port },
-    }, async (s) => ({
+    const run = await differential(grpcOnly(backend.port), async (s) => ({
       say: await callUnary(s.port, 'say', 'hello', { 'x-custom': 'v1' }),
       fail: await callUnary(s.port, 'fail', 'x'),
       chat: await callChat(s.port, ['one', 'two', 'three']),
@@ -92,12 +97,7 @@ describe('grpc_pass (differential)', () => {
 
   it('answers a call the client cancels, and the calls after it, and logs the cancel as nginx does (but for its action)', async () => {
     const backend = await startGrpcServer();
-    const run = await differential({
-      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; http2 on; server_name grpc.test;
-    location / { grpc_pass grpc://127.0.0.1:${backend.port}; }
-  }`),
-      literals: { GRPC: backend.port },
-    }, async (s) => ({ cancelled: await cancelChat(s.port, 'first'), after: await callUnary(s.port, 'say', 'again') }));
+    const run = await differential(grpcOnly(backend.port), async (s) => ({ cancelled: await cancelChat(s.port, 'first'), after: await callUnary(s.port, 'say', 'again') }));
     assert.deepEqual(run.nginx.result.cancelled, { answers: ['re:first'], code: 1 });
     assert.deepEqual(run.jinx.result, run.nginx.result);
     // nginx logs the cancel with the action of its last work on the upstream connection, here a write to it

@@ -20,7 +20,7 @@ import { parseStaticPass } from './cgi-upstream.js';
 import { setContentHandler } from './http-core.js';
 import { IGNORE_HEADERS, parseBind, type ProxyConf } from './proxy.js';
 import { GRPC_SSL, readProxyTls, upstreamSslDirectives, upstreamTlsConf } from './proxy-ssl.js';
-import type { PassAddress } from './upstream.js';
+import { nextUpstreamOf, unbufferedSpool, type PassAddress } from './upstream.js';
 
 const GRPC = 'ngx_http_grpc_module';
 
@@ -146,7 +146,6 @@ export function grpcConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pro
   for (const h of c.list(hideHeader)) hide.add(h.toLowerCase());
   for (const h of c.list(passHeader)) hide.delete(h.toLowerCase());
   const ignored = c.get(ignoreHeaders);
-  const conditions = c.get(nextUpstream);
   const buffer = c.get(bufferSize);
   return {
     module: 'grpc',
@@ -178,16 +177,8 @@ export function grpcConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pro
     accelLimitRate: !ignored.includes('X-Accel-Limit-Rate'),
     accelCharset: !ignored.includes('X-Accel-Charset'),
     requestBuffering: false,
-    memoryBytes: buffer,
-    bufferBytes: buffer,
-    // never buffered, so never a temp file (nginx's bufs.num 0, max_temp_file_size 0)
-    tempPath: { dir: cx.scope.fullPath('proxy_temp'), levels: [] },
-    maxTempFileBytes: 0,
-    busyBytes: buffer,
-    tempFileWriteBytes: buffer,
-    nextUpstream: new Set(conditions.includes('off') ? [] : conditions),
-    nextUpstreamTries: c.get(nextUpstreamTries),
-    nextUpstreamTimeoutMs: c.get(nextUpstreamTimeoutMs),
+    ...unbufferedSpool(cx, buffer),
+    ...nextUpstreamOf(c.get(nextUpstream), c.get(nextUpstreamTries), c.get(nextUpstreamTimeoutMs)),
     tls: upstreamTlsConf(cx, node, c, GRPC_SSL),
     method: undefined,
     setBody: undefined,

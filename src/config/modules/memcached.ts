@@ -18,7 +18,7 @@ import { groupKey, inheritedIntoIf, type CompileContext } from '../compile-conte
 import { parseBind } from './proxy.js';
 import { setContentHandler } from './http-core.js';
 import { parseStaticPass, type CgiTarget, type StaticPassDef } from './cgi-upstream.js';
-import type { PassAddress, UpstreamConf } from './upstream.js';
+import { nextUpstreamOf, unbufferedSpool, type PassAddress, type UpstreamConf } from './upstream.js';
 import type { CompiledValue, ValueSource } from '../variables.js';
 
 const MEMCACHED = 'ngx_http_memcached_module';
@@ -116,15 +116,7 @@ export function memcachedConf(cx: CompileContext, node: LevelNode, c: ConfChain)
     accelLimitRate: false,
     accelCharset: false,
     requestBuffering: true,
-    memoryBytes: buffer,
-    bufferBytes: buffer,
-    // never buffered, so never a temp file (nginx's bufs.num 0, max_temp_file_size 0)
-    tempPath: { dir: cx.scope.fullPath('proxy_temp'), levels: [] },
-    maxTempFileBytes: 0,
-    busyBytes: buffer,
-    tempFileWriteBytes: buffer,
-    nextUpstream: new Set(conditions.includes('off') ? [] : conditions),
-    nextUpstreamTries: c.get(nextUpstreamTries),
-    nextUpstreamTimeoutMs: c.get(nextUpstreamTimeoutMs),
+    ...unbufferedSpool(cx, buffer),
+    ...nextUpstreamOf(conditions, c.get(nextUpstreamTries), c.get(nextUpstreamTimeoutMs)),
   };
 }

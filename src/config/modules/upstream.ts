@@ -543,11 +543,25 @@ export interface UpstreamMergeSlots {
 
 /** `*_next_upstream` merged: `off` leaves no condition (`ngx_http_proxy_merge_loc_conf`). */
 export function nextUpstreamConf(c: ConfChain, s: UpstreamMergeSlots): NextUpstreamConf {
-  const conditions = c.get(s.nextUpstream);
+  return nextUpstreamOf(c.get(s.nextUpstream), c.get(s.nextUpstreamTries), c.get(s.nextUpstreamTimeoutMs));
+}
+
+/** The `*_next_upstream` settings of a module's merged values: `off` among the conditions leaves none. */
+export function nextUpstreamOf(conditions: readonly string[], tries: number, timeoutMs: number): NextUpstreamConf {
+  return { nextUpstream: new Set(conditions.includes('off') ? [] : conditions), nextUpstreamTries: tries, nextUpstreamTimeoutMs: timeoutMs };
+}
+
+/**
+ * The response spooling of a module that never buffers (the memcached and
+ * gRPC modules' hardcoded `bufs.num 0`, `max_temp_file_size 0`): one buffer
+ * of `*_buffer_size`, never a temp file (the path is never opened).
+ */
+export function unbufferedSpool(cx: CompileContext, bufferBytes: number): Pick<
+  UpstreamConf, 'memoryBytes' | 'bufferBytes' | 'tempPath' | 'maxTempFileBytes' | 'busyBytes' | 'tempFileWriteBytes'
+> {
   return {
-    nextUpstream: new Set(conditions.includes('off') ? [] : conditions),
-    nextUpstreamTries: c.get(s.nextUpstreamTries),
-    nextUpstreamTimeoutMs: c.get(s.nextUpstreamTimeoutMs),
+    memoryBytes: bufferBytes, bufferBytes, tempPath: { dir: cx.scope.fullPath('proxy_temp'), levels: [] }, maxTempFileBytes: 0,
+    busyBytes: bufferBytes, tempFileWriteBytes: bufferBytes,
   };
 }
 
