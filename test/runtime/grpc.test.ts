@@ -197,6 +197,37 @@ describe('grpc_pass (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('takes its address from variables, tries the next server, and answers with a gRPC error page, as nginx does', async () => {
+    const backend = await startGrpcServer();
+    const down = await freePort();
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  upstream pool { server 127.0.0.1:${down}; server 127.0.0.1:${backend.port}; }
+  upstream dead { server 127.0.0.1:${down}; }
+  server { listen 127.0.0.1:${port}; http2 on; server_name grpc.test;
+    location / { set $target "grpc://127.0.0.1:${backend.port}"; grpc_pass $target; }
+    location /by-name/ { set $target pool; grpc_pass $target; }
+    location /bad/ { set $target "grpc://127.0.0.1:${backend.port}/x"; grpc_pass $target; }
+    location /no-port/ { set $target 127.0.0.1; grpc_pass $target; }
+    location /pool/ { grpc_pass grpc://pool; }
+    location /dead/ { error_page 502 = /error502grpc; grpc_pass grpc://dead; }
+    location = /error502grpc { internal; default_type application/grpc; add_header grpc-status 14; add_header grpc-message unavailable; return 204; }
+  }`),
+      literals: { GRPC: backend.port, DOWN: down },
+    }, async (s) => ({
+      variables: await http1(s.port, http1Call('/test.Echo/Say', 'v')),
+      byName: (await s.get('/by-name/x')).status,
+      bad: (await s.get('/bad/x')).status,
+      noPort: (await s.get('/no-port/x')).status,
+      pool: await http1(s.port, http1Call('/pool/x', 'p')),
+      dead: await http1(s.port, http1Call('/dead/x', 'd')),
+      deadHttp2: await http2Call(s.port, '/dead/x', 'd'),
+    }));
+    const n = run.nginx.result;
+    assert.match(n.dead, /^HTTP\/1\.1 204 No Content\r\n[^]*grpc-status: 14\r\n/);
+    assert.equal(n.deadHttp2.headers['grpc-status'], '14');
+    assertSameAsNginx(run);
+  });
+
   it('passes large bodies both ways, trailers after them, as nginx does', async () => {
     const upstream = await startH2Server((stream, headers) => {
       const chunks: Buffer[] = [];

@@ -119,6 +119,11 @@ async function dynamicDestination(ex: Exchange, p: ProxyConf & { target: { kind:
     logRequest(cx, r, 'error', p.module === 'grpc' ? `invalid host in upstream "${url.replace(/^grpcs?:\/\//i, '')}"` : `invalid URL prefix in "${url}"`);
     return 500;
   }
+  // ngx_http_upstream_init_request: an address without a port that names no upstream block (gRPC has no default port)
+  if (p.module === 'grpc' && parsed.port === undefined && !cx.table.upstreams.has(parsed.host.toLowerCase())) {
+    logRequest(cx, r, 'error', `no port in upstream "${parsed.host}"`);
+    return 500;
+  }
   const defaultPort = parsed.scheme === 'https' ? 443 : 80;
   const hostHeader = hostHeaderOf(parsed.scheme, parsed.host, parsed.port);
   const uri = parsed.uri ?? upstreamUri(r, p, undefined);
