@@ -108,19 +108,31 @@ describe('grpc_pass (differential)', () => {
     assert.match(run.jinx.errorLog.join('\n'), /\[info\] \*CONN client canceled stream \d+ while/);
   });
 
-  it('speaks TLS to a grpcs:// upstream as nginx does', async () => {
+  it('speaks TLS to a grpcs:// upstream, and checks its certificate with grpc_ssl_verify, as nginx does', async () => {
     const { cert, key } = selfSigned('backend.test');
     const backend = await startGrpcServer({ cert: Buffer.from(cert), key: Buffer.from(key) });
     const run = await differential({
+      files: { 'backend.pem': cert },
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; http2 on;
     location / { grpc_pass grpcs://127.0.0.1:${backend.port}; }
+    location /verified/ {
+      grpc_ssl_verify on; grpc_ssl_trusted_certificate backend.pem; grpc_ssl_name backend.test; grpc_ssl_server_name on;
+      grpc_pass grpcs://127.0.0.1:${backend.port};
+    }
+    location /mismatch/ {
+      grpc_ssl_verify on; grpc_ssl_trusted_certificate backend.pem; grpc_ssl_name other.test;
+      grpc_pass grpcs://127.0.0.1:${backend.port};
+    }
   }`),
       literals: { GRPC: backend.port },
     }, async (s) => ({
       say: await callUnary(s.port, 'say', 'over tls'),
       http1: await http1(s.port, http1Call('/test.Echo/Say', 'abc')),
+      verified: await http1(s.port, http1Call('/verified/x', 'abc')),
+      mismatch: (await s.get('/mismatch/x')).status,
     }));
     assert.equal(run.nginx.result.say.message, 'echo:over tls');
+    assert.equal(run.nginx.result.mismatch, 502);
     assertSameAsNginx(run);
   });
 
