@@ -40,7 +40,7 @@ import { charsetConf, linkCharsets } from './modules/charset.js';
 import * as core from './modules/core.js';
 import * as fastcgi from './modules/fastcgi.js';
 import { SCGI_SLOTS, scgiConf } from './modules/scgi.js';
-import { UWSGI_SLOTS, uwsgiConf } from './modules/uwsgi.js';
+import { loadUwsgiTls, UWSGI_SLOTS, uwsgiConf } from './modules/uwsgi.js';
 import { grpcConf, grpcPassAddress, loadGrpcTls } from './modules/grpc.js';
 import { memcachedConf, memcachedPassAddress } from './modules/memcached.js';
 import { gzipConf } from './modules/gzip.js';
@@ -334,6 +334,7 @@ class Compiler implements CompileContext {
       checkUpstreamMerge(this, httpNode, servers, proxy.PROXY_MERGE);
       for (const s of CGI_SLOTS) checkUpstreamMerge(this, httpNode, servers, s.merge);
       proxy.loadProxyTls(this, servers);
+      loadUwsgiTls(this, servers);
       loadGrpcTls(this, servers);
       for (const s of servers) this.recovering(() => checkDuplicateLocations(s));
       checkSslListens(this, servers, certificates);

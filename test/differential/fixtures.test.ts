@@ -395,6 +395,7 @@ const BROKEN: readonly BrokenCase[] = [
   { name: 'uwsgi-cache-without-key', expect: '[warn] no "uwsgi_cache_key" for "uwsgi_cache" in PREFIX/nginx.conf:12' },
   { name: 'uwsgi-modifier-out-of-range', expect: '[emerg] value must be between 0 and 255 in PREFIX/nginx.conf:6' },
   { name: 'uwsgi-param-one-argument', expect: '[emerg] invalid number of arguments in "uwsgi_param" directive in PREFIX/nginx.conf:6' },
+  { name: 'uwsgi-ssl-verify-without-trusted-certificate', expect: '[emerg] no uwsgi_ssl_trusted_certificate for uwsgi_ssl_verify' },
   { name: 'uwsgi-pass-invalid-port', expect: '[emerg] invalid port in upstream "127.0.0.1:99999" in PREFIX/nginx.conf:6' },
   { name: 'variable-closing-bracket-missing', expect: '[emerg] the closing bracket in "x" variable is missing in PREFIX/nginx.conf:7' },
   { name: 'variable-name-empty', expect: '[emerg] invalid variable name in PREFIX/nginx.conf:7' },
@@ -416,7 +417,6 @@ const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[]
   // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   // uwsgi over TLS: jinx speaks uwsgi in the clear only
-  { name: 'uwsgi-pass-tls', jinx: '[emerg] uwsgi over TLS ("suwsgi://") is not supported by jinx in PREFIX/nginx.conf:7' },
 ];
 
 /** jinx's whole output for a deliberate difference: the message, then the test failed. */

@@ -62,7 +62,9 @@ const scgiHeader: HeaderDecoder = (b) => {
   return { modifier1: 0, modifier2: 0, params, bodyAt: colon + 1 + size + 1 };
 };
 
-async function scripted(decode: HeaderDecoder, answer: (req: SeenCgiRequest, socket: Socket) => void): Promise<ScriptedCgiServer> {
+async function scripted(
+  decode: HeaderDecoder, answer: (req: SeenCgiRequest, socket: Socket) => void, tls?: { readonly cert: string; readonly key: string },
+): Promise<ScriptedCgiServer> {
   const requests: SeenCgiRequest[] = [];
   const port = await startTcpServer((sock) => {
     let pending = Buffer.alloc(0);
@@ -79,12 +81,17 @@ async function scripted(decode: HeaderDecoder, answer: (req: SeenCgiRequest, soc
       requests.push(req);
       answer(req, sock);
     });
-  });
+  }, tls);
   return { port, requests };
 }
 
-/** Starts a uwsgi server on 127.0.0.1 that hands each request, read whole, to `answer`; stopped with its sockets at cleanup. */
-export const scriptedUwsgi = (answer: (req: SeenCgiRequest, socket: Socket) => void): Promise<ScriptedCgiServer> => scripted(uwsgiHeader, answer);
+/**
+ * Starts a uwsgi server on 127.0.0.1 (over TLS with `tls`'s certificate and key, as for `suwsgi://`) that hands each
+ * request, read whole, to `answer`; stopped with its sockets at cleanup.
+ */
+export const scriptedUwsgi = (
+  answer: (req: SeenCgiRequest, socket: Socket) => void, tls?: { readonly cert: string; readonly key: string },
+): Promise<ScriptedCgiServer> => scripted(uwsgiHeader, answer, tls);
 
 /** Starts an SCGI server on 127.0.0.1 that hands each request, read whole, to `answer`; stopped with its sockets at cleanup. */
 export const scriptedScgi = (answer: (req: SeenCgiRequest, socket: Socket) => void): Promise<ScriptedCgiServer> => scripted(scgiHeader, answer);

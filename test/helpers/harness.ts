@@ -9,6 +9,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
+import { createServer as createTlsServer } from 'node:tls';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -239,17 +240,20 @@ export function hasCommand(cmd: string): boolean {
 
 /**
  * Starts a TCP server on 127.0.0.1 that hands each connection to
- * `onConnection` (its errors ignored); it and its connections are closed at
- * cleanup. Resolves to its port.
+ * `onConnection` (its errors ignored), over TLS with `tls`'s certificate and
+ * key (PEM) when given; it and its connections are closed at cleanup.
+ * Resolves to its port.
  */
-export async function startTcpServer(onConnection: (socket: Socket) => void): Promise<number> {
+export async function startTcpServer(onConnection: (socket: Socket) => void, tls?: { readonly cert: string; readonly key: string }): Promise<number> {
   const sockets = new Set<Socket>();
-  const server = createNetServer((socket) => {
+  const accept = (socket: Socket): void => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
     onConnection(socket);
-  });
+  };
+  const server = tls ? createTlsServer({ cert: tls.cert, key: tls.key }, accept) : createNetServer(accept);
+  server.on('tlsClientError', () => undefined);
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
   onCleanup(() => new Promise<void>((res) => {
     for (const s of sockets) s.destroy();

@@ -18,6 +18,7 @@ import { after, describe, it } from 'node:test';
 import { cleanup, freePort, onCleanup } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 import { scriptedScgi, scriptedUwsgi, type SeenCgiRequest } from '../helpers/cgi-servers.js';
+import { selfSigned } from '../helpers/pki.js';
 
 /** Writes `parts` `gapMs` apart (separate TCP segments), then closes the connection. */
 function writeApart(sock: Socket, parts: readonly string[], gapMs = 0): void {
@@ -138,6 +139,41 @@ describe('uwsgi_pass and scgi_pass (differential, scripted servers)', () => {
     assert.equal(n['/uwsgi/too-big']!.status, 502);
     assert.equal(n.down!.status, 502);
     assert.ok(run.nginx.errorLog.some((l) => l.includes('upstream sent more data than specified in "Content-Length" header')));
+    assertSameAsNginx(run);
+  });
+
+  it('speaks uwsgi over TLS to a suwsgi:// server, and checks its certificate with uwsgi_ssl_verify, as nginx does', async () => {
+    const { cert, key } = selfSigned('uwsgi.test');
+    const uwsgi = await scriptedUwsgi(answer, { cert, key });
+    const plain = await scriptedUwsgi(answer);
+    const run = await differential({
+      files: { 'uwsgi.pem': cert },
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name cgi.test;
+    location / { ${params('uwsgi')} uwsgi_pass suwsgi://127.0.0.1:${uwsgi.port}; }
+    location /verified/ {
+      ${params('uwsgi')} uwsgi_ssl_verify on; uwsgi_ssl_trusted_certificate uwsgi.pem; uwsgi_ssl_name uwsgi.test; uwsgi_ssl_server_name on;
+      uwsgi_pass suwsgi://127.0.0.1:${uwsgi.port};
+    }
+    location /mismatch/ { ${params('uwsgi')} uwsgi_ssl_verify on; uwsgi_ssl_trusted_certificate uwsgi.pem; uwsgi_pass suwsgi://127.0.0.1:${uwsgi.port}; }
+    location /untrusted/ { ${params('uwsgi')} uwsgi_ssl_verify on; uwsgi_ssl_trusted_certificate uwsgi.pem; uwsgi_ssl_name uwsgi.test; uwsgi_ssl_verify_depth 0;
+      uwsgi_pass suwsgi://127.0.0.1:${uwsgi.port}; }
+    location /var/ { ${params('uwsgi')} set $backend "suwsgi://127.0.0.1:${uwsgi.port}"; uwsgi_pass $backend; }
+    location /not-tls/ { ${params('uwsgi')} uwsgi_pass suwsgi://127.0.0.1:${plain.port}; }
+  }`),
+      literals: { TLS: uwsgi.port, PLAIN: plain.port },
+    }, async (s) => {
+      const before = uwsgi.requests.length;
+      const out: Record<string, Snap> = {};
+      for (const path of ['/plain', '/status-line', '/verified/plain', '/mismatch/plain', '/untrusted/plain', '/var/cgi-status', '/not-tls/plain']) {
+        out[path] = await s.get(path, { method: path === '/status-line' ? 'POST' : 'GET', ...(path === '/status-line' ? { body: 'sent over tls' } : {}) });
+      }
+      return { out, received: uwsgi.requests.slice(before).map(received) };
+    });
+    const n = run.nginx.result;
+    assert.equal(n.out['/plain']!.status, 200);
+    assert.equal(n.out['/verified/plain']!.status, 200);
+    assert.equal(n.out['/mismatch/plain']!.status, 502);
+    assert.equal(n.out['/not-tls/plain']!.status, 502);
     assertSameAsNginx(run);
   });
 

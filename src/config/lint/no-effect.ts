@@ -67,9 +67,9 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   ]),
   ['memcached_bind', OFF], ['memcached_socket_keepalive', OFF], ['grpc_bind', OFF], ['grpc_socket_keepalive', OFF],
   ['ssl_stapling', OFF], ['ssl_certificate_compression', OFF], ['ssl_early_data', OFF], ['proxy_ssl_certificate_cache', OFF],
-  ['grpc_ssl_certificate_cache', OFF],
+  ['grpc_ssl_certificate_cache', OFF], ['uwsgi_ssl_certificate_cache', OFF],
   // what jinx does differently whatever the value
-  ['ssl_conf_command', 'always'], ['proxy_ssl_conf_command', 'always'], ['grpc_ssl_conf_command', 'always'],
+  ['ssl_conf_command', 'always'], ['proxy_ssl_conf_command', 'always'], ['grpc_ssl_conf_command', 'always'], ['uwsgi_ssl_conf_command', 'always'],
 ]);
 
 /** Whether a directive jinx does not act on deserves a note: its value asks for what jinx does not do. */

@@ -20,9 +20,10 @@ const PROXY = 'ngx_http_proxy_module';
 
 /**
  * The slots of one module's `*_ssl_*` directives: the proxy module's
- * `proxy_ssl_*` (http and stream) and the gRPC module's `grpc_ssl_*`
- * declare the same directives with the same defaults
- * (`ngx_http_proxy_merge_loc_conf`, `ngx_http_grpc_merge_loc_conf`).
+ * `proxy_ssl_*` (http and stream), the gRPC module's `grpc_ssl_*` and the
+ * uwsgi module's `uwsgi_ssl_*` declare the same directives with the same
+ * defaults (`ngx_http_proxy_merge_loc_conf`, `ngx_http_grpc_merge_loc_conf`,
+ * `ngx_http_uwsgi_merge_loc_conf`).
  */
 export interface UpstreamSslSlots {
   /** `proxy`, `grpc`: the directives' names start with it. */
@@ -72,6 +73,8 @@ function upstreamSslSlots(prefix: string): UpstreamSslSlots {
 export const PROXY_SSL = upstreamSslSlots('proxy');
 /** The gRPC module's `grpc_ssl_*` slots. */
 export const GRPC_SSL = upstreamSslSlots('grpc');
+/** The uwsgi module's `uwsgi_ssl_*` slots. */
+export const UWSGI_SSL = upstreamSslSlots('uwsgi');
 
 /** The `*_ssl_*` directives of `module` on slots `s`, in http's server, location and main contexts. */
 export function upstreamSslDirectives(s: UpstreamSslSlots, module: string): DirectiveSpec[] {

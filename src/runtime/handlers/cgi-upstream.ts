@@ -18,8 +18,12 @@
  */
 import { connect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { ConfigError } from '../../errors.js';
 import type { LogLevel } from '../../log/levels.js';
-import type { CacheConf, CgiConf, CgiTarget, FastcgiConf, MemcachedConf, UpstreamConf, UpstreamGroup, UwsgiConf } from '../../config/route-table.js';
+import type {
+  CacheConf, CgiConf, CgiTarget, FastcgiConf, MemcachedConf, UpstreamConf, UpstreamGroup, UpstreamTlsConf, UwsgiConf,
+} from '../../config/route-table.js';
 import type { CgiPrefix } from '../../config/modules/cgi-upstream.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
@@ -45,6 +49,7 @@ import {
 import { CgiRequestError, encodeScgiHeader, encodeUwsgiPacket } from '../upstream/uwsgi-scgi-protocol.js';
 import { escapeMemcachedKey, memcachedGet, MemcachedResponseReader } from '../upstream/memcached-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
+import { connectTls, sslName, verifyPeer, type PeerChain } from '../upstream/tls.js';
 import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered } from './upstream-peer.js';
 import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 
@@ -57,6 +62,13 @@ type CgiAddress =
 interface CgiChoice {
   readonly peer: CgiAddress;
   readonly attempts: PeerAttempts | undefined;
+}
+
+/** uwsgi over TLS (`suwsgi://`): the location's `uwsgi_ssl_*` settings and the name its certificate is checked against. */
+interface CgiTls {
+  readonly conf: UpstreamTlsConf;
+  /** `uwsgi_ssl_name`, else the host of the address (nginx's `u->ssl_name`). */
+  readonly name: string;
 }
 
 /** What the handler reads of a location's settings: the upstream settings, where requests go, the cache. */
@@ -77,6 +89,8 @@ interface CgiWire<C extends PassConf> {
   readonly upgrades?: boolean;
   /** The location's settings. */
   conf(r: HttpRequestState): C;
+  /** uwsgi's `suwsgi://`: whether the location's own address asks for TLS, and the `uwsgi_ssl_*` settings. */
+  readonly tls?: { readonly secure: (conf: C) => boolean; readonly settings: (conf: C) => UpstreamTlsConf | undefined };
   /** `fastcgi_keep_conn`: a connection may outlive its response. */
   keepConn(conf: C): boolean;
   /**
@@ -126,23 +140,31 @@ export function params(r: HttpRequestState, conf: CgiConf): [string, string][] {
   return out;
 }
 
-/** The first address of the request, or the status to answer. */
-async function address(ex: Exchange, conf: PassConf, scheme: CgiWire<PassConf>['scheme']): Promise<CgiChoice | number> {
+/**
+ * The first address of the request, or the status to answer; `secure`
+ * whether it speaks TLS (uwsgi: the location's `suwsgi://`, or the scheme
+ * of an address from variables), and `host` the address's host as written
+ * (the name a TLS certificate is checked against).
+ */
+async function address(
+  ex: Exchange, conf: PassConf, scheme: CgiWire<PassConf>['scheme'], secure: boolean,
+): Promise<(CgiChoice & { readonly secure: boolean; readonly host: string }) | number> {
   const { r, cx } = ex;
-  if (conf.target.kind === 'unix') return { peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined };
+  const choice = (c: CgiChoice | number, host: string, tls = secure): (CgiChoice & { secure: boolean; host: string }) | number =>
+    typeof c === 'number' ? c : { ...c, secure: tls, host };
+  if (conf.target.kind === 'unix') return choice({ peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined }, 'localhost');
   if (conf.target.kind === 'group') {
-    return firstPeer(ex, cx.table.upstreams.get(conf.target.group)!, conf, scheme, '');
+    const group = conf.target.group;
+    return choice(await firstPeer(ex, cx.table.upstreams.get(group)!, conf, secure ? `s${scheme}` : scheme, ''), group.replace(/:\d+$/, ''));
   }
   let text = conf.target.address.evaluate(r);
+  let tls = false;
   // ngx_http_uwsgi_eval: the address may name its scheme
   if (scheme === 'uwsgi' && /^s?uwsgi:\/\//i.test(text)) {
-    if (/^suwsgi/i.test(text)) {
-      logRequest(cx, r, 'error', `uwsgi over TLS ("suwsgi://") is not supported by jinx in upstream "${text}"`);
-      return 500;
-    }
-    text = text.slice('uwsgi://'.length);
+    tls = /^suwsgi/i.test(text);
+    text = text.slice(tls ? 'suwsgi://'.length : 'uwsgi://'.length);
   }
-  if (text.startsWith('unix:')) return { peer: { path: text.slice(5), name: text }, attempts: undefined };
+  if (text.startsWith('unix:')) return choice({ peer: { path: text.slice(5), name: text }, attempts: undefined }, 'localhost', tls);
   const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(text);
   if (!m) {
     logRequest(cx, r, 'error', `invalid host in upstream "${text}"`);
@@ -152,7 +174,7 @@ async function address(ex: Exchange, conf: PassConf, scheme: CgiWire<PassConf>['
     logRequest(cx, r, 'error', `no port in upstream "${text}"`);
     return 500;
   }
-  return dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0, conf, scheme, '');
+  return choice(await dynamicPeer(ex, m[1]!, m[2] === undefined ? undefined : Number(m[2]), 0, conf, tls ? `s${scheme}` : scheme, ''), m[1]!, tls);
 }
 
 /** The response header as nginx takes it (`ngx_http_fastcgi_process_header` and its kin): the status, its reason, the headers to pass. */
@@ -285,6 +307,7 @@ const UWSGI: CgiWire<UwsgiConf> = {
   ...STREAM_WIRE,
   scheme: 'uwsgi',
   conf: (r) => r.loc.uwsgi!,
+  tls: { secure: (conf) => conf.secure, settings: (conf) => conf.tls },
   head: (r, conf) => [encodeUwsgiPacket(conf.modifier1, conf.modifier2, params(r, conf), conf.string)],
 };
 
@@ -397,16 +420,43 @@ class BodyRefusedError extends Error {
 async function exchange<C extends PassConf>(
   ex: Exchange, wire: CgiWire<C>, conf: C, body: CgiBody | undefined, store: CacheStore | undefined,
 ): Promise<Outcome> {
-  const choice = await address(ex, conf, wire.scheme);
+  const choice = await address(ex, conf, wire.scheme, wire.tls?.secure(conf) ?? false);
   if (typeof choice === 'number') {
     store?.abort();
     return statusOutcome(choice);
   }
+  const tls = choice.secure ? secureWith(ex, wire.tls!.settings(conf)!, conf, choice.host) : undefined;
+  if (typeof tls === 'number') {
+    store?.abort();
+    return statusOutcome(tls);
+  }
   let result: Outcome | NextAddress = { kind: 'next', peer: choice.peer };
-  for (let retry = false; result.kind === 'next'; retry = true) result = await attempt(ex, wire, conf, body, result.peer, choice.attempts, retry, store);
+  for (let retry = false; result.kind === 'next'; retry = true) result = await attempt(ex, wire, conf, body, result.peer, choice.attempts, retry, store, tls);
   // whatever did not reach the store's commit is not cached
   store?.abort();
   return result;
+}
+
+/**
+ * The TLS of a request to `host` (`ngx_http_upstream_ssl_init_connection`):
+ * the name its certificate is checked against, the client certificate of
+ * `uwsgi_ssl_certificate` with variables read for it; 500 when those files
+ * cannot be used (nginx's message logged).
+ */
+function secureWith(ex: Exchange, settings: UpstreamTlsConf, conf: PassConf, host: string): CgiTls | number {
+  const { r, cx } = ex;
+  let tls = settings;
+  const files = settings.certificateFiles;
+  if (files) {
+    try {
+      tls = cx.upstreams.clientCertificate({ connectTimeoutMs: conf.connectTimeoutMs, bufferSizeBytes: conf.bufferSizeBytes, httpVersion: '1.1', tls: settings },
+        files.cert.evaluate(r), files.key.evaluate(r)).tls ?? settings;
+    } catch (err) {
+      logRequest(cx, r, 'error', err instanceof ConfigError ? err.text : String(err));
+      return 500;
+    }
+  }
+  return { conf: tls, name: settings.name ? sslName(settings.name.evaluate(r)) : host };
 }
 
 /** An attempt gave up on its server: the request goes to `peer` (`ngx_http_upstream_next`). */
@@ -429,20 +479,30 @@ function keepingGroup(ex: Exchange, keepConn: boolean, addr: CgiAddress): Upstre
  */
 async function attempt<C extends PassConf>(
   ex: Exchange, wire: CgiWire<C>, conf: C, body: CgiBody | undefined, addr: CgiAddress, attempts: PeerAttempts | undefined, retry: boolean,
-  store: CacheStore | undefined,
+  store: CacheStore | undefined, tls: CgiTls | undefined,
 ): Promise<Outcome | NextAddress> {
   const { r, cx, out } = ex;
-  const state = startAttempt(ex, `${wire.scheme}://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
+  // nginx's u->schema: `suwsgi://` over TLS
+  const scheme = tls ? `s${wire.scheme}` : wire.scheme;
+  const state = startAttempt(ex, `${scheme}://${addr.name}${'path' in addr ? ':' : ''}`, addr, retry);
   const keepConn = wire.keepConn(conf);
   const group = keepingGroup(ex, keepConn, addr);
   const kept = group ? cx.fastcgi.take(group, addr.name) : undefined;
   let socket: Socket;
+  /** The certificate chain of a TLS connection (the handshake's, or the resumed session's). */
+  let peerOf: (() => PeerChain | undefined) | undefined;
   if (kept) socket = kept.socket;
   else {
-    socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
+    if (tls) {
+      const secure = connectTls(tls.conf, addr, tls.name);
+      socket = secure.socket;
+      peerOf = secure.peer;
+    } else socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
     socket.setNoDelay(true);
     socket.once('close', cx.upstreams.track());
   }
+  /** The event of a connection ready for the request: after the TLS handshake for `suwsgi://`. */
+  const ready = tls ? 'secureConnect' : 'connect';
   const connection: FastcgiConnection = { socket, requests: (kept?.requests ?? 0) + 1, openedAtMs: kept?.openedAtMs ?? Date.now() };
   // this attempt's bytes on the connection, for $upstream_bytes_sent and _received
   const [readAtStart, writtenAtStart] = [socket.bytesRead, socket.bytesWritten];
@@ -472,7 +532,7 @@ async function attempt<C extends PassConf>(
     const release = (keep: boolean): void => {
       endAttempt(state, bytes, bodyBytes);
       clearTimeout(connectTimer);
-      socket.off('connect', onConnect).off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
+      socket.off(ready, onConnect).off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
       if (keep && group) cx.fastcgi.keep(group, addr.name, connection);
       else socket.destroy();
     };
@@ -487,7 +547,7 @@ async function attempt<C extends PassConf>(
       settled = true;
       release(false);
       const following = nextOrAnswer(ex, attempts, {
-        condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: body?.kind === 'passed', scheme: wire.scheme, uri: '',
+        condition, failure, requestSent: stage !== 'connect', bodyUnbuffered: body?.kind === 'passed', scheme, uri: '',
       }, store);
       if (following instanceof Promise) void following.then(resolve);
       else resolve({ kind: 'next', peer: following });
@@ -671,6 +731,12 @@ async function attempt<C extends PassConf>(
     }, r);
 
     const onConnect = (): void => {
+      // `uwsgi_ssl_verify`: the chain, then the name (ngx_http_upstream_ssl_handshake)
+      const refused = tls?.conf.verify && peerOf ? verifyPeer(socket as TLSSocket, tls.name, tls.conf.verifyDepth, peerOf()) : undefined;
+      if (refused) {
+        onError(refused);
+        return;
+      }
       clearTimeout(connectTimer);
       state.connectTimeMs = Date.now() - state.startMs;
       stage = 'header';
@@ -805,7 +871,7 @@ async function attempt<C extends PassConf>(
     };
     socket.on('timeout', onTimeout).on('error', onError).on('close', onClose).on('data', onData);
     if (kept) onConnect();
-    else socket.once('connect', onConnect);
+    else socket.once(ready, onConnect);
     if (!conf.ignoreClientAbort) out.onAbort(() => {
       // a tunnel watches both of its sides itself
       if (upgraded) return;

@@ -14,7 +14,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { isIPv4 } from 'node:net';
-import type { ConnectionOptions, PeerCertificate, TLSSocket } from 'node:tls';
+import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type TLSSocket } from 'node:tls';
 import buildConnector from 'undici/lib/core/connect.js';
 import type { UpstreamTlsConf } from '../../config/route-table.js';
 import { UpstreamCertificateError } from './errors.js';
@@ -195,4 +195,39 @@ export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath
       if (err.code?.startsWith('ERR_SSL_')) socket.destroy();
     });
   };
+}
+
+/** Sessions to resume on the TLS connections `connectTls` opens, with the chain each was made with: the latest per settings and peer. */
+const heldSessions = new Map<string, { readonly session: Buffer; readonly peer: PeerChain | undefined }>();
+const MAX_HELD_SESSIONS = 100;
+
+/**
+ * Opens a TLS connection with a location's settings for the modules that
+ * open their own sockets (uwsgi's `suwsgi://`; the proxy's and gRPC's go
+ * through `tlsConnector`): SNI `name` with `*_ssl_server_name on` (never an
+ * IP address), the latest session with this peer resumed unless
+ * `*_ssl_session_reuse off`. The caller waits for `secureConnect`, then
+ * checks the certificate with `verifyPeer(socket, name, depth, peer())`
+ * when `tls.verify` is on; `peer()` is the chain the handshake showed, or
+ * the one a resumed session was made with.
+ */
+export function connectTls(
+  tls: UpstreamTlsConf, target: { readonly host: string; readonly port: number } | { readonly path: string }, name: string,
+): { readonly socket: TLSSocket; peer(): PeerChain | undefined } {
+  const key = `${tls.key}|${'path' in target ? target.path : `${target.host}:${target.port}`}|${name}`;
+  const held = tls.sessionReuse ? heldSessions.get(key) : undefined;
+  const socket = tlsConnect({
+    ...('path' in target ? { path: target.path } : { host: target.host, port: target.port }),
+    ...upstreamTlsOptions(tls),
+    ...(tls.serverName && sniAllowed(name) ? { servername: name } : {}),
+    ...(held ? { session: held.session } : {}),
+  });
+  const peer = (): PeerChain | undefined => peerChain(socket) ?? (socket.isSessionReused() ? held?.peer : undefined);
+  if (tls.sessionReuse) {
+    socket.on('session', (session: Buffer) => {
+      if (!heldSessions.has(key) && heldSessions.size >= MAX_HELD_SESSIONS) heldSessions.delete(heldSessions.keys().next().value!);
+      heldSessions.set(key, { session, peer: peer() });
+    });
+  }
+  return { socket, peer };
 }
