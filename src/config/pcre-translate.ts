@@ -16,10 +16,16 @@
  *   `{n,m}+`, as a lookahead that captures and a back-reference to it (the
  *   hidden groups are removed from match results);
  * - `(?#…)` comments; `{,N}` (PCRE2 10.43's `{0,N}`); a `{` that is no
- *   quantifier is a literal.
+ *   quantifier is a literal;
+ * - branch reset groups `(?|…)`: each alternative numbers its groups from
+ *   the same number; in JavaScript every alternative's groups are groups of
+ *   their own, and a match result takes for each of the pattern's numbers
+ *   the group that took part (`Translation.numbers`), a back-reference the
+ *   concatenation of them (those that did not take part match nothing).
  *
  * What JavaScript cannot express (recursion, subroutine calls, conditionals,
- * branch reset, `\K`, backtracking verbs, `(?U)`, `(?J)`) is refused with a
+ * a named group in a branch reset group, `\K`, backtracking verbs, `(?U)`,
+ * `(?J)`) is refused with a
  * `RegexUnsupported` naming the construct; a construct PCRE2 itself refuses
  * is a `RegexSyntax` with PCRE2's message and offset.
  */
@@ -42,8 +48,13 @@ export interface Translation {
   readonly names: readonly string[];
   /** Number of the pattern's own capture groups (PCRE's numbering). */
   readonly groups: number;
-  /** JavaScript group numbers of the hidden groups (atomic emulation), to drop from results. */
-  readonly hidden: readonly number[];
+  /**
+   * For each of the pattern's group numbers (index 0 unused), the
+   * JavaScript groups that stand for it: one, or one per alternative of a
+   * branch reset group; the hidden groups of the atomic emulation are in
+   * none. Undefined when every group is its own JavaScript group.
+   */
+  readonly numbers: readonly (readonly number[])[] | undefined;
 }
 
 interface Options {
@@ -66,6 +77,8 @@ interface Frame {
   readonly kind: 'group' | 'assertion';
   /** For a lookbehind: the source offset of its `(?<=`/`(?<!`, where PCRE2 reports its length errors. */
   readonly lookbehind: number | undefined;
+  /** A branch reset group: the group count at its start, and the highest count an alternative reached. */
+  readonly branchReset?: { readonly base: number; max: number };
 }
 
 /** A piece of output: source text, or a back-reference to one of the pattern's groups (numbered at the end). */
@@ -176,6 +189,8 @@ class Translator {
   private opts: Options;
   private readonly stack: Frame[] = [];
   private groups = 0;
+  /** The pattern's number of each capturing group not hidden, in order (they keep their order in the output). */
+  private readonly numbering: number[] = [];
   private readonly names: string[] = [];
   private hiddenCount = 0;
   /** Numbered back-references and the offset after each, checked at the end as PCRE2 does. */
@@ -217,42 +232,29 @@ class Translator {
     for (const { name, offset } of this.namedReferences) {
       if (!this.names.includes(name)) this.syntax('reference to non-existent subpattern', offset);
     }
-    const pattern = this.finish();
+    const joined = this.out.map((piece) => (typeof piece === 'string' ? piece : `\u0000${piece.backref}\u0000`)).join('');
+    const numbers = this.groupMap(joined);
+    const pattern = joined.replace(/\u0000(\d+)\u0000/g, (_, n: string) => `(?:${numbers[Number(n)]!.map((j) => `\\${j}`).join('')})`);
+    const identity = [...this.openings(joined)].length === this.groups && numbers.every((js, n) => n === 0 || (js.length === 1 && js[0] === n));
     return {
       pattern,
       flags: (this.flagCase ? 'i' : '') + (this.unicode ? 'u' : ''),
       names: this.names,
       groups: this.groups,
-      hidden: this.hiddenNumbers(pattern),
+      numbers: identity ? undefined : numbers,
     };
   }
 
-  /** Joins the output, numbering back-references to the pattern's groups among the hidden ones. */
-  private finish(): string {
-    const joined = this.out.map((piece) => (typeof piece === 'string' ? piece : `\u0000${piece.backref}\u0000`)).join('');
-    const map = this.groupMap(joined);
-    return joined.replace(/\u0000(\d+)\u0000/g, (_, n: string) => `(?:\\${map[Number(n)] ?? Number(n)})`);
-  }
-
-  /** For each of the pattern's group numbers, its JavaScript number (hidden groups interleave). */
-  private groupMap(js: string): number[] {
-    const map: number[] = [0];
+  /** For each of the pattern's group numbers, the JavaScript groups that stand for it (hidden groups interleave). */
+  private groupMap(js: string): number[][] {
+    const map: number[][] = Array.from({ length: this.groups + 1 }, () => []);
     let n = 0;
-    for (const opening of this.openings(js)) {
-      n++;
-      if (!opening) map.push(n);
-    }
-    return map;
-  }
-
-  private hiddenNumbers(js: string): number[] {
-    const out: number[] = [];
-    let n = 0;
+    let k = 0;
     for (const hidden of this.openings(js)) {
       n++;
-      if (hidden) out.push(n);
+      if (!hidden) map[this.numbering[k++]!]!.push(n);
     }
-    return out;
+    return map;
   }
 
   /** The capturing groups of translated source in order: true for a hidden one. */
@@ -315,11 +317,18 @@ class Translator {
         return this.group();
       case ')':
         return this.closeGroup();
-      case '|':
+      case '|': {
         this.i++;
         this.best = Math.max(this.best, this.alt);
         this.alt = 0;
+        // a branch reset group's next alternative numbers its groups from the group's start again
+        const reset = this.stack[this.stack.length - 1]?.branchReset;
+        if (reset) {
+          reset.max = Math.max(reset.max, this.groups);
+          this.groups = reset.base;
+        }
         return this.emit('|', false);
+      }
       case '.':
         this.i++;
         return this.emit(this.opts.s ? '[\\s\\S]' : '[^\\n]', true);
@@ -757,6 +766,7 @@ class Translator {
       this.i++;
       if (this.opts.n) return this.open('(?:', ')', 'group');
       this.groups++;
+      this.numbering.push(this.groups);
       return this.open('(', ')', 'group');
     }
     if ((m = /^\(\?#[^)]*\)/.exec(rest))) {
@@ -765,8 +775,10 @@ class Translator {
     }
     if (/^\(\?#/.test(rest)) this.syntax('missing ) after (?# comment', p.length);
     if ((m = /^\(\?(?:P?<([A-Za-z_]\w*)>|'([A-Za-z_]\w*)')/.exec(rest))) {
+      if (this.stack.some((f) => f.branchReset)) this.unsupported('a named group in the branch reset group "(?|"');
       this.i += m[0].length;
       this.groups++;
+      this.numbering.push(this.groups);
       const name = m[1] ?? m[2]!;
       if (this.names.includes(name)) this.syntax('two named subpatterns have the same name (PCRE2_DUPNAMES not set)', this.i);
       this.names.push(name);
@@ -790,7 +802,10 @@ class Translator {
       const name = `${HIDDEN}${this.hiddenCount++}`;
       return this.open(`(?=(?<${name}>`, `))\\k<${name}>`, 'group');
     }
-    if (rest.startsWith('(?|')) this.unsupported('the branch reset group "(?|"');
+    if (rest.startsWith('(?|')) {
+      this.i += 3;
+      return this.open('(?:', ')', 'group', undefined, { base: this.groups, max: this.groups });
+    }
     if ((m = /^\(\?(?:R|[+-]?\d+|&\w+|P>\w+)\)/.exec(rest))) this.unsupported(`the recursion or subroutine call "${m[0]}"`);
     if (rest.startsWith('(?(')) this.unsupported('the conditional group "(?("');
     if (rest.startsWith('(?C')) this.unsupported('the callout "(?C"');
@@ -815,8 +830,8 @@ class Translator {
     this.syntax('unrecognized character after (? or (?-', this.i + 3);
   }
 
-  private open(text: string, close: string, kind: Frame['kind'], lookbehind?: number): void {
-    this.stack.push({ saved: this.opts, close, start: this.out.length, alt: this.alt, best: this.best, kind, lookbehind });
+  private open(text: string, close: string, kind: Frame['kind'], lookbehind?: number, branchReset?: Frame['branchReset']): void {
+    this.stack.push({ saved: this.opts, close, start: this.out.length, alt: this.alt, best: this.best, kind, lookbehind, branchReset });
     this.out.push(text);
     this.atom = -1;
     this.alt = 0;
@@ -827,6 +842,8 @@ class Translator {
     this.i++;
     const frame = this.stack.pop();
     if (!frame) this.syntax('unmatched closing parenthesis', this.i);
+    // after a branch reset group, numbering goes on from the highest number an alternative reached
+    if (frame.branchReset) this.groups = Math.max(frame.branchReset.max, this.groups);
     this.opts = frame.saved;
     this.out.push(frame.close);
     this.atom = frame.start;

@@ -22,19 +22,27 @@ export interface NginxRegex {
 }
 
 /**
- * A RegExp whose match results leave out the groups the translation added
- * (atomic groups and possessive quantifiers capture what they matched once),
- * so that `$N` and `m[N]` number groups as PCRE does.
+ * A RegExp whose match results number groups as PCRE does where the
+ * translation's groups differ (`Translation.numbers`): the groups the
+ * atomic emulation added (atomic groups and possessive quantifiers capture
+ * what they matched once) are left out, and a branch reset group's number
+ * takes the group of the alternative that matched. `$N` and `m[N]` are then
+ * PCRE's.
  */
-class WithHiddenGroups extends RegExp {
-  constructor(pattern: string, flags: string, private readonly hidden: readonly number[]) {
+class RenumberedGroups extends RegExp {
+  constructor(pattern: string, flags: string, private readonly numbers: readonly (readonly number[])[]) {
     super(pattern, flags);
   }
 
   override exec(s: string): RegExpExecArray | null {
     const m = super.exec(s);
     if (!m) return m;
-    for (let k = this.hidden.length - 1; k >= 0; k--) m.splice(this.hidden[k]!, 1);
+    const values = this.numbers.slice(1).map((js) => {
+      for (const j of js) if (m[j] !== undefined) return m[j];
+      return undefined;
+    });
+    m.length = 1;
+    m.push(...(values as string[]));
     if (m.groups) for (const name of Object.keys(m.groups)) if (name.startsWith('_jinxAtomic')) delete m.groups[name];
     return m;
   }
@@ -58,7 +66,7 @@ export function compileRegex(source: string, caseless: boolean): NginxRegex {
   }
   let regex: RegExp;
   try {
-    regex = t.hidden.length > 0 ? new WithHiddenGroups(t.pattern, t.flags, t.hidden) : new RegExp(t.pattern, t.flags);
+    regex = t.numbers ? new RenumberedGroups(t.pattern, t.flags, t.numbers) : new RegExp(t.pattern, t.flags);
   } catch (err) {
     const reason = String((err as Error).message).replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
     fail(`pcre2_compile() failed: ${reason.charAt(0).toLowerCase()}${reason.slice(1)} in "${source}"`);

@@ -3,7 +3,8 @@
  * location, server_name and map chosen and the captures seen for patterns
  * using PCRE syntax JavaScript lacks or reads differently (`$` before a final
  * newline, `.` and CR, `\s` and NBSP, `\Q…\E`, `\p{N}`, POSIX classes,
- * `(?P<name>…)`, inline options, atomic groups and possessive quantifiers).
+ * `(?P<name>…)`, inline options, atomic groups and possessive quantifiers,
+ * branch reset groups).
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
@@ -34,6 +35,8 @@ const LOCATIONS: readonly string[] = [
   '^/lookbehind/(?<=/lookbehind/a{1,3})b$',
   '^/backref/(\\w)\\g{-1}\\g1$',
   '^/octal/\\101\\x42\\x{43}\\o{104}$',
+  '^/reset/(?|(a)(x)|(b))-(\\d)$',
+  '^/reset-backref/(?|x(\\w)|y(\\d))\\1$',
 ];
 
 describe('PCRE2 regexes (differential)', () => {
@@ -51,6 +54,7 @@ describe('PCRE2 regexes (differential)', () => {
         '/named/ab/cd', '/inline/ABCDEF', '/inline/abcdef', '/scoped/AbCDEF', '/scoped/abcdef', '/ext/42', '/atomic/abc', '/atomic/ac',
         '/possessive/aaab', '/possessive2/abc/xx', '/lazy/aaa', '/braces/', '/braces/aa', '/braces/aaa', '/literal-brace/a%7Bx%7D',
         '/lookbehind/aab', '/lookbehind/aaaab', '/backref/xxx', '/backref/xxy', '/octal/ABCD',
+        '/reset/ax-1', '/reset/b-2', '/reset/bx-3', '/reset-backref/xkk', '/reset-backref/y55', '/reset-backref/y5k',
       ];
       const out: Record<string, Snap> = {};
       for (const u of uris) out[u] = (await s.raw(`GET ${u} HTTP/1.0\r\nHost: re.test\r\n\r\n`))!;
