@@ -270,6 +270,31 @@ server { listen 127.0.0.1:8001;
     });
   });
 
+  describe('grpc-pass-without-http2', () => {
+    it('fires for grpc_pass in a server without HTTP/2; silent with http2 on (its own or the http block\'s) or listen … http2 on its port', async () => {
+      const text = conf(`server { listen 127.0.0.1:8001;
+    location /api.Echo/ { grpc_pass grpc://127.0.0.1:50051; }
+}`);
+      assert.deepEqual(await lint('grpc-pass-without-http2', { 'nginx.conf': text }), [
+        ['nginx.conf:4', 'grpc_pass grpc://127.0.0.1:50051 is in a server that speaks no HTTP/2 (no "http2 on", no "listen … http2" on its port): gRPC clients, which call over HTTP/2, cannot reach it'],
+      ]);
+      const twins = [
+        conf(`server { listen 127.0.0.1:8001; http2 on;
+    location /api.Echo/ { grpc_pass grpc://127.0.0.1:50051; }
+}`),
+        conf(`http2 on;
+server { listen 127.0.0.1:8001;
+    location /api.Echo/ { grpc_pass grpc://127.0.0.1:50051; }
+}`),
+        conf(`server { listen 127.0.0.1:8001 http2; server_name a.test; }
+server { listen 127.0.0.1:8001; server_name b.test;
+    location /api.Echo/ { grpc_pass grpc://127.0.0.1:50051; }
+}`),
+      ];
+      for (const twin of twins) assert.deepEqual(await lint('grpc-pass-without-http2', { 'nginx.conf': twin }), []);
+    });
+  });
+
   describe('tls-weaker-than-intermediate', () => {
     it('fires for TLSv1/TLSv1.1 and for cipher strings selecting other suites; silent for the intermediate profile', async () => {
       const text = conf(`server { listen 127.0.0.1:8001;

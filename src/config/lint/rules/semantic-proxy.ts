@@ -10,7 +10,7 @@
 import { isIP } from 'node:net';
 import type { Directive } from '../../../parser/ast.js';
 import { ruleDocUrl, type LintRule, type LintSubject, type RuleFinding } from '../rule.js';
-import { at, blocksNamed, directivesIn, httpBlocks, locationName, own, shown, type Block } from './semantic-model.js';
+import { at, blocksNamed, directivesIn, httpBlocks, inherited, locationName, own, shown, type Block } from './semantic-model.js';
 
 /** The host part and the URI part (from the first `/` after `scheme://`) of a proxy_pass URL; undefined for `unix:` and unknown shapes. */
 function splitUrl(url: string): { host: string; uri: string } | undefined {
@@ -148,3 +148,48 @@ export const upstreamHostName: LintRule = {
     }
   },
 };
+
+/** The port a `listen` names (`80` without one, a unix socket's path for `unix:`), as nginx groups servers by address. */
+function listenPort(d: Directive): string {
+  const a = d.args[0] ?? '';
+  if (a.startsWith('unix:')) return a;
+  if (/^\d+$/.test(a)) return a;
+  return /:(\d+)$/.exec(a)?.[1] ?? '80';
+}
+
+/**
+ * `grpc-pass-without-http2`: a `grpc_pass` in a server that speaks no
+ * HTTP/2. gRPC clients send their calls over HTTP/2 only; a server takes
+ * HTTP/2 with `http2 on` (its own or inherited from `http`), or on a port
+ * where some server's `listen` has the `http2` parameter
+ * (`ngx_http_v2_module`: the parameter is the port's).
+ */
+export const grpcPassWithoutHttp2: LintRule = {
+  code: 'grpc-pass-without-http2',
+  severity: 'warning',
+  title: 'grpc_pass in a server that does not speak HTTP/2',
+  explanation:
+    'gRPC clients send their calls over HTTP/2 only (with TLS by ALPN "h2", or in the clear with prior knowledge). A server without "http2 on" (its own or '
+    + 'the http block\'s) and without "listen … http2" on its port answers them as HTTP/1.x: every call fails before it reaches grpc_pass (a client over '
+    + 'HTTP/1.1 still reaches it, which gRPC clients never are). Fix: "http2 on;" in the server, with "listen … ssl" for clients that use TLS.',
+  docUrl: ruleDocUrl('grpc-pass-without-http2'),
+  check(subject: LintSubject, report: (f: RuleFinding) => void): void {
+    for (const h of httpBlocks(subject.nodes)) {
+      const servers = blocksNamed(h, 'server');
+      const h2Ports = new Set(servers.flatMap((s) => own(s, 'listen').filter((l) => l.args.includes('http2')).map(listenPort)));
+      for (const server of servers) {
+        const on = inherited(server, 'http2')[0]?.args[0]?.toLowerCase() === 'on';
+        if (on || own(server, 'listen').some((l) => h2Ports.has(listenPort(l)))) continue;
+        for (const block of [...blocksNamed(server, 'location'), ...blocksNamed(server, 'if')]) {
+          for (const pass of own(block, 'grpc_pass')) {
+            report({
+              message: `grpc_pass ${pass.args[0]} is in a server that speaks no HTTP/2 (no "http2 on", no "listen … http2" on its port): gRPC clients, which call over HTTP/2, cannot reach it`,
+              loc: pass.loc,
+            });
+          }
+        }
+      }
+    }
+  },
+};
+

@@ -8,7 +8,7 @@
 import type { LintRule } from '../rule.js';
 import { authRequestNotInternal, errorPageLoop, locationShadowed, tryFilesLoop } from './semantic-locations.js';
 import { mapRedefined, mapVariableSet, serverNameConflict, timeoutNeverFires, tlsWeakerThanIntermediate } from './semantic-misc.js';
-import { proxyPassDoubleSlash, proxyPassUriIgnored, proxyPassVariableUri, upstreamHostName } from './semantic-proxy.js';
+import { grpcPassWithoutHttp2, proxyPassDoubleSlash, proxyPassUriIgnored, proxyPassVariableUri, upstreamHostName } from './semantic-proxy.js';
 
 /** The semantic rules, in the order their findings are listed. */
 export const semanticRules: readonly LintRule[] = [
@@ -20,6 +20,7 @@ export const semanticRules: readonly LintRule[] = [
   proxyPassVariableUri,
   proxyPassDoubleSlash,
   upstreamHostName,
+  grpcPassWithoutHttp2,
   tlsWeakerThanIntermediate,
   serverNameConflict,
   mapRedefined,
