@@ -24,7 +24,8 @@
  * `content_length_n` (`ngx_http_grpc_process_header`); trailers are passed
  * to `onComplete` as undici passes them, names and values alternating.
  */
-import http2 from 'node:http2';
+import type * as Http2 from 'node:http2';
+import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -34,7 +35,18 @@ import { Http2UpstreamError } from './errors.js';
 import type { ConnectionOwner, IdleConnections, UpstreamRequest } from './peer-connections.js';
 import { meterSocket } from './undici-socket.js';
 
-const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, HTTP2_HEADER_STATUS } = http2.constants;
+/** node's HTTP/2, loaded with the first connection: loading it costs a process about 5 MiB and 7 ms, which a start without gRPC does not pay. */
+let loaded: typeof Http2 | undefined;
+function http2(): typeof Http2 {
+  return (loaded ??= createRequire(import.meta.url)('node:http2') as typeof Http2);
+}
+
+/** RST_STREAM and GOAWAY error codes (RFC 9113, 7): no error, cancel. */
+const NGHTTP2_NO_ERROR = 0;
+const NGHTTP2_CANCEL = 8;
+/** The END_STREAM flag of a HEADERS frame. */
+const FLAG_END_STREAM = 0x1;
+const HTTP2_HEADER_STATUS = ':status';
 
 /** The window given the upstream's stream and connection: what a response read ahead of a slow client holds at most. */
 const WINDOW_BYTES = 1 << 20;
@@ -57,7 +69,7 @@ export interface H2ConnectionOptions {
 
 /** One HTTP/2 connection: its session, socket, and the requests it carried. */
 interface H2Connection {
-  readonly session: http2.ClientHttp2Session;
+  readonly session: Http2.ClientHttp2Session;
   readonly socket: Socket;
   readonly openedAtMs: number;
   requests: number;
@@ -132,7 +144,7 @@ export class H2PeerConnections implements ConnectionOwner<H2Connection> {
         request.fail(err ?? new undiciErrors.SocketError('other side closed'));
         return;
       }
-      const session = http2.connect(`${protocol}//${hostname}`, {
+      const session = http2().connect(`${protocol}//${hostname}`, {
         createConnection: () => socket as Socket,
         settings: { headerTableSize: 0, enablePush: false, initialWindowSize: WINDOW_BYTES },
       });
@@ -172,7 +184,7 @@ export class H2PeerConnections implements ConnectionOwner<H2Connection> {
 /** One request on its way: sent on a connection, its response handed to undici's handler. */
 class H2Request {
   private conn: H2Connection | undefined;
-  private stream: http2.ClientHttp2Stream | undefined;
+  private stream: Http2.ClientHttp2Stream | undefined;
   /** The handler heard of the request's end (`onComplete` or `onError`). */
   private ended = false;
   private cancelled: Error | undefined;
@@ -228,7 +240,7 @@ class H2Request {
       this.done(conn, false);
       return;
     }
-    let stream: http2.ClientHttp2Stream;
+    let stream: Http2.ClientHttp2Stream;
     try {
       stream = conn.session.request(requestHeaders(opts, this.scheme), { endStream: false });
     } catch (err) {
@@ -255,7 +267,7 @@ class H2Request {
       if (opts.bodyTimeout !== undefined && opts.bodyTimeout !== null && opts.bodyTimeout > 0) stream.setTimeout(opts.bodyTimeout);
       const raw = rawHeaders(headers);
       // a HEADERS frame that ends the stream: no body (nginx's content_length_n = 0)
-      if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0 && headers['content-length'] === undefined) {
+      if ((flags & FLAG_END_STREAM) !== 0 && headers['content-length'] === undefined) {
         raw.push(Buffer.from('content-length'), Buffer.from('0'));
       }
       if (this.ended) return;
@@ -289,7 +301,7 @@ class H2Request {
   }
 
   /** Why the stream closed before its response was complete, in the words nginx's gRPC module logs it. */
-  private closedWhy(stream: http2.ClientHttp2Stream): Error {
+  private closedWhy(stream: Http2.ClientHttp2Stream): Error {
     if (this.streamError?.code !== undefined && /^E[A-Z]+$/.test(this.streamError.code)) return this.streamError;
     const goaway = this.conn?.goaway;
     if (goaway && stream.id !== undefined && goaway.lastStreamId < stream.id) {
@@ -305,7 +317,7 @@ class H2Request {
   }
 
   /** The body: a Buffer, a stream passed as it arrives, or none. */
-  private sendBody(stream: http2.ClientHttp2Stream): void {
+  private sendBody(stream: Http2.ClientHttp2Stream): void {
     const body = this.opts.body as Buffer | Readable | string | null | undefined;
     const finish = (): void => {
       this.bodySent = true;
@@ -320,7 +332,7 @@ class H2Request {
 }
 
 /** A response's header fields as undici hands them to `onHeaders`: names and values alternating, `:status` left out. */
-function rawHeaders(headers: http2.IncomingHttpHeaders): Buffer[] {
+function rawHeaders(headers: Http2.IncomingHttpHeaders): Buffer[] {
   const raw: Buffer[] = [];
   for (const [name, value] of Object.entries(headers)) {
     if (name === HTTP2_HEADER_STATUS || value === undefined) continue;
@@ -335,8 +347,8 @@ function rawHeaders(headers: http2.IncomingHttpHeaders): Buffer[] {
  * (`grpc_set_header Host`), then the fields in order; a name given twice is
  * one field with the values joined, as node's HTTP/2 takes them.
  */
-function requestHeaders(opts: Dispatcher.DispatchOptions & { readonly authority?: string }, scheme: string): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = { ':method': opts.method, ':scheme': scheme, ':path': opts.path };
+function requestHeaders(opts: Dispatcher.DispatchOptions & { readonly authority?: string }, scheme: string): Http2.OutgoingHttpHeaders {
+  const out: Http2.OutgoingHttpHeaders = { ':method': opts.method, ':scheme': scheme, ':path': opts.path };
   const flat = (opts.headers ?? []) as string[];
   let host = false;
   for (let i = 0; i < flat.length; i += 2) if (flat[i]!.toLowerCase() === 'host') host = true;
