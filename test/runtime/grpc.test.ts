@@ -162,12 +162,16 @@ describe('grpc_pass (differential)', () => {
     assertSameAsNginx(run);
   });
 
-  it('answers an upstream that resets, does not answer, is down or answers an error as nginx does (502, 504, error_page)', async () => {
+  it('answers an upstream that resets, does not answer, is down, sends a header past grpc_buffer_size or answers an error as nginx does (502, 504, error_page)', async () => {
     const upstream = await startH2Server((stream, headers) => {
       const path = headers[':path'];
       if (path === '/rst') stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       else if (path === '/refused') stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
       else if (path === '/hang') return;
+      else if (path?.startsWith('/big-header/')) {
+        stream.respond({ ':status': 200, 'x-big': 'b'.repeat(Number(path.slice('/big-header/'.length))) });
+        stream.end('big');
+      }
       else if (path === '/midrst' || path === '/middrop') {
         // (node's close() ends the stream before its RST_STREAM: the response is whole)
         stream.respond({ ':status': 200 });
@@ -199,11 +203,13 @@ describe('grpc_pass (differential)', () => {
       middrop: await http1(s.port, 'GET /middrop HTTP/1.1\r\nHost: grpc.test\r\nConnection: close\r\n\r\n'),
       drop: (await s.get('/drop')).status,
       down: (await s.get('/down')).status,
+      headerFits: (await s.get('/big-header/3000')).status,
+      headerTooBig: (await s.get('/big-header/6000')).status,
       missing: await s.get('/missing'),
       intercepted: await s.get('/intercepted/missing'),
     }));
     const n = run.nginx.result;
-    assert.deepEqual([n.rst, n.refused, n.hang, n.down], [502, 502, 504, 502]);
+    assert.deepEqual([n.rst, n.refused, n.hang, n.down, n.headerFits, n.headerTooBig], [502, 502, 504, 502, 200, 502]);
     assert.equal(n.intercepted.body, 'fallback\n');
     assert.ok(run.nginx.errorLog.some((l) => l.includes('upstream rejected request with error 2 while reading response header from upstream')));
     assertSameAsNginx(run);

@@ -152,7 +152,7 @@ export class UpstreamClients {
           callback(...args);
         });
       };
-      pool = http2 ? this.h2Pool(scheme, peer, kept, admitted) : new PeerConnections({
+      pool = http2 ? this.h2Pool(scheme, peer, kept, admitted, settings.bufferSizeBytes) : new PeerConnections({
         origin,
         cache: kept ? this.idleConnections(peer.group!, peer.keepalive) : undefined,
         client: {
@@ -181,8 +181,9 @@ export class UpstreamClients {
    * The HTTP/2 connections of `grpc_pass` to `peer`: every attempt to
    * connect takes a connection number, as for the proxy's.
    */
-  private h2Pool(scheme: 'http' | 'https', peer: PoolPeer, kept: boolean, connect: buildConnector.connector): H2PeerConnections {
+  private h2Pool(scheme: 'http' | 'https', peer: PoolPeer, kept: boolean, connect: buildConnector.connector, maxHeaderBytes: number): H2PeerConnections {
     return new H2PeerConnections({
+      maxHeaderBytes,
       protocol: `${scheme}:`,
       hostname: peer.path !== undefined ? 'localhost' : peer.host,
       port: peer.port,

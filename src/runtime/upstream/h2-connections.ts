@@ -61,6 +61,13 @@ export interface H2ConnectionOptions {
   readonly connect: buildConnector.connector;
   /** The group's idle connections; undefined when nothing is kept. */
   readonly cache: IdleConnections | undefined;
+  /**
+   * `grpc_buffer_size`: a response header larger is `upstream sent too big
+   * header`. nginx measures the HPACK-encoded frames it buffers; node hands
+   * over decoded fields, so the size measured is HTTP/2's header list size
+   * (each field's name and value, and 32; RFC 9113, 6.5.2).
+   */
+  readonly maxHeaderBytes: number;
   /** `keepalive_requests`, `keepalive_timeout`, `keepalive_time` of the peer's group. */
   readonly keepaliveRequests: number;
   readonly keepaliveTimeoutMs: number;
@@ -99,7 +106,7 @@ export class H2PeerConnections implements ConnectionOwner<H2Connection> {
    * undici's handlers do.
    */
   dispatch(opts: Dispatcher.DispatchOptions & { servername?: string }, handler: Dispatcher.DispatchHandler): UpstreamRequest {
-    const request = new H2Request(opts, this.options.protocol.slice(0, -1), handler, (conn, reusable) => this.settle(conn, reusable));
+    const request = new H2Request(opts, this.options.protocol.slice(0, -1), this.options.maxHeaderBytes, handler, (conn, reusable) => this.settle(conn, reusable));
     const idle = this.idleConnection();
     if (idle) request.start(idle);
     else this.open(opts.servername, request);
@@ -200,6 +207,8 @@ class H2Request {
     private readonly opts: Dispatcher.DispatchOptions,
     /** `http` or `https`, the `:scheme`. */
     private readonly scheme: string,
+    /** `grpc_buffer_size`, the largest response header list taken. */
+    private readonly maxHeaderBytes: number,
     private readonly handler: Dispatcher.DispatchHandler,
     /** Called once the stream closed: whether its connection may carry another request. */
     private readonly done: (conn: H2Connection, reusable: boolean) => void,
@@ -266,6 +275,11 @@ class H2Request {
       this.responded = true;
       if (opts.bodyTimeout !== undefined && opts.bodyTimeout !== null && opts.bodyTimeout > 0) stream.setTimeout(opts.bodyTimeout);
       const raw = rawHeaders(headers);
+      if (headerListBytes(raw) > this.maxHeaderBytes) {
+        stream.close(NGHTTP2_CANCEL);
+        this.end(new undiciErrors.HeadersOverflowError());
+        return;
+      }
       // a HEADERS frame that ends the stream: no body (nginx's content_length_n = 0)
       if ((flags & FLAG_END_STREAM) !== 0 && headers['content-length'] === undefined) {
         raw.push(Buffer.from('content-length'), Buffer.from('0'));
@@ -329,6 +343,13 @@ class H2Request {
     body.on('error', (err) => this.cancel(err));
     body.pipe(stream).on('finish', finish);
   }
+}
+
+/** The header list size of fields as `rawHeaders` gives them, with `:status` (RFC 9113, 6.5.2: name, value and 32 for each). */
+function headerListBytes(raw: readonly Buffer[]): number {
+  let bytes = ':status'.length + 3 + 32;
+  for (let k = 0; k + 1 < raw.length; k += 2) bytes += raw[k]!.length + raw[k + 1]!.length + 32;
+  return bytes;
 }
 
 /** A response's header fields as undici hands them to `onHeaders`: names and values alternating, `:status` left out. */
