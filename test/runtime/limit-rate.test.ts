@@ -33,6 +33,9 @@ describe('limit_rate (differential)', () => {
     }, async (s) => {
       const out: Record<string, { status: number; bytes: number; ms: number }> = {};
       for (const path of ['/data', '/proxied']) {
+        // nginx's rate counts whole seconds from the second the request started (ngx_time() - r->start_sec + 1):
+        // a request that starts at the end of a second may send a second's worth more at once; start each at a second's start
+        await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
         const startedMs = Date.now();
         const snap = await s.get(path);
         out[path] = { status: snap.status, bytes: snap.body.length, ms: Date.now() - startedMs };
