@@ -18,7 +18,7 @@ import {
 import type { ValueSource } from '../variables.js';
 import { parseStaticPass } from './cgi-upstream.js';
 import { setContentHandler } from './http-core.js';
-import { IGNORE_HEADERS, parseBind, type ProxyConf } from './proxy.js';
+import { hiddenHeaders, IGNORE_HEADERS, parseBind, upstreamHeaders, type ProxyConf } from './proxy.js';
 import { GRPC_SSL, readProxyTls, upstreamSslDirectives, upstreamTlsConf } from './proxy-ssl.js';
 import { nextUpstreamOf, unbufferedSpool, type PassAddress } from './upstream.js';
 
@@ -134,17 +134,8 @@ export function grpcConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pro
   const pass = inheritedIntoIf(node, (n) => n.conf.own(grpcPass)?.value);
   if (!pass) return undefined;
   const vars = cx.scope.variables;
-  const set = c.list(grpcSetHeader);
-  const names = new Set(set.map((h) => h.name.toLowerCase()));
-  const headers = [
-    ...set.map((h) => ({ name: h.name, lowerName: h.name.toLowerCase(), value: vars.bind(h.value) })),
-    ...DEFAULT_HEADERS.filter(([n]) => !names.has(n.toLowerCase())).map(([name, value]) => ({
-      name, lowerName: name.toLowerCase(), value: vars.bind(vars.value(value, pass.loc)),
-    })),
-  ];
-  const hide = new Set(HIDDEN);
-  for (const h of c.list(hideHeader)) hide.add(h.toLowerCase());
-  for (const h of c.list(passHeader)) hide.delete(h.toLowerCase());
+  const headers = upstreamHeaders(vars, c.list(grpcSetHeader), DEFAULT_HEADERS, pass.loc);
+  const hide = hiddenHeaders(HIDDEN, c.list(hideHeader), c.list(passHeader));
   const ignored = c.get(ignoreHeaders);
   const buffer = c.get(bufferSize);
   return {

@@ -510,8 +510,6 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
   const pass = inheritedIntoIf(node, (n) => n.conf.own(proxyPass)?.value);
   if (!pass) return undefined;
   const vars = cx.scope.variables;
-  const set = c.list(proxySetHeader);
-  const names = new Set(set.map((h) => h.name.toLowerCase()));
   // nginx 1.30 sends no Connection header by default: keepalive decides whether the connection is reused
   // without proxy_cache_key the handler keys by the upstream request's URL (ngx_http_proxy_create_key)
   const cache = bindCache(c, proxyCache, vars, cx.scope.registry(cacheZones), undefined, c.get(proxyIgnoreHeaders));
@@ -520,16 +518,9 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
     // ngx_http_proxy_cache_headers: with a cache, the client's validators and ranges are not passed
     ...(cache ? CACHE_REQUEST_HEADERS : []),
   ];
-  const headers = [
-    ...set.map((h) => ({ name: h.name, lowerName: h.name.toLowerCase(), value: vars.bind(h.value) })),
-    ...defaults.filter(([n]) => !names.has(n.toLowerCase())).map(([name, value]) => ({
-      name, lowerName: name.toLowerCase(), value: vars.bind(vars.value(value, pass.loc)),
-    })),
-  ];
-  const hide = new Set(['date', 'server', 'x-pad', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate',
-    'x-accel-buffering', 'x-accel-charset']);
-  for (const h of c.list(proxyHideHeader)) hide.add(h.toLowerCase());
-  for (const h of c.list(proxyPassHeader)) hide.delete(h.toLowerCase());
+  const headers = upstreamHeaders(vars, c.list(proxySetHeader), defaults, pass.loc);
+  const hide = hiddenHeaders(['date', 'server', 'x-pad', 'x-accel-expires', 'x-accel-redirect', 'x-accel-limit-rate',
+    'x-accel-buffering', 'x-accel-charset'], c.list(proxyHideHeader), c.list(proxyPassHeader));
   const redirects = c.list(proxyRedirect);
   const method = c.get(proxyMethod);
   const setBody = c.get(proxySetBody);
@@ -581,6 +572,32 @@ export function proxyConf(cx: CompileContext, node: LevelNode, c: ConfChain): Pr
     cookieFlags: cookieFlags(vars, c.list(proxyCookieFlags)),
     cache,
   };
+}
+
+/**
+ * The request headers of a location (`ngx_http_proxy_init_headers`,
+ * `ngx_http_grpc_init_headers`): its `*_set_header` in order, then each
+ * default the level does not name (an empty value: the header is not sent).
+ */
+export function upstreamHeaders(
+  vars: VariableRegistry, set: readonly { readonly name: string; readonly value: ValueSource }[], defaults: readonly (readonly [string, string])[],
+  loc: SourceLoc,
+): ProxyHeader[] {
+  const names = new Set(set.map((h) => h.name.toLowerCase()));
+  return [
+    ...set.map((h) => ({ name: h.name, lowerName: h.name.toLowerCase(), value: vars.bind(h.value) })),
+    ...defaults.filter(([n]) => !names.has(n.toLowerCase())).map(([name, value]) => ({
+      name, lowerName: name.toLowerCase(), value: vars.bind(vars.value(value, loc)),
+    })),
+  ];
+}
+
+/** Lowercase names of the response headers not passed (`ngx_http_upstream_hide_headers_hash`): the module's, and `*_hide_header`, but `*_pass_header`. */
+export function hiddenHeaders(defaults: readonly string[], hide: readonly string[], pass: readonly string[]): Set<string> {
+  const hidden = new Set(defaults);
+  for (const h of hide) hidden.add(h.toLowerCase());
+  for (const h of pass) hidden.delete(h.toLowerCase());
+  return hidden;
 }
 
 /** The bound `proxy_cookie_domain`/`_path` rules of a location; undefined for none or `off`. */
