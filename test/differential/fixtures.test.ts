@@ -412,7 +412,6 @@ const BROKEN: readonly BrokenCase[] = [
 const UNIMPLEMENTED: readonly { readonly name: string; readonly jinx: string }[] = [
   // jinx has no QUIC: it answers as an nginx built without ngx_http_v3_module (its -V says so too)
   { name: 'listen-quic', jinx: '[emerg] the "quic" parameter requires ngx_http_v3_module in PREFIX/nginx.conf:6' },
-  { name: 'mp4', jinx: '[emerg] unknown directive "mp4" in PREFIX/nginx.conf:10' },
   // PCRE2's branch reset group has no JavaScript equivalent: jinx names it instead of translating it
   { name: 'regex-branch-reset', jinx: '[emerg] the branch reset group "(?|" in regex "^/(?|(a)|(b))" is not supported by jinx in PREFIX/nginx.conf:6' },
   // uwsgi over TLS: jinx speaks uwsgi in the clear only
