@@ -159,18 +159,23 @@ describe('mp4 (differential)', () => {
     assertSameAsNginx(run);
   });
 
-  it('refuses a moov beyond mp4_max_buffer_size when it is beyond mp4_buffer_size too', async () => {
+  it('reads the file through mp4_buffer_size, the moov up to mp4_max_buffer_size, as nginx does', async () => {
     const big = mp4File({ moovExtra: [atom('free', Buffer.alloc(3000))] });
     const run = await differential({
-      files: { 'www/big.mp4': big },
+      files: { 'www/big.mp4': big, 'www/first.mp4': mp4File({ moov: 'first' }), 'www/last.mp4': mp4File() },
       conf: ({ port, prefix }) => httpConf(`
   types { video/mp4 mp4; }
   server { listen 127.0.0.1:${port}; root ${prefix}/www; mp4_buffer_size 1k; mp4_max_buffer_size 2k;
     location / { mp4; }
     location /larger/ { alias ${prefix}/www/; mp4; mp4_max_buffer_size 8k; }
     location /buffered/ { alias ${prefix}/www/; mp4; mp4_buffer_size 64k; }
+    location /tiny/ { alias ${prefix}/www/; mp4; mp4_buffer_size 16; }
+    location /none/ { alias ${prefix}/www/; mp4; mp4_buffer_size 0; }
   }`),
-    }, (s) => each(s, ['/big.mp4?start=1', '/big.mp4', '/larger/big.mp4?start=1', '/buffered/big.mp4?start=1']));
+    }, (s) => each(s, [
+      '/big.mp4?start=1', '/big.mp4', '/larger/big.mp4?start=1', '/buffered/big.mp4?start=1',
+      '/first.mp4?start=0.5', '/last.mp4?start=0.5&end=1.5', '/tiny/first.mp4?start=0.5', '/none/first.mp4?start=0.5',
+    ]));
     assert.equal(run.nginx.result['/big.mp4?start=1']!.status, 500);
     assertSameAsNginx(run);
   });

@@ -10,10 +10,8 @@
  * regular file, is left to the static and index handlers (nginx's
  * `NGX_DECLINED`), as is a directory's redirect.
  */
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { argument } from '../../config/modules/http-variables.js';
-import type { Mp4Conf } from '../../config/modules/mp4.js';
-import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
 import { discardRequestBody } from '../request-body.js';
@@ -26,7 +24,7 @@ import { fileError, serveStatic, statOrError } from './static.js';
  * an `end` above 0 without a valid `start` starts at 0, one at or before
  * the start is ignored; undefined when neither asks for cropping.
  */
-export function mp4Span(args: string): Mp4Span | undefined {
+function mp4Span(args: string): Mp4Span | undefined {
   let startMs = -1n;
   let lengthMs = 0n;
   const start = argument(args, 'start');
@@ -42,6 +40,15 @@ export function mp4Span(args: string): Mp4Span | undefined {
   return startMs < 0n ? undefined : { startMs, lengthMs };
 }
 
+/** Opens a file for reading, or returns the error `open()` failed with. */
+async function openOrError(path: string): Promise<FileHandle | NodeJS.ErrnoException> {
+  try {
+    return await open(fsPath(path), 'r');
+  } catch (err) {
+    return err as NodeJS.ErrnoException;
+  }
+}
+
 /** Serves an `mp4` location's request. */
 export async function mp4Request(ex: Exchange): Promise<Outcome> {
   const { r } = ex;
@@ -54,16 +61,19 @@ export async function mp4Request(ex: Exchange): Promise<Outcome> {
   const st = await r.untimed(() => statOrError(path));
   if (st instanceof Error) return fileError(ex, st, path);
   if (!st.isFile()) return serveStatic(ex);
+  // nginx opens the file (an unreadable one is its 403) and reads the atoms within its turn
+  const fd = await r.untimed(() => openOrError(path));
+  if (fd instanceof Error) return fileError(ex, fd, path);
   const span = mp4Span(r.args);
   let crop: Mp4Crop = { kind: 'whole' };
-  if (span !== undefined) {
-    try {
-      crop = await r.untimed(() => cropFile(path, st.size, span, r.loc.mp4));
-    } catch (err) {
-      if (!(err instanceof Mp4Error)) throw err;
-      logRequest(ex.cx, r, err.level, err.message);
-      return statusOutcome(500);
-    }
+  try {
+    if (span !== undefined) crop = await r.untimed(() => cropMp4(fd, path, st.size, span, r.loc.mp4));
+  } catch (err) {
+    if (!(err instanceof Mp4Error)) throw err;
+    logRequest(ex.cx, r, err.level, err.message);
+    return statusOutcome(500);
+  } finally {
+    await fd.close();
   }
   return sendFile(ex, path, st, {
     prefix: crop.kind === 'cropped' ? { bytes: crop.header, zeroSizeAt: crop.zeroSizeAt, fileStart: crop.fileStart, fileEnd: crop.fileEnd } : undefined,
@@ -71,19 +81,4 @@ export async function mp4Request(ex: Exchange): Promise<Outcome> {
     singleRange: span !== undefined,
     action: 'sending mp4 to client',
   });
-}
-
-/** Opens the file and crops it (`cropMp4`); an open that fails is nginx's `open()` error. */
-async function cropFile(path: string, sizeBytes: number, span: Mp4Span, conf: Mp4Conf): Promise<Mp4Crop> {
-  let fd;
-  try {
-    fd = await open(fsPath(path), 'r');
-  } catch (err) {
-    throw new Mp4Error('crit', `open() "${path}" failed (${systemErrorText(err as NodeJS.ErrnoException)})`);
-  }
-  try {
-    return await cropMp4(fd, path, sizeBytes, span, conf);
-  } finally {
-    await fd.close();
-  }
 }
