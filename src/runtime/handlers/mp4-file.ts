@@ -8,7 +8,10 @@
  * start time to the end time, the durations (`mvhd`, `tkhd`, `mdhd`) and the
  * atom sizes updated and the chunk offsets moved to where the samples will
  * be. The answer is `ftyp`, the new `moov` and an `mdat` header, then a
- * range of the file.
+ * range of the file. The checks are nginx 1.30's, which refuses more than
+ * older releases did: a sync sample 0, chunks out of order or a chunk 0 in
+ * `stsc`, a start at the last sample or chunk, no data between the start
+ * and the end.
  *
  * The port keeps nginx's memory model where it shows in the answer: the
  * atoms are changed in place in the buffer they were read into, each piece
