@@ -6,9 +6,11 @@
  * file — for a `moov` before or after the `mdat`, `stco` or `co64`, version
  * 1 headers, a 64-bit `mdat`, with `mp4_start_key_frame` on or off; sends
  * the file whole otherwise; HEAD, a range of a cropped movie, ETag and
- * Last-Modified; and answers what it cannot crop (truncated or malformed
- * files, a start past the end, a `moov` beyond `mp4_max_buffer_size`) with
- * 500 and nginx's error line. The files are made by `mp4-files.ts`.
+ * Last-Modified; reads through `mp4_buffer_size` and `mp4_max_buffer_size`;
+ * a track cut to no sample (nginx's `zero size buf` alerts); and answers
+ * what it cannot crop (truncated or malformed files, a start past the end,
+ * no sample between start and end, a `moov` beyond `mp4_max_buffer_size`)
+ * with 500 and nginx's error line. The files are made by `mp4-files.ts`.
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
