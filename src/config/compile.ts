@@ -30,6 +30,7 @@ import { refererConf } from './modules/referer.js';
 import { secureLinkConf } from './modules/secure-link.js';
 import { browserConf } from './modules/browser.js';
 import { sliceConf } from './modules/slice.js';
+import { mp4Conf } from './modules/mp4.js';
 import { useridConf } from './modules/userid.js';
 import { authBasicConf } from './modules/auth-basic.js';
 import { authRequestConf } from './modules/auth-request.js';
@@ -250,6 +251,7 @@ const moduleSettings = new LevelMerge((c: ConfChain, cx: CompileContext) => {
     randomIndex: randomIndexConf(c),
     dav: davConf(c),
     sliceBytes: sliceConf(c),
+    mp4: mp4Conf(c),
     userid: useridConf(c, vars),
   };
 });

@@ -15,6 +15,7 @@ import type { AuthBasicConf } from './modules/auth-basic.js';
 import type { AuthRequestConf } from './modules/auth-request.js';
 import type { AutoindexConf } from './modules/autoindex.js';
 import type { MirrorConf } from './modules/mirror.js';
+import type { Mp4Conf } from './modules/mp4.js';
 import type { CacheZoneConf } from './modules/cache.js';
 import type { CharsetConf } from './modules/charset.js';
 import type { ErrorLogTarget, MainConf } from './modules/core.js';
@@ -238,6 +239,8 @@ export interface LocationConf extends HttpCoreLocConf, Http2LocConf {
   readonly browser: BrowserConf;
   /** `slice`: the size of the pieces in bytes, 0 for none. */
   readonly sliceBytes: number;
+  /** `mp4_buffer_size`, `mp4_max_buffer_size`, `mp4_start_key_frame`. */
+  readonly mp4: Mp4Conf;
 }
 
 /** The compiled configuration. */

@@ -10,6 +10,7 @@
  * a subrequest (`auth_request`) runs through it as any request.
  */
 import { flvRequest } from './handlers/flv.js';
+import { mp4Request } from './handlers/mp4.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { ListenGroup, ScriptOp, ServerSet, VirtualServer } from '../config/route-table.js';
@@ -572,6 +573,7 @@ const CONTENT_HANDLERS: Readonly<Record<ContentHandlerName, ContentHandler>> = {
   empty_gif: sendEmptyGif,
   stub_status: sendStubStatus,
   flv: flvRequest,
+  mp4: mp4Request,
 };
 
 /** The content phase: the location's handler, then what its outcome asks for. */

@@ -41,7 +41,7 @@ export function tempDir(prefix = 'jinx-test-'): string {
 }
 
 /** Writes `files` (relative path → content) under `dir`, creating directories. */
-export function writeFiles(dir: string, files: Readonly<Record<string, string>>): void {
+export function writeFiles(dir: string, files: Readonly<Record<string, string | Buffer>>): void {
   for (const [rel, content] of Object.entries(files)) {
     const path = join(dir, rel);
     mkdirSync(dirname(path), { recursive: true });

@@ -42,7 +42,7 @@ export const listens = listSlot<ListenDef>('listen', false);
  * The directives that give a location its content handler (nginx's
  * `clcf->handler`, which each of their setters assigns).
  */
-export type ContentHandlerName = 'proxy_pass' | 'fastcgi_pass' | 'uwsgi_pass' | 'scgi_pass' | 'grpc_pass' | 'memcached_pass' | 'empty_gif' | 'stub_status' | 'flv';
+export type ContentHandlerName = 'proxy_pass' | 'fastcgi_pass' | 'uwsgi_pass' | 'scgi_pass' | 'grpc_pass' | 'memcached_pass' | 'empty_gif' | 'stub_status' | 'flv' | 'mp4';
 
 /** The level's content handler: the last directive of the level that sets one (not inherited, as `clcf->handler` is not merged). */
 export const contentHandler = slot<ContentHandlerName | undefined>('content_handler', undefined, false);

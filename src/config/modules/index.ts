@@ -20,6 +20,7 @@ import { browserDirectives, browserVariables } from './browser.js';
 import { stickyDirectives } from './upstream-sticky.js';
 import { sliceDirectives, sliceVariables } from './slice.js';
 import { flvDirectives } from './flv.js';
+import { mp4Directives } from './mp4.js';
 import { stubStatusDirectives, stubStatusVariables } from './stub-status.js';
 import { coreDirectives } from './core.js';
 import { fastcgiDirectives } from './fastcgi.js';
@@ -89,6 +90,7 @@ export const allDirectives: readonly DirectiveSpec[] = [
   ...stickyDirectives,
   ...sliceDirectives,
   ...flvDirectives,
+  ...mp4Directives,
   ...refererDirectives,
   ...stubStatusDirectives,
   ...streamDirectives,

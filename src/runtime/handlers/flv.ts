@@ -33,5 +33,5 @@ export async function flvRequest(ex: Exchange): Promise<Outcome> {
   if (st instanceof Error) return fileError(ex, st, path);
   if (!st.isFile()) return serveStatic(ex);
   const start = startOf(r.args, st.size);
-  return sendFile(ex, path, st, false, start === 0 ? undefined : { bytes: FLV_HEADER, fileStart: start });
+  return sendFile(ex, path, st, { prefix: start === 0 ? undefined : { bytes: FLV_HEADER, fileStart: start } });
 }

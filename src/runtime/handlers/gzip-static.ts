@@ -39,5 +39,5 @@ export async function gzipStatic(ex: Exchange): Promise<Outcome | undefined> {
     logRequest(ex.cx, r, 'crit', `"${path}" is not a regular file`);
     return statusOutcome(404);
   }
-  return sendFile(ex, path, st, true);
+  return sendFile(ex, path, st, { gzipped: true });
 }

@@ -14,11 +14,31 @@ import { applyHeadersModule, contentTypeFor, keepForRangeNotSatisfiable, keptHea
 /** A path as the file system expects it: URIs are byte strings (latin1). */
 export const fsPath = (path: string): Buffer => Buffer.from(path, 'latin1');
 
-/** Bytes a body starts with before a part of the file (the FLV header before `start`). */
+/** Bytes a body starts with before a part of the file (the FLV header before `start`, an MP4's new `moov`). */
 export interface FilePrefix {
   readonly bytes: Buffer;
   /** Where in the file the body goes on after `bytes`. */
   readonly fileStart: number;
+  /** Where in the file the body ends (the file's end when undefined). */
+  readonly fileEnd?: number;
+  /**
+   * Offsets in `bytes` where nginx's answer has an empty memory buffer: its
+   * output chain logs `zero size buf in output` for each one it is given
+   * (those inside the range sent; the range filter drops the others).
+   */
+  readonly zeroSizeAt?: readonly number[];
+}
+
+/** How `sendFile` sends a file beyond what the static handler does. */
+export interface SendFileOptions {
+  /** A `gzip_static` file, sent with `Content-Encoding: gzip`. */
+  readonly gzipped?: boolean;
+  /** The body is these bytes and then a part of the file: length, `ETag` and ranges are that body's. */
+  readonly prefix?: FilePrefix;
+  /** `r->single_range`: one range at most; more leave the response whole. */
+  readonly singleRange?: boolean;
+  /** The error log's `while …` once the response is sent (`log->action`; the static handler's by default). */
+  readonly action?: string;
 }
 
 /**
@@ -26,19 +46,20 @@ export interface FilePrefix {
  * request body discarded (a `100 Continue` sent to a client waiting for
  * it), the not-modified filter (304, 412), then the range filter (206 with one range
  * or `multipart/byteranges`, 416 with a `Content-Range` of `*` and the size).
- * `gzipped`: a `gzip_static` file, sent with `Content-Encoding: gzip` (a 304
- * has none: `ngx_http_not_modified_header_filter`). With `prefix` the body
- * is its bytes and then the file from its `fileStart`: length, `ETag` and
- * ranges are that body's.
+ * A `gzipped` file has `Content-Encoding: gzip` (a 304 has none:
+ * `ngx_http_not_modified_header_filter`). With a `prefix` the body is its
+ * bytes and then the file from its `fileStart` to its `fileEnd`: length,
+ * `ETag` and ranges are that body's.
  */
-export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = false, prefix?: FilePrefix): Promise<Outcome> {
+export async function sendFile(ex: Exchange, path: string, st: Stats, opts: SendFileOptions = {}): Promise<Outcome> {
   const { r, out } = ex;
+  const { gzipped = false, prefix } = opts;
   // ngx_http_static_handler discards the body once it has the file to send
   const failed = discardRequestBody(ex);
   if (failed !== undefined) return statusOutcome(failed);
   const mtimeSec = Math.floor(st.mtimeMs / 1000);
   const lastModified = new Date(mtimeSec * 1000).toUTCString();
-  const size = prefix ? prefix.bytes.length + st.size - prefix.fileStart : st.size;
+  const size = prefix ? prefix.bytes.length + (prefix.fileEnd ?? st.size) - prefix.fileStart : st.size;
   const etag = r.loc.etag ? `"${mtimeSec.toString(16)}-${size.toString(16)}"` : undefined;
   const final = r.errStatus || 200;
   const main = final === 200 && !r.parent;
@@ -64,7 +85,7 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
   // the headers filter runs before the range filter, which sees what add_header set
   applyHeadersModule(r, 200, headers);
   const sentEtag = headers.find(([name]) => name.toLowerCase() === 'etag')?.[1];
-  const ranges = main ? rangesFor(r, size, lastModifiedSec(headers), typeof sentEtag === 'string' ? sentEtag : undefined) : 'skip';
+  const ranges = main ? rangesFor(r, size, lastModifiedSec(headers), typeof sentEtag === 'string' ? sentEtag : undefined, opts.singleRange) : 'skip';
   if (ranges === 416) {
     // the file's Last-Modified is a time nginx's header filter writes for 200, 206 and 304 only, not an entry an error_page keeps
     keepForRangeNotSatisfiable(r, headers.filter(([name]) => name.toLowerCase() !== 'last-modified'), size);
@@ -101,7 +122,7 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
   // (add_trailer drops the length for a chunked response)
   const lengthAt = headers.findIndex(([n]) => n.toLowerCase() === 'content-length');
   if (lengthAt !== -1) headers[lengthAt]![1] = String(length);
-  r.action = 'sending response to client';
+  r.action = opts.action ?? 'sending response to client';
   out.head(r, status, headers);
   if (out.headOnly || length === 0) {
     out.end();
@@ -119,10 +140,23 @@ export async function sendFile(ex: Exchange, path: string, st: Stats, gzipped = 
 /** Streams a range of the body: of the prefix's bytes, then of the file from its `fileStart`; false as `streamFile`. */
 async function streamBody(ex: Exchange, path: string, range: ByteRange, prefix: FilePrefix | undefined): Promise<boolean> {
   if (!prefix) return streamFile(ex, path, range);
+  for (const at of prefix.zeroSizeAt ?? []) {
+    if (range.start < at && at < range.end) logZeroSizeBuf(ex, at);
+  }
   const own = prefix.bytes.length;
   const head = prefix.bytes.subarray(Math.min(range.start, own), Math.min(range.end, own));
   if (head.length > 0 && !write(ex, head)) return false;
   return streamFile(ex, path, { start: Math.max(range.start - own, 0) + prefix.fileStart, end: Math.max(range.end - own, 0) + prefix.fileStart });
+}
+
+/**
+ * `ngx_output_chain`'s alert for an empty memory buffer (temporary, not in
+ * a file). nginx prints the buffer's address; jinx prints its offset in
+ * the body in the address's place.
+ */
+function logZeroSizeBuf(ex: Exchange, at: number): void {
+  const address = at.toString(16).toUpperCase().padStart(16, '0');
+  logRequest(ex.cx, ex.r, 'alert', `zero size buf in output t:1 r:0 f:0 0000000000000000 ${address}-${address} 0000000000000000 0-0`);
 }
 
 /** Writes bytes of the body; false when the client is gone. */
