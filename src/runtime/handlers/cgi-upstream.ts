@@ -50,6 +50,7 @@ import { CgiRequestError, encodeScgiHeader, encodeUwsgiPacket } from '../upstrea
 import { escapeMemcachedKey, memcachedGet, MemcachedResponseReader } from '../upstream/memcached-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { connectTls, sslName, verifyPeer, type PeerChain } from '../upstream/tls.js';
+import type { PoolSettings } from '../upstream/clients.js';
 import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered } from './upstream-peer.js';
 import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 
@@ -437,6 +438,9 @@ async function exchange<C extends PassConf>(
   return result;
 }
 
+/** The connection settings `clientCertificate` derives a location's certificate settings from, one per `uwsgi_ssl_*` settings. */
+const poolSettings = new WeakMap<UpstreamTlsConf, PoolSettings>();
+
 /**
  * The TLS of a request to `host` (`ngx_http_upstream_ssl_init_connection`):
  * the name its certificate is checked against, the client certificate of
@@ -448,9 +452,11 @@ function secureWith(ex: Exchange, settings: UpstreamTlsConf, conf: PassConf, hos
   let tls = settings;
   const files = settings.certificateFiles;
   if (files) {
+    // one settings object per location's TLS, so that the certificate's settings are made once (clientCertificate keys by it)
+    let pool = poolSettings.get(settings);
+    if (!pool) poolSettings.set(settings, (pool = { connectTimeoutMs: conf.connectTimeoutMs, bufferSizeBytes: conf.bufferSizeBytes, httpVersion: '1.1', tls: settings }));
     try {
-      tls = cx.upstreams.clientCertificate({ connectTimeoutMs: conf.connectTimeoutMs, bufferSizeBytes: conf.bufferSizeBytes, httpVersion: '1.1', tls: settings },
-        files.cert.evaluate(r), files.key.evaluate(r)).tls ?? settings;
+      tls = cx.upstreams.clientCertificate(pool, files.cert.evaluate(r), files.key.evaluate(r)).tls ?? settings;
     } catch (err) {
       logRequest(cx, r, 'error', err instanceof ConfigError ? err.text : String(err));
       return 500;
