@@ -76,7 +76,8 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --gc              run every jinx under --trace-gc and report, per request, the heap bytes it
                     allocated and the GC pauses (figures that hold on a busy machine: allocation
                     does not depend on the CPU left to it)
-  --json FILE       write every run's figures to FILE
+  --json FILE       write every run's figures and each server's idle RSS to FILE
+                    (bench/runs.ts reads several such files: medians over runs)
   --keep            keep the temporary prefix directory
   -h, --help        this text`;
 
@@ -833,7 +834,8 @@ async function main(): Promise<number> {
   for (const l of logs) process.stdout.write(`note: ${l}\n`);
 
   if (o.json) {
-    writeFileSync(o.json, JSON.stringify({ options: { ...o, nodeFlags: o.nodeFlags }, versions, runs }, null, 2) + '\n');
+    const idleRssBytes = Object.fromEntries([...servers.sut].map(([t, s]) => [t, s.idleRssBytes]));
+    writeFileSync(o.json, JSON.stringify({ options: { ...o, nodeFlags: o.nodeFlags }, versions, idleRssBytes, runs }, null, 2) + '\n');
     process.stdout.write(`runs written to ${o.json}\n`);
   }
   if (o.profileDir) {
