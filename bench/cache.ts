@@ -30,7 +30,7 @@ import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
-import { freePort, hasCommand, JINX, makeTemp, removeTemp, runBench, start, stop, waitListening, type Proc } from './procs.js';
+import { freePort, hasCommand, JINX, makeTemp, median, removeTemp, runBench, start, stop, waitListening, type Proc } from './procs.js';
 import { parseWrk, type WrkResult } from './wrk.js';
 
 const USAGE = `usage: node dist/bench/cache.js [options]
@@ -233,11 +233,6 @@ function wrk(o: Options, port: number, scenario: Scenario, seconds: number): Wrk
   if (run.status !== 0) throw new Error(`wrk failed (${run.status}): ${run.stderr}`);
   return parseWrk(run.stdout);
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 

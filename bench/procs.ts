@@ -2,8 +2,8 @@
  * What the benchmark scripts share: the processes they start (servers,
  * upstreams, load generators), each stopped by its pid on exit, error or
  * signal; the temp directory they run in, removed unless kept; and the
- * small helpers around them (waiting for a listener, sizes; free ports are
- * the tests' `freePort`).
+ * small helpers around them (waiting for a listener, sizes, medians; free
+ * ports are the tests' `freePort`).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,14 @@ import { fileURLToPath } from 'node:url';
 import { freePort, portOpen } from '../test/helpers/harness.js';
 
 export { freePort };
+
+/** The median of the finite values of `xs` (the mean of the middle two for an even count); NaN when there is none. */
+export function median(xs: readonly number[]): number {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
 
 /** The project checkout (this file runs from `dist/bench/`). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

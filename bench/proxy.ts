@@ -26,7 +26,7 @@ import { parseArgs } from 'node:util';
 import { summarizeProfile, formatSummary } from './cpuprofile.js';
 import { parseWrk, type WrkResult } from './wrk.js';
 import {
-  JINX, MiB, ROOT, childPids, freePort, hasCommand, interrupted, makeTemp, parseSize, removeTemp, rssSampler, sleep, start, stop, stopAll, treeRssBytes, waitListening, type Proc,
+  JINX, median, MiB, ROOT, childPids, freePort, hasCommand, interrupted, makeTemp, parseSize, removeTemp, rssSampler, sleep, start, stop, stopAll, treeRssBytes, waitListening, type Proc,
 } from './procs.js';
 
 const USAGE = `usage: node dist/bench/proxy.js [options]
@@ -606,13 +606,6 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
 const loadTool = (o: Options): string => (o.protocol === 'h2'
   ? `h2load -c${o.connections} -t${o.threads} -m${o.streams} (HTTP/2 over TLS)`
   : `wrk -c${o.connections} -t${o.threads}`);
-
-const median = (xs: number[]): number => {
-  const s = [...xs].filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 const fmtMs = (n: number): string => (!Number.isFinite(n) ? '-' : n < 1 ? `${(n * 1000).toFixed(0)} us` : `${n.toFixed(2)} ms`);

@@ -15,7 +15,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { MiB } from './procs.js';
+import { median, MiB } from './procs.js';
 
 /** The part of one proxy.ts run (`--json`) read here. */
 export interface RunFile {
@@ -42,13 +42,6 @@ interface Figures {
 
 /** A scenario: the protocol and body size, as the report names it (`100 B`, `h2 100 B`). */
 type Scenario = string;
-
-const median = (xs: readonly number[]): number => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 const sizeName = (n: number): string => (n % MiB === 0 ? `${n / MiB} MiB` : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} B`);
 const mib = (bytes: number): string => (Number.isFinite(bytes) ? `${(bytes / MiB).toFixed(1)} MiB` : '-');

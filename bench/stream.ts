@@ -41,7 +41,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, JINX, makeTemp, MiB, parseSize, removeTemp, ROOT, rssSampler, runBench, sleep, start, stopAll, treeRssBytes, waitListening, type Proc } from './procs.js';
+import { freePort, JINX, makeTemp, median, MiB, parseSize, removeTemp, ROOT, rssSampler, runBench, sleep, start, stopAll, treeRssBytes, waitListening, type Proc } from './procs.js';
 
 const USAGE = `usage: node dist/bench/stream.js [options]
   --size SIZE         bytes the source writes per connection, k/m/g suffix allowed (default 1g)
@@ -222,10 +222,6 @@ async function slowReader(port: number, pid: number, seconds: number): Promise<{
   return { readBytes, beforeBytes: before, growthBytes: sampler.stop() - before };
 }
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const mib = (bytes: number): string => (bytes / MiB).toFixed(1);
 
 async function main(): Promise<number> {
