@@ -69,7 +69,8 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --nice N          run the servers, the upstream and wrk under nice -n N (default 0;
                     negative values need root and take CPU from everything else)
   --node-flags STR  extra node flags for jinx (bin/jinx's JINX_NODE_FLAGS), e.g. "--max-semi-space-size=64"
-  --profile DIR     run jinx under --cpu-prof, write the profile to DIR and print its top functions
+  --profile DIR     run every node server (jinx, bare, fastify) under --cpu-prof, write its
+                    profiles to DIR/TARGET (one per process) and print their top functions
   --settle S        also read each server's idle RSS S seconds after it listens (before any
                     request): V8's memory reducer makes its first full collection about 8 s
                     after a start, which frees what reading the configuration left
@@ -722,6 +723,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
   }
   const sut: Servers['sut'] = new Map();
   for (const t of o.targets) {
+    const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(o.profileDir, t)}`] : [];
     const tDir = join(dir, t);
     mkdirSync(join(tDir, 'logs'), { recursive: true });
     const port = await freePort();
@@ -732,12 +734,11 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     let proc: Proc;
     let gc: GcTrace | undefined;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, { cpus: o.sutCpus, niceness: o.nice });
-    else if (t === 'bare') proc = start('bare', process.execPath, ['-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], { cpus: o.sutCpus, niceness: o.nice });
+    else if (t === 'bare') proc = start('bare', process.execPath, [...prof, '-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], { cpus: o.sutCpus, niceness: o.nice });
     else if (t === 'fastify') {
-      proc = start('fastify', process.execPath, ['-e', FASTIFY_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/fastify'), join(ROOT, 'node_modules/@fastify/http-proxy')], { cpus: o.sutCpus, niceness: o.nice });
+      proc = start('fastify', process.execPath, [...prof, '-e', FASTIFY_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/fastify'), join(ROOT, 'node_modules/@fastify/http-proxy')], { cpus: o.sutCpus, niceness: o.nice });
     }
     else {
-      const prof = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`] : [];
       const env = { ...process.env, JINX_NODE_FLAGS: [...o.nodeFlags, ...prof, ...(o.gc ? ['--trace-gc'] : [])].join(' ') };
       proc = start(t, t === 'jinx-base' ? o.jinxBase! : JINX, args, { cpus: o.sutCpus, niceness: o.nice, env, stdout: o.gc ? 'pipe' : 'ignore' });
       if (o.gc) {
@@ -774,8 +775,9 @@ async function main(): Promise<number> {
   if (!existsSync(join(ROOT, 'dist/src/cli/main.js'))) throw new Error(`no build in ${ROOT}/dist: run npx tsc -p . first`);
   if (!Number.isInteger(o.nice) || o.nice < -20 || o.nice > 19) throw new Error(`--nice wants an integer from -20 to 19`);
   const tempRoot = makeTemp('jinx-bench-', o.keep);
-  if (o.profileDir) mkdirSync(o.profileDir, { recursive: true });
-  const profilesBefore = new Set(o.profileDir ? readdirSync(o.profileDir) : []);
+  const profileDirs = o.profileDir ? o.targets.filter((t) => t !== 'nginx').map((t) => join(o.profileDir!, t)) : [];
+  for (const d of profileDirs) mkdirSync(d, { recursive: true });
+  const profilesBefore = new Set(profileDirs.flatMap((d) => readdirSync(d).map((f) => join(d, f))));
 
   const servers = await startServers(o, tempRoot);
   await check(o, servers);
@@ -832,12 +834,11 @@ async function main(): Promise<number> {
     process.stdout.write(`runs written to ${o.json}\n`);
   }
   if (o.profileDir) {
-    const fresh = readdirSync(o.profileDir).filter((f) => f.endsWith('.cpuprofile') && !profilesBefore.has(f));
-    for (const f of fresh) {
-      const path = join(o.profileDir, f);
-      process.stdout.write(`\n== jinx CPU profile ${path}\n${formatSummary(summarizeProfile(JSON.parse(readFileSync(path, 'utf8'))), 25)}\n`);
+    const fresh = profileDirs.flatMap((d) => readdirSync(d).map((f) => join(d, f))).filter((f) => f.endsWith('.cpuprofile') && !profilesBefore.has(f));
+    for (const path of fresh) {
+      process.stdout.write(`\n== CPU profile ${path}\n${formatSummary(summarizeProfile(JSON.parse(readFileSync(path, 'utf8'))), 25)}\n`);
     }
-    if (fresh.length === 0) process.stdout.write(`note: jinx wrote no profile to ${o.profileDir}\n`);
+    if (fresh.length === 0) process.stdout.write(`note: no server wrote a profile to ${o.profileDir}\n`);
   }
   const bad = runs.filter((r) => r.non2xx > 0);
   if (bad.length > 0) {
