@@ -20,7 +20,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { connect as http2Connect } from 'node:http2';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarizeProfile, formatSummary } from './cpuprofile.js';
@@ -38,8 +38,8 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --threads N       wrk -t (default 2)
   --sizes LIST      body sizes in bytes, k and m suffixes allowed (default 100,16k; 1m for 1 MiB)
   --targets LIST    servers to measure: jinx,nginx,bare,fastify,jinx-status,jinx-limit,jinx-base
-                    (default jinx,nginx); bare is the smallest node:http + undici proxy, the
-                    ceiling of jinx's design; fastify is fastify with @fastify/http-proxy
+                    (default jinx,nginx); bare is the smallest node:http + undici proxy (with h2,
+                    node:http2 + undici), the ceiling of jinx's design; fastify is fastify with @fastify/http-proxy
                     (HTTP/1.1 only); jinx-status is jinx with a stub_status location beside the
                     proxied one (what the status page costs the proxied requests); jinx-limit
                     is jinx with limit_req (rate 1000000r/s, so none is refused) on every
@@ -48,7 +48,7 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
                     branch before a change, built), to compare two versions in one run
   --upstream KIND   nginx (default) or node
   --protocol P      h1 (default: HTTP/1.1 over plain TCP, measured with wrk) or h2
-                    (HTTP/2 over TLS, \`http2 on\`, measured with h2load; no bare target)
+                    (HTTP/2 over TLS, \`http2 on\`, measured with h2load; no fastify target)
   --streams N       with h2: h2load -m, concurrent streams per connection (default 8:
                     64 requests in flight, as with h1 and within the upstream's keepalive 64)
   --sut-cpus LIST   taskset CPU list for jinx and nginx (default 0)
@@ -150,7 +150,7 @@ function options(argv: string[]): Options {
   if (upstream !== 'nginx' && upstream !== 'node') throw new Error(`--upstream is nginx or node, not "${upstream}"`);
   const protocol = values.protocol ?? 'h1';
   if (protocol !== 'h1' && protocol !== 'h2') throw new Error(`--protocol is h1 or h2, not "${protocol}"`);
-  for (const t of ['bare', 'fastify']) if (protocol === 'h2' && targets.includes(t)) throw new Error(`the ${t} target speaks HTTP/1.1 only: leave it out with --protocol h2`);
+  if (protocol === 'h2' && targets.includes('fastify')) throw new Error('the fastify target speaks HTTP/1.1 only: leave it out with --protocol h2');
   const nginx = values.nginx ?? ['/opt/nginx-oracle/nginx', '/usr/sbin/nginx'].find((p) => existsSync(p));
   if (!nginx) throw new Error('no reference nginx: install one or pass --nginx PATH');
   const pin = !values['no-pin'] && hasCommand('taskset');
@@ -186,11 +186,23 @@ function options(argv: string[]): Options {
 }
 
 /** GET through a server (over TLS with `tls`); resolves to status and body length. */
-function get(port: number, path: string, tls: boolean): Promise<{ status: number; length: number }> {
+/** GET over HTTP/1.1, or with `h2` over HTTP/2 with TLS (as h2load measures): the status and the body's length. */
+function get(port: number, path: string, h2: boolean): Promise<{ status: number; length: number }> {
   return new Promise((res, rej) => {
-    const send = tls ? httpsRequest : httpRequest;
-    const req = send({ host: '127.0.0.1', port, path, agent: false, timeout: 5000, rejectUnauthorized: false }, (resp) => {
-      let length = 0;
+    let length = 0;
+    if (h2) {
+      const session = http2Connect(`https://127.0.0.1:${port}`, { rejectUnauthorized: false });
+      session.on('error', rej);
+      session.setTimeout(5000, () => session.destroy(new Error('timed out')));
+      const stream = session.request({ ':path': path });
+      let status = 0;
+      stream.on('response', (h) => { status = Number(h[':status']); });
+      stream.on('data', (c: Buffer) => { length += c.length; });
+      stream.on('end', () => { session.close(); res({ status, length }); });
+      stream.on('error', rej);
+      return;
+    }
+    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false, timeout: 5000 }, (resp) => {
       resp.on('data', (c: Buffer) => { length += c.length; });
       resp.on('end', () => res({ status: resp.statusCode ?? 0, length }));
       resp.on('error', rej);
@@ -322,6 +334,44 @@ const server = http.createServer({ keepAliveTimeout: 75000 }, (req, res) => {
 });
 server.listen(Number(port), '127.0.0.1');
 process.on('SIGQUIT', () => { server.closeAllConnections(); server.close(() => pool.close().then(() => process.exit(0))); });
+`;
+
+/**
+ * The `bare` target with `--protocol h2`: the least a node:http2 server
+ * (TLS, ALPN h2, its stream API) proxying through an undici Pool does per
+ * stream, as `BARE_PROXY` does per request: the upstream's headers
+ * lowercased minus the connection-specific ones HTTP/2 forbids, the body
+ * collected and sent with `end`. Arguments: port, upstream port, undici's
+ * path, certificate and key files.
+ */
+const BARE_H2_PROXY = `
+const http2 = require('node:http2');
+const { readFileSync } = require('node:fs');
+const [port, upPort, undiciPath, certFile, keyFile] = process.argv.slice(1);
+const { Pool } = require(undiciPath);
+const pool = new Pool('http://127.0.0.1:' + upPort, { pipelining: 1 });
+const hop = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']);
+const server = http2.createSecureServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) });
+server.on('stream', (stream, headers) => {
+  const chunks = [];
+  pool.dispatch({ path: headers[':path'], method: headers[':method'], headers: ['host', '127.0.0.1:' + upPort] }, {
+    onConnect() {},
+    onHeaders(status, raw) {
+      const h = { ':status': status };
+      for (let i = 0; i < raw.length; i += 2) { const n = raw[i].toString('latin1').toLowerCase(); if (!hop.has(n)) h[n] = raw[i + 1].toString('latin1'); }
+      if (!stream.destroyed) stream.respond(h);
+      return true;
+    },
+    onData(c) { chunks.push(c); return true; },
+    onComplete() { if (!stream.destroyed) stream.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)); },
+    onError() { if (stream.destroyed) return; if (!stream.headersSent) stream.respond({ ':status': 502 }); stream.end(); },
+  });
+});
+server.on('sessionError', () => undefined);
+server.listen(Number(port), '127.0.0.1');
+process.on('SIGQUIT', () => { server.close(() => pool.close().then(() => process.exit(0))); for (const s of sessions) s.close(); });
+const sessions = new Set();
+server.on('session', (s) => { sessions.add(s); s.on('close', () => sessions.delete(s)); });
 `;
 
 /**
@@ -665,7 +715,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
         + ` per CPU-second: ${(med.jinx.perCpu / med.nginx.perCpu).toFixed(3)})`);
     }
     if (med.jinx !== undefined && med.bare !== undefined) {
-      lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/bare ${(med.jinx.rps / med.bare.rps).toFixed(3)} (bare: node:http + undici and nothing else)`);
+      lines.push(`${fmtSize(size).padEnd(8)} ratio jinx/bare ${(med.jinx.rps / med.bare.rps).toFixed(3)} (bare: ${o.protocol === 'h2' ? 'node:http2' : 'node:http'} + undici and nothing else)`);
     }
     if (med.jinx !== undefined && med['jinx-status'] !== undefined) {
       lines.push(`${fmtSize(size).padEnd(8)} ratio jinx-status/jinx ${(med['jinx-status'].rps / med.jinx.rps).toFixed(3)} (with a stub_status location)`);
@@ -734,7 +784,11 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     let proc: Proc;
     let gc: GcTrace | undefined;
     if (t === 'nginx') proc = start('nginx', o.nginx, args, { cpus: o.sutCpus, niceness: o.nice });
-    else if (t === 'bare') proc = start('bare', process.execPath, [...prof, '-e', BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')], { cpus: o.sutCpus, niceness: o.nice });
+    else if (t === 'bare') {
+      const script = o.protocol === 'h2' ? [BARE_H2_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici'), join(tlsDir, 'cert.pem'), join(tlsDir, 'key.pem')]
+        : [BARE_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/undici')];
+      proc = start('bare', process.execPath, [...prof, '-e', ...script], { cpus: o.sutCpus, niceness: o.nice });
+    }
     else if (t === 'fastify') {
       proc = start('fastify', process.execPath, [...prof, '-e', FASTIFY_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/fastify'), join(ROOT, 'node_modules/@fastify/http-proxy')], { cpus: o.sutCpus, niceness: o.nice });
     }
