@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { describe, it } from 'node:test';
-import { HpackDecoder, huffmanDecode, huffmanEncode, writeString } from '../../src/runtime/http2/hpack.js';
+import { HeaderBlockWriter, HpackDecoder, huffmanDecode } from '../../src/runtime/http2/hpack.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 
@@ -45,16 +45,46 @@ describe('HPACK header blocks a client sends (RFC 7541 Appendix C)', () => {
 });
 
 describe('HPACK strings jinx sends', () => {
+  /** The encoding of `s` as one string literal. */
+  const literal = (s: string, lower = false): Buffer => {
+    const w = new HeaderBlockWriter();
+    w.string(s, lower);
+    return w.take();
+  };
+
   it('Huffman-codes a string where that is shorter (C.4.1) and sends a short or incompressible one raw', () => {
-    assert.equal(huffmanEncode(Buffer.from('www.example.com')).toString('hex'), 'f1e3c2e5f23a6ba0ab90f4ff');
-    const out: number[] = [];
-    writeString(out, Buffer.from('no-cache'), false);
-    assert.equal(Buffer.from(out).toString('hex'), '86a8eb10649cbf');
-    const raw: number[] = [];
-    writeString(raw, Buffer.from('{}'), false);
-    assert.equal(Buffer.from(raw).toString('hex'), '027b7d');
-    const name: number[] = [];
-    writeString(name, Buffer.from('X-Custom'), true);
-    assert.equal(huffmanDecode(Buffer.from(name.slice(1)))?.toString(), 'x-custom');
+    assert.equal(literal('www.example.com').toString('hex'), '8cf1e3c2e5f23a6ba0ab90f4ff');
+    assert.equal(literal('no-cache').toString('hex'), '86a8eb10649cbf');
+    assert.equal(literal('{}').toString('hex'), '027b7d');
+    assert.equal(huffmanDecode(literal('X-Custom', true).subarray(1))?.toString(), 'x-custom');
+  });
+
+  it('codes every octet, the long codes too, as the decoder reads them back (C.4.3\'s date among them), raw where that is shorter', () => {
+    assert.equal(literal('Mon, 21 Oct 2013 20:13:21 GMT').toString('hex'), '96d07abe941054d444a8200595040b8166e082a62d1bff');
+    const all = Array.from({ length: 256 }, (_, c) => String.fromCharCode(c)).join('');
+    // every octet among many short codes: Huffman-coded (the first block) with codes of up to 30 bits in it
+    assert.equal(literal('e'.repeat(2000) + all)[0]! & 0x80, 0x80);
+    for (const s of ['e'.repeat(2000) + all, all, all.split('').reverse().join(''), '\x00\xff\x01\xfe'.repeat(50), 'a\u00e9b'.repeat(300)]) {
+      const block = literal(s);
+      // the length (a 7-bit-prefix integer) after the Huffman bit, then the octets
+      let at = 1;
+      if ((block[0]! & 0x7f) === 0x7f) while (block[at++]! & 0x80);
+      const octets = block.subarray(at);
+      assert.equal((block[0]! & 0x80) === 0x80 ? huffmanDecode(octets)?.toString('latin1') : octets.toString('latin1'), s);
+    }
+  });
+
+  it('keeps writing into a grown buffer for a block larger than its first one (and starts afresh after take)', () => {
+    const w = new HeaderBlockWriter();
+    const long = 'v'.repeat(5000);
+    w.octet(0);
+    w.string('x-long', true);
+    w.raw(long);
+    const block = w.take();
+    // 0, the name's literal, 5000 as a 7-bit-prefix integer (3 octets), the value
+    assert.equal(block.length, 1 + literal('x-long', true).length + 3 + 5000);
+    assert.equal(block.subarray(block.length - 5000).toString('latin1'), long);
+    w.octet(0x82);
+    assert.equal(w.take().toString('hex'), '82');
   });
 });

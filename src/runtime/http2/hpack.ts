@@ -110,41 +110,6 @@ export function huffmanDecode(src: Buffer): Buffer | undefined {
   return out.subarray(0, o);
 }
 
-/** The length of `src` Huffman-coded, in octets. */
-export function huffmanLength(src: Buffer, lower = false): number {
-  let bits = 0;
-  for (let i = 0; i < src.length; i++) {
-    let c = src[i]!;
-    if (lower && c >= 0x41 && c <= 0x5a) c |= 0x20;
-    bits += HUFFMAN_BITS[c]!;
-  }
-  return Math.ceil(bits / 8);
-}
-
-/** Huffman-codes `src` (lowercased with `lower`), padded with ones to a whole octet. */
-export function huffmanEncode(src: Buffer, lower = false): Buffer {
-  const out = Buffer.alloc(huffmanLength(src, lower));
-  let o = 0;
-  let acc = 0;
-  let accBits = 0;
-  for (let i = 0; i < src.length; i++) {
-    let c = src[i]!;
-    if (lower && c >= 0x41 && c <= 0x5a) c |= 0x20;
-    const len = HUFFMAN_BITS[c]!;
-    const code = HUFFMAN_CODES[c]!;
-    for (let b = len - 1; b >= 0; b--) {
-      acc = (acc << 1) | ((code >>> b) & 1);
-      if (++accBits === 8) {
-        out[o++] = acc;
-        acc = 0;
-        accBits = 0;
-      }
-    }
-  }
-  if (accBits > 0) out[o] = (acc << (8 - accBits)) | ((1 << (8 - accBits)) - 1);
-  return out;
-}
-
 /** The static table (RFC 7541 Appendix A), index 1 first. */
 export const STATIC_TABLE: readonly (readonly [string, string])[] = [
   [':authority', ''], [':method', 'GET'], [':method', 'POST'], [':path', '/'], [':path', '/index.html'],
@@ -340,36 +305,121 @@ export class HpackDecoder {
   }
 }
 
-/** Writes an HPACK integer with a `prefixBits`-bit prefix into `out`, the first octet's high bits `first` (`ngx_http_v2_write_int`). */
-export function writeInt(out: number[], first: number, prefixBits: number, value: number): void {
-  const prefix = (1 << prefixBits) - 1;
-  if (value < prefix) {
-    out.push(first | value);
-    return;
-  }
-  out.push(first | prefix);
-  value -= prefix;
-  while (value >= 128) {
-    out.push((value % 128) + 128);
-    value = Math.floor(value / 128);
-  }
-  out.push(value);
+/** The octet HPACK sends for character `c` of a byte string (a latin1 code unit), lowercased with `lower`. */
+function octetOf(s: string, i: number, lower: boolean): number {
+  const c = s.charCodeAt(i) & 0xff;
+  return lower && c >= 0x41 && c <= 0x5a ? c | 0x20 : c;
 }
 
 /**
- * A string literal as `ngx_http_v2_string_encode` writes it: Huffman-coded
- * when that is shorter, raw otherwise; a name (`lower`) lowercased.
+ * A header block being written, as `ngx_http_v2_header_filter` fills its
+ * buffer: the octets go into one buffer kept from block to block (grown by
+ * doubling when a block needs more), strings are read from JavaScript
+ * strings as byte strings (latin1) with no buffer made per field, and
+ * `take` copies the block out. Not reentrant: a block is written and taken
+ * before the next one starts.
  */
-export function writeString(out: number[], src: Buffer, lower: boolean): void {
-  const hlen = huffmanLength(src, lower);
-  if (hlen < src.length) {
-    writeInt(out, 0x80, 7, hlen);
-    for (const b of huffmanEncode(src, lower)) out.push(b);
-    return;
+export class HeaderBlockWriter {
+  private buf = Buffer.allocUnsafe(1024);
+  private length = 0;
+
+  private room(bytes: number): void {
+    if (this.length + bytes <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + bytes));
+    this.buf.copy(bigger, 0, 0, this.length);
+    this.buf = bigger;
   }
-  writeInt(out, 0, 7, src.length);
-  for (let i = 0; i < src.length; i++) {
-    const c = src[i]!;
-    out.push(lower && c >= 0x41 && c <= 0x5a ? c | 0x20 : c);
+
+  /** One octet. */
+  octet(b: number): void {
+    this.room(1);
+    this.buf[this.length++] = b;
+  }
+
+  /** Octets as they are (an encoding kept from an earlier block). */
+  octets(src: Buffer): void {
+    this.room(src.length);
+    src.copy(this.buf, this.length);
+    this.length += src.length;
+  }
+
+  /** An integer with a `prefixBits`-bit prefix, the first octet's high bits `first` (`ngx_http_v2_write_int`). */
+  int(first: number, prefixBits: number, value: number): void {
+    const prefix = (1 << prefixBits) - 1;
+    if (value < prefix) {
+      this.octet(first | value);
+      return;
+    }
+    this.octet(first | prefix);
+    value -= prefix;
+    while (value >= 128) {
+      this.octet((value % 128) + 128);
+      value = Math.floor(value / 128);
+    }
+    this.octet(value);
+  }
+
+  /** A byte string's octets raw, after its length as a 7-bit-prefix integer (what nginx does for `Content-Length`). */
+  raw(s: string): void {
+    this.int(0, 7, s.length);
+    this.room(s.length);
+    for (let i = 0; i < s.length; i++) this.buf[this.length++] = octetOf(s, i, false);
+  }
+
+  /**
+   * A string literal as `ngx_http_v2_string_encode` writes it: Huffman-coded
+   * when that is shorter (padded with ones to a whole octet), raw otherwise;
+   * a name (`lower`) lowercased.
+   */
+  string(s: string, lower: boolean): void {
+    let bits = 0;
+    for (let i = 0; i < s.length; i++) bits += HUFFMAN_BITS[octetOf(s, i, lower)]!;
+    const huffmanBytes = Math.ceil(bits / 8);
+    if (huffmanBytes >= s.length) {
+      this.int(0, 7, s.length);
+      this.room(s.length);
+      for (let i = 0; i < s.length; i++) this.buf[this.length++] = octetOf(s, i, lower);
+      return;
+    }
+    this.int(0x80, 7, huffmanBytes);
+    this.room(huffmanBytes);
+    const buf = this.buf;
+    let o = this.length;
+    // at most 7 bits wait in `acc` between symbols; a code (up to 30 bits) goes in two parts of at most 16
+    let acc = 0;
+    let accBits = 0;
+    for (let i = 0; i < s.length; i++) {
+      const c = octetOf(s, i, lower);
+      let len = HUFFMAN_BITS[c]!;
+      let code = HUFFMAN_CODES[c]!;
+      if (len > 16) {
+        acc = (acc << (len - 16)) | (code >>> 16);
+        accBits += len - 16;
+        while (accBits >= 8) {
+          accBits -= 8;
+          buf[o++] = (acc >>> accBits) & 0xff;
+        }
+        acc &= (1 << accBits) - 1;
+        code &= 0xffff;
+        len = 16;
+      }
+      acc = (acc << len) | code;
+      accBits += len;
+      while (accBits >= 8) {
+        accBits -= 8;
+        buf[o++] = (acc >>> accBits) & 0xff;
+      }
+      acc &= (1 << accBits) - 1;
+    }
+    if (accBits > 0) buf[o++] = (acc << (8 - accBits)) | ((1 << (8 - accBits)) - 1);
+    this.length = o;
+  }
+
+  /** The block written since the last `take`, copied out; the writer starts a new one. */
+  take(): Buffer {
+    const block = Buffer.allocUnsafe(this.length);
+    this.buf.copy(block, 0, 0, this.length);
+    this.length = 0;
+    return block;
   }
 }

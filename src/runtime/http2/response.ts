@@ -18,7 +18,7 @@ import { httpDate } from '../http1/response.js';
 import type { HttpRequestState } from '../request.js';
 import { responseHeaders, responseTrailers } from '../respond.js';
 import { FLAG, FRAME, frameHeader } from './frames.js';
-import { STATIC_TABLE, writeInt, writeString } from './hpack.js';
+import { HeaderBlockWriter, STATIC_TABLE } from './hpack.js';
 
 /** Header fields `ngx_http_v2_header_filter` leaves out: HTTP/1.x connection fields, which HTTP/2 has none of. */
 const HTTP1_ONLY = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
@@ -34,67 +34,86 @@ const STATUS_INDEX = new Map(STATIC_TABLE.flatMap(([n, v], i) => (n === ':status
 /** Body bytes a stream holds before `write` asks the handler to wait. */
 const HIGH_WATER_MARK = 64 * 1024;
 
+/** The writer of header blocks (blocks are written one at a time, synchronously), and the one of `lastLiterals`. */
+const writer = new HeaderBlockWriter();
+const literalWriter = new HeaderBlockWriter();
+
+/**
+ * The last value written for each of `INDEXED_NAMES` and its encoding: a
+ * `Date` stays the same for a second, a `Server` and most `Content-Type`s
+ * for good, so their Huffman code is not made again for every response.
+ */
+const lastLiterals = INDEXED_NAMES.map(() => ({ value: '', encoded: undefined as Buffer | undefined }));
+
+/** Writes `value` as a string literal, its encoding kept in `last` for the next response with the same value. */
+function literalOf(last: { value: string; encoded: Buffer | undefined }, value: string): void {
+  if (last.encoded === undefined || last.value !== value) {
+    literalWriter.string(value, false);
+    last.encoded = literalWriter.take();
+    last.value = value;
+  }
+  writer.octets(last.encoded);
+}
+
 /**
  * The header block of a response, as `ngx_http_v2_header_filter` encodes
  * it; `passedServer` tells that `Server` came from the upstream
  * (`proxy_pass_header`) and so is one of the other fields.
  */
 export function encodeResponseHead(status: number, list: readonly (readonly [string, string | string[]])[], passedServer: boolean, date: string | undefined): Buffer {
-  const out: number[] = [];
   const index = STATUS_INDEX.get(status);
-  if (index !== undefined) out.push(0x80 | index);
+  if (index !== undefined) writer.octet(0x80 | index);
   else {
-    out.push(0x40 | 8, 3);
-    for (const c of String(status).padStart(3, '0').slice(-3)) out.push(c.charCodeAt(0));
+    writer.octet(0x40 | 8);
+    writer.raw(String(status).padStart(3, '0').slice(-3));
   }
-  const literal = (value: string): void => writeString(out, Buffer.from(value, 'latin1'), false);
-  const done = new Set<number>();
-  for (const [lower, idx] of INDEXED_NAMES) {
+  const done = new Uint8Array(list.length);
+  for (let n = 0; n < INDEXED_NAMES.length; n++) {
+    const [lower, idx] = INDEXED_NAMES[n]!;
     if (lower === 'date' && date !== undefined) {
-      writeInt(out, 0x40, 6, idx);
-      literal(date);
+      writer.int(0x40, 6, idx);
+      literalOf(lastLiterals[n]!, date);
       continue;
     }
     if (lower === 'server' && passedServer) continue;
     for (let i = 0; i < list.length; i++) {
       const [name, value] = list[i]!;
       if (name.length !== lower.length || name.toLowerCase() !== lower) continue;
-      done.add(i);
-      for (const v of Array.isArray(value) ? value : [value]) {
-        writeInt(out, 0x40, 6, idx);
-        if (lower === 'content-length') {
-          // ngx_http_v2_header_filter writes the length raw
-          writeInt(out, 0, 7, v.length);
-          for (const c of v) out.push(c.charCodeAt(0));
-        } else literal(v);
+      done[i] = 1;
+      const values = typeof value === 'string' ? undefined : value;
+      for (let k = 0; k < (values ? values.length : 1); k++) {
+        const v = values ? values[k]! : (value as string);
+        writer.int(0x40, 6, idx);
+        // ngx_http_v2_header_filter writes the length raw
+        if (lower === 'content-length') writer.raw(v);
+        else literalOf(lastLiterals[n]!, v);
       }
       if (lower === 'date') break;
     }
   }
   for (let i = 0; i < list.length; i++) {
-    if (done.has(i)) continue;
+    if (done[i]) continue;
     const [name, value] = list[i]!;
-    const lower = name.toLowerCase();
-    if (HTTP1_ONLY.has(lower)) continue;
-    for (const v of Array.isArray(value) ? value : [value]) {
-      out.push(0);
-      writeString(out, Buffer.from(name, 'latin1'), true);
-      literal(v);
+    if (HTTP1_ONLY.has(name.toLowerCase())) continue;
+    const values = typeof value === 'string' ? undefined : value;
+    for (let k = 0; k < (values ? values.length : 1); k++) {
+      writer.octet(0);
+      writer.string(name, true);
+      writer.string(values ? values[k]! : (value as string), false);
     }
   }
-  return Buffer.from(out);
+  return writer.take();
 }
 
 /** A header block of trailer fields (`ngx_http_v2_create_trailers_frame`), or undefined when there are none. */
 function encodeTrailers(trailers: readonly [string, string][]): Buffer | undefined {
   if (trailers.length === 0) return undefined;
-  const out: number[] = [];
   for (const [name, value] of trailers) {
-    out.push(0);
-    writeString(out, Buffer.from(name, 'latin1'), true);
-    writeString(out, Buffer.from(value, 'latin1'), false);
+    writer.octet(0);
+    writer.string(name, true);
+    writer.string(value, false);
   }
-  return Buffer.from(out);
+  return writer.take();
 }
 
 /**
