@@ -183,6 +183,12 @@ interface HeaderBlock {
   timer: NodeJS.Timeout | undefined;
 }
 
+/** Refuses the request of the header block being read, with 400 and `message` (nginx reads the rest of the block for the table). */
+function refuse(head: HeadBuilder, message: string): undefined {
+  head.refusal = { status: 400, message, reading: 'request headers', lineUnread: true };
+  return undefined;
+}
+
 /** A stream's request head being built from its header fields (`ngx_http_v2_state_process_header`). */
 interface HeadBuilder {
   method: string | undefined;
@@ -788,24 +794,20 @@ export class Http2Connection {
     const name = latin1(nameBuf);
     const value = latin1(valueBuf);
     head.seen.push(name, value);
-    const refuse = (message: string): undefined => {
-      head.refusal = { status: 400, message, reading: 'request headers', lineUnread: true };
-      return undefined;
-    };
     // ngx_http_v2_validate_header
     const { conf } = this.owner.server;
     let invalid = false;
     for (let i = name.charCodeAt(0) === 58 ? 1 : 0; i < name.length; i++) {
       const ch = name.charCodeAt(i);
       if ((ch >= 0x61 && ch <= 0x7a) || ch === 0x2d || (ch >= 0x30 && ch <= 0x39) || (ch === 0x5f && conf.underscoresInHeaders)) continue;
-      if (ch <= 0x20 || ch === 0x7f || ch === 0x3a || (ch >= 0x41 && ch <= 0x5a)) return refuse(`client sent invalid header name: "${name}"`);
+      if (ch <= 0x20 || ch === 0x7f || ch === 0x3a || (ch >= 0x41 && ch <= 0x5a)) return refuse(head, `client sent invalid header name: "${name}"`);
       invalid = true;
     }
     for (let i = 0; i < value.length; i++) {
       const ch = value.charCodeAt(i);
-      if (ch === 0 || ch === 0x0a || ch === 0x0d) return refuse(`client sent header "${name}" with invalid value: "${value}"`);
+      if (ch === 0 || ch === 0x0a || ch === 0x0d) return refuse(head, `client sent header "${name}" with invalid value: "${value}"`);
     }
-    if (name.charCodeAt(0) === 58) return this.pseudoHeader(head, name, value, refuse);
+    if (name.charCodeAt(0) === 58) return this.pseudoHeader(head, name, value);
     if (invalid && conf.ignoreInvalidHeaders) {
       this.owner.headerLog('info', `client sent invalid header: "${name}"`);
       return undefined;
@@ -816,33 +818,33 @@ export class Http2Connection {
   }
 
   /** `ngx_http_v2_pseudo_header`. */
-  private pseudoHeader(head: HeadBuilder, name: string, value: string, refuse: (message: string) => undefined): undefined {
+  private pseudoHeader(head: HeadBuilder, name: string, value: string): undefined {
     switch (name) {
       case ':path':
-        if (head.path !== undefined) return refuse('client sent duplicate :path header');
-        if (value === '') return refuse('client sent empty :path header');
-        if (!validPath(value)) return refuse(`client sent invalid :path header: "${value}"`);
+        if (head.path !== undefined) return refuse(head, 'client sent duplicate :path header');
+        if (value === '') return refuse(head, 'client sent empty :path header');
+        if (!validPath(value)) return refuse(head, `client sent invalid :path header: "${value}"`);
         head.path = value;
         return undefined;
       case ':method':
-        if (head.method !== undefined) return refuse('client sent duplicate :method header');
-        if (value === '') return refuse('client sent empty :method header');
-        if (!/^[A-Z_-]+$/.test(value)) return refuse(`client sent invalid method: "${value}"`);
+        if (head.method !== undefined) return refuse(head, 'client sent duplicate :method header');
+        if (value === '') return refuse(head, 'client sent empty :method header');
+        if (!/^[A-Z_-]+$/.test(value)) return refuse(head, `client sent invalid method: "${value}"`);
         head.method = value;
         return undefined;
       case ':scheme':
-        if (head.scheme !== undefined) return refuse('client sent duplicate :scheme header');
-        if (value === '') return refuse('client sent empty :scheme header');
-        if (!/^[a-zA-Z][a-zA-Z0-9+.-]*$/.test(value)) return refuse(`client sent invalid :scheme header: "${value}"`);
+        if (head.scheme !== undefined) return refuse(head, 'client sent duplicate :scheme header');
+        if (value === '') return refuse(head, 'client sent empty :scheme header');
+        if (!/^[a-zA-Z][a-zA-Z0-9+.-]*$/.test(value)) return refuse(head, `client sent invalid :scheme header: "${value}"`);
         head.scheme = value;
         return undefined;
       case ':authority':
         // ngx_http_v2_parse_authority (nginx 1.29.1): kept apart from Host until the block ends
-        if (head.authority !== undefined) return refuse('client sent duplicate ":authority" header');
+        if (head.authority !== undefined) return refuse(head, 'client sent duplicate ":authority" header');
         head.authority = value;
         return undefined;
       default:
-        return refuse(`client sent unknown pseudo-header "${name}"`);
+        return refuse(head, `client sent unknown pseudo-header "${name}"`);
     }
   }
 

@@ -147,6 +147,9 @@ export interface HeaderField {
   readonly value: Buffer;
 }
 
+/** The static table's entries as byte strings, made once: a field read from it is not copied (fields are only read). */
+const STATIC_ENTRIES: readonly (readonly [Buffer, Buffer])[] = STATIC_TABLE.map(([n, v]) => [Buffer.from(n, 'latin1'), Buffer.from(v, 'latin1')] as const);
+
 /** HTTP/2 error codes (RFC 9113 section 7), as `ngx_http_v2.c` names them. */
 export const H2_ERROR = {
   NO_ERROR: 0x0, PROTOCOL_ERROR: 0x1, INTERNAL_ERROR: 0x2, FLOW_CTRL_ERROR: 0x3, SETTINGS_TIMEOUT: 0x4, STREAM_CLOSED: 0x5,
@@ -218,20 +221,27 @@ export class HpackDecoder {
       }
       if (len > maxFieldBytes) return { message: 'client sent too large header field', code: H2_ERROR.ENHANCE_YOUR_CALM };
       if (pos + len > block.length) return { message: 'client sent header field with incorrect length', code: H2_ERROR.SIZE_ERROR };
+      // a view of the block, which is the decoder's own (a copy of the frames' payload)
       const raw = block.subarray(pos, pos + len);
       pos += len;
-      if (!huff) return Buffer.from(raw);
+      if (!huff) return raw;
       const decoded = huffmanDecode(raw);
       return decoded ?? { message: 'client sent invalid encoded header field', code: H2_ERROR.COMP_ERROR };
     };
     while (pos < block.length) {
       const ch = block[pos]!;
-      let kind: 'indexed' | 'incremental' | 'size' | 'literal';
-      let prefixBits: number;
-      if (ch >= 0x80) [kind, prefixBits] = ['indexed', 7];
-      else if (ch >= 0x40) [kind, prefixBits] = ['incremental', 6];
-      else if (ch >= 0x20) [kind, prefixBits] = ['size', 5];
-      else [kind, prefixBits] = ['literal', 4];
+      let kind: 'indexed' | 'incremental' | 'size' | 'literal' = 'literal';
+      let prefixBits = 4;
+      if (ch >= 0x80) {
+        kind = 'indexed';
+        prefixBits = 7;
+      } else if (ch >= 0x40) {
+        kind = 'incremental';
+        prefixBits = 6;
+      } else if (ch >= 0x20) {
+        kind = 'size';
+        prefixBits = 5;
+      }
       const value = int(prefixBits);
       if (typeof value !== 'number') {
         if (value.message !== '') return value;
@@ -246,7 +256,7 @@ export class HpackDecoder {
       let name: Buffer;
       let fieldValue: Buffer;
       if (kind === 'indexed') {
-        const entry = this.get(value, false);
+        const entry = this.get(value);
         if ('message' in entry) return entry;
         [name, fieldValue] = entry;
       } else {
@@ -256,7 +266,7 @@ export class HpackDecoder {
           if (n.length === 0) return { message: 'client sent zero header name length', code: H2_ERROR.PROTOCOL_ERROR };
           name = n;
         } else {
-          const entry = this.get(value, true);
+          const entry = this.get(value);
           if ('message' in entry) return entry;
           name = entry[0];
         }
@@ -271,13 +281,10 @@ export class HpackDecoder {
     return undefined;
   }
 
-  /** `ngx_http_v2_get_indexed_header`. */
-  private get(index: number, nameOnly: boolean): [Buffer, Buffer] | HpackError {
+  /** `ngx_http_v2_get_indexed_header`: the entry (a literal with an indexed name takes its name only). */
+  private get(index: number): readonly [Buffer, Buffer] | HpackError {
     if (index === 0) return { message: 'client sent invalid hpack table index 0', code: H2_ERROR.COMP_ERROR };
-    if (index <= STATIC_TABLE.length) {
-      const [n, v] = STATIC_TABLE[index - 1]!;
-      return [Buffer.from(n, 'latin1'), nameOnly ? Buffer.alloc(0) : Buffer.from(v, 'latin1')];
-    }
+    if (index <= STATIC_ENTRIES.length) return STATIC_ENTRIES[index - 1]!;
     const entry = this.entries[index - STATIC_TABLE.length - 1];
     // (nginx names the index within the dynamic table, counted from 0)
     if (!entry) return { message: `client sent out of bound hpack table index: ${index - STATIC_TABLE.length - 1}`, code: H2_ERROR.COMP_ERROR };
