@@ -162,8 +162,8 @@ export class Http2Target implements ClientResponseTarget {
   private closedOnce = false;
   private gone_ = false;
   private needDrain = false;
-  /** `drain` and `close`, for the send timer and handlers waiting to write. */
-  private readonly events = new EventEmitter();
+  /** `drain` and `close`, for the send timer and handlers waiting to write: made when one first listens. */
+  private listeners: EventEmitter | undefined;
   private sendTimeout: SendTimeout | undefined;
   private sendTimer: NodeJS.Timeout | undefined;
   private conf: LocationConf | undefined;
@@ -259,7 +259,7 @@ export class Http2Target implements ClientResponseTarget {
   private armSendTimer(): void {
     const timeout = this.sendTimeout;
     if (!timeout || this.sendTimer) return;
-    this.sendTimer = armSendTimer(this.events, {
+    this.sendTimer = armSendTimer(this.listeners ??= new EventEmitter(), {
       ms: () => timeout.ms(),
       expired: () => {
         if (this.stream.conn.windowClosed(this.stream)) this.armSendTimer();
@@ -381,7 +381,7 @@ export class Http2Target implements ClientResponseTarget {
   afterWrite(): void {
     if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK && this.stream.conn.socketBuffered < HIGH_WATER_MARK) {
       this.needDrain = false;
-      this.events.emit('drain');
+      this.listeners?.emit('drain');
     } else if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK) {
       this.stream.conn.onSocketDrain(() => this.afterWrite());
     }
@@ -422,11 +422,12 @@ export class Http2Target implements ClientResponseTarget {
       queueMicrotask(cb);
       return;
     }
+    const events = (this.listeners ??= new EventEmitter());
     const fire = (): void => {
-      this.events.off('drain', fire).off('close', fire);
+      events.off('drain', fire).off('close', fire);
       cb();
     };
-    this.events.on('drain', fire).on('close', fire);
+    events.on('drain', fire).on('close', fire);
   }
 
   /**
@@ -484,7 +485,7 @@ export class Http2Target implements ClientResponseTarget {
     if (this.closedOnce) return;
     this.closedOnce = true;
     clearTimeout(this.sendTimer);
-    this.events.emit('close');
+    this.listeners?.emit('close');
     this.stream.finished = true;
     this.stream.conn.closeStream(this.stream, timedOut);
     for (const cb of this.closeListeners.splice(0)) cb(completed);
