@@ -12,7 +12,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
-import { cleanup, startUpstream } from '../helpers/harness.js';
+import { cleanup, startUpstream, waitFor } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf } from '../helpers/differential.js';
 import { scriptedUpstream } from '../helpers/upstreams.js';
 import { rawClient, sleep, statusOf, type RawClient } from '../helpers/slow-clients.js';
@@ -241,6 +241,31 @@ describe('connections (differential)', () => {
       `${timedOut} reading client request headers, client: 127.0.0.1, server: ${HOST}, request: "GET /partial HTTP/1.1", host: "${HOST}"`,
     ]);
     assert.deepEqual(run.nginx.file('logs/access.log'), ['408 "GET /partial"', '408 "GET /partial HTTP/1.1"']);
+    assert.deepEqual(run.jinx.result, run.nginx.result);
+    assert.deepEqual(run.jinx.errorLog, run.nginx.errorLog);
+    assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'));
+  });
+
+  it('times out a kept-alive connection\'s next request whose head stops coming after client_header_timeout, not after keepalive_timeout', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  log_format st '$status "$request"';
+  server { listen 127.0.0.1:${port}; server_name ${HOST}; access_log logs/access.log st;
+    client_header_timeout 1s; keepalive_timeout 30s;
+    location / { return 200 "ok\\n"; }
+  }`),
+    }, async (s) => {
+      const c = await rawClient(s.port);
+      // two whole requests on one connection, each after the response before it (kept alive), then one cut in its header
+      await c.send(`GET /one HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`);
+      await waitFor(() => c.received().endsWith('ok\n'), 5000, 'the first response');
+      await c.send(`GET /two HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`);
+      await waitFor(() => c.received().split('ok\n').length === 3, 5000, 'the second response');
+      await c.send(`GET /partial HTTP/1.1\r\nHost: ${HOST}\r\n`);
+      const end = await c.ended();
+      return { responses: end.text.split('HTTP/1.1 200').length - 1, reset: end.reset, closedAfter: halfSeconds(end.afterMs) };
+    });
+    assert.deepEqual(run.nginx.result, { responses: 2, reset: false, closedAfter: 1 });
+    assert.deepEqual(run.nginx.file('logs/access.log'), ['200 "GET /one HTTP/1.1"', '200 "GET /two HTTP/1.1"', '408 "GET /partial HTTP/1.1"']);
     assert.deepEqual(run.jinx.result, run.nginx.result);
     assert.deepEqual(run.jinx.errorLog, run.nginx.errorLog);
     assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'));

@@ -262,8 +262,7 @@ export class Http1Connection {
     switch (this.phase) {
       case Phase.Wait:
       case Phase.Keepalive:
-        this.startRequest();
-        this.readHead();
+        this.nextRequest();
         break;
       case Phase.Line:
       case Phase.Headers:
@@ -280,18 +279,32 @@ export class Http1Connection {
     }
   }
 
+  /**
+   * A request begins with the bytes read and reads its head as far as they
+   * go. After keep-alive (`ngx_http_keepalive_handler` deletes the
+   * keep-alive timer), `client_header_timeout` runs only when the head is
+   * not all there: `ngx_http_read_request_header` sets it when a read finds
+   * nothing more. The first request's runs from the connection's start
+   * (`ngx_http_init_connection`).
+   */
+  private nextRequest(): void {
+    const afterKeepalive = this.phase === Phase.Keepalive;
+    if (afterKeepalive) clearTimeout(this.timer);
+    this.startRequest();
+    this.readHead();
+    if (afterKeepalive && (this.phase === Phase.Line || this.phase === Phase.Headers)) {
+      this.armTimer(this.defaultServer().conf.clientHeaderTimeoutMs, () => this.headerTimedOut());
+    }
+  }
+
   /** A new request begins (`ngx_http_create_request`): a fresh header buffer of `client_header_buffer_size`. */
   private startRequest(): void {
-    const wasKeepalive = this.phase === Phase.Keepalive;
     this.owner.stat.requestCreated();
     this.phase = Phase.Line;
     this.forgetRequest();
     this.buf = Buffer.allocUnsafe(this.defaultServer().conf.clientHeaderBufferSizeBytes);
     this.line = new RequestLineParser();
     this.header = new HeaderLineParser();
-    // ngx_http_read_request_header: client_header_timeout from the first read that finds nothing (after
-    // keep-alive), or from the connection's start (the first request, ngx_http_init_connection)
-    if (wasKeepalive) this.armTimer(this.defaultServer().conf.clientHeaderTimeoutMs, () => this.headerTimedOut());
   }
 
   /**
@@ -891,8 +904,7 @@ export class Http1Connection {
       if (this.pending.length > 0) {
         setImmediate(() => {
           if (this.phase !== Phase.Keepalive || this.pending.length === 0) return;
-          this.startRequest();
-          this.readHead();
+          this.nextRequest();
         });
         return;
       }
