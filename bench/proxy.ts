@@ -367,11 +367,11 @@ server.on('stream', (stream, headers) => {
     onError() { if (stream.destroyed) return; if (!stream.headersSent) stream.respond({ ':status': 502 }); stream.end(); },
   });
 });
+const sessions = new Set();
+server.on('session', (s) => { sessions.add(s); s.on('close', () => sessions.delete(s)); });
 server.on('sessionError', () => undefined);
 server.listen(Number(port), '127.0.0.1');
 process.on('SIGQUIT', () => { server.close(() => pool.close().then(() => process.exit(0))); for (const s of sessions) s.close(); });
-const sessions = new Set();
-server.on('session', (s) => { sessions.add(s); s.on('close', () => sessions.delete(s)); });
 `;
 
 /**
