@@ -74,9 +74,9 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --settle S        also read each server's idle RSS S seconds after it listens (before any
                     request): V8's memory reducer makes its first full collection about 8 s
                     after a start, which frees what reading the configuration left
-  --gc              run every jinx under --trace-gc and report, per request, the heap bytes it
-                    allocated and the GC pauses (figures that hold on a busy machine: allocation
-                    does not depend on the CPU left to it)
+  --gc              run every jinx under --trace-gc-nvp and report, per request, the heap bytes it
+                    allocated, the bytes its scavenges promoted and the GC pauses (figures that
+                    hold on a busy machine: allocation does not depend on the CPU left to it)
   --json FILE       write every run's figures and each server's idle RSS to FILE
                     (bench/runs.ts reads several such files: medians over runs)
   --keep            keep the temporary prefix directory
@@ -530,16 +530,20 @@ interface Run extends WrkResult {
    * counted at each collection: with few of them, the figure is rough); NaN otherwise.
    */
   allocBytesPerReq: number;
+  /** With --gc: bytes its scavenges promoted to the old generation per request (NaN otherwise). */
+  promotedBytesPerReq: number;
   gcUsPerReq: number;
   collections: number;
 }
 
 /**
- * The `--trace-gc` lines of one jinx (its stdout), as they come: each
- * collection's heap size before and after (MB) and its pause (ms).
+ * The `--trace-gc --trace-gc-nvp` lines of one jinx (its stdout), as they
+ * come: for each collection, the bytes allocated since the one before
+ * (`allocated=`), the bytes a scavenge moved to the old generation
+ * (`promoted=`) and the pause (`pause=`, ms).
  */
 class GcTrace {
-  private readonly events: { beforeMb: number; afterMb: number; pauseMs: number }[] = [];
+  private readonly events: { allocBytes: number; promotedBytes: number; pauseMs: number }[] = [];
   private partial = '';
 
   /** Takes a piece of the process's stdout. */
@@ -547,9 +551,15 @@ class GcTrace {
     const lines = (this.partial + text).split('\n');
     this.partial = lines.pop()!;
     for (const line of lines) {
-      // "[pid:0x…]  1234 ms: Scavenge 16.2 (47.3) -> 13.4 (47.3) MB, 11.21 / 0.00 ms …"
-      const m = /: (?:Scavenge|Mark-Compact|Minor Mark-Compact)[^\d]*([\d.]+) \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, ([\d.]+)/.exec(line);
-      if (m) this.events.push({ beforeMb: Number(m[1]), afterMb: Number(m[2]), pauseMs: Number(m[3]) });
+      // "[pid:0x…]  1234 ms: pause=1.2 mutator=… gc=s … allocated=11688544 promoted=63136 …" (gc=s: a scavenge)
+      const fields = new Map([...line.matchAll(/ ([\w.]+)=([^ ]*)/g)].map((m) => [m[1]!, m[2]!]));
+      const kind = fields.get('gc');
+      if (kind === undefined) continue;
+      this.events.push({
+        allocBytes: Number(fields.get('allocated')),
+        promotedBytes: kind === 's' ? Number(fields.get('promoted')) : 0,
+        pauseMs: Number(fields.get('pause')),
+      });
     }
   }
 
@@ -559,18 +569,20 @@ class GcTrace {
   }
 
   /**
-   * Heap bytes allocated and pause ms since `from`: what each collection
-   * found beyond what the previous one left (allocation after the last
-   * collection of the window counts in the next window).
+   * Heap bytes allocated, bytes scavenges promoted, and pause ms of the
+   * collections since `from` (allocation after the last collection of the
+   * window counts in the next window).
    */
-  since(from: number): { allocBytes: number; pauseMs: number; collections: number } {
-    let allocMb = 0;
+  since(from: number): { allocBytes: number; promotedBytes: number; pauseMs: number; collections: number } {
+    let allocBytes = 0;
+    let promotedBytes = 0;
     let pauseMs = 0;
-    for (let i = Math.max(from, 1); i < this.events.length; i++) {
-      allocMb += Math.max(this.events[i]!.beforeMb - this.events[i - 1]!.afterMb, 0);
-      pauseMs += this.events[i]!.pauseMs;
+    for (const e of this.events.slice(from)) {
+      allocBytes += e.allocBytes;
+      promotedBytes += e.promotedBytes;
+      pauseMs += e.pauseMs;
     }
-    return { allocBytes: allocMb * 1024 * 1024, pauseMs, collections: this.events.length - from };
+    return { allocBytes, promotedBytes, pauseMs, collections: this.events.length - from };
   }
 }
 
@@ -646,6 +658,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
     sutCpu: pct(sutTicks), sutSysCpu: pct(sysTicks), upstreamCpu: pct(upTicks), wrkCpu: pct(wrkTicks), foreignCpu: other.machine, stolenCpu: other.onServerCpus,
     peakRssBytes,
     allocBytesPerReq: collected ? collected.allocBytes / result.requests : NaN,
+    promotedBytesPerReq: collected ? collected.promotedBytes / result.requests : NaN,
     gcUsPerReq: collected ? (collected.pauseMs * 1000) / result.requests : NaN,
     collections: collected ? collected.collections : NaN,
   };
@@ -668,7 +681,7 @@ const fmtMiB = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
 function runLine(r: Run): string {
   const errs = r.non2xx || r.socketErrors ? `  errors: ${r.non2xx} non-2xx, ${r.socketErrors} socket` : '';
   return `  ${r.round === 0 ? 'warm-up' : `round ${r.round}`}  ${r.target.padEnd(11)} ${pad(fmtInt(r.rps), 9)} req/s  p50 ${pad(fmtMs(r.p50Ms), 9)}  p99 ${pad(fmtMs(r.p99Ms), 9)}`
-    + `  rss ${pad(fmtMiB(r.peakRssBytes), 9)}${Number.isFinite(r.allocBytesPerReq) ? `  heap ${fmtInt(r.allocBytesPerReq)} B/req gc ${r.gcUsPerReq.toFixed(1)} us/req (${r.collections} GCs)` : ''}  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
+    + `  rss ${pad(fmtMiB(r.peakRssBytes), 9)}${Number.isFinite(r.allocBytesPerReq) ? `  heap ${fmtInt(r.allocBytesPerReq)} B/req promoted ${fmtInt(r.promotedBytesPerReq)} B/req gc ${r.gcUsPerReq.toFixed(1)} us/req (${r.collections} GCs)` : ''}  cpu: server ${pad(fmtPct(r.sutCpu), 4)} upstream ${pad(fmtPct(r.upstreamCpu), 4)} wrk ${pad(fmtPct(r.wrkCpu), 4)} others ${pad(fmtPct(r.foreignCpu), 4)} (${fmtPct(r.stolenCpu)} on the server's CPU)${errs}`;
 }
 
 /** How many CPUs a taskset list names ("0", "0,2", "1-3"). */
@@ -690,7 +703,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
   const counted = runs.filter((r) => r.counted);
   lines.push('', `== summary: medians of ${o.rounds} rounds × ${o.durationS} s, ${loadTool(o)}`
     + (o.sutCpus !== undefined ? `, servers on CPU ${o.sutCpus}, upstream (${o.upstream}) and wrk on CPU ${o.auxCpus}` : ', unpinned'));
-  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(11)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('peak rss', 10)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}${o.gc ? ` ${pad('heap B/req', 11)} ${pad('gc us/req', 10)}` : ''}`);
+  lines.push(`${'body'.padEnd(8)} ${'server'.padEnd(11)} ${pad('req/s', 9)} ${pad('p99', 9)} ${pad('peak rss', 10)} ${pad('server cpu', 10)} ${pad('req/cpu-s', 10)} ${pad('us/req usr+sys', 15)} ${pad('stolen cpu', 11)}${o.gc ? ` ${pad('heap B/req', 11)} ${pad('promoted B/req', 15)} ${pad('gc us/req', 10)}` : ''}`);
   for (const size of o.sizes) {
     const med: Partial<Record<Target, { rps: number; perCpu: number }>> = {};
     for (const t of o.targets) {
@@ -701,7 +714,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
         + ` ${pad(fmtPct(median(rs.map((r) => r.sutCpu))), 10)} ${pad(fmtInt(med[t]!.perCpu), 10)}`
         + ` ${pad(`${median(rs.map((r) => usPerReq(r, 'user'))).toFixed(1)}+${median(rs.map((r) => usPerReq(r, 'sys'))).toFixed(1)}`, 15)}`
         + ` ${pad(fmtPct(median(rs.map((r) => r.stolenCpu))), 11)}`
-        + (o.gc ? ` ${pad(fmtInt(median(rs.map((r) => r.allocBytesPerReq))), 11)} ${pad(median(rs.map((r) => r.gcUsPerReq)).toFixed(1), 10)}` : ''));
+        + (o.gc ? ` ${pad(fmtInt(median(rs.map((r) => r.allocBytesPerReq))), 11)} ${pad(fmtInt(median(rs.map((r) => r.promotedBytesPerReq))), 15)} ${pad(median(rs.map((r) => r.gcUsPerReq)).toFixed(1), 10)}` : ''));
     }
     if (med.jinx !== undefined && med.nginx !== undefined) {
       const paired: number[] = [];
@@ -735,7 +748,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
   lines.push(`peak rss: the highest resident memory sampled every 100 ms in any run of that body size, warm-up included${o.workers === undefined ? '' : ' (master and workers added up)'}`);
   const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
   if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
-  if (o.gc) lines.push('(heap B/req: V8 heap bytes jinx allocated per request, read from --trace-gc: what each collection found beyond what the previous one left; gc us/req: its GC pauses, wall-clock)');
+  if (o.gc) lines.push('(heap B/req: V8 heap bytes jinx allocated per request, read from --trace-gc-nvp; promoted B/req: of those, what its scavenges moved to the old generation (garbage there waits for a mark-compact: a few % of heap B/req means something keeps requests alive past their end); gc us/req: its GC pauses, wall-clock)');
   lines.push(`(stolen cpu: CPU taken by other processes on the servers' CPU${o.sutCpus === undefined ? ' (here: the whole machine, unpinned)' : ''}; req/cpu-s: requests per second of the server's own CPU time; us/req: the server's CPU per request, user + kernel)`);
   const busy = counted.filter((r) => r.stolenCpu > o.maxOther).length;
   if (busy > 0) lines.push(`note: in ${busy} counted run(s) other processes took more than ${o.maxOther}% of a core from the servers: the machine was not quiet, the figures are noisy`);
@@ -793,7 +806,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
       proc = start('fastify', process.execPath, [...prof, '-e', FASTIFY_PROXY, String(port), String(upPort), join(ROOT, 'node_modules/fastify'), join(ROOT, 'node_modules/@fastify/http-proxy')], { cpus: o.sutCpus, niceness: o.nice });
     }
     else {
-      const env = { ...process.env, JINX_NODE_FLAGS: [...o.nodeFlags, ...prof, ...(o.gc ? ['--trace-gc'] : [])].join(' ') };
+      const env = { ...process.env, JINX_NODE_FLAGS: [...o.nodeFlags, ...prof, ...(o.gc ? ['--trace-gc', '--trace-gc-nvp'] : [])].join(' ') };
       proc = start(t, t === 'jinx-base' ? o.jinxBase! : JINX, args, { cpus: o.sutCpus, niceness: o.nice, env, stdout: o.gc ? 'pipe' : 'ignore' });
       if (o.gc) {
         gc = new GcTrace();

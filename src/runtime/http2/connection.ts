@@ -1225,8 +1225,13 @@ export class Http2Connection {
   /** A stream has something to send (or its window opened): it is written at the next pump. */
   wantsToSend(stream: Http2Stream): void {
     if (!stream.target?.hasOutput) return;
-    if (!this.ready.includes(stream)) this.ready.push(stream);
+    this.markReady(stream);
     this.schedulePump();
+  }
+
+  /** Puts `stream` among those the next pump writes, once. */
+  private markReady(stream: Http2Stream): void {
+    if (!this.ready.includes(stream)) this.ready.push(stream);
   }
 
   private schedulePump(): void {
@@ -1252,7 +1257,7 @@ export class Http2Connection {
     this.socket.cork();
     for (const stream of streams) {
       if (this.socket.writableNeedDrain) {
-        this.ready.push(stream);
+        this.markReady(stream);
         continue;
       }
       const target = stream.target;
@@ -1264,7 +1269,7 @@ export class Http2Connection {
       if (target.hasOutput && !this.socket.writableNeedDrain && (this.sendWindow <= 0 || stream.sendWindow <= 0)) {
         // waits for WINDOW_UPDATE
       } else if (target.hasOutput) {
-        this.ready.push(stream);
+        this.markReady(stream);
       }
       target.afterWrite();
     }
