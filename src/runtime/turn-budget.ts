@@ -27,7 +27,7 @@ export class TurnBudget {
   private readonly waiting: (() => void)[] = [];
 
   /** @param bytesPerTurn body bytes one turn moves before responses wait for the next (> 0) */
-  constructor(private readonly bytesPerTurn: number) {}
+  constructor(readonly bytesPerTurn: number) {}
 
   /**
    * Counts `bytes` of body moved now. Returns false when the turn's budget

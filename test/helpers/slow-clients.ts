@@ -1,6 +1,6 @@
 /**
  * Clients that take their time, and what a server leaves behind: a raw TCP
- * client that sends in pieces, pauses, stops reading or hangs up, and tells
+ * (or TLS) client that sends in pieces, pauses, stops reading or hangs up, and tells
  * how the server ended the connection (FIN or RST); the files and
  * directories under a temp path; the open descriptors of a server process
  * (its worker, for nginx), so a test can tell that no temp file or socket
@@ -8,6 +8,7 @@
  */
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 import { join } from 'node:path';
 import { onCleanup } from './harness.js';
 
@@ -21,7 +22,7 @@ export interface Ending {
   readonly afterMs: number;
 }
 
-/** A TCP connection to 127.0.0.1 driven by a test. */
+/** A TCP or TLS connection to 127.0.0.1 driven by a test. */
 export interface RawClient {
   readonly socket: Socket;
   /** Writes bytes; resolves once they are handed to the kernel. */
@@ -32,9 +33,15 @@ export interface RawClient {
   ended(timeoutMs?: number): Promise<Ending>;
 }
 
-/** Opens a connection to 127.0.0.1:port; `paused` leaves what arrives unread in the kernel (a client that does not read). */
-export async function rawClient(port: number, opts: { paused?: boolean } = {}): Promise<RawClient> {
-  const socket = connect({ host: '127.0.0.1', port });
+/**
+ * Opens a connection to 127.0.0.1:port; `paused` leaves what arrives unread
+ * in the kernel (a client that does not read); `tls` speaks TLS (HTTP/1.1 by
+ * ALPN, the certificate not checked) with that server name.
+ */
+export async function rawClient(port: number, opts: { paused?: boolean; tls?: { servername: string } } = {}): Promise<RawClient> {
+  const socket = opts.tls
+    ? connectTls({ host: '127.0.0.1', port, servername: opts.tls.servername, ALPNProtocols: ['http/1.1'], rejectUnauthorized: false })
+    : connect({ host: '127.0.0.1', port });
   onCleanup(() => { socket.destroy(); });
   const started = Date.now();
   const chunks: Buffer[] = [];
@@ -50,7 +57,7 @@ export async function rawClient(port: number, opts: { paused?: boolean } = {}): 
   socket.on('data', (c: Buffer) => chunks.push(c));
   if (opts.paused) socket.pause();
   await new Promise<void>((res, rej) => {
-    socket.once('connect', () => res());
+    socket.once(opts.tls ? 'secureConnect' : 'connect', () => res());
     socket.once('error', rej);
   });
   return {

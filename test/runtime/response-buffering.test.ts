@@ -6,18 +6,23 @@
  * `proxy_max_temp_file_size` limits or disables the file; with
  * `proxy_buffering off` or `X-Accel-Buffering: no` nothing is spooled and
  * streamed events pass at once; a client that hangs up in the middle leaves
- * no temp file or socket behind. The same through `fastcgi_pass`.
+ * no temp file or socket behind. The same through `fastcgi_pass`. Over
+ * TLS, a client that keeps up gets a large response without a temp file.
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { connect as connectH2, type ClientHttp2Session } from 'node:http2';
+import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
-import { cleanup, onCleanup, waitFor } from '../helpers/harness.js';
+import { cleanup, hasCommand, onCleanup, waitFor } from '../helpers/harness.js';
+import { selfSigned } from '../helpers/pki.js';
 import { assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
 import { listTree, openFiles, rawClient, servingPid, sleep, statusOf } from '../helpers/slow-clients.js';
 import { scriptedUpstream } from '../helpers/upstreams.js';
 
 const HOST = 'spool.test';
+const NO_OPENSSL = hasCommand('openssl') ? false : 'no openssl command';
 const MiB = 1024 * 1024;
 /** A response larger than what the kernel's socket buffers between the three parties can hold. */
 const BIG = 32 * MiB;
@@ -78,13 +83,13 @@ interface Download {
 
 /**
  * GETs `path` without reading for `holdMs` (the response fills the socket
- * buffers, then the server's), then reads everything.
+ * buffers, then the server's), then reads everything; with `tls`, over TLS.
  */
-async function slowDownload(s: Side, up: BigUpstream, path: string, holdMs: number): Promise<Download> {
+async function slowDownload(s: Side, up: BigUpstream, path: string, holdMs: number, tls = false): Promise<Download> {
   // an earlier download's upstream connection may close after its client saw the end: not this one's release
   await waitFor(() => up.closed() === up.accepted(), 5000, 'the earlier upstream connections to close');
   const closedBefore = up.closed();
-  const c = await rawClient(s.port, { paused: true });
+  const c = await rawClient(s.port, { paused: true, tls: tls ? { servername: HOST } : undefined });
   await c.send(`GET ${path} HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
   const deadline = Date.now() + holdMs;
   while (Date.now() < deadline && up.closed() === closedBefore) await sleep(20);
@@ -109,6 +114,33 @@ const spoolLines = (lines: readonly string[]): string[] => lines.flatMap((l) => 
   const m = /^\[warn\] \*CONN an upstream response is buffered to a temporary file \/.*?\/tmp\/(\S+) while reading upstream, client: 127\.0\.0\.1, server: spool\.test, request: "GET (\S+) HTTP\/1\.1", upstream: "http:\/\/127\.0\.0\.1:\d+\S*", host: "spool\.test"$/.exec(l);
   return m ? [`${m[1]} ${m[2]}`] : [];
 });
+
+/** GETs `path` over HTTPS (HTTP/1.1, a new connection, the certificate not checked): the body's length, or -1 for a status other than 200. */
+function httpsBodyBytes(port: number, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpsGet({ host: '127.0.0.1', port, path, servername: HOST, headers: { host: HOST }, rejectUnauthorized: false, agent: false }, (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => { bytes += c.length; });
+      res.on('end', () => resolve(res.statusCode === 200 ? bytes : -1));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+/** GETs `path` on an HTTP/2 session: the body's length, or -1 for a status other than 200. */
+function h2BodyBytes(session: ClientHttp2Session, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':path': path, ':authority': HOST });
+    let status = 0;
+    let bytes = 0;
+    req.on('response', (h) => { status = Number(h[':status']); });
+    req.on('data', (c: Buffer) => { bytes += c.length; });
+    req.on('end', () => resolve(status === 200 ? bytes : -1));
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** A FastCGI record (version 1, request id 1). */
 function fcgiRecord(type: number, content: Buffer): Buffer {
@@ -178,6 +210,40 @@ describe('response buffering (differential)', () => {
       left: { tempFiles: [], extraSockets: 0 },
     });
     assert.deepEqual(spoolLines(run.nginx.errorLog), ['levels/1/00/0000000001 /image']);
+    assertSameAsNginx(run);
+  });
+
+  it('sends 1 MiB responses to fast HTTPS clients over HTTP/1.1 and HTTP/2 without a temp file, and spools what a slow HTTPS client cannot take', { skip: NO_OPENSSL }, async () => {
+    const tls = selfSigned(HOST);
+    const fast = await bigUpstream(MiB);
+    const slow = await bigUpstream(BIG);
+    const run = await differential({
+      files: { 'spool.pem': tls.cert, 'spool.key': tls.key },
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port} ssl; http2 on; server_name ${HOST};
+    ssl_certificate spool.pem; ssl_certificate_key spool.key;
+    location /fast/ { proxy_pass http://127.0.0.1:${fast.port}; }
+    location /slow/ { proxy_pass http://127.0.0.1:${slow.port}; }
+  }`),
+    }, async (s) => {
+      const http1: number[] = [];
+      for (let i = 0; i < 3; i++) http1.push(await httpsBodyBytes(s.port, `/fast/${i}`));
+      // windows as wide as curl's: flow control does not hold the responses back
+      const session = connectH2(`https://127.0.0.1:${s.port}`, { servername: HOST, rejectUnauthorized: false, settings: { initialWindowSize: 32 * MiB } });
+      session.on('connect', () => session.setLocalWindowSize(32 * MiB));
+      const http2: number[] = [];
+      try {
+        for (let i = 0; i < 3; i++) http2.push(await h2BodyBytes(session, `/fast/h2-${i}`));
+      } finally {
+        session.close();
+      }
+      return { http1, http2, slow: await slowDownload(s, slow, '/slow/', 5000, true) };
+    });
+    assert.deepEqual(run.nginx.result, {
+      http1: [MiB, MiB, MiB],
+      http2: [MiB, MiB, MiB],
+      slow: { status: 200, bodyBytes: BIG, releasedBeforeRead: true, tempFilesDuring: ['/proxy/0000000001 (deleted)'] },
+    });
+    assert.deepEqual(spoolLines(run.nginx.errorLog), ['proxy/0000000001 /slow/']);
     assertSameAsNginx(run);
   });
 

@@ -11,9 +11,11 @@
  */
 import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
 import { armSendTimer, backgroundSettled, resetConnection, type BackgroundHolder, type ClientResponseTarget, type ClientTunnel, type SendTimeout } from '../exchange.js';
+import { InTransit } from '../in-transit.js';
 import { responseHeaders, responseTrailers, STATUS_TEXT } from '../respond.js';
 import { browserOf } from '../../user-agent.js';
 
@@ -91,6 +93,8 @@ export class Http1Target implements ClientResponseTarget {
   heldBy: BackgroundHolder | undefined;
   /** Bytes written for this response: status line and headers, body and chunk framing (`$bytes_sent`). */
   bytesSent = 0;
+  /** Over TLS: what of `bytesSent` is in transit, made when first asked. */
+  private inTransit: InTransit | undefined;
 
   get requestBodyBytes(): number {
     return this.owner.bodyBytesRead;
@@ -265,8 +269,14 @@ export class Http1Target implements ClientResponseTarget {
     this.abort(reset ? 'reset' : undefined);
   }
 
+  /**
+   * Bytes written and not yet taken by the client; over TLS, less those
+   * written in this turn and the one before (see `InTransit`).
+   */
   get bufferedBytes(): number {
-    return this.socket.writableLength;
+    const held = this.socket.writableLength;
+    if (!(this.socket as TLSSocket).encrypted) return held;
+    return Math.max(0, held - (this.inTransit ??= new InTransit()).bytes(this.bytesSent));
   }
 
   get gone(): boolean {

@@ -15,11 +15,13 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { Readable } from 'node:stream';
 import type { VirtualServer } from '../../config/route-table.js';
 import type { LogLevel } from '../../log/levels.js';
 import { systemErrorText } from '../../os-errors.js';
 import type { ClientRequestHead } from '../phases.js';
+import { InTransit } from '../in-transit.js';
 import type { DiscardableBody } from '../request-body.js';
 import type { HttpRequestState, Refusal } from '../request.js';
 import { RequestStage, type ConnectionStat } from '../stub-status.js';
@@ -297,6 +299,9 @@ export class Http2Connection {
    */
   private ready: Http2Stream[] = [];
   private pumpScheduled = false;
+  /** Bytes written to the socket (a running total), and over TLS what of them is in transit (`InTransit`). */
+  private socketWrittenBytes = 0;
+  private readonly socketInTransit: InTransit | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** The socket errored or the connection is to close without GOAWAY (`c->error`). */
   private error = false;
@@ -318,6 +323,7 @@ export class Http2Connection {
     acceptedAtMs: number,
   ) {
     this.acceptedAtMs = acceptedAtMs;
+    this.socketInTransit = (socket as TLSSocket).encrypted ? new InTransit() : undefined;
     owner.stat.reusable(false);
     const { conf } = owner.server;
     this.priorityLimit = Math.max(conf.http2MaxConcurrentStreams, 100);
@@ -1219,6 +1225,7 @@ export class Http2Connection {
     }
     const data = Buffer.concat(this.control);
     this.control.length = 0;
+    this.socketWrittenBytes += data.length;
     this.socket.write(data);
   }
 
@@ -1256,17 +1263,20 @@ export class Http2Connection {
     this.ready = [];
     this.socket.cork();
     for (const stream of streams) {
-      if (this.socket.writableNeedDrain) {
+      if (this.socketBusy) {
         this.markReady(stream);
         continue;
       }
       const target = stream.target;
       if (!target || stream.closed) continue;
       const out = target.frames(Math.max(0, Math.min(this.sendWindow, stream.sendWindow)));
-      for (const frame of out.frames) this.socket.write(frame);
+      for (const frame of out.frames) {
+        this.socketWrittenBytes += frame.length;
+        this.socket.write(frame);
+      }
       this.sendWindow -= out.dataBytes;
       stream.sendWindow -= out.dataBytes;
-      if (target.hasOutput && !this.socket.writableNeedDrain && (this.sendWindow <= 0 || stream.sendWindow <= 0)) {
+      if (target.hasOutput && !this.socketBusy && (this.sendWindow <= 0 || stream.sendWindow <= 0)) {
         // waits for WINDOW_UPDATE
       } else if (target.hasOutput) {
         this.markReady(stream);
@@ -1286,9 +1296,16 @@ export class Http2Connection {
     return false;
   }
 
-  /** Whether the socket still holds written data. */
-  get socketBuffered(): number {
-    return this.socket.writableLength;
+  /** Bytes the socket holds that the client has not taken: over TLS, less those in transit (see `InTransit`). */
+  get socketBusyBytes(): number {
+    const held = this.socket.writableLength;
+    if (!this.socketInTransit) return held;
+    return Math.max(0, held - this.socketInTransit.bytes(this.socketWrittenBytes));
+  }
+
+  /** Whether the socket holds as much as the client has not taken as its high-water mark: streams wait for its `drain`. */
+  private get socketBusy(): boolean {
+    return this.socketBusyBytes >= this.socket.writableHighWaterMark;
   }
 
   /** The socket's `drain`, for targets waiting on it. */

@@ -15,6 +15,7 @@ import { EventEmitter } from 'node:events';
 import type { LocationConf } from '../../config/route-table.js';
 import { armSendTimer, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
 import { httpDate } from '../http1/response.js';
+import { InTransit } from '../in-transit.js';
 import type { HttpRequestState } from '../request.js';
 import { responseHeaders, responseTrailers } from '../respond.js';
 import { FLAG, FRAME, frameHeader } from './frames.js';
@@ -128,7 +129,7 @@ interface ResponseStream {
   finished: boolean;
   readonly conn: {
     readonly frameSize: number;
-    readonly socketBuffered: number;
+    readonly socketBusyBytes: number;
     wantsToSend(stream: ResponseStream): void;
     windowClosed(stream: ResponseStream): boolean;
     onSocketDrain(cb: () => void): void;
@@ -162,6 +163,10 @@ export class Http2Target implements ClientResponseTarget {
   private closedOnce = false;
   private gone_ = false;
   private needDrain = false;
+  /** `afterWrite` waits for the connection's socket to drain (one listener at a time). */
+  private waitsForSocket = false;
+  /** What of `written` is in transit, made when first asked. */
+  private inTransit: InTransit | undefined;
   /** `drain` and `close`, for the send timer and handlers waiting to write: made when one first listens. */
   private listeners: EventEmitter | undefined;
   private sendTimeout: SendTimeout | undefined;
@@ -379,11 +384,15 @@ export class Http2Target implements ClientResponseTarget {
 
   /** After the connection wrote this stream's frames: a handler waiting to write hears `drain`; a finished response closes the stream. */
   afterWrite(): void {
-    if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK && this.stream.conn.socketBuffered < HIGH_WATER_MARK) {
+    if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK && this.stream.conn.socketBusyBytes < HIGH_WATER_MARK) {
       this.needDrain = false;
       this.listeners?.emit('drain');
-    } else if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK) {
-      this.stream.conn.onSocketDrain(() => this.afterWrite());
+    } else if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK && !this.waitsForSocket) {
+      this.waitsForSocket = true;
+      this.stream.conn.onSocketDrain(() => {
+        this.waitsForSocket = false;
+        this.afterWrite();
+      });
     }
     if (this.finSent) {
       this.stream.outClosed = true;
@@ -405,8 +414,9 @@ export class Http2Target implements ClientResponseTarget {
     this.reset(true);
   }
 
+  /** Body bytes the stream holds, less those written in this turn and the one before (see `InTransit`): they go at the connection's next pump. */
   get bufferedBytes(): number {
-    return this.pendingBytes;
+    return Math.max(0, this.pendingBytes - (this.inTransit ??= new InTransit()).bytes(this.written));
   }
 
   get gone(): boolean {
