@@ -11,10 +11,12 @@
  */
 import { strict as assert } from 'node:assert';
 import { after, describe, it } from 'node:test';
+import { createHash } from 'node:crypto';
 import { connect as connectHttp2 } from 'node:http2';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cleanup, waitFor } from '../helpers/harness.js';
+import { cleanup, onCleanup, waitFor } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, rawExchange, type Side } from '../helpers/differential.js';
 import { makePki } from '../helpers/pki.js';
 import { echoOf, echoUpstream } from '../helpers/upstreams.js';
@@ -327,4 +329,79 @@ describe('request bodies (differential)', () => {
     assert.deepEqual(lines(run.jinx.errorLog), lines(run.nginx.errorLog));
     assertSameAsNginx(run, { log: false });
   });
+
+  it('passes a 16 MiB HTTP/2 body on to an upstream that stops reading for a while (proxy_request_buffering off): the client\'s window opens again once the upstream takes what waited', async (t) => {
+    const pki = makePki();
+    if (!pki) return t.skip('no openssl');
+    const up = await lateReader(700);
+    const body = Buffer.alloc(16 * 1024 * 1024, 0x6c);
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port} ssl; http2 on; server_name ${HOST};
+    ssl_certificate cert.pem; ssl_certificate_key cert.key;
+    location / { client_max_body_size 0; proxy_request_buffering off; proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+      files: { 'cert.pem': pki.text('self.pem'), 'cert.key': pki.text('self.key') },
+    }, async (s) => {
+      const session = connectHttp2(`https://127.0.0.1:${s.port}`, { rejectUnauthorized: false });
+      session.on('error', () => undefined);
+      try {
+        return await new Promise<{ status: number; answer: string }>((res, rej) => {
+          const req = session.request({ ':method': 'POST', ':path': '/late', ':authority': HOST, 'content-length': String(body.length) });
+          let status = 0;
+          let answer = '';
+          req.setTimeout(15_000, () => req.close());
+          req.on('response', (h) => { status = Number(h[':status']); });
+          req.on('data', (c: Buffer) => { answer += c.toString('latin1'); });
+          req.on('close', () => res({ status, answer }));
+          req.on('error', rej);
+          req.end(body);
+        });
+      } finally {
+        session.close();
+      }
+    });
+    assert.deepEqual(run.nginx.result, { status: 200, answer: `${body.length} ${createHash('sha1').update(body).digest('hex')}` });
+    assertSameAsNginx(run);
+  });
 });
+
+/**
+ * An upstream that leaves each connection unread for `pauseMs` (what the
+ * proxy sends fills the socket buffers and waits), then reads the request
+ * and its `Content-Length` body and answers 200 with the body's length and
+ * SHA-1. Stopped at cleanup.
+ */
+async function lateReader(pauseMs: number): Promise<{ port: number }> {
+  const sockets = new Set<Socket>();
+  const server = createNetServer((sock) => {
+    sockets.add(sock);
+    sock.on('close', () => sockets.delete(sock));
+    sock.on('error', () => undefined);
+    sock.pause();
+    const timer = setTimeout(() => sock.resume(), pauseMs);
+    sock.on('close', () => clearTimeout(timer));
+    let head = '';
+    let rest = -1;
+    const hash = createHash('sha1');
+    let length = 0;
+    sock.on('data', (d: Buffer) => {
+      let data = d;
+      if (rest < 0) {
+        head += d.toString('latin1');
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        rest = Number(/\r\ncontent-length: *(\d+)/i.exec(head.slice(0, end))?.[1] ?? 0);
+        data = Buffer.from(head.slice(end + 4), 'latin1');
+      }
+      hash.update(data);
+      length += data.length;
+      rest -= data.length;
+      if (rest > 0) return;
+      const text = `${length} ${hash.digest('hex')}`;
+      sock.end(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`);
+    });
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => { for (const s of sockets) s.destroy(); server.close(() => res()); }));
+  return { port: (server.address() as AddressInfo).port };
+}

@@ -153,6 +153,20 @@ export class Http2Body extends Readable implements DiscardableBody {
     this.stream.conn.startReading(this.stream, 'passed');
   }
 
+  /**
+   * What was passed on left the buffer: the window opens again
+   * (`ngx_http_v2_read_unbuffered_request_body`). Checked after each read,
+   * not in `_read`: node calls `_read` before it takes the bytes it
+   * returns, and not again until the next push, so a body buffered while
+   * its reader waited (an upstream slower than the client) would keep the
+   * client's window closed for good.
+   */
+  override read(size?: number): unknown {
+    const chunk: unknown = super.read(size);
+    if (this.readableLength === 0) this.stream.conn.bodyTaken(this.stream);
+    return chunk;
+  }
+
   /** `ngx_http_discard_request_body` for HTTP/2: DATA is dropped from now on. */
   discard(): number | undefined {
     this.stream.conn.discardBody(this.stream);
@@ -640,6 +654,11 @@ export class Http2Connection {
       stream.recvWindow += size;
       this.flushControl();
     }
+  }
+
+  /** The request's reader emptied the body's buffer: a body passed on gets its window back (`reopenWindow`). */
+  bodyTaken(stream: Http2Stream): void {
+    if (stream.readMode === 'passed') this.reopenWindow(stream);
   }
 
   /**
