@@ -11,8 +11,9 @@
  */
 import { strict as assert } from 'node:assert';
 import http2 from 'node:http2';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
-import { cleanup, freePort } from '../helpers/harness.js';
+import { cleanup, freePort, onCleanup } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, rawExchange } from '../helpers/differential.js';
 import { callChat, callUnary, cancelChat, startGrpcServer, startH2Server } from '../helpers/grpc-servers.js';
 import { selfSigned } from '../helpers/pki.js';
@@ -60,6 +61,55 @@ function http2Call(port: number, path: string, message: string): Promise<{ heade
     stream.on('error', reject);
     stream.end(Buffer.from(grpcFrame(message), 'latin1'));
   });
+}
+
+/** An HPACK block of literal fields without indexing, new names (RFC 7541, 6.2.2), short strings not Huffman-coded. */
+function literalBlock(fields: readonly (readonly [string, string])[]): Buffer {
+  return Buffer.concat(fields.map(([name, value]) => Buffer.concat([
+    Buffer.from([0, name.length]), Buffer.from(name, 'latin1'), Buffer.from([value.length]), Buffer.from(value, 'latin1'),
+  ])));
+}
+
+/**
+ * An HTTP/2 server written frame by frame that answers every request with
+ * one HEADERS frame ending the stream, its block `fields` as literals with
+ * no dynamic table size update before them: what grpc's C core sends a
+ * request it refuses early, whatever header table size the client's
+ * SETTINGS asked for. Stopped at cleanup.
+ */
+async function tableSizeIgnoringServer(fields: readonly (readonly [string, string])[]): Promise<{ port: number }> {
+  const frame = (type: number, flags: number, id: number, payload: Buffer): Buffer => {
+    const head = Buffer.alloc(9);
+    head.writeUIntBE(payload.length, 0, 3);
+    head[3] = type;
+    head[4] = flags;
+    head.writeUInt32BE(id, 5);
+    return Buffer.concat([head, payload]);
+  };
+  const sockets = new Set<Socket>();
+  const server = createNetServer((sock) => {
+    sockets.add(sock);
+    sock.on('close', () => sockets.delete(sock));
+    sock.on('error', () => undefined);
+    sock.write(frame(4, 0, 0, Buffer.alloc(0)));
+    let input = Buffer.alloc(0);
+    let preface = 24;
+    sock.on('data', (d: Buffer) => {
+      input = Buffer.concat([input, d]);
+      const skip = Math.min(preface, input.length);
+      input = input.subarray(skip);
+      preface -= skip;
+      while (input.length >= 9 && input.length >= 9 + input.readUIntBE(0, 3)) {
+        const [type, flags, id] = [input[3]!, input[4]!, input.readUInt32BE(5) & 0x7fffffff];
+        input = input.subarray(9 + input.readUIntBE(0, 3));
+        if (type === 4 && (flags & 1) === 0) sock.write(frame(4, 1, 0, Buffer.alloc(0)));
+        if (type === 1) sock.write(frame(1, 0x5, id, literalBlock(fields)));
+      }
+    });
+  });
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+  onCleanup(() => new Promise<void>((res) => { for (const x of sockets) x.destroy(); server.close(() => res()); }));
+  return { port: (server.address() as AddressInfo).port };
 }
 
 /** A server taking HTTP/1.1 and cleartext HTTP/2 whose one location passes every request to the gRPC server on `backendPort`. */
@@ -136,8 +186,10 @@ describe('grpc_pass (differential)', () => {
     assertSameAsNginx(run);
   });
 
-  it('sends the request to the upstream as nginx does (:authority, grpc_set_header, TE, the client\'s headers)', async () => {
+  it('sends the request to the upstream as nginx does (:authority, grpc_set_header, TE, the client\'s headers; END_STREAM on the HEADERS of a request without a body)', async () => {
+    const endedWithHeaders: boolean[] = [];
     const upstream = await startH2Server((stream) => {
+      endedWithHeaders.push(stream.endAfterHeaders);
       stream.respond({ ':status': 200, 'content-type': 'text/plain' });
       stream.end('ok');
     });
@@ -152,13 +204,28 @@ describe('grpc_pass (differential)', () => {
       const plain = await http1(s.port, 'GET /plain?a=b HTTP/1.1\r\nHost: grpc.test\r\nX-Client: c\r\nCookie: a=1\r\nCookie: b=2\r\nConnection: close\r\n\r\n');
       const te = await http1(s.port, http1Call('/te', 'abc', 'X-Client: d\r\n'));
       const set = await http1(s.port, 'GET /set/x?q=1 HTTP/1.1\r\nHost: grpc.test\r\nTE: trailers\r\nConnection: close\r\n\r\n');
+      const empty = await http1(s.port, 'POST /empty HTTP/1.1\r\nHost: grpc.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
       const seen = upstream.requests.slice(from).map((h) => Object.fromEntries(Object.entries(h).filter(([k]) => k !== 'user-agent')));
-      return { plain, te, set, seen };
+      return { plain, te, set, empty, seen, endedWithHeaders: endedWithHeaders.slice(from) };
     });
+    assert.deepEqual(run.nginx.result.endedWithHeaders, [true, false, true, false]);
     const seen = run.nginx.result.seen;
     assert.equal(seen[0]![':authority'], `127.0.0.1:${upstream.port}`);
     assert.equal(seen[2]!.host, 'backend.test');
     assert.equal(seen[2]![':authority'], undefined);
+    assertSameAsNginx(run);
+  });
+
+  it('passes a response whose header block skips the table size update the preface asked for (grpc\'s C core refusing a GET), as nginx does', async () => {
+    const upstream = await tableSizeIgnoringServer([[':status', '200'], ['content-type', 'application/grpc'], ['grpc-status', '2'], ['grpc-message', 'Bad method header']]);
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; grpc_read_timeout 3s;
+    location / { grpc_pass grpc://127.0.0.1:${upstream.port}; }
+  }`),
+      literals: { H2: upstream.port },
+    }, async (s) => http1(s.port, 'GET /x HTTP/1.1\r\nHost: grpc.test\r\nConnection: close\r\n\r\n'));
+    assert.match(run.nginx.result, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(run.nginx.result, /\r\nGrpc-Message: Bad method header\r\n/i);
     assertSameAsNginx(run);
   });
 

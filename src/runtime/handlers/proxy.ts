@@ -47,6 +47,9 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 /** Request headers undici manages itself or refuses. */
 const UNDICI_MANAGED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect', 'te']);
 
+/** The body of a request whose `Content-Length` is 0. */
+const NO_BYTES = Buffer.alloc(0);
+
 /** Request headers of an HTTP/1 connection that HTTP/2 forbids (RFC 9113 8.2.2; node's HTTP/2 refuses them). */
 const H2_REFUSED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 
@@ -399,7 +402,9 @@ function send(
     }
   }
   const pool = cx.upstreams.pool(dest.scheme, dest.peer, settings);
-  const source = setBody || (body ? bodyStream(body) : withBody ? passedBody(ex.r, ex.body!) : null);
+  const passed = !setBody && !body && withBody ? passedBody(ex.r, ex.body!) : undefined;
+  // gRPC: a Content-Length of 0 is a body of nothing (an empty DATA frame); without one, HEADERS end the stream (h2-connections.ts)
+  const source = setBody || (body ? bodyStream(body) : passed ?? (p.module === 'grpc' && r.headers['content-length'] !== undefined ? NO_BYTES : null));
   const options: Dispatcher.DispatchOptions & { servername?: string; authority?: string } = {
     path: dest.uri,
     // proxy_method, else the client's (an empty value too: undici refuses an empty method); a HEAD whose
@@ -425,13 +430,13 @@ function send(
     const handler = new ProxyResponse(ex, p, dest, { withBody, body, method: options.method }, state, resolve, store);
     started = handler;
     ex.out.onAbort((err) => handler.clientClosed(err));
-    if (source && !body && !setBody) {
-      watchReadTimeout(source as Readable, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
-      keepPassedBody(r, source as Readable);
+    if (passed) {
+      watchReadTimeout(passed, r.loc.clientBodyTimeoutMs, () => handler.bodyTimedOut());
+      keepPassedBody(r, passed);
       // a chunked body goes on chunked: its last piece and the last chunk leave together
       const client = ex.body as Readable & Partial<DiscardableBody>;
       if (r.headers['content-length'] === undefined && client.endRead !== undefined) {
-        (source as Readable).prependListener('data', () => client.endRead && handler.holdWrites());
+        passed.prependListener('data', () => client.endRead && handler.holdWrites());
       }
     }
     if (source && !Buffer.isBuffer(source)) watchSendTimeout(source, p.sendTimeoutMs, () => handler.sendTimedOut());

@@ -7,12 +7,18 @@
  * request's body sent and no GOAWAY, the connection goes to its group's
  * cache, else it is closed. The session is node's `node:http2` over a
  * socket from undici's connector (TCP for `grpc://`, TLS with ALPN `h2` for
- * `grpcs://`), with nginx's connection preface but for the window: no
- * header table, no server push, and a window of `WINDOW_BYTES` for the
- * stream and the connection. nginx offers 2^31-1 and holds a fast upstream
- * back by not reading its socket while the client is slow; node's session
- * reads on, so the window is what holds it back here: a paused stream
- * keeps at most that much.
+ * `grpcs://`), with nginx's connection preface but for the header table
+ * and the window: no server push, a header table of HTTP/2's default size,
+ * and a window of `WINDOW_BYTES` for the stream and the connection. nginx
+ * offers no header table (SETTINGS_HEADER_TABLE_SIZE 0) and its decoder
+ * takes a response whose block does not begin with the table size update
+ * RFC 7541 (4.2) then asks for, as grpc's C core sends a request it refuses
+ * early (a GET: `grpc-status: 2`); node's nghttp2 answers such a block with
+ * GOAWAY COMPRESSION_ERROR and the request would wait for
+ * `grpc_read_timeout`. nginx offers a window of 2^31-1 and holds a fast
+ * upstream back by not reading its socket while the client is slow; node's
+ * session reads on, so the window is what holds it back here: a paused
+ * stream keeps at most that much.
  *
  * Requests are driven through undici's dispatch-handler interface
  * (`onConnect`, `onHeaders`, `onData`, `onComplete`, `onError`), the one
@@ -153,7 +159,7 @@ export class H2PeerConnections implements ConnectionOwner<H2Connection> {
       }
       const session = http2().connect(`${protocol}//${hostname}`, {
         createConnection: () => socket as Socket,
-        settings: { headerTableSize: 0, enablePush: false, initialWindowSize: WINDOW_BYTES },
+        settings: { enablePush: false, initialWindowSize: WINDOW_BYTES },
       });
       const conn: H2Connection = { session, socket: socket as Socket, openedAtMs: Date.now(), requests: 0, goaway: undefined, idleTimer: undefined };
       this.connections.add(conn);
@@ -234,7 +240,16 @@ class H2Request {
     this.handler.onError?.(err);
   }
 
-  /** Sends the request on `conn`: HEADERS, then the body as DATA, END_STREAM on the last (an empty DATA frame without a body). */
+  /**
+   * Sends the request on `conn`: HEADERS, then the body as DATA, END_STREAM
+   * on the last (an empty DATA frame after an empty body). A request
+   * without a body (neither a length nor chunks) ends with its HEADERS
+   * frame: nginx reads it as a buffered body of nothing
+   * (`ngx_http_read_client_request_body` clears `request_body_no_buffering`),
+   * and `ngx_http_grpc_create_request` sets END_STREAM on the HEADERS of a
+   * buffered request without body; a gRPC server may not answer such a
+   * request (grpc's C core: a GET) before its stream ends.
+   */
   start(conn: H2Connection): void {
     if (this.ended) {
       this.done(conn, !this.cancelled);
@@ -251,7 +266,7 @@ class H2Request {
     }
     let stream: Http2.ClientHttp2Stream;
     try {
-      stream = conn.session.request(requestHeaders(opts, this.scheme), { endStream: false });
+      stream = conn.session.request(requestHeaders(opts, this.scheme), { endStream: opts.body === null || opts.body === undefined });
     } catch (err) {
       // a header node's HTTP/2 refuses to send (a connection-specific field, a TE other than trailers)
       this.done(conn, false);
@@ -336,8 +351,12 @@ class H2Request {
     const finish = (): void => {
       this.bodySent = true;
     };
-    if (body === null || body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) {
-      stream.end(body ?? undefined, finish);
+    if (body === null || body === undefined) {
+      finish();
+      return;
+    }
+    if (typeof body === 'string' || Buffer.isBuffer(body)) {
+      stream.end(body, finish);
       return;
     }
     body.on('error', (err) => this.cancel(err));
