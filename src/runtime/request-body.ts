@@ -150,6 +150,8 @@ export function watchSendTimeout(stream: Readable, timeoutMs: number, onTimeout:
   const disarm = (): void => clearTimeout(timer);
   stream.on('pause', () => {
     disarm();
+    // a pipe pauses its source once more as it comes apart, when the upstream took the whole body: nothing waits then
+    if (stream.readableEnded || stream.destroyed) return;
     timer = setTimeout(onTimeout, timeoutMs);
   });
   stream.on('resume', disarm);

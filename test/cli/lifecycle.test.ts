@@ -6,7 +6,8 @@
  */
 import { strict as assert } from 'node:assert';
 import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { connect, createServer as createNetServer, type Socket } from 'node:net';
+import http2 from 'node:http2';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, logLines, onCleanup, portOpen, startUpstream, waitFor } from '../helpers/harness.js';
@@ -200,6 +201,52 @@ function runScenarios(impl: Impl): void {
       const res = await slow;
       assert.notEqual(res.body, 'part1part2', 'the slow response was cut');
       assert.equal(existsSync(join(p, 'logs/nginx.pid')), false);
+    });
+
+    it('SIGTERM after a body passed on as it came (proxy_request_buffering off, grpc_pass): exits at once, with master_process on and off', async () => {
+      const up = await startUpstream((req, res) => {
+        req.resume();
+        req.on('end', () => res.end('ok'));
+      });
+      const h2 = http2.createServer((req, res) => {
+        req.resume();
+        req.on('end', () => res.end('ok'));
+      });
+      await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', () => resolve()));
+      onCleanup(() => new Promise<void>((resolve) => h2.close(() => resolve())));
+      const h2Port = (h2.address() as AddressInfo).port;
+      for (const master of ['on', 'off']) {
+        const port = await freePort();
+        const p = makePrefix({ 'nginx.conf': `${HEAD}master_process ${master};
+http {
+    access_log off;
+    client_body_temp_path logs/body;
+    server {
+        listen 127.0.0.1:${port} http2;
+        location /proxy { proxy_request_buffering off; proxy_http_version 1.1; proxy_pass http://127.0.0.1:${up.port}; }
+        location /grpc { grpc_pass grpc://127.0.0.1:${h2Port}; }
+    }
+}
+` });
+        const proc = await startImpl(impl, p, [port]);
+        const session = http2.connect(`http://127.0.0.1:${port}`);
+        for (const path of ['/proxy', '/grpc']) {
+          const answer = await new Promise<string>((resolve, reject) => {
+            const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc' });
+            let body = '';
+            req.on('data', (c: Buffer) => { body += c.toString(); });
+            req.on('end', () => resolve(body));
+            req.on('error', reject);
+            req.end('x'.repeat(100_000));
+          });
+          assert.equal(answer, 'ok', `${path} with master_process ${master}`);
+        }
+        session.close();
+        const t0 = Date.now();
+        proc.child.kill('SIGTERM');
+        assert.equal(await proc.waitExit(5000), 0);
+        assert.ok(Date.now() - t0 < 500, `master_process ${master}: exited ${Date.now() - t0} ms after SIGTERM`);
+      }
     });
 
     it('SIGHUP: the new configuration is served; a request in flight on a keep-alive connection completes', async () => {
