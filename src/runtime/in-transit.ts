@@ -48,4 +48,9 @@ export class InTransit {
     }
     return Math.min(IN_TRANSIT_LIMIT_BYTES, totalBytes - this.atLastTurnStart);
   }
+
+  /** What of `heldBytes` (bytes a connection or stream holds now) the client has not taken: those not in transit (`bytes`). */
+  busy(heldBytes: number, totalBytes: number): number {
+    return Math.max(0, heldBytes - this.bytes(totalBytes));
+  }
 }

@@ -276,7 +276,7 @@ export class Http1Target implements ClientResponseTarget {
   get bufferedBytes(): number {
     const held = this.socket.writableLength;
     if (!(this.socket as TLSSocket).encrypted) return held;
-    return Math.max(0, held - (this.inTransit ??= new InTransit()).bytes(this.bytesSent));
+    return (this.inTransit ??= new InTransit()).busy(held, this.bytesSent);
   }
 
   get gone(): boolean {

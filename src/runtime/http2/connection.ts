@@ -1318,8 +1318,7 @@ export class Http2Connection {
   /** Bytes the socket holds that the client has not taken: over TLS, less those in transit (see `InTransit`). */
   get socketBusyBytes(): number {
     const held = this.socket.writableLength;
-    if (!this.socketInTransit) return held;
-    return Math.max(0, held - this.socketInTransit.bytes(this.socketWrittenBytes));
+    return this.socketInTransit ? this.socketInTransit.busy(held, this.socketWrittenBytes) : held;
   }
 
   /** Whether the socket holds as much as the client has not taken as its high-water mark: streams wait for its `drain`. */

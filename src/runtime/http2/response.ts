@@ -416,7 +416,7 @@ export class Http2Target implements ClientResponseTarget {
 
   /** Body bytes the stream holds, less those written in this turn and the one before (see `InTransit`): they go at the connection's next pump. */
   get bufferedBytes(): number {
-    return Math.max(0, this.pendingBytes - (this.inTransit ??= new InTransit()).bytes(this.written));
+    return (this.inTransit ??= new InTransit()).busy(this.pendingBytes, this.written);
   }
 
   get gone(): boolean {
