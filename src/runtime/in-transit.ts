@@ -39,7 +39,7 @@ export class InTransit {
    * `IN_TRANSIT_LIMIT_BYTES`. A turn counts from the first call in it: bytes
    * written in a turn before any call count as older (busy), never less.
    */
-  bytes(totalBytes: number): number {
+  private bytes(totalBytes: number): number {
     const now = currentTurn();
     if (now !== this.turn) {
       this.atLastTurnStart = now === this.turn + 1 ? this.atTurnStart : totalBytes;
