@@ -222,7 +222,8 @@ http {
     access_log off;
     client_body_temp_path logs/body;
     server {
-        listen 127.0.0.1:${port} http2;
+        listen 127.0.0.1:${port};
+        http2 on;
         location /proxy { proxy_request_buffering off; proxy_http_version 1.1; proxy_pass http://127.0.0.1:${up.port}; }
         location /grpc { grpc_pass grpc://127.0.0.1:${h2Port}; }
     }
