@@ -76,6 +76,30 @@ describe('upstream faults (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('times proxy_read_timeout out when it runs out, not up to half a second early or late, waiting for the header and in the body', async () => {
+    const up = await scriptedUpstream((line, sock) => {
+      if (line.includes('/stall')) sock.write(HEAD_200(1000) + 'y'.repeat(100));
+    });
+    const ok = await echoUpstream('ok');
+    const run = await differential({
+      conf: ({ port }) => faultsConf(port, up.port, ok.port, 'proxy_read_timeout 1200ms;'),
+    }, async (s) => {
+      // started 130 ms apart, so that a timer checked on a coarse tick cannot land every one of them in the window
+      const timed = async (path: string, delayMs: number): Promise<boolean> => {
+        await new Promise((res) => setTimeout(res, delayMs));
+        const start = performance.now();
+        await exchange(s.port, path, 'faults.test');
+        const elapsedMs = performance.now() - start;
+        return elapsedMs >= 1190 && elapsedMs < 1400;
+      };
+      return { onTime: await Promise.all([timed('/never', 0), timed('/stall', 130), timed('/never', 260), timed('/stall', 390)]) };
+    });
+    assert.deepEqual(run.nginx.result, { onTime: [true, true, true, true] });
+    assert.equal(run.nginx.errorLog.filter((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while reading response header from upstream')).length, 2);
+    assert.equal(run.nginx.errorLog.filter((l) => l.startsWith('[error] *CONN upstream timed out (110: Operation timed out) while reading upstream')).length, 2);
+    assertSameAsNginx(run);
+  });
+
   it('cuts the body and logs "while reading upstream" when the upstream stalls or resets after the header', async () => {
     const up = await scriptedUpstream((line, sock) => {
       sock.write(HEAD_200(1000) + 'y'.repeat(100));

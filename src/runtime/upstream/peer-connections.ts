@@ -14,9 +14,22 @@
  * closes a connection it does not keep. A kept connection is closed when
  * its server closes it, and after `keepalive_timeout` idle (undici's
  * `keepAliveTimeout`).
+ *
+ * `proxy_read_timeout` (a request's `headersTimeout` and `bodyTimeout`) is
+ * watched here, not by undici: undici keeps a timeout of a second or more
+ * in its own list of timers, swept every half second, so each request's
+ * timer outlived the request by up to 500 ms, survived two scavenges and
+ * was promoted to V8's old generation (80 of the 140 bytes a 100 B proxied
+ * request promoted, `bench/proxy.ts --gc`), filling it until the next
+ * mark-compact. Here it is one node timer per request, armed as nginx arms
+ * its read timer (`ngx_http_upstream_send_request`: once the request is
+ * sent, or when the response starts first), refreshed by every read, held
+ * while the response is paused (`ngx_event_pipe` reads nothing then), and
+ * cleared when the request ends.
  */
 import type { Dispatcher } from 'undici';
 import Client from 'undici/lib/dispatcher/client.js';
+import undiciErrors from 'undici/lib/core/errors.js';
 import undiciSymbols from 'undici/lib/core/symbols.js';
 
 /** undici's figures of one connection, read without `client.stats` (which makes an object of them at each read). */
@@ -120,12 +133,16 @@ export class PeerConnections implements ConnectionOwner<Client> {
 
   /**
    * Sends a request on an idle connection of the peer, or on a new one;
-   * `handler` is undici's dispatch handler of the request.
+   * `handler` is undici's dispatch handler of the request. The options'
+   * `headersTimeout` and `bodyTimeout` (ms, 0 or absent: none) are the
+   * request's read timeouts, watched by its `TrackedHandler`: the handler
+   * gets undici's `HeadersTimeoutError` or `BodyTimeoutError` when one runs
+   * out, and the connection closes.
    */
   dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): UpstreamRequest {
     const client = this.idleClient() ?? this.open();
-    const tracked = new TrackedHandler(handler, (outcome) => this.settle(client, outcome));
-    client.dispatch(opts, tracked);
+    const tracked = new TrackedHandler(handler, (outcome) => this.settle(client, outcome), opts.headersTimeout ?? 0, opts.bodyTimeout ?? 0);
+    client.dispatch({ ...opts, headersTimeout: 0, bodyTimeout: 0 }, tracked);
     return {
       cancel: (err) => {
         if (tracked.abort) tracked.abort(err);
@@ -191,37 +208,97 @@ export class PeerConnections implements ConnectionOwner<Client> {
 
 /**
  * A request's dispatch handler as undici calls it, telling its connection
- * how the request ended, and keeping undici's abort of it.
+ * how the request ended, keeping undici's abort of it, and watching its
+ * read timeouts (see the module's comment).
  */
 class TrackedHandler implements Dispatcher.DispatchHandler {
   /** undici's abort of the request, once it is on a connection. */
   abort: ((err?: Error) => void) | undefined;
   /** The request ended (completed, failed or upgraded). */
   ended = false;
+  /** The final (non-1xx) response header arrived: reads are of the body. */
+  private responded = false;
+  /** The read timer, armed while a read is awaited. */
+  private timer: NodeJS.Timeout | undefined;
+  /** undici's resumption of a response the handler paused (`onData` returned false). */
+  private resumeRead: (() => void) | undefined;
 
   constructor(
     private readonly inner: Dispatcher.DispatchHandler,
     private readonly done: (outcome: Outcome) => void,
+    private readonly headersTimeoutMs: number,
+    private readonly bodyTimeoutMs: number,
   ) {}
 
   private end(outcome: Outcome): void {
     if (this.ended) return;
     this.ended = true;
     this.abort = undefined;
+    clearTimeout(this.timer);
+    this.timer = undefined;
     this.done(outcome);
   }
+
+  /** Arms the read timer for the current phase, or refreshes it. */
+  private awaitRead(): void {
+    if (this.ended) return;
+    if (this.timer) {
+      this.timer.refresh();
+      return;
+    }
+    const ms = this.responded ? this.bodyTimeoutMs : this.headersTimeoutMs;
+    if (ms > 0) this.timer = setTimeout(this.timedOut, ms).unref();
+  }
+
+  /** No read within the timeout: the request fails as undici's own timers fail it. */
+  private readonly timedOut = (): void => {
+    this.timer = undefined;
+    this.abort?.(this.responded ? new undiciErrors.BodyTimeoutError() : new undiciErrors.HeadersTimeoutError());
+  };
+
+  /** The handler's `resume` given to undici's: reading, and its timer, go on. */
+  private readonly resumed = (): void => {
+    this.awaitRead();
+    this.resumeRead?.();
+  };
 
   onConnect(abort: (err?: Error) => void): void {
     this.abort = abort;
     this.inner.onConnect?.(abort);
   }
 
+  /** undici's call once the whole request is written (a legacy handler's hook its types leave out). */
+  onRequestSent(): void {
+    if (!this.responded) this.awaitRead();
+  }
+
   onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
-    return this.inner.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+    if (statusCode >= 200 && !this.responded) {
+      this.responded = true;
+      if (this.bodyTimeoutMs !== this.headersTimeoutMs) {
+        clearTimeout(this.timer);
+        this.timer = undefined;
+      }
+    }
+    this.resumeRead = resume;
+    const go = this.inner.onHeaders?.(statusCode, headers, this.resumed, statusText) ?? true;
+    this.afterRead(go);
+    return go;
   }
 
   onData(chunk: Buffer): boolean {
-    return this.inner.onData?.(chunk) ?? true;
+    const go = this.inner.onData?.(chunk) ?? true;
+    this.afterRead(go);
+    return go;
+  }
+
+  /** After a read: the next is awaited, unless the handler paused the response (its timer then waits for `resumed`). */
+  private afterRead(go: boolean): void {
+    if (go) this.awaitRead();
+    else {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
   }
 
   onComplete(trailers: string[] | null): void {
