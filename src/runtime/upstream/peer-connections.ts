@@ -23,7 +23,7 @@
  * request promoted, `bench/proxy.ts --gc`), filling it until the next
  * mark-compact. Here it is one node timer per request, armed as nginx arms
  * its read timer (`ngx_http_upstream_send_request`: once the request is
- * sent, or when the response starts first), refreshed by every read, held
+ * sent, or when the response starts first), put off by every read, held
  * while the response is paused (`ngx_event_pipe` reads nothing then), and
  * cleared when the request ends.
  */
@@ -31,6 +31,7 @@ import type { Dispatcher } from 'undici';
 import Client from 'undici/lib/dispatcher/client.js';
 import undiciErrors from 'undici/lib/core/errors.js';
 import undiciSymbols from 'undici/lib/core/symbols.js';
+import { turnNowMs } from '../turn-clock.js';
 
 /** undici's figures of one connection, read without `client.stats` (which makes an object of them at each read). */
 interface ClientFigures {
@@ -220,6 +221,8 @@ class TrackedHandler implements Dispatcher.DispatchHandler {
   private responded = false;
   /** The read timer, armed while a read is awaited. */
   private timer: NodeJS.Timeout | undefined;
+  /** When the awaited read began to be awaited (the last read, or the arming): turn-clock ms. */
+  private awaitedSinceMs = 0;
   /** undici's resumption of a response the handler paused (`onData` returned false). */
   private resumeRead: (() => void) | undefined;
 
@@ -239,19 +242,31 @@ class TrackedHandler implements Dispatcher.DispatchHandler {
     this.done(outcome);
   }
 
-  /** Arms the read timer for the current phase, or refreshes it. */
+  /** The timeout of the current phase (ms, 0: none). */
+  private get timeoutMs(): number {
+    return this.responded ? this.bodyTimeoutMs : this.headersTimeoutMs;
+  }
+
+  /**
+   * A read is awaited from now: the timer is armed, or, when it is armed
+   * already, told the time (it checks it when it fires, cheaper than
+   * moving a node timer at every read).
+   */
   private awaitRead(): void {
     if (this.ended) return;
-    if (this.timer) {
-      this.timer.refresh();
-      return;
-    }
-    const ms = this.responded ? this.bodyTimeoutMs : this.headersTimeoutMs;
+    this.awaitedSinceMs = turnNowMs();
+    if (this.timer) return;
+    const ms = this.timeoutMs;
     if (ms > 0) this.timer = setTimeout(this.timedOut, ms).unref();
   }
 
-  /** No read within the timeout: the request fails as undici's own timers fail it. */
+  /** The timer fired: a read came since it was armed (it waits for what is left), or the request fails as undici's own timers fail it. */
   private readonly timedOut = (): void => {
+    const leftMs = this.awaitedSinceMs + this.timeoutMs - turnNowMs();
+    if (leftMs >= 1) {
+      this.timer = setTimeout(this.timedOut, leftMs).unref();
+      return;
+    }
     this.timer = undefined;
     this.abort?.(this.responded ? new undiciErrors.BodyTimeoutError() : new undiciErrors.HeadersTimeoutError());
   };
