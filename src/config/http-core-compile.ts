@@ -89,6 +89,7 @@ export function coreLocConf(cx: CompileContext, node: LevelNode, c: ConfChain): 
     clientBodyTempPath: b.bodyTemp,
     clientBodyInFileOnly: c.get(http.clientBodyInFileOnly),
     clientBodyTimeoutMs: c.get(http.clientBodyTimeoutMs),
+    aioThreads: (c.get(http.aio) ?? 'off') !== 'off',
     clientHeaderTimeoutMs: c.get(http.clientHeaderTimeoutMs),
     largeClientHeaderBuffers: c.get(http.largeClientHeaderBuffers),
     clientHeaderBufferSizeBytes: c.get(http.clientHeaderBufferSize),

@@ -5,6 +5,7 @@
  * HEAD, conditional GET, 405.
  */
 import { strict as assert } from 'node:assert';
+import { createHash } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
@@ -276,6 +277,38 @@ describe('static content (differential)', () => {
     assert.equal(run.nginx.result['range bytes=0-9']!.status, 206);
     assert.match(run.nginx.result['range bytes=0-9,20-29']!.headers['content-type']!, /^multipart\/byteranges; boundary=0+1$/);
     assert.equal(run.nginx.result['range bytes=1000-']!.status, 416);
+    assertSameAsNginx(run);
+  });
+
+  it('sends a large file, whole and in ranges, the same with aio off (read in the worker) and aio threads (in a thread pool)', async () => {
+    // 3 MiB: read in growing reads, over several turns of the event loop
+    const big = Array.from({ length: 3 * 1024 * 1024 / 16 }, (_, i) => `${String(i).padStart(15, '0')}\n`).join('');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html;
+    location /pool/ { aio threads; alias html/; }
+  }`),
+      files: { 'html/big.txt': big },
+    }, async (s) => {
+      const out: Record<string, { status: number; length: number; sha256: string; contentRange: string | undefined }> = {};
+      for (const prefix of ['/', '/pool/']) {
+        for (const range of [undefined, 'bytes=100000-2500000', 'bytes=-700000', 'bytes=0-99,3000000-3000099']) {
+          const snap = await s.get(`${prefix}big.txt`, { headers: { Host: 'static.test', ...(range ? { Range: range } : {}) } });
+          out[`${prefix} ${range ?? 'whole'}`] = {
+            status: snap.status, length: Buffer.byteLength(snap.body, 'latin1'),
+            sha256: createHash('sha256').update(snap.body, 'latin1').digest('hex'), contentRange: snap.headers['content-range'],
+          };
+        }
+      }
+      return out;
+    });
+    const whole = run.nginx.result['/ whole']!;
+    assert.deepEqual([whole.status, whole.length, whole.sha256], [200, big.length, createHash('sha256').update(big).digest('hex')]);
+    assert.equal(run.nginx.result['/ bytes=100000-2500000']!.sha256, createHash('sha256').update(big.slice(100000, 2500001)).digest('hex'));
+    // (a multipart body differs by its boundary, a count of such responses)
+    for (const key of Object.keys(run.nginx.result).filter((k) => k.startsWith('/ ') && !k.includes(','))) {
+      assert.deepEqual(run.nginx.result[`/pool${key}`], run.nginx.result[key], key);
+    }
     assertSameAsNginx(run);
   });
 

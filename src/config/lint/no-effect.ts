@@ -38,7 +38,7 @@ export const NO_EFFECT_KINDS: ReadonlyMap<string, NoEffectKind> = new Map<string
   ['use', 'tuning'], ['worker_aio_requests', 'tuning'], ['env', envDiffers], ['ssl_object_cache_inheritable', 'tuning'],
   // how files and buffers are moved: the bytes sent are the same
   ['client_body_in_single_buffer', 'tuning'], ['sendfile', 'tuning'], ['sendfile_max_chunk', 'tuning'],
-  ['tcp_nopush', 'tuning'], ['tcp_nodelay', 'tuning'], ['aio', 'tuning'], ['aio_write', 'tuning'],
+  ['tcp_nopush', 'tuning'], ['tcp_nodelay', 'tuning'], ['aio_write', 'tuning'],
   ['directio', 'tuning'], ['directio_alignment', 'tuning'], ['open_file_cache', 'tuning'],
   ['open_file_cache_valid', 'tuning'], ['open_file_cache_min_uses', 'tuning'], ['open_file_cache_errors', 'tuning'],
   ['open_file_cache_events', 'tuning'], ['open_log_file_cache', 'tuning'], ['connection_pool_size', 'tuning'],

@@ -11,7 +11,7 @@ import { ipv4Address, parseListenAddress, parseListenParams, type ListenAddress,
 import { compileRegex, type NginxRegex } from '../regex.js';
 import {
   bitmaskSetter, DirectiveFailure, enumSetter, fail, flagSetter, LevelConf, listSlot, msecSetter, noEffect, numSetter, offSetter,
-  parseNumber, parseOffset, parseMsec, parseSize, parseTime, pathSetter, rule, slot, sizeSetter, valueSizeSetter, type DirectiveSpec, type PostCheck,
+  parseNumber, parseOffset, parseMsec, parseSize, parseTime, pathSetter, rule, ruleSetter, slot, sizeSetter, valueSizeSetter, type DirectiveSpec, type PostCheck,
   type Rule, type SetContext, type TempPathValue,
 } from '../spec.js';
 import type { CompiledValue, ValueSource } from '../variables.js';
@@ -318,6 +318,8 @@ export const limitRate = slot<ValueSource | undefined>('limit_rate', undefined);
 export const limitRateAfter = slot<ValueSource | undefined>('limit_rate_after', undefined);
 export const clientHeaderTimeoutMs = slot('client_header_timeout', 60_000);
 export const clientBodyTimeoutMs = slot('client_body_timeout', 60_000);
+/** `aio`: `off` (nginx's default: files are read in the worker) or `threads[=POOL]` (in a thread pool). */
+export const aio = slot<string | undefined>('aio', undefined);
 export const lingeringClose = slot<'off' | 'on' | 'always'>('lingering_close', 'on');
 export const lingeringTimeMs = slot('lingering_time', 30_000);
 export const lingeringTimeoutMs = slot('lingering_timeout', 5_000);
@@ -650,7 +652,7 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('sendfile_max_chunk', HTTP_SRV_LOC, ['TAKE1'], 'files are streamed by the runtime', rule.size()),
   none('tcp_nopush', HTTP_SRV_LOC, ['FLAG'], TUNING, rule.flag),
   none('tcp_nodelay', HTTP_SRV_LOC, ['FLAG'], 'jinx always sets TCP_NODELAY', rule.flag),
-  none('aio', HTTP_SRV_LOC, ['TAKE1'], 'file I/O uses the runtime\'s thread pool', rule.custom(parseAio)),
+  { name: 'aio', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: ruleSetter('aio', rule.custom(parseAio, aio)) },
   none('aio_write', HTTP_SRV_LOC, ['FLAG'], 'file I/O uses the runtime\'s thread pool', rule.flag),
   none('directio', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.custom(parseDirectio)),
   none('directio_alignment', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.off),
@@ -726,6 +728,11 @@ export interface HttpCoreLocConf {
   /** `client_body_in_file_only`: `on` keeps the file after the request, `clean` removes it. */
   readonly clientBodyInFileOnly: 'off' | 'on' | 'clean';
   readonly clientBodyTimeoutMs: number;
+  /**
+   * `aio threads`: a file's contents are read in node's thread pool; else
+   * (`aio off`, nginx's default) in the worker, as nginx reads them.
+   */
+  readonly aioThreads: boolean;
   /** `client_header_timeout` (a server's; its locations carry it). */
   readonly clientHeaderTimeoutMs: number;
   /**

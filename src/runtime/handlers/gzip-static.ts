@@ -6,7 +6,7 @@
  * may then decompress it). A missing `.gz` leaves the request to the
  * static handler.
  */
-import { stat } from 'node:fs/promises';
+import { statSync } from 'node:fs';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
@@ -22,7 +22,8 @@ export async function gzipStatic(ex: Exchange): Promise<Outcome | undefined> {
   const path = `${r.mapUriToPath(r.uri)}.gz`;
   let st;
   try {
-    st = await stat(Buffer.from(path, 'latin1'));
+    // in the worker, as nginx's ngx_open_cached_file takes it (static.ts, statOrError)
+    st = statSync(Buffer.from(path, 'latin1'));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code !== 'ENOENT' && e.code !== 'ENOTDIR' && e.code !== 'ENAMETOOLONG') {

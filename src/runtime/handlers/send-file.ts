@@ -4,7 +4,9 @@
  * `gzip_static`.
  */
 import type { Stats } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { closeSync, openSync, read, readSync } from 'node:fs';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { systemErrorText } from '../../os-errors.js';
 import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { logRequest } from '../context.js';
@@ -177,44 +179,81 @@ function write(ex: Exchange, bytes: Buffer): boolean {
 const ONE_READ_MAX_BYTES = 128 * 1024;
 
 /**
- * Larger parts are read `FIRST_READ_BYTES` at a time, twice as much after
- * each read the client had taken whole when the next one began, up to
- * `MAX_READ_BYTES`. node reads a file in its thread pool, and each read is
- * a trip to a pool thread and back (on one CPU, a context switch each
- * way): a 1 MiB file went out at 536 requests a second in 64 KiB reads,
- * 802-857 in 256 KiB ones (README, Performance, "Large static files").
+ * Larger parts are read `FIRST_READ_BYTES` at a time. In node's thread pool
+ * (`aio threads`) each read is a trip to a pool thread and back (on one
+ * CPU, a context switch each way), so there reads grow, twice as large
+ * after each read the client had taken whole when the next one began, up
+ * to `MAX_READ_BYTES`: a 1 MiB file went out at 536 requests a second in
+ * 64 KiB reads, 802-857 in 256 KiB ones (README, Performance, "Large
+ * static files"). Read in the worker, 64 KiB reads did 1,239-1,446 against
+ * 1,210-1,226 growing ones, 142-148 MiB peak against 155-157 (16 clients).
  * One read is in memory at a time, so a client that stops reading holds
- * at most `MAX_READ_BYTES` beside its socket buffers.
+ * at most one read beside its socket buffers.
  */
 const FIRST_READ_BYTES = 64 * 1024;
 const MAX_READ_BYTES = 256 * 1024;
+
+/**
+ * Bytes of a file sent to one client before the rest waits for the next
+ * turn of the event loop: nginx's `ngx_http_write_filter` sends at most
+ * `sendfile_max_chunk` (2m by default) in one go and posts the rest to the
+ * next turn of its loop (`ngx_posted_next_events`), so that a client taking
+ * a large file as fast as it is read does not hold the worker.
+ */
+const MAX_CHUNK_BYTES = 2 * 1024 * 1024;
+
+/** `fs.read` through node's thread pool (`aio threads`). */
+const readInPool = promisify(read);
 
 /**
  * Streams a part of a file to the client, a read at a time, waiting for
  * the client to drain when the connection says so; false when the client
  * went away or the file could not be opened or read (the connection is then
  * aborted, with nginx's `read() "…" failed`).
+ *
+ * The file is opened in the worker, as nginx opens it, and read there too
+ * unless the location has `aio threads` (`ngx_http_static_handler`,
+ * `ngx_output_chain` → `ngx_read_file`: a blocking `pread` without aio):
+ * a read of pages the kernel has cached takes microseconds, where a trip
+ * through node's thread pool costs a context switch each way on a busy
+ * CPU (a 2 KB file 1.7× the requests a second, README, Performance,
+ * "Large static files"). Past `MAX_CHUNK_BYTES` in one turn the rest
+ * waits for the next turn, as nginx's does. With `aio threads`
+ * each read goes to node's thread pool, for storage slow enough that a
+ * blocking read would hold every connection of the worker.
  */
 async function streamFile(ex: Exchange, path: string, range: ByteRange): Promise<boolean> {
   const { r, out } = ex;
   if (range.end <= range.start) return true;
   const size = range.end - range.start;
-  let file: FileHandle | undefined;
+  const inPool = r.loc.aioThreads;
+  let fd: number | undefined;
   try {
-    file = await open(fsPath(path), 'r');
+    fd = openSync(fsPath(path), 'r');
     let readBytes = size <= ONE_READ_MAX_BYTES ? size : FIRST_READ_BYTES;
+    const maxReadBytes = inPool ? MAX_READ_BYTES : FIRST_READ_BYTES;
+    let turnBytes = 0;
     for (let at = range.start; at < range.end;) {
       if (out.gone) return false;
       const want = Math.min(readBytes, range.end - at);
-      const { bytesRead, buffer } = await file.read(Buffer.allocUnsafe(want), 0, want, at);
+      const buffer = Buffer.allocUnsafe(want);
+      const bytesRead = inPool ? (await readInPool(fd, buffer, 0, want, at)).bytesRead : readSync(fd, buffer, 0, want, at);
       // a file cut short since its stat: what there was went out
       if (bytesRead === 0) return true;
       if (out.gone) return false;
       at += bytesRead;
       r.bodyBytesSent += bytesRead;
       const wait = !out.write(bytesRead === want ? buffer : buffer.subarray(0, bytesRead));
-      if (wait && !(await drained(out))) return false;
-      if (out.bufferedBytes === 0) readBytes = Math.min(readBytes * 2, MAX_READ_BYTES);
+      turnBytes += bytesRead;
+      if (wait) {
+        if (!(await drained(out))) return false;
+        turnBytes = 0;
+      }
+      if (out.bufferedBytes === 0) readBytes = Math.min(readBytes * 2, maxReadBytes);
+      if (turnBytes >= MAX_CHUNK_BYTES && at < range.end) {
+        await nextTurn();
+        turnBytes = 0;
+      }
     }
     return true;
   } catch (err) {
@@ -222,7 +261,13 @@ async function streamFile(ex: Exchange, path: string, range: ByteRange): Promise
     out.abort();
     return false;
   } finally {
-    void file?.close().catch(() => undefined);
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        // a close that fails (EIO on a network file system) releases the descriptor all the same
+      }
+    }
   }
 }
 

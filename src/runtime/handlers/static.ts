@@ -6,8 +6,7 @@
  * forbidden` when there is no index file, 301 to `URI/` for a directory,
  * 405 for methods other than GET, HEAD (and POST to a directory index).
  */
-import { stat } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import { statusOutcome, type Exchange, type Outcome } from '../exchange.js';
@@ -21,10 +20,14 @@ import { fsPath, sendFile } from './send-file.js';
 /** What `try_files` decided: a file was found (the request goes on to the content phase), or how the request ends. */
 export type TryFilesResult = { readonly kind: 'found' } | Outcome;
 
-/** A file's status, or the error `stat()` failed with. */
+/**
+ * A file's status, or the error `stat()` failed with: taken in the worker,
+ * as nginx takes it (`ngx_open_cached_file` → `ngx_file_info`, with or
+ * without aio), not through node's thread pool.
+ */
 export async function statOrError(path: string): Promise<Stats | NodeJS.ErrnoException> {
   try {
-    return await stat(fsPath(path));
+    return statSync(fsPath(path));
   } catch (err) {
     return err as NodeJS.ErrnoException;
   }
