@@ -325,7 +325,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
   },
   none('timer_resolution', MAIN, ['TAKE1'], 'timers are the runtime\'s', rule.msec),
   none('lock_file', MAIN, ['TAKE1'], 'jinx has no accept mutex, so no lock file', rule.str),
-  none('thread_pool', MAIN, ['TAKE2', 'TAKE3'], 'file I/O uses the runtime\'s thread pool', rule.repeatable(setThreadPool), 'ngx_thread_pool_module'),
+  none('thread_pool', MAIN, ['TAKE2', 'TAKE3'], '`aio threads` reads in node\'s own thread pool (UV_THREADPOOL_SIZE threads)', rule.repeatable(setThreadPool), 'ngx_thread_pool_module'),
   none('multi_accept', EVENT, ['FLAG'], 'accepting is the runtime\'s', rule.flag, EVENT_CORE),
   none('accept_mutex', EVENT, ['FLAG'], 'workers accept on the shared sockets as the kernel wakes them, as with nginx\'s default accept_mutex off', rule.flag, EVENT_CORE),
   none('accept_mutex_delay', EVENT, ['TAKE1'], 'jinx has no accept mutex', rule.msec, EVENT_CORE),
@@ -333,7 +333,7 @@ export const coreDirectives: readonly DirectiveSpec[] = [
     if (!EVENT_METHODS.includes(d.args[0]!)) fail(`invalid event type "${d.args[0]}"`);
     return d.args[0];
   }), EVENT_CORE),
-  none('worker_aio_requests', EVENT, ['TAKE1'], 'file I/O uses the runtime\'s thread pool', rule.num(), 'ngx_epoll_module'),
+  none('worker_aio_requests', EVENT, ['TAKE1'], 'no file AIO: files are read in the worker, or in node\'s thread pool with `aio threads`', rule.num(), 'ngx_epoll_module'),
 ];
 
 /** Where an `error_log` writes, and from which level up. */

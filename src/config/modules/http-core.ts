@@ -653,7 +653,7 @@ export const httpCoreDirectives: readonly DirectiveSpec[] = [
   none('tcp_nopush', HTTP_SRV_LOC, ['FLAG'], TUNING, rule.flag),
   none('tcp_nodelay', HTTP_SRV_LOC, ['FLAG'], 'jinx always sets TCP_NODELAY', rule.flag),
   { name: 'aio', module: CORE, contexts: HTTP_SRV_LOC, args: ['TAKE1'], effect: 'runtime', set: ruleSetter('aio', rule.custom(parseAio, aio)) },
-  none('aio_write', HTTP_SRV_LOC, ['FLAG'], 'file I/O uses the runtime\'s thread pool', rule.flag),
+  none('aio_write', HTTP_SRV_LOC, ['FLAG'], 'temporary files are written through node\'s thread pool', rule.flag),
   none('directio', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.custom(parseDirectio)),
   none('directio_alignment', HTTP_SRV_LOC, ['TAKE1'], TUNING, rule.off),
   none('open_file_cache', HTTP_SRV_LOC, ['TAKE1', 'TAKE2'], 'jinx does not cache file descriptors', rule.custom(parseOpenFileCache)),
