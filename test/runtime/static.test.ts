@@ -281,7 +281,7 @@ describe('static content (differential)', () => {
   });
 
   it('sends a large file, whole and in ranges, the same with aio off (read in the worker) and aio threads (in a thread pool)', async () => {
-    // 3 MiB: read in growing reads, over several turns of the event loop
+    // 3 MiB: many reads, and more than one turn's 2 MiB to the client
     const big = Array.from({ length: 3 * 1024 * 1024 / 16 }, (_, i) => `${String(i).padStart(15, '0')}\n`).join('');
     const run = await differential({
       conf: ({ port }) => httpConf(`${TYPES}

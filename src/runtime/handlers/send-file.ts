@@ -216,7 +216,7 @@ const readInPool = promisify(read);
  * `ngx_output_chain` → `ngx_read_file`: a blocking `pread` without aio):
  * a read of pages the kernel has cached takes microseconds, where a trip
  * through node's thread pool costs a context switch each way on a busy
- * CPU (a 2 KB file 1.7× the requests a second, README, Performance,
+ * CPU (a 2 KB file 1.5-2.4× the requests a second, README, Performance,
  * "Large static files"). Past `MAX_CHUNK_BYTES` in one turn the rest
  * waits for the next turn, as nginx's does. With `aio threads`
  * each read goes to node's thread pool, for storage slow enough that a

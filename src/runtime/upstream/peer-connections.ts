@@ -19,8 +19,8 @@
  * watched here, not by undici: undici keeps a timeout of a second or more
  * in its own list of timers, swept every half second, so each request's
  * timer outlived the request by up to 500 ms, survived two scavenges and
- * was promoted to V8's old generation (80 of the 140 bytes a 100 B proxied
- * request promoted, `bench/proxy.ts --gc`), filling it until the next
+ * was promoted to V8's old generation (about 90 of the 142 bytes a 100 B
+ * proxied request promoted, `bench/proxy.ts --gc`), filling it until the next
  * mark-compact. Here it is one node timer per request, armed as nginx arms
  * its read timer (`ngx_http_upstream_send_request`: once the request is
  * sent, or when the response starts first), put off by every read, held
