@@ -196,9 +196,10 @@ const MAX_READ_BYTES = 256 * 1024;
 /**
  * Bytes of a file sent to one client before the rest waits for the next
  * turn of the event loop: nginx's `ngx_http_write_filter` sends at most
- * `sendfile_max_chunk` (2m by default) in one go and posts the rest to the
- * next turn of its loop (`ngx_posted_next_events`), so that a client taking
- * a large file as fast as it is read does not hold the worker.
+ * `sendfile_max_chunk` (2m by default, with or without sendfile) in one
+ * `send_chain` and then delays the connection's next write by a 1 ms timer,
+ * so that a client taking a large file as fast as it is read does not hold
+ * the worker (jinx waits for the next turn instead of 1 ms).
  */
 const MAX_CHUNK_BYTES = 2 * 1024 * 1024;
 
