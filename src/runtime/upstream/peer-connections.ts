@@ -191,15 +191,27 @@ export class PeerConnections implements ConnectionOwner<Client> {
   }
 
   /**
-   * After undici is done with the request's response (it closes the socket
-   * of a response that ends its connection in the same turn): a connection
-   * that carried a whole response and may be kept goes to the cache, any
-   * other is closed.
+   * Once undici is done with the request's response: a connection that
+   * carried a whole response and may be kept goes to the cache, any other
+   * is closed. A complete response is settled in a microtask, when undici's
+   * `onMessageComplete`, which calls the handler's `onComplete`, has
+   * returned (having closed the socket of a response that ends its
+   * connection, or counted the request done): the connection is cached
+   * before anything else runs, as `ngx_http_upstream_free_keepalive_peer`
+   * caches it, so a client's next request, read from the same buffer,
+   * takes it rather than opening another (undici waits a turn before it
+   * sends on a kept socket itself; a request dispatched to it sooner is
+   * written at once). A failed or upgraded request's connection is closed
+   * on the next turn, outside undici's handling of it.
    */
   private settle(client: Client, outcome: Outcome): void {
-    setImmediate(() => {
+    if (outcome !== 'complete') {
+      setImmediate(() => this.discard(client));
+      return;
+    }
+    queueMicrotask(() => {
       const { cache } = this.options;
-      const reusable = outcome === 'complete' && cache !== undefined && !this.closing && !client.closed && !client.destroyed
+      const reusable = cache !== undefined && !this.closing && !client.closed && !client.destroyed
         && isConnected(client) && (client as unknown as ClientFigures)[undiciSymbols.kSize] === 0;
       if (reusable) cache.put(this, client);
       else this.discard(client);
