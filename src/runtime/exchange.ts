@@ -32,6 +32,13 @@ export interface ResponseTarget {
   write(chunk: Buffer | string): boolean;
   /** Bytes written but not yet taken by the client. */
   readonly bufferedBytes: number;
+  /**
+   * Whether every buffer written so far has left jinx (the kernel took its
+   * bytes, or TLS copied them), so that the writer may fill it again;
+   * absent on a target that may read a written buffer later (body
+   * filters, HTTP/2's flow control, a subrequest's body).
+   */
+  tookWhole?(): boolean;
   /** The client connection is closed: nothing more can be sent. */
   readonly gone: boolean;
   /** Buffered bytes above which `write` returns false (and `drain` follows). */

@@ -106,6 +106,10 @@ export class RateLimitedTarget implements ClientResponseTarget {
     return this.inner.bufferedBytes + this.queuedBytes;
   }
 
+  tookWhole(): boolean {
+    return this.queuedBytes === 0 && (this.inner.tookWhole?.() ?? false);
+  }
+
   get gone(): boolean {
     return this.inner.gone;
   }

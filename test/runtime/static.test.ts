@@ -6,6 +6,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
@@ -309,6 +310,33 @@ describe('static content (differential)', () => {
     for (const key of Object.keys(run.nginx.result).filter((k) => k.startsWith('/ ') && !k.includes(','))) {
       assert.deepEqual(run.nginx.result[`/pool${key}`], run.nginx.result[key], key);
     }
+    assertSameAsNginx(run);
+  });
+
+  it('sends each client its own bytes when one client reads a large file slowly while another takes files at once', async () => {
+    // the slow client's connection keeps read buffers the worker cannot fill again while it waits
+    const lines = (tag: string, bytes: number): string => Array.from({ length: bytes / 16 }, (_, i) => `${tag}${String(i).padStart(14, '0')}\n`).join('');
+    const slow = lines('s', 24 * 1024 * 1024);
+    const fast = lines('f', 2 * 1024 * 1024);
+    const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
+    const run = await differential({
+      conf: ({ port }) => httpConf(`${TYPES}
+  server { listen 127.0.0.1:${port}; server_name static.test; root html; }`),
+      files: { 'html/slow.txt': slow, 'html/fast.txt': fast },
+    }, async (s) => {
+      const socket = connect({ host: '127.0.0.1', port: s.port });
+      socket.pause();
+      socket.write('GET /slow.txt HTTP/1.1\r\nHost: static.test\r\nConnection: close\r\n\r\n');
+      await new Promise((res) => setTimeout(res, 300));
+      const fasts: string[] = [];
+      for (let i = 0; i < 3; i++) fasts.push(sha256((await s.get('/fast.txt', { headers: { Host: 'static.test' } })).body));
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      await new Promise((res) => socket.on('close', res).resume());
+      const text = Buffer.concat(chunks).toString('latin1');
+      return { slow: sha256(text.slice(text.indexOf('\r\n\r\n') + 4)), fast: fasts };
+    });
+    assert.deepEqual(run.nginx.result, { slow: sha256(slow), fast: [sha256(fast), sha256(fast), sha256(fast)] });
     assertSameAsNginx(run);
   });
 

@@ -158,6 +158,11 @@ export class FilteredTarget implements ResponseTarget {
     return this.first ? this.first.writableLength : this.inner.bufferedBytes;
   }
 
+  /** Without body filters (they may keep part of a buffer, as sub_filter keeps a partial match), as the client's target says. */
+  tookWhole(): boolean {
+    return !this.first && (this.inner.tookWhole?.() ?? false);
+  }
+
   get gone(): boolean {
     return this.inner.gone;
   }

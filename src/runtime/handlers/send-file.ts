@@ -207,6 +207,23 @@ const MAX_CHUNK_BYTES = 2 * 1024 * 1024;
 const readInPool = promisify(read);
 
 /**
+ * The worker's read buffer for reads in the worker (`aio off`), filled
+ * again as long as the client's connection took each read whole
+ * (`tookWhole`); a read the connection keeps stays its own, and a new
+ * buffer is made for the next. Without it, each 64 KiB read was a fresh
+ * buffer whose memory came back only at V8's next collection: 16 clients
+ * of a 1 MiB file held ~45 MiB more at the peak.
+ */
+let scratch: Buffer | undefined;
+
+/** A buffer of `bytes` to read into: the worker's scratch buffer (`bytes` at most `FIRST_READ_BYTES`), else a new one. */
+function readBuffer(bytes: number, inPool: boolean): Buffer {
+  if (inPool || bytes > FIRST_READ_BYTES) return Buffer.allocUnsafe(bytes);
+  scratch ??= Buffer.allocUnsafe(FIRST_READ_BYTES);
+  return scratch.subarray(0, bytes);
+}
+
+/**
  * Streams a part of a file to the client, a read at a time, waiting for
  * the client to drain when the connection says so; false when the client
  * went away or the file could not be opened or read (the connection is then
@@ -237,7 +254,7 @@ async function streamFile(ex: Exchange, path: string, range: ByteRange): Promise
     for (let at = range.start; at < range.end;) {
       if (out.gone) return false;
       const want = Math.min(readBytes, range.end - at);
-      const buffer = Buffer.allocUnsafe(want);
+      const buffer = readBuffer(want, inPool);
       const bytesRead = inPool ? (await readInPool(fd, buffer, 0, want, at)).bytesRead : readSync(fd, buffer, 0, want, at);
       // a file cut short since its stat: what there was went out
       if (bytesRead === 0) return true;
@@ -245,6 +262,8 @@ async function streamFile(ex: Exchange, path: string, range: ByteRange): Promise
       at += bytesRead;
       r.bodyBytesSent += bytesRead;
       const wait = !out.write(bytesRead === want ? buffer : buffer.subarray(0, bytesRead));
+      // the connection keeps the worker's buffer: the next read takes a new one
+      if (scratch !== undefined && buffer.buffer === scratch.buffer && !out.tookWhole?.()) scratch = undefined;
       turnBytes += bytesRead;
       if (wait) {
         if (!(await drained(out))) return false;

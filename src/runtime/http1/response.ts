@@ -279,6 +279,11 @@ export class Http1Target implements ClientResponseTarget {
     return (this.inTransit ??= new InTransit()).busy(held, this.bytesSent);
   }
 
+  /** Nothing written waits in the socket's queue: a TCP write took it, or TLS copied it. */
+  tookWhole(): boolean {
+    return this.socket.writableLength === 0;
+  }
+
   get gone(): boolean {
     return this.socket.destroyed;
   }
