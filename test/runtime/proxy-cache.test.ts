@@ -18,7 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createServer, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, onCleanup, request, startServer, startUpstream, tempDir, waitFor, writeFiles, JINX } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
@@ -150,6 +150,46 @@ async function staleUpstream(): Promise<{ port: number; counts: Map<string, numb
 
 describe('proxy_cache: stale entries (differential)', () => {
   after(cleanup);
+
+  it('sends each client its own bytes of cached entries when one client reads a large one slowly while another takes one at once', async () => {
+    // the slow client's connection keeps read buffers the worker cannot fill again while it waits
+    const lines = (tag: string, bytes: number): string => Array.from({ length: bytes / 16 }, (_, i) => `${tag}${String(i).padStart(14, '0')}\n`).join('');
+    const bodies: Record<string, string> = { '/slow': lines('s', 24 * 1024 * 1024), '/fast': lines('f', 2 * 1024 * 1024) };
+    const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
+    const { port: up } = await startUpstream((req, res) => {
+      const body = bodies[req.url ?? ''] ?? '';
+      res.writeHead(200, { 'Content-Length': body.length });
+      res.end(body, 'latin1');
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  proxy_cache_path cache keys_zone=one:1m;
+  server { listen 127.0.0.1:${port};
+    add_header X-Cache-Status $upstream_cache_status always;
+    location / { proxy_pass http://127.0.0.1:${up}; proxy_cache one; proxy_cache_valid 200 1m; }
+  }`),
+    }, async (s) => {
+      for (const path of ['/slow', '/fast']) await s.get(path);
+      await new Promise((res) => setTimeout(res, 200));
+      const socket = connect({ host: '127.0.0.1', port: s.port });
+      socket.pause();
+      socket.write('GET /slow HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+      await new Promise((res) => setTimeout(res, 300));
+      const fasts: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const snap = await s.get('/fast');
+        fasts.push(`${snap.headers['x-cache-status']} ${sha256(snap.body)}`);
+      }
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      await new Promise((res) => socket.on('close', res).resume());
+      const text = Buffer.concat(chunks).toString('latin1');
+      const at = text.indexOf('\r\n\r\n');
+      return { slow: `${/x-cache-status: (\w+)/i.exec(text.slice(0, at))?.[1]} ${sha256(text.slice(at + 4))}`, fast: fasts };
+    });
+    const fast = `HIT ${sha256(bodies['/fast']!)}`;
+    assert.deepEqual(run.nginx.result, { slow: `HIT ${sha256(bodies['/slow']!)}`, fast: [fast, fast, fast] });
+    assertSameAsNginx(run);
+  });
 
   it('stale-while-revalidate sends the expired entry (STALE) while a background update fetches it, stale-if-error sends it when the upstream fails, and an if block keeps its location\'s proxy_pass, as nginx', async () => {
     const up = await staleUpstream();

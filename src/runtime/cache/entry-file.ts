@@ -20,6 +20,7 @@
  */
 import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
+import { workerReadBuffer } from '../read-buffer.js';
 
 /**
  * How long an entry is fresh, and how long after that it may still be sent
@@ -161,7 +162,8 @@ const FIRST_READ_BYTES = 32 * 1024;
  * the file. Opening and the first block are read synchronously, as nginx
  * reads a cache file without `aio`: a HIT of a small entry costs one open,
  * one read and one close, and no thread-pool round trip for each; the rest
- * of a larger body is read asynchronously, as the client takes it.
+ * of a larger body is read as the client takes it, in the worker too
+ * unless the location has `aio threads` (then in node's thread pool).
  */
 export class EntryFile {
   private constructor(
@@ -225,6 +227,18 @@ export class EntryFile {
     const buf = Buffer.allocUnsafe(length);
     const n = await new Promise<number>((res, rej) => read(this.fd, buf, 0, length, position, (err, bytes) => (err ? rej(err) : res(bytes))));
     return n === length ? buf : buf.subarray(0, n);
+  }
+
+  /**
+   * The same read in the worker (`aio off`, as nginx reads a cache file
+   * without aio), into the worker's read buffer (`workerReadBuffer`): write
+   * the bytes before anything else runs, then call `wroteReadBuffer`.
+   * @throws the file system's error
+   */
+  readInWorker(position: number, length: number): Buffer {
+    if (position < this.block.length) return this.block.subarray(position, Math.min(this.block.length, position + length));
+    const buf = workerReadBuffer(length);
+    return buf.subarray(0, readSync(this.fd, buf, 0, length, position));
   }
 
   close(): void {

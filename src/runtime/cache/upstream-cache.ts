@@ -24,6 +24,7 @@ import { predicatesHold, type CacheConf, type CacheZoneConf } from '../../config
 import { parseHttpTime, preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { endSubrequest, logRequest } from '../context.js';
 import { DONE, statusOutcome, SubrequestTarget, type Exchange, type Outcome, type Subrequest } from '../exchange.js';
+import { WORKER_READ_BYTES, wroteReadBuffer } from '../read-buffer.js';
 import type { HttpRequestState } from '../request.js';
 import { applyHeadersModule, keepForRangeNotSatisfiable, lastModifiedSec } from '../respond.js';
 import { encodeEntryHead, type EntryFile, type EntryValidity, type ReadEntryHead } from './entry-file.js';
@@ -728,7 +729,7 @@ function writeBody(ex: Exchange, bytes: Buffer): boolean {
 }
 
 /** How much of the file is read at a time. */
-const READ_BYTES = 64 * 1024;
+const READ_BYTES = WORKER_READ_BYTES;
 
 /**
  * Streams `length` bytes of the entry's file from `position`, waiting for
@@ -745,7 +746,8 @@ async function streamPart(ex: Exchange, file: EntryFile, position: number, lengt
     if (out.gone) return false;
     let piece: Buffer;
     try {
-      piece = await file.read(at, Math.min(READ_BYTES, left));
+      // in the worker (aio off) the bytes go out before anything else runs: the worker's read buffer is shared
+      piece = r.loc.aioThreads ? await file.read(at, Math.min(READ_BYTES, left)) : file.readInWorker(at, Math.min(READ_BYTES, left));
     } catch (err) {
       logRequest(cx, r, 'crit', `pread() of a cache file failed (${(err as Error).message})`);
       out.abort();
@@ -761,11 +763,12 @@ async function streamPart(ex: Exchange, file: EntryFile, position: number, lengt
     r.bodyBytesSent += piece.length;
     if (last && left === 0) {
       out.end(piece);
+      wroteReadBuffer(piece, out);
       return true;
     }
-    if (!out.write(piece)) {
-      await new Promise<void>((resolve) => out.onDrain(resolve));
-    }
+    const ok = out.write(piece);
+    wroteReadBuffer(piece, out);
+    if (!ok) await new Promise<void>((resolve) => out.onDrain(resolve));
   }
   return true;
 }

@@ -11,6 +11,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
+import { WORKER_READ_BYTES, workerReadBuffer, wroteReadBuffer } from '../read-buffer.js';
 import { discardRequestBody } from '../request-body.js';
 import { applyHeadersModule, contentTypeFor, keepForRangeNotSatisfiable, keptHeaders, lastModifiedSec } from '../respond.js';
 
@@ -190,7 +191,7 @@ const ONE_READ_MAX_BYTES = 128 * 1024;
  * One read is in memory at a time, so a client that stops reading holds
  * at most one read beside its socket buffers.
  */
-const FIRST_READ_BYTES = 64 * 1024;
+const FIRST_READ_BYTES = WORKER_READ_BYTES;
 const MAX_READ_BYTES = 256 * 1024;
 
 /**
@@ -205,23 +206,6 @@ const MAX_CHUNK_BYTES = 2 * 1024 * 1024;
 
 /** `fs.read` through node's thread pool (`aio threads`). */
 const readInPool = promisify(read);
-
-/**
- * The worker's read buffer for reads in the worker (`aio off`), filled
- * again as long as the client's connection took each read whole
- * (`tookWhole`); a read the connection keeps stays its own, and a new
- * buffer is made for the next. Without it, each 64 KiB read was a fresh
- * buffer whose memory came back only at V8's next collection: 16 clients
- * of a 1 MiB file held ~45 MiB more at the peak.
- */
-let scratch: Buffer | undefined;
-
-/** A buffer of `bytes` to read into: the worker's scratch buffer (`bytes` at most `FIRST_READ_BYTES`), else a new one. */
-function readBuffer(bytes: number, inPool: boolean): Buffer {
-  if (inPool || bytes > FIRST_READ_BYTES) return Buffer.allocUnsafe(bytes);
-  scratch ??= Buffer.allocUnsafe(FIRST_READ_BYTES);
-  return scratch.subarray(0, bytes);
-}
 
 /**
  * Streams a part of a file to the client, a read at a time, waiting for
@@ -254,7 +238,7 @@ async function streamFile(ex: Exchange, path: string, range: ByteRange): Promise
     for (let at = range.start; at < range.end;) {
       if (out.gone) return false;
       const want = Math.min(readBytes, range.end - at);
-      const buffer = readBuffer(want, inPool);
+      const buffer = inPool ? Buffer.allocUnsafe(want) : workerReadBuffer(want);
       const bytesRead = inPool ? (await readInPool(fd, buffer, 0, want, at)).bytesRead : readSync(fd, buffer, 0, want, at);
       // a file cut short since its stat: what there was went out
       if (bytesRead === 0) return true;
@@ -262,8 +246,7 @@ async function streamFile(ex: Exchange, path: string, range: ByteRange): Promise
       at += bytesRead;
       r.bodyBytesSent += bytesRead;
       const wait = !out.write(bytesRead === want ? buffer : buffer.subarray(0, bytesRead));
-      // the connection keeps the worker's buffer: the next read takes a new one
-      if (scratch !== undefined && buffer.buffer === scratch.buffer && !out.tookWhole?.()) scratch = undefined;
+      if (!inPool) wroteReadBuffer(buffer, out);
       turnBytes += bytesRead;
       if (wait) {
         if (!(await drained(out))) return false;
