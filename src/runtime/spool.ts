@@ -24,6 +24,7 @@
  */
 import type { ResponseTarget } from './exchange.js';
 import type { TempFile, TempFiles, TempPath } from './temp-files.js';
+import { inReadBuffer } from './upstream/read-buffers.js';
 
 /** How a response may be buffered. */
 export interface SpoolSettings {
@@ -62,6 +63,11 @@ export function accelBuffering(value: string, current: boolean): boolean {
 
 /** Bytes read back from the temp file at a time. */
 const READ_CHUNK_BYTES = 64 * 1024;
+
+/** A piece of body the spool keeps past the call that gave it: copied when it lies in an upstream connection's read buffer, which is filled again. */
+function kept(piece: Buffer): Buffer {
+  return inReadBuffer(piece) ? Buffer.from(piece) : piece;
+}
 
 /** Moves one response body from the upstream to the client. */
 export class ResponseSpool {
@@ -143,9 +149,12 @@ export class ResponseSpool {
       this.forward(chunk);
       return;
     }
-    this.filling.push(chunk);
     this.fillingBytes += chunk.length;
-    if (this.fillingBytes < this.room) return;
+    if (this.fillingBytes < this.room) {
+      this.filling.push(kept(chunk));
+      return;
+    }
+    this.filling.push(chunk);
     // pass on every filled buffer, in the pieces it came in (not copied into one); the rest waits
     const unit = this.settings.bufferBytes;
     const full = this.room + Math.floor((this.fillingBytes - this.room) / unit) * unit;
@@ -154,16 +163,26 @@ export class ResponseSpool {
     this.room = unit - this.fillingBytes;
     let left = full;
     for (const piece of pieces) {
-      if (left === 0) this.filling.push(piece);
+      if (left === 0) this.filling.push(kept(piece));
       else if (piece.length <= left) {
         left -= piece.length;
         this.forward(piece);
       } else {
         this.forward(piece.subarray(0, left));
-        this.filling.push(piece.subarray(left));
+        this.filling.push(kept(piece.subarray(left)));
         left = 0;
       }
     }
+  }
+
+  /**
+   * Whether the spool keeps none of what it was given (nothing queued, no
+   * temp file): what it passed on went to the client's target, and what
+   * waits for its buffer to fill is a copy when it came in an upstream
+   * connection's read buffer (`kept`).
+   */
+  keepsNothing(): boolean {
+    return this.queuedBytes === 0 && this.file === undefined && this.fileCreating === undefined;
   }
 
   /** Passes body data on: to the client, a memory queue or (unless `last`) the temp file. */

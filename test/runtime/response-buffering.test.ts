@@ -10,12 +10,13 @@
  * TLS, a client that keeps up gets a large response without a temp file.
  */
 import { strict as assert } from 'node:assert';
+import { createHash } from 'node:crypto';
 import { after, describe, it } from 'node:test';
-import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { connect as connectH2, type ClientHttp2Session } from 'node:http2';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
-import { cleanup, hasCommand, onCleanup, waitFor } from '../helpers/harness.js';
+import { cleanup, hasCommand, onCleanup, startUpstream, waitFor } from '../helpers/harness.js';
 import { selfSigned } from '../helpers/pki.js';
 import { assertSameAsNginx, differential, httpConf, type Side } from '../helpers/differential.js';
 import { listTree, openFiles, rawClient, servingPid, sleep, statusOf } from '../helpers/slow-clients.js';
@@ -244,6 +245,70 @@ describe('response buffering (differential)', () => {
       slow: { status: 200, bodyBytes: BIG, releasedBeforeRead: true, tempFilesDuring: ['/proxy/0000000001 (deleted)'] },
     });
     assert.deepEqual(spoolLines(run.nginx.errorLog), ['proxy/0000000001 /slow/']);
+    assertSameAsNginx(run);
+  });
+
+  it('sends each client its own bytes when one client reads a large response slowly while another takes responses at once, buffered or not, chunked or not', async () => {
+    // the upstream connections read into buffers of their own: one a slow client keeps is not filled again
+    const lines = (tag: string, bytes: number): string => Array.from({ length: bytes / 16 }, (_, i) => `${tag}${String(i).padStart(14, '0')}\n`).join('');
+    const bodies: Record<string, string> = { '/slow': lines('s', 24 * MiB), '/fast': lines('f', 2 * MiB), '/chunked': lines('c', 2 * MiB) };
+    const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
+    const { port: up } = await startUpstream((req, res) => {
+      const body = bodies[req.url ?? ''] ?? '';
+      if (req.url === '/chunked') {
+        res.writeHead(200);
+        for (let at = 0; at < body.length; at += 10000) res.write(body.slice(at, at + 10000), 'latin1');
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'Content-Length': body.length });
+      res.end(body, 'latin1');
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  upstream up { server 127.0.0.1:${up}; keepalive 8; }
+  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    location /off/ { proxy_pass http://up/; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
+  }`),
+    }, async (s) => {
+      const out: Record<string, string> = {};
+      for (const prefix of ['/', '/off/']) {
+        const socket = connect({ host: '127.0.0.1', port: s.port });
+        socket.pause();
+        socket.write(`GET ${prefix}slow HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
+        await sleep(300);
+        for (const path of ['fast', 'chunked', 'fast']) {
+          out[`${prefix}${path}`] = sha256((await s.get(`${prefix}${path}`, { headers: { Host: HOST } })).body);
+        }
+        const chunks: Buffer[] = [];
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        await new Promise((res) => socket.on('close', res).resume());
+        const text = Buffer.concat(chunks).toString('latin1');
+        out[`${prefix}slow`] = sha256(text.slice(text.indexOf('\r\n\r\n') + 4));
+      }
+      return out;
+    });
+    for (const prefix of ['/', '/off/']) {
+      for (const path of ['slow', 'fast', 'chunked']) assert.equal(run.nginx.result[`${prefix}${path}`], sha256(bodies[`/${path}`]!), `${prefix}${path}`);
+    }
+    assertSameAsNginx(run);
+  });
+
+  it('passes a response header that two reads of the upstream cut in the middle whole', async () => {
+    // the part of the header the first read brought waits in undici's parser: the second read takes another buffer
+    const up = await scriptedUpstream((_line, socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nX-Cut-In-Two: first-half-');
+      setTimeout(() => socket.end('second-half\r\nX-After: after\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok'), 100);
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location / { proxy_pass http://127.0.0.1:${up.port}; }
+  }`),
+    }, async (s) => {
+      const r = await s.get('/', { headers: { Host: HOST } });
+      return { status: r.status, cut: r.headers['x-cut-in-two'], after: r.headers['x-after'], body: r.body };
+    });
+    assert.deepEqual(run.nginx.result, { status: 200, cut: 'first-half-second-half', after: 'after', body: 'ok' });
     assertSameAsNginx(run);
   });
 

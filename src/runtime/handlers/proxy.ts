@@ -35,6 +35,7 @@ import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered, type 
 import { interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
+import { releasedReadBuffer } from '../upstream/read-buffers.js';
 import { allowSingleRange, cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 
 /**
@@ -915,6 +916,8 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.yielded = true;
       bodyTurns.wait(this.resumeAfterYield);
     }
+    // the client's connection took it whole and nothing else keeps it: the upstream connection may read into it again
+    if (!this.store && this.heldLast === undefined && this.spool.keepsNothing() && out.tookWhole?.()) releasedReadBuffer(chunk);
     return this.mayRead();
   }
 

@@ -14,6 +14,7 @@ import { tlsConnector } from './tls.js';
 import { IdleConnections, PeerConnections } from './peer-connections.js';
 import { H2PeerConnections } from './h2-connections.js';
 import { retireAfter } from './undici-socket.js';
+import { UPSTREAM_ONREAD } from './read-buffers.js';
 import type { Socket } from 'node:net';
 
 /**
@@ -139,7 +140,9 @@ export class UpstreamClients {
       const socketPath = peer.path !== undefined ? { socketPath: peer.path } : {};
       // a connection is kept only in a group's cache; keepalive_requests 1 and keepalive_timeout 0 keep none
       const kept = peer.keepalive > 0 && peer.group !== undefined && peer.keepaliveRequests > 1 && peer.keepaliveTimeoutMs > 0;
-      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path, http2) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath });
+      // HTTP/1.x over TCP or a unix socket reads into a buffer of the connection's own (read-buffers.ts); HTTP/2's session reads its socket itself
+      const onread = http2 ? {} : { onread: UPSTREAM_ONREAD };
+      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path, http2) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath, ...onread });
       // a new connection needs room within worker_connections, as nginx's ngx_get_connection
       const admitted = (opts: Parameters<buildConnector.connector>[0], callback: Parameters<buildConnector.connector>[1]): void => {
         if (!this.admit()) {

@@ -32,6 +32,7 @@ import Client from 'undici/lib/dispatcher/client.js';
 import undiciErrors from 'undici/lib/core/errors.js';
 import undiciSymbols from 'undici/lib/core/symbols.js';
 import { turnNowMs } from '../turn-clock.js';
+import { deliveredReadBuffer } from './read-buffers.js';
 
 /** undici's figures of one connection, read without `client.stats` (which makes an object of them at each read). */
 interface ClientFigures {
@@ -314,6 +315,7 @@ class TrackedHandler implements Dispatcher.DispatchHandler {
   }
 
   onData(chunk: Buffer): boolean {
+    deliveredReadBuffer(chunk);
     const go = this.inner.onData?.(chunk) ?? true;
     this.afterRead(go);
     return go;

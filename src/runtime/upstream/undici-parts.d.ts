@@ -26,7 +26,8 @@ declare module 'undici/lib/core/connect.js' {
 /**
  * undici's internal symbols, for the two figures of a `Client` that jinx
  * reads on every request (peer-connections.ts): its public `stats` makes a
- * new `ClientStats` of four getters at each read.
+ * new `ClientStats` of four getters at each read; and a socket's parser,
+ * which read-buffers.ts runs on each read.
  */
 declare module 'undici/lib/core/symbols.js' {
   const symbols: {
@@ -34,6 +35,8 @@ declare module 'undici/lib/core/symbols.js' {
     readonly kConnected: unique symbol;
     /** `client[kSize]`: requests queued or running on it (`stats.pending + stats.running`). */
     readonly kSize: unique symbol;
+    /** `socket[kParser]`: the HTTP/1.1 parser undici reads the socket with (null once the socket is upgraded or closed). */
+    readonly kParser: unique symbol;
   };
   export default symbols;
 }

@@ -1,0 +1,110 @@
+/**
+ * Reads of a plain (TCP or unix socket) HTTP/1.x upstream connection into a
+ * buffer of its own, filled again while nothing kept what the last read
+ * brought, as nginx reads an upstream into its `proxy_buffer_size` and
+ * `proxy_buffers` again and again. node otherwise reads every 64 KiB of a
+ * socket into a new buffer that only V8's next scavenge frees, and V8
+ * scavenges for such buffers only once they hold 32 MiB: proxied 1 MiB
+ * responses kept 40-50 MiB of spent reads in memory (README, Memory).
+ *
+ * The socket is made with node's `onread` (its `callback` gets each read,
+ * its `buffer` gives the buffer of the next). The callback pushes the read
+ * into the socket's stream, where undici's parser reads it, and runs that
+ * parser at once (undici's own `readMore`, which it runs on the stream's
+ * `readable` event) rather than on the next tick, so that, before the next
+ * read's buffer is chosen, all of it was parsed and handed on. The buffer
+ * is the connection's again for the next read only when:
+ *
+ * - the stream holds none of it (undici, paused by a handler that cannot
+ *   take more, puts back what it did not parse; a `101` leaves the rest to
+ *   the tunnel);
+ * - undici's parser holds no part of a header (a header cut by the read's
+ *   end waits there for the rest);
+ * - every piece of body undici handed to a handler (`TrackedHandler`,
+ *   `deliveredReadBuffer`) was let go of by it (`releasedReadBuffer`): the
+ *   proxy's handler lets go of a piece the client's connection took whole
+ *   with nothing else keeping it (no cache file to write it to, nothing
+ *   queued in the spool, which copies what it keeps of such a buffer; see
+ *   `inReadBuffer`).
+ *
+ * Otherwise the read stays with whoever keeps it, and the next read takes
+ * a new buffer. Handlers' `onHeaders` and `onComplete` get header and
+ * trailer Buffers in the read buffer too: they must not keep them (the
+ * proxy's turns them into strings at once).
+ */
+import type { Socket } from 'node:net';
+import undiciSymbols from 'undici/lib/core/symbols.js';
+
+/** The size of a connection's read buffer: what node reads a socket in. */
+const READ_BYTES = 64 * 1024;
+
+/** A read being parsed: its buffer, the body pieces handed to handlers, and those they let go of. */
+interface Delivery {
+  readonly buffer: ArrayBufferLike;
+  delivered: number;
+  released: number;
+}
+
+/** What undici's HTTP/1.1 parser of a socket offers (undici/lib/dispatcher/client-h1.js). */
+interface UndiciParser {
+  /** Header names and values of the head being read, as Buffers in the reads. */
+  readonly headers: readonly Buffer[];
+  /** Parses what the socket's stream holds, unless paused. */
+  readMore(): void;
+}
+
+let delivery: Delivery | undefined;
+/** The buffer of the next read of the socket whose read was just parsed, when it is free again. */
+let next: Buffer | undefined;
+
+function parserOf(socket: Socket): UndiciParser | null | undefined {
+  return (socket as unknown as Record<symbol, UndiciParser | null | undefined>)[undiciSymbols.kParser];
+}
+
+/**
+ * node's `onread` option of an upstream connection (`net.connect`), for
+ * undici's connector. `buffer` is called right after each `callback` (and
+ * once as the socket starts), for the buffer of that socket's next read.
+ */
+export const UPSTREAM_ONREAD = {
+  buffer(): Buffer {
+    const buffer = next ?? Buffer.allocUnsafe(READ_BYTES);
+    next = undefined;
+    return buffer;
+  },
+  /** Called as a method of the socket, with the bytes read into `buffer`; false stops reading until the stream is read. */
+  callback(this: Socket, bytesRead: number, buffer: Buffer): boolean {
+    const socket = this;
+    next = undefined;
+    socket.push(buffer.subarray(0, bytesRead));
+    const parser = parserOf(socket);
+    if (parser && delivery === undefined) {
+      const d: Delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
+      delivery = d;
+      try {
+        parser.readMore();
+      } finally {
+        delivery = undefined;
+      }
+      const after = parserOf(socket);
+      const free = !socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0);
+      if (free) next = buffer;
+    }
+    return socket.readableLength < socket.readableHighWaterMark;
+  },
+};
+
+/** Whether `chunk` lies in the read being parsed right now: whoever keeps a part of it past its handler's call must keep a copy, or not release it. */
+export function inReadBuffer(chunk: Buffer): boolean {
+  return delivery !== undefined && chunk.buffer === delivery.buffer;
+}
+
+/** A piece of body from the read being parsed goes to a handler (undici's `onData`). */
+export function deliveredReadBuffer(chunk: Buffer): void {
+  if (inReadBuffer(chunk)) delivery!.delivered++;
+}
+
+/** The handler let go of `chunk`: nothing reads it after this call returns. */
+export function releasedReadBuffer(chunk: Buffer): void {
+  if (inReadBuffer(chunk)) delivery!.released++;
+}
