@@ -28,7 +28,8 @@
  *   `inReadBuffer`).
  *
  * Otherwise the read stays with whoever keeps it, and the next read takes
- * a new buffer. Handlers' `onHeaders` and `onComplete` get header and
+ * a new buffer. A read shorter than `COPY_BELOW_BYTES` is copied out at
+ * once instead (and parsed on the next tick, as undici parses any read). Handlers' `onHeaders` and `onComplete` get header and
  * trailer Buffers in the read buffer too: they must not keep them (the
  * proxy's turns them into strings at once).
  */
@@ -37,6 +38,15 @@ import undiciSymbols from 'undici/lib/core/symbols.js';
 
 /** The size of a connection's read buffer: what node reads a socket in. */
 const READ_BYTES = 64 * 1024;
+
+/**
+ * A read shorter than this is copied out of the buffer (into a buffer of
+ * its size, or a slice of node's pool for a few KiB), as node itself cuts
+ * each read down to its size: a small piece that a slow client keeps does
+ * not hold the whole buffer, and a piece that holds it fills a quarter of it
+ * at least.
+ */
+const COPY_BELOW_BYTES = 16 * 1024;
 
 /** A read being parsed: its buffer, the body pieces handed to handlers, and those they let go of. */
 interface Delivery {
@@ -76,6 +86,11 @@ export const UPSTREAM_ONREAD = {
   callback(this: Socket, bytesRead: number, buffer: Buffer): boolean {
     const socket = this;
     next = undefined;
+    if (bytesRead < COPY_BELOW_BYTES) {
+      socket.push(Buffer.from(buffer.subarray(0, bytesRead)));
+      next = buffer;
+      return socket.readableLength < socket.readableHighWaterMark;
+    }
     socket.push(buffer.subarray(0, bytesRead));
     const parser = parserOf(socket);
     if (parser && delivery === undefined) {
