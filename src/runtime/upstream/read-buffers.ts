@@ -59,6 +59,8 @@ interface Delivery {
 interface UndiciParser {
   /** Header names and values of the head being read, as Buffers in the reads. */
   readonly headers: readonly Buffer[];
+  /** A handler paused the response (its `onData` returned false). */
+  readonly paused: boolean;
   /** Parses what the socket's stream holds, unless paused. */
   readMore(): void;
 }
@@ -104,6 +106,9 @@ export const UPSTREAM_ONREAD = {
       const after = parserOf(socket);
       const free = !socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0);
       if (free) next = buffer;
+      // a handler that cannot take more (a slow client, the turn's budget spent) paused undici: the socket is
+      // not read until undici resumes and reads its stream, which starts reading again
+      if (after?.paused) return false;
     }
     return socket.readableLength < socket.readableHighWaterMark;
   },
