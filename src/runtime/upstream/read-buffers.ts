@@ -8,12 +8,16 @@
  * responses kept 40-50 MiB of spent reads in memory (README, Memory).
  *
  * The socket is made with node's `onread` (its `callback` gets each read,
- * its `buffer` gives the buffer of the next). The callback pushes the read
- * into the socket's stream, where undici's parser reads it, and runs that
- * parser at once (undici's own `readMore`, which it runs on the stream's
- * `readable` event) rather than on the next tick, so that, before the next
- * read's buffer is chosen, all of it was parsed and handed on. The buffer
- * is the connection's again for the next read only when:
+ * its `buffer` gives the buffer of the next). The callback hands the read
+ * to undici's parser at once (`execute`, what undici's `readMore` does with
+ * each chunk it reads from the socket's stream on the stream's `readable`
+ * event, a tick later), so that, before the next read's buffer is chosen,
+ * all of it was parsed and handed on; the stream is skipped, and with it
+ * two ticks a read. When the parser cannot take it now (not attached yet,
+ * paused, gone after a `101`) or older bytes wait in the stream, the read
+ * is pushed into the stream instead, where undici (or the tunnel) reads it
+ * as before. The buffer is the connection's again for the next read only
+ * when:
  *
  * - the stream holds none of it (undici, paused by a handler that cannot
  *   take more, puts back what it did not parse; a `101` leaves the rest to
@@ -29,9 +33,9 @@
  *
  * Otherwise the read stays with whoever keeps it, and the next read takes
  * a new buffer. A read shorter than `COPY_BELOW_BYTES` is copied out at
- * once instead (and parsed on the next tick, as undici parses any read). Handlers' `onHeaders` and `onComplete` get header and
- * trailer Buffers in the read buffer too: they must not keep them (the
- * proxy's turns them into strings at once).
+ * once instead, and the buffer is free again. Handlers' `onHeaders` and
+ * `onComplete` get header and trailer Buffers in the read too: they must
+ * not keep them (the proxy's turns them into strings at once).
  */
 import type { Socket } from 'node:net';
 import undiciSymbols from 'undici/lib/core/symbols.js';
@@ -61,8 +65,10 @@ interface UndiciParser {
   readonly headers: readonly Buffer[];
   /** A handler paused the response (its `onData` returned false). */
   readonly paused: boolean;
-  /** Parses what the socket's stream holds, unless paused. */
-  readMore(): void;
+  /** The parser's memory in undici's llhttp (null once destroyed). */
+  readonly ptr: number | null;
+  /** Parses `data`; puts back into the socket's stream what it did not parse when a handler paused it. */
+  execute(data: Buffer): void;
 }
 
 let delivery: Delivery | undefined;
@@ -88,28 +94,28 @@ export const UPSTREAM_ONREAD = {
   callback(this: Socket, bytesRead: number, buffer: Buffer): boolean {
     const socket = this;
     next = undefined;
-    if (bytesRead < COPY_BELOW_BYTES) {
-      socket.push(Buffer.from(buffer.subarray(0, bytesRead)));
-      next = buffer;
+    const small = bytesRead < COPY_BELOW_BYTES;
+    const bytes = small ? Buffer.from(buffer.subarray(0, bytesRead)) : buffer.subarray(0, bytesRead);
+    const parser = parserOf(socket);
+    if (!parser || parser.paused || parser.ptr === null || socket.readableLength > 0 || delivery !== undefined) {
+      // no parser to take it now (not yet attached, paused, gone after a 101), or older bytes wait in the stream: the
+      // read queues behind them, read by undici (or the tunnel) from the stream
+      socket.push(bytes);
+      if (small) next = buffer;
       return socket.readableLength < socket.readableHighWaterMark;
     }
-    socket.push(buffer.subarray(0, bytesRead));
-    const parser = parserOf(socket);
-    if (parser && delivery === undefined) {
-      const d: Delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
-      delivery = d;
-      try {
-        parser.readMore();
-      } finally {
-        delivery = undefined;
-      }
-      const after = parserOf(socket);
-      const free = !socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0);
-      if (free) next = buffer;
-      // a handler that cannot take more (a slow client, the turn's budget spent) paused undici: the socket is
-      // not read until undici resumes and reads its stream, which starts reading again
-      if (after?.paused) return false;
+    const d: Delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
+    delivery = d;
+    try {
+      parser.execute(bytes);
+    } finally {
+      delivery = undefined;
     }
+    const after = parserOf(socket);
+    if (small || (!socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0))) next = buffer;
+    // a handler that cannot take more (a slow client, the turn's budget spent) paused undici, which put back what it
+    // had not parsed: the socket is not read until undici resumes and reads its stream, which starts reading again
+    if (after?.paused) return false;
     return socket.readableLength < socket.readableHighWaterMark;
   },
 };
