@@ -916,8 +916,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.yielded = true;
       bodyTurns.wait(this.resumeAfterYield);
     }
-    // the client's connection took it whole and nothing else keeps it: the upstream connection may read into it again
-    if (!this.store && this.heldLast === undefined && this.spool.keepsNothing() && out.tookWhole?.()) releasedReadBuffer(chunk);
+    // the client's connection took it whole and nothing else keeps it (no cache file, which also keeps the last piece): the
+    // upstream connection may read into it again
+    if (!this.store && this.spool.keepsNothing() && out.tookWhole?.()) releasedReadBuffer(chunk);
     return this.mayRead();
   }
 
