@@ -20,7 +20,7 @@
  */
 import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { workerReadBuffer } from '../read-buffer.js';
+import { workerReadBuffer } from '../file-read-buffer.js';
 
 /**
  * How long an entry is fresh, and how long after that it may still be sent

@@ -24,7 +24,7 @@ import { predicatesHold, type CacheConf, type CacheZoneConf } from '../../config
 import { parseHttpTime, preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { endSubrequest, logRequest } from '../context.js';
 import { DONE, statusOutcome, SubrequestTarget, type Exchange, type Outcome, type Subrequest } from '../exchange.js';
-import { WORKER_READ_BYTES, wroteReadBuffer } from '../read-buffer.js';
+import { WORKER_READ_BYTES, wroteReadBuffer } from '../file-read-buffer.js';
 import type { HttpRequestState } from '../request.js';
 import { applyHeadersModule, keepForRangeNotSatisfiable, lastModifiedSec } from '../respond.js';
 import { encodeEntryHead, type EntryFile, type EntryValidity, type ReadEntryHead } from './entry-file.js';

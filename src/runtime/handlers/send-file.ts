@@ -11,7 +11,7 @@ import { systemErrorText } from '../../os-errors.js';
 import { preconditionStatus, rangesFor, type ByteRange } from '../conditional.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
-import { WORKER_READ_BYTES, workerReadBuffer, wroteReadBuffer } from '../read-buffer.js';
+import { WORKER_READ_BYTES, workerReadBuffer, wroteReadBuffer } from '../file-read-buffer.js';
 import { discardRequestBody } from '../request-body.js';
 import { applyHeadersModule, contentTypeFor, keepForRangeNotSatisfiable, keptHeaders, lastModifiedSec } from '../respond.js';
 
