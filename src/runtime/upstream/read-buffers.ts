@@ -104,18 +104,23 @@ export const UPSTREAM_ONREAD = {
       if (small) next = buffer;
       return socket.readableLength < socket.readableHighWaterMark;
     }
-    const d: Delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
-    delivery = d;
-    try {
+    if (small) {
       parser.execute(bytes);
-    } finally {
-      delivery = undefined;
+      next = buffer;
+    } else {
+      const d: Delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
+      delivery = d;
+      try {
+        parser.execute(bytes);
+      } finally {
+        delivery = undefined;
+      }
+      const after = parserOf(socket);
+      if (!socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0)) next = buffer;
     }
-    const after = parserOf(socket);
-    if (small || (!socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0))) next = buffer;
     // a handler that cannot take more (a slow client, the turn's budget spent) paused undici, which put back what it
     // had not parsed: the socket is not read until undici resumes and reads its stream, which starts reading again
-    if (after?.paused) return false;
+    if (parserOf(socket)?.paused) return false;
     return socket.readableLength < socket.readableHighWaterMark;
   },
 };
