@@ -187,7 +187,8 @@ const ONE_READ_MAX_BYTES = 128 * 1024;
  * to `MAX_READ_BYTES`: a 1 MiB file went out at 536 requests a second in
  * 64 KiB reads, 802-857 in 256 KiB ones (README, Performance, "Large
  * static files"). Read in the worker, 64 KiB reads did 1,239-1,446 against
- * 1,210-1,226 growing ones, 142-148 MiB peak against 155-157 (16 clients).
+ * 1,210-1,226 growing ones, 142-148 MiB peak against 155-157 (16 clients,
+ * each read then a new buffer; now the worker's own, file-read-buffer.ts).
  * One read is in memory at a time, so a client that stops reading holds
  * at most one read beside its socket buffers.
  */
