@@ -11,8 +11,6 @@
  * scavenge: 16 clients of a 1 MiB file peaked ~80 MiB higher, at 0.6× the
  * requests a second (README, Performance, "Static files read in the worker").
  */
-import type { ResponseTarget } from './exchange.js';
-
 /** The buffer's size: reads of a file in the worker are at most this long (send-file.ts's `FIRST_READ_BYTES`). */
 export const WORKER_READ_BYTES = 64 * 1024;
 
@@ -25,7 +23,12 @@ export function workerReadBuffer(bytes: number): Buffer {
   return scratch.subarray(0, bytes);
 }
 
-/** Call right after `buffer` (from `workerReadBuffer`) was written to `out`: when the connection keeps it, the worker's next read takes a new buffer. */
-export function wroteReadBuffer(buffer: Buffer, out: ResponseTarget): void {
+/**
+ * Call right after `buffer` (from `workerReadBuffer`) was written to `out`, a
+ * `ResponseTarget` (exchange.ts; typed here by the one method read, so this
+ * module imports nothing of the runtime): when the connection keeps it, the
+ * worker's next read takes a new buffer.
+ */
+export function wroteReadBuffer(buffer: Buffer, out: { tookWhole?(): boolean }): void {
   if (scratch !== undefined && buffer.buffer === scratch.buffer && !out.tookWhole?.()) scratch = undefined;
 }
