@@ -18,7 +18,8 @@
  * (package.json in src/version.ts) are the same.
  *
  * Then the code cache (dist/bundle/jinx.cjs.v8cache, read by launch.cts):
- * this process (node without flags, as bin/jinx starts it) loads the bundle
+ * a child node started with bin/jinx's flags (V8 takes a cache only under
+ * the flags it was made with) runs this script with `--code-cache`: it loads the bundle
  * and runs `jinx -t -q --offline` on configurations that use most
  * directives (fixtures/default and a generated one of many server blocks),
  * then serves a few requests (`serveForCache`), so the functions a check, a
@@ -31,8 +32,10 @@
  * bench/proxy.ts, 2026-11-29; pino bundled alone: 150 against 151 ms).
  *
  *   node scripts/bundle.mjs     (part of `npm run build`)
+ *   node FLAGS scripts/bundle.mjs --code-cache     (the cache alone, as the first one runs it)
  */
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { request } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -78,35 +81,38 @@ const chevrotainSingleFile = {
 
 const outdir = join(root, 'dist/bundle');
 const bundleFile = join(outdir, 'jinx.cjs');
-rmSync(outdir, { recursive: true, force: true });
-await build({
-  entryPoints: [join(root, 'dist/src/cli/entry.js')],
-  outfile: bundleFile,
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
-  target: 'node20',
-  // `import.meta.url` of every module is the bundle's URL; `__filename` is the one launch.cts passes
-  define: { 'import.meta.url': '__jinxBundleUrl' },
-  // the file is the function node's CommonJS loader would wrap it in, so that launch.cts compiles the text as read: a
-  // wrapper added there made V8 keep a second, flattened copy of the 1.7 MB source in its heap
-  banner: { js: "(function (exports, require, module, __filename, __dirname) {var __jinxBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
-  footer: { js: '\n})' },
-  // no comments or layout: a smaller source for node to keep (all ASCII, one byte a character); names stay, for stack traces
-  minifyWhitespace: true,
-  minifySyntax: true,
-  // the bundled packages' license comments go to a file beside the bundle (removed when empty)
-  legalComments: 'external',
-  // jinx.cjs.map, not named in the bundle (node does not read it; the bundle's text, which the code cache is keyed by,
-  // stays the same): bench/cpuprofile.ts maps a profile of bin/jinx back to src/ and the packages through it
-  sourcemap: 'external',
-  sourcesContent: false,
-  logLevel: 'warning',
-  plugins: [withoutUndiciH2, chevrotainSingleFile],
-});
-for (const f of readdirSync(outdir)) if (f.endsWith('.LEGAL.txt') && statSync(join(outdir, f)).size === 0) rmSync(join(outdir, f));
-// launch.cts reads the bundle as latin1: one byte a character, which holds for ASCII only
-if (readFileSync(bundleFile).some((byte) => byte > 0x7f)) throw new Error(`${bundleFile} has bytes outside ASCII`);
+/** Writes dist/bundle/jinx.cjs (and its source map) with esbuild. */
+async function bundle() {
+  rmSync(outdir, { recursive: true, force: true });
+  await build({
+    entryPoints: [join(root, 'dist/src/cli/entry.js')],
+    outfile: bundleFile,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    // `import.meta.url` of every module is the bundle's URL; `__filename` is the one launch.cts passes
+    define: { 'import.meta.url': '__jinxBundleUrl' },
+    // the file is the function node's CommonJS loader would wrap it in, so that launch.cts compiles the text as read: a
+    // wrapper added there made V8 keep a second, flattened copy of the 1.7 MB source in its heap
+    banner: { js: "(function (exports, require, module, __filename, __dirname) {var __jinxBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    footer: { js: '\n})' },
+    // no comments or layout: a smaller source for node to keep (all ASCII, one byte a character); names stay, for stack traces
+    minifyWhitespace: true,
+    minifySyntax: true,
+    // the bundled packages' license comments go to a file beside the bundle (removed when empty)
+    legalComments: 'external',
+    // jinx.cjs.map, not named in the bundle (node does not read it; the bundle's text, which the code cache is keyed by,
+    // stays the same): bench/cpuprofile.ts maps a profile of bin/jinx back to src/ and the packages through it
+    sourcemap: 'external',
+    sourcesContent: false,
+    logLevel: 'warning',
+    plugins: [withoutUndiciH2, chevrotainSingleFile],
+  });
+  for (const f of readdirSync(outdir)) if (f.endsWith('.LEGAL.txt') && statSync(join(outdir, f)).size === 0) rmSync(join(outdir, f));
+  // launch.cts reads the bundle as latin1: one byte a character, which holds for ASCII only
+  if (readFileSync(bundleFile).some((byte) => byte > 0x7f)) throw new Error(`${bundleFile} has bytes outside ASCII`);
+}
 
 /** A configuration of `count` server blocks with the directives most configurations use, to compile for the cache. */
 function manyServers(count) {
@@ -219,4 +225,21 @@ async function writeCodeCache() {
   }
   writeFileSync(CODE_CACHE_FILE, script.createCachedData());
 }
-await writeCodeCache();
+/**
+ * The node flags bin/jinx starts node with (its `node_flags='…'` line): V8
+ * keys a code cache by its flags, so the cache is made in a node started
+ * with the same ones (a child running this script with `--code-cache`).
+ */
+function binJinxNodeFlags() {
+  const m = /^node_flags='([^']*)'$/m.exec(readFileSync(join(root, 'bin/jinx'), 'utf8'));
+  if (m === null) throw new Error("bin/jinx has no node_flags='…' line");
+  return m[1].split(' ').filter((f) => f !== '');
+}
+
+if (process.argv.includes('--code-cache')) {
+  await writeCodeCache();
+} else {
+  await bundle();
+  const made = spawnSync(process.execPath, [...binJinxNodeFlags(), fileURLToPath(import.meta.url), '--code-cache'], { stdio: 'inherit' });
+  if (made.status !== 0) throw new Error(`making the code cache: status ${made.status ?? made.signal}`);
+}
