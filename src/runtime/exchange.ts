@@ -11,6 +11,7 @@ import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeContext } from './context.js';
 import type { HttpRequestState } from './request.js';
 import { tcpSocketOf } from './server/tcp-socket.js';
+import { turnNowMs } from './turn-clock.js';
 
 /** Where a response goes. */
 export interface ResponseTarget {
@@ -133,23 +134,74 @@ export interface SendTimeout {
 }
 
 /**
- * nginx's write timer (`send_timeout`) on a response whose data waits in
- * `output` (a socket or an HTTP/2 response): `timeout.expired()` runs when
- * `output` has not drained within `timeout.ms()`; a drain or close disarms
- * it, and `disarmed` hears of either end.
+ * nginx's write timer (`send_timeout`) of one response: `blocked()` when a
+ * write leaves data waiting for the client (the timer runs from then, as
+ * `ngx_http_writer` adds the write event's timer), `unblocked()` when the
+ * output drained; when data has waited `timeout.ms()` without a drain,
+ * `timeout.expired()` runs. One node timer serves every wait of the
+ * response: a drain leaves it armed, and when it fires it checks whether
+ * data still waits and since when (re-armed for the rest), as the upstream
+ * read timer does (upstream/peer-connections.ts): a 1 MiB response to a
+ * slower client waits dozens of times, and a node timer with two listeners
+ * per wait was a tenth of what such a response allocated. `stop()` when
+ * the response is over and nothing waits (the timer would keep the
+ * response alive until it fires).
  */
-export function armSendTimer(output: NodeJS.EventEmitter, timeout: SendTimeout, disarmed: () => void): NodeJS.Timeout {
-  const disarm = (): void => {
-    clearTimeout(timer);
-    output.off('drain', disarm).off('close', disarm);
-    disarmed();
+export class SendTimer {
+  private timer: NodeJS.Timeout | undefined;
+  /** When data began to wait (turn clock, ms); -1: nothing waits. */
+  private blockedSinceMs = -1;
+
+  constructor(private readonly timeout: SendTimeout) {}
+
+  /** Whether written data waits for the client. */
+  get isBlocked(): boolean {
+    return this.blockedSinceMs >= 0;
+  }
+
+  /** A write left data waiting: the timer runs from now, unless data already waited. */
+  blocked(): void {
+    if (this.blockedSinceMs >= 0) return;
+    this.blockedSinceMs = turnNowMs();
+    this.timer ??= setTimeout(this.fired, this.timeout.ms());
+  }
+
+  /** The output drained: nothing waits. */
+  unblocked(): void {
+    this.blockedSinceMs = -1;
+  }
+
+  /** The response is over: no timer is left. */
+  stop(): void {
+    this.blockedSinceMs = -1;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private readonly fired = (): void => {
+    this.timer = undefined;
+    if (this.blockedSinceMs < 0) return;
+    const leftMs = this.blockedSinceMs + this.timeout.ms() - turnNowMs();
+    if (leftMs >= 1) {
+      this.timer = setTimeout(this.fired, leftMs);
+      return;
+    }
+    this.blockedSinceMs = -1;
+    this.timeout.expired();
   };
-  const timer = setTimeout(() => {
-    disarm();
-    timeout.expired();
-  }, timeout.ms());
-  output.on('drain', disarm).on('close', disarm);
-  return timer;
+}
+
+/**
+ * Calls the callbacks waiting for a target's drain (`onDrain`) and takes
+ * them out of `waiters`; those a callback adds wait for the next drain. The
+ * list is kept (no array per drain).
+ */
+export function callDrainWaiters(waiters: (() => void)[] | undefined): void {
+  if (waiters === undefined || waiters.length === 0) return;
+  const n = waiters.length;
+  for (let i = 0; i < n; i++) waiters[i]!();
+  waiters.copyWithin(0, n);
+  waiters.length -= n;
 }
 
 /** The response of a subrequest: status and headers kept, body dropped. */

@@ -343,7 +343,13 @@ export class ResponseSpool {
     else this.pump();
   }
 
-  /** Sends what the client can take: queued chunks, the temp file, then chunks queued after it. */
+  /**
+   * Sends what the client can take: queued chunks, the temp file, then
+   * chunks queued after it. Synchronous but for the temp file's reads
+   * (`pumpFile`): a drain that finds the data in memory costs no promise.
+   * `pumping` while it runs (what it sets off, an upstream resumed, may
+   * call it again: that call leaves the work to this one).
+   */
   private pump(): void {
     if (this.pumping || this.closed) return;
     if (this.out.gone) {
@@ -351,22 +357,11 @@ export class ResponseSpool {
       return;
     }
     this.pumping = true;
-    void this.pumpAsync().finally(() => {
-      this.pumping = false;
-      if (!this.closed && this.out.bufferedBytes < this.busyBytes && this.hasMore()) this.pump();
-    });
-  }
-
-  private hasMore(): boolean {
-    return this.head.length > 0 || this.fileRead < this.fileWritten || (!this.fileBacklog && this.tail.length > 0);
-  }
-
-  private async pumpAsync(): Promise<void> {
     for (;;) {
-      if (this.closed) return;
+      if (this.closed) break;
       if (this.out.bufferedBytes >= this.busyBytes) {
         this.armDrain();
-        return;
+        break;
       }
       const next = this.head.shift();
       if (next) {
@@ -376,27 +371,33 @@ export class ResponseSpool {
         continue;
       }
       if (this.file && this.fileRead < this.fileWritten) {
-        const len = Math.min(READ_CHUNK_BYTES, this.fileWritten - this.fileRead);
-        const buf = Buffer.allocUnsafe(len);
-        let n: number;
-        try {
-          ({ bytesRead: n } = await this.file.handle.read(buf, 0, len, this.fileRead));
-        } catch (err) {
-          this.fail(err as Error, this.file?.path);
-          return;
-        }
-        if (this.closed) return;
-        this.fileRead += n;
-        this.out.write(n === len ? buf : buf.subarray(0, n));
-        continue;
+        this.pumpFile(this.file);
+        return;
       }
       if (!this.fileBacklog && this.tail.length > 0) {
         this.head.push(...this.tail.splice(0));
         continue;
       }
       if (this.upstreamDone && !this.fileBacklog) this.finish();
-      return;
+      break;
     }
+    this.pumping = false;
+  }
+
+  /** Reads the temp file's next part and sends it, then pumps on (`pumping` until then). */
+  private pumpFile(file: TempFile): void {
+    const len = Math.min(READ_CHUNK_BYTES, this.fileWritten - this.fileRead);
+    const buf = Buffer.allocUnsafe(len);
+    file.handle.read(buf, 0, len, this.fileRead).then(({ bytesRead: n }) => {
+      this.pumping = false;
+      if (this.closed) return;
+      this.fileRead += n;
+      this.out.write(n === len ? buf : buf.subarray(0, n));
+      this.pump();
+    }, (err: Error) => {
+      this.pumping = false;
+      this.fail(err, file.path);
+    });
   }
 
   private maybeResume(): void {

@@ -317,6 +317,47 @@ describe('connections (differential)', () => {
     assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'));
   });
 
+  it('keeps sending to a client that stops for less than send_timeout each time, though its stops add up to more', async () => {
+    const body = Buffer.alloc(32 * 1024 * 1024, 0x62);
+    const big = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'Content-Length': body.length });
+      res.end(body);
+    });
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  log_format st '$status $body_bytes_sent';
+  server { listen 127.0.0.1:${port}; server_name ${HOST}; access_log logs/access.log st;
+    send_timeout 1s;
+    location / { root www; }
+    location /proxied/ { proxy_pass http://127.0.0.1:${big.port}/; }
+  }`),
+      files: { 'www/big.bin': 'b'.repeat(32 * 1024 * 1024) },
+    }, async (s) => {
+      const out: Record<string, unknown> = {};
+      for (const path of ['/big.bin', '/proxied/big.bin']) {
+        const c = await rawClient(s.port, { paused: true });
+        let taken = 0;
+        c.socket.on('data', (d: Buffer) => { taken += d.length; });
+        await c.send(get(path, 'Connection: close\r\n'));
+        // three stops of 700 ms (2.1 s in all, against a send_timeout of 1 s), 2 MiB taken between them
+        for (let stop = 0; stop < 3; stop++) {
+          await sleep(700);
+          const until = taken + 2 * 1024 * 1024;
+          c.socket.resume();
+          await waitFor(() => taken >= until || c.socket.destroyed, 10_000, `2 MiB more of ${path}`);
+          c.socket.pause();
+        }
+        c.socket.resume();
+        const end = await c.ended();
+        out[path] = { status: statusOf(end.text), whole: end.text.length > body.length && end.text.endsWith('b'.repeat(64)) };
+      }
+      return out;
+    });
+    assert.deepEqual(run.nginx.result, { '/big.bin': { status: 200, whole: true }, '/proxied/big.bin': { status: 200, whole: true } });
+    assert.ok(!run.nginx.errorLog.some((l) => l.includes('timed out')), run.nginx.errorLog.join('\n'));
+    assertSameAsNginx(run);
+    assert.deepEqual(run.jinx.file('logs/access.log'), run.nginx.file('logs/access.log'));
+  });
+
   it('answers 413 to a body that is still coming and reads the rest before closing (lingering close), for lingering_timeout between reads and lingering_time in all', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name ${HOST};

@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
-import { armSendTimer, backgroundSettled, resetConnection, type BackgroundHolder, type ClientResponseTarget, type ClientTunnel, type SendTimeout } from '../exchange.js';
+import { backgroundSettled, callDrainWaiters, resetConnection, SendTimer, type BackgroundHolder, type ClientResponseTarget, type ClientTunnel, type SendTimeout } from '../exchange.js';
 import { InTransit } from '../in-transit.js';
 import { responseHeaders, responseTrailers, STATUS_TEXT } from '../respond.js';
 import { browserOf } from '../../user-agent.js';
@@ -87,7 +87,12 @@ export class Http1Target implements ClientResponseTarget {
   private keepalive = false;
   private ended = false;
   private abortListener: ((err: NodeJS.ErrnoException | undefined) => void) | undefined;
-  private sendTimer: NodeJS.Timeout | undefined;
+  /** `send_timeout`'s timer, made when a write first leaves data waiting. */
+  private sendTimer: SendTimer | undefined;
+  /** `onDrain`'s callbacks, called at the socket's next `drain` or `close`. */
+  private drainWaiters: (() => void)[] | undefined;
+  /** Whether `drained` listens to the socket (from a write that left data waiting, or `onDrain`, to the next `drain` or `close`). */
+  private drainListened = false;
   private closeListeners: ((completed: boolean) => void)[] = [];
   private closedOnce = false;
   heldBy: BackgroundHolder | undefined;
@@ -231,7 +236,7 @@ export class Http1Target implements ClientResponseTarget {
     if (this.headOnly || data.length === 0) return this.headSent ? !this.socket.writableNeedDrain : this.sendHead();
     if (!this.headSent && !this.chunked && this.headBytes!.length + data.length <= ONE_WRITE_BYTES) {
       const sent = this.sendHead(data);
-      if (!sent && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
+      if (!sent) this.blocked();
       return sent;
     }
     this.socket.cork();
@@ -248,15 +253,31 @@ export class Http1Target implements ClientResponseTarget {
       this.bytesSent += data.length;
     }
     this.socket.uncork();
-    if (!ok && this.sendTimeout && !this.sendTimer) this.armSendTimer(this.sendTimeout);
+    if (!ok) this.blocked();
     return ok;
   }
 
-  private armSendTimer(timeout: SendTimeout): void {
-    this.sendTimer = armSendTimer(this.socket, timeout, () => {
-      this.sendTimer = undefined;
-    });
+  /** A write left data waiting in the socket: `send_timeout` runs until it drains. */
+  private blocked(): void {
+    if (this.sendTimeout === undefined) return;
+    (this.sendTimer ??= new SendTimer(this.sendTimeout)).blocked();
+    this.listenForDrain();
   }
+
+  private listenForDrain(): void {
+    if (this.drainListened) return;
+    this.drainListened = true;
+    this.socket.on('drain', this.drained).on('close', this.drained);
+  }
+
+  /** The socket drained or closed: the send timer stops waiting (or, the response over, stops), `onDrain`'s callbacks run. */
+  private readonly drained = (): void => {
+    this.drainListened = false;
+    this.socket.off('drain', this.drained).off('close', this.drained);
+    if (this.ended) this.sendTimer?.stop();
+    else this.sendTimer?.unblocked();
+    callDrainWaiters(this.drainWaiters);
+  };
 
   /**
    * Gives up a response the client stopped taking: the handler hears of it
@@ -297,11 +318,8 @@ export class Http1Target implements ClientResponseTarget {
       queueMicrotask(cb);
       return;
     }
-    const fire = (): void => {
-      this.socket.off('drain', fire).off('close', fire);
-      cb();
-    };
-    this.socket.on('drain', fire).on('close', fire);
+    (this.drainWaiters ??= []).push(cb);
+    this.listenForDrain();
   }
 
   end(chunk?: Buffer | string): void {
@@ -309,6 +327,8 @@ export class Http1Target implements ClientResponseTarget {
     if (chunk !== undefined) this.write(chunk);
     this.ended = true;
     this.abortListener = undefined;
+    // the timer of data still waiting runs on (to the drain); one left from an earlier wait goes
+    if (!this.sendTimer?.isBlocked) this.sendTimer?.stop();
     if (this.socket.destroyed) {
       this.closed(false);
       return;
@@ -336,7 +356,7 @@ export class Http1Target implements ClientResponseTarget {
     if (how === 'flush' && !this.headSent && this.headBytes !== undefined) this.sendHead();
     this.ended = true;
     this.abortListener = undefined;
-    clearTimeout(this.sendTimer);
+    this.sendTimer?.stop();
     this.closed(false);
     this.owner.responseAborted(how);
   }
@@ -354,7 +374,7 @@ export class Http1Target implements ClientResponseTarget {
     this.ended = true;
     const listener = this.abortListener;
     this.abortListener = undefined;
-    clearTimeout(this.sendTimer);
+    this.sendTimer?.stop();
     listener?.(err);
     this.closed(false);
   }

@@ -11,9 +11,8 @@
  * windows (`ngx_http_v2_send_chain`), the last one carrying END_STREAM, or
  * a trailers HEADERS frame after them (`add_trailer`).
  */
-import { EventEmitter } from 'node:events';
 import type { LocationConf } from '../../config/route-table.js';
-import { armSendTimer, type ClientResponseTarget, type SendTimeout } from '../exchange.js';
+import { callDrainWaiters, type ClientResponseTarget, type SendTimeout, SendTimer } from '../exchange.js';
 import { httpDate } from '../http1/response.js';
 import { InTransit } from '../in-transit.js';
 import type { HttpRequestState } from '../request.js';
@@ -167,10 +166,11 @@ export class Http2Target implements ClientResponseTarget {
   private waitsForSocket = false;
   /** What of `written` is in transit, made when first asked. */
   private inTransit: InTransit | undefined;
-  /** `drain` and `close`, for the send timer and handlers waiting to write: made when one first listens. */
-  private listeners: EventEmitter | undefined;
+  /** `onDrain`'s callbacks, called when the handler may write again or the response is over. */
+  private drainWaiters: (() => void)[] | undefined;
   private sendTimeout: SendTimeout | undefined;
-  private sendTimer: NodeJS.Timeout | undefined;
+  /** `send_timeout`'s timer, made when a write first leaves data waiting. */
+  private sendTimer: SendTimer | undefined;
   private conf: LocationConf | undefined;
   /** Frames written for the response, headers included (`$bytes_sent`: nginx counts each frame's header and payload). */
   bytesSent = 0;
@@ -238,7 +238,7 @@ export class Http2Target implements ClientResponseTarget {
     this.stream.conn.wantsToSend(this.stream);
     if (this.pendingBytes >= HIGH_WATER_MARK) {
       this.needDrain = true;
-      this.armSendTimer();
+      this.blocked();
       return false;
     }
     return true;
@@ -261,18 +261,23 @@ export class Http2Target implements ClientResponseTarget {
    * a stream waiting for the client's window has no timer (the write event
    * is `delayed`), so the timer starts over then.
    */
-  private armSendTimer(): void {
+  private blocked(): void {
     const timeout = this.sendTimeout;
-    if (!timeout || this.sendTimer) return;
-    this.sendTimer = armSendTimer(this.listeners ??= new EventEmitter(), {
+    if (!timeout) return;
+    this.sendTimer ??= new SendTimer({
       ms: () => timeout.ms(),
       expired: () => {
-        if (this.stream.conn.windowClosed(this.stream)) this.armSendTimer();
+        if (this.stream.conn.windowClosed(this.stream)) this.sendTimer!.blocked();
         else timeout.expired();
       },
-    }, () => {
-      this.sendTimer = undefined;
     });
+    this.sendTimer.blocked();
+  }
+
+  /** The handler may write again, or the response is over: the send timer stops waiting, `onDrain`'s callbacks run. */
+  private drained(): void {
+    this.sendTimer?.unblocked();
+    callDrainWaiters(this.drainWaiters);
   }
 
   /** Whether frames wait to be written: the header block, body bytes, or the end of the stream. */
@@ -386,7 +391,7 @@ export class Http2Target implements ClientResponseTarget {
   afterWrite(): void {
     if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK && this.stream.conn.socketBusyBytes < HIGH_WATER_MARK) {
       this.needDrain = false;
-      this.listeners?.emit('drain');
+      this.drained();
     } else if (this.needDrain && this.pendingBytes < HIGH_WATER_MARK && !this.waitsForSocket) {
       this.waitsForSocket = true;
       this.stream.conn.onSocketDrain(() => {
@@ -432,12 +437,7 @@ export class Http2Target implements ClientResponseTarget {
       queueMicrotask(cb);
       return;
     }
-    const events = (this.listeners ??= new EventEmitter());
-    const fire = (): void => {
-      events.off('drain', fire).off('close', fire);
-      cb();
-    };
-    events.on('drain', fire).on('close', fire);
+    (this.drainWaiters ??= []).push(cb);
   }
 
   /**
@@ -494,8 +494,8 @@ export class Http2Target implements ClientResponseTarget {
   private finish(completed: boolean, timedOut = false): void {
     if (this.closedOnce) return;
     this.closedOnce = true;
-    clearTimeout(this.sendTimer);
-    this.listeners?.emit('close');
+    this.drained();
+    this.sendTimer?.stop();
     this.stream.finished = true;
     this.stream.conn.closeStream(this.stream, timedOut);
     for (const cb of this.closeListeners.splice(0)) cb(completed);
