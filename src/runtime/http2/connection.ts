@@ -70,7 +70,8 @@ export interface Http2Owner {
  * the dependency tree gives the order in which streams' DATA frames go out.
  */
 interface PriorityNode {
-  readonly id: number;
+  /** The stream's id (a node dropped from the tree is reused for a new one, as nginx reuses its memory). */
+  id: number;
   weight: number;
   parent: PriorityNode | undefined;
   readonly children: PriorityNode[];
@@ -1133,17 +1134,30 @@ export class Http2Connection {
   private nodeOf(id: number, alloc: boolean): PriorityNode | undefined {
     let node = this.nodes.get(id);
     if (node || !alloc) return node;
-    if (this.closedNodes.length >= 32) this.dropClosedNode();
-    node = { id, weight: DEFAULT_WEIGHT, parent: undefined, children: [], rank: 0, relWeight: 0, stream: undefined };
+    if (this.closedNodes.length >= 32) {
+      node = this.dropClosedNode();
+      node.id = id;
+      node.weight = DEFAULT_WEIGHT;
+      node.parent = undefined;
+      node.rank = 0;
+      node.relWeight = 0;
+      node.stream = undefined;
+    } else {
+      node = { id, weight: DEFAULT_WEIGHT, parent: undefined, children: [], rank: 0, relWeight: 0, stream: undefined };
+    }
     this.nodes.set(id, node);
     return node;
   }
 
   /**
    * `ngx_http_v2_get_closed_node`: the oldest closed node leaves the tree,
-   * its children going to its parent with their share of its weight.
+   * its children going to its parent with their share of its weight; the
+   * node is returned for a new stream, as nginx reuses its memory (a node
+   * outlives 32 streams, long enough for V8 to have moved it to the old
+   * generation, where a new node per stream was garbage waiting for a
+   * mark-compact).
    */
-  private dropClosedNode(): void {
+  private dropClosedNode(): PriorityNode {
     const node = this.closedNodes.shift()!;
     this.nodes.delete(node.id);
     const parent = node.parent;
@@ -1160,6 +1174,7 @@ export class Http2Connection {
       parent.children.push(...node.children);
     }
     node.children.length = 0;
+    return node;
   }
 
   /** `ngx_http_v2_node_children_update`: ranks and relative weights below `node`. */
