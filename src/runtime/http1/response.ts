@@ -239,6 +239,13 @@ export class Http1Target implements ClientResponseTarget {
       if (!sent) this.blocked();
       return sent;
     }
+    if (this.headSent && !this.chunked) {
+      // one write: corking it would only queue it in the stream first
+      const sent = this.socket.write(data);
+      this.bytesSent += data.length;
+      if (!sent) this.blocked();
+      return sent;
+    }
     this.socket.cork();
     if (!this.headSent) this.sendHead();
     let ok: boolean;
