@@ -8,8 +8,9 @@
  *
  * Three measurements, each against a fresh jinx process on 127.0.0.1 that
  * has served one small request of each kind (its RSS is read from
- * /proc/PID/status every 50 ms; growth is the peak minus the RSS just before
- * the phase started):
+ * /proc/PID/status: the high-water mark, reset as the phase starts, and
+ * samples every 50 ms; growth is the peak minus the RSS just before the
+ * phase started):
  *
  * 1. download: a `--size` response from an upstream that sends as fast as
  *    jinx takes it, to a client that reads `--rate` bytes a second. With

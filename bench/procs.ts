@@ -48,15 +48,53 @@ export function treeRssBytes(pid: number): number {
   return kib * 1024 + childPids(pid).reduce((sum, child) => sum + treeRssBytes(child), 0);
 }
 
-/** Samples `treeRssBytes(pid)` every `intervalMs` until `stop`; `peak()` is the largest sample so far, bytes. */
+/**
+ * The kernel's high-water mark of resident memory (`VmHWM`) of `pid` and
+ * its descendants, summed, bytes: the exact peak of one process since its
+ * mark was last reset (`resetPeakRss`), an upper bound of a tree's (its
+ * processes may peak at different times).
+ */
+export function treePeakRssBytes(pid: number): number {
+  let kib: number;
+  try {
+    kib = Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+  return kib * 1024 + childPids(pid).reduce((sum, child) => sum + treePeakRssBytes(child), 0);
+}
+
+/**
+ * Sets the high-water mark of `pid` and its descendants to their resident
+ * memory now (`/proc/PID/clear_refs`, 5; Linux 4.0 and later). False when
+ * the kernel refused one (the mark then covers the process's whole life).
+ */
+function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    return false;
+  }
+  return childPids(pid).every(resetPeakRss);
+}
+
+/**
+ * The peak resident memory of `pid` and its descendants from now until
+ * `stop`, bytes: the kernel's high-water mark, reset here
+ * (`treePeakRssBytes`), which sees a peak of a few milliseconds (V8
+ * compiling a function in the background) that samples miss; and samples
+ * of `treeRssBytes` every `intervalMs` (for a process the mark cannot be
+ * reset on, and for `peak()` while it runs).
+ */
 export function rssSampler(pid: number, intervalMs: number): { peak(): number; stop(): number } {
+  const marked = resetPeakRss(pid);
   let peak = treeRssBytes(pid);
   const timer = setInterval(() => { peak = Math.max(peak, treeRssBytes(pid)); }, intervalMs);
   return {
     peak: () => peak,
     stop: () => {
       clearInterval(timer);
-      peak = Math.max(peak, treeRssBytes(pid));
+      peak = Math.max(peak, treeRssBytes(pid), marked ? treePeakRssBytes(pid) : 0);
       return peak;
     },
   };

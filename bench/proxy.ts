@@ -745,7 +745,7 @@ function summary(o: Options, runs: Run[], servers: Servers): string {
   }
   lines.push(`idle rss (listening for a second, before any request): ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.idleRssBytes)}`).join(', ')}`);
   if (o.settleS > 0) lines.push(`idle rss at least ${o.settleS} s after listening, before any request: ${o.targets.map((t) => `${t} ${fmtMiB(servers.sut.get(t)!.settledRssBytes)}`).join(', ')}`);
-  lines.push(`peak rss: the highest resident memory sampled every 100 ms in any run of that body size, warm-up included${o.workers === undefined ? '' : ' (master and workers added up)'}`);
+  lines.push(`peak rss: the highest resident memory in any run of that body size, warm-up included: the kernel's high-water mark (VmHWM, reset as each run starts)${o.workers === undefined ? '' : ' of the master and of each worker, added up (an upper bound: they may peak at different times)'}, or samples every 100 ms where the mark cannot be reset`);
   const discarded = runs.filter((r) => r.round > 0 && !r.counted).length;
   if (discarded > 0) lines.push(`note: ${discarded} run(s) were discarded and run again because other processes were busy`);
   if (o.gc) lines.push('(heap B/req: V8 heap bytes jinx allocated per request, read from --trace-gc-nvp; promoted B/req: of those, what its scavenges moved to the old generation (garbage there waits for a mark-compact: a few % of heap B/req means something keeps requests alive past their end); gc us/req: its GC pauses, wall-clock)');

@@ -24,7 +24,8 @@
  * 3. slow reader: a client reads one chunk every 100 ms (at most 64 KiB
  *    each, under 1 MiB/s) for `--slow-seconds` from a source that writes
  *    `--size` bytes as fast as the proxy takes them. The proxy's resident
- *    memory is sampled every 50 ms from /proc/PID/status: the peak growth
+ *    memory is read from /proc/PID/status (its high-water mark, reset as
+ *    the phase starts, and samples every 50 ms): the peak growth
  *    over its RSS just before must stay under `--limit-slow` MiB (nginx's
  *    figure is printed beside it).
  *
