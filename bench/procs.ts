@@ -37,15 +37,20 @@ export function childPids(pid: number): number[] {
   }
 }
 
-/** Resident memory of a process and its live children (a master and its workers), bytes; 0 once gone. */
-export function treeRssBytes(pid: number): number {
+/** A `/proc/PID/status` memory field (kB) of `pid` and its live descendants, added up, bytes; 0 for a process gone. */
+function treeStatusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   let kib: number;
   try {
-    kib = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+    kib = Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   } catch {
     return 0;
   }
-  return kib * 1024 + childPids(pid).reduce((sum, child) => sum + treeRssBytes(child), 0);
+  return kib * 1024 + childPids(pid).reduce((sum, child) => sum + treeStatusBytes(child, field), 0);
+}
+
+/** Resident memory of a process and its live children (a master and its workers), bytes; 0 once gone. */
+export function treeRssBytes(pid: number): number {
+  return treeStatusBytes(pid, 'VmRSS');
 }
 
 /**
@@ -55,13 +60,7 @@ export function treeRssBytes(pid: number): number {
  * processes may peak at different times).
  */
 export function treePeakRssBytes(pid: number): number {
-  let kib: number;
-  try {
-    kib = Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-  return kib * 1024 + childPids(pid).reduce((sum, child) => sum + treePeakRssBytes(child), 0);
+  return treeStatusBytes(pid, 'VmHWM');
 }
 
 /**
