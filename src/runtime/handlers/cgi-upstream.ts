@@ -454,7 +454,7 @@ function secureWith(ex: Exchange, settings: UpstreamTlsConf, conf: PassConf, hos
   if (files) {
     // one settings object per location's TLS, so that the certificate's settings are made once (clientCertificate keys by it)
     let pool = poolSettings.get(settings);
-    if (!pool) poolSettings.set(settings, (pool = { connectTimeoutMs: conf.connectTimeoutMs, bufferSizeBytes: conf.bufferSizeBytes, httpVersion: '1.1', tls: settings }));
+    if (!pool) poolSettings.set(settings, (pool = { connectTimeoutMs: conf.connectTimeoutMs, bufferSizeBytes: conf.bufferSizeBytes, memoryBytes: conf.memoryBytes, httpVersion: '1.1', tls: settings }));
     try {
       tls = cx.upstreams.clientCertificate(pool, files.cert.evaluate(r), files.key.evaluate(r)).tls ?? settings;
     } catch (err) {

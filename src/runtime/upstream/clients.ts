@@ -14,7 +14,7 @@ import { tlsConnector } from './tls.js';
 import { IdleConnections, PeerConnections } from './peer-connections.js';
 import { H2PeerConnections } from './h2-connections.js';
 import { retireAfter } from './undici-socket.js';
-import { UPSTREAM_ONREAD } from './read-buffers.js';
+import { upstreamOnRead, upstreamReadBytes } from './read-buffers.js';
 import type { Socket } from 'node:net';
 
 /**
@@ -27,6 +27,8 @@ export interface PoolSettings {
   readonly connectTimeoutMs: number;
   /** Bytes allowed for the status line and headers (`proxy_buffer_size`). */
   readonly bufferSizeBytes: number;
+  /** `proxy_buffers` number × size: an HTTP/1.x connection reads at most this much at once (`upstreamReadBytes`). */
+  readonly memoryBytes: number;
   /** How to speak TLS to an `https` peer; undefined: nginx's defaults. */
   readonly tls?: UpstreamTlsConf | undefined;
   /** `2`: the peer speaks HTTP/2 (`grpc_pass`); else HTTP/1.1 through undici. */
@@ -114,6 +116,7 @@ export class UpstreamClients {
       derived = {
         connectTimeoutMs: settings.connectTimeoutMs,
         bufferSizeBytes: settings.bufferSizeBytes,
+        memoryBytes: settings.memoryBytes,
         httpVersion: settings.httpVersion,
         tls: { ...tls, key: `${tls.key}|${files}`, certificate: pair, certificateFiles: undefined },
       };
@@ -132,7 +135,8 @@ export class UpstreamClients {
     if (cached) return cached;
     const tls = scheme === 'https' ? settings.tls ?? DEFAULT_TLS : undefined;
     const http2 = settings.httpVersion === '2';
-    const key = `${peer.group ?? ''}|${scheme}${http2 ? '+h2' : ''}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveTimeMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${tls?.key ?? ''}`;
+    const readBytes = upstreamReadBytes(settings.memoryBytes);
+    const key = `${peer.group ?? ''}|${scheme}${http2 ? '+h2' : ''}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveTimeMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${readBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
       // a unix domain socket is reached through undici's `socketPath`; the origin only names it
@@ -141,7 +145,7 @@ export class UpstreamClients {
       // a connection is kept only in a group's cache; keepalive_requests 1 and keepalive_timeout 0 keep none
       const kept = peer.keepalive > 0 && peer.group !== undefined && peer.keepaliveRequests > 1 && peer.keepaliveTimeoutMs > 0;
       // HTTP/1.x over TCP or a unix socket reads into a buffer of the connection's own (read-buffers.ts); HTTP/2's session reads its socket itself
-      const onread = http2 ? {} : { onread: UPSTREAM_ONREAD };
+      const onread = http2 ? {} : { onread: upstreamOnRead(readBytes) };
       const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path, http2) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath, ...onread });
       // a new connection needs room within worker_connections, as nginx's ngx_get_connection
       const admitted = (opts: Parameters<buildConnector.connector>[0], callback: Parameters<buildConnector.connector>[1]): void => {

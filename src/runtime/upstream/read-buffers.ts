@@ -32,7 +32,12 @@
  *   `inReadBuffer`).
  *
  * Otherwise the read stays with whoever keeps it, and the next read takes
- * a new buffer. A read shorter than `COPY_BELOW_BYTES` is copied out at
+ * a new buffer. A connection reads as much as its location's `proxy_buffers`
+ * hold (number × size; nginx's default 8 × 4 KiB reads 32 KiB at a time,
+ * as nginx fills its 8 buffers in one pass), at least 16 KiB and at most
+ * node's 64 KiB (`upstreamReadBytes`): with 64 KiB reads, 64 connections
+ * proxying 1 MiB responses held 4-8 MiB more at their peak, at 1.1-1.2×
+ * the requests a second (README, Memory). A read shorter than `COPY_BELOW_BYTES` is copied out at
  * once instead, and the buffer is free again. Handlers' `onHeaders` and
  * `onComplete` get header and trailer Buffers in the read too: they must
  * not keep them (the proxy's turns them into strings at once).
@@ -40,8 +45,11 @@
 import type { Socket } from 'node:net';
 import undiciSymbols from 'undici/lib/core/symbols.js';
 
-/** The size of a connection's read buffer: what node reads a socket in. */
-const READ_BYTES = 64 * 1024;
+/** The most a connection reads at once: what node reads a socket in. */
+const MAX_READ_BYTES = 64 * 1024;
+
+/** The least a connection reads at once: shorter reads are copied out of the buffer anyway (`COPY_BELOW_BYTES`). */
+const MIN_READ_BYTES = 16 * 1024;
 
 /**
  * A read shorter than this is copied out of the buffer (into a buffer of
@@ -80,50 +88,73 @@ function parserOf(socket: Socket): UndiciParser | null | undefined {
 }
 
 /**
- * node's `onread` option of an upstream connection (`net.connect`), for
- * undici's connector. `buffer` is called right after each `callback` (and
- * once as the socket starts), for the buffer of that socket's next read.
+ * How much an upstream connection of a location reads at once: its
+ * `proxy_buffers` (`memoryBytes`: number × size), within 16 and 64 KiB.
  */
-export const UPSTREAM_ONREAD = {
-  buffer(): Buffer {
-    const buffer = next ?? Buffer.allocUnsafe(READ_BYTES);
-    next = undefined;
-    return buffer;
-  },
-  /** Called as a method of the socket, with the bytes read into `buffer`; false stops reading until the stream is read. */
-  callback(this: Socket, bytesRead: number, buffer: Buffer): boolean {
-    const socket = this;
-    next = undefined;
-    const small = bytesRead < COPY_BELOW_BYTES;
-    const bytes = small ? Buffer.from(buffer.subarray(0, bytesRead)) : buffer.subarray(0, bytesRead);
-    const parser = parserOf(socket);
-    if (!parser || parser.paused || parser.ptr === null || socket.readableLength > 0 || delivery !== undefined) {
-      // no parser to take it now (not yet attached, paused, gone after a 101), or older bytes wait in the stream: the
-      // read queues behind them, read by undici (or the tunnel) from the stream
-      socket.push(bytes);
-      if (small) next = buffer;
-      return socket.readableLength < socket.readableHighWaterMark;
-    }
-    if (small) {
-      parser.execute(bytes);
-      next = buffer;
-    } else {
-      const d: Delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
-      delivery = d;
-      try {
-        parser.execute(bytes);
-      } finally {
-        delivery = undefined;
-      }
-      const after = parserOf(socket);
-      if (!socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0)) next = buffer;
-    }
-    // a handler that cannot take more (a slow client, the turn's budget spent) paused undici, which put back what it
-    // had not parsed: the socket is not read until undici resumes and reads its stream, which starts reading again
-    if (parserOf(socket)?.paused) return false;
+export function upstreamReadBytes(memoryBytes: number): number {
+  return Math.min(Math.max(memoryBytes, MIN_READ_BYTES), MAX_READ_BYTES);
+}
+
+/** node's `onread` option of a connection (`net.connect`): `buffer` gives the buffer of its next read, `callback` gets each read. */
+export interface UpstreamOnRead {
+  buffer(): Buffer;
+  callback(this: Socket, bytesRead: number, buffer: Buffer): boolean;
+}
+
+const onReads = new Map<number, UpstreamOnRead>();
+
+/**
+ * node's `onread` option of an upstream connection reading `readBytes` at
+ * a time (`upstreamReadBytes`), for undici's connector; one object per
+ * size. `buffer` is called right after each `callback` (and once as the
+ * socket starts), for the buffer of that socket's next read.
+ */
+export function upstreamOnRead(readBytes: number): UpstreamOnRead {
+  let onRead = onReads.get(readBytes);
+  if (!onRead) onReads.set(readBytes, (onRead = { buffer: () => nextBuffer(readBytes), callback: parseRead }));
+  return onRead;
+}
+
+/** The buffer of a socket's next read: the one its last read was parsed from when that is free again, else a new one. */
+function nextBuffer(readBytes: number): Buffer {
+  const buffer = next?.length === readBytes ? next : Buffer.allocUnsafe(readBytes);
+  next = undefined;
+  return buffer;
+}
+
+/** `onread`'s callback: called as a method of the socket, with the bytes read into `buffer`; false stops reading until the stream is read. */
+function parseRead(this: Socket, bytesRead: number, buffer: Buffer): boolean {
+  const socket = this;
+  next = undefined;
+  const small = bytesRead < COPY_BELOW_BYTES;
+  const bytes = small ? Buffer.from(buffer.subarray(0, bytesRead)) : buffer.subarray(0, bytesRead);
+  const parser = parserOf(socket);
+  if (!parser || parser.paused || parser.ptr === null || socket.readableLength > 0 || delivery !== undefined) {
+    // no parser to take it now (not yet attached, paused, gone after a 101), or older bytes wait in the stream: the
+    // read queues behind them, read by undici (or the tunnel) from the stream
+    socket.push(bytes);
+    if (small) next = buffer;
     return socket.readableLength < socket.readableHighWaterMark;
-  },
-};
+  }
+  if (small) {
+    parser.execute(bytes);
+    next = buffer;
+  } else {
+    const d: Delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
+    delivery = d;
+    try {
+      parser.execute(bytes);
+    } finally {
+      delivery = undefined;
+    }
+    const after = parserOf(socket);
+    if (!socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0)) next = buffer;
+  }
+  // a handler that cannot take more (a slow client, the turn's budget spent) paused undici, which put back what it
+  // had not parsed: the socket is not read until undici resumes and reads its stream, which starts reading again
+  if (parserOf(socket)?.paused) return false;
+  return socket.readableLength < socket.readableHighWaterMark;
+}
 
 /** Whether `chunk` lies in the read being parsed right now: whoever keeps a part of it past its handler's call must keep a copy, or not release it. */
 export function inReadBuffer(chunk: Buffer): boolean {
