@@ -425,6 +425,10 @@ function send(
     // the name for SNI and the certificate check, per request (undici's Request reads `servername`)
     const name = p.tls?.name;
     options.servername = servernameOption(sslName(name ? name.evaluate(r) : dest.hostHeader));
+  } else {
+    // no SNI over plain TCP: an empty name spares undici's Request deriving one from the Host header (net.isIP's
+    // IPv6 pattern tried on every request)
+    options.servername = servernameOption('');
   }
   let started: ProxyResponse | undefined;
   return new Promise<Outcome>((resolve) => {
