@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { connect as connectH2, type ClientHttp2Session } from 'node:http2';
-import { get as httpsGet } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { cleanup, hasCommand, onCleanup, startUpstream, waitFor } from '../helpers/harness.js';
 import { selfSigned } from '../helpers/pki.js';
@@ -190,6 +191,65 @@ async function fastcgiUpstream(size: number): Promise<{ port: number; written():
   return { port: (server.address() as AddressInfo).port, written: () => written };
 }
 
+/** Lines of 16 bytes tagged `tag`, `bytes` of them in all: each piece of a body is told from the others by its place. */
+const taggedLines = (tag: string, bytes: number): string => Array.from({ length: bytes / 16 }, (_, i) => `${tag}${String(i).padStart(14, '0')}\n`).join('');
+
+/** The bodies `ownBytesHandler` answers with: one slow client's, and two that other clients take at once. */
+const OWN_BYTES_BODIES: Record<string, string> = { '/slow': taggedLines('s', 24 * MiB), '/fast': taggedLines('f', 2 * MiB), '/chunked': taggedLines('c', 2 * MiB) };
+
+const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
+
+/** An upstream's handler: `/slow` and `/fast` with a `Content-Length`, `/chunked` in chunks of 10,000 bytes. */
+function ownBytesHandler(req: IncomingMessage, res: ServerResponse): void {
+  const body = OWN_BYTES_BODIES[req.url ?? ''] ?? '';
+  if (req.url === '/chunked') {
+    res.writeHead(200);
+    for (let at = 0; at < body.length; at += 10000) res.write(body.slice(at, at + 10000), 'latin1');
+    res.end();
+    return;
+  }
+  res.writeHead(200, { 'Content-Length': body.length });
+  res.end(body, 'latin1');
+}
+
+/**
+ * Through `proxy_pass SCHEME://` to the upstream on `up` (`ownBytesHandler`),
+ * buffered and with `proxy_buffering off`: one client asks for `/slow` and
+ * does not read while other requests take `/fast`, `/chunked` and `/fast`
+ * at once, then reads it whole. Asserts every client got its own bytes, as
+ * from nginx.
+ */
+async function assertOwnBytes(scheme: 'http' | 'https', up: number): Promise<void> {
+  const run = await differential({
+    conf: ({ port }) => httpConf(`  upstream up { server 127.0.0.1:${up}; keepalive 8; }
+  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location / { proxy_pass ${scheme}://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    location /off/ { proxy_pass ${scheme}://up/; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
+  }`),
+  }, async (s) => {
+    const out: Record<string, string> = {};
+    for (const prefix of ['/', '/off/']) {
+      const socket = connect({ host: '127.0.0.1', port: s.port });
+      socket.pause();
+      socket.write(`GET ${prefix}slow HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
+      await sleep(300);
+      for (const path of ['fast', 'chunked', 'fast']) {
+        out[`${prefix}${path}`] = sha256((await s.get(`${prefix}${path}`, { headers: { Host: HOST } })).body);
+      }
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      await new Promise((res) => socket.on('close', res).resume());
+      const text = Buffer.concat(chunks).toString('latin1');
+      out[`${prefix}slow`] = sha256(text.slice(text.indexOf('\r\n\r\n') + 4));
+    }
+    return out;
+  });
+  for (const prefix of ['/', '/off/']) {
+    for (const path of ['slow', 'fast', 'chunked']) assert.equal(run.nginx.result[`${prefix}${path}`], sha256(OWN_BYTES_BODIES[`/${path}`]!), `${prefix}${path}`);
+  }
+  assertSameAsNginx(run);
+}
+
 describe('response buffering (differential)', () => {
   after(cleanup);
 
@@ -250,48 +310,16 @@ describe('response buffering (differential)', () => {
 
   it('sends each client its own bytes when one client reads a large response slowly while another takes responses at once, buffered or not, chunked or not', async () => {
     // the upstream connections read into buffers of their own: one a slow client keeps is not filled again
-    const lines = (tag: string, bytes: number): string => Array.from({ length: bytes / 16 }, (_, i) => `${tag}${String(i).padStart(14, '0')}\n`).join('');
-    const bodies: Record<string, string> = { '/slow': lines('s', 24 * MiB), '/fast': lines('f', 2 * MiB), '/chunked': lines('c', 2 * MiB) };
-    const sha256 = (text: string): string => createHash('sha256').update(text, 'latin1').digest('hex');
-    const { port: up } = await startUpstream((req, res) => {
-      const body = bodies[req.url ?? ''] ?? '';
-      if (req.url === '/chunked') {
-        res.writeHead(200);
-        for (let at = 0; at < body.length; at += 10000) res.write(body.slice(at, at + 10000), 'latin1');
-        res.end();
-        return;
-      }
-      res.writeHead(200, { 'Content-Length': body.length });
-      res.end(body, 'latin1');
-    });
-    const run = await differential({
-      conf: ({ port }) => httpConf(`  upstream up { server 127.0.0.1:${up}; keepalive 8; }
-  server { listen 127.0.0.1:${port}; server_name ${HOST};
-    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
-    location /off/ { proxy_pass http://up/; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
-  }`),
-    }, async (s) => {
-      const out: Record<string, string> = {};
-      for (const prefix of ['/', '/off/']) {
-        const socket = connect({ host: '127.0.0.1', port: s.port });
-        socket.pause();
-        socket.write(`GET ${prefix}slow HTTP/1.1\r\nHost: ${HOST}\r\nConnection: close\r\n\r\n`);
-        await sleep(300);
-        for (const path of ['fast', 'chunked', 'fast']) {
-          out[`${prefix}${path}`] = sha256((await s.get(`${prefix}${path}`, { headers: { Host: HOST } })).body);
-        }
-        const chunks: Buffer[] = [];
-        socket.on('data', (c: Buffer) => chunks.push(c));
-        await new Promise((res) => socket.on('close', res).resume());
-        const text = Buffer.concat(chunks).toString('latin1');
-        out[`${prefix}slow`] = sha256(text.slice(text.indexOf('\r\n\r\n') + 4));
-      }
-      return out;
-    });
-    for (const prefix of ['/', '/off/']) {
-      for (const path of ['slow', 'fast', 'chunked']) assert.equal(run.nginx.result[`${prefix}${path}`], sha256(bodies[`/${path}`]!), `${prefix}${path}`);
-    }
-    assertSameAsNginx(run);
+    const { port: up } = await startUpstream(ownBytesHandler);
+    await assertOwnBytes('http', up);
+  });
+
+  it('sends each client its own bytes from an HTTPS upstream when one client reads a large response slowly while another takes responses at once', { skip: NO_OPENSSL }, async () => {
+    // decrypted bytes, too, are read into the connection's own buffer, 16 KiB at a time
+    const server = createHttpsServer(selfSigned('up.test'), ownBytesHandler);
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+    onCleanup(() => new Promise<void>((res) => { server.closeAllConnections(); server.close(() => res()); }));
+    await assertOwnBytes('https', (server.address() as AddressInfo).port);
   });
 
   it('passes a response header that two reads of the upstream cut in the middle whole', async () => {

@@ -135,7 +135,7 @@ export class UpstreamClients {
     if (cached) return cached;
     const tls = scheme === 'https' ? settings.tls ?? DEFAULT_TLS : undefined;
     const http2 = settings.httpVersion === '2';
-    const readBytes = upstreamReadBytes(settings.memoryBytes);
+    const readBytes = upstreamReadBytes(settings.memoryBytes, tls !== undefined);
     const key = `${peer.group ?? ''}|${scheme}${http2 ? '+h2' : ''}://${peer.name}|${peer.keepalive}|${peer.keepaliveTimeoutMs}|${peer.keepaliveTimeMs}|${peer.keepaliveRequests}|${settings.connectTimeoutMs}|${settings.bufferSizeBytes}|${readBytes}|${tls?.key ?? ''}`;
     let pool = this.pools.get(key);
     if (!pool) {
@@ -144,9 +144,10 @@ export class UpstreamClients {
       const socketPath = peer.path !== undefined ? { socketPath: peer.path } : {};
       // a connection is kept only in a group's cache; keepalive_requests 1 and keepalive_timeout 0 keep none
       const kept = peer.keepalive > 0 && peer.group !== undefined && peer.keepaliveRequests > 1 && peer.keepaliveTimeoutMs > 0;
-      // HTTP/1.x over TCP or a unix socket reads into a buffer of the connection's own (read-buffers.ts); HTTP/2's session reads its socket itself
-      const onread = http2 ? {} : { onread: upstreamOnRead(readBytes) };
-      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path, http2) : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath, ...onread });
+      // HTTP/1.x reads into a buffer of the connection's own (read-buffers.ts); HTTP/2's session reads its socket itself
+      const onread = http2 ? undefined : upstreamOnRead(readBytes);
+      const connector = tls ? tlsConnector(tls, settings.connectTimeoutMs, peer.path, http2, onread)
+        : buildConnector({ timeout: settings.connectTimeoutMs, ...socketPath, ...(onread ? { onread } : {}) });
       // a new connection needs room within worker_connections, as nginx's ngx_get_connection
       const admitted = (opts: Parameters<buildConnector.connector>[0], callback: Parameters<buildConnector.connector>[1]): void => {
         if (!this.admit()) {

@@ -1,6 +1,6 @@
 /**
- * Reads of a plain (TCP or unix socket) HTTP/1.x upstream connection into a
- * buffer of its own, filled again while nothing kept what the last read
+ * Reads of an HTTP/1.x upstream connection (TCP or unix socket, plain or
+ * TLS) into a buffer of its own, filled again while nothing kept what the last read
  * brought, as nginx reads an upstream into its `proxy_buffer_size` and
  * `proxy_buffers` again and again. node otherwise reads every 64 KiB of a
  * socket into a new buffer that only V8's next scavenge frees, and V8
@@ -89,10 +89,13 @@ function parserOf(socket: Socket): UndiciParser | null | undefined {
 
 /**
  * How much an upstream connection of a location reads at once: its
- * `proxy_buffers` (`memoryBytes`: number × size), within 16 and 64 KiB.
+ * `proxy_buffers` (`memoryBytes`: number × size), within 16 and 64 KiB;
+ * over TLS 16 KiB, as node hands decrypted bytes over in pieces of at most
+ * that (`kClearOutChunkSize`, src/crypto/crypto_tls.h): a larger buffer
+ * would never fill.
  */
-export function upstreamReadBytes(memoryBytes: number): number {
-  return Math.min(Math.max(memoryBytes, MIN_READ_BYTES), MAX_READ_BYTES);
+export function upstreamReadBytes(memoryBytes: number, tls: boolean): number {
+  return tls ? MIN_READ_BYTES : Math.min(Math.max(memoryBytes, MIN_READ_BYTES), MAX_READ_BYTES);
 }
 
 /** node's `onread` option of a connection (`net.connect`): `buffer` gives the buffer of its next read, `callback` gets each read. */

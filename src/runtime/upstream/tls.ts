@@ -18,6 +18,7 @@ import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate, ty
 import buildConnector from 'undici/lib/core/connect.js';
 import type { UpstreamTlsConf } from '../../config/route-table.js';
 import { UpstreamCertificateError } from './errors.js';
+import type { UpstreamOnRead } from './read-buffers.js';
 
 /** Stands for an empty name in undici's `servername` (undici would replace `''` by the Host header's name). */
 const EMPTY_NAME = '\u0000';
@@ -143,12 +144,17 @@ export function upstreamTlsOptions(
  * `proxy_connect_timeout`; undici's connector applies it to the TCP connect
  * and the handshake together. `http2`: ALPN offers `h2` (`grpc_pass
  * grpcs://`; undici offers `http/1.1` with it, nginx `h2` alone).
+ * `onread`: node's option for the decrypted bytes (`upstreamOnRead`,
+ * read-buffers.ts), which node hands over in pieces of at most 16 KiB.
  */
-export function tlsConnector(tls: UpstreamTlsConf, timeoutMs: number, socketPath?: string, http2 = false): buildConnector.connector {
+export function tlsConnector(
+  tls: UpstreamTlsConf, timeoutMs: number, socketPath?: string, http2 = false, onread?: UpstreamOnRead,
+): buildConnector.connector {
   const base = buildConnector({
     timeout: timeoutMs,
     allowH2: http2,
     ...(socketPath !== undefined ? { socketPath } : {}),
+    ...(onread ? { onread } : {}),
     ...upstreamTlsOptions(tls),
     maxCachedSessions: tls.sessionReuse ? 100 : 0,
   });
