@@ -121,9 +121,16 @@ export function validateHost(host: string): string | undefined {
  */
 export function hostPort(host: string): string {
   const after = host.startsWith('[') ? host.indexOf(']') + 1 : host.indexOf(':');
-  if (after <= 0 || host[after] !== ':') return '';
-  const port = Number(host.slice(after + 1));
-  return /^\d+$/.test(host.slice(after + 1)) && port >= 1 && port <= 65_535 ? String(port) : '';
+  if (after <= 0 || host[after] !== ':' || after + 1 === host.length) return '';
+  // (read digit by digit: every request with a port in its Host header comes here)
+  let port = 0;
+  for (let i = after + 1; i < host.length; i++) {
+    const digit = host.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return '';
+    port = port * 10 + digit;
+    if (port > 65_535) return '';
+  }
+  return port >= 1 ? String(port) : '';
 }
 
 /** Bytes `NGX_ESCAPE_URI` escapes besides controls and non-ASCII (nginx 1.30's `ngx_escape_uri`, RFC 3986's disallowed set plus `#`, `%`, `?`). */

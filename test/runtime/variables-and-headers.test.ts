@@ -48,6 +48,26 @@ describe('variables (differential)', () => {
     assertSameAsNginx(run);
   });
 
+  it('$request_port is the port of the Host header or the request line, leading zeros dropped, empty for none or 0; a Host port past 65535 is 400', async () => {
+    const run = await differential({
+      conf: ({ port }) => httpConf(`  server { listen 127.0.0.1:${port}; server_name localhost a.test;
+    location / { return 200 "[$request_port][$host]\\n"; }
+  }`),
+    }, async (s) => {
+      const out: Record<string, string> = {};
+      for (const host of ['a.test', 'a.test:8080', 'a.test:08080', 'a.test:0', 'a.test:65535', 'a.test:65536', 'a.test:99999999999', '[::1]:443', '[::1]', 'a.test:']) {
+        const r = await s.raw(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+        out[host] = `${r?.status} ${r?.body}`;
+      }
+      const line = await s.raw('GET http://a.test:8443/ HTTP/1.1\r\nHost: b.test:81\r\nConnection: close\r\n\r\n');
+      out['request line'] = `${line?.status} ${line?.body}`;
+      return out;
+    });
+    assert.equal(run.jinx.result['a.test:08080'], '200 [8080][a.test]\n');
+    assert.equal(run.jinx.result['request line'], '200 [8443][a.test]\n');
+    assertSameAsNginx(run);
+  });
+
   it('the access log prints - for a variable not found and nothing for an empty one; $sent_http_* joins repeated headers', async () => {
     const run = await differential({
       conf: ({ port }) => httpConf(`  log_format t "[$arg_a][$is_args][$args][$http_x][$sent_http_x][$sent_http_cache_control][$sent_http_link][$request_body]";
