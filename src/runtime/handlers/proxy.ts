@@ -35,7 +35,7 @@ import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered, type 
 import { interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
 import { rewriteSetCookie, rewritesCookies } from './proxy-cookies.js';
 import { WireMeter } from '../upstream/undici-socket.js';
-import { releasedReadBuffer } from '../upstream/read-buffers.js';
+import { holdReadsForTurn, releasedReadBuffer } from '../upstream/read-buffers.js';
 import { allowSingleRange, cacheStart, type CacheStore } from '../cache/upstream-cache.js';
 
 /**
@@ -916,7 +916,9 @@ class ProxyResponse implements Dispatcher.DispatchHandler {
       this.endState();
       this.spool.pushLast(chunk);
     }
-    if (!bodyTurns.spend(chunk.length) && !this.yielded && this.moreToCome()) {
+    // the turn's budget is spent: the upstream's socket stops reading until a later turn, or, when undici read this from
+    // the socket's stream, undici is paused until then
+    if (!bodyTurns.spend(chunk.length) && !this.yielded && this.moreToCome() && !holdReadsForTurn(bodyTurns)) {
       this.yielded = true;
       bodyTurns.wait(this.resumeAfterYield);
     }

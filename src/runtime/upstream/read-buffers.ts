@@ -36,9 +36,12 @@
  * hold (number × size; nginx's default 8 × 4 KiB reads 32 KiB at a time,
  * as nginx fills its 8 buffers in one pass), at least 16 KiB and at most
  * node's 64 KiB (`upstreamReadBytes`): with 64 KiB reads, 64 connections
- * proxying 1 MiB responses held 4-8 MiB more at their peak, at 1.1-1.2×
- * the requests a second (README, Memory). A read shorter than `COPY_BELOW_BYTES` is copied out at
- * once instead, and the buffer is free again. Handlers' `onHeaders` and
+ * proxying 1 MiB responses held 4-8 MiB more at their peak, at 1.1-1.3×
+ * the requests a second (README, Memory). A read shorter than
+ * `COPY_BELOW_BYTES` is copied out at once instead, and the buffer is free
+ * again. A response that spent the turn's budget stops its socket's
+ * reading for the turn (`holdReadsForTurn`) rather than pausing undici.
+ * Handlers' `onHeaders` and
  * `onComplete` get header and trailer Buffers in the read too: they must
  * not keep them (the proxy's turns them into strings at once).
  */
@@ -80,6 +83,10 @@ interface UndiciParser {
 }
 
 let delivery: Delivery | undefined;
+/** The socket whose read `parseRead` is handing to undici's parser right now. */
+let parsing: Socket | undefined;
+/** Sockets that stop reading after the read being parsed, until a later turn of the event loop (`holdReadsForTurn`). */
+const held = new WeakSet<Socket>();
 /** The buffer of the next read of the socket whose read was just parsed, when it is free again. */
 let next: Buffer | undefined;
 
@@ -137,10 +144,15 @@ function parseRead(this: Socket, bytesRead: number, buffer: Buffer): boolean {
     // read queues behind them, read by undici (or the tunnel) from the stream
     socket.push(bytes);
     if (small) next = buffer;
-    return socket.readableLength < socket.readableHighWaterMark;
+    return !held.has(socket) && socket.readableLength < socket.readableHighWaterMark;
   }
+  parsing = socket;
   if (small) {
-    parser.execute(bytes);
+    try {
+      parser.execute(bytes);
+    } finally {
+      parsing = undefined;
+    }
     next = buffer;
   } else {
     const d: Delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
@@ -149,14 +161,38 @@ function parseRead(this: Socket, bytesRead: number, buffer: Buffer): boolean {
       parser.execute(bytes);
     } finally {
       delivery = undefined;
+      parsing = undefined;
     }
     const after = parserOf(socket);
     if (!socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0)) next = buffer;
   }
   // a handler that cannot take more (a slow client, the turn's budget spent) paused undici, which put back what it
   // had not parsed: the socket is not read until undici resumes and reads its stream, which starts reading again
-  if (parserOf(socket)?.paused) return false;
+  if (parserOf(socket)?.paused || held.has(socket)) return false;
   return socket.readableLength < socket.readableHighWaterMark;
+}
+
+/**
+ * For a handler whose response has spent the turn's budget (turn-budget.ts)
+ * while undici parses a read of `parseRead`: the socket stops reading once
+ * that read is parsed, and `budget` starts it again in a later turn
+ * (`socket.read(0)`, as undici's own `resume` reads its stream). undici's
+ * parser is not paused, so what node has read already (over TLS, all it
+ * decrypted of the last read) is still parsed into the connection's
+ * buffer. False when the data did not come from `parseRead` (undici read
+ * it from the socket's stream): the caller pauses undici instead.
+ */
+export function holdReadsForTurn(budget: { wait(resume: () => void): void }): boolean {
+  const socket = parsing;
+  if (!socket) return false;
+  if (!held.has(socket)) {
+    held.add(socket);
+    budget.wait(() => {
+      held.delete(socket);
+      if (!socket.destroyed) socket.read(0);
+    });
+  }
+  return true;
 }
 
 /** Whether `chunk` lies in the read being parsed right now: whoever keeps a part of it past its handler's call must keep a copy, or not release it. */
