@@ -1,7 +1,7 @@
 /**
  * Reads of an HTTP/1.x upstream connection (TCP or unix socket, plain or
- * TLS) into a buffer of its own, filled again while nothing kept what the last read
- * brought, as nginx reads an upstream into its `proxy_buffer_size` and
+ * TLS) into a buffer of its own, filled again while nothing kept what the
+ * last read brought, as nginx reads an upstream into its `proxy_buffer_size` and
  * `proxy_buffers` again and again. node otherwise reads every 64 KiB of a
  * socket into a new buffer that only V8's next scavenge frees, and V8
  * scavenges for such buffers only once they hold 32 MiB: proxied 1 MiB
@@ -41,9 +41,9 @@
  * `COPY_BELOW_BYTES` is copied out at once instead, and the buffer is free
  * again. A response that spent the turn's budget stops its socket's
  * reading for the turn (`holdReadsForTurn`) rather than pausing undici.
- * Handlers' `onHeaders` and
- * `onComplete` get header and trailer Buffers in the read too: they must
- * not keep them (the proxy's turns them into strings at once).
+ * Handlers' `onHeaders` and `onComplete` get header and trailer Buffers in
+ * the read too: they must not keep them (the proxy's turns them into
+ * strings at once).
  */
 import type { Socket } from 'node:net';
 import undiciSymbols from 'undici/lib/core/symbols.js';
@@ -166,8 +166,9 @@ function parseRead(this: Socket, bytesRead: number, buffer: Buffer): boolean {
     const after = parserOf(socket);
     if (!socket.destroyed && socket.readableLength === 0 && d.delivered === d.released && (!after || after.headers.length === 0)) next = buffer;
   }
-  // a handler that cannot take more (a slow client, the turn's budget spent) paused undici, which put back what it
-  // had not parsed: the socket is not read until undici resumes and reads its stream, which starts reading again
+  // a handler that cannot take more (a slow client) paused undici, which put back what it had not parsed: the socket
+  // is not read until undici resumes and reads its stream, which starts reading again; a response that spent the
+  // turn's budget holds the socket until a later turn (holdReadsForTurn)
   if (parserOf(socket)?.paused || held.has(socket)) return false;
   return socket.readableLength < socket.readableHighWaterMark;
 }
