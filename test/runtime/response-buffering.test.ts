@@ -117,32 +117,47 @@ const spoolLines = (lines: readonly string[]): string[] => lines.flatMap((l) => 
   return m ? [`${m[1]} ${m[2]}`] : [];
 });
 
-/** GETs `path` over HTTPS (HTTP/1.1, a new connection, the certificate not checked): the body's length, or -1 for a status other than 200. */
-function httpsBodyBytes(port: number, path: string): Promise<number> {
+/** A response's status, body length and the body's SHA-256. */
+interface BodySeen {
+  readonly status: number;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/** GETs `path` over HTTPS (HTTP/1.1, a connection of its own). */
+function httpsBody(port: number, path: string): Promise<BodySeen> {
   return new Promise((resolve, reject) => {
     const req = httpsGet({ host: '127.0.0.1', port, path, servername: HOST, headers: { host: HOST }, rejectUnauthorized: false, agent: false }, (res) => {
+      const hash = createHash('sha256');
       let bytes = 0;
-      res.on('data', (c: Buffer) => { bytes += c.length; });
-      res.on('end', () => resolve(res.statusCode === 200 ? bytes : -1));
+      res.on('data', (c: Buffer) => { bytes += c.length; hash.update(c); });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes, sha256: hash.digest('hex') }));
       res.on('error', reject);
     });
     req.on('error', reject);
   });
 }
 
-/** GETs `path` on an HTTP/2 session: the body's length, or -1 for a status other than 200. */
-function h2BodyBytes(session: ClientHttp2Session, path: string): Promise<number> {
+/** GETs `path` on an HTTP/2 session. */
+function h2Body(session: ClientHttp2Session, path: string): Promise<BodySeen> {
   return new Promise((resolve, reject) => {
     const req = session.request({ ':path': path, ':authority': HOST });
     let status = 0;
+    const hash = createHash('sha256');
     let bytes = 0;
     req.on('response', (h) => { status = Number(h[':status']); });
-    req.on('data', (c: Buffer) => { bytes += c.length; });
-    req.on('end', () => resolve(status === 200 ? bytes : -1));
+    req.on('data', (c: Buffer) => { bytes += c.length; hash.update(c); });
+    req.on('end', () => resolve({ status, bytes, sha256: hash.digest('hex') }));
     req.on('error', reject);
     req.end();
   });
 }
+
+/** A 200's body length, else -1. */
+const bodyBytes = (seen: BodySeen): number => (seen.status === 200 ? seen.bytes : -1);
+
+/** A 200's body's SHA-256, else its status. */
+const bodySha = (seen: BodySeen): string => (seen.status === 200 ? seen.sha256 : `status ${seen.status}`);
 
 /** A FastCGI record (version 1, request id 1). */
 function fcgiRecord(type: number, content: Buffer): Buffer {
@@ -287,13 +302,13 @@ describe('response buffering (differential)', () => {
   }`),
     }, async (s) => {
       const http1: number[] = [];
-      for (let i = 0; i < 3; i++) http1.push(await httpsBodyBytes(s.port, `/fast/${i}`));
+      for (let i = 0; i < 3; i++) http1.push(bodyBytes(await httpsBody(s.port, `/fast/${i}`)));
       // windows as wide as curl's: flow control does not hold the responses back
       const session = connectH2(`https://127.0.0.1:${s.port}`, { servername: HOST, rejectUnauthorized: false, settings: { initialWindowSize: 32 * MiB } });
       session.on('connect', () => session.setLocalWindowSize(32 * MiB));
       const http2: number[] = [];
       try {
-        for (let i = 0; i < 3; i++) http2.push(await h2BodyBytes(session, `/fast/h2-${i}`));
+        for (let i = 0; i < 3; i++) http2.push(bodyBytes(await h2Body(session, `/fast/h2-${i}`)));
       } finally {
         session.close();
       }
@@ -320,6 +335,41 @@ describe('response buffering (differential)', () => {
     await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
     onCleanup(() => new Promise<void>((res) => { server.closeAllConnections(); server.close(() => res()); }));
     await assertOwnBytes('https', (server.address() as AddressInfo).port);
+  });
+
+  it('sends each HTTPS client and HTTP/2 stream its own bytes when many of them, over TLS and h2c, take large responses at once', { skip: NO_OPENSSL }, async () => {
+    // the upstream connections' read buffers are read into again once what came in them went out or was copied
+    const { port: up } = await startUpstream(ownBytesHandler);
+    const tls = selfSigned(HOST);
+    const paths = ['/fast', '/chunked', '/fast', '/chunked', '/fast', '/chunked', '/fast', '/chunked'];
+    const run = await differential({
+      files: { 'own.pem': tls.cert, 'own.key': tls.key },
+      extraPorts: 1,
+      conf: ({ port, ports: [h2cPort] }) => httpConf(`  upstream up { server 127.0.0.1:${up}; keepalive 8; }
+  server { listen 127.0.0.1:${port} ssl; listen 127.0.0.1:${h2cPort}; http2 on; server_name ${HOST};
+    ssl_certificate own.pem; ssl_certificate_key own.key;
+    # no temp file (which streams nginx spools is a race): the upstream waits for the client instead
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_max_temp_file_size 0; }
+  }`),
+    }, async (s) => {
+      const sessions = [
+        connectH2(`https://127.0.0.1:${s.port}`, { servername: HOST, rejectUnauthorized: false, settings: { initialWindowSize: 32 * MiB } }),
+        connectH2(`http://127.0.0.1:${s.ports[0]}`, { settings: { initialWindowSize: 32 * MiB } }),
+      ];
+      for (const session of sessions) session.on('connect', () => session.setLocalWindowSize(32 * MiB));
+      try {
+        const [overTls, h2c, https] = await Promise.all([
+          ...sessions.map((session) => Promise.all(paths.map(async (path) => bodySha(await h2Body(session, path))))),
+          Promise.all(paths.map(async (path) => bodySha(await httpsBody(s.port, path)))),
+        ]);
+        return { overTls, h2c, https };
+      } finally {
+        for (const session of sessions) session.close();
+      }
+    });
+    const expected = paths.map((path) => sha256(OWN_BYTES_BODIES[path]!));
+    assert.deepEqual(run.nginx.result, { overTls: expected, h2c: expected, https: expected });
+    assertSameAsNginx(run);
   });
 
   it('passes a response header that two reads of the upstream cut in the middle whole', async () => {

@@ -16,6 +16,7 @@ import type { LocationConf } from '../../config/route-table.js';
 import type { HttpRequestState } from '../request.js';
 import { backgroundSettled, callDrainWaiters, resetConnection, SendTimer, type BackgroundHolder, type ClientResponseTarget, type ClientTunnel, type SendTimeout } from '../exchange.js';
 import { InTransit } from '../in-transit.js';
+import { writeReleasing } from '../write-copies.js';
 import { responseHeaders, responseTrailers, STATUS_TEXT } from '../respond.js';
 import { browserOf } from '../../user-agent.js';
 
@@ -83,6 +84,8 @@ export class Http1Target implements ClientResponseTarget {
   /** The request whose trailers (the upstream's, `add_trailer`'s) go in the last chunk, if any (`ngx_http_chunked_body_filter`). */
   private trailersOf: HttpRequestState | undefined;
   private headSent = false;
+  /** The last `write`'s body went through `writeReleasing`, which said its buffer is free again (`tookWhole`). */
+  private bodyTaken = false;
   private chunked = false;
   private keepalive = false;
   private ended = false;
@@ -231,6 +234,7 @@ export class Http1Target implements ClientResponseTarget {
   }
 
   write(chunk: Buffer | string): boolean {
+    this.bodyTaken = false;
     if (this.socket.destroyed) return false;
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'latin1') : chunk;
     if (this.headOnly || data.length === 0) return this.headSent ? !this.socket.writableNeedDrain : this.sendHead();
@@ -241,7 +245,8 @@ export class Http1Target implements ClientResponseTarget {
     }
     if (this.headSent && !this.chunked) {
       // one write: corking it would only queue it in the stream first
-      const sent = this.socket.write(data);
+      this.bodyTaken = writeReleasing(this.socket, [data]);
+      const sent = this.socket.writableLength < this.socket.writableHighWaterMark;
       this.bytesSent += data.length;
       if (!sent) this.blocked();
       return sent;
@@ -307,9 +312,13 @@ export class Http1Target implements ClientResponseTarget {
     return (this.inTransit ??= new InTransit()).busy(held, this.bytesSent);
   }
 
-  /** Nothing written waits in the socket's queue: a TCP write took it, or TLS copied it. */
+  /**
+   * The last write's buffer is free again: nothing waits in the socket's
+   * queue, or the write went through `writeReleasing`, which said so (TLS
+   * encrypted it at once, or a copy went).
+   */
   tookWhole(): boolean {
-    return this.socket.writableLength === 0;
+    return this.bodyTaken || this.socket.writableLength === 0;
   }
 
   get gone(): boolean {

@@ -30,6 +30,7 @@ import {
 } from './frames.js';
 import { H2_ERROR, HpackDecoder, type HpackError } from './hpack.js';
 import { Http2Target } from './response.js';
+import { writeReleasing } from '../write-copies.js';
 import { normalizePath, validateHost } from '../uri.js';
 
 /** The client connection preface (RFC 9113 section 3.4). */
@@ -1301,24 +1302,53 @@ export class Http2Connection {
         this.markReady(stream);
         continue;
       }
-      const target = stream.target;
-      if (!target || stream.closed) continue;
-      const out = target.frames(Math.max(0, Math.min(this.sendWindow, stream.sendWindow)));
-      for (const frame of out.frames) {
-        this.socketWrittenBytes += frame.length;
-        this.socket.write(frame);
-      }
-      this.sendWindow -= out.dataBytes;
-      stream.sendWindow -= out.dataBytes;
-      if (target.hasOutput && !this.socketBusy && (this.sendWindow <= 0 || stream.sendWindow <= 0)) {
-        // waits for WINDOW_UPDATE
-      } else if (target.hasOutput) {
-        this.markReady(stream);
-      }
-      target.afterWrite();
+      this.writeStream(stream, false);
     }
     this.socket.uncork();
     if (this.lingeringPending()) return;
+  }
+
+  /**
+   * Writes what `stream` has ready at once, as `ngx_http_v2_send_chain`
+   * sends a stream's frames as its response gives them, when nothing holds
+   * them back: the socket takes more and the windows are open (else the
+   * stream waits for the pump, which orders the waiting streams by
+   * priority). Written so that the buffers they came in are free again
+   * where that costs no more than a copy (`writeReleasing`): a proxied
+   * read's buffer may then be read into again (`Http2Target.tookWhole`).
+   */
+  sendNow(stream: Http2Stream): void {
+    if (this.state === State.Closed || this.socket.destroyed || this.socketBusy || this.windowClosed(stream) || this.goaway) {
+      this.wantsToSend(stream);
+      return;
+    }
+    this.flushControl();
+    this.writeStream(stream, true);
+  }
+
+  /**
+   * Writes the frames `stream` has ready within the windows (the pump's step
+   * for one stream); with `releasing`, through `writeReleasing`, which tells
+   * the stream's response whether the buffers are free (`framesTaken`).
+   */
+  private writeStream(stream: Http2Stream, releasing: boolean): void {
+    const target = stream.target;
+    if (!target || stream.closed) return;
+    const out = target.frames(Math.max(0, Math.min(this.sendWindow, stream.sendWindow)));
+    for (const frame of out.frames) this.socketWrittenBytes += frame.length;
+    if (releasing) target.framesTaken = writeReleasing(this.socket, out.frames);
+    else {
+      for (const frame of out.frames) this.socket.write(frame);
+      target.framesTaken = false;
+    }
+    this.sendWindow -= out.dataBytes;
+    stream.sendWindow -= out.dataBytes;
+    if (target.hasOutput && !this.socketBusy && (this.sendWindow <= 0 || stream.sendWindow <= 0)) {
+      // waits for WINDOW_UPDATE
+    } else if (target.hasOutput) {
+      this.markReady(stream);
+    }
+    target.afterWrite();
   }
 
   /** Whether the connection is to linger once what was written is out (GOAWAY sent, no stream left). */

@@ -130,6 +130,7 @@ interface ResponseStream {
     readonly frameSize: number;
     readonly socketBusyBytes: number;
     wantsToSend(stream: ResponseStream): void;
+    sendNow(stream: ResponseStream): void;
     windowClosed(stream: ResponseStream): boolean;
     onSocketDrain(cb: () => void): void;
     closeStream(stream: ResponseStream, timedOut?: boolean): void;
@@ -174,6 +175,12 @@ export class Http2Target implements ClientResponseTarget {
   private conf: LocationConf | undefined;
   /** Frames written for the response, headers included (`$bytes_sent`: nginx counts each frame's header and payload). */
   bytesSent = 0;
+  /**
+   * The connection's last write of this stream's frames is done with the
+   * buffers they came in (the socket took them, or copies went:
+   * `Http2Connection.sendNow`); set by the connection at each write.
+   */
+  framesTaken = false;
 
   constructor(private readonly stream: ResponseStream, readonly headOnly: boolean) {}
 
@@ -235,7 +242,10 @@ export class Http2Target implements ClientResponseTarget {
     this.pending.push(data);
     this.pendingBytes += data.length;
     this.written += data.length;
-    this.stream.conn.wantsToSend(this.stream);
+    // a frame's worth or more goes out at once when it can (a proxied read's buffer is then free again: `tookWhole`);
+    // less waits for the connection's pump, which writes every stream's small frames together
+    if (data.length >= this.chunkSize) this.stream.conn.sendNow(this.stream);
+    else this.stream.conn.wantsToSend(this.stream);
     if (this.pendingBytes >= HIGH_WATER_MARK) {
       this.needDrain = true;
       this.blocked();
@@ -422,6 +432,11 @@ export class Http2Target implements ClientResponseTarget {
   /** Body bytes the stream holds, less those written in this turn and the one before (see `InTransit`): they go at the connection's next pump. */
   get bufferedBytes(): number {
     return (this.inTransit ??= new InTransit()).busy(this.pendingBytes, this.written);
+  }
+
+  /** Nothing written waits in the buffers it came in: the stream holds none of it, and its frames were taken (`framesTaken`). */
+  tookWhole(): boolean {
+    return this.pendingBytes === 0 && this.framesTaken;
   }
 
   get gone(): boolean {

@@ -1,0 +1,115 @@
+/**
+ * Writes to a client connection's TLS socket that leave the buffers they
+ * came in free at once, for the next read into them.
+ *
+ * A write that a socket cannot hand on at once waits in the socket's queue,
+ * and the buffer it came in waits with it: an upstream's read buffer
+ * (`upstream/read-buffers.ts`) or a file's (`file-read-buffer.ts`) then
+ * cannot be read into again, and the next read takes a new buffer, which
+ * only V8's next collection frees. Over TLS a socket holds every write
+ * after the first of a turn of node's event loop until that one ends
+ * (`in-transit.ts`), however fast the client: an HTTP/2 connection
+ * carrying many streams, or an HTTPS client taking a large response, held
+ * most of its writes for a turn that way. Those writes go as copies
+ * instead (`writeReleasing`), into buffers of `COPY_BUFFER_BYTES` that
+ * every connection's copies fill one after the other and that are used
+ * again once the sockets have written them, as nginx's `ngx_ssl_send_chain`
+ * copies what it sends over TLS into a buffer of its own
+ * (`ssl_buffer_size`). A plain socket that holds writes has a client that
+ * is not taking them, which a copy would not change: its writes keep their
+ * buffers, as before.
+ */
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { IN_TRANSIT_LIMIT_BYTES } from './in-transit.js';
+
+/** The size of a buffer copies go into. */
+const COPY_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * Buffers the sockets are done with, kept for the next copies; more are
+ * left to V8. As many as two turns' worth of response bodies fill, what a
+ * client connection may hold in transit (`IN_TRANSIT_LIMIT_BYTES`).
+ */
+const FREE_BUFFERS_KEPT = IN_TRANSIT_LIMIT_BYTES / COPY_BUFFER_BYTES;
+
+/** A buffer copies go into, and how many of its writes the sockets have not finished. */
+interface CopyBuffer {
+  readonly bytes: Buffer;
+  unfinishedWrites: number;
+  /** Full: once its writes are finished it goes back to `free`. */
+  full: boolean;
+}
+
+const free: Buffer[] = [];
+/** The buffer being filled, and the bytes of it in use. */
+let current: CopyBuffer | undefined;
+let used = 0;
+
+/**
+ * Writes `pieces` (in order) to a client connection's `socket` and tells
+ * whether the buffers they came in are free again once this returns: a
+ * plain socket's when the kernel took them all; a TLS socket's always,
+ * since TLS encrypts (copies) what it is handed at once, and what the
+ * socket would hold, behind a write not yet finished, goes as a copy
+ * (`writeCopies`). A plain socket that holds writes has a client that is
+ * not taking them, which a copy would not change.
+ */
+export function writeReleasing(socket: Socket, pieces: readonly Buffer[]): boolean {
+  const tls = (socket as TLSSocket).encrypted === true;
+  if (tls && (socket.writableLength > 0 || socket.writableCorked > 0)) {
+    writeCopies(socket, pieces);
+    return true;
+  }
+  if (pieces.length === 1) socket.write(pieces[0]!);
+  else {
+    // one write of them all
+    socket.cork();
+    for (const piece of pieces) socket.write(piece);
+    socket.uncork();
+  }
+  return tls || socket.writableLength === 0;
+}
+
+/**
+ * Writes copies of `pieces` (in order) to `socket`, in one write or, where
+ * they cross from one copy buffer into the next, a few.
+ */
+function writeCopies(socket: Socket, pieces: readonly Buffer[]): void {
+  let start = used;
+  for (const piece of pieces) {
+    let offset = 0;
+    while (offset < piece.length) {
+      if (current === undefined || used === COPY_BUFFER_BYTES) {
+        if (current !== undefined) {
+          write(socket, current, start, used);
+          current.full = true;
+          if (current.unfinishedWrites === 0) release(current);
+        }
+        current = { bytes: free.pop() ?? Buffer.allocUnsafe(COPY_BUFFER_BYTES), unfinishedWrites: 0, full: false };
+        used = 0;
+        start = 0;
+      }
+      const n = Math.min(piece.length - offset, COPY_BUFFER_BYTES - used);
+      piece.copy(current.bytes, used, offset, offset + n);
+      used += n;
+      offset += n;
+    }
+  }
+  if (current !== undefined) write(socket, current, start, used);
+}
+
+function write(socket: Socket, buffer: CopyBuffer, start: number, end: number): void {
+  if (end === start) return;
+  buffer.unfinishedWrites++;
+  // called once the socket is done with the bytes, or with an error when it was destroyed first (the buffer is then
+  // left to V8: the socket may still hold it)
+  socket.write(buffer.bytes.subarray(start, end), (err) => {
+    buffer.unfinishedWrites--;
+    if (!err && buffer.full && buffer.unfinishedWrites === 0) release(buffer);
+  });
+}
+
+function release(buffer: CopyBuffer): void {
+  if (free.length < FREE_BUFFERS_KEPT) free.push(buffer.bytes);
+}
