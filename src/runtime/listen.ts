@@ -20,6 +20,7 @@ import { systemErrorText } from '../os-errors.js';
 import type { HttpRequestState } from './request.js';
 import { findServer } from './server-names.js';
 import { readProxyProtocol, type ProxyProtocolRead } from './proxy-protocol.js';
+import { boundTlsWrites } from './write-copies.js';
 
 /** Every server on a listen group's address, whichever name or local address selects it. */
 function serversOf(group: ListenGroup): Set<VirtualServer> {
@@ -309,6 +310,7 @@ export function createListener(group: ListenGroup, hooks: ListenHooks, early?: E
   const sessions = group.servers.defaultServer.tls;
   if (sessions?.sessionCache) serveSessions(tlsServer, sessions.sessionCache, sessions.sessionTimeoutSec * 1000, hooks.sslSessions);
   tlsServer.on('secureConnection', (socket: TLSSocket) => {
+    boundTlsWrites(socket);
     if (h2 && socket.alpnProtocol === 'h2') {
       hooks.onHttp2(socket, Buffer.alloc(0));
     } else {

@@ -1,6 +1,8 @@
 /**
- * Writes to a client connection's TLS socket that leave the buffers they
- * came in free at once, for the next read into them.
+ * Writes to a client connection's TLS socket: what it would hold goes as a
+ * copy, so that the buffers writes come in are free at once for the next
+ * read into them (`writeReleasing`), and OpenSSL is handed a few records
+ * at a time (`boundTlsWrites`).
  *
  * A write that a socket cannot hand on at once waits in the socket's queue,
  * and the buffer it came in waits with it: an upstream's read buffer
@@ -11,13 +13,12 @@
  * (`in-transit.ts`), however fast the client: an HTTP/2 connection
  * carrying many streams, or an HTTPS client taking a large response, held
  * most of its writes for a turn that way. Those writes go as copies
- * instead (`writeReleasing`), into buffers of `COPY_BUFFER_BYTES` that
- * every connection's copies fill one after the other and that are used
- * again once the sockets have written them, as nginx's `ngx_ssl_send_chain`
- * copies what it sends over TLS into a buffer of its own
- * (`ssl_buffer_size`). A plain socket that holds writes has a client that
- * is not taking them, which a copy would not change: its writes keep their
- * buffers, as before.
+ * instead, into buffers of `COPY_BUFFER_BYTES` that every connection's
+ * copies fill one after the other and that are used again once the
+ * sockets have written them, as nginx's `ngx_ssl_send_chain` copies what
+ * it sends over TLS into a buffer of its own (`ssl_buffer_size`). A plain
+ * socket that holds writes has a client that is not taking them, which a
+ * copy would not change: its writes keep their buffers, as before.
  */
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -112,4 +113,92 @@ function write(socket: Socket, buffer: CopyBuffer, start: number, end: number): 
 
 function release(buffer: CopyBuffer): void {
   if (free.length < FREE_BUFFERS_KEPT) free.push(buffer.bytes);
+}
+
+/** The most a client's TLS socket hands OpenSSL at once: four records of 16 KiB (`boundTlsWrites`). */
+const TLS_WRITE_BYTES = 64 * 1024;
+
+/** A write as node's `Writable` hands it to `_writev`. */
+interface QueuedWrite {
+  chunk: Buffer | string;
+  encoding: BufferEncoding;
+}
+
+/** A batch of writes for `_writev`, marked as node's `Writable` marks one whose chunks are all Buffers. */
+type WriteBatch = QueuedWrite[] & { allBuffers?: boolean };
+
+/**
+ * Makes a client's TLS `socket` hand OpenSSL at most `TLS_WRITE_BYTES` at
+ * a time, one piece after the other, where node's `Writable` hands it all
+ * the writes queued behind the one in flight at once. node encrypts all of
+ * a write into memory (its `NodeBIO`) before it writes any of it to the
+ * socket, and that buffer grows to the largest write the connection was
+ * handed: with large responses, hundreds of KiB a connection, kept while
+ * the connection lasts (75 MiB for 64 HTTPS clients of 1 MiB responses).
+ * nginx's OpenSSL writes its records to the socket itself, `ssl_buffer_size`
+ * (16k) at a time. The socket's `_write` and `_writev` (node's stream
+ * implementation methods) are wrapped: a longer write is cut into pieces
+ * written in order, and the write ends (its callback) when the last one
+ * does, or with the first error.
+ */
+export function boundTlsWrites(socket: TLSSocket): void {
+  const own = socket as unknown as {
+    _write(chunk: Buffer | string, encoding: BufferEncoding, cb: (err?: Error | null) => void): void;
+    _writev(chunks: WriteBatch, cb: (err?: Error | null) => void): void;
+  };
+  const write = own._write.bind(socket);
+  const writev = own._writev.bind(socket);
+  const inPieces = (batches: WriteBatch[], cb: (err?: Error | null) => void): void => {
+    let i = 0;
+    const next = (err?: Error | null): void => {
+      if (err) return cb(err);
+      const batch = batches[i++];
+      if (batch === undefined) return cb();
+      if (batch.length === 1) write(batch[0]!.chunk, batch[0]!.encoding, next);
+      else writev(batch, next);
+    };
+    next();
+  };
+  own._write = (chunk, encoding, cb) => {
+    if (typeof chunk === 'string' || chunk.length <= TLS_WRITE_BYTES) write(chunk, encoding, cb);
+    else inPieces(batchesOf([{ chunk, encoding }]), cb);
+  };
+  own._writev = (chunks, cb) => {
+    const batches = batchesOf(chunks);
+    if (batches.length === 1) writev(chunks, cb);
+    else inPieces(batches, cb);
+  };
+}
+
+/** `writes` in batches of at most `TLS_WRITE_BYTES` (a string is never cut, a Buffer is where it must be). */
+function batchesOf(writes: readonly QueuedWrite[]): WriteBatch[] {
+  const batches: WriteBatch[] = [];
+  let batch: WriteBatch = [];
+  let bytes = 0;
+  const close = (): void => {
+    if (batch.length === 0) return;
+    batch.allBuffers = batch.every((w) => typeof w.chunk !== 'string');
+    batches.push(batch);
+    batch = [];
+    bytes = 0;
+  };
+  for (const w of writes) {
+    if (typeof w.chunk === 'string') {
+      const length = Buffer.byteLength(w.chunk, w.encoding);
+      if (bytes > 0 && bytes + length > TLS_WRITE_BYTES) close();
+      batch.push(w);
+      bytes += length;
+      continue;
+    }
+    let rest = w.chunk;
+    while (rest.length > 0) {
+      if (bytes >= TLS_WRITE_BYTES) close();
+      const n = Math.min(rest.length, TLS_WRITE_BYTES - bytes);
+      batch.push({ chunk: rest.subarray(0, n), encoding: w.encoding });
+      bytes += n;
+      rest = rest.subarray(n);
+    }
+  }
+  close();
+  return batches;
 }
