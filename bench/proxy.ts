@@ -21,6 +21,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
+import { request as httpsRequest } from 'node:https';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { summarizeProfile, formatSummary } from './cpuprofile.js';
@@ -47,7 +48,8 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
   --jinx-base PATH  another jinx's bin/jinx for the jinx-base target (e.g. a checkout of the
                     branch before a change, built), to compare two versions in one run
   --upstream KIND   nginx (default) or node
-  --protocol P      h1 (default: HTTP/1.1 over plain TCP, measured with wrk) or h2
+  --protocol P      h1 (default: HTTP/1.1 over plain TCP, measured with wrk), https
+                    (HTTP/1.1 over TLS, measured with wrk; jinx and nginx targets only) or h2
                     (HTTP/2 over TLS, \`http2 on\`, measured with h2load; no fastify target)
   --streams N       with h2: h2load -m, concurrent streams per connection (default 8:
                     64 requests in flight, as with h1 and within the upstream's keepalive 64)
@@ -91,7 +93,7 @@ interface Options {
   sizes: number[];
   targets: Target[];
   upstream: 'nginx' | 'node';
-  protocol: 'h1' | 'h2';
+  protocol: 'h1' | 'https' | 'h2';
   streams: number;
   /** `--workers`: a master and this many workers; undefined: one process (`master_process off`). */
   workers: number | undefined;
@@ -149,8 +151,9 @@ function options(argv: string[]): Options {
   const upstream = values.upstream ?? 'nginx';
   if (upstream !== 'nginx' && upstream !== 'node') throw new Error(`--upstream is nginx or node, not "${upstream}"`);
   const protocol = values.protocol ?? 'h1';
-  if (protocol !== 'h1' && protocol !== 'h2') throw new Error(`--protocol is h1 or h2, not "${protocol}"`);
+  if (protocol !== 'h1' && protocol !== 'https' && protocol !== 'h2') throw new Error(`--protocol is h1, https or h2, not "${protocol}"`);
   if (protocol === 'h2' && targets.includes('fastify')) throw new Error('the fastify target speaks HTTP/1.1 only: leave it out with --protocol h2');
+  if (protocol === 'https' && (targets.includes('fastify') || targets.includes('bare'))) throw new Error('--protocol https measures jinx and nginx only: leave out bare and fastify');
   const nginx = values.nginx ?? ['/opt/nginx-oracle/nginx', '/usr/sbin/nginx'].find((p) => existsSync(p));
   if (!nginx) throw new Error('no reference nginx: install one or pass --nginx PATH');
   const pin = !values['no-pin'] && hasCommand('taskset');
@@ -187,10 +190,10 @@ function options(argv: string[]): Options {
 
 /** GET through a server (over TLS with `tls`); resolves to status and body length. */
 /** GET over HTTP/1.1, or with `h2` over HTTP/2 with TLS (as h2load measures): the status and the body's length. */
-function get(port: number, path: string, h2: boolean): Promise<{ status: number; length: number }> {
+function get(port: number, path: string, protocol: Options['protocol']): Promise<{ status: number; length: number }> {
   return new Promise((res, rej) => {
     let length = 0;
-    if (h2) {
+    if (protocol === 'h2') {
       const session = http2Connect(`https://127.0.0.1:${port}`, { rejectUnauthorized: false });
       session.on('error', rej);
       session.setTimeout(5000, () => session.destroy(new Error('timed out')));
@@ -202,7 +205,8 @@ function get(port: number, path: string, h2: boolean): Promise<{ status: number;
       stream.on('error', rej);
       return;
     }
-    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false, timeout: 5000 }, (resp) => {
+    const request = protocol === 'https' ? httpsRequest : httpRequest;
+    const req = request({ host: '127.0.0.1', port, path, agent: false, timeout: 5000, rejectUnauthorized: false }, (resp) => {
       resp.on('data', (c: Buffer) => { length += c.length; });
       resp.on('end', () => res({ status: resp.statusCode ?? 0, length }));
       resp.on('error', rej);
@@ -256,20 +260,20 @@ ${locations}  }
 `;
 }
 
-/**
- * The configuration under test, the same file for jinx and nginx; with
- * `tlsDir` (HTTP/2 runs) the server listens with TLS and `http2 on`, the
- * certificate and key in that directory; with `stubStatus`, a
- * `location = /stub_status { stub_status; }` beside the proxied one (no
- * log reads `$connections_*`).
- */
 /** What a jinx target adds to the proxied configuration: nothing, a stub_status location, or a limit_req no request reaches. */
 type Extra = 'none' | 'status' | 'limit';
 
-function proxyConf(dir: string, port: number, upstreamPort: number, workers: number | undefined, tlsDir?: string, extra: Extra = 'none'): string {
+/**
+ * The configuration under test, the same file for jinx and nginx; with
+ * `tls` (`--protocol https` and `h2`) the server listens with TLS, the
+ * certificate and key in `tls.dir`, and with `tls.http2` (`h2`) has
+ * `http2 on`; `extra` adds a `location = /stub_status { stub_status; }`
+ * beside the proxied one (no log reads `$connections_*`), or a `limit_req`.
+ */
+function proxyConf(dir: string, port: number, upstreamPort: number, workers: number | undefined, tls?: { dir: string; http2: boolean }, extra: Extra = 'none'): string {
   // h2load does not reconnect: a connection closed after keepalive_requests (1000) would end its share of the run
-  const tls = tlsDir
-    ? `\n    http2 on;\n    keepalive_requests 1000000;\n    ssl_certificate ${tlsDir}/cert.pem;\n    ssl_certificate_key ${tlsDir}/key.pem;`
+  const tlsLines = tls
+    ? `${tls.http2 ? '\n    http2 on;\n    keepalive_requests 1000000;' : ''}\n    ssl_certificate ${tls.dir}/cert.pem;\n    ssl_certificate_key ${tls.dir}/key.pem;`
     : '';
   return `${mainBlock(dir, workers)}http {
   access_log off;
@@ -279,7 +283,7 @@ ${tempPaths(dir)}
     keepalive 64;
   }${extra === 'limit' ? '\n  limit_req_zone $binary_remote_addr zone=bench:1m rate=1000000r/s;' : ''}
   server {
-    listen 127.0.0.1:${port}${tlsDir ? ' ssl' : ''} backlog=4096;${tls}
+    listen 127.0.0.1:${port}${tls ? ' ssl' : ''} backlog=4096;${tlsLines}
     location / {
       proxy_pass http://backend;
       proxy_http_version 1.1;
@@ -614,7 +618,7 @@ async function waitQuiet(o: Options, servers: Servers): Promise<void> {
 
 async function runWrk(o: Options, servers: Servers, target: Target, size: number, seconds: number): Promise<Omit<Run, 'target' | 'size' | 'round' | 'attempt' | 'counted'>> {
   const { proc, port } = servers.sut.get(target)!;
-  const url = `${o.protocol === 'h2' ? 'https' : 'http'}://127.0.0.1:${port}${bodyPath(size)}`;
+  const url = `${o.protocol === 'h1' ? 'http' : 'https'}://127.0.0.1:${port}${bodyPath(size)}`;
   const sut0 = procTicks(proc.child.pid);
   const sys0 = treeStat(proc.child.pid!, 12);
   const up0 = procTicks(servers.upstream.child.pid);
@@ -669,7 +673,7 @@ async function runWrk(o: Options, servers: Servers, target: Target, size: number
 /** The load generator and its settings, as the report names them. */
 const loadTool = (o: Options): string => (o.protocol === 'h2'
   ? `h2load -c${o.connections} -t${o.threads} -m${o.streams} (HTTP/2 over TLS)`
-  : `wrk -c${o.connections} -t${o.threads}`);
+  : `wrk -c${o.connections} -t${o.threads}${o.protocol === 'https' ? ' (HTTP/1.1 over TLS)' : ''}`);
 
 const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 const fmtMs = (n: number): string => (!Number.isFinite(n) ? '-' : n < 1 ? `${(n * 1000).toFixed(0)} us` : `${n.toFixed(2)} ms`);
@@ -778,7 +782,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
   await waitListening(upstream, upPort);
 
   const tlsDir = join(dir, 'tls');
-  if (o.protocol === 'h2') {
+  if (o.protocol !== 'h1') {
     mkdirSync(tlsDir);
     const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
       '-subj', '/CN=bench.test', '-keyout', join(tlsDir, 'key.pem'), '-out', join(tlsDir, 'cert.pem')], { encoding: 'utf8' });
@@ -792,7 +796,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     const port = await freePort();
     const conf = join(tDir, 'nginx.conf');
     const extra: Extra = t === 'jinx-status' ? 'status' : t === 'jinx-limit' ? 'limit' : 'none';
-    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h2' ? tlsDir : undefined, extra));
+    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h1' ? undefined : { dir: tlsDir, http2: o.protocol === 'h2' }, extra));
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
     let gc: GcTrace | undefined;
@@ -830,7 +834,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
 async function check(o: Options, servers: Servers): Promise<void> {
   for (const [t, { port }] of servers.sut) {
     for (const size of o.sizes) {
-      const r = await get(port, bodyPath(size), o.protocol === 'h2');
+      const r = await get(port, bodyPath(size), o.protocol);
       if (r.status !== 200 || r.length !== size) throw new Error(`${t}: GET ${bodyPath(size)} gave ${r.status} with ${r.length} bytes, not 200 with ${size}`);
     }
   }

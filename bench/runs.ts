@@ -10,7 +10,7 @@
  *   node dist/bench/runs.js RUN1.json RUN2.json RUN3.json
  *
  * The runs may differ in protocol (an HTTP/2 run of `--protocol h2` adds its
- * body sizes as `h2 100 B`). Exit status 0 when the files could be read
+ * body sizes as `h2 100 B`, one of `--protocol https` as `https 1 MiB`). Exit status 0 when the files could be read
  * (whatever the figures), 1 otherwise.
  */
 import { readFileSync } from 'node:fs';
@@ -19,7 +19,7 @@ import { median, MiB } from './procs.js';
 
 /** The part of one proxy.ts run (`--json`) read here. */
 export interface RunFile {
-  readonly options: { readonly protocol: 'h1' | 'h2' };
+  readonly options: { readonly protocol: 'h1' | 'https' | 'h2' };
   /** Idle RSS per server, bytes (written since the runs summary existed; absent in older files). */
   readonly idleRssBytes?: Readonly<Record<string, number>>;
   readonly runs: readonly {
@@ -40,7 +40,7 @@ interface Figures {
   readonly peakRssBytes: number;
 }
 
-/** A scenario: the protocol and body size, as the report names it (`100 B`, `h2 100 B`). */
+/** A scenario: the protocol and body size, as the report names it (`100 B`, `https 1 MiB`, `h2 100 B`). */
 type Scenario = string;
 
 const sizeName = (n: number): string => (n % MiB === 0 ? `${n / MiB} MiB` : n % 1024 === 0 ? `${n / 1024} KiB` : `${n} B`);
@@ -52,7 +52,7 @@ const ratio = (n: number): string => (Number.isFinite(n) ? `${n.toFixed(2)}×` :
 /** Each file's figures: scenario → server → figures (medians of its counted rounds, the highest peak of all its runs). */
 function figuresOf(file: RunFile): Map<Scenario, Map<string, Figures>> {
   const out = new Map<Scenario, Map<string, Figures>>();
-  const prefix = file.options.protocol === 'h2' ? 'h2 ' : '';
+  const prefix = file.options.protocol === 'h1' ? '' : `${file.options.protocol} `;
   for (const size of new Set(file.runs.map((r) => r.size))) {
     const byTarget = new Map<string, Figures>();
     for (const target of new Set(file.runs.map((r) => r.target))) {

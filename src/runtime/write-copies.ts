@@ -164,10 +164,16 @@ export function boundTlsWrites(socket: TLSSocket): void {
     else inPieces(batchesOf([{ chunk, encoding }]), cb);
   };
   own._writev = (chunks, cb) => {
-    const batches = batchesOf(chunks);
-    if (batches.length === 1) writev(chunks, cb);
-    else inPieces(batches, cb);
+    if (bytesOf(chunks) <= TLS_WRITE_BYTES) writev(chunks, cb);
+    else inPieces(batchesOf(chunks), cb);
   };
+}
+
+/** The bytes `writes` hold. */
+function bytesOf(writes: readonly QueuedWrite[]): number {
+  let bytes = 0;
+  for (const w of writes) bytes += typeof w.chunk === 'string' ? Buffer.byteLength(w.chunk, w.encoding) : w.chunk.length;
+  return bytes;
 }
 
 /** `writes` in batches of at most `TLS_WRITE_BYTES` (a string is never cut, a Buffer is where it must be). */
