@@ -27,6 +27,9 @@ import { IN_TRANSIT_LIMIT_BYTES } from './in-transit.js';
 /** The size of a buffer copies go into. */
 const COPY_BUFFER_BYTES = 64 * 1024;
 
+/** The most a client's TLS socket hands OpenSSL at once: four records of 16 KiB (`boundTlsWrites`). */
+const TLS_WRITE_BYTES = 64 * 1024;
+
 /**
  * Buffers the sockets are done with, kept for the next copies; more are
  * left to V8. As many as two turns' worth of response bodies fill, what a
@@ -52,13 +55,14 @@ let used = 0;
  * whether the buffers they came in are free again once this returns: a
  * plain socket's when the kernel took them all; a TLS socket's always,
  * since TLS encrypts (copies) what it is handed at once, and what the
- * socket would hold, behind a write not yet finished, goes as a copy
- * (`writeCopies`). A plain socket that holds writes has a client that is
+ * socket would hold, behind a write not yet finished or past what OpenSSL
+ * is handed at once (`boundTlsWrites`), goes as a copy (`writeCopies`). A plain socket that holds writes has a client that is
  * not taking them, which a copy would not change.
  */
 export function writeReleasing(socket: Socket, pieces: readonly Buffer[]): boolean {
   const tls = (socket as TLSSocket).encrypted === true;
-  if (tls && (socket.writableLength > 0 || socket.writableCorked > 0)) {
+  // more than OpenSSL is handed at once waits in part (`boundTlsWrites`): a copy too
+  if (tls && (socket.writableLength > 0 || socket.writableCorked > 0 || pieces.reduce((n, piece) => n + piece.length, 0) > TLS_WRITE_BYTES)) {
     writeCopies(socket, pieces);
     return true;
   }
@@ -115,8 +119,6 @@ function release(buffer: CopyBuffer): void {
   if (free.length < FREE_BUFFERS_KEPT) free.push(buffer.bytes);
 }
 
-/** The most a client's TLS socket hands OpenSSL at once: four records of 16 KiB (`boundTlsWrites`). */
-const TLS_WRITE_BYTES = 64 * 1024;
 
 /** A write as node's `Writable` hands it to `_writev`. */
 interface QueuedWrite {
