@@ -23,6 +23,7 @@
  * events, SockJS streams).
  */
 import type { ResponseTarget } from './exchange.js';
+import { workerReadBuffer, wroteReadBuffer } from './file-read-buffer.js';
 import type { TempFile, TempFiles, TempPath } from './temp-files.js';
 import { inReadBuffer } from './upstream/read-buffers.js';
 
@@ -99,6 +100,11 @@ export class ResponseSpool {
   private fillingBytes = 0;
   private room: number;
   private drainArmed = false;
+  /** Pieces passed straight on and not written yet (`gathersReads`), and their size. */
+  private readonly gathered: Buffer[] = [];
+  private gatheredBytes = 0;
+  /** A piece written since the last `flush` lies in a read's buffer and the client's connection keeps it. */
+  private keptReadPiece = false;
   /**
    * Bytes handed to the client connection at most: `proxy_busy_buffers_size`,
    * but no less than the connection's high-water mark, below which no
@@ -113,7 +119,12 @@ export class ResponseSpool {
   /**
    * `headerBufferRoomBytes`: what the header left free of its buffer, the
    * room of the first body buffer. `eachChunk`: the upstream response is
-   * chunked, and each piece passes on as it comes.
+   * chunked, and each piece passes on as it comes. `gathersReads`: the
+   * owner pushes a read in many pieces (FastCGI's records, cut at its
+   * buffers) and calls `flush` after each read; the pieces go to the client
+   * together, as nginx's event pipe hands the client's connection all its
+   * filled buffers at once (`ngx_event_pipe_write_to_downstream`), not a
+   * write each.
    */
   constructor(
     private readonly out: ResponseTarget,
@@ -122,6 +133,7 @@ export class ResponseSpool {
     private readonly hooks: SpoolHooks,
     headerBufferRoomBytes: number,
     private readonly eachChunk = false,
+    private readonly gathersReads = false,
   ) {
     this.room = headerBufferRoomBytes > 0 ? headerBufferRoomBytes : settings.bufferBytes;
     this.busyBytes = Math.max(settings.busyBytes, out.highWaterMark);
@@ -182,7 +194,41 @@ export class ResponseSpool {
    * connection's read buffer (`kept`).
    */
   keepsNothing(): boolean {
-    return this.queuedBytes === 0 && this.file === undefined && this.fileCreating === undefined;
+    return this.queuedBytes === 0 && this.gatheredBytes === 0 && this.file === undefined && this.fileCreating === undefined;
+  }
+
+  /**
+   * Writes the pieces gathered since the last call (`gathersReads`) to the
+   * client in one write; called after each read, and before anything else
+   * is written, so that the body keeps its order. True when the client's
+   * connection keeps no piece of a read's buffer (`inReadBuffer`) from the
+   * writes since the last call: more pieces than one are copied into the
+   * worker's buffer, one goes as it is.
+   */
+  flush(): boolean {
+    this.writeGathered();
+    const whole = !this.keptReadPiece;
+    this.keptReadPiece = false;
+    return whole;
+  }
+
+  private writeGathered(): void {
+    if (this.gatheredBytes === 0) return;
+    const pieces = this.gathered.splice(0);
+    const bytes = this.gatheredBytes;
+    this.gatheredBytes = 0;
+    if (this.closed) return;
+    // more pieces than one are copied into the worker's buffer, used again once the client took it whole
+    let data = pieces[0]!;
+    if (pieces.length > 1) {
+      data = workerReadBuffer(bytes);
+      let at = 0;
+      for (const piece of pieces) at += piece.copy(data, at);
+    }
+    const taken = this.out.write(data);
+    if (pieces.length > 1) wroteReadBuffer(data, this.out);
+    else if (inReadBuffer(data) && !this.out.tookWhole?.()) this.keptReadPiece = true;
+    if (!taken) this.armDrain();
   }
 
   /** Passes body data on: to the client, a memory queue or (unless `last`) the temp file. */
@@ -190,8 +236,14 @@ export class ResponseSpool {
     const { memoryBytes } = this.settings;
     const busyBytes = this.busyBytes;
     const idle = !this.fileBacklog && this.tail.length === 0;
-    if (idle && this.head.length === 0 && this.out.bufferedBytes < busyBytes) {
-      if (!this.out.write(chunk)) this.armDrain();
+    if (idle && this.head.length === 0 && this.out.bufferedBytes + this.gatheredBytes < busyBytes) {
+      if (!this.gathersReads) {
+        if (!this.out.write(chunk)) this.armDrain();
+        return;
+      }
+      this.gathered.push(chunk);
+      this.gatheredBytes += chunk.length;
+      if (this.gatheredBytes >= busyBytes) this.writeGathered();
       return;
     }
     if (idle && this.out.bufferedBytes + this.queuedBytes + chunk.length <= memoryBytes) {
@@ -226,7 +278,7 @@ export class ResponseSpool {
    */
   pushLast(chunk: Buffer): void {
     if (this.closed) return;
-    if (this.fillingBytes > 0 || this.pumping || this.head.length > 0 || this.tail.length > 0 || this.file || this.fileCreating) {
+    if (this.fillingBytes > 0 || this.gatheredBytes > 0 || this.pumping || this.head.length > 0 || this.tail.length > 0 || this.file || this.fileCreating) {
       this.push(chunk);
       return;
     }
@@ -357,16 +409,22 @@ export class ResponseSpool {
       return;
     }
     this.pumping = true;
+    this.writeGathered();
     for (;;) {
       if (this.closed) break;
-      if (this.out.bufferedBytes >= this.busyBytes) {
+      const room = this.busyBytes - this.out.bufferedBytes;
+      if (room <= 0) {
         this.armDrain();
         break;
       }
-      const next = this.head.shift();
-      if (next) {
-        this.queuedBytes -= next.length;
-        this.out.write(next);
+      if (this.head.length > 0) {
+        // what fits in the room goes in one write (at least one chunk), as the event pipe writes its busy buffers together
+        let count = 1;
+        let bytes = this.head[0]!.length;
+        while (count < this.head.length && bytes + this.head[count]!.length <= room) bytes += this.head[count++]!.length;
+        const pieces = this.head.splice(0, count);
+        this.queuedBytes -= bytes;
+        this.out.write(count === 1 ? pieces[0]! : Buffer.concat(pieces, bytes));
         this.maybeResume();
         continue;
       }
@@ -409,6 +467,7 @@ export class ResponseSpool {
 
   private finish(): void {
     if (this.closed) return;
+    this.writeGathered();
     this.closed = true;
     if (this.cut) this.out.abort('flush');
     else this.out.end();
@@ -419,6 +478,8 @@ export class ResponseSpool {
   private release(): void {
     this.head.length = 0;
     this.tail.length = 0;
+    this.gathered.length = 0;
+    this.gatheredBytes = 0;
     this.unwritten.length = 0;
     this.queuedBytes = 0;
     this.unwrittenBytes = 0;

@@ -22,6 +22,8 @@ import { selfSigned } from '../helpers/pki.js';
 import { assertSameAsNginx, differential, httpConf, parseRaw, rawExchange, type Side } from '../helpers/differential.js';
 import { listTree, openFiles, rawClient, servingPid, sleep, statusOf } from '../helpers/slow-clients.js';
 import { scriptedUpstream } from '../helpers/upstreams.js';
+import { STDOUT, endRequest, fcgiRecord, scriptedFastcgi } from '../helpers/fastcgi-server.js';
+import { scriptedScgi } from '../helpers/cgi-servers.js';
 
 const HOST = 'spool.test';
 const NO_OPENSSL = hasCommand('openssl') ? false : 'no openssl command';
@@ -159,16 +161,6 @@ const bodyBytes = (seen: BodySeen): number => (seen.status === 200 ? seen.bytes 
 /** A 200's body's SHA-256, else its status. */
 const bodySha = (seen: BodySeen): string => (seen.status === 200 ? seen.sha256 : `status ${seen.status}`);
 
-/** A FastCGI record (version 1, request id 1). */
-function fcgiRecord(type: number, content: Buffer): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt8(1, 0);
-  head.writeUInt8(type, 1);
-  head.writeUInt16BE(1, 2);
-  head.writeUInt16BE(content.length, 4);
-  return Buffer.concat([head, content]);
-}
-
 /**
  * A FastCGI responder that answers every request, once its empty STDIN
  * record arrived, with `size` bytes (`Content-Length`) in STDOUT records,
@@ -228,18 +220,18 @@ function ownBytesHandler(req: IncomingMessage, res: ServerResponse): void {
 }
 
 /**
- * Through `proxy_pass SCHEME://` to the upstream on `up` (`ownBytesHandler`),
- * buffered and with `proxy_buffering off`: one client asks for `/slow` and
- * does not read while other requests take `/fast`, `/chunked` and `/fast`
- * at once, then reads it whole. Asserts every client got its own bytes, as
- * from nginx.
+ * Through the server's locations `/` (buffered) and `/off/` (not), given by
+ * `locations` (directives of `location / {…}` and `location /off/ {…}`),
+ * to an upstream answering with `OWN_BYTES_BODIES` by the last part of the
+ * path: one client asks for `/slow` and does not read while other requests
+ * take `/fast`, `/chunked` and `/fast` at once, then reads it whole.
+ * Asserts every client got its own bytes, as from nginx.
  */
-async function assertOwnBytes(scheme: 'http' | 'https', up: number): Promise<void> {
+async function assertOwnBytes(locations: { readonly buffered: string; readonly off: string }, extra = ''): Promise<void> {
   const run = await differential({
-    conf: ({ port }) => httpConf(`  upstream up { server 127.0.0.1:${up}; keepalive 8; }
-  server { listen 127.0.0.1:${port}; server_name ${HOST};
-    location / { proxy_pass ${scheme}://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
-    location /off/ { proxy_pass ${scheme}://up/; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
+    conf: ({ port }) => httpConf(`${extra}  server { listen 127.0.0.1:${port}; server_name ${HOST};
+    location / { ${locations.buffered} }
+    location /off/ { ${locations.off} }
   }`),
   }, async (s) => {
     const out: Record<string, string> = {};
@@ -263,6 +255,54 @@ async function assertOwnBytes(scheme: 'http' | 'https', up: number): Promise<voi
     for (const path of ['slow', 'fast', 'chunked']) assert.equal(run.nginx.result[`${prefix}${path}`], sha256(OWN_BYTES_BODIES[`/${path}`]!), `${prefix}${path}`);
   }
   assertSameAsNginx(run);
+}
+
+/** `proxy_pass SCHEME://` to the upstream on `up`, as `assertOwnBytes` takes it. */
+function proxiedTo(scheme: 'http' | 'https', up: number): [{ buffered: string; off: string }, string] {
+  const pass = `proxy_http_version 1.1; proxy_set_header Connection "";`;
+  return [
+    { buffered: `proxy_pass ${scheme}://up; ${pass}`, off: `proxy_pass ${scheme}://up/; ${pass} proxy_buffering off;` },
+    `  upstream up { server 127.0.0.1:${up}; keepalive 8; }\n`,
+  ];
+}
+
+/** The body `OWN_BYTES_BODIES` holds for the last part of `path` (`/off/fast`: `/fast`'s). */
+const ownBody = (path: string): string => OWN_BYTES_BODIES[path.slice(path.lastIndexOf('/'))] ?? '';
+
+/** Sizes of the STDOUT records `ownBytesFastcgi` sends a body in, in turn: some longer than a buffer, some not, none aligned to one. */
+const RECORD_BYTES = [1000, 65535, 4097, 32768, 17];
+
+/**
+ * A FastCGI server answering `OWN_BYTES_BODIES` by the path of its
+ * `SCRIPT_NAME` parameter, in STDOUT records of `RECORD_BYTES` in turn:
+ * with a `Content-Length` but for `chunked`, whose body ends with the
+ * connection's END_REQUEST.
+ */
+async function ownBytesFastcgi(): Promise<number> {
+  const fcgi = await scriptedFastcgi((req, sock) => {
+    const path = req.params.find(([n]) => n === 'SCRIPT_NAME')?.[1] ?? '';
+    const body = Buffer.from(ownBody(path), 'latin1');
+    const head = `Content-Type: application/octet-stream\r\n${path.endsWith('/chunked') ? '' : `Content-Length: ${body.length}\r\n`}\r\n`;
+    const records = [fcgiRecord(STDOUT, head)];
+    for (let at = 0, i = 0; at < body.length; i++) {
+      const size = RECORD_BYTES[i % RECORD_BYTES.length]!;
+      records.push(fcgiRecord(STDOUT, body.subarray(at, at + size)));
+      at += size;
+    }
+    records.push(fcgiRecord(STDOUT, ''), endRequest());
+    sock.end(Buffer.concat(records));
+  });
+  return fcgi.port;
+}
+
+/** An SCGI server answering `OWN_BYTES_BODIES` by the path of its `SCRIPT_NAME` parameter; `chunked` without a length, to the connection's end. */
+async function ownBytesScgi(): Promise<number> {
+  const scgi = await scriptedScgi((req, sock) => {
+    const path = req.params.find(([n]) => n === 'SCRIPT_NAME')?.[1] ?? '';
+    const body = ownBody(path);
+    sock.end(`Status: 200 OK\r\nContent-Type: application/octet-stream\r\n${path.endsWith('/chunked') ? '' : `Content-Length: ${body.length}\r\n`}\r\n${body}`, 'latin1');
+  });
+  return scgi.port;
 }
 
 describe('response buffering (differential)', () => {
@@ -326,7 +366,7 @@ describe('response buffering (differential)', () => {
   it('sends each client its own bytes when one client reads a large response slowly while another takes responses at once, buffered or not, chunked or not', async () => {
     // the upstream connections read into buffers of their own: one a slow client keeps is not filled again
     const { port: up } = await startUpstream(ownBytesHandler);
-    await assertOwnBytes('http', up);
+    await assertOwnBytes(...proxiedTo('http', up));
   });
 
   it('sends each client its own bytes from an HTTPS upstream when one client reads a large response slowly while another takes responses at once', { skip: NO_OPENSSL }, async () => {
@@ -334,7 +374,21 @@ describe('response buffering (differential)', () => {
     const server = createHttpsServer(selfSigned('up.test'), ownBytesHandler);
     await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
     onCleanup(() => new Promise<void>((res) => { server.closeAllConnections(); server.close(() => res()); }));
-    await assertOwnBytes('https', (server.address() as AddressInfo).port);
+    await assertOwnBytes(...proxiedTo('https', (server.address() as AddressInfo).port));
+  });
+
+  it('sends each client its own bytes of FastCGI and SCGI responses when one client reads a large one slowly while another takes responses at once, buffered or not', async () => {
+    // FastCGI and SCGI connections read into buffers of their own too, the pieces of a read sent in one write
+    const fcgi = await ownBytesFastcgi();
+    const scgi = await ownBytesScgi();
+    await assertOwnBytes({
+      buffered: `fastcgi_param SCRIPT_NAME $uri; fastcgi_pass 127.0.0.1:${fcgi};`,
+      off: `fastcgi_param SCRIPT_NAME $uri; fastcgi_pass 127.0.0.1:${fcgi}; fastcgi_buffering off;`,
+    });
+    await assertOwnBytes({
+      buffered: `scgi_param SCRIPT_NAME $uri; scgi_pass 127.0.0.1:${scgi};`,
+      off: `scgi_param SCRIPT_NAME $uri; scgi_pass 127.0.0.1:${scgi}; scgi_buffering off;`,
+    });
   });
 
   it('sends each HTTPS client and HTTP/2 stream its own bytes when many of them, over TLS and h2c, take large responses at once', { skip: NO_OPENSSL }, async () => {

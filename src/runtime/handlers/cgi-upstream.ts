@@ -50,6 +50,7 @@ import { CgiRequestError, encodeScgiHeader, encodeUwsgiPacket } from '../upstrea
 import { escapeMemcachedKey, memcachedGet, MemcachedResponseReader } from '../upstream/memcached-protocol.js';
 import { nextConditionOf, type NextCondition, type PeerAttempts } from '../upstream/round-robin.js';
 import { connectTls, sslName, verifyPeer, type PeerChain } from '../upstream/tls.js';
+import { cgiOnRead, stopTakingReads, takeReads } from '../upstream/cgi-reads.js';
 import type { PoolSettings } from '../upstream/clients.js';
 import { dynamicPeer, endAttempt, firstPeer, startAttempt, stickyAnswered } from './upstream-peer.js';
 import { cutOff, interceptsError, nextOrAnswer, responseFailed } from './upstream-attempt.js';
@@ -500,10 +501,13 @@ async function attempt<C extends PassConf>(
   if (kept) socket = kept.socket;
   else {
     if (tls) {
-      const secure = connectTls(tls.conf, addr, tls.name);
+      const secure = connectTls(tls.conf, addr, tls.name, cgiOnRead(conf.memoryBytes, true));
       socket = secure.socket;
       peerOf = secure.peer;
-    } else socket = 'path' in addr ? connect({ path: addr.path }) : connect({ host: addr.host, port: addr.port });
+    } else {
+      const onread = cgiOnRead(conf.memoryBytes, false);
+      socket = 'path' in addr ? connect({ path: addr.path, onread }) : connect({ host: addr.host, port: addr.port, onread });
+    }
     socket.setNoDelay(true);
     socket.once('close', cx.upstreams.track());
   }
@@ -538,7 +542,8 @@ async function attempt<C extends PassConf>(
     const release = (keep: boolean): void => {
       endAttempt(state, bytes, bodyBytes);
       clearTimeout(connectTimer);
-      socket.off(ready, onConnect).off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
+      socket.off(ready, onConnect).off('timeout', onTimeout).off('error', onError).off('close', onClose);
+      stopTakingReads(socket);
       if (keep && group) cx.fastcgi.keep(group, addr.name, connection);
       else socket.destroy();
     };
@@ -697,7 +702,7 @@ async function attempt<C extends PassConf>(
           resumeSocket();
         },
         onFileError: (err, path) => fail(upstreamFailure('temp-file', `write() to "${path ?? conf.tempPath.dir}" failed (${systemErrorText(err)})`, READING_BODY)),
-      }, room);
+      }, room, false, true);
       return { contentLength: wire.bodyLength(r, parsed.status, parsed.contentLength), buffered: buffering };
     };
 
@@ -791,7 +796,8 @@ async function attempt<C extends PassConf>(
       settled = true;
       clearTimeout(connectTimer);
       socket.setTimeout(0);
-      socket.off('timeout', onTimeout).off('error', onError).off('close', onClose).off('data', onData);
+      socket.off('timeout', onTimeout).off('error', onError).off('close', onClose);
+      stopTakingReads(socket);
       const client = out.tunnel()!;
       const toClient = (n: number): void => {
         r.bodyBytesSent += n;
@@ -845,11 +851,15 @@ async function attempt<C extends PassConf>(
         return spool!.done;
       }).then(done);
     };
+    /** Whether what the last read sent to the client left nothing of it with the client's connection (`ResponseSpool.flush`). */
+    let flushedWhole = false;
     const onData = (chunk: Buffer): void => {
+      flushedWhole = false;
       if (settled) return;
       if (stage === 'body') r.action = READING_BODY;
       try {
         reader.push(chunk);
+        flushedWhole = spool?.flush() ?? true;
         if (upgraded) {
           proxyUpgraded(upgraded);
           return;
@@ -875,7 +885,13 @@ async function attempt<C extends PassConf>(
         giveUp(500);
       }
     };
-    socket.on('timeout', onTimeout).on('error', onError).on('close', onClose).on('data', onData);
+    socket.on('timeout', onTimeout).on('error', onError).on('close', onClose);
+    // the read's buffer is read into again unless something kept a piece of it: the client's connection, the spool's
+    // queue or temp file, the cache's file, a tunnel
+    takeReads(socket, (chunk) => {
+      onData(chunk);
+      return flushedWhole && upgraded === undefined && store === undefined && (spool?.keepsNothing() ?? true);
+    });
     if (kept) onConnect();
     else socket.once(ready, onConnect);
     if (!conf.ignoreClientAbort) out.onAbort(() => {

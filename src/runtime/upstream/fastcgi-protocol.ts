@@ -152,13 +152,23 @@ export class ResponseReader implements CgiResponseReader {
   private pendingStderr: Buffer[] = [];
   /** Body bytes the response's `Content-Length` still promises, -1 when it has none (nginx's `f->rest`). */
   private rest = -1;
+  /** STDOUT data not handed to the sink yet (`emit`). */
+  private heldBody: Buffer | undefined;
 
   constructor(private readonly settings: ReaderSettings, private readonly sink: CgiResponseSink) {
     this.buf = Buffer.allocUnsafe(settings.bufferSize);
   }
 
-  /** Takes the next bytes read from the connection. */
+  /** Takes the next bytes read from the connection; its STDOUT goes to the sink before the call returns (or throws). */
   push(chunk: Buffer): void {
+    try {
+      this.take(chunk);
+    } finally {
+      this.flushBody();
+    }
+  }
+
+  private take(chunk: Buffer): void {
     let offset = 0;
     while (offset < chunk.length && this.phase === 'header') {
       const n = Math.min(chunk.length - offset, this.buf.length - this.last);
@@ -324,9 +334,10 @@ export class ResponseReader implements CgiResponseReader {
     }
   }
 
-  /** Logs the STDERR piece read so far. */
+  /** Logs the STDERR piece read so far (after the STDOUT before it). */
   private flushStderr(): void {
     if (this.pendingStderr.length === 0) return;
+    this.flushBody();
     const piece = this.pendingStderr.length === 1 ? this.pendingStderr[0]! : Buffer.concat(this.pendingStderr);
     this.pendingStderr = [];
     this.sink.stderr(piece.toString('latin1', 0, stderrEnd(piece, 0, piece.length)));
@@ -391,22 +402,48 @@ export class ResponseReader implements CgiResponseReader {
   /** STDOUT data, held to the response's `Content-Length` as nginx does. */
   private stdout(data: Buffer): void {
     if (this.rest === 0) {
+      this.flushBody();
       this.sink.log('warn', 'upstream sent more data than specified in "Content-Length" header');
       this.finish(false);
       return;
     }
     if (this.rest > 0 && data.length > this.rest) {
-      this.sink.body(data.subarray(0, this.rest));
+      this.emit(data.subarray(0, this.rest));
       this.rest = 0;
+      this.flushBody();
       this.sink.log('warn', 'upstream sent more data than specified in "Content-Length" header');
       this.finish(false);
       return;
     }
     if (this.rest > 0) this.rest -= data.length;
-    this.sink.body(data);
+    this.emit(data);
+  }
+
+  /**
+   * Holds STDOUT data for the sink, joined to the piece held when it follows
+   * it in the same read: cut only at the pipe's buffer boundaries (`body`),
+   * it reaches the sink a record's content at a time, not a buffer's.
+   */
+  private emit(data: Buffer): void {
+    const held = this.heldBody;
+    if (held !== undefined && held.buffer === data.buffer && held.byteOffset + held.length === data.byteOffset) {
+      this.heldBody = Buffer.from(held.buffer, held.byteOffset, held.length + data.length);
+      return;
+    }
+    this.flushBody();
+    this.heldBody = data;
+  }
+
+  /** Hands the held STDOUT data to the sink. */
+  private flushBody(): void {
+    const held = this.heldBody;
+    if (held === undefined) return;
+    this.heldBody = undefined;
+    this.sink.body(held);
   }
 
   private finish(reusable: boolean): void {
+    this.flushBody();
     this.flushStderr();
     this.phase = 'done';
     this.sink.end(reusable);

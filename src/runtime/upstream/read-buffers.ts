@@ -201,6 +201,20 @@ export function inReadBuffer(chunk: Buffer): boolean {
   return delivery !== undefined && chunk.buffer === delivery.buffer;
 }
 
+/**
+ * Runs `parse` over a read into `buffer` that a connection's own parser
+ * takes (cgi-reads.ts: FastCGI, uwsgi, SCGI, memcached): meanwhile pieces
+ * of it are `inReadBuffer`, so whoever keeps one past the call keeps a copy.
+ */
+export function parsingReadBuffer(buffer: Buffer, parse: () => void): void {
+  delivery = { buffer: buffer.buffer, delivered: 0, released: 0 };
+  try {
+    parse();
+  } finally {
+    delivery = undefined;
+  }
+}
+
 /** A piece of body from the read being parsed goes to a handler (undici's `onData`). */
 export function deliveredReadBuffer(chunk: Buffer): void {
   if (inReadBuffer(chunk)) delivery!.delivered++;

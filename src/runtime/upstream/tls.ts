@@ -215,10 +215,12 @@ const MAX_HELD_SESSIONS = 100;
  * `*_ssl_session_reuse off`. The caller waits for `secureConnect`, then
  * checks the certificate with `verifyPeer(socket, name, depth, peer())`
  * when `tls.verify` is on; `peer()` is the chain the handshake showed, or
- * the one a resumed session was made with.
+ * the one a resumed session was made with. `onread`: node's option for
+ * the decrypted bytes (`cgiOnRead`).
  */
 export function connectTls(
   tls: UpstreamTlsConf, target: { readonly host: string; readonly port: number } | { readonly path: string }, name: string,
+  onread?: UpstreamOnRead,
 ): { readonly socket: TLSSocket; peer(): PeerChain | undefined } {
   const key = `${tls.key}|${'path' in target ? target.path : `${target.host}:${target.port}`}|${name}`;
   const held = tls.sessionReuse ? heldSessions.get(key) : undefined;
@@ -227,6 +229,7 @@ export function connectTls(
     ...upstreamTlsOptions(tls),
     ...(tls.serverName && sniAllowed(name) ? { servername: name } : {}),
     ...(held ? { session: held.session } : {}),
+    ...(onread ? { onread } : {}),
   });
   const peer = (): PeerChain | undefined => peerChain(socket) ?? (socket.isSessionReused() ? held?.peer : undefined);
   if (tls.sessionReuse) {
