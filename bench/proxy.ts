@@ -47,7 +47,9 @@ const USAGE = `usage: node dist/bench/proxy.js [options]
                     proxied request; jinx-base is the jinx of --jinx-base
   --jinx-base PATH  another jinx's bin/jinx for the jinx-base target (e.g. a checkout of the
                     branch before a change, built), to compare two versions in one run
-  --upstream KIND   nginx (default) or node
+  --upstream KIND   nginx (default), node (node:http), or fastcgi (a node FastCGI server: the
+                    servers under test use fastcgi_pass with fastcgi_keep_conn on; jinx and nginx
+                    targets only)
   --protocol P      h1 (default: HTTP/1.1 over plain TCP, measured with wrk), https
                     (HTTP/1.1 over TLS, measured with wrk; jinx and nginx targets only) or h2
                     (HTTP/2 over TLS, \`http2 on\`, measured with h2load; no fastify target)
@@ -92,7 +94,7 @@ interface Options {
   threads: number;
   sizes: number[];
   targets: Target[];
-  upstream: 'nginx' | 'node';
+  upstream: 'nginx' | 'node' | 'fastcgi';
   protocol: 'h1' | 'https' | 'h2';
   streams: number;
   /** `--workers`: a master and this many workers; undefined: one process (`master_process off`). */
@@ -149,7 +151,8 @@ function options(argv: string[]): Options {
   const jinxBase = values['jinx-base'] === undefined ? undefined : resolve(values['jinx-base']);
   if (targets.includes('jinx-base') && (jinxBase === undefined || !existsSync(jinxBase))) throw new Error('the jinx-base target needs --jinx-base PATH (a built jinx\'s bin/jinx)');
   const upstream = values.upstream ?? 'nginx';
-  if (upstream !== 'nginx' && upstream !== 'node') throw new Error(`--upstream is nginx or node, not "${upstream}"`);
+  if (upstream !== 'nginx' && upstream !== 'node' && upstream !== 'fastcgi') throw new Error(`--upstream is nginx, node or fastcgi, not "${upstream}"`);
+  if (upstream === 'fastcgi' && (targets.includes('fastify') || targets.includes('bare'))) throw new Error('--upstream fastcgi measures jinx and nginx only: leave out bare and fastify');
   const protocol = values.protocol ?? 'h1';
   if (protocol !== 'h1' && protocol !== 'https' && protocol !== 'h2') throw new Error(`--protocol is h1, https or h2, not "${protocol}"`);
   if (protocol === 'h2' && targets.includes('fastify')) throw new Error('the fastify target speaks HTTP/1.1 only: leave it out with --protocol h2');
@@ -269,8 +272,11 @@ type Extra = 'none' | 'status' | 'limit';
  * certificate and key in `tls.dir`, and with `tls.http2` (`h2`) has
  * `http2 on`; `extra` adds a `location = /stub_status { stub_status; }`
  * beside the proxied one (no log reads `$connections_*`), or a `limit_req`.
+ * With `fastcgi` the location passes requests to a FastCGI server instead.
  */
-function proxyConf(dir: string, port: number, upstreamPort: number, workers: number | undefined, tls?: { dir: string; http2: boolean }, extra: Extra = 'none'): string {
+function proxyConf(
+  dir: string, port: number, upstreamPort: number, workers: number | undefined, tls?: { dir: string; http2: boolean }, extra: Extra = 'none', fastcgi = false,
+): string {
   // h2load does not reconnect: a connection closed after keepalive_requests (1000) would end its share of the run
   const tlsLines = tls
     ? `${tls.http2 ? '\n    http2 on;\n    keepalive_requests 1000000;' : ''}\n    ssl_certificate ${tls.dir}/cert.pem;\n    ssl_certificate_key ${tls.dir}/key.pem;`
@@ -285,9 +291,7 @@ ${tempPaths(dir)}
   server {
     listen 127.0.0.1:${port}${tls ? ' ssl' : ''} backlog=4096;${tlsLines}
     location / {
-      proxy_pass http://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";${extra === 'limit' ? '\n      limit_req zone=bench burst=1000000 nodelay;' : ''}
+      ${fastcgi ? 'fastcgi_pass backend;\n      fastcgi_keep_conn on;\n      fastcgi_param SCRIPT_NAME $uri;' : 'proxy_pass http://backend;\n      proxy_http_version 1.1;\n      proxy_set_header Connection "";'}${extra === 'limit' ? '\n      limit_req zone=bench burst=1000000 nodelay;' : ''}
     }${extra === 'status' ? '\n    location = /stub_status { stub_status; }' : ''}
   }
 }
@@ -307,6 +311,48 @@ const server = http.createServer({ keepAliveTimeout: 300000 }, (req, res) => {
 });
 server.listen(port, '127.0.0.1');
 process.on('SIGQUIT', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
+`;
+
+/**
+ * The FastCGI server (--upstream fastcgi): for each request, the body its
+ * `SCRIPT_NAME` names (`/body-N`) from memory, in STDOUT records of 8 KiB
+ * (what PHP's output buffer sends at a time), then END_REQUEST; the
+ * connection stays open for the next request (fastcgi_keep_conn).
+ */
+const FASTCGI_UPSTREAM = `
+const net = require('node:net');
+const [port, ...sizes] = process.argv.slice(1).map(Number);
+const record = (type, content) => {
+  const pad = (8 - (content.length % 8)) % 8;
+  return Buffer.concat([Buffer.from([1, type, 0, 1, content.length >> 8, content.length & 255, pad, 0]), content, Buffer.alloc(pad)]);
+};
+const answer = (size) => {
+  const out = Buffer.concat([Buffer.from('Content-Type: application/octet-stream\\r\\nContent-Length: ' + size + '\\r\\n\\r\\n'), Buffer.alloc(size, 'x')]);
+  const records = [];
+  for (let at = 0; at < out.length; at += 8192) records.push(record(6, out.subarray(at, at + 8192)));
+  return Buffer.concat([...records, record(6, Buffer.alloc(0)), record(3, Buffer.alloc(8))]);
+};
+const answers = new Map(sizes.map((s) => ['/body-' + s, answer(s)]));
+const notFound = Buffer.concat([record(6, Buffer.from('Status: 404 Not Found\\r\\nContent-Length: 0\\r\\n\\r\\n')), record(6, Buffer.alloc(0)), record(3, Buffer.alloc(8))]);
+const server = net.createServer((sock) => {
+  let input = Buffer.alloc(0);
+  let script = '';
+  sock.on('error', () => {});
+  sock.on('data', (d) => {
+    input = input.length ? Buffer.concat([input, d]) : d;
+    while (input.length >= 8) {
+      const type = input[1], length = input.readUInt16BE(4), end = 8 + length + input[6];
+      if (input.length < end) return;
+      if (type === 4) {
+        const p = input.indexOf('SCRIPT_NAME', 8);
+        if (p !== -1 && p < 8 + length) script = input.toString('latin1', p + 11, p + 11 + input[p - 1]);
+      } else if (type === 5 && length === 0) sock.write(answers.get(script) ?? notFound);
+      input = input.subarray(end);
+    }
+  });
+});
+server.listen(port, '127.0.0.1');
+process.on('SIGQUIT', () => server.close(() => process.exit(0)));
 `;
 
 /**
@@ -777,7 +823,8 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     writeFileSync(join(upDir, 'nginx.conf'), upstreamNginxConf(upDir, upPort, o.sizes));
     upstream = start('upstream', o.nginx, ['-p', `${upDir}/`, '-c', join(upDir, 'nginx.conf')], { cpus: o.auxCpus, niceness: o.nice });
   } else {
-    upstream = start('upstream', process.execPath, ['-e', NODE_UPSTREAM, String(upPort), ...o.sizes.map(String)], { cpus: o.auxCpus, niceness: o.nice });
+    const script = o.upstream === 'fastcgi' ? FASTCGI_UPSTREAM : NODE_UPSTREAM;
+    upstream = start('upstream', process.execPath, ['-e', script, String(upPort), ...o.sizes.map(String)], { cpus: o.auxCpus, niceness: o.nice });
   }
   await waitListening(upstream, upPort);
 
@@ -796,7 +843,7 @@ async function startServers(o: Options, dir: string): Promise<Servers> {
     const port = await freePort();
     const conf = join(tDir, 'nginx.conf');
     const extra: Extra = t === 'jinx-status' ? 'status' : t === 'jinx-limit' ? 'limit' : 'none';
-    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h1' ? undefined : { dir: tlsDir, http2: o.protocol === 'h2' }, extra));
+    writeFileSync(conf, proxyConf(tDir, port, upPort, o.workers, o.protocol === 'h1' ? undefined : { dir: tlsDir, http2: o.protocol === 'h2' }, extra, o.upstream === 'fastcgi'));
     const args = ['-p', `${tDir}/`, '-c', conf];
     let proc: Proc;
     let gc: GcTrace | undefined;
