@@ -25,6 +25,7 @@ import type {
   CacheConf, CgiConf, CgiTarget, FastcgiConf, MemcachedConf, UpstreamConf, UpstreamGroup, UpstreamTlsConf, UwsgiConf,
 } from '../../config/route-table.js';
 import type { CgiPrefix } from '../../config/modules/cgi-upstream.js';
+import type { CompiledValue } from '../../config/variables.js';
 import { systemErrorText } from '../../os-errors.js';
 import { logRequest } from '../context.js';
 import { DONE, statusOutcome, type Exchange, type Outcome } from '../exchange.js';
@@ -148,18 +149,34 @@ export function params(r: HttpRequestState, conf: CgiConf): [string, string][] {
  * of an address from variables), and `host` the address's host as written
  * (the name a TLS certificate is checked against).
  */
-async function address(
+function address(
   ex: Exchange, conf: PassConf, scheme: CgiWire<PassConf>['scheme'], secure: boolean,
-): Promise<(CgiChoice & { readonly secure: boolean; readonly host: string }) | number> {
-  const { r, cx } = ex;
-  const choice = (c: CgiChoice | number, host: string, tls = secure): (CgiChoice & { secure: boolean; host: string }) | number =>
-    typeof c === 'number' ? c : { ...c, secure: tls, host };
-  if (conf.target.kind === 'unix') return choice({ peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined }, 'localhost');
+): AddressChoice | number | Promise<AddressChoice | number> {
+  const { cx } = ex;
+  if (conf.target.kind === 'unix') return addressChoice({ peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined }, 'localhost', secure);
   if (conf.target.kind === 'group') {
     const group = conf.target.group;
-    return choice(await firstPeer(ex, cx.table.upstreams.get(group)!, conf, secure ? `s${scheme}` : scheme, ''), group.replace(/:\d+$/, ''));
+    const host = group.replace(/:\d+$/, '');
+    // synchronous unless a sticky session is looked up
+    const first = firstPeer(ex, cx.table.upstreams.get(group)!, conf, secure ? `s${scheme}` : scheme, '');
+    return first instanceof Promise ? first.then((c) => addressChoice(c, host, secure)) : addressChoice(first, host, secure);
   }
-  let text = conf.target.address.evaluate(r);
+  return addressOf(ex, conf, conf.target.address, scheme, secure);
+}
+
+/** An address chosen for a request, with whether it speaks TLS and its host as written (see `address`). */
+type AddressChoice = CgiChoice & { readonly secure: boolean; readonly host: string };
+
+const addressChoice = (c: CgiChoice | number, host: string, secure: boolean): AddressChoice | number =>
+  typeof c === 'number' ? c : { peer: c.peer, attempts: c.attempts, secure, host };
+
+/** `address` for a `*_pass` with variables (`value`): the address they make, a group's name or a host to resolve. */
+async function addressOf(
+  ex: Exchange, conf: PassConf, value: CompiledValue, scheme: CgiWire<PassConf>['scheme'], secure: boolean,
+): Promise<AddressChoice | number> {
+  const { r, cx } = ex;
+  const choice = (c: CgiChoice | number, host: string, tls = secure): AddressChoice | number => addressChoice(c, host, tls);
+  let text = value.evaluate(r);
   let tls = false;
   // ngx_http_uwsgi_eval: the address may name its scheme
   if (scheme === 'uwsgi' && /^s?uwsgi:\/\//i.test(text)) {
@@ -422,7 +439,8 @@ class BodyRefusedError extends Error {
 async function exchange<C extends PassConf>(
   ex: Exchange, wire: CgiWire<C>, conf: C, body: CgiBody | undefined, store: CacheStore | undefined,
 ): Promise<Outcome> {
-  const choice = await address(ex, conf, wire.scheme, wire.tls?.secure(conf) ?? false);
+  const chosen = address(ex, conf, wire.scheme, wire.tls?.secure(conf) ?? false);
+  const choice = chosen instanceof Promise ? await chosen : chosen;
   if (typeof choice === 'number') {
     store?.abort();
     return statusOutcome(choice);

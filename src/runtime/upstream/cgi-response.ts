@@ -16,6 +16,22 @@ export class CgiResponseError extends Error {
 /** States of a header line (`ngx_http_parse_header_line`). */
 const enum Hs { Start, Name, SpaceBeforeValue, Value, SpaceAfterValue, IgnoreLine, AlmostDone, HeaderAlmostDone }
 
+/** The piece a parser holds before its first. */
+const NO_BYTES = Buffer.alloc(0);
+
+let sharedHeader = NO_BYTES;
+
+/**
+ * The worker's header buffer (nginx's `u->buffer`), `sizeBytes` of it
+ * (`*_buffer_size`), for a reader to read a header into while it takes one
+ * read: a reader whose header is cut by the read's end moves what it has
+ * to a buffer of its own, so that a response whose header comes in one read
+ * (nearly all) allocates none. Grows to the largest size asked for.
+ */
+export function headerBuffer(sizeBytes: number): Buffer {
+  if (sharedHeader.length < sizeBytes) sharedHeader = Buffer.allocUnsafe(sizeBytes);
+  return sharedHeader.length === sizeBytes ? sharedHeader : sharedHeader.subarray(0, sizeBytes);
+}
 const CR = 0x0d;
 const LF = 0x0a;
 
@@ -39,7 +55,7 @@ export class HeaderLineParser {
   /** Offset in the line where its value ends (nginx's `r->header_end`). */
   private headerEnd = 0;
   /** The piece being parsed. */
-  private buf: Buffer = Buffer.alloc(0);
+  private buf: Buffer = NO_BYTES;
 
   /**
    * Parses `buf` from `from` to `end`: returns the offset after the empty
@@ -50,37 +66,37 @@ export class HeaderLineParser {
   parse(buf: Buffer, from: number, end: number): number {
     this.buf = buf;
     let lineStart = from;
-    /** Offset in the line of byte `p`. */
-    const at = (p: number): number => this.lineLength + p - lineStart;
     for (let p = from; p < end; p++) {
+      /** Offset in the line of byte `p`. */
+      const at = this.lineLength + p - lineStart;
       const ch = buf[p]!;
       switch (this.hs) {
         case Hs.Start:
-          if (ch === CR || ch === LF) this.headerEnd = at(p);
+          if (ch === CR || ch === LF) this.headerEnd = at;
           if (ch === CR) this.hs = Hs.HeaderAlmostDone;
           else if (ch === LF) return p + 1;
           else if (NAME_CHAR[ch] || (ch > 0x20 && ch !== 0x7f && ch !== 0x3a)) this.hs = Hs.Name;
-          else this.invalidHeader(lineStart, p, at(p));
+          else this.invalidHeader(lineStart, p, at);
           break;
         case Hs.Name:
           if (NAME_CHAR[ch]) break;
-          if (ch === CR || ch === LF) this.headerEnd = at(p);
+          if (ch === CR || ch === LF) this.headerEnd = at;
           if (ch === 0x3a) this.hs = Hs.SpaceBeforeValue;
           else if (ch === CR) this.hs = Hs.AlmostDone;
           else if (ch === LF) lineStart = this.endLine(lineStart, p);
           else if (ch === 0x2f && this.lineIs(lineStart, p, 'HTTP')) this.hs = Hs.IgnoreLine;
-          else if (ch <= 0x20 || ch === 0x7f) this.invalidHeader(lineStart, p, at(p));
+          else if (ch <= 0x20 || ch === 0x7f) this.invalidHeader(lineStart, p, at);
           break;
         case Hs.SpaceBeforeValue:
         case Hs.Value:
         case Hs.SpaceAfterValue:
-          if (ch === 0) this.invalidHeader(lineStart, p, at(p));
-          if ((ch === CR || ch === LF) && this.hs !== Hs.SpaceAfterValue) this.headerEnd = at(p);
+          if (ch === 0) this.invalidHeader(lineStart, p, at);
+          if ((ch === CR || ch === LF) && this.hs !== Hs.SpaceAfterValue) this.headerEnd = at;
           if (ch === CR) this.hs = Hs.AlmostDone;
           else if (ch === LF) lineStart = this.endLine(lineStart, p);
           else if (ch === 0x20) {
             if (this.hs === Hs.Value) {
-              this.headerEnd = at(p);
+              this.headerEnd = at;
               this.hs = Hs.SpaceAfterValue;
             }
           } else this.hs = Hs.Value;
@@ -121,13 +137,21 @@ export class HeaderLineParser {
 
   /** Takes the header line ending with the LF at `p` (its value ends at nginx's `header_end`); returns where the next line starts. */
   private endLine(lineStart: number, p: number): number {
-    const bytes = this.lineBytes(lineStart, p).toString('latin1', 0, this.headerEnd);
-    this.line = [];
-    this.lineLength = 0;
+    // a line in one piece is read from it; one over several pieces is joined first
+    const bytes = this.lineLength === 0 ? this.buf.toString('latin1', lineStart, lineStart + this.headerEnd)
+      : this.lineBytes(lineStart, p).toString('latin1', 0, this.headerEnd);
+    if (this.lineLength > 0) {
+      this.line = [];
+      this.lineLength = 0;
+    }
     this.hs = Hs.Start;
     const colon = bytes.indexOf(':');
     if (colon === -1) this.lines.push([bytes, '']);
-    else this.lines.push([bytes.slice(0, colon), bytes.slice(colon + 1).replace(/^ +/, '')]);
+    else {
+      let value = colon + 1;
+      while (bytes.charCodeAt(value) === 0x20) value++;
+      this.lines.push([bytes.slice(0, colon), bytes.slice(value)]);
+    }
     return p + 1;
   }
 
@@ -258,7 +282,9 @@ export interface CgiResponseReader {
  */
 export class StreamResponseReader implements CgiResponseReader {
   private phase: 'header' | 'body' | 'done' = 'header';
-  private readonly buf: Buffer;
+  /** The header buffer: the worker's while a read is taken (`headerBuffer`), the reader's own once a header is cut by a read's end. */
+  private buf: Buffer = NO_BYTES;
+  private ownBuf: Buffer | undefined;
   private last = 0;
   /** The status line once read; `none` once the bytes cannot be one. */
   private statusLine: StatusLine | 'none' | undefined;
@@ -268,9 +294,7 @@ export class StreamResponseReader implements CgiResponseReader {
   /** Body bytes still to come, -1 when the body ends with the connection (nginx's `p->length`). */
   private rest = -1;
 
-  constructor(bufferSizeBytes: number, private readonly sink: CgiResponseSink) {
-    this.buf = Buffer.allocUnsafe(bufferSizeBytes);
-  }
+  constructor(private readonly bufferSizeBytes: number, private readonly sink: CgiResponseSink) {}
 
   push(chunk: Buffer): void {
     if (this.phase === 'body') {
@@ -278,6 +302,20 @@ export class StreamResponseReader implements CgiResponseReader {
       return;
     }
     if (this.phase === 'done') return;
+    this.buf = this.ownBuf ?? headerBuffer(this.bufferSizeBytes);
+    try {
+      this.pushHeader(chunk);
+    } finally {
+      if (this.phase === 'header' && this.ownBuf === undefined) {
+        // the read ended within the header: what came of it moves to a buffer of the reader's own
+        this.ownBuf = Buffer.allocUnsafe(this.bufferSizeBytes);
+        this.buf.copy(this.ownBuf, 0, 0, this.last);
+        this.buf = this.ownBuf;
+      }
+    }
+  }
+
+  private pushHeader(chunk: Buffer): void {
     const n = Math.min(chunk.length, this.buf.length - this.last);
     chunk.copy(this.buf, this.last, 0, n);
     this.last += n;
@@ -296,7 +334,10 @@ export class StreamResponseReader implements CgiResponseReader {
       if (this.last === this.buf.length) throw new CgiResponseError('upstream sent too big header', 'header-too-big');
       return;
     }
-    const reading = this.sink.header(this.headerLines.lines, this.buf.length - after, this.statusLine === 'none' ? undefined : this.statusLine);
+    const rest = Buffer.from(this.buf.subarray(after, this.last));
+    const room = this.buf.length - after;
+    this.buf = NO_BYTES;
+    const reading = this.sink.header(this.headerLines.lines, room, this.statusLine === 'none' ? undefined : this.statusLine);
     if (reading === 'stop') {
       this.phase = 'done';
       return;
@@ -307,7 +348,6 @@ export class StreamResponseReader implements CgiResponseReader {
       this.finish();
       return;
     }
-    const rest = Buffer.from(this.buf.subarray(after, this.last));
     if (rest.length > 0) this.body(rest);
     if (n < chunk.length) this.push(chunk.subarray(n));
   }

@@ -19,24 +19,50 @@ export interface FastcgiConnection {
   readonly openedAtMs: number;
 }
 
-interface Idle extends FastcgiConnection {
-  readonly peer: string;
-  readonly timer: NodeJS.Timeout;
-  readonly drop: () => void;
+/**
+ * A connection kept between requests: one for the socket's life, made when
+ * it is first kept, with its listeners and `keepalive_timeout` timer (armed
+ * again at each keep; one that fires while the connection serves a request
+ * does nothing), so that keeping it again allocates nothing.
+ */
+class Kept implements FastcgiConnection {
+  requests = 0;
+  /** In its group's idle list (not serving a request). */
+  idle = false;
+  timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly socket: Socket,
+    readonly openedAtMs: number,
+    readonly peer: string,
+    private readonly pool: FastcgiConnections,
+    readonly group: UpstreamGroup,
+  ) {}
+
+  /** Closes the connection if idle: its server closed it or sent something, or it idled for `keepalive_timeout`. */
+  readonly drop = (): void => {
+    if (this.idle) this.pool.drop(this);
+  };
 }
+
+const kept = new WeakMap<Socket, Kept>();
 
 export class FastcgiConnections {
   /** Idle connections of each group, most recently kept first. */
-  private readonly idle = new Map<UpstreamGroup, Idle[]>();
+  private readonly idle = new Map<UpstreamGroup, Kept[]>();
 
   /** Takes an idle connection to `peer` (`IP:port`) of `group`, if one is kept. */
   take(group: UpstreamGroup, peer: string): FastcgiConnection | undefined {
     const list = this.idle.get(group);
-    const i = list?.findIndex((c) => c.peer === peer) ?? -1;
-    if (i === -1) return undefined;
-    const [c] = list!.splice(i, 1);
-    this.release(c!);
-    return { socket: c!.socket, requests: c!.requests, openedAtMs: c!.openedAtMs };
+    if (list === undefined) return undefined;
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i]!;
+      if (c.peer !== peer) continue;
+      list.splice(i, 1);
+      c.idle = false;
+      return c;
+    }
+    return undefined;
   }
 
   /** Keeps `conn` to `peer` idle for the next request, or closes it when `group` keeps no more. */
@@ -49,26 +75,32 @@ export class FastcgiConnections {
     let list = this.idle.get(group);
     if (!list) this.idle.set(group, (list = []));
     if (list.length >= group.keepalive) this.close(list, list.length - 1);
-    const drop = (): void => {
-      const at = list.indexOf(idle);
-      if (at !== -1) this.close(list, at);
-    };
-    const idle: Idle = { ...conn, peer, timer: setTimeout(drop, group.keepaliveTimeoutMs), drop };
-    idle.timer.unref();
+    let c = kept.get(socket);
+    if (c === undefined || c.group !== group || c.peer !== peer) {
+      c = new Kept(socket, conn.openedAtMs, peer, this, group);
+      kept.set(socket, c);
+      socket.on('data', c.drop).on('end', c.drop).on('close', c.drop).on('error', c.drop);
+    }
+    c.requests = conn.requests;
+    c.idle = true;
+    if (c.timer === undefined) c.timer = setTimeout(c.drop, group.keepaliveTimeoutMs).unref();
+    else c.timer.refresh();
     socket.setTimeout(0);
-    socket.on('data', drop).on('end', drop).on('close', drop).on('error', drop);
     socket.resume();
-    list.unshift(idle);
+    list.unshift(c);
   }
 
-  private release(c: Idle): void {
-    clearTimeout(c.timer);
-    c.socket.off('data', c.drop).off('end', c.drop).off('close', c.drop).off('error', c.drop);
+  /** Closes `c`, idle in its group's list. */
+  drop(c: Kept): void {
+    const list = this.idle.get(c.group);
+    const at = list?.indexOf(c) ?? -1;
+    if (at !== -1) this.close(list!, at);
   }
 
-  private close(list: Idle[], at: number): void {
+  private close(list: Kept[], at: number): void {
     const [c] = list.splice(at, 1);
-    this.release(c!);
+    c!.idle = false;
+    clearTimeout(c!.timer);
     c!.socket.destroy();
   }
 

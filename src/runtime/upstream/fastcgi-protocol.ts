@@ -17,7 +17,10 @@
  * kept as they are.
  */
 
-import { CgiResponseError, HeaderLineParser, type CgiResponseReader, type CgiResponseSink } from './cgi-response.js';
+import { CgiResponseError, HeaderLineParser, headerBuffer, type CgiResponseReader, type CgiResponseSink } from './cgi-response.js';
+
+/** The header buffer of a reader past its header, or before its first read. */
+const NO_HEADER = Buffer.alloc(0);
 
 /** Record types. */
 export const FCGI = {
@@ -138,8 +141,10 @@ export class ResponseReader implements CgiResponseReader {
   private padding = 0;
   private phase: 'header' | 'body' | 'done' = 'header';
 
-  // the header buffer (nginx's u->buffer): bytes [0, last), read up to pos
-  private readonly buf: Buffer;
+  // the header buffer (nginx's u->buffer): bytes [0, last), read up to pos; the worker's shared one while a read is
+  // taken (`headerBuffer`), the reader's own once a header is cut by a read's end
+  private buf: Buffer = NO_HEADER;
+  private ownBuf: Buffer | undefined;
   private pos = 0;
   private last = 0;
   private stdoutSeen = false;
@@ -155,9 +160,7 @@ export class ResponseReader implements CgiResponseReader {
   /** STDOUT data not handed to the sink yet (`emit`). */
   private heldBody: Buffer | undefined;
 
-  constructor(private readonly settings: ReaderSettings, private readonly sink: CgiResponseSink) {
-    this.buf = Buffer.allocUnsafe(settings.bufferSize);
-  }
+  constructor(private readonly settings: ReaderSettings, private readonly sink: CgiResponseSink) {}
 
   /** Takes the next bytes read from the connection; its STDOUT goes to the sink before the call returns (or throws). */
   push(chunk: Buffer): void {
@@ -170,6 +173,7 @@ export class ResponseReader implements CgiResponseReader {
 
   private take(chunk: Buffer): void {
     let offset = 0;
+    if (this.phase === 'header') this.buf = this.ownBuf ?? headerBuffer(this.settings.bufferSize);
     while (offset < chunk.length && this.phase === 'header') {
       const n = Math.min(chunk.length - offset, this.buf.length - this.last);
       chunk.copy(this.buf, this.last, offset, offset + n);
@@ -181,6 +185,8 @@ export class ResponseReader implements CgiResponseReader {
       }
       // the header is done: the rest of the header buffer is the first body buffer
       const room = this.buf.length - this.pos;
+      const first = Buffer.from(this.buf.subarray(this.pos, this.last));
+      this.buf = NO_HEADER;
       const reading = this.sink.header(this.headerLines.lines, room, undefined);
       if (reading === 'stop') {
         this.phase = 'done';
@@ -190,7 +196,13 @@ export class ResponseReader implements CgiResponseReader {
       this.buffered = reading.buffered;
       this.rest = reading.contentLength;
       this.room = room;
-      this.body(Buffer.from(this.buf.subarray(this.pos, this.last)));
+      this.body(first);
+    }
+    if (this.phase === 'header' && this.ownBuf === undefined) {
+      // the read ended within the header: what came of it moves to a buffer of the reader's own
+      this.ownBuf = Buffer.allocUnsafe(this.settings.bufferSize);
+      this.buf.copy(this.ownBuf, 0, 0, this.last);
+      this.buf = this.ownBuf;
     }
     if (offset < chunk.length && this.phase === 'body') this.body(chunk.subarray(offset));
   }
