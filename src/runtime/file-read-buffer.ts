@@ -10,6 +10,9 @@
  * 64 KiB read was a fresh buffer whose memory came back only at V8's next
  * scavenge: 16 clients of a 1 MiB file peaked ~80 MiB higher, at 0.6× the
  * requests a second (README, Performance, "Static files read in the worker").
+ * The spool copies the pieces of a FastCGI read into it too, to write them
+ * at once (spool.ts, `flush`; README, Performance, "FastCGI, uwsgi and SCGI
+ * responses").
  */
 /** The buffer's size: reads of a file in the worker are at most this long (send-file.ts's `FIRST_READ_BYTES`). */
 export const WORKER_READ_BYTES = 64 * 1024;

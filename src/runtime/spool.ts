@@ -236,14 +236,14 @@ export class ResponseSpool {
     const { memoryBytes } = this.settings;
     const busyBytes = this.busyBytes;
     const idle = !this.fileBacklog && this.tail.length === 0;
-    if (idle && this.head.length === 0 && this.out.bufferedBytes + this.gatheredBytes < busyBytes) {
+    if (idle && this.head.length === 0 && this.out.bufferedBytes < busyBytes) {
       if (!this.gathersReads) {
         if (!this.out.write(chunk)) this.armDrain();
         return;
       }
+      // what a read brought goes in one write, as a read of proxy_pass's goes whole
       this.gathered.push(chunk);
       this.gatheredBytes += chunk.length;
-      if (this.gatheredBytes >= busyBytes) this.writeGathered();
       return;
     }
     if (idle && this.out.bufferedBytes + this.queuedBytes + chunk.length <= memoryBytes) {

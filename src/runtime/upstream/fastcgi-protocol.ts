@@ -157,8 +157,10 @@ export class ResponseReader implements CgiResponseReader {
   private pendingStderr: Buffer[] = [];
   /** Body bytes the response's `Content-Length` still promises, -1 when it has none (nginx's `f->rest`). */
   private rest = -1;
-  /** STDOUT data not handed to the sink yet (`emit`). */
-  private heldBody: Buffer | undefined;
+  /** STDOUT data not handed to the sink yet (`emit`): `heldIn[heldStart, heldEnd)`. */
+  private heldIn: Buffer | undefined;
+  private heldStart = 0;
+  private heldEnd = 0;
 
   constructor(private readonly settings: ReaderSettings, private readonly sink: CgiResponseSink) {}
 
@@ -401,7 +403,7 @@ export class ResponseReader implements CgiResponseReader {
       if (pos === to) return;
       const n = Math.min(this.length, to - pos);
       if (this.type === FCGI.STDERR) this.pendingStderr.push(Buffer.from(data.subarray(pos, pos + n)));
-      else if (this.type === FCGI.STDOUT) this.stdout(data.subarray(pos, pos + n));
+      else if (this.type === FCGI.STDOUT) this.stdout(data, pos, pos + n);
       pos += n;
       this.length -= n;
       if (this.length === 0) {
@@ -411,47 +413,49 @@ export class ResponseReader implements CgiResponseReader {
     }
   }
 
-  /** STDOUT data, held to the response's `Content-Length` as nginx does. */
-  private stdout(data: Buffer): void {
+  /** STDOUT data, `data[from, to)`, held to the response's `Content-Length` as nginx does. */
+  private stdout(data: Buffer, from: number, to: number): void {
     if (this.rest === 0) {
       this.flushBody();
       this.sink.log('warn', 'upstream sent more data than specified in "Content-Length" header');
       this.finish(false);
       return;
     }
-    if (this.rest > 0 && data.length > this.rest) {
-      this.emit(data.subarray(0, this.rest));
+    if (this.rest > 0 && to - from > this.rest) {
+      this.emit(data, from, from + this.rest);
       this.rest = 0;
       this.flushBody();
       this.sink.log('warn', 'upstream sent more data than specified in "Content-Length" header');
       this.finish(false);
       return;
     }
-    if (this.rest > 0) this.rest -= data.length;
-    this.emit(data);
+    if (this.rest > 0) this.rest -= to - from;
+    this.emit(data, from, to);
   }
 
   /**
-   * Holds STDOUT data for the sink, joined to the piece held when it follows
-   * it in the same read: cut only at the pipe's buffer boundaries (`body`),
-   * it reaches the sink a record's content at a time, not a buffer's.
+   * Holds STDOUT data, `data[from, to)`, for the sink, joined to the bytes
+   * held when it follows them in the same piece: cut only at the pipe's
+   * buffer boundaries (`body`), it reaches the sink a record's content at a
+   * time, not a buffer's.
    */
-  private emit(data: Buffer): void {
-    const held = this.heldBody;
-    if (held !== undefined && held.buffer === data.buffer && held.byteOffset + held.length === data.byteOffset) {
-      this.heldBody = Buffer.from(held.buffer, held.byteOffset, held.length + data.length);
+  private emit(data: Buffer, from: number, to: number): void {
+    if (this.heldIn === data && this.heldEnd === from) {
+      this.heldEnd = to;
       return;
     }
     this.flushBody();
-    this.heldBody = data;
+    this.heldIn = data;
+    this.heldStart = from;
+    this.heldEnd = to;
   }
 
   /** Hands the held STDOUT data to the sink. */
   private flushBody(): void {
-    const held = this.heldBody;
+    const held = this.heldIn;
     if (held === undefined) return;
-    this.heldBody = undefined;
-    this.sink.body(held);
+    this.heldIn = undefined;
+    this.sink.body(this.heldStart === 0 && this.heldEnd === held.length ? held : held.subarray(this.heldStart, this.heldEnd));
   }
 
   private finish(reusable: boolean): void {
