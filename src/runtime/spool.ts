@@ -124,7 +124,7 @@ export class ResponseSpool {
    * buffers) and calls `flush` after each read; the pieces go to the client
    * together, as nginx's event pipe hands the client's connection all its
    * filled buffers at once (`ngx_event_pipe_write_to_downstream`), not a
-   * write each.
+   * write each (such an owner does not call `pushLast`).
    */
   constructor(
     private readonly out: ResponseTarget,
@@ -203,7 +203,8 @@ export class ResponseSpool {
    * is written, so that the body keeps its order. True when the client's
    * connection keeps no piece of a read's buffer (`inReadBuffer`) from the
    * writes since the last call: more pieces than one are copied into the
-   * worker's buffer, one goes as it is.
+   * worker's buffer (used again once the client took it whole), one goes as
+   * it is.
    */
   flush(): boolean {
     this.writeGathered();
@@ -218,7 +219,6 @@ export class ResponseSpool {
     const bytes = this.gatheredBytes;
     this.gatheredBytes = 0;
     if (this.closed) return;
-    // more pieces than one are copied into the worker's buffer, used again once the client took it whole
     let data = pieces[0]!;
     if (pieces.length > 1) {
       data = workerReadBuffer(bytes);
@@ -278,7 +278,7 @@ export class ResponseSpool {
    */
   pushLast(chunk: Buffer): void {
     if (this.closed) return;
-    if (this.fillingBytes > 0 || this.gatheredBytes > 0 || this.pumping || this.head.length > 0 || this.tail.length > 0 || this.file || this.fileCreating) {
+    if (this.fillingBytes > 0 || this.pumping || this.head.length > 0 || this.tail.length > 0 || this.file || this.fileCreating) {
       this.push(chunk);
       return;
     }

@@ -6,7 +6,8 @@
  * The same for these connections as read-buffers.ts is for `proxy_pass`'s:
  * node otherwise reads every 64 KiB of a socket into a new buffer that only
  * V8's next garbage collection frees; 64 clients of 1 MiB FastCGI responses
- * spent a sixth of their CPU time in collections (README, Memory).
+ * spent a sixth of their CPU time in collections (README, Performance,
+ * "FastCGI, uwsgi and SCGI responses").
  *
  * A connection is made with `cgiOnRead` (node's `onread`); the request
  * being served on it takes each read with `takeReads`, and says, once it
@@ -20,10 +21,7 @@
  * the socket's stream, as copies, for its `data` listeners.
  */
 import type { Socket } from 'node:net';
-import { parsingReadBuffer, upstreamReadBytes, type UpstreamOnRead } from './read-buffers.js';
-
-/** A read shorter than this is copied out of the buffer (as read-buffers.ts does). */
-const COPY_BELOW_BYTES = 16 * 1024;
+import { COPY_BELOW_BYTES, parsingReadBuffer, upstreamReadBytes, type UpstreamOnRead } from './read-buffers.js';
 
 /** Takes one read; true when nothing kept a piece of it past the call. */
 export type ReadTaker = (chunk: Buffer) => boolean;

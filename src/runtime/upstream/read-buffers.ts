@@ -61,7 +61,7 @@ const MIN_READ_BYTES = 16 * 1024;
  * not hold the whole buffer, and a piece that holds it fills a quarter of it
  * at least.
  */
-const COPY_BELOW_BYTES = 16 * 1024;
+export const COPY_BELOW_BYTES = 16 * 1024;
 
 /** A read being parsed: its buffer, the body pieces handed to handlers, and those they let go of. */
 interface Delivery {
