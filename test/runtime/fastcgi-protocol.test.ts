@@ -21,10 +21,9 @@ type Event = ['stderr', string] | ['warn' | 'error', string] | ['header', [strin
 // with fastcgi_keep_conn the reader says where a response ends; without, the connection's end does
 const DEFAULTS: ReaderSettings = { bufferSize: 4096, bodyBufferSize: 4096, keepConn: true };
 
-/** Feeds `chunks` to a reader and returns its events; a refusal ends them with `['error', message]`. */
-function read(chunks: readonly Buffer[], opts: { settings?: Partial<ReaderSettings>; body?: BodyReading | 'stop'; eof?: boolean } = {}): (Event | ['error', string])[] {
-  const events: (Event | ['error', string])[] = [];
-  const reader = new ResponseReader({ ...DEFAULTS, ...opts.settings }, {
+/** A reader that appends what it hands on to `events`. */
+function eventReader(events: (Event | ['error', string])[], opts: { settings?: Partial<ReaderSettings>; body?: BodyReading | 'stop' } = {}): ResponseReader {
+  return new ResponseReader({ ...DEFAULTS, ...opts.settings }, {
     stderr: (text) => events.push(['stderr', text]),
     log: (level, message) => events.push([level === 'warn' ? 'warn' : 'error', message]),
     header: (lines, room) => {
@@ -34,6 +33,12 @@ function read(chunks: readonly Buffer[], opts: { settings?: Partial<ReaderSettin
     body: (data) => events.push(['stdout', data.toString('latin1')]),
     end: (reusable) => events.push(['end', reusable]),
   });
+}
+
+/** Feeds `chunks` to a reader and returns its events; a refusal ends them with `['error', message]`. */
+function read(chunks: readonly Buffer[], opts: { settings?: Partial<ReaderSettings>; body?: BodyReading | 'stop'; eof?: boolean } = {}): (Event | ['error', string])[] {
+  const events: (Event | ['error', string])[] = [];
+  const reader = eventReader(events, opts);
   try {
     for (const c of chunks) reader.push(c);
     if (opts.eof) reader.eof();
@@ -113,6 +118,17 @@ describe('FastCGI responses as jinx reads them', () => {
     const whole = read([response()]);
     assert.deepEqual(whole, [['header', [['Content-Type', 'text/plain']], 4096 - 8 - HEAD.length], ['stdout', 'hello'], ['end', true]]);
     for (const size of [1, 3, 7, 8, 9, 13]) assert.deepEqual(joined(read(pieces(response(), size))), joined(whole), `pieces of ${size}`);
+  });
+
+  it('keeps what came of a header cut by a read\'s end while other responses\' headers are read in between', () => {
+    // a header is read into the worker's shared header buffer, which other readers' reads overwrite: each read is parsed to its end
+    const cut: (Event | ['error', string])[] = [];
+    const reader = eventReader(cut);
+    const whole = response('cut body');
+    reader.push(whole.subarray(0, 20));
+    for (const body of ['other', 'and another']) assert.deepEqual(joined(read([response(body)])), [['header', [['Content-Type', 'text/plain']], 4096 - 8 - HEAD.length], ['stdout', body], ['end', true]]);
+    reader.push(whole.subarray(20));
+    assert.deepEqual(joined(cut), joined(read([whole])));
   });
 
   it('skips padding, whatever its bytes', () => {

@@ -13,6 +13,7 @@ import { after, describe, it } from 'node:test';
 import { cleanup, freePort, onCleanup, startTcpServer } from '../helpers/harness.js';
 import { assertSameAsNginx, differential, httpConf, type Snap } from '../helpers/differential.js';
 import { NO_MEMCACHED, startMemcached } from '../helpers/memcached-server.js';
+import { sleep } from '../helpers/slow-clients.js';
 
 /**
  * A memcached stand-in: answers each `get KEY` with `scripts[KEY]` (`END`
@@ -96,6 +97,8 @@ describe('memcached_pass (differential)', () => {
       '/short': ['VALUE /short 0 10\r\nabc', ''],
       '/long-line': `VALUE /long-line 0 ${'1'.repeat(5000)}\r\n`,
       '/good': 'VALUE /good 0 5\r\nhello\r\nEND\r\n',
+      // the first line in three reads: what came of it is kept from read to read
+      '/split': ['VAL', 'UE /split 0 5\r', '\nhello\r\nEND\r\n'],
     });
     const down = await freePort();
     const run = await differential({
@@ -108,11 +111,21 @@ describe('memcached_pass (differential)', () => {
       for (const key of ['/invalid', '/no-cr', '/wrong-key', '/bad-flags', '/bad-length', '/bad-trailer', '/short', '/long-line', '/good', '/down/x']) {
         out[key] = await s.raw(`GET ${key} HTTP/1.1\r\nHost: mc.test\r\nConnection: close\r\n\r\n`);
       }
+      // other answers read between the parts of /split's first line
+      const others = (async (): Promise<void> => {
+        for (const wait of [50, 100]) {
+          await sleep(wait);
+          await s.raw('GET /good HTTP/1.1\r\nHost: mc.test\r\nConnection: close\r\n\r\n');
+        }
+      })();
+      out['/split'] = await s.raw('GET /split HTTP/1.1\r\nHost: mc.test\r\nConnection: close\r\n\r\n');
+      await others;
       return out;
     });
     const n = run.nginx.result;
     assert.equal(n['/invalid']!.status, 502);
     assert.equal(n['/good']!.body, 'hello');
+    assert.equal(n['/split']!.body, 'hello');
     assert.ok(run.nginx.errorLog.some((l) => l.includes('memcached sent invalid trailer')));
     assertSameAsNginx(run);
   });

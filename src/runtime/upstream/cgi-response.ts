@@ -24,9 +24,12 @@ let sharedHeader = NO_BYTES;
 /**
  * The worker's header buffer (nginx's `u->buffer`), `sizeBytes` of it
  * (`*_buffer_size`), for a reader to read a header into while it takes one
- * read: a reader whose header is cut by the read's end moves what it has
- * to a buffer of its own, so that a response whose header comes in one read
- * (nearly all) allocates none. Grows to the largest size asked for.
+ * read, so that a response whose header comes in one read (nearly all)
+ * allocates none. Another reader's read overwrites it: a reader that reads
+ * again what an earlier read brought (uwsgi's and SCGI's status line,
+ * memcached's first line) moves it to a buffer of its own when a read ends
+ * inside the header; FastCGI's reader parses each read to its end. Grows to
+ * the largest size asked for.
  */
 export function headerBuffer(sizeBytes: number): Buffer {
   if (sharedHeader.length < sizeBytes) sharedHeader = Buffer.allocUnsafe(sizeBytes);

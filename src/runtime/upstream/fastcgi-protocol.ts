@@ -141,10 +141,10 @@ export class ResponseReader implements CgiResponseReader {
   private padding = 0;
   private phase: 'header' | 'body' | 'done' = 'header';
 
-  // the header buffer (nginx's u->buffer): bytes [0, last), read up to pos; the worker's shared one while a read is
-  // taken (`headerBuffer`), the reader's own once a header is cut by a read's end
+  // the header buffer (nginx's u->buffer): bytes [0, last), read up to pos. Each read is parsed to its end before the
+  // next (a header line it cuts is copied by HeaderLineParser), nothing before pos is read again: the worker's
+  // shared header buffer (`headerBuffer`) serves every reader
   private buf: Buffer = NO_HEADER;
-  private ownBuf: Buffer | undefined;
   private pos = 0;
   private last = 0;
   private stdoutSeen = false;
@@ -175,7 +175,7 @@ export class ResponseReader implements CgiResponseReader {
 
   private take(chunk: Buffer): void {
     let offset = 0;
-    if (this.phase === 'header') this.buf = this.ownBuf ?? headerBuffer(this.settings.bufferSize);
+    if (this.phase === 'header') this.buf = headerBuffer(this.settings.bufferSize);
     while (offset < chunk.length && this.phase === 'header') {
       const n = Math.min(chunk.length - offset, this.buf.length - this.last);
       chunk.copy(this.buf, this.last, offset, offset + n);
@@ -199,12 +199,6 @@ export class ResponseReader implements CgiResponseReader {
       this.rest = reading.contentLength;
       this.room = room;
       this.body(first);
-    }
-    if (this.phase === 'header' && this.ownBuf === undefined) {
-      // the read ended within the header: what came of it moves to a buffer of the reader's own
-      this.ownBuf = Buffer.allocUnsafe(this.settings.bufferSize);
-      this.buf.copy(this.ownBuf, 0, 0, this.last);
-      this.buf = this.ownBuf;
     }
     if (offset < chunk.length && this.phase === 'body') this.body(chunk.subarray(offset));
   }
