@@ -231,7 +231,8 @@ export function cgiDirectives(m: CgiModuleSpec): DirectiveSpec[] {
 
 /** Where a `*_pass` sends requests: a group of peers (an `upstream` block or an address), a unix socket, or an address made per request. */
 export type CgiTarget =
-  | { readonly kind: 'group'; readonly group: string }
+  /** `host`: the address's host as written, lowercased (the name a `suwsgi://` server's certificate is checked against). */
+  | { readonly kind: 'group'; readonly group: string; readonly host: string }
   | { readonly kind: 'unix'; readonly path: string }
   | { readonly kind: 'variable'; readonly address: CompiledValue };
 
@@ -281,7 +282,7 @@ export function cgiConf(cx: CompileContext, node: LevelNode, c: ConfChain, s: Cg
   for (const h of c.list(s.passHeader)) hide.delete(h.toLowerCase());
   const buffers = c.get(s.buffers);
   return {
-    target: pass.kind === 'static' ? { kind: 'group', group: groupKey(pass.host, pass.port) }
+    target: pass.kind === 'static' ? { kind: 'group', group: groupKey(pass.host, pass.port), host: groupKey(pass.host, undefined) }
       : pass.kind === 'unix' ? { kind: 'unix', path: pass.path } : { kind: 'variable', address: vars.bind(pass.address) },
     params,
     paramNames: new Set(params.map((p) => p.name.toUpperCase())),

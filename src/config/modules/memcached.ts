@@ -97,7 +97,7 @@ export function memcachedConf(cx: CompileContext, node: LevelNode, c: ConfChain)
   const conditions = c.get(nextUpstream).map((n) => NEXT_UPSTREAM[n]!);
   const buffer = c.get(bufferSize);
   return {
-    target: address.kind === 'static' ? { kind: 'group', group: groupKey(address.host, address.port) } : { kind: 'unix', path: address.path },
+    target: address.kind === 'static' ? { kind: 'group', group: groupKey(address.host, address.port), host: groupKey(address.host, undefined) } : { kind: 'unix', path: address.path },
     key: cx.scope.variables.bind(pass.key),
     gzipFlag: c.get(gzipFlag),
     cache: undefined,

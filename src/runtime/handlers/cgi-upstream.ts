@@ -155,8 +155,7 @@ function address(
   const { cx } = ex;
   if (conf.target.kind === 'unix') return addressChoice({ peer: { path: conf.target.path, name: `unix:${conf.target.path}` }, attempts: undefined }, 'localhost', secure);
   if (conf.target.kind === 'group') {
-    const group = conf.target.group;
-    const host = group.replace(/:\d+$/, '');
+    const { group, host } = conf.target;
     // synchronous unless a sticky session is looked up
     const first = firstPeer(ex, cx.table.upstreams.get(group)!, conf, secure ? `s${scheme}` : scheme, '');
     return first instanceof Promise ? first.then((c) => addressChoice(c, host, secure)) : addressChoice(first, host, secure);
