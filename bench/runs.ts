@@ -10,8 +10,9 @@
  *   node dist/bench/runs.js RUN1.json RUN2.json RUN3.json
  *
  * The runs may differ in protocol (an HTTP/2 run of `--protocol h2` adds its
- * body sizes as `h2 100 B`, one of `--protocol https` as `https 1 MiB`). Exit status 0 when the files could be read
- * (whatever the figures), 1 otherwise.
+ * body sizes as `h2 100 B`, one of `--protocol https` as `https 1 MiB`).
+ * Exit status 0 when the files could be read (whatever the figures), 1
+ * otherwise.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -56,8 +56,9 @@ let used = 0;
  * plain socket's when the kernel took them all; a TLS socket's always,
  * since TLS encrypts (copies) what it is handed at once, and what the
  * socket would hold, behind a write not yet finished or past what OpenSSL
- * is handed at once (`boundTlsWrites`), goes as a copy (`writeCopies`). A plain socket that holds writes has a client that is
- * not taking them, which a copy would not change.
+ * is handed at once (`boundTlsWrites`), goes as a copy (`writeCopies`). A
+ * plain socket that holds writes has a client that is not taking them,
+ * which a copy would not change.
  */
 export function writeReleasing(socket: Socket, pieces: readonly Buffer[]): boolean {
   const tls = (socket as TLSSocket).encrypted === true;
@@ -118,7 +119,6 @@ function write(socket: Socket, buffer: CopyBuffer, start: number, end: number): 
 function release(buffer: CopyBuffer): void {
   if (free.length < FREE_BUFFERS_KEPT) free.push(buffer.bytes);
 }
-
 
 /** A write as node's `Writable` hands it to `_writev`. */
 interface QueuedWrite {

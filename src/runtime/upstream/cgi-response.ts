@@ -16,8 +16,8 @@ export class CgiResponseError extends Error {
 /** States of a header line (`ngx_http_parse_header_line`). */
 const enum Hs { Start, Name, SpaceBeforeValue, Value, SpaceAfterValue, IgnoreLine, AlmostDone, HeaderAlmostDone }
 
-/** The piece a parser holds before its first. */
-const NO_BYTES = Buffer.alloc(0);
+/** No bytes: the piece a parser holds before its first, the header buffer of a reader before its first read or past its header. */
+export const NO_BYTES = Buffer.alloc(0);
 
 let sharedHeader = NO_BYTES;
 
@@ -34,6 +34,32 @@ let sharedHeader = NO_BYTES;
 export function headerBuffer(sizeBytes: number): Buffer {
   if (sharedHeader.length < sizeBytes) sharedHeader = Buffer.allocUnsafe(sizeBytes);
   return sharedHeader.length === sizeBytes ? sharedHeader : sharedHeader.subarray(0, sizeBytes);
+}
+
+/**
+ * The header buffer of a reader that reads its first line again from its
+ * start at each read (uwsgi's and SCGI's status line, memcached's first
+ * line): the worker's (`headerBuffer`) until a read ends inside the header,
+ * then one of the reader's own, `sizeBytes` long.
+ */
+export class KeptHeaderBuffer {
+  private own: Buffer | undefined;
+
+  constructor(private readonly sizeBytes: number) {}
+
+  /** The buffer a read's header bytes go into. */
+  forRead(): Buffer {
+    return this.own ?? headerBuffer(this.sizeBytes);
+  }
+
+  /** A read ended inside the header: the first `last` bytes of `buf` (`forRead`'s) move to the reader's own buffer, which is returned. */
+  keep(buf: Buffer, last: number): Buffer {
+    if (this.own === undefined) {
+      this.own = Buffer.allocUnsafe(this.sizeBytes);
+      buf.copy(this.own, 0, 0, last);
+    }
+    return this.own;
+  }
 }
 const CR = 0x0d;
 const LF = 0x0a;
@@ -285,9 +311,9 @@ export interface CgiResponseReader {
  */
 export class StreamResponseReader implements CgiResponseReader {
   private phase: 'header' | 'body' | 'done' = 'header';
-  /** The header buffer: the worker's while a read is taken (`headerBuffer`), the reader's own once a header is cut by a read's end. */
+  /** The header buffer of the read being taken. */
   private buf: Buffer = NO_BYTES;
-  private ownBuf: Buffer | undefined;
+  private readonly headerBuf: KeptHeaderBuffer;
   private last = 0;
   /** The status line once read; `none` once the bytes cannot be one. */
   private statusLine: StatusLine | 'none' | undefined;
@@ -297,7 +323,9 @@ export class StreamResponseReader implements CgiResponseReader {
   /** Body bytes still to come, -1 when the body ends with the connection (nginx's `p->length`). */
   private rest = -1;
 
-  constructor(private readonly bufferSizeBytes: number, private readonly sink: CgiResponseSink) {}
+  constructor(bufferSizeBytes: number, private readonly sink: CgiResponseSink) {
+    this.headerBuf = new KeptHeaderBuffer(bufferSizeBytes);
+  }
 
   push(chunk: Buffer): void {
     if (this.phase === 'body') {
@@ -305,16 +333,11 @@ export class StreamResponseReader implements CgiResponseReader {
       return;
     }
     if (this.phase === 'done') return;
-    this.buf = this.ownBuf ?? headerBuffer(this.bufferSizeBytes);
+    this.buf = this.headerBuf.forRead();
     try {
       this.pushHeader(chunk);
     } finally {
-      if (this.phase === 'header' && this.ownBuf === undefined) {
-        // the read ended within the header: what came of it moves to a buffer of the reader's own
-        this.ownBuf = Buffer.allocUnsafe(this.bufferSizeBytes);
-        this.buf.copy(this.ownBuf, 0, 0, this.last);
-        this.buf = this.ownBuf;
-      }
+      if (this.phase === 'header') this.buf = this.headerBuf.keep(this.buf, this.last);
     }
   }
 

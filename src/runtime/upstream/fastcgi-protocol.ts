@@ -17,10 +17,7 @@
  * kept as they are.
  */
 
-import { CgiResponseError, HeaderLineParser, headerBuffer, type CgiResponseReader, type CgiResponseSink } from './cgi-response.js';
-
-/** The header buffer of a reader past its header, or before its first read. */
-const NO_HEADER = Buffer.alloc(0);
+import { CgiResponseError, HeaderLineParser, headerBuffer, NO_BYTES, type CgiResponseReader, type CgiResponseSink } from './cgi-response.js';
 
 /** Record types. */
 export const FCGI = {
@@ -144,7 +141,7 @@ export class ResponseReader implements CgiResponseReader {
   // the header buffer (nginx's u->buffer): bytes [0, last), read up to pos. Each read is parsed to its end before the
   // next (a header line it cuts is copied by HeaderLineParser), nothing before pos is read again: the worker's
   // shared header buffer (`headerBuffer`) serves every reader
-  private buf: Buffer = NO_HEADER;
+  private buf: Buffer = NO_BYTES;
   private pos = 0;
   private last = 0;
   private stdoutSeen = false;
@@ -188,7 +185,7 @@ export class ResponseReader implements CgiResponseReader {
       // the header is done: the rest of the header buffer is the first body buffer
       const room = this.buf.length - this.pos;
       const first = Buffer.from(this.buf.subarray(this.pos, this.last));
-      this.buf = NO_HEADER;
+      this.buf = NO_BYTES;
       const reading = this.sink.header(this.headerLines.lines, room, undefined);
       if (reading === 'stop') {
         this.phase = 'done';

@@ -5,10 +5,7 @@
  * The reader hands the answer on as the header nginx makes of it (200
  * typed by the location, or 404) and the value as the body.
  */
-import { CgiResponseError, headerBuffer, type CgiResponseReader, type CgiResponseSink } from './cgi-response.js';
-
-/** The header buffer of a reader past its first line, or before its first read. */
-const NO_BYTES = Buffer.alloc(0);
+import { CgiResponseError, KeptHeaderBuffer, NO_BYTES, type CgiResponseReader, type CgiResponseSink } from './cgi-response.js';
 
 /** What follows a value: CRLF `END` CRLF. */
 const TRAILER = Buffer.from('\r\nEND\r\n', 'latin1');
@@ -43,30 +40,27 @@ export interface ValueHeader {
  */
 export class MemcachedResponseReader implements CgiResponseReader {
   private phase: 'header' | 'body' | 'trailer' | 'done' = 'header';
-  /** The header buffer: the worker's while a read is taken (`headerBuffer`), the reader's own once the first line is cut by a read's end. */
+  /** The header buffer of the read being taken. */
   private buf: Buffer = NO_BYTES;
-  private ownBuf: Buffer | undefined;
+  private readonly headerBuf: KeptHeaderBuffer;
   private last = 0;
   /** Bytes of the value still to come, then of the trailer. */
   private rest = 0;
 
-  constructor(private readonly bufferSizeBytes: number, private readonly value: ValueHeader, private readonly sink: CgiResponseSink) {}
+  constructor(bufferSizeBytes: number, private readonly value: ValueHeader, private readonly sink: CgiResponseSink) {
+    this.headerBuf = new KeptHeaderBuffer(bufferSizeBytes);
+  }
 
   push(chunk: Buffer): void {
     if (this.phase === 'header') {
-      this.buf = this.ownBuf ?? headerBuffer(this.bufferSizeBytes);
+      this.buf = this.headerBuf.forRead();
       const n = Math.min(chunk.length, this.buf.length - this.last);
       chunk.copy(this.buf, this.last, 0, n);
       this.last += n;
       const lf = this.buf.subarray(0, this.last).indexOf(0x0a);
       if (lf === -1) {
         if (this.last === this.buf.length) throw new CgiResponseError('upstream sent too big header', 'header-too-big');
-        if (this.ownBuf === undefined) {
-          // the read ended within the first line: what came of it moves to a buffer of the reader's own
-          this.ownBuf = Buffer.allocUnsafe(this.bufferSizeBytes);
-          this.buf.copy(this.ownBuf, 0, 0, this.last);
-          this.buf = this.ownBuf;
-        }
+        this.buf = this.headerBuf.keep(this.buf, this.last);
         return;
       }
       const after = Buffer.from(this.buf.subarray(lf + 1, this.last));
