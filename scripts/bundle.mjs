@@ -199,16 +199,17 @@ http {
  * Writes the code cache: the bundle loaded without a cache, `-t` run on the
  * configurations and a few requests served (V8 compiles what runs), then
  * the script's cached data.
- * jinx runs without V8's optimizing compiler until it serves
- * (`--no-turbofan`, src/cli/tiering.ts), which would make a cache V8
- * refuses in a process that has not switched (V8 keys a cache by its
- * flags): here that switch is left out.
+ * jinx changes V8's flags after it has taken the cache (`--no-turbofan`
+ * while it reads a configuration, WebAssembly flags once it serves,
+ * src/cli/tiering.ts); V8 keys a cache by its flags, and one made after
+ * such a change would carry flags no start has: here they are left out.
  */
 async function writeCodeCache() {
   const require = createRequire(import.meta.url);
+  // launch.cjs sets the heap flags back to their defaults as it loads, as in bin/jinx; the tiers stay as they are
+  const { loadBundle, CODE_CACHE_FILE } = require(join(root, 'dist/src/cli/launch.cjs'));
   const v8 = require('node:v8');
   v8.setFlagsFromString = () => undefined;
-  const { loadBundle, CODE_CACHE_FILE } = require(join(root, 'dist/src/cli/launch.cjs'));
   const { exports, script } = loadBundle(false);
   const dir = mkdtempSync(join(tmpdir(), 'jinx-cache-'));
   try {

@@ -6,12 +6,12 @@
  */
 import cluster from 'node:cluster';
 import { trapEarlySignals } from './early-signals.js';
-import { startOnBaselineCode } from './tiering.js';
+import { loadingModules, startOnBaselineCode } from './tiering.js';
 
 /** The command line on `argv` (the arguments after the script); resolves to the exit status. */
 export async function run(argv: readonly string[]): Promise<number> {
   if (cluster.isWorker) trapEarlySignals();
   startOnBaselineCode();
-  const { main } = await import('./main.js');
+  const { main } = await loadingModules(() => import('./main.js'));
   return main(argv);
 }

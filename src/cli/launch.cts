@@ -30,7 +30,28 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { Script } from 'node:vm';
+import { setFlagsFromString } from 'node:v8';
+import type { Script } from 'node:vm';
+
+/**
+ * Sets V8's heap-size flags (bin/jinx's `--max-semi-space-size`,
+ * `--initial-old-space-size`, `--max-old-space-size`, or a
+ * `JINX_NODE_FLAGS` one) back to their defaults once node has started.
+ * V8 sized the heap from them when node created it (`Heap::ConfigureHeap`)
+ * and reads them nowhere after, but it keys every code cache by its flags
+ * (`v8.cachedDataVersionTag()`): node's cache of its own modules, made under
+ * its defaults, was refused while they were set, and node compiled each
+ * module jinx loads (net, tls, http …: 35–40 ms of every process, a master
+ * start two of them). The heap keeps the sizes it was made with (a test
+ * reads its limit in a serving worker, test/cli/launch.test.ts).
+ */
+function unsetHeapSizeFlags(): void {
+  setFlagsFromString('--max-semi-space-size=0 --initial-old-space-size=0 --max-old-space-size=0');
+}
+
+unsetHeapSizeFlags();
+// node's vm module loads after the flags are set back (an import would load it before)
+const vm = require('node:vm') as typeof import('node:vm');
 
 /** What the bundle exports (`src/cli/entry.ts`). */
 interface BundleExports {
@@ -68,7 +89,7 @@ export function loadBundle(withCache = true): LoadedBundle {
     }
   }
   // the file is `(function (exports, require, module, __filename, __dirname) {…})` (scripts/bundle.mjs)
-  const script = new Script(source, { filename: BUNDLE_FILE, cachedData });
+  const script = new vm.Script(source, { filename: BUNDLE_FILE, cachedData });
   const module = { exports: {} as BundleExports };
   const wrapper = script.runInThisContext() as (e: object, r: NodeJS.Require, m: object, f: string, d: string) => void;
   wrapper(module.exports, createRequire(BUNDLE_FILE), module, BUNDLE_FILE, join(BUNDLE_FILE, '..'));

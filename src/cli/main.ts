@@ -19,7 +19,7 @@ import { FirstWorker } from './first-worker.js';
 import { initChecks } from './init-checks.js';
 import type { LintOptions } from './lint.js';
 import { StartupLog, type MessageSink } from './startup-log.js';
-import { optimizeFromNowOn } from './tiering.js';
+import { loadingModules, optimizeFromNowOn } from './tiering.js';
 import { awaitReload, readReloadStatus, removeReloadStatus, writeReloadStatus } from './reload-status.js';
 
 /** nginx's `-s` signals. */
@@ -237,7 +237,7 @@ function daemonize(pidFile: string): Promise<number> {
 async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<number> {
   // the master and the worker (and pino with them) are loaded only to serve: `-t`, `lint` and `-V` start without them
   if (cluster.isWorker) {
-    const [{ confFromMaster }, { leaveMaster, serveWorker }] = await Promise.all([import('./worker-protocol.js'), import('./worker.js')]);
+    const [{ confFromMaster }, { leaveMaster, serveWorker }] = await loadingModules(() => Promise.all([import('./worker-protocol.js'), import('./worker.js')]));
     // the files the master read and checked; it reported their warnings already
     const conf = await confFromMaster();
     if (!conf) return leaveMaster(2);
@@ -259,11 +259,11 @@ async function serve(paths: ConfPaths, flags: Flags, log: StartupLog): Promise<n
   const main = compiled.table.main;
   if (daemonizing) return daemonize(main.pidFile);
   if (main.masterProcess) {
-    const { Master } = await import('./master.js');
+    const { Master } = await loadingModules(() => import('./master.js'));
     return Master.run(compiled, { recompile: (sink) => compile(paths, flags, sink), daemonized: main.daemon, firstWorker });
   }
   // the runtime (and undici with it) is loaded only to serve: `-t`, `lint` and `-V` start without it
-  const { Engine } = await import('../runtime/engine.js');
+  const { Engine } = await loadingModules(() => import('../runtime/engine.js'));
   let engine: Engine;
   try {
     engine = await Engine.start(compiled, log);
@@ -395,7 +395,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .action(async (file: string | undefined, opts: LintOptions) => {
       const flags = program.opts<Flags>();
       // loaded only for lint: `-t` starts without the rules
-      const { lint } = await import('./lint.js');
+      const { lint } = await loadingModules(() => import('./lint.js'));
       status = await lint(confPaths(flags.p, file ?? flags.c), { ...opts, offline: opts.offline || flags.offline, globalDirectives: flags.g });
     });
 
@@ -408,7 +408,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json']).default('text'))
     .action(async (request: string, opts: { header: string[]; addr: string; port?: string; format: 'text' | 'json' }) => {
       const flags = program.opts<Flags>();
-      const { explain } = await import('./explain.js');
+      const { explain } = await loadingModules(() => import('./explain.js'));
       const port = opts.port === undefined ? undefined : Number(opts.port);
       if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) {
         process.stderr.write(`jinx explain: invalid --port "${opts.port}"\n`);

@@ -16,7 +16,7 @@ import { errnoTextOf, systemErrorText } from '../os-errors.js';
 import { releaseEarlySignals, type StopKind } from './early-signals.js';
 import { WorkerLimitConn, WorkerLimitReq, WorkerSessions, WorkerStatus } from './shared-zones.js';
 import type { StartupLog } from './startup-log.js';
-import { optimizeFromNowOn } from './tiering.js';
+import { loadingModules, optimizeFromNowOn } from './tiering.js';
 import { isPeerEventMessage, isRetireMessage, WORKER_INDEX_ENV, type PeerEventMessage, type EmergMessage, type ListeningMessage, type ReadyMessage } from './worker-protocol.js';
 
 /** nginx's exit code for a worker that cannot start; the master does not start it again. */
@@ -33,12 +33,12 @@ export async function serveWorker(compiled: CompiledConfig, startupLog: StartupL
   const initLines = initWorkerProcess(compiled.table.main, index);
   // the addresses first: once every new worker listens, the master can stop the old ones (their
   // connections are queued here meanwhile); one that does not bind is left to Engine.start to report
-  const { listenEarly } = await import('../runtime/listen.js');
+  const { listenEarly } = await loadingModules(() => import('../runtime/listen.js'));
   const early = await listenEarly(compiled.table.listens).catch(() => undefined);
   const listening: ListeningMessage = { type: 'listening' };
   if (early) process.send?.(listening);
   // the runtime (and undici with it) is loaded only to serve
-  const { Engine } = await import('../runtime/engine.js');
+  const { Engine } = await loadingModules(() => import('../runtime/engine.js'));
   let engine: Awaited<ReturnType<typeof Engine.start>>;
   const status = new WorkerStatus();
   try {

@@ -269,7 +269,7 @@ function lexicalStop(text: string, tokens: IToken[], comments: IToken[], command
  */
 export function parseConfigText(file: string, text: string): ConfigNode[] {
   const commandLine = file === COMMAND_LINE;
-  const lexed = configLexer.tokenize(text);
+  const lexed = configLexer().tokenize(text);
   const tokens = lexed.tokens;
   const lines = new LineIndex(text);
   const locOf = (line: number): SourceLoc => ({ file, line: commandLine ? 0 : line });

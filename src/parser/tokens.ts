@@ -138,5 +138,16 @@ export function makeConfigLexer(validate = false): InstanceType<typeof Lexer> {
   });
 }
 
-/** One lexer for every file; Chevrotain lexers are stateless between `tokenize` calls. */
-export const configLexer = makeConfigLexer();
+let lexer: InstanceType<typeof Lexer> | undefined;
+
+/**
+ * One lexer for every file (Chevrotain lexers are stateless between
+ * `tokenize` calls), built on the first read, not when the module loads:
+ * building it fills Chevrotain's 65,536-entry table in a loop, which V8's
+ * optimizing compiler takes up if it runs then (jinx loads its modules with
+ * it on, src/cli/tiering.ts, and reads configurations with it off).
+ */
+export function configLexer(): InstanceType<typeof Lexer> {
+  lexer ??= makeConfigLexer();
+  return lexer;
+}

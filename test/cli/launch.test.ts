@@ -4,7 +4,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { cleanup, freePort, JINX, onCleanup, portOpen, ROOT, runJinx, waitFor } from '../helpers/harness.js';
@@ -58,6 +58,85 @@ describe('bin/jinx start-up (launch.cjs)', () => {
   });
 });
 
+/**
+ * A preload (`--require`) that notes every one of node's own modules a
+ * process loads while V8's flags differ from a plain node's (whose
+ * `v8.cachedDataVersionTag()` is `JINX_TEST_PLAIN_TAG`): V8 refuses node's
+ * code cache of those and compiles them again. At exit it writes them, the
+ * heap's limit and the flags' tag then to `JINX_TEST_OUT/PID.json`.
+ */
+const FLAGS_PROBE = `const v8 = require('node:v8');
+const Module = require('node:module');
+const { writeFileSync } = require('node:fs');
+const plain = Number(process.env.JINX_TEST_PLAIN_TAG);
+const refused = [];
+const load = Module._load;
+Module._load = function (request, ...rest) {
+  const loaded = process.moduleLoadList.length;
+  const tag = v8.cachedDataVersionTag();
+  const result = load.call(this, request, ...rest);
+  if (Module.isBuiltin(request) && process.moduleLoadList.length > loaded && tag !== plain) refused.push(request);
+  return result;
+};
+process.on('exit', () => writeFileSync(process.env.JINX_TEST_OUT + '/' + process.pid + '.json',
+  JSON.stringify({ refused, heapLimitBytes: v8.getHeapStatistics().heap_size_limit, exitTag: v8.cachedDataVersionTag() })));
+`;
+
+/** What FLAGS_PROBE wrote for each process. */
+interface ProbeReport {
+  readonly refused: string[];
+  readonly heapLimitBytes: number;
+  readonly exitTag: number;
+}
+
+/** `node FLAGS -p EXPR` with nothing else: what a plain node (or one with bin/jinx's flags) reports. */
+function nodeReports(flags: readonly string[], expr: string): string {
+  const r = spawnSync(process.execPath, [...flags, '-p', expr], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim();
+}
+
+describe("node's own modules and V8's flags (launch.cts, src/cli/tiering.ts)", () => {
+  after(cleanup);
+
+  it("jinx -t, a master and its worker load node's modules under node's default flags (V8 takes node's code cache), the heap keeps bin/jinx's sizes, -t ends on baseline code and serving processes run with llhttp's wasm flags", async () => {
+    const binFlags = /^node_flags='([^']*)'$/m.exec(readFileSync(JINX, 'utf8'))![1]!.split(' ');
+    const tagExpr = "require('node:v8').cachedDataVersionTag()";
+    const plainTag = Number(nodeReports([], tagExpr));
+    // -t ends on baseline code (`--no-turbofan`); a serving process has llhttp's flags
+    const checkingTag = Number(nodeReports(['--no-turbofan'], tagExpr));
+    const servingTag = Number(nodeReports(['--no-wasm-loop-unrolling', '--no-wasm-loop-peeling'], tagExpr));
+    const sizedLimit = Number(nodeReports(binFlags, "require('node:v8').getHeapStatistics().heap_size_limit"));
+    const port = await freePort();
+    const p = makePrefix({
+      'nginx.conf': `daemon off; worker_processes 1; events {}\nhttp { access_log off; server { listen 127.0.0.1:${port}; location / { return 200 ok; } } }\n`,
+    });
+    writeFileSync(join(p, 'probe.cjs'), FLAGS_PROBE);
+    const env = (out: string): NodeJS.ProcessEnv => {
+      // the worker may run as nobody (jinx started as root)
+      mkdirSync(join(p, out));
+      chmodSync(join(p, out), 0o777);
+      return { ...process.env, JINX_NODE_FLAGS: `--require ${join(p, 'probe.cjs')}`, JINX_TEST_PLAIN_TAG: String(plainTag), JINX_TEST_OUT: join(p, out) };
+    };
+    const reports = (out: string): ProbeReport[] => readdirSync(join(p, out)).map((f) => JSON.parse(readFileSync(join(p, out, f), 'utf8')) as ProbeReport);
+    const check = runJinx(['-p', `${p}/`, '-c', 'nginx.conf', '-t'], { env: env('check') });
+    assert.equal(check.status, 0, check.stderr);
+    const child = spawn(JINX, ['-p', `${p}/`, '-c', 'nginx.conf'], { env: env('serve'), stdio: 'ignore' });
+    const exited = new Promise((res) => child.once('exit', res));
+    onCleanup(async () => { child.kill('SIGKILL'); await exited; });
+    await waitFor(() => portOpen(port), 30_000, `port ${port}`);
+    assert.equal((await new KeepAliveClient(port).get('/')).status, 200);
+    child.kill('SIGQUIT');
+    await exited;
+    const [checked] = reports('check');
+    assert.deepEqual(checked, { refused: [], heapLimitBytes: sizedLimit, exitTag: checkingTag });
+    // the master and its worker
+    const served = reports('serve');
+    assert.equal(served.length, 2);
+    for (const report of served) assert.deepEqual(report, { refused: [], heapLimitBytes: sizedLimit, exitTag: servingTag });
+  });
+});
+
 /** The functions V8 finished optimizing with TurboFan, by node's `--trace-opt` output. */
 function optimized(traceOut: string): string[] {
   return traceOut.split('\n').filter((l) => /^\[completed optimizing .*\(target TURBOFAN\)/.test(l));
@@ -66,7 +145,7 @@ function optimized(traceOut: string): string[] {
 /**
  * Starts jinx (a master and one worker) with `nodeFlags` and `--trace-opt`
  * on a `return 200` server, and returns what V8 had optimized once it
- * listened and after 3,000 requests on one connection.
+ * answered a first request and after 3,000 more on one connection.
  */
 async function optimizedBeforeAndAfterLoad(nodeFlags: string): Promise<{ atStart: string[]; afterLoad: string[] }> {
   const port = await freePort();
@@ -81,8 +160,10 @@ async function optimizedBeforeAndAfterLoad(nodeFlags: string): Promise<{ atStart
   let out = '';
   child.stdout.on('data', (d: Buffer) => { out += d.toString('latin1'); });
   await waitFor(() => portOpen(port), 30_000, `port ${port}`);
-  const atStart = optimized(out);
+  // the worker listens before it loads the runtime: its first answer says it has loaded everything
   const client = new KeepAliveClient(port);
+  assert.equal((await client.get('/')).status, 200);
+  const atStart = optimized(out);
   for (let i = 0; i < 3000; i++) assert.equal((await client.get('/')).status, 200);
   const afterLoad = optimized(out);
   child.kill('SIGQUIT');

@@ -99,7 +99,7 @@ function ignoreComments(text: string): Map<number, Set<string>> {
   const byLine = new Map<number, Set<string>>();
   if (!text.includes('jinx-lint')) return byLine;
   const lines = new LineIndex(text);
-  for (const c of configLexer.tokenize(text).groups['comments'] ?? []) {
+  for (const c of configLexer().tokenize(text).groups['comments'] ?? []) {
     const m = IGNORE.exec(c.image);
     if (!m) continue;
     const codes = m[1]!.split(/[\s,]+/).filter((s) => s !== '');
