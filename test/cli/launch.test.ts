@@ -63,7 +63,8 @@ describe('bin/jinx start-up (launch.cjs)', () => {
  * process loads while V8's flags differ from a plain node's (whose
  * `v8.cachedDataVersionTag()` is `JINX_TEST_PLAIN_TAG`): V8 refuses node's
  * code cache of those and compiles them again. At exit it writes them, the
- * heap's limit and the flags' tag then to `JINX_TEST_OUT/PID.json`.
+ * heap's limit, the flags' tag then and the process's NODE_EXTRA_CA_CERTS
+ * to `JINX_TEST_OUT/PID.json`.
  */
 const FLAGS_PROBE = `const v8 = require('node:v8');
 const Module = require('node:module');
@@ -79,7 +80,8 @@ Module._load = function (request, ...rest) {
   return result;
 };
 process.on('exit', () => writeFileSync(process.env.JINX_TEST_OUT + '/' + process.pid + '.json',
-  JSON.stringify({ refused, heapLimitBytes: v8.getHeapStatistics().heap_size_limit, exitTag: v8.cachedDataVersionTag() })));
+  JSON.stringify({ refused, heapLimitBytes: v8.getHeapStatistics().heap_size_limit, exitTag: v8.cachedDataVersionTag(),
+    extraCaCerts: process.env.NODE_EXTRA_CA_CERTS ?? null })));
 `;
 
 /** What FLAGS_PROBE wrote for each process. */
@@ -87,6 +89,7 @@ interface ProbeReport {
   readonly refused: string[];
   readonly heapLimitBytes: number;
   readonly exitTag: number;
+  readonly extraCaCerts: string | null;
 }
 
 /** `node FLAGS -p EXPR` with nothing else: what a plain node (or one with bin/jinx's flags) reports. */
@@ -99,7 +102,7 @@ function nodeReports(flags: readonly string[], expr: string): string {
 describe("node's own modules and V8's flags (launch.cts, src/cli/tiering.ts)", () => {
   after(cleanup);
 
-  it("jinx -t, a master and its worker load node's modules under node's default flags (V8 takes node's code cache), the heap keeps bin/jinx's sizes, -t ends on baseline code and serving processes run with llhttp's wasm flags", async () => {
+  it("jinx -t, a master and its worker: node's modules load under node's default flags, the heap keeps bin/jinx's sizes, -t ends on baseline code, the serving processes have llhttp's wasm flags, none has NODE_EXTRA_CA_CERTS", async () => {
     const binFlags = /^node_flags='([^']*)'$/m.exec(readFileSync(JINX, 'utf8'))![1]!.split(' ');
     const tagExpr = "require('node:v8').cachedDataVersionTag()";
     const plainTag = Number(nodeReports([], tagExpr));
@@ -116,7 +119,10 @@ describe("node's own modules and V8's flags (launch.cts, src/cli/tiering.ts)", (
       // the worker may run as nobody (jinx started as root)
       mkdirSync(join(p, out));
       chmodSync(join(p, out), 0o777);
-      return { ...process.env, JINX_NODE_FLAGS: `--require ${join(p, 'probe.cjs')}`, JINX_TEST_PLAIN_TAG: String(plainTag), JINX_TEST_OUT: join(p, out) };
+      return {
+        ...process.env, JINX_NODE_FLAGS: `--require ${join(p, 'probe.cjs')}`, JINX_TEST_PLAIN_TAG: String(plainTag), JINX_TEST_OUT: join(p, out),
+        NODE_EXTRA_CA_CERTS: join(p, 'extra-ca.pem'),
+      };
     };
     const reports = (out: string): ProbeReport[] => readdirSync(join(p, out)).map((f) => JSON.parse(readFileSync(join(p, out, f), 'utf8')) as ProbeReport);
     const check = runJinx(['-p', `${p}/`, '-c', 'nginx.conf', '-t'], { env: env('check') });
@@ -129,11 +135,11 @@ describe("node's own modules and V8's flags (launch.cts, src/cli/tiering.ts)", (
     child.kill('SIGQUIT');
     await exited;
     const [checked] = reports('check');
-    assert.deepEqual(checked, { refused: [], heapLimitBytes: sizedLimit, exitTag: checkingTag });
+    assert.deepEqual(checked, { refused: [], heapLimitBytes: sizedLimit, exitTag: checkingTag, extraCaCerts: null });
     // the master and its worker
     const served = reports('serve');
     assert.equal(served.length, 2);
-    for (const report of served) assert.deepEqual(report, { refused: [], heapLimitBytes: sizedLimit, exitTag: servingTag });
+    for (const report of served) assert.deepEqual(report, { refused: [], heapLimitBytes: sizedLimit, exitTag: servingTag, extraCaCerts: null });
   });
 });
 
